@@ -1,0 +1,37 @@
+"""Where FORGE finds its inputs and keeps its outputs; each path can be overridden by the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def benchmarks_dir() -> Path:
+    """The benchmark files, read in place: `FORGE_BENCHMARKS_DIR` or `../shared/benchmarks`."""
+    configured = os.environ.get("FORGE_BENCHMARKS_DIR")
+    return Path(configured) if configured else PROJECT_ROOT.parent / "shared" / "benchmarks"
+
+
+def store_path() -> Path:
+    """The DuckDB store: `FORGE_STORE` or `data/forge.duckdb`."""
+    configured = os.environ.get("FORGE_STORE")
+    return Path(configured) if configured else PROJECT_ROOT / "data" / "forge.duckdb"
+
+
+def cache_dir() -> Path:
+    """Derived, rebuildable files (BM25 indexes): `FORGE_CACHE_DIR` or `data/cache`."""
+    configured = os.environ.get("FORGE_CACHE_DIR")
+    return Path(configured) if configured else PROJECT_ROOT / "data" / "cache"
+
+
+def models_dir() -> Path:
+    """Model weights, outside git: `FORGE_MODELS_DIR` or `~/.cache/forge/models`."""
+    configured = os.environ.get("FORGE_MODELS_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "forge" / "models"
+
+
+def demo_dir() -> Path:
+    """The committed demo outcomes (Parquet) loaded into a new store on first run."""
+    return PROJECT_ROOT / "data" / "demo"

@@ -1,0 +1,1 @@
+"""Hosts: the frozen LLMs that answer, behind one small interface (see `base`)."""

@@ -1,0 +1,310 @@
+"""HTTP plumbing shared by the remote hosts: bounded concurrency, retries, backoff, API keys.
+
+`HttpHost` is the base of `OpenAICompatibleHost` and `AnthropicHost`; each supplies only its wire
+format. Retried: timeouts, connection errors, HTTP 429, HTTP 5xx (including Anthropic's 529) and
+bodies the provider's parser rejects as malformed (`MalformedResponse`), with exponential backoff
+and jitter, never shorter than the server's Retry-After (up to the policy's longest wait). Any
+other 4xx, or a body rejected as `UnusableResponse` (one no retry would fix), fails at once. Every
+failure reaches the caller as a one-line `HostError` that never contains the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_REASON_CHARS = 300
+
+
+class MalformedResponse(Exception):
+    """A 2xx body that is not what the protocol promises; retried like a transient failure."""
+
+
+class UnusableResponse(Exception):
+    """A 2xx body that parses but cannot be used (e.g. no token usage); not retried."""
+
+
+class _RetryableFailure(Exception):
+    """One failed attempt worth retrying, with the server's Retry-After when it sent one."""
+
+    def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts."""
+
+    max_retries: int  # retries after the first attempt
+    base_delay_s: float = 0.5  # backoff before the first retry; doubles each retry
+    max_delay_s: float = 30.0  # cap on any single wait, Retry-After included
+
+    def backoff_s(self, retry_number: int) -> float:
+        """Exponential backoff with equal jitter: half fixed, half random (retry_number from 0)."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2**retry_number)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    def wait_s(self, retry_number: int, retry_after_s: float | None) -> float:
+        """The wait before a retry: the backoff, lengthened to the server's Retry-After."""
+        wait = self.backoff_s(retry_number)
+        if retry_after_s is not None:
+            wait = max(wait, retry_after_s)
+        return min(wait, self.max_delay_s)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date), else None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def read_api_key(config: HostConfig) -> str | None:
+    """The API key from the environment variable the config names; None when none is named."""
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env, "")
+    if not key:
+        raise HostError(
+            f"host {config.name!r}: environment variable {config.api_key_env} is not set "
+            "(it should hold the API key)"
+        )
+    return key
+
+
+def provider_error_message(body: Any) -> str:
+    """The provider's own error text from an error body (OpenAI, Anthropic, llama.cpp shapes)."""
+    if not isinstance(body, dict):
+        return ""
+    error = body.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("type") or "")
+    if isinstance(error, str):
+        return error
+    return str(body.get("message") or "")
+
+
+def token_count(usage: dict[str, Any], field: str) -> int:
+    """A token count from a provider's usage object; missing or non-integer is unusable."""
+    value = usage.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UnusableResponse(f"usage.{field} is missing or not a token count: {value!r}")
+    return value
+
+
+def _one_line(text: str, secret: str | None) -> str:
+    """Collapse whitespace, drop the secret, and cap the length of a failure reason."""
+    if secret:
+        text = text.replace(secret, "***")
+    flat = " ".join(text.split())
+    if len(flat) > MAX_REASON_CHARS:
+        flat = flat[: MAX_REASON_CHARS - 3] + "..."
+    return flat
+
+
+def _http_failure_reason(response: httpx.Response) -> str:
+    """`HTTP 400: <provider message>` for an error response."""
+    try:
+        message = provider_error_message(response.json())
+    except ValueError:
+        message = response.text[:MAX_REASON_CHARS]
+    reason = f"HTTP {response.status_code}"
+    return f"{reason}: {message}" if message else reason
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+class RetryingJsonClient:
+    """POSTs JSON to one host with bounded concurrency and retries; one per host object.
+
+    At most `config.max_concurrency` calls are in flight, backoff waits included, so a host that
+    answers 429 is not pressed harder. Each attempt is capped at `config.timeout_s` of wall time.
+    Bound to the event loop it is first used in: create, use and close it within one loop.
+    """
+
+    def __init__(self, config: HostConfig, policy: RetryPolicy) -> None:
+        self.config = config
+        self.policy = policy
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s))
+        self._slots = asyncio.Semaphore(config.max_concurrency)
+
+    async def post(
+        self,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        parse: Callable[[Any], T],
+        secret: str | None = None,
+    ) -> tuple[T, float]:
+        """POST `body` and parse the JSON reply; returns (parsed, latency_ms of that attempt).
+
+        `parse` raises `MalformedResponse` for a retryable bad body, `UnusableResponse` for one
+        that fails at once. `secret` is scrubbed from every failure reason.
+        """
+        last_reason = ""
+        async with self._slots:
+            for retry_number in range(self.policy.max_retries + 1):
+                try:
+                    return await self._attempt(url, body, headers, parse, secret)
+                except _RetryableFailure as failure:
+                    last_reason = failure.reason
+                    if retry_number == self.policy.max_retries:
+                        break
+                    wait = self.policy.wait_s(retry_number, failure.retry_after_s)
+                    logger.warning(
+                        "host %s: %s; retry %d/%d in %.2f s",
+                        self.config.name, failure.reason, retry_number + 1,
+                        self.policy.max_retries, wait,
+                    )
+                    await asyncio.sleep(wait)
+        attempts = self.policy.max_retries + 1
+        raise HostError(
+            f"host {self.config.name!r}: failed after {attempts} attempts: {last_reason}"
+        )
+
+    async def _attempt(
+        self,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        parse: Callable[[Any], T],
+        secret: str | None,
+    ) -> tuple[T, float]:
+        """One request; raises `_RetryableFailure` or `HostError` on failure."""
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.timeout_s):
+                response = await self._client.post(url, json=body, headers=headers)
+        except (httpx.TimeoutException, TimeoutError):
+            raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
+        except httpx.TransportError as exc:
+            reason = _one_line(f"connection error: {type(exc).__name__}: {exc}", secret)
+            raise _RetryableFailure(reason) from None
+        if response.status_code >= 400:
+            reason = _one_line(_http_failure_reason(response), secret)
+            if _is_retryable_status(response.status_code):
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                raise _RetryableFailure(reason, retry_after)
+            raise HostError(f"host {self.config.name!r}: {reason}")
+        try:
+            payload = response.json()
+        except ValueError:
+            raise _RetryableFailure("response body is not JSON") from None
+        try:
+            parsed = parse(payload)
+        except MalformedResponse as exc:
+            raise _RetryableFailure(_one_line(f"malformed response: {exc}", secret)) from None
+        except UnusableResponse as exc:
+            reason = _one_line(str(exc), secret)
+            raise HostError(f"host {self.config.name!r}: {reason}") from None
+        return parsed, (time.perf_counter() - started) * 1000.0
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+
+class HttpHost:
+    """Base of the HTTP hosts: URL, API key, retries and the async context manager.
+
+    A subclass names its endpoint and thinking controls and supplies the wire format:
+    `request_body`, `auth_headers` and `parse_response`. `retry_base_delay_s` sets the first
+    backoff (tests use a few milliseconds).
+    """
+
+    endpoint: str = ""  # path appended to the base URL, e.g. "/chat/completions"
+    default_base_url: str = ""  # used when the config leaves base_url empty
+    thinking_controls: tuple[str, ...] = ("none",)  # accepted values of config.thinking
+
+    def __init__(
+        self,
+        config: HostConfig,
+        *,
+        retry_base_delay_s: float = 0.5,
+        retry_max_delay_s: float = 30.0,
+    ) -> None:
+        if config.thinking not in self.thinking_controls:
+            known = ", ".join(self.thinking_controls)
+            raise HostError(
+                f"host {config.name!r}: thinking control {config.thinking!r} is not one of {known}"
+            )
+        base_url = config.base_url or self.default_base_url
+        if not base_url:
+            raise HostError(f"host {config.name!r} has no base_url")
+        self.config = config
+        self._url = base_url.rstrip("/") + self.endpoint
+        policy = RetryPolicy(config.max_retries, retry_base_delay_s, retry_max_delay_s)
+        self._http = RetryingJsonClient(config, policy)
+
+    def request_body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The provider's JSON body for one request."""
+        raise NotImplementedError
+
+    def auth_headers(self, api_key: str | None) -> dict[str, str]:
+        """Headers that carry the API key and protocol version."""
+        raise NotImplementedError
+
+    def parse_response(self, payload: Any) -> Generation:
+        """A `Generation` without latency from a 2xx body; raises `MalformedResponse` or
+        `UnusableResponse` when the body will not do.
+        """
+        raise NotImplementedError
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """Run one request; raise `HostError` when it fails for good."""
+        api_key = read_api_key(self.config)
+        generation, latency_ms = await self._http.post(
+            self._url,
+            self.request_body(request),
+            self.auth_headers(api_key),
+            self.parse_response,
+            secret=api_key,
+        )
+        return replace(generation, latency_ms=latency_ms)
+
+    def __repr__(self) -> str:
+        name, model = self.config.name, self.config.model
+        return f"{type(self).__name__}(name={name!r}, model={model!r}, url={self._url!r})"
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

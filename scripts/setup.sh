@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up FORGE on a fresh machine: virtual environment, torch (local CPU wheel first), the package
+# with its test extras, the benchmark import and the embedded models. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${FORGE_VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
+# torch first and pinned: an unpinned torch would pull several GB of CUDA packages.
+"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+"$VENV/bin/python" -m pip install --quiet -e ".[test]"
+
+"$VENV/bin/forge" data import
+echo "setup: done"
