@@ -4,12 +4,12 @@ Run from the repository root:
 
     .venv/bin/python bench/retrieval.py [--benchmarks-dir DIR] [--n-queries 1000]
 
-The corpus is the union of the context paragraphs of the HotpotQA records (each paragraph's
-sentences joined as upstream HotpotQA does: every sentence after the first carries its leading
-space), deduplicated by `Document.doc_id`. Both indexes are built from the same tokens in the same
-run. Our per-query time is a loop of single `search` calls on the raw question text (tokenization
-included); rank_bm25 gets pre-tokenized queries and ranks as its `get_top_n` does. Progress goes to
-stderr; the last stdout line is one JSON object with the results.
+The corpus is the union of the HotpotQA records' context paragraphs as the project's importer
+reads it (each paragraph's sentences joined with "", as upstream HotpotQA does: every sentence
+after the first carries its leading space), deduplicated by `Document.doc_id`. Both indexes are
+built from the same tokens in the same run. Our per-query time is a loop of single `search`
+calls on the raw question text (tokenization included); rank_bm25 gets pre-tokenized queries and
+ranks as its `get_top_n` does. Progress goes to stderr; the last stdout line is one JSON object.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import tempfile
 import time
@@ -27,40 +26,18 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from forge_core.records import Document
+from forge_core.config import benchmarks_dir
+from forge_core.importers import read_benchmark
 from forge_core.retrieval import BM25Index, document_tokens, tokenize
 
 logger = logging.getLogger("bench.retrieval")
 
-HOTPOTQA_FILE = Path("hotpotqa") / "hotpotqa_distractor_1700.jsonl"
 TOP_K = 5  # depth timed for both implementations
 AGREEMENT_K = 3  # depth compared for agreement
 SCORE_TOLERANCE = 1e-9  # top-3 score sets closer than this count as agreeing
 RANK_BM25_TIME_BUDGET_S = 300.0  # beyond this projected time, rank_bm25 runs on a subset
 RANK_BM25_SUBSET = 200  # queries timed for rank_bm25 when the full set would exceed the budget
 RANK_BM25_PROBE = 20  # queries timed first to project rank_bm25's total time
-
-
-def default_benchmarks_dir() -> Path:
-    """FORGE_BENCHMARKS_DIR, else ../shared/benchmarks beside the repository root."""
-    configured = os.environ.get("FORGE_BENCHMARKS_DIR")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
-
-
-def load_hotpotqa(path: Path) -> tuple[list[Document], list[str]]:
-    """The deduplicated corpus of context paragraphs and the questions, in file order."""
-    corpus: dict[str, Document] = {}
-    questions = []
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            record = json.loads(line)
-            questions.append(record["question"])
-            for paragraph in record["context"]:
-                document = Document("hotpotqa", paragraph["title"], "".join(paragraph["sentences"]))
-                corpus.setdefault(document.doc_id, document)
-    return list(corpus.values()), questions
 
 
 def time_ours(index: BM25Index, queries: Sequence[str]) -> tuple[list, float]:
@@ -133,10 +110,11 @@ def cache_roundtrip_seconds(index: BM25Index) -> tuple[float, float]:
         return saved - start, time.perf_counter() - saved
 
 
-def run(benchmarks_dir: Path, n_queries: int) -> dict:
+def run(benchmarks_root: Path, n_queries: int) -> dict:
     """Build both indexes, time both on the same queries, compare their rankings."""
-    documents, questions = load_hotpotqa(benchmarks_dir / HOTPOTQA_FILE)
-    queries = questions[:n_queries]
+    hotpotqa = read_benchmark("hotpotqa", benchmarks_root)
+    documents = hotpotqa.documents
+    queries = [example.question for example in hotpotqa.examples[:n_queries]]
     logger.info("%d documents, %d queries", len(documents), len(queries))
 
     start = time.perf_counter()
@@ -190,7 +168,12 @@ def run(benchmarks_dir: Path, n_queries: int) -> dict:
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse arguments, run the benchmark, print the JSON result as the last line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks-dir", type=Path, default=default_benchmarks_dir())
+    parser.add_argument(
+        "--benchmarks-dir",
+        type=Path,
+        default=benchmarks_dir(),
+        help="default: $FORGE_BENCHMARKS_DIR or ../shared/benchmarks beside the repository",
+    )
     parser.add_argument("--n-queries", type=int, default=1000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")

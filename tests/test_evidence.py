@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 
 import pytest
 
+from forge_core.config import benchmarks_dir
 from forge_core.evidence import (
     RAW_WORDS_PER_PASSAGE,
     RETRIEVE_TOP_K,
@@ -18,15 +16,9 @@ from forge_core.evidence import (
     split_sentences,
     summary_support,
 )
+from forge_core.importers import BENCHMARK_FILES, read_benchmark
 from forge_core.records import Document
-
-HOTPOTQA = Path("hotpotqa") / "hotpotqa_distractor_1700.jsonl"
-
-
-def benchmarks_dir() -> Path:
-    """FORGE_BENCHMARKS_DIR, else ../shared/benchmarks beside the repository."""
-    configured = os.environ.get("FORGE_BENCHMARKS_DIR")
-    return Path(configured) if configured else Path(__file__).parents[2] / "shared" / "benchmarks"
+from forge_core.retrieval import Retriever
 
 
 def doc(title: str, text: str) -> Document:
@@ -37,10 +29,6 @@ def filler(prefix: str, n_words: int) -> str:
     """A capitalized sentence of n distinct non-stopword words ending with a period."""
     words = [f"{prefix}{index}" for index in range(n_words)]
     return " ".join([words[0].capitalize(), *words[1:]]) + "."
-
-
-def sentences_of(summary: str) -> list[str]:
-    return split_sentences(summary)
 
 
 def test_constants_match_the_paper() -> None:
@@ -102,7 +90,7 @@ def test_summary_puts_the_matching_sentence_first() -> None:
     ]
     summary = summary_support("When did the zebra herd cross the river?", passages)
     assert summary.startswith(target)
-    assert set(sentences_of(summary)) == set(split_sentences(passages[0].text)) | set(
+    assert set(split_sentences(summary)) == set(split_sentences(passages[0].text)) | set(
         split_sentences(passages[1].text)
     )
 
@@ -112,7 +100,7 @@ def test_summary_skips_an_overflowing_sentence_and_keeps_later_shorter_ones() ->
     too_long = filler("long", 60)
     short = filler("short", 30)
     summary = summary_support("alpha beta", [doc("T", f"{best} {too_long} {short}")])
-    assert sentences_of(summary) == [best, short]
+    assert split_sentences(summary) == [best, short]
     assert len(summary.split()) == 130
 
 
@@ -129,7 +117,7 @@ def test_summary_drops_duplicate_sentences() -> None:
         doc("B", f"the  eiffel tower is in PARIS. {filler('b', 5)}"),
         doc("C", sentence),
     ]
-    found = sentences_of(summary_support("Where is the Eiffel Tower?", passages))
+    found = split_sentences(summary_support("Where is the Eiffel Tower?", passages))
     normalized = [" ".join(item.lower().split()) for item in found]
     assert len(normalized) == len(set(normalized)) == 3
 
@@ -148,19 +136,16 @@ def test_summary_edge_cases() -> None:
 
 @pytest.fixture(scope="module")
 def hotpotqa_cases() -> list[tuple[str, list[Document]]]:
-    """The first 150 HotpotQA questions with their first three context paragraphs."""
-    path = benchmarks_dir() / HOTPOTQA
+    """The first 150 HotpotQA questions with their BM25 top-3 passages from the full corpus."""
+    path = benchmarks_dir() / BENCHMARK_FILES["hotpotqa"].relative_path
     if not path.exists():
         pytest.skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
+    hotpotqa = read_benchmark("hotpotqa", benchmarks_dir())
+    retriever = Retriever.from_documents(hotpotqa.documents)
     cases = []
-    with path.open(encoding="utf-8") as lines:
-        for _, line in zip(range(150), lines):
-            record = json.loads(line)
-            passages = [
-                Document("hotpotqa", paragraph["title"], "".join(paragraph["sentences"]))
-                for paragraph in record["context"][:SUPPORT_TOP_K]
-            ]
-            cases.append((record["question"], passages))
+    for example in hotpotqa.examples[:150]:
+        hits = retriever.retrieve(example.question, k=RETRIEVE_TOP_K)
+        cases.append((example.question, [hit.document for hit in hits[:SUPPORT_TOP_K]]))
     return cases
 
 
@@ -169,6 +154,7 @@ def test_summary_on_real_passages_is_bounded_unique_nonempty_deterministic(hotpo
         summary = summary_support(question, passages)
         assert 0 < len(summary.split()) <= SUMMARY_WORD_BUDGET
         assert summary == summary_support(question, passages)
-        found = [" ".join(item.lower().split()) for item in sentences_of(summary)]
+        found = [" ".join(item.lower().split()) for item in split_sentences(summary)]
         assert len(found) == len(set(found))
-        assert len(raw_support(passages).split()) <= SUPPORT_TOP_K * (RAW_WORDS_PER_PASSAGE + 6)
+        for block in raw_support(passages).split("\n\n"):
+            assert len(block.split("\n", 1)[1].split()) <= RAW_WORDS_PER_PASSAGE

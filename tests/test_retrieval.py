@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +10,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from forge_core import retrieval
+from forge_core.config import benchmarks_dir
+from forge_core.importers import BENCHMARK_FILES, read_benchmark
 from forge_core.records import Document
 from forge_core.retrieval import (
     STOPWORDS,
@@ -23,14 +23,6 @@ from forge_core.retrieval import (
     tokenize,
     top_k,
 )
-
-HOTPOTQA = Path("hotpotqa") / "hotpotqa_distractor_1700.jsonl"
-
-
-def benchmarks_dir() -> Path:
-    """FORGE_BENCHMARKS_DIR, else ../shared/benchmarks beside the repository."""
-    configured = os.environ.get("FORGE_BENCHMARKS_DIR")
-    return Path(configured) if configured else Path(__file__).parents[2] / "shared" / "benchmarks"
 
 
 def doc(title: str, text: str) -> Document:
@@ -124,31 +116,23 @@ def test_repeated_query_token_counts_each_occurrence() -> None:
 
 @pytest.fixture(scope="module")
 def hotpotqa_sample() -> tuple[list[Document], list[str]]:
-    """300 real HotpotQA context paragraphs, 160 of them mentioning "american", and questions.
+    """300 real HotpotQA context paragraphs, 160 of them mentioning "american", and 100 questions.
 
     No content word is in more than half of an ordinary sample, so the sample is drawn to give
     "american" a negative raw idf (floored to epsilon * mean idf as rank_bm25 does).
     """
-    path = benchmarks_dir() / HOTPOTQA
+    path = benchmarks_dir() / BENCHMARK_FILES["hotpotqa"].relative_path
     if not path.exists():
         pytest.skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
+    hotpotqa = read_benchmark("hotpotqa", benchmarks_dir())
     wanted = {True: 160, False: 140}
-    sample: dict[str, Document] = {}
-    questions = []
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            record = json.loads(line)
-            questions.append(record["question"])
-            for paragraph in record["context"]:
-                text = "".join(paragraph["sentences"])
-                document = Document("hotpotqa", paragraph["title"], text)
-                mentions = "american" in document_tokens(document)
-                if document.doc_id not in sample and wanted[mentions] > 0:
-                    wanted[mentions] -= 1
-                    sample[document.doc_id] = document
-            if not any(wanted.values()):
-                break
-    return list(sample.values()), questions[:100]
+    sample = []
+    for document in hotpotqa.documents:
+        mentions = "american" in document_tokens(document)
+        if wanted[mentions] > 0:
+            wanted[mentions] -= 1
+            sample.append(document)
+    return sample, [example.question for example in hotpotqa.examples[:100]]
 
 
 def test_scores_equal_rank_bm25_on_real_hotpotqa(hotpotqa_sample) -> None:
@@ -197,7 +181,7 @@ def test_search_many_equals_search() -> None:
     small = BM25Index.build(SMALL_CORPUS)
     queries = ["common fruit", "apple apple trees", "zzz", "", "granite", "cherry common"]
     for index in (tiny, small):
-        for k in (1, 3, 10):
+        for k in (0, 1, 3, 10):
             assert index.search_many(queries, k) == [index.search(query, k) for query in queries]
     assert tiny.search("alpha", 2)[0][1] < 0
     assert small.search_many([], 3) == []

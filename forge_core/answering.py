@@ -1,0 +1,98 @@
+"""From a question and an arm to a scored host answer: retrieve, build the support, prompt, call.
+
+This is the one path every caller takes (`forge ask`, enumeration, live routing), so an answer
+is produced and scored the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from forge_core import config
+from forge_core.answers import extract_final_answer, extract_plain_answer
+from forge_core.arms import Arm
+from forge_core.evidence import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
+from forge_core.hosts.base import Host
+from forge_core.metrics import extract_fever_label, score_answer
+from forge_core.prompts import build_request
+from forge_core.retrieval import Retriever, ScoredDocument
+from forge_core.store import Store
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The top-5 BM25 passages for one question; Summary and Raw draw on the top 3."""
+
+    question: str
+    passages: tuple[ScoredDocument, ...]
+
+    def support_text(self, support: str) -> str:
+        """The evidence text of a support form ("" for direct)."""
+        documents = [hit.document for hit in self.passages[:SUPPORT_TOP_K]]
+        if support == "raw":
+            return raw_support(documents)
+        if support == "summary":
+            return summary_support(self.question, documents)
+        return ""
+
+
+@dataclass(frozen=True)
+class ArmAnswer:
+    """A host's answer under one arm, with exact token accounting."""
+
+    arm: str  # e.g. "raw:no_think"
+    answer: str  # the full generated text
+    extracted: str  # the scored answer (final line for CoT, label for FEVER)
+    tokens_in: int
+    tokens_out: int
+    tokens_reasoning: int
+    latency_ms: float
+    support_text: str
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_retriever(store_path: str, benchmark: str) -> Retriever:
+    documents = Store(store_path).documents(benchmark)
+    if not documents:
+        raise ValueError(f"no corpus for '{benchmark}' in the store: run `forge data import`")
+    return Retriever.from_documents(documents, cache_dir=config.cache_dir() / "bm25")
+
+
+def load_retriever(store: Store, benchmark: str) -> Retriever:
+    """The benchmark's BM25 retriever (index cached on disk and in memory)."""
+    return _cached_retriever(str(store.path), benchmark)
+
+
+def retrieve_evidence(retriever: Retriever, question: str) -> Evidence:
+    """The top-5 passages for a question."""
+    return Evidence(question, tuple(retriever.retrieve(question, RETRIEVE_TOP_K)))
+
+
+def extract_answer(text: str, arm: Arm, is_fever: bool) -> str:
+    """The part of the generated text that is scored (see `forge_core.answers`)."""
+    answer = extract_final_answer(text) if arm.thinking == "cot" else extract_plain_answer(text)
+    if is_fever:
+        return extract_fever_label(answer) or ""
+    return answer
+
+
+async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bool) -> ArmAnswer:
+    """Ask the host one question under one arm."""
+    support_text = evidence.support_text(arm.support)
+    generation = await host.generate(build_request(evidence.question, support_text, arm, is_fever))
+    return ArmAnswer(
+        arm=arm.name,
+        answer=generation.text,
+        extracted=extract_answer(generation.text, arm, is_fever),
+        tokens_in=generation.tokens_in,
+        tokens_out=generation.tokens_out,
+        tokens_reasoning=generation.tokens_reasoning,
+        latency_ms=generation.latency_ms,
+        support_text=support_text,
+    )
+
+
+def score_arm_answer(answer: ArmAnswer, golds: tuple[str, ...], is_fever: bool) -> tuple[float, float]:
+    """(F1, EM) of an extracted answer against the gold answers (or the FEVER label)."""
+    return score_answer(answer.extracted, golds, is_fever)

@@ -1,0 +1,86 @@
+"""Named host configurations: two built in (`embedded`, `embedded-tiny`), the rest in the store."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterator
+
+from forge_core.hosts.anthropic import AnthropicHost
+from forge_core.hosts.base import Host, HostConfig, HostError
+from forge_core.hosts.embedded import EmbeddedServer, running_server
+from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.store import Store
+
+DEFAULT_HOST = "embedded"
+
+BUILTIN_HOSTS: dict[str, HostConfig] = {
+    config.name: config
+    for config in (
+        HostConfig(name="embedded", kind="embedded", model="qwen2.5-coder-1.5b", max_concurrency=2, timeout_s=600.0),
+        HostConfig(name="embedded-tiny", kind="embedded", model="smollm2-135m", max_concurrency=2, timeout_s=300.0),
+    )
+}
+HOST_KINDS = ("openai", "anthropic", "embedded")
+
+
+def get_host_config(store: Store, name: str) -> HostConfig:
+    """A built-in or stored host configuration by name, with a clear error when unknown."""
+    if name in BUILTIN_HOSTS:
+        return BUILTIN_HOSTS[name]
+    stored = store.host_config(name)
+    if stored is None:
+        known = ", ".join([*BUILTIN_HOSTS, *store.host_names()])
+        raise ValueError(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
+    return HostConfig(**stored)
+
+
+def list_host_configs(store: Store) -> list[HostConfig]:
+    """Built-in hosts first, then the stored ones by name."""
+    stored = [HostConfig(**store.host_config(name)) for name in store.host_names()]
+    return [*BUILTIN_HOSTS.values(), *stored]
+
+
+def save_host_config(store: Store, config: HostConfig) -> None:
+    """Add or replace a stored host configuration (built-in names are reserved)."""
+    if config.name in BUILTIN_HOSTS:
+        raise ValueError(f"'{config.name}' is a built-in host; choose another name")
+    if config.kind not in ("openai", "anthropic"):
+        raise ValueError(f"host kind must be 'openai' or 'anthropic', not '{config.kind}'")
+    if config.kind == "openai" and not config.base_url.startswith(("http://", "https://")):
+        raise ValueError(f"host '{config.name}' needs a base URL starting with http:// or https://")
+    store.save_host_config(config.name, dataclasses.asdict(config))
+
+
+@contextlib.contextmanager
+def serving(config: HostConfig) -> Iterator[HostConfig]:
+    """The configuration with a live base URL: embedded hosts reuse a running server or start one
+    for the duration of the block; remote hosts pass through unchanged."""
+    if config.kind != "embedded":
+        yield config
+        return
+    running = running_server(config.model)
+    if running is not None:
+        yield dataclasses.replace(config, base_url=running.base_url)
+        return
+    with EmbeddedServer(config.model) as server:
+        yield dataclasses.replace(config, base_url=server.info.base_url)
+
+
+def make_host(config: HostConfig) -> Host:
+    """The client for a served configuration; create it inside the event loop that uses it."""
+    if config.kind in ("openai", "embedded"):
+        if not config.base_url:
+            raise HostError(f"host '{config.name}' has no base URL (embedded hosts need `serving`)")
+        return OpenAICompatibleHost(config)
+    if config.kind == "anthropic":
+        return AnthropicHost(config)
+    raise HostError(f"unknown host kind '{config.kind}'")
+
+
+def config_hash(config: HostConfig) -> str:
+    """A short hash of what determines a host's answers (not its URL or concurrency)."""
+    key = {"kind": config.kind, "model": config.model, "thinking": config.thinking}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

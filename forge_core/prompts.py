@@ -1,0 +1,59 @@
+"""The prompt of every arm, for QA and for FEVER claim verification.
+
+Layout: one fixed system message, then a user message of evidence (if any), the question, and
+last the arm's answering instruction. Arms with the same support therefore share everything up
+to that instruction, which lets a host's prompt cache reuse the evidence when they run back to
+back.
+
+Answer caps: 64 tokens for plain arms (the paper's cap). CoT arms may write their reasoning
+before the final line: we cap them at 256 tokens, which fits the short step-by-step reasoning
+a small host writes for multi-hop questions while bounding the cost on a CPU host. Every
+generated token counts as output cost; the scored answer of a CoT arm is the text after its last
+"Answer:" marker (see `forge_core.answers`). Think-Low / Think-High arms ask the host for a
+reasoning budget of 1,024 / 4,096 tokens and keep the 64-token cap for the visible answer.
+"""
+
+from __future__ import annotations
+
+from forge_core.arms import Arm
+from forge_core.hosts.base import GenerationRequest
+
+ANSWER_MAX_TOKENS = 64  # cap on a plain arm's answer
+COT_MAX_TOKENS = 256  # cap on a CoT arm's reasoning plus final answer
+
+SYSTEM_PROMPT = "You are a careful assistant that answers questions accurately and concisely."
+
+QA_INSTRUCTION = "Answer the question with a short answer (a few words), without explanation."
+FEVER_INSTRUCTION = (
+    "Decide whether the claim is supported by facts, refuted by facts, or whether there is not "
+    "enough information. Reply with exactly one label: SUPPORTS, REFUTES or NOT ENOUGH INFO."
+)
+COT_SUFFIX = (
+    "Let us think step by step. Write your reasoning briefly, then give the final answer on the "
+    "last line in the form \"Answer: <{what}>\"."
+)
+
+
+def user_message(question: str, support_text: str, thinking: str, is_fever: bool) -> str:
+    """The user turn of an arm: evidence block, question (or claim), then the instruction."""
+    parts = []
+    if support_text:
+        parts.append(f"Evidence:\n{support_text}")
+    parts.append(f"Claim: {question}" if is_fever else f"Question: {question}")
+    instruction = FEVER_INSTRUCTION if is_fever else QA_INSTRUCTION
+    if thinking == "cot":
+        what = "SUPPORTS, REFUTES or NOT ENOUGH INFO" if is_fever else "short answer"
+        instruction = f"{instruction} {COT_SUFFIX.format(what=what)}"
+    parts.append(instruction)
+    return "\n\n".join(parts)
+
+
+def build_request(question: str, support_text: str, arm: Arm, is_fever: bool) -> GenerationRequest:
+    """The greedy host request for one arm on one query."""
+    messages = (
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user_message(question, support_text, arm.thinking, is_fever)},
+    )
+    max_tokens = COT_MAX_TOKENS if arm.thinking == "cot" else ANSWER_MAX_TOKENS
+    return GenerationRequest(messages=messages, max_tokens=max_tokens, temperature=0.0,
+                             thinking_budget=arm.thinking_budget)
