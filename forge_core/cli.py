@@ -23,6 +23,8 @@ app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and rea
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Import benchmarks and inspect what the store holds.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
+store_app = typer.Typer(help="Coverage, export and demo data of the store.", no_args_is_help=True)
+app.add_typer(store_app, name="store")
 host_app = typer.Typer(help="Pull, serve, list, add and test hosts.", no_args_is_help=True)
 app.add_typer(host_app, name="host")
 
@@ -88,6 +90,53 @@ def data_stats(
         table.add_row(name, str(row["examples"]), str(row["documents"]),
                       str(splits["train"]), str(splits["dev"]), str(splits["test"]))
     Console().print(table)
+
+
+@store_app.command("coverage")
+def store_coverage(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    arms: Annotated[Optional[int], typer.Option(help="K (default: 12 on thinking hosts, else 6).")] = None,
+) -> None:
+    """Per host: queries whose K arms all have a non-error outcome, with and without probes."""
+    from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
+
+    store = open_store()
+    n_arms = {}
+    for host in store.hosts_with_outcomes():
+        known = host in BUILTIN_HOSTS or host in store.host_names()
+        thinking = known and get_host_config(store, host).supports_thinking
+        n_arms[host] = arms or (12 if thinking else 6)
+    coverage = store.coverage(n_arms)
+    if as_json:
+        print_json({"hosts": coverage})
+        return
+    if not coverage:
+        console.print("No outcomes yet: run `forge enumerate` (or `forge store load-demo`).")
+    for host, summary in coverage.items():
+        table = Table("benchmark", "complete", "with probes", title=f"{host}: {summary['arms']} arms")
+        for benchmark, row in summary["by_benchmark"].items():
+            table.add_row(benchmark, str(row["complete"]), str(row["with_probes"]))
+        table.add_row("all", str(summary["queries_complete"]), str(summary["with_probes"]))
+        Console().print(table)
+        Console().print("by split: " + ", ".join(f"{k} {v}" for k, v in summary["by_split"].items()))
+
+
+@store_app.command("export")
+def store_export(
+    out: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+) -> None:
+    """Write outcomes, probes, features and checkpoints to zstd Parquet (the committed demo data)."""
+    counts = open_store().export_tables(out or config.demo_dir())
+    console.print(", ".join(f"{table}: {n} rows" for table, n in counts.items()))
+
+
+@store_app.command("load-demo")
+def store_load_demo(
+    source: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+) -> None:
+    """Add the committed demo outcomes to the store (rows already there are kept)."""
+    added = open_store().load_exported(source or config.demo_dir())
+    console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
 
 
 @host_app.command("pull")
@@ -217,6 +266,74 @@ def ask(
     out.print(result.answer, highlight=False)
     out.print(f"\nscored answer: {result.extracted}\ntokens in {result.tokens_in}, out {result.tokens_out}, "
               f"latency {result.latency_ms:.0f} ms", highlight=False)
+
+
+@app.command("enumerate")
+def enumerate_command(
+    host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "train",
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    probes: Annotated[bool, typer.Option(help="Also run the Full-variant host probes.")] = False,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help="Only these benchmarks (repeatable).")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="At most this many queries in all.")] = None,
+    per_benchmark: Annotated[Optional[int], typer.Option(help="At most this many queries per benchmark.")] = None,
+    max_calls: Annotated[Optional[int], typer.Option(help="Stop after this many host calls.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Stop after this many tokens in + out.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Queries in flight at once.")] = 2,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+) -> None:
+    """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
+    import asyncio
+    import dataclasses
+
+    from forge_core.arms import thinking_modes
+    from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, count_calls, enumerate_arms, plan_work
+    from forge_core.hosts.registry import get_host_config, make_host, serving
+    from forge_core.records import BENCHMARKS
+
+    if split not in SPLIT_CHOICES:
+        raise ValueError(f"--split must be one of {', '.join(SPLIT_CHOICES)}")
+    thinking_modes(arms)
+    unknown = set(benchmark or ()) - set(BENCHMARKS)
+    if unknown:
+        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
+    store = open_store()
+    host_config = get_host_config(store, host)
+    if arms == 12 and not host_config.supports_thinking:
+        raise ValueError(f"host '{host}' has no reasoning budget: use --arms 6 (or 3)")
+    plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
+                           benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
+                           per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
+                           concurrency=concurrency)
+    planned = count_calls(plan_work(store, plan))
+    if planned == 0:
+        console.print("nothing to do: every planned call is already stored")
+        if as_json:
+            print_json({"job_id": None, "calls": 0, "errors": 0, "status": "nothing to do"})
+        return
+
+    async def run(served: Any, progress: Progress, task: Any) -> Any:
+        client = make_host(served)
+        try:
+            return await enumerate_arms(
+                store, plan, client,
+                on_progress=lambda r: progress.update(task, completed=r.calls,
+                                                      description=f"enumerating ({len(r.errors)} errors)"))
+        finally:
+            await client.aclose()
+
+    with serving(host_config) as served, Progress(*Progress.get_default_columns(), console=console) as progress:
+        task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
+        report = asyncio.run(run(served, progress, task))
+    for line in report.errors[:20]:
+        console.print(f"[yellow]error[/yellow] {line}", highlight=False)
+    summary = {"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
+               "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)}
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(" ".join(f"{k}={v}" for k, v in summary.items()))
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 
 BENCHMARKS: tuple[str, ...] = ("hotpotqa", "2wikimultihopqa", "musique", "popqa", "fever")
 FEVER_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -39,3 +40,43 @@ class Document:
         key = f"{' '.join(self.title.split())}\x00{' '.join(self.text.split())}"
         digest = hashlib.sha1(key.encode("utf-8")).hexdigest()
         return digest[:16]
+
+
+@dataclass(frozen=True)
+class ArmOutcome:
+    """One (query, arm) run on a host, as stored; an error row has no score (f1 and em None)."""
+
+    host: str
+    benchmark: str
+    example_id: str
+    arm: str  # e.g. "raw:no_think"
+    answer: str  # the full generated text
+    extracted: str  # the scored answer
+    f1: float | None
+    em: float | None
+    tokens_in: int
+    tokens_out: int
+    tokens_reasoning: int
+    latency_ms: float
+    error: str | None  # one-line reason when the call failed after its retries
+    attempts: int
+    host_config_hash: str
+    started_at: datetime
+    finished_at: datetime
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """One probe call before routing (greedy Direct answer or a self-consistency sample)."""
+
+    host: str
+    benchmark: str
+    example_id: str
+    probe: str  # "greedy", "sample1", "sample2", "sample3"
+    answer: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    error: str | None
+    host_config_hash: str
+    finished_at: datetime

@@ -9,8 +9,10 @@ job (enumeration, training) writes in small batches, so the dashboard can read i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from forge_core.records import Document, Example
+from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
 
 
 class StoreError(Exception):
@@ -354,12 +357,208 @@ class Store:
             connection.execute("DELETE FROM hosts WHERE name = ?", [name])
         return bool(found)
 
+    # ------------------------------------------------------------ arm and probe outcomes
+
+    def write_arm_outcome(self, outcome: ArmOutcome) -> None:
+        """Store one finished (query, arm) run at once, replacing an earlier error row."""
+        with self.transaction() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO arm_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                list(dataclasses.astuple(outcome)),
+            )
+
+    def write_probe_outcome(self, outcome: ProbeOutcome) -> None:
+        """Store one finished probe call at once."""
+        with self.transaction() as connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO probe_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                list(dataclasses.astuple(outcome)),
+            )
+
+    def finished_arms(self, host: str, benchmark: str) -> dict[str, set[str]]:
+        """example_id -> arms with a non-error outcome on this host."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT example_id, arm FROM arm_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
+                [host, benchmark],
+            ).fetchall()
+        finished: dict[str, set[str]] = {}
+        for example_id, arm in rows:
+            finished.setdefault(example_id, set()).add(arm)
+        return finished
+
+    def finished_probes(self, host: str, benchmark: str) -> dict[str, set[str]]:
+        """example_id -> probes with a non-error outcome on this host."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT example_id, probe FROM probe_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
+                [host, benchmark],
+            ).fetchall()
+        finished: dict[str, set[str]] = {}
+        for example_id, probe in rows:
+            finished.setdefault(example_id, set()).add(probe)
+        return finished
+
+    def arm_outcomes(self, host: str, benchmark: str | None = None) -> pd.DataFrame:
+        """All stored arm outcomes of a host (optionally one benchmark), errors included."""
+        query = "SELECT * FROM arm_outcomes WHERE host = ?"
+        params: list[Any] = [host]
+        if benchmark is not None:
+            query += " AND benchmark = ?"
+            params.append(benchmark)
+        with self.connect() as connection:
+            return connection.execute(query + " ORDER BY benchmark, example_id, arm", params).fetchdf()
+
+    def probe_outcomes(self, host: str) -> pd.DataFrame:
+        """All stored probe outcomes of a host."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT * FROM probe_outcomes WHERE host = ? ORDER BY benchmark, example_id, probe", [host]
+            ).fetchdf()
+
+    def coverage(self, n_arms_by_host: dict[str, int], split_seed: int = 0) -> dict[str, dict[str, Any]]:
+        """Per host: queries with all K arms free of errors, how many also have all four probes,
+        and their counts by benchmark and by split."""
+        coverage = {}
+        with self.connect() as connection:
+            for host, n_arms in n_arms_by_host.items():
+                rows = connection.execute(
+                    """
+                    WITH complete AS (
+                        SELECT benchmark, example_id FROM arm_outcomes
+                        WHERE host = ? AND error IS NULL GROUP BY ALL HAVING count(*) >= ?),
+                    probed AS (
+                        SELECT benchmark, example_id FROM probe_outcomes
+                        WHERE host = ? AND error IS NULL GROUP BY ALL HAVING count(*) >= 4)
+                    SELECT c.benchmark, coalesce(s.split, 'unassigned') AS split,
+                           count(*) AS complete, count(p.example_id) AS with_probes
+                    FROM complete c
+                    LEFT JOIN probed p USING (benchmark, example_id)
+                    LEFT JOIN splits s ON s.benchmark = c.benchmark AND s.example_id = c.example_id
+                                      AND s.split_seed = ?
+                    GROUP BY ALL ORDER BY ALL
+                    """,
+                    [host, n_arms, host, split_seed],
+                ).fetchall()
+                coverage[host] = _coverage_summary(rows, n_arms)
+        return coverage
+
+    def hosts_with_outcomes(self) -> list[str]:
+        """Names of hosts that have at least one stored arm outcome."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT DISTINCT host FROM arm_outcomes ORDER BY host").fetchall()]
+
+    # ------------------------------------------------------------ demo export and load
+
+    def export_tables(self, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
+        """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
+        directory.mkdir(parents=True, exist_ok=True)
+        counts = {}
+        for table in tables:
+            with self.connect() as connection:
+                frame = connection.execute(f"SELECT * FROM {_known_table(table)} ORDER BY ALL").fetchdf()
+            temporary = directory / f".{table}.parquet.tmp"
+            frame.to_parquet(temporary, compression="zstd", index=False)
+            os.replace(temporary, directory / f"{table}.parquet")
+            counts[table] = len(frame)
+        return counts
+
+    def load_exported(self, directory: Path) -> dict[str, int]:
+        """Add the rows of exported Parquet files that the store lacks (never overwrites)."""
+        added = {}
+        for table in EXPORTED_TABLES:
+            path = directory / f"{table}.parquet"
+            if not path.exists():
+                continue
+            frame = pd.read_parquet(path)
+            with self.transaction() as connection:
+                before = connection.execute(f"SELECT count(*) FROM {_known_table(table)}").fetchone()[0]
+                connection.register("exported_rows", frame)
+                connection.execute(
+                    f"INSERT INTO {_known_table(table)} SELECT * FROM exported_rows ON CONFLICT DO NOTHING")
+                connection.unregister("exported_rows")
+                after = connection.execute(f"SELECT count(*) FROM {_known_table(table)}").fetchone()[0]
+            added[table] = after - before
+        return added
+
+    # ------------------------------------------------------------ jobs
+
+    def create_job(self, job_id: str, kind: str, params: dict[str, Any], total: int, pid: int) -> None:
+        """Record a new running job."""
+        now = utc_now()
+        with self.transaction() as connection:
+            connection.execute(
+                "INSERT INTO jobs VALUES (?, ?, 'running', ?, ?, 0, 0, '', ?, ?, ?, NULL)",
+                [job_id, kind, dumps(params), total, pid, now, now],
+            )
+
+    def update_job(self, job_id: str, done: int, errors: int, message: str = "") -> None:
+        """Progress of a running job (read by the dashboard while it runs)."""
+        with self.transaction() as connection:
+            connection.execute(
+                "UPDATE jobs SET done = ?, errors = ?, message = ?, updated_at = ? WHERE job_id = ?",
+                [done, errors, message, utc_now(), job_id],
+            )
+
+    def finish_job(self, job_id: str, status: str, message: str = "") -> None:
+        """Close a job as finished, failed, cancelled or interrupted."""
+        now = utc_now()
+        with self.transaction() as connection:
+            connection.execute(
+                "UPDATE jobs SET status = ?, message = ?, updated_at = ?, finished_at = ? WHERE job_id = ?",
+                [status, message, now, now, job_id],
+            )
+
+    def request_job_cancel(self, job_id: str) -> None:
+        """Ask a running job to stop after its calls in flight."""
+        with self.transaction() as connection:
+            connection.execute(
+                "UPDATE jobs SET status = 'cancelling' WHERE job_id = ? AND status = 'running'", [job_id]
+            )
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        """One job's row, or None."""
+        with self.connect() as connection:
+            frame = connection.execute("SELECT * FROM jobs WHERE job_id = ?", [job_id]).fetchdf()
+        return frame.to_dict("records")[0] if len(frame) else None
+
+    def jobs(self, kind: str | None = None, limit: int = 50) -> pd.DataFrame:
+        """The most recent jobs, newest first."""
+        query = "SELECT * FROM jobs"
+        params: list[Any] = []
+        if kind is not None:
+            query += " WHERE kind = ?"
+            params.append(kind)
+        with self.connect() as connection:
+            return connection.execute(query + " ORDER BY started_at DESC LIMIT ?", [*params, limit]).fetchdf()
+
     def table_counts(self) -> dict[str, int]:
         """Row count of every table (for diagnostics and idempotence tests)."""
         with self.connect() as connection:
             tables = [r[0] for r in connection.execute(
                 "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
             return {t: connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def _known_table(table: str) -> str:
+    """A table name checked against the exported list (identifiers cannot be SQL parameters)."""
+    if table not in EXPORTED_TABLES:
+        raise ValueError(f"unknown table '{table}'")
+    return table
+
+
+def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:
+    summary: dict[str, Any] = {"queries_complete": 0, "arms": n_arms, "with_probes": 0,
+                               "by_benchmark": {}, "by_split": {}}
+    for benchmark, split, complete, with_probes in rows:
+        summary["queries_complete"] += complete
+        summary["with_probes"] += with_probes
+        bench = summary["by_benchmark"].setdefault(benchmark, {"complete": 0, "with_probes": 0})
+        bench["complete"] += complete
+        bench["with_probes"] += with_probes
+        summary["by_split"][split] = summary["by_split"].get(split, 0) + complete
+    return summary
 
 
 def dumps(value: Any) -> str:

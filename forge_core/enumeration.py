@@ -1,0 +1,297 @@
+"""Stage 0: run a host on every (query, arm) of an alphabet and store each outcome as it lands.
+
+- Concurrent: `concurrency` queries in flight at once.
+- Prefix-aware: a query's arms run back to back in support order (NoThink before CoT), so arms
+  that share the evidence prefix hit the host's prompt cache. `prefix_order=False` runs arm-major
+  instead (every query's first arm, then every query's second arm, ...), for comparison.
+- Resumable: every finished call is committed on its own before the next starts on that worker;
+  a rerun plans only what is missing (error rows count as missing), so a crash, kill -9 or
+  Ctrl-C loses no finished row and never duplicates one.
+- Fault-tolerant: the host client retries; a call that still fails is stored as an error row
+  (no score) and reported.
+- Visible and bounded: progress goes to the `jobs` table and a callback; optional limits on
+  calls and tokens stop the run cleanly; the dashboard can ask a job to cancel.
+
+Probes (Full features): the greedy Direct probe is the `direct:no_think` request itself (same
+prompt, temperature 0), so its outcome is recorded as the `greedy` probe without a second call;
+three self-consistency samples on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from forge_core.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.arms import Arm, alphabet
+from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
+from forge_core.hosts.registry import config_hash
+from forge_core.prompts import build_request
+from forge_core.records import BENCHMARKS, ArmOutcome, Example, ProbeOutcome
+from forge_core.store import Store, utc_now
+
+log = logging.getLogger(__name__)
+
+GREEDY_PROBE = "greedy"
+SAMPLE_PROBES: tuple[str, ...] = ("sample1", "sample2", "sample3")
+SAMPLE_TEMPERATURE = 0.7
+SAMPLE_TOP_P = 0.9
+SAMPLE_MAX_TOKENS = 24
+SPLIT_CHOICES = ("train", "dev", "test", "all")
+JOB_UPDATE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class EnumerationPlan:
+    """What to enumerate and within which bounds."""
+
+    host: str  # host name
+    split: str = "train"  # train, dev, test or all
+    n_arms: int = 6  # alphabet size: 3, 6 or 12
+    probes: bool = False  # also run the Full-variant probes
+    benchmarks: tuple[str, ...] = BENCHMARKS
+    split_seed: int = 0
+    limit: int | None = None  # at most this many queries in all
+    per_benchmark: int | None = None  # at most this many queries per benchmark
+    max_calls: int | None = None  # stop after this many host calls
+    max_tokens: int | None = None  # stop after this many input + output tokens
+    concurrency: int = 2  # queries in flight at once
+    prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
+
+
+@dataclass(frozen=True)
+class QueryWork:
+    """The missing calls of one query."""
+
+    example: Example
+    arms: tuple[Arm, ...]
+    samples: tuple[str, ...]
+    greedy_probe: bool
+
+
+@dataclass
+class EnumerationReport:
+    """What a run did; `errors` lists one line per failed call."""
+
+    job_id: str
+    planned_calls: int
+    calls: int = 0
+    tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+    status: str = "running"
+    seconds: float = 0.0
+
+
+def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
+    """The missing calls, one entry per query, benchmarks interleaved round-robin so that a
+    partial run covers all of them."""
+    arms = alphabet(plan.n_arms)
+    per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
+    interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
+    return interleaved[: plan.limit] if plan.limit is not None else interleaved
+
+
+def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
+    splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
+    ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
+    ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
+    finished_arms = store.finished_arms(plan.host, benchmark)
+    finished_probes = store.finished_probes(plan.host, benchmark) if plan.probes else {}
+    examples = {e.example_id: e for e in store.examples(benchmark, ids)}
+    work = []
+    for example_id in ids:
+        done_arms = finished_arms.get(example_id, set())
+        done_probes = finished_probes.get(example_id, set())
+        missing_arms = tuple(arm for arm in arms if arm.name not in done_arms)
+        samples = tuple(p for p in SAMPLE_PROBES if p not in done_probes) if plan.probes else ()
+        greedy = plan.probes and GREEDY_PROBE not in done_probes
+        if missing_arms or samples or greedy:
+            work.append(QueryWork(examples[example_id], missing_arms, samples, greedy))
+    return work
+
+
+def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
+    longest = max((len(items) for items in lists), default=0)
+    return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
+
+
+def count_calls(work: list[QueryWork]) -> int:
+    """Host calls the work needs (the greedy probe reuses the direct:no_think call)."""
+    return sum(len(w.arms) + len(w.samples) + (w.greedy_probe and not _has_direct(w)) for w in work)
+
+
+def _has_direct(work: QueryWork) -> bool:
+    return any(arm.name == "direct:no_think" for arm in work.arms)
+
+
+class _Run:
+    """One enumeration run: shared state of its workers."""
+
+    def __init__(self, store: Store, plan: EnumerationPlan, host: Host, host_config: HostConfig,
+                 report: EnumerationReport, on_progress: Callable[[EnumerationReport], None] | None) -> None:
+        self.store, self.plan, self.host, self.report = store, plan, host, report
+        self.host_hash = config_hash(host_config)
+        self.on_progress = on_progress
+        self.retrievers = {b: load_retriever(store, b) for b in plan.benchmarks}
+        self.last_job_update = 0.0
+        self.stopping = False
+
+    # -------------------------------------------------------------- bounds and progress
+
+    def within_budget(self) -> bool:
+        """False once a call or token limit is reached or a cancel was requested."""
+        plan, report = self.plan, self.report
+        if plan.max_calls is not None and report.calls >= plan.max_calls:
+            self.stop("call limit reached")
+        if plan.max_tokens is not None and report.tokens >= plan.max_tokens:
+            self.stop("token limit reached")
+        return not self.stopping
+
+    def stop(self, reason: str) -> None:
+        """Let calls in flight finish, start no new ones."""
+        if not self.stopping:
+            log.info("enumeration stopping: %s", reason)
+            self.stopping = True
+            self.report.status = "stopped: " + reason
+
+    def record_call(self, tokens: int, error: str | None) -> None:
+        """Count a finished call and publish progress (the jobs table at most every 2 s)."""
+        self.report.calls += 1
+        self.report.tokens += tokens
+        if error:
+            self.report.errors.append(error)
+        if self.on_progress:
+            self.on_progress(self.report)
+        if time.monotonic() - self.last_job_update >= JOB_UPDATE_SECONDS:
+            self.publish()
+
+    def publish(self) -> None:
+        """Write progress to the jobs table and notice a cancel request."""
+        self.last_job_update = time.monotonic()
+        self.store.update_job(self.report.job_id, self.report.calls, len(self.report.errors))
+        job = self.store.job(self.report.job_id)
+        if job and job["status"] == "cancelling":
+            self.stop("cancelled")
+
+    # -------------------------------------------------------------- calls
+
+    async def run_arm(self, example: Example, evidence: Evidence, arm: Arm, greedy_probe: bool) -> None:
+        """One (query, arm) call, stored at once; also stored as the greedy probe when asked."""
+        started = utc_now()
+        try:
+            answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
+        except HostError as error:
+            self.store.write_arm_outcome(self._error_outcome(example, arm, str(error), started))
+            self.record_call(0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
+            return
+        f1, em = score_arm_answer(answer, example.answers, example.is_fever)
+        outcome = ArmOutcome(
+            host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
+            arm=arm.name, answer=answer.answer, extracted=answer.extracted, f1=f1, em=em,
+            tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
+            tokens_reasoning=answer.tokens_reasoning, latency_ms=answer.latency_ms, error=None,
+            attempts=1, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
+        )
+        self.store.write_arm_outcome(outcome)
+        if greedy_probe:
+            self.store.write_probe_outcome(ProbeOutcome(
+                self.plan.host, example.benchmark, example.example_id, GREEDY_PROBE, answer.answer,
+                answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now()))
+        self.record_call(answer.tokens_in + answer.tokens_out, None)
+
+    def _error_outcome(self, example: Example, arm: Arm, error: str, started) -> ArmOutcome:
+        return ArmOutcome(
+            host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
+            arm=arm.name, answer="", extracted="", f1=None, em=None, tokens_in=0, tokens_out=0,
+            tokens_reasoning=0, latency_ms=0.0, error=error, attempts=1 + self.host.config.max_retries,
+            host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
+        )
+
+    async def run_sample(self, example: Example, evidence: Evidence, probe: str) -> None:
+        """One self-consistency sample on the Direct prompt, stored at once."""
+        greedy = build_request(evidence.question, "", Arm("direct", "no_think"), example.is_fever)
+        request = dataclasses.replace(greedy, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P,
+                                      max_tokens=SAMPLE_MAX_TOKENS, seed=SAMPLE_PROBES.index(probe) + 1)
+        outcome, tokens, error = await self._sample(example, probe, request)
+        self.store.write_probe_outcome(outcome)
+        self.record_call(tokens, error)
+
+    async def _sample(self, example: Example, probe: str, request: GenerationRequest):
+        try:
+            generation = await self.host.generate(request)
+        except HostError as error:
+            line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
+            return ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe, "", 0, 0,
+                                0.0, str(error), self.host_hash, utc_now()), 0, line
+        outcome = ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe,
+                               generation.text, generation.tokens_in, generation.tokens_out,
+                               generation.latency_ms, None, self.host_hash, utc_now())
+        return outcome, generation.tokens_in + generation.tokens_out, None
+
+    async def run_query(self, work: QueryWork) -> None:
+        """A query's missing calls: arms back to back, then its probe samples concurrently."""
+        example = work.example
+        evidence = retrieve_evidence(self.retrievers[example.benchmark], example.question)
+        for arm in work.arms:
+            if not self.within_budget():
+                return
+            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == "direct:no_think")
+        if work.greedy_probe and not _has_direct(work) and self.within_budget():
+            await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
+        if work.samples and self.within_budget():
+            await asyncio.gather(*(self.run_sample(example, evidence, p) for p in work.samples))
+
+
+async def _worker(run: _Run, queue: asyncio.Queue) -> None:
+    while not queue.empty() and run.within_budget():
+        await run.run_query(queue.get_nowait())
+
+
+def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:
+    """Units of work in run order: one per query (prefix-aware), or one per (arm, query) with
+    all queries' first arm before any second arm, and the probe samples last (arm-major)."""
+    if prefix_order:
+        return work
+    units = []
+    for arm in alphabet(n_arms):
+        units += [dataclasses.replace(w, arms=(arm,), samples=(),
+                                      greedy_probe=w.greedy_probe and arm.name == "direct:no_think")
+                  for w in work if arm in w.arms]
+    units += [dataclasses.replace(w, arms=(), greedy_probe=w.greedy_probe and not _has_direct(w))
+              for w in work if w.samples or (w.greedy_probe and not _has_direct(w))]
+    return units
+
+
+async def enumerate_arms(
+    store: Store,
+    plan: EnumerationPlan,
+    host: Host,
+    on_progress: Callable[[EnumerationReport], None] | None = None,
+) -> EnumerationReport:
+    """Run every missing call of the plan on a live host; returns what was done."""
+    work = plan_work(store, plan)
+    report = EnumerationReport(job_id=f"enumerate-{uuid.uuid4().hex[:10]}", planned_calls=count_calls(work))
+    store.create_job(report.job_id, "enumerate", dataclasses.asdict(plan), report.planned_calls, os.getpid())
+    run = _Run(store, plan, host, host.config, report, on_progress)
+    queue: asyncio.Queue = asyncio.Queue()
+    for unit in order_work(work, plan.n_arms, plan.prefix_order):
+        queue.put_nowait(unit)
+    started = time.monotonic()
+    try:
+        await asyncio.gather(*(_worker(run, queue) for _ in range(max(1, plan.concurrency))))
+    except BaseException:
+        report.status = "interrupted"
+        store.finish_job(report.job_id, report.status, f"{report.calls} calls stored")
+        raise
+    report.seconds = time.monotonic() - started
+    if report.status == "running":
+        report.status = "finished"
+    store.update_job(report.job_id, report.calls, len(report.errors))
+    store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
+    return report
