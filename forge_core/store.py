@@ -533,6 +533,58 @@ class Store:
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY started_at DESC LIMIT ?", [*params, limit]).fetchdf()
 
+    # ------------------------------------------------------------ features
+
+    def write_features(self, rows: Sequence[tuple[str, str, str, str, Sequence[float]]]) -> int:
+        """Store (host, benchmark, example_id, kind, vals) rows in one transaction, replacing rows
+        with the same key; returns how many were written. Host-independent kinds use host ""."""
+        if not rows:
+            return 0
+        frame = pd.DataFrame(
+            {
+                "host": [row[0] for row in rows],
+                "benchmark": [row[1] for row in rows],
+                "example_id": [row[2] for row in rows],
+                "kind": [row[3] for row in rows],
+                "vals": [row[4] for row in rows],
+            }
+        )
+        with self.transaction() as connection:
+            connection.register("new_features", frame)
+            connection.execute(
+                "INSERT OR REPLACE INTO features SELECT host, benchmark, example_id, kind, vals FROM new_features")
+            connection.unregister("new_features")
+        return len(frame)
+
+    def feature_rows(
+        self, host: str, kinds: Sequence[str], keys: Sequence[tuple[str, str]] | None = None
+    ) -> pd.DataFrame:
+        """Stored features of one host ("" for host-independent kinds) and the given kinds, with
+        columns benchmark, example_id, kind, vals (float32 arrays); optionally only the given
+        (benchmark, example_id) keys."""
+        query = "SELECT f.benchmark, f.example_id, f.kind, f.vals FROM features f"
+        with self.connect() as connection:
+            if keys is not None:
+                wanted = pd.DataFrame(
+                    {"benchmark": [key[0] for key in keys], "example_id": [key[1] for key in keys]},
+                    dtype=object,
+                )
+                connection.register("wanted_keys", wanted)
+                query += (" SEMI JOIN wanted_keys w"
+                          " ON f.benchmark = w.benchmark AND f.example_id = w.example_id")
+            return connection.execute(
+                query + " WHERE f.host = ? AND list_contains(?, f.kind) ORDER BY f.benchmark, f.example_id, f.kind",
+                [host, list(kinds)],
+            ).fetchdf()
+
+    def feature_keys(self, host: str, kind: str) -> set[tuple[str, str]]:
+        """(benchmark, example_id) of every stored feature row of one host and kind."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT benchmark, example_id FROM features WHERE host = ? AND kind = ?", [host, kind]
+            ).fetchall()
+        return {(benchmark, example_id) for benchmark, example_id in rows}
+
     def table_counts(self) -> dict[str, int]:
         """Row count of every table (for diagnostics and idempotence tests)."""
         with self.connect() as connection:

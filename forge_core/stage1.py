@@ -1,0 +1,178 @@
+"""Stage 1: distil the router to the Boltzmann target of the utility (CleanRL style, one file).
+
+Loss per batch: `KL(pi* || pi) = sum_a pi*(a) (log pi*(a) - log pi(a))`, averaged over queries,
+where `pi* = softmax(U / tau)` (soft) or the one-hot oracle arm (hard; KL to a one-hot target is
+exactly the cross-entropy `-log pi(argmax U)`).
+
+- `arms=3` (FORGE warm start): only the support head is trained, on the 3 NoThink columns of U;
+  the thinking head is reset to uniform and receives no gradient, so pi(t|s) stays uniform.
+- `arms=K` (control, 6 on non-thinking hosts): the full K-arm policy against the K-arm target.
+
+AdamW, shuffled minibatches, early stopping on the dev loss (same loss as training), and the
+best dev state restored at the end. Deterministic for a given seed: dropout draws from a forked
+global RNG seeded with `seed`, shuffling from its own `torch.Generator`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from torch import Tensor
+from torch.nn import functional as F
+
+from forge_core.routers import N_SUPPORTS, Router
+from forge_core.utility import boltzmann_target, oracle_actions
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Stage1Config:
+    """Stage 1 hyperparameters (paper defaults)."""
+
+    lr: float = 2e-4  # AdamW learning rate
+    weight_decay: float = 0.01  # AdamW decoupled weight decay
+    batch_size: int = 64  # queries per minibatch
+    max_epochs: int = 50  # upper bound on passes over the training set
+    patience: int = 7  # stop after this many epochs without a better dev loss
+    tau: float = 1.0  # Boltzmann temperature of the soft target softmax(U / tau)
+    target: Literal["soft", "hard"] = "soft"  # Boltzmann target, or the one-hot oracle control
+    arms: int = 3  # 3: support head on the NoThink arms; K (6): full-alphabet control
+    seed: int = 0  # seeds dropout and minibatch shuffling
+
+    def __post_init__(self) -> None:
+        if self.target not in ("soft", "hard"):
+            raise ValueError(f"target is 'soft' or 'hard', not '{self.target}'")
+        if min(self.batch_size, self.max_epochs, self.patience) < 1:
+            raise ValueError("batch_size, max_epochs and patience must be at least 1")
+        if self.lr <= 0 or self.weight_decay < 0 or self.tau <= 0:
+            raise ValueError("lr and tau must be positive, weight_decay non-negative")
+
+
+@dataclass(frozen=True)
+class Stage1Epoch:
+    """One epoch's log line."""
+
+    epoch: int  # 1-based
+    train_loss: float  # mean training loss over the epoch's queries (dropout on)
+    dev_loss: float  # loss on the dev set (dropout off)
+    dev_oracle_agreement: float  # fraction of dev queries whose argmax is the oracle arm
+
+
+@dataclass
+class Stage1Result:
+    """The best-dev router state (also loaded into the router) and the epoch log."""
+
+    state: dict[str, Tensor]
+    epochs: list[Stage1Epoch]
+    best_epoch: int
+    best_dev_loss: float
+
+
+def kl_loss(target: Tensor, log_probs: Tensor) -> Tensor:
+    """Mean over rows of `KL(target || pi) = sum target * (log target - log pi)`; 0 log 0 = 0."""
+    return (torch.special.xlogy(target, target) - target * log_probs).sum(dim=-1).mean()
+
+
+def nothink_columns(n_arms: int) -> list[int]:
+    """Action indices of the NoThink arms (direct, summary, raw) in a K-arm alphabet."""
+    n_thinking = n_arms // N_SUPPORTS
+    return [support * n_thinking for support in range(N_SUPPORTS)]
+
+
+def stage1_targets(utility: np.ndarray, config: Stage1Config) -> Tensor:
+    """The training target over the config's arms: Boltzmann (soft) or one-hot oracle (hard)."""
+    if config.target == "hard":
+        labels = torch.as_tensor(oracle_actions(utility))
+        return F.one_hot(labels, utility.shape[-1]).float()
+    return torch.as_tensor(boltzmann_target(utility, config.tau), dtype=torch.float32)
+
+
+def _policy_log_probs(router: Router, x: Tensor, arms: int) -> Tensor:
+    return router.support_log_probs(x) if arms == N_SUPPORTS else router.log_probs(x)
+
+
+def _prepare(router: Router, x: ArrayLike, u: ArrayLike, config: Stage1Config) -> tuple[Tensor, Tensor]:
+    """Features as float32 and the target over the trained columns, checked against the router."""
+    features = torch.as_tensor(np.asarray(x), dtype=torch.float32)
+    utility = np.asarray(u, dtype=np.float64)
+    if features.ndim != 2 or features.shape[1] != router.input_dim:
+        raise ValueError(f"features must be [N, {router.input_dim}], got {tuple(features.shape)}")
+    if utility.shape != (features.shape[0], router.n_arms):
+        raise ValueError(f"utility must be [N, {router.n_arms}] in action order, got {utility.shape}")
+    if config.arms == N_SUPPORTS:
+        utility = utility[:, nothink_columns(router.n_arms)]
+    return features, stage1_targets(utility, config)
+
+
+@torch.no_grad()
+def _evaluate(router: Router, x: Tensor, target: Tensor, arms: int) -> tuple[float, float]:
+    router.eval()
+    log_probs = _policy_log_probs(router, x, arms)
+    agreement = (log_probs.argmax(dim=-1) == target.argmax(dim=-1)).float().mean()
+    return float(kl_loss(target, log_probs)), float(agreement)
+
+
+def train_stage1(
+    router: Router,
+    x_train: ArrayLike,
+    u_train: ArrayLike,
+    x_dev: ArrayLike,
+    u_dev: ArrayLike,
+    config: Stage1Config = Stage1Config(),
+    on_epoch: Callable[[Stage1Epoch], None] | None = None,
+) -> Stage1Result:
+    """Train `router` in place on features x [N, d] and utilities u [N, K] (action order).
+
+    Returns the best dev state (already loaded into `router`) and one `Stage1Epoch` per epoch;
+    `on_epoch` is called after each epoch (progress bars).
+    """
+    if config.arms not in (N_SUPPORTS, router.n_arms):
+        raise ValueError(f"arms is 3 or the router's {router.n_arms}, not {config.arms}")
+    x, target = _prepare(router, x_train, u_train, config)
+    x_dev_t, target_dev = _prepare(router, x_dev, u_dev, config)
+    if config.arms == N_SUPPORTS:
+        router.reset_thinking_head_uniform()
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        shuffler = torch.Generator().manual_seed(config.seed)
+        optimizer = torch.optim.AdamW(router.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        epochs: list[Stage1Epoch] = []
+        best_loss, best_epoch = float("inf"), 0
+        best_state = copy.deepcopy(router.state_dict())
+
+        for epoch in range(1, config.max_epochs + 1):
+            router.train()
+            total = 0.0
+            for batch in torch.randperm(len(x), generator=shuffler).split(config.batch_size):
+                log_pi = _policy_log_probs(router, x[batch], config.arms)
+                loss = kl_loss(target[batch], log_pi)  # KL(pi* || pi), mean over the batch
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += float(loss) * len(batch)
+
+            dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, config.arms)
+            record = Stage1Epoch(epoch, total / len(x), dev_loss, agreement)
+            epochs.append(record)
+            logger.debug("stage1 %s", record)
+            if on_epoch is not None:
+                on_epoch(record)
+            if dev_loss < best_loss:
+                best_loss, best_epoch = dev_loss, epoch
+                best_state = copy.deepcopy(router.state_dict())
+            elif epoch - best_epoch >= config.patience:
+                logger.info("stage1 early stop at epoch %d (best %d)", epoch, best_epoch)
+                break
+
+    router.load_state_dict(best_state)
+    router.eval()
+    return Stage1Result(best_state, epochs, best_epoch, best_loss)

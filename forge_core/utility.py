@@ -1,0 +1,115 @@
+"""The routing objective: cost normalization, Pareto utility, Boltzmann target and oracle.
+
+Per query x and arm a, `U(x, a) = F1(x, a) - lambda_in * c_in(a) - lambda_out * c_out(x, a)`,
+with F1 as a fraction in [0, 1] and token costs divided by their maxima over the training
+set's (query, arm) entries. The router's distillation target is `softmax(U(x, .) / tau)`.
+
+Everything here works on numpy arrays; the caller assembles [N, K] matrices (query x arm, in
+action order) from the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+DEFAULT_LAMBDA_IN = 0.10
+DEFAULT_LAMBDA_OUT = 0.20
+FIT_SPLIT = "train"
+
+
+def _token_array(tokens: ArrayLike, name: str) -> NDArray[np.float64]:
+    values = np.asarray(tokens, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError(f"{name} must be finite and non-negative token counts")
+    return values
+
+
+@dataclass(frozen=True)
+class CostNormalizer:
+    """Divides input and output token counts by their training-set maxima.
+
+    Fitted on every (query, arm) entry of the training split only, so dev and test costs can
+    exceed 1. Construct it with `CostNormalizer.fit(...)` or `CostNormalizer.from_dict(...)`.
+    """
+
+    max_input_tokens: float
+    max_output_tokens: float
+
+    @classmethod
+    def fit(cls, tokens_in: ArrayLike, tokens_out: ArrayLike, split: str) -> CostNormalizer:
+        """Fit on the training split's token counts; any other split is refused (leakage)."""
+        if split != FIT_SPLIT:
+            raise ValueError(f"cost maxima are fitted on the train split only, not '{split}'")
+        max_in = float(_token_array(tokens_in, "tokens_in").max())
+        max_out = float(_token_array(tokens_out, "tokens_out").max())
+        if max_in <= 0 or max_out <= 0:
+            raise ValueError("the training set has no input or no output tokens to normalize by")
+        return cls(max_in, max_out)
+
+    def transform(
+        self, tokens_in: ArrayLike, tokens_out: ArrayLike
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Normalized costs (c_in, c_out), same shapes as the inputs."""
+        c_in = _token_array(tokens_in, "tokens_in") / self.max_input_tokens
+        c_out = _token_array(tokens_out, "tokens_out") / self.max_output_tokens
+        return c_in, c_out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record, tagged with the split it was fitted on."""
+        return {
+            "fit_split": FIT_SPLIT,
+            "max_input_tokens": self.max_input_tokens,
+            "max_output_tokens": self.max_output_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> CostNormalizer:
+        """Rebuild from `to_dict` output; refuses a record not fitted on train."""
+        if record.get("fit_split") != FIT_SPLIT:
+            raise ValueError("refusing a cost normalizer that was not fitted on the train split")
+        max_in = float(record["max_input_tokens"])
+        max_out = float(record["max_output_tokens"])
+        if not (np.isfinite(max_in) and np.isfinite(max_out) and max_in > 0 and max_out > 0):
+            raise ValueError("cost normalizer maxima must be finite and positive")
+        return cls(max_in, max_out)
+
+
+def pareto_utility(
+    f1: ArrayLike,
+    c_in: ArrayLike,
+    c_out: ArrayLike,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+) -> NDArray[np.float64]:
+    """`U = F1 - lambda_in * c_in - lambda_out * c_out`, with normalized costs and F1 in [0, 1]."""
+    scores = np.asarray(f1, dtype=np.float64)
+    if not np.isfinite(scores).all() or (scores < 0).any() or (scores > 1).any():
+        raise ValueError("F1 must be a fraction in [0, 1] (not a percentage)")
+    if lambda_in < 0 or lambda_out < 0:
+        raise ValueError("cost weights lambda_in and lambda_out must be non-negative")
+    costs_in = np.asarray(c_in, dtype=np.float64)
+    costs_out = np.asarray(c_out, dtype=np.float64)
+    return scores - lambda_in * costs_in - lambda_out * costs_out
+
+
+def boltzmann_target(utility: ArrayLike, tau: float = 1.0) -> NDArray[np.float64]:
+    """`softmax(U / tau)` over the last axis (arms), computed stably (max subtracted)."""
+    if tau <= 0:
+        raise ValueError(f"tau must be positive, not {tau}")
+    scaled = np.asarray(utility, dtype=np.float64) / tau
+    if not np.isfinite(scaled).all():
+        raise ValueError("utilities must be finite")
+    shifted = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def oracle_actions(utility: ArrayLike) -> NDArray[np.int64]:
+    """The utility-maximizing arm per row; ties go to the lowest action index."""
+    values = np.asarray(utility, dtype=np.float64)
+    return np.argmax(values, axis=-1).astype(np.int64)  # argmax returns the first maximum

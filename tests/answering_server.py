@@ -1,0 +1,72 @@
+"""A test double: a local HTTP server speaking the OpenAI chat-completions protocol that answers
+every request with a deterministic text, optionally slowly or with scripted failures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FailureRule = Callable[[dict[str, Any], int], int | None]  # (body, attempt for this prompt) -> status
+
+
+class AnsweringServer:
+    """Answers "answer <hash>" with usage counted from the prompt's characters; thread-based."""
+
+    def __init__(self, delay_s: float = 0.0, fail: FailureRule | None = None) -> None:
+        self.delay_s = delay_s
+        self.fail = fail
+        self.attempts: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> AnsweringServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        prompt = json.dumps(body["messages"]) + str(body.get("seed")) + str(body.get("temperature"))
+        key = hashlib.sha1(prompt.encode()).hexdigest()[:8]
+        with self.lock:
+            attempt = self.attempts[key] = self.attempts.get(key, 0) + 1
+        status = self.fail(body, attempt) if self.fail else None
+        if status:
+            return status, {"error": {"message": "scripted failure"}}
+        text = f"answer {key}"
+        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 2, "total_tokens": len(prompt) // 4 + 2}
+        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}], "usage": usage}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                threading.Event().wait(server.delay_s)
+                status, payload = server.reply(body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        return Handler

@@ -1,0 +1,124 @@
+"""Stage 0 enumeration: planning, resumability under SIGKILL, failures retried or recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from answering_server import AnsweringServer
+from forge_core.data_import import import_benchmarks
+from forge_core.enumeration import EnumerationPlan, count_calls, enumerate_arms, order_work, plan_work
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.hosts.registry import save_host_config
+from forge_core.store import Store
+
+
+@pytest.fixture
+def store(tmp_path: Path, benchmarks_root: Path) -> Store:
+    store = Store(os.environ["FORGE_STORE"])
+    import_benchmarks(store, benchmarks_root, ["musique", "fever"])
+    return store
+
+
+def host_config(url: str, retries: int = 2) -> HostConfig:
+    return HostConfig(name="test-host", kind="openai", model="m", base_url=url, max_retries=retries,
+                      timeout_s=5.0, max_concurrency=4)
+
+
+def run(store: Store, plan: EnumerationPlan, config: HostConfig):
+    async def go():
+        host = OpenAICompatibleHost(config, retry_base_delay_s=0.001)
+        try:
+            return await enumerate_arms(store, plan, host)
+        finally:
+            await host.aclose()
+    return asyncio.run(go())
+
+
+def test_plan_interleaves_benchmarks_and_counts_calls(store: Store) -> None:
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique", "fever"), per_benchmark=3, probes=True)
+    work = plan_work(store, plan)
+    assert [w.example.benchmark for w in work] == ["musique", "fever"] * 3
+    assert count_calls(work) == 6 * (6 + 3)  # greedy probe reuses direct:no_think
+    arm_major = order_work(work, 6, prefix_order=False)
+    assert [u.arms[0].name for u in arm_major[:6]] == ["direct:no_think"] * 6
+    assert sum(len(u.arms) for u in arm_major) == 36
+
+
+def test_run_stores_every_outcome_and_rerun_does_nothing(store: Store) -> None:
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique",), per_benchmark=4, probes=True)
+    with AnsweringServer() as server:
+        report = run(store, plan, host_config(server.base_url))
+    assert report.calls == 4 * 9 and report.errors == []
+    outcomes = store.arm_outcomes("test-host")
+    assert len(outcomes) == 24 and outcomes["error"].isna().all()
+    assert (outcomes["tokens_in"] > 0).all()
+    assert len(store.probe_outcomes("test-host")) == 16
+    assert plan_work(store, plan) == []
+
+
+def test_failures_are_retried_or_recorded_never_scored(store: Store) -> None:
+    def fail(body: dict, attempt: int) -> int | None:
+        user = body["messages"][-1]["content"]
+        if "Let us think" in user and "Evidence" in user:
+            return 503  # the four summary/raw CoT calls fail every time
+        return 500 if attempt == 1 else None  # everything else fails once, then succeeds
+
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique",), per_benchmark=2)
+    with AnsweringServer(fail=fail) as server:
+        report = run(store, plan, host_config(server.base_url))
+    assert len(report.errors) == 4 and all("503" in e for e in report.errors)
+    outcomes = store.arm_outcomes("test-host")
+    errors = outcomes[outcomes["error"].notna()]
+    assert len(errors) == 4 and errors["f1"].isna().all() and errors["em"].isna().all()
+    assert outcomes[outcomes["error"].isna()]["f1"].notna().all()
+    assert len(plan_work(store, plan)) == 2  # the error rows are planned again
+
+
+def test_call_limit_stops_cleanly(store: Store) -> None:
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("fever",), max_calls=5, concurrency=1)
+    with AnsweringServer() as server:
+        report = run(store, plan, host_config(server.base_url))
+    assert report.calls == 5 and report.status == "stopped: call limit reached"
+    assert store.job(report.job_id)["status"] == "stopped: call limit reached"
+
+
+def count_rows(path: str) -> tuple[int, int]:
+    with duckdb.connect(path, read_only=True) as connection:
+        total = connection.execute("SELECT count(*) FROM arm_outcomes").fetchone()[0]
+        keys = connection.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT host, benchmark, example_id, arm FROM arm_outcomes)").fetchone()[0]
+    return total, keys
+
+
+def test_sigkill_midway_loses_nothing_and_rerun_completes(store: Store) -> None:
+    with AnsweringServer(delay_s=0.05) as server:
+        save_host_config(store, host_config(server.base_url))
+        command = [sys.executable, "-m", "forge_core.cli", "enumerate", "--host", "test-host", "--split", "test",
+                   "--benchmark", "fever", "--per-benchmark", "12", "--concurrency", "2", "--json"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and store.table_counts()["arm_outcomes"] < 20:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        before_total, before_keys = count_rows(str(store.path))
+        assert 20 <= before_total < 72 and before_total == before_keys
+        finished = store.arm_outcomes("test-host")[["example_id", "arm", "answer"]]
+        rerun = subprocess.run(command, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["calls"] == 72 - before_total
+    after_total, after_keys = count_rows(str(store.path))
+    assert after_total == after_keys == 72
+    kept = store.arm_outcomes("test-host").merge(finished, on=["example_id", "arm"], suffixes=("", "_before"))
+    assert len(kept) == before_total and (kept["answer"] == kept["answer_before"]).all()
