@@ -158,7 +158,7 @@ def train_stage1(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                total += float(loss) * len(batch)
+                total += loss.item() * len(batch)
 
             dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, config.arms)
             record = Stage1Epoch(epoch, total / len(x), dev_loss, agreement)

@@ -121,7 +121,7 @@ def sample_actions(
     n_free = num_generations
     columns: list[Tensor] = []
     if num_generations >= n_support:
-        conditional = log_probs.detach().float().view(batch * n_support, n_thinking).softmax(-1)
+        conditional = log_probs.detach().float().reshape(batch * n_support, n_thinking).softmax(-1)
         thinking = torch.multinomial(conditional, 1, generator=generator).view(batch, n_support)
         supports = torch.arange(n_support, device=log_probs.device)
         columns.append(supports * n_thinking + thinking)
@@ -283,13 +283,13 @@ def train_stage2(
 
         for key, value in (
             ("reward_mean", float(rewards.mean())),
-            ("loss", float(loss)),
-            ("kl", float(kl)),
-            ("entropy", float(ent)),
+            ("loss", loss.item()),
+            ("kl", kl.item()),
+            ("entropy", ent.item()),
             ("tied_groups", float(_zero_variance(rewards).float().mean())),
         ):
             window[key].append(value)
-        beta_window_kl.append(float(kl))
+        beta_window_kl.append(kl.item())
 
         if step % config.log_every == 0 or step == config.steps:
             row = {"step": step, **{key: float(np.mean(values)) for key, values in window.items()}, "beta": beta}

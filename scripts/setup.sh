@@ -17,4 +17,5 @@ fi
 "$VENV/bin/python" -m pip install --quiet -e ".[test]"
 
 "$VENV/bin/forge" data import
+"$VENV/bin/forge" host pull smollm2-135m
 echo "setup: done"
