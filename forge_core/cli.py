@@ -268,6 +268,124 @@ def ask(
               f"latency {result.latency_ms:.0f} ms", highlight=False)
 
 
+@app.command("features")
+def features_command(
+    host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = "embedded",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Compute the router features of every enumerated query (only what is missing)."""
+    from forge_core.features import compute_features
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("features", total=None)
+        counts = compute_features(open_store(), host,
+                                  on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(counts)
+    else:
+        console.print(" ".join(f"{k}={v}" for k, v in counts.items()))
+
+
+@app.command("train")
+def train_command(
+    stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = 1,
+    variant: Annotated[str, typer.Option(help="full, lite or bge.")] = "full",
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = "embedded",
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
+    tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = 1.0,
+    algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = "grpo",
+    rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",
+    router: Annotated[str, typer.Option(help="factorized, or flat (the ablation).")] = "factorized",
+    target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
+    warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
+    steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = 5000,
+    parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
+    seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Train a router on the store's outcomes and save a checkpoint with its lineage."""
+    from forge_core.stage1 import Stage1Config
+    from forge_core.stage2 import Stage2Config
+    from forge_core.training import TrainRequest, train_router
+
+    request = TrainRequest(
+        host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
+        lambda_out=lambda_out, rewards=rewards, parent=parent, split_seed=split_seed,
+        stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed),
+        stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed),
+    )
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
+
+        def on_log(row: dict) -> None:
+            done = row.get("step", row.get("epoch", 0))
+            detail = ", ".join(f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float))
+            progress.update(task, completed=done, description=f"stage {stage}: {detail}")
+
+        checkpoint_id = train_router(open_store(), request, on_log=on_log)
+    record = open_store().checkpoint(checkpoint_id)[0]
+    result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"checkpoint {checkpoint_id}: " + ", ".join(f"{k} {v:.4g}" for k, v in record["metrics"].items()))
+
+
+@app.command("checkpoints")
+def checkpoints_command(
+    host: Annotated[Optional[str], typer.Option(help="Only this host's checkpoints.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """List router checkpoints with their lineage summary and dev metrics."""
+    frame = open_store().checkpoints(host)
+    rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
+             "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics)}
+            for r in frame.itertuples()]
+    if as_json:
+        print_json({"checkpoints": rows})
+        return
+    table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1")
+    for r in rows:
+        table.add_row(r["checkpoint_id"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]), r["parent"] or "",
+                      f"{r['metrics'].get('dev_utility', 0):.4f}", f"{r['metrics'].get('dev_f1', 0):.4f}")
+    Console().print(table)
+
+
+@app.command("eval")
+def eval_command(
+    host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
+    split: Annotated[str, typer.Option(help="dev or test.")] = "test",
+    protocol: Annotated[str, typer.Option(help="cached or fresh.")] = "cached",
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
+    policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Compare FORGE routers with the baselines and the oracle on the enumerated outcomes."""
+    from forge_core.evaluation import evaluate
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("evaluating", total=None)
+        report = evaluate(open_store(), host=host, split=split, protocol=protocol, n_arms=arms,
+                          lambda_in=lambda_in, lambda_out=lambda_out, policy_names=policy,
+                          on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", "oracle agr.", "F1 vs Raw, 95% CI",
+                  title=f"{host}, {split}, {report['queries']} queries, {protocol}")
+    for name, row in report["policies"].items():
+        ci = row["ci_vs_always_raw"]
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
+                      f"{row['macro_utility']:.4f}", f"{row['oracle_agreement']:.3f}",
+                      f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+    Console().print(table)
+
+
 @app.command("enumerate")
 def enumerate_command(
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
@@ -334,6 +452,32 @@ def enumerate_command(
         print_json(summary)
     else:
         console.print(" ".join(f"{k}={v}" for k, v in summary.items()))
+
+
+@app.command("app")
+def app_command(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,
+) -> None:
+    """Start the dashboard (Streamlit) on http://127.0.0.1:PORT until Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+
+    root = config.PROJECT_ROOT
+    command = [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--server.headless", "true", "--browser.gatherUsageStats", "false",
+               "--client.toolbarMode", "minimal"]
+    python_path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    console.print(f"FORGE dashboard on http://127.0.0.1:{port} (Ctrl-C to stop)")
+    process = subprocess.Popen(command, cwd=root, env={**os.environ, "PYTHONPATH": python_path})
+    signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        process.send_signal(signal.SIGINT)
+        code = process.wait()
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -177,11 +177,13 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One normalized float32 row per text, encoded in batches of `EMBED_BATCH`."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self.model.encode(
             list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        return np.asarray(vectors, dtype=np.float32)
 
 
 def embedder_spec(spec: str | None = None) -> str:
@@ -316,8 +318,14 @@ def _answer(text: str) -> str:
     return extract_plain_answer(text)
 
 
-def _flag(pattern: re.Pattern[str], text: str) -> float:
-    return float(pattern.search(text.translate(_APOSTROPHES)) is not None)
+def is_idk(text: str) -> bool:
+    """True if the text says it does not know (phrases in the module docstring)."""
+    return _IDK.search(text.translate(_APOSTROPHES)) is not None
+
+
+def is_hedging(text: str) -> bool:
+    """True if the text hedges (phrases in the module docstring)."""
+    return _HEDGING.search(text.translate(_APOSTROPHES)) is not None
 
 
 def query_overlap(question: str, answer: str) -> float:
@@ -329,14 +337,16 @@ def query_overlap(question: str, answer: str) -> float:
     return sum(token in question_tokens for token in answer_tokens) / len(answer_tokens)
 
 
-def greedy_features(question: str, greedy_text: str, tokens_out: int, sample_texts: Sequence[str]) -> np.ndarray:
+def greedy_features(
+    question: str, greedy_text: str, tokens_out: int, sample_texts: Sequence[str]
+) -> np.ndarray:
     """The 7 greedy-probe features, in `GREEDY_NAMES` order."""
     answer = _answer(greedy_text)
     samples = [_answer(text) for text in sample_texts]
     confidence = float(np.mean([token_f1(answer, [sample]) for sample in samples])) if samples else 0.0
     values = (
-        len(answer.split()), tokens_out, _flag(_IDK, greedy_text), _flag(_HEDGING, greedy_text),
-        query_overlap(question, answer), _flag(_DIGIT, answer), confidence,
+        len(answer.split()), tokens_out, is_idk(greedy_text), is_hedging(greedy_text),
+        query_overlap(question, answer), _DIGIT.search(answer) is not None, confidence,
     )
     return np.array(values, dtype=np.float32)
 
@@ -358,7 +368,9 @@ def consistency_features(greedy_text: str, sample_texts: Sequence[str]) -> np.nd
     return np.array(values, dtype=np.float32)
 
 
-def probe_features(question: str, greedy_text: str, tokens_out: int, sample_texts: Sequence[str]) -> np.ndarray:
+def probe_features(
+    question: str, greedy_text: str, tokens_out: int, sample_texts: Sequence[str]
+) -> np.ndarray:
     """The 11 probe features: 7 greedy then 4 self-consistency."""
     return np.concatenate([
         greedy_features(question, greedy_text, tokens_out, sample_texts),
@@ -446,7 +458,7 @@ def _missing_message(missing: list[tuple[str, str]], n_keys: int, host: str, var
     example = "/".join(missing[0])
     message = (
         f"{len(missing)} of {n_keys} queries lack {variant} features (embedder {model}, host "
-        f"'{host}'; e.g. {example}): compute them with `forge features compute --host {host}`"
+        f"'{host}'; e.g. {example}): compute them with `forge features --host {host}`"
     )
     if variant == "full":
         message += " (probe features also need the probes: `forge enumerate --probes`)"

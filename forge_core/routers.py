@@ -90,7 +90,8 @@ class Router(nn.Module, ABC):
     def encode(self, x: Tensor) -> Tensor:
         """The shared trunk's representation h, shape [B, hidden]."""
         if x.ndim != 2 or x.shape[1] != self.input_dim:
-            raise ValueError(f"expected features of shape [B, {self.input_dim}], got {tuple(x.shape)}")
+            shape = tuple(x.shape)
+            raise ValueError(f"expected features of shape [B, {self.input_dim}], got {shape}")
         return self.trunk(x)
 
 

@@ -99,14 +99,17 @@ def _policy_log_probs(router: Router, x: Tensor, arms: int) -> Tensor:
     return router.support_log_probs(x) if arms == N_SUPPORTS else router.log_probs(x)
 
 
-def _prepare(router: Router, x: ArrayLike, u: ArrayLike, config: Stage1Config) -> tuple[Tensor, Tensor]:
+def _prepare(
+    router: Router, x: ArrayLike, u: ArrayLike, config: Stage1Config
+) -> tuple[Tensor, Tensor]:
     """Features as float32 and the target over the trained columns, checked against the router."""
     features = torch.as_tensor(np.asarray(x), dtype=torch.float32)
     utility = np.asarray(u, dtype=np.float64)
     if features.ndim != 2 or features.shape[1] != router.input_dim:
         raise ValueError(f"features must be [N, {router.input_dim}], got {tuple(features.shape)}")
     if utility.shape != (features.shape[0], router.n_arms):
-        raise ValueError(f"utility must be [N, {router.n_arms}] in action order, got {utility.shape}")
+        expected = f"[N, {router.n_arms}] in action order"
+        raise ValueError(f"utility must be {expected}, got {utility.shape}")
     if config.arms == N_SUPPORTS:
         utility = utility[:, nothink_columns(router.n_arms)]
     return features, stage1_targets(utility, config)
@@ -144,7 +147,9 @@ def train_stage1(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         shuffler = torch.Generator().manual_seed(config.seed)
-        optimizer = torch.optim.AdamW(router.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        optimizer = torch.optim.AdamW(
+            router.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
         epochs: list[Stage1Epoch] = []
         best_loss, best_epoch = float("inf"), 0
         best_state = copy.deepcopy(router.state_dict())

@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 ADVANTAGE_EPS = 1e-4
 LOSS_TYPES = ("grpo", "dr_grpo", "rloo", "dpo")
+LOG_KEYS = ("reward_mean", "loss", "kl", "entropy", "tied_groups")  # averaged per log row
 
 RewardFn = Callable[[np.ndarray, np.ndarray], ArrayLike]
 
@@ -79,8 +80,8 @@ class Stage2Config:
     def __post_init__(self) -> None:
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"loss_type is one of {LOSS_TYPES}, not '{self.loss_type}'")
-        counts = (self.steps, self.batch_queries, self.inner_steps, self.beta_update_every, self.log_every)
-        if min(counts) < 1 or self.num_generations < 2:
+        counts = (self.steps, self.batch_queries, self.inner_steps)
+        if min(*counts, self.beta_update_every, self.log_every) < 1 or self.num_generations < 2:
             raise ValueError("step counts must be at least 1 and num_generations at least 2")
         if not 0 < self.epsilon < 1 or self.lr <= 0 or self.dpo_beta <= 0:
             raise ValueError("epsilon must be in (0, 1); lr and dpo_beta positive")
@@ -155,7 +156,9 @@ def rloo_advantages(rewards: Tensor) -> Tensor:
     return torch.where(_zero_variance(rewards), torch.zeros_like(centered), centered)
 
 
-def clipped_policy_loss(logp_new: Tensor, logp_old: Tensor, advantages: Tensor, epsilon: float) -> Tensor:
+def clipped_policy_loss(
+    logp_new: Tensor, logp_old: Tensor, advantages: Tensor, epsilon: float
+) -> Tensor:
     """PPO surrogate: `-mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))`."""
     ratio = torch.exp(logp_new - logp_old)
     unclipped = ratio * advantages
@@ -217,7 +220,8 @@ def _advantages(rewards: Tensor, config: Stage2Config) -> Tensor:
 
 
 def _rewards(reward_fn: RewardFn, queries: Tensor, actions: Tensor) -> Tensor:
-    rewards = torch.as_tensor(np.asarray(reward_fn(queries.numpy(), actions.numpy())), dtype=torch.float32)
+    returned = reward_fn(queries.numpy(), actions.numpy())
+    rewards = torch.as_tensor(np.asarray(returned), dtype=torch.float32)
     if rewards.shape != actions.shape or not torch.isfinite(rewards).all():
         raise ValueError(f"reward_fn must return finite rewards of shape {tuple(actions.shape)}")
     return rewards
@@ -246,12 +250,14 @@ def train_stage2(
         raise ValueError("the reference router must have the router's architecture")
     reference = copy.deepcopy(reference_router).eval().requires_grad_(False)
     router.eval()  # dropout off: rollout and update log-probs agree
-    optimizer = torch.optim.AdamW(router.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(
+        router.parameters(), lr=config.lr, weight_decay=config.weight_decay
+    )
     generator = torch.Generator().manual_seed(config.seed)
     batch_size = min(config.batch_queries, len(x))
     beta = config.beta
     logs: list[dict[str, float]] = []
-    window: dict[str, list[float]] = {"reward_mean": [], "loss": [], "kl": [], "entropy": [], "tied_groups": []}
+    window: dict[str, list[float]] = {key: [] for key in LOG_KEYS}
     beta_window_kl: list[float] = []
 
     for step in range(1, config.steps + 1):
@@ -281,18 +287,20 @@ def train_stage2(
             loss.backward()
             optimizer.step()
 
-        for key, value in (
-            ("reward_mean", float(rewards.mean())),
-            ("loss", loss.item()),
-            ("kl", kl.item()),
-            ("entropy", ent.item()),
-            ("tied_groups", float(_zero_variance(rewards).float().mean())),
-        ):
-            window[key].append(value)
-        beta_window_kl.append(kl.item())
+        step_values = {
+            "reward_mean": float(rewards.mean()),
+            "loss": loss.item(),
+            "kl": kl.item(),
+            "entropy": ent.item(),
+            "tied_groups": float(_zero_variance(rewards).float().mean()),
+        }
+        for key in LOG_KEYS:
+            window[key].append(step_values[key])
+        beta_window_kl.append(step_values["kl"])
 
         if step % config.log_every == 0 or step == config.steps:
-            row = {"step": step, **{key: float(np.mean(values)) for key, values in window.items()}, "beta": beta}
+            means = {key: float(np.mean(values)) for key, values in window.items()}
+            row = {"step": step, **means, "beta": beta}
             logs.append(row)
             logger.info("stage2 %s", row)
             if on_log is not None:

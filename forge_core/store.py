@@ -482,6 +482,49 @@ class Store:
             added[table] = after - before
         return added
 
+    def split_table(self, split_seed: int = 0) -> pd.DataFrame:
+        """Every assigned example's split under one split seed: benchmark, example_id, split."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT benchmark, example_id, split FROM splits WHERE split_seed = ?", [split_seed]
+            ).fetchdf()
+
+    # ------------------------------------------------------------ checkpoints
+
+    def save_checkpoint(self, record: dict[str, Any], state: bytes) -> None:
+        """Store a router checkpoint: its metadata record and the serialized weights."""
+        with self.transaction() as connection:
+            connection.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [record["checkpoint_id"], utc_now(), record["stage"], record["host"], record["variant"],
+                 record["n_arms"], record.get("parent"), dumps(record["lineage"]), dumps(record["metrics"]),
+                 dumps(record["training_log"]), state],
+            )
+
+    def checkpoint(self, checkpoint_id: str) -> tuple[dict[str, Any], bytes] | None:
+        """A checkpoint's metadata record and weights, or None."""
+        with self.connect() as connection:
+            frame = connection.execute(
+                "SELECT * FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]).fetchdf()
+        if not len(frame):
+            return None
+        row = frame.to_dict("records")[0]
+        state = bytes(row.pop("state"))
+        for key in ("lineage", "metrics", "training_log"):
+            row[key] = json.loads(row[key])
+        return row, state
+
+    def checkpoints(self, host: str | None = None) -> pd.DataFrame:
+        """Checkpoint summaries (no weights, no logs), newest first."""
+        query = ("SELECT checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, metrics "
+                 "FROM checkpoints")
+        params: list[Any] = []
+        if host is not None:
+            query += " WHERE host = ?"
+            params.append(host)
+        with self.connect() as connection:
+            return connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
+
     # ------------------------------------------------------------ jobs
 
     def create_job(self, job_id: str, kind: str, params: dict[str, Any], total: int, pid: int) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forge_core import features
-from forge_core.answering import load_retriever, retrieve_evidence
+from forge_core.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.features import (
     DEFAULT_EMBEDDER,
     FEATURE_VARIANTS,
@@ -30,6 +30,7 @@ from forge_core.features import (
     variant_kinds,
 )
 from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
+from forge_core.retrieval import ScoredDocument
 from forge_core.store import Store
 
 NOW = datetime(2026, 1, 1)
@@ -70,7 +71,7 @@ def test_structural_features_exact(question: str, expected: tuple[int, ...]) -> 
 @pytest.mark.parametrize(
     ("question", "count"),
     [
-        ("Which Beatles album came first?", 1),  # a lone capitalized first word is sentence case
+        ("Which Beatles album came first?", 1),  # the first word joins the run of "Beatles"
         ("Are Paris, France and Rome in Europe?", 3),  # "Are Paris, France" is one run
         ("Who founded U.S. Steel in 1901?", 1),  # "U.S. Steel"; the year is no entity
         ("Lincoln?", 0),
@@ -156,6 +157,7 @@ def test_consistency_of_identical_answers() -> None:
     ],
 )
 def test_idk_and_hedging_flags(text: str, idk: int, hedging: int) -> None:
+    assert (features.is_idk(text), features.is_hedging(text)) == (idk, hedging)
     values = greedy_features("Which city?", text, 3, [text])
     assert (values[2], values[3]) == (idk, hedging)
 
@@ -185,8 +187,8 @@ def test_embedder_dimension_and_cosine(embedder: features.Embedder) -> None:
 
 def test_cross_modal_cosine_of_identical_text(embedder: features.Embedder) -> None:
     passage = Document("t", "Paris", "is in France")
-    evidence = features.Evidence("Paris is in France", (features.ScoredDocument(passage, 4.0),))
-    empty = features.Evidence("Paris is in France", ())
+    evidence = Evidence("Paris is in France", (ScoredDocument(passage, 4.0),))
+    empty = Evidence("Paris is in France", ())
     with_passage, without = features.independent_blocks(
         ["Paris is in France", "Paris is in France"], [evidence, empty], embedder)
     assert with_passage["cosine"][0] == pytest.approx(1.0, abs=1e-5)
@@ -288,8 +290,11 @@ def test_assemble_features_order_and_missing(tmp_path: Path) -> None:
     matrix = assemble_features(store, "h", "bge", [("popqa", "b"), ("popqa", "a")], embedder="fake")
     assert matrix.dtype == np.float32
     assert matrix.tolist() == [[1.0, 0.5, 2.0, 2.0, 3.0, 4.0, 0.25], [0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 0.25]]
-    with pytest.raises(ValueError, match=r"2 of 3 queries lack lite features.*forge features compute --host h"):
-        assemble_features(store, "h", "lite", [("popqa", "a"), ("popqa", "b"), ("popqa", "c")], embedder="fake")
+    keys = [("popqa", "a"), ("popqa", "b"), ("popqa", "c")]
+    with pytest.raises(ValueError, match=r"1 of 3 queries lack bge features.*popqa/c.*forge features --host h"):
+        assemble_features(store, "h", "bge", keys, embedder="fake")
+    with pytest.raises(ValueError, match=r"3 of 3 queries lack lite features"):  # no structural rows
+        assemble_features(store, "h", "lite", keys, embedder="fake")
 
 
 def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: features.Embedder) -> None:
@@ -309,7 +314,7 @@ def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: 
     assert lite[0, 384:389].tolist() == [8, 1, 2, 1, 0]  # q2's structural features
     full = assemble_features(tiny_store, "h", "full", keys[1:], embedder=DEFAULT_EMBEDDER)
     # greedy "Seine" vs samples "The Seine", "Seine.", "Loire"; question tokens hold no "seine"
-    np.testing.assert_allclose(full[0, -11:], [1, 3, 0, 0, 0, 0, 2 / 3, 2 / 3, 2 / 3, 1, 2 / 3], rtol=1e-6)
+    np.testing.assert_allclose(full[0, -11:], [1, 3, 0, 0, 0, 0, 2 / 3, 2 / 3, 2 / 3, 4 / 3, 2 / 3], rtol=1e-6)
     with pytest.raises(ValueError, match="1 of 2 queries lack full features"):
         assemble_features(tiny_store, "h", "full", keys, embedder=DEFAULT_EMBEDDER)
 

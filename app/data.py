@@ -1,0 +1,120 @@
+"""Cached access to the library for the pages.
+
+Expensive resources live in `st.cache_resource` (the store handle, BM25 retrievers, served
+embedded hosts); query results in `st.cache_data` with short TTLs, shortest for job progress, so
+every page sees what a running job writes within seconds. Cached functions take the `Store` and
+are keyed by its path.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from forge_core import config, jobs, live, reports
+from forge_core.answering import load_retriever
+from forge_core.enumeration import EnumerationPlan, count_calls, plan_work
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import list_host_configs
+from forge_core.outcomes import OutcomeTable, load_outcome_table
+from forge_core.records import Example
+from forge_core.retrieval import Retriever
+from forge_core.store import Store
+
+STORE_KEY = {Store: lambda store: str(store.path)}
+JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
+STORE_TTL_S = 10  # counts and configurations
+TABLE_TTL_S = 30  # outcome tables (heavier to load)
+
+
+def store() -> Store:
+    """The store at FORGE_STORE (default data/forge.duckdb)."""
+    return _store(str(config.store_path()))
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> Store:
+    return Store(path)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def benchmark_stats(store: Store) -> dict[str, dict]:
+    """Examples, documents and split sizes per benchmark."""
+    return store.benchmark_stats()
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def coverage(store: Store) -> dict[str, dict]:
+    """Complete queries per host on its default alphabet."""
+    return reports.store_coverage(store)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def hosts_with_outcomes(store: Store) -> list[str]:
+    """Hosts with at least one stored outcome."""
+    return store.hosts_with_outcomes()
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def host_configs(store: Store) -> list[HostConfig]:
+    """Built-in and stored host configurations."""
+    return list_host_configs(store)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def alphabet_size(store: Store, host: str) -> int:
+    """The host's default alphabet size (12 on thinking hosts, else 6)."""
+    return reports.default_alphabet_size(store, host)
+
+
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Loading outcomes…", hash_funcs=STORE_KEY)
+def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
+    """The host's complete queries on an alphabet."""
+    return load_outcome_table(store, host, n_arms)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def split_examples(store: Store, benchmark: str, split: str) -> list[Example]:
+    """The examples of one split (seed 0) in import order."""
+    return store.examples(benchmark, store.split_ids(benchmark, split))
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner="Planning…", hash_funcs=STORE_KEY)
+def missing_calls(store: Store, plan: EnumerationPlan) -> int:
+    """Host calls a plan still needs."""
+    return count_calls(plan_work(store, plan))
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest enumeration jobs with their progress."""
+    return jobs.recent_jobs(store)
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_errors(store: Store, host: str) -> list[str]:
+    """The host's latest failed calls, one line each."""
+    return jobs.recent_errors(store, host)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def checkpoints(store: Store) -> pd.DataFrame:
+    """Router checkpoints, newest first."""
+    return store.checkpoints()
+
+
+@st.cache_resource(show_spinner="Loading the BM25 index…", hash_funcs=STORE_KEY)
+def retriever(store: Store, benchmark: str) -> Retriever:
+    """The benchmark's BM25 retriever."""
+    return load_retriever(store, benchmark)
+
+
+@st.cache_resource(show_spinner="Starting the host (first use only)…", validate=live.is_serving)
+def served_host(host_config: HostConfig) -> HostConfig:
+    """The host with a live URL; an embedded model is started once and kept while the app runs."""
+    return live.serve_for_session(host_config)
+
+
+def refresh() -> None:
+    """Forget cached query results after a write (a saved host, a started or cancelled job)."""
+    st.cache_data.clear()

@@ -1,0 +1,23 @@
+"""FORGE dashboard entry script (`forge app` runs it with Streamlit): the page navigation."""
+
+import streamlit as st
+
+from app.ui import PAGES_DIR
+
+st.set_page_config(page_title="FORGE", page_icon=":material/alt_route:", layout="wide")
+
+navigation = st.navigation({
+    "Data": [
+        st.Page(PAGES_DIR / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
+        st.Page(PAGES_DIR / "enumerate.py", title="Enumerate", icon=":material/playlist_play:",
+                url_path="enumerate"),
+        st.Page(PAGES_DIR / "hosts.py", title="Hosts", icon=":material/dns:", url_path="hosts"),
+    ],
+    "Routing": [
+        st.Page(PAGES_DIR / "live_query.py", title="Live query", icon=":material/chat:", url_path="live-query"),
+        st.Page(PAGES_DIR / "train.py", title="Train", icon=":material/model_training:", url_path="train"),
+        st.Page(PAGES_DIR / "pareto.py", title="Pareto", icon=":material/scatter_plot:", url_path="pareto"),
+        st.Page(PAGES_DIR / "action_map.py", title="Action map", icon=":material/map:", url_path="action-map"),
+    ],
+})
+navigation.run()

@@ -1,0 +1,105 @@
+"""Shared UI pieces: friendly errors, empty-store guards and small tables."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from forge_core.answering import Evidence
+from forge_core.cli import USER_ERRORS
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import BUILTIN_HOSTS
+from forge_core.jobs import JobProgress
+
+PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store load-demo` for the demo "
+               "outcomes), then reload this page.")
+NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forge enumerate`), "
+               "or load the demo outcomes with `forge store load-demo`.")
+
+
+@contextlib.contextmanager
+def user_errors(stop: bool = True) -> Iterator[None]:
+    """Show a library error a user can act on as one message (never a traceback); by default
+    the page stops there."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        st.error(str(error), icon=":material/error:")
+        if stop:
+            st.stop()
+
+
+def flash(message: str) -> None:
+    """Show `message` as a success after the next rerun (for writes that rerun the page)."""
+    st.session_state["flash"] = message
+
+
+def show_flash() -> None:
+    """Show, once, the message left by `flash`."""
+    message = st.session_state.pop("flash", None)
+    if message:
+        st.success(message)
+
+
+def require_benchmarks(stats: dict[str, dict]) -> None:
+    """Stop the page with the next step when no benchmark is imported."""
+    if not stats:
+        st.info(EMPTY_STORE, icon=":material/database:")
+        st.stop()
+
+
+def format_duration(seconds: float | None) -> str:
+    """e.g. "42 s", "3 min 5 s", "2 h 10 min"; "–" when unknown."""
+    if seconds is None:
+        return "–"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def benchmarks_frame(stats: dict[str, dict]) -> pd.DataFrame:
+    """One row per imported benchmark: examples, documents and split sizes."""
+    return pd.DataFrame([
+        {"benchmark": name, "examples": row["examples"], "documents": row["documents"], **row["splits"]}
+        for name, row in stats.items()
+    ])
+
+
+def hosts_frame(configs: list[HostConfig]) -> pd.DataFrame:
+    """One row per host configuration; the API key is shown only as set or missing."""
+    def key_state(config: HostConfig) -> str:
+        if not config.api_key_env:
+            return "not needed"
+        return "set" if os.environ.get(config.api_key_env) else "missing"
+
+    return pd.DataFrame([
+        {"name": c.name, "source": "built-in" if c.name in BUILTIN_HOSTS else "stored", "kind": c.kind,
+         "model": c.model, "base URL": c.base_url or "(local)", "thinking": c.thinking,
+         "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency}
+        for c in configs
+    ])
+
+
+def jobs_frame(rows: list[tuple[dict, JobProgress]]) -> pd.DataFrame:
+    """One row per job: status, progress, rate and timing."""
+    return pd.DataFrame([
+        {"job": p.job_id, "status": p.status, "done": p.done, "planned": p.target, "errors": p.errors,
+         "rate (calls/s)": round(p.rate_per_s, 3) if p.rate_per_s else None,
+         "started": row["started_at"], "finished": row["finished_at"], "message": p.message}
+        for row, p in rows
+    ])
+
+
+def evidence_frame(evidence: Evidence) -> pd.DataFrame:
+    """The retrieved passages with their BM25 scores, best first."""
+    return pd.DataFrame([{"title": hit.document.title, "BM25": round(hit.score, 2), "text": hit.document.text}
+                         for hit in evidence.passages])

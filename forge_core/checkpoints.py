@@ -1,0 +1,98 @@
+"""Router checkpoints: weights plus everything needed to use and trace them.
+
+A checkpoint carries the router's spec and weights, the feature standardizer and the cost
+normalizer it was trained with, and a lineage record: a hash of the training data snapshot,
+host, feature variant and names, lambdas, tau, seeds, stage, algorithm and parent checkpoint.
+Weights are serialized with `torch.save` and always loaded with `weights_only=True`, then
+validated against the spec before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from forge_core.features import Standardizer
+from forge_core.routers import Router, build_router
+from forge_core.store import Store
+from forge_core.utility import CostNormalizer
+
+
+class CheckpointError(Exception):
+    """A checkpoint that is missing, malformed or does not fit its spec."""
+
+
+@dataclass(frozen=True)
+class LoadedCheckpoint:
+    """A usable router with its preprocessing."""
+
+    checkpoint_id: str
+    router: Router
+    standardizer: Standardizer
+    normalizer: CostNormalizer
+    record: dict[str, Any]
+
+    @property
+    def variant(self) -> str:
+        """The feature variant the router reads (full, lite or bge)."""
+        return self.record["variant"]
+
+    @property
+    def lineage(self) -> dict[str, Any]:
+        """Where the checkpoint came from."""
+        return self.record["lineage"]
+
+
+def checkpoint_id_for(lineage: dict[str, Any], state_bytes: bytes) -> str:
+    """A content id: the same lineage and weights give the same id."""
+    digest = hashlib.sha256(json.dumps(lineage, sort_keys=True).encode() + state_bytes).hexdigest()
+    return f"ckpt-{digest[:12]}"
+
+
+def save_checkpoint(store: Store, router: Router, record: dict[str, Any]) -> str:
+    """Serialize the router's weights and store them with `record` (stage, host, variant,
+    n_arms, parent, lineage, metrics, training_log); returns the checkpoint id."""
+    buffer = io.BytesIO()
+    torch.save(router.state_dict(), buffer)
+    state = buffer.getvalue()
+    checkpoint_id = checkpoint_id_for(record["lineage"], state)
+    store.save_checkpoint({**record, "checkpoint_id": checkpoint_id}, state)
+    return checkpoint_id
+
+
+def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
+    """Load and validate a checkpoint (weights only: no pickled code is ever executed)."""
+    found = store.checkpoint(checkpoint_id)
+    if found is None:
+        raise CheckpointError(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
+    record, state_bytes = found
+    lineage = record["lineage"]
+    try:
+        state = torch.load(io.BytesIO(state_bytes), weights_only=True)
+        router = build_router(lineage["router"], lineage["input_dim"], record["n_arms"])
+        router.load_state_dict(state, strict=True)
+        standardizer = Standardizer.from_dict(lineage["standardizer"])
+        normalizer = CostNormalizer.from_dict(lineage["normalizer"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as error:
+        raise CheckpointError(f"checkpoint '{checkpoint_id}' is invalid: {error}") from None
+    if standardizer.embedding_dim + len(standardizer.mean) != lineage["input_dim"]:
+        raise CheckpointError(f"checkpoint '{checkpoint_id}': standardizer does not match the input size")
+    router.eval()
+    return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record)
+
+
+def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
+                      n_arms: int | None = None) -> str | None:
+    """The newest checkpoint id matching the filters, or None."""
+    frame = store.checkpoints(host)
+    frame = frame[frame["variant"] == variant]
+    if stage is not None:
+        frame = frame[frame["stage"] == stage]
+    if n_arms is not None:
+        frame = frame[frame["n_arms"] == n_arms]
+    return None if frame.empty else str(frame.iloc[0]["checkpoint_id"])

@@ -1,0 +1,269 @@
+"""Evaluate policies on the enumeration table: F1, EM and cost per benchmark and macro, paired
+bootstrap CIs, oracle agreement, action distributions, the dev fallback rule, lambda sweeps and
+the Pareto frontier.
+
+Protocols: Cached counts the tokens of the calls a policy makes for its answer (the routed arm,
+plus any earlier cascade stage); Fresh Online adds the host calls a new query needs before
+routing (Full: greedy probe + 3 samples; Self-Routing: 3 samples) and reports end-to-end latency
+p50/p95 from the recorded call latencies (probes run concurrently, cascade stages in sequence).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from forge_core.checkpoints import latest_checkpoint
+from forge_core.outcomes import load_outcome_table
+from forge_core.policies import BASELINES, Decisions, EvalContext, FixedArm, Policy, RouterPolicy, build_baselines
+from forge_core.store import Store
+from forge_core.training import TrainRequest, train_router
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
+
+log = logging.getLogger(__name__)
+
+ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
+N_BOOTSTRAP = 1000
+FIXED_ARMS_FOR_FALLBACK = ("direct:no_think", "summary:no_think", "raw:no_think")
+
+
+@dataclass(frozen=True)
+class PolicyOutcome:
+    """A policy's per-row results on the evaluated split."""
+
+    name: str
+    actions: np.ndarray  # [n]
+    f1: np.ndarray  # [n]
+    em: np.ndarray  # [n]
+    utility: np.ndarray  # [n] utility of the answering arm minus the cost of earlier calls
+    cached_tokens: np.ndarray  # [n]
+    fresh_tokens: np.ndarray  # [n]
+    fresh_calls: np.ndarray  # [n]
+    fresh_latency_ms: np.ndarray  # [n]
+
+
+def score_decisions(context: EvalContext, rows: np.ndarray, name: str, decisions: Decisions) -> PolicyOutcome:
+    """Per-row scores and costs of a policy's decisions."""
+    table, index = context.table, np.arange(len(rows))
+    actions = decisions.actions
+    cached = table.cost[rows, actions] + decisions.extra_tokens
+    probe_share = decisions.probe_calls / 4.0  # probe_tokens holds all four probe calls
+    probe_tokens = np.nan_to_num(table.probe_tokens[rows]) * probe_share
+    extra_cost = decisions.extra_tokens / (context.normalizer.max_input_tokens + context.normalizer.max_output_tokens)
+    latency = table.latency_ms[rows, actions] + _earlier_latency(table, rows, decisions)
+    if decisions.probe_calls:
+        latency = latency + np.nan_to_num(table.probe_latency_ms[rows])
+    return PolicyOutcome(
+        name=name, actions=actions, f1=table.f1[rows, actions], em=table.em[rows, actions],
+        utility=context.utility[rows][index, actions] - context.lambda_in * extra_cost,
+        cached_tokens=cached, fresh_tokens=cached + probe_tokens,
+        fresh_calls=1 + decisions.extra_calls + decisions.probe_calls, fresh_latency_ms=latency,
+    )
+
+
+def _earlier_latency(table, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
+    """Latency of earlier cascade stages (Direct, then Summary), which run before the answer."""
+    order = [table.arms.index(a) for a in FIXED_ARMS_FOR_FALLBACK]
+    stages = decisions.extra_calls.astype(int)
+    return np.array([table.latency_ms[r, order[:s]].sum() for r, s in zip(rows, stages)])
+
+
+def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
+    """Mean over benchmarks of the per-benchmark means."""
+    return float(np.mean([values[benchmarks == b].mean() for b in np.unique(benchmarks)]))
+
+
+def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
+                        seed: int = 0) -> tuple[float, float]:
+    """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
+    rng = np.random.default_rng(seed)
+    diff = a - b
+    per_benchmark = []
+    for benchmark in np.unique(benchmarks):
+        values = diff[benchmarks == benchmark]
+        samples = rng.integers(0, len(values), size=(n_boot, len(values)))
+        per_benchmark.append(values[samples].mean(axis=1))
+    macro_diffs = np.mean(per_benchmark, axis=0)
+    low, high = np.percentile(macro_diffs, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:
+    """Share of rows answered by each arm."""
+    return np.bincount(actions, minlength=n_arms) / max(len(actions), 1)
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray, floor: float = 1e-6) -> float:
+    """KL(p || q) with q floored (a policy may never pick an arm the target weights)."""
+    q = np.maximum(q, floor)
+    q = q / q.sum()
+    mask = p > 0
+    return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
+
+
+def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None,
+              protocol: str) -> dict:
+    """The JSON summary of one policy."""
+    benchmarks = context.table.benchmarks[rows]
+    tokens = outcome.fresh_tokens if protocol == "fresh" else outcome.cached_tokens
+    target = boltzmann_target(context.utility[rows]).mean(axis=0)
+    distribution = action_distribution(outcome.actions, len(context.table.arms))
+    summary = {
+        "macro_f1": macro(outcome.f1, benchmarks),
+        "macro_em": macro(outcome.em, benchmarks),
+        "macro_utility": macro(outcome.utility, benchmarks),
+        "cost_k": macro(tokens, benchmarks) / 1000.0,
+        "per_benchmark": {
+            b: {"f1": float(outcome.f1[benchmarks == b].mean()), "em": float(outcome.em[benchmarks == b].mean()),
+                "cost_k": float(tokens[benchmarks == b].mean() / 1000.0), "queries": int((benchmarks == b).sum())}
+            for b in np.unique(benchmarks)
+        },
+        "oracle_agreement": float((outcome.actions == oracle_actions(context.utility[rows])).mean()),
+        "action_distribution": dict(zip(context.table.arms, distribution.round(4).tolist())),
+        "kl_to_boltzmann_target": kl_divergence(target, distribution),
+        "ci_vs_always_raw": list(paired_bootstrap_ci(outcome.f1, reference.f1, benchmarks)) if reference else None,
+    }
+    if protocol == "fresh":
+        summary["calls_per_query"] = float(outcome.fresh_calls.mean())
+        summary["latency_p50_ms"] = float(np.percentile(outcome.fresh_latency_ms, 50))
+        summary["latency_p95_ms"] = float(np.percentile(outcome.fresh_latency_ms, 95))
+    return summary
+
+
+def router_policies(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
+                    train_missing: bool = True) -> list[Policy]:
+    """The FORGE routers (newest Stage 2, else Stage 1, checkpoint per variant); a missing one is
+    trained with Stage 1 first when `train_missing` (seconds on the demo store)."""
+    policies: list[Policy] = []
+    for name, variant in ROUTER_POLICIES.items():
+        checkpoint = _matching_checkpoint(store, host, variant, n_arms, lambda_in, lambda_out)
+        if checkpoint is None and train_missing:
+            log.info("training a Stage-1 %s router for %s", variant, name)
+            checkpoint = train_router(store, TrainRequest(host=host, variant=variant, n_arms=n_arms,
+                                                          lambda_in=lambda_in, lambda_out=lambda_out))
+        if checkpoint is not None:
+            policies.append(RouterPolicy(checkpoint, name))
+    return policies
+
+
+def _matching_checkpoint(store: Store, host: str, variant: str, n_arms: int, lambda_in: float,
+                         lambda_out: float) -> str | None:
+    frame = store.checkpoints(host)
+    if frame.empty:
+        return None
+    lineages = frame["lineage"].map(json.loads)
+    match = frame[(frame["variant"] == variant) & (frame["n_arms"] == n_arms)
+                  & lineages.map(lambda l: (l["lambda_in"], l["lambda_out"]) == (lambda_in, lambda_out))]
+    if match.empty:
+        return None
+    best_stage = match["stage"].max()
+    return str(match[match["stage"] == best_stage].iloc[0]["checkpoint_id"])
+
+
+def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
+    """Per benchmark: "router" where the lower 95% bound of the router's dev utility gain over the
+    best fixed arm is positive, else that fixed arm's name (the paper's fallback rule)."""
+    dev = context.rows("dev")
+    utility = context.utility[dev]
+    benchmarks = context.table.benchmarks[dev]
+    router_actions = router.decide(context, dev).actions
+    router_utility = utility[np.arange(len(dev)), router_actions]
+    rule = {}
+    for benchmark in np.unique(benchmarks):
+        mask = benchmarks == benchmark
+        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in FIXED_ARMS_FOR_FALLBACK}
+        best_arm = max(fixed, key=fixed.get)
+        gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
+        low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
+        rule[str(benchmark)] = "router" if low > 0 else best_arm
+    return rule
+
+
+class FallbackPolicy(Policy):
+    """A router used only on benchmarks where the dev fallback rule keeps it."""
+
+    def __init__(self, router: RouterPolicy) -> None:
+        self.router = router
+        self.name = f"{router.name}_fallback"
+
+    def fit(self, context: EvalContext) -> None:
+        self.rule = dev_fallback(context, self.router)
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        decisions = self.router.decide(context, rows)
+        benchmarks = context.table.benchmarks[rows]
+        actions = decisions.actions.copy()
+        for benchmark, choice in self.rule.items():
+            if choice != "router":
+                actions[benchmarks == benchmark] = context.arm(choice)
+        keeps_router = np.isin(benchmarks, [b for b, c in self.rule.items() if c == "router"])
+        return Decisions(actions, decisions.extra_tokens, decisions.extra_calls,
+                         decisions.probe_calls if keeps_router.any() else 0)
+
+
+def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
+                       split_seed: int = 0) -> EvalContext:
+    """Complete queries with probes (so every policy sees the same rows) and the train normalizer."""
+    table = load_outcome_table(store, host, n_arms, split_seed)
+    with_probes = ~np.isnan(table.probe_tokens)
+    if with_probes.any():
+        table = table.subset(with_probes)
+    return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out)
+
+
+def evaluate(
+    store: Store,
+    host: str = "embedded",
+    split: str = "test",
+    protocol: str = "cached",
+    n_arms: int = 6,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+    policy_names: Sequence[str] | None = None,
+    split_seed: int = 0,
+    on_policy: Callable[[str], None] | None = None,
+) -> dict:
+    """`{"policies": {name: summary}, "queries": n, ...}` for the baselines and FORGE routers."""
+    if protocol not in ("cached", "fresh"):
+        raise ValueError(f"protocol is 'cached' or 'fresh', not '{protocol}'")
+    from forge_core.features import compute_features
+
+    compute_features(store, host)
+    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, split_seed)
+    rows = context.rows(split)
+    if not len(rows):
+        raise ValueError(f"no complete {split} queries for host '{host}'")
+    routers = router_policies(store, host, n_arms, lambda_in, lambda_out)
+    policies = build_baselines([n for n in (policy_names or BASELINES) if n in BASELINES]) + routers
+    policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
+    if policy_names:
+        policies = [p for p in policies if p.name in policy_names]
+    outcomes = {}
+    for policy in policies:
+        if on_policy:
+            on_policy(policy.name)
+        policy.fit(context)
+        outcomes[policy.name] = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+    reference = outcomes.get("always_raw") or score_decisions(
+        context, rows, "always_raw", FixedArm("raw:no_think").decide(context, rows))
+    return {
+        "host": host, "split": split, "protocol": protocol, "queries": int(len(rows)),
+        "lambda_in": lambda_in, "lambda_out": lambda_out, "arms": list(context.table.arms),
+        "policies": {name: summarize(o, context, rows, reference, protocol) for name, o in outcomes.items()},
+    }
+
+
+def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the (cost, quality) points no other point beats on both (lower cost, higher
+    quality), sorted by cost."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    frontier, best_quality = [], -np.inf
+    for i in order:
+        if points[i][1] > best_quality:
+            frontier.append(i)
+            best_quality = points[i][1]
+    return frontier

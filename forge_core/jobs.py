@@ -1,0 +1,198 @@
+"""Background jobs started from the dashboard: `forge enumerate` as a detached process.
+
+The job is its own process: it writes its row in the jobs table and every outcome as it lands,
+in short transactions, so the dashboard keeps reading the store while it runs, and it outlives
+the dashboard's reruns and restarts. Cancelling asks it, through the jobs table, to stop after
+its calls in flight; starting the same plan again runs only what is still missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from forge_core import config
+from forge_core.arms import thinking_modes
+from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan
+from forge_core.hosts.registry import get_host_config
+from forge_core.records import BENCHMARKS
+from forge_core.store import Store, utc_now
+
+log = logging.getLogger(__name__)
+
+ACTIVE_STATUSES = ("running", "cancelling")
+GONE_STATUS = "interrupted"  # a job whose row says running but whose process has gone
+
+
+@dataclass(frozen=True)
+class StartedJob:
+    """A job process just spawned; its jobs-table row appears once the host is ready."""
+
+    pid: int
+    log_path: Path  # the process's stdout and stderr
+    started_at: datetime  # naive UTC, as the jobs table stores it
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """A job's progress as the dashboard shows it."""
+
+    job_id: str
+    status: str  # running, cancelling, finished, stopped: ..., interrupted, failed
+    done: int  # host calls finished (errors included)
+    target: int  # planned calls, capped by the plan's max_calls
+    errors: int
+    elapsed_s: float  # from start to the last progress update
+    rate_per_s: float | None  # calls per second so far; None before the first call
+    eta_s: float | None  # seconds left at that rate; None when unknown or not running
+    message: str
+
+    @property
+    def active(self) -> bool:
+        """True while the job's process is (still) working."""
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def fraction(self) -> float:
+        """Share of the target done, in [0, 1]."""
+        return min(1.0, self.done / self.target) if self.target else 1.0
+
+
+def validate_plan(store: Store, plan: EnumerationPlan) -> None:
+    """Refuse a plan the CLI would refuse, with the same one-line reasons."""
+    if plan.split not in SPLIT_CHOICES:
+        raise ValueError(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+    thinking_modes(plan.n_arms)
+    if not plan.benchmarks:
+        raise ValueError("choose at least one benchmark")
+    unknown = set(plan.benchmarks) - set(BENCHMARKS)
+    if unknown:
+        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
+    if plan.n_arms == 12 and not get_host_config(store, plan.host).supports_thinking:
+        raise ValueError(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
+
+
+def enumeration_command(plan: EnumerationPlan) -> list[str]:
+    """The `forge enumerate` command line that runs `plan` (with this interpreter)."""
+    command = [
+        sys.executable, "-m", "forge_core.cli", "enumerate", "--host", plan.host, "--split", plan.split,
+        "--arms", str(plan.n_arms), "--split-seed", str(plan.split_seed),
+        "--concurrency", str(plan.concurrency), "--probes" if plan.probes else "--no-probes",
+    ]
+    for benchmark in plan.benchmarks:
+        command += ["--benchmark", benchmark]
+    limits = {"--limit": plan.limit, "--per-benchmark": plan.per_benchmark,
+              "--max-calls": plan.max_calls, "--max-tokens": plan.max_tokens}
+    for option, value in limits.items():
+        if value is not None:
+            command += [option, str(value)]
+    return command
+
+
+def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path) -> StartedJob:
+    """Spawn `forge enumerate` for `plan` on the store at `store_path`, detached from the caller
+    (own session, output to a log file); returns at once."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    started_at = utc_now()
+    log_path = log_dir / f"enumerate-{started_at:%Y%m%d-%H%M%S-%f}.log"
+    command = enumeration_command(plan)
+    environment = {**os.environ, "FORGE_STORE": str(store_path)}
+    with log_path.open("w") as log_file:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                                   env=environment, cwd=config.PROJECT_ROOT, start_new_session=True)
+    # Reap the child when it exits, so a finished job leaves no zombie behind.
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+    log.info("started enumeration job pid %d: %s", process.pid, " ".join(command))
+    return StartedJob(process.pid, log_path, started_at, tuple(command))
+
+
+def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
+    """The plan a job row was started with (its `params` column), to run it again."""
+    values = json.loads(params) if isinstance(params, str) else dict(params)
+    known = {field.name for field in dataclasses.fields(EnumerationPlan)}
+    values = {key: value for key, value in values.items() if key in known}
+    values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
+    return EnumerationPlan(**values)
+
+
+def process_alive(pid: int) -> bool:
+    """True when a process with this id exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def job_progress(row: dict[str, Any], alive: bool) -> JobProgress:
+    """Progress of one jobs-table row; `alive` says whether its process still runs (a row left
+    "running" by a killed process is reported as interrupted)."""
+    params = json.loads(row["params"]) if isinstance(row["params"], str) else row["params"]
+    total = int(row["total"] or 0)
+    max_calls = params.get("max_calls")
+    target = min(total, max_calls) if max_calls is not None else total
+    done = int(row["done"] or 0)
+    status = row["status"]
+    if status in ACTIVE_STATUSES and not alive:
+        status = GONE_STATUS
+    elapsed = max(0.0, (row["updated_at"] - row["started_at"]).total_seconds())
+    rate = done / elapsed if done and elapsed > 0 else None
+    eta = (target - done) / rate if rate and status in ACTIVE_STATUSES else None
+    return JobProgress(job_id=row["job_id"], status=status, done=done, target=target,
+                       errors=int(row["errors"] or 0), elapsed_s=elapsed, rate_per_s=rate,
+                       eta_s=eta, message=row["message"] or "")
+
+
+def recent_jobs(store: Store, kind: str = "enumerate", limit: int = 20) -> list[tuple[dict[str, Any], JobProgress]]:
+    """The newest jobs of a kind with their progress, newest first."""
+    rows = store.jobs(kind, limit).to_dict("records")
+    return [(row, job_progress(row, process_alive(int(row["pid"])))) for row in rows]
+
+
+def job_for_process(store: Store, started: StartedJob) -> dict[str, Any] | None:
+    """The jobs-table row of a spawned job, or None while its host is still starting."""
+    frame = store.jobs("enumerate")
+    frame = frame[(frame["pid"] == started.pid) & (frame["started_at"] >= started.started_at)]
+    return frame.to_dict("records")[0] if len(frame) else None
+
+
+def cancel_job(store: Store, row: dict[str, Any]) -> None:
+    """Ask a running job to stop after its calls in flight; a job whose process has gone is
+    closed as interrupted instead (nobody is left to read the request)."""
+    if process_alive(int(row["pid"])):
+        store.request_job_cancel(row["job_id"])
+    else:
+        store.finish_job(row["job_id"], GONE_STATUS, "process gone")
+
+
+def recent_errors(store: Store, host: str, limit: int = 5) -> list[str]:
+    """The host's latest failed calls still stored as error rows, one line each, newest first."""
+    outcomes = store.arm_outcomes(host)
+    if outcomes.empty:
+        return []
+    failed = outcomes[outcomes["error"].notna()].sort_values("finished_at", ascending=False).head(limit)
+    return [f"{r.benchmark}/{r.example_id} {r.arm}: {r.error}" for r in failed.itertuples()]
+
+
+def log_tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a job's log ("" when there is none)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""

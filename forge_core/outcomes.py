@@ -1,0 +1,118 @@
+"""The enumeration table as aligned matrices: rows are queries, columns arms in action order.
+
+Only complete queries (every arm of the alphabet stored without error) enter the table, so
+every policy is scored on the same queries and every cost is a measured one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from forge_core.arms import alphabet
+from forge_core.store import Store
+from forge_core.utility import CostNormalizer, pareto_utility
+
+Key = tuple[str, str]  # (benchmark, example_id)
+
+
+@dataclass(frozen=True)
+class OutcomeTable:
+    """Per-query outcomes of one host on one alphabet."""
+
+    host: str
+    arms: tuple[str, ...]  # arm names in action-index order
+    keys: tuple[Key, ...]
+    splits: np.ndarray  # [N] "train" / "dev" / "test" / "unassigned"
+    f1: np.ndarray  # [N, K] fractions
+    em: np.ndarray  # [N, K]
+    tokens_in: np.ndarray  # [N, K]
+    tokens_out: np.ndarray  # [N, K]
+    latency_ms: np.ndarray  # [N, K]
+    probe_tokens: np.ndarray  # [N] tokens of the four probe calls (NaN when a query has no probes)
+    probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
+    answers: np.ndarray  # [N, K] the generated answer texts (object array)
+
+    @property
+    def benchmarks(self) -> np.ndarray:
+        """[N] benchmark of each row."""
+        return np.array([benchmark for benchmark, _ in self.keys])
+
+    @property
+    def cost(self) -> np.ndarray:
+        """[N, K] tokens in + out of each arm."""
+        return self.tokens_in + self.tokens_out
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def subset(self, mask: np.ndarray) -> OutcomeTable:
+        """The rows where `mask` is true."""
+        indices = np.flatnonzero(mask)
+        return OutcomeTable(
+            self.host, self.arms, tuple(self.keys[i] for i in indices), self.splits[indices],
+            self.f1[indices], self.em[indices], self.tokens_in[indices], self.tokens_out[indices],
+            self.latency_ms[indices], self.probe_tokens[indices], self.probe_latency_ms[indices],
+            self.answers[indices],
+        )
+
+    def split(self, name: str) -> OutcomeTable:
+        """The rows of one split."""
+        return self.subset(self.splits == name)
+
+    def utility(self, normalizer: CostNormalizer, lambda_in: float, lambda_out: float) -> np.ndarray:
+        """[N, K] Pareto utility under the given cost weights."""
+        c_in, c_out = normalizer.transform(self.tokens_in, self.tokens_out)
+        return pareto_utility(self.f1, c_in, c_out, lambda_in, lambda_out)
+
+    def fit_normalizer(self) -> CostNormalizer:
+        """Cost maxima over this table's train rows (refuses to fit anywhere else)."""
+        train = self.split("train")
+        if not len(train):
+            raise ValueError(f"host '{self.host}' has no complete train queries: run `forge enumerate --split train`")
+        return CostNormalizer.fit(train.tokens_in, train.tokens_out, split="train")
+
+
+def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int = 0) -> OutcomeTable:
+    """The complete queries of a host on the `n_arms` alphabet, sorted by benchmark and id."""
+    arms = tuple(arm.name for arm in alphabet(n_arms))
+    outcomes = store.arm_outcomes(host)
+    if outcomes.empty:
+        raise ValueError(f"no outcomes for host '{host}': run `forge enumerate --host {host}` or `forge store load-demo`")
+    outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
+    wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
+                                values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")
+    wide = wide.dropna()
+    if wide.empty:
+        raise ValueError(f"host '{host}' has no query with all {n_arms} arms stored")
+    keys = list(wide.index)
+    splits = _split_labels(store, keys, split_seed)
+    probe_tokens, probe_latency = _probe_costs(store, host, keys)
+    f1, em, tokens_in, tokens_out, latency = (
+        wide[field][list(arms)].to_numpy(dtype=np.float64)
+        for field in ("f1", "em", "tokens_in", "tokens_out", "latency_ms"))
+    answers = outcomes.pivot(index=["benchmark", "example_id"], columns="arm", values="answer")
+    answers = answers.loc[wide.index, list(arms)].to_numpy(dtype=object)
+    return OutcomeTable(host, arms, tuple(keys), splits, f1, em, tokens_in, tokens_out, latency,
+                        probe_tokens, probe_latency, answers)
+
+
+def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:
+    table = store.split_table(split_seed)
+    lookup = dict(zip(zip(table["benchmark"], table["example_id"]), table["split"]))
+    return np.array([lookup.get(key, "unassigned") for key in keys])
+
+
+def _probe_costs(store: Store, host: str, keys: list[Key]) -> tuple[np.ndarray, np.ndarray]:
+    probes = store.probe_outcomes(host)
+    probes = probes[probes["error"].isna()] if not probes.empty else probes
+    if probes.empty:
+        return np.full(len(keys), np.nan), np.full(len(keys), np.nan)
+    probes = probes.assign(tokens=probes["tokens_in"] + probes["tokens_out"])
+    grouped = probes.groupby(["benchmark", "example_id"]).agg(
+        n=("probe", "count"), tokens=("tokens", "sum"), latency=("latency_ms", "max"))
+    complete = grouped[grouped["n"] >= 4]
+    frame = complete.reindex(pd.MultiIndex.from_tuples(keys, names=["benchmark", "example_id"]))
+    return frame["tokens"].to_numpy(dtype=np.float64), frame["latency"].to_numpy(dtype=np.float64)

@@ -1,0 +1,337 @@
+"""Routing policies under one interface: routers (any checkpoint), fixed arms and the baselines.
+
+A policy is fitted on train and dev rows only, then decides an arm for each evaluated row. Its
+`Decisions` also carry the tokens and calls it spent before the final arm (a cascade's earlier
+stages, Self-Routing's Direct attempt) so that every policy pays for what it really runs.
+Adding a baseline is one class and one registry line (`BASELINES`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from forge_core.checkpoints import load_checkpoint
+from forge_core.features import BLOCK_NAMES, Standardizer, assemble_features, feature_names, is_hedging, is_idk
+from forge_core.outcomes import OutcomeTable
+from forge_core.store import Store
+from forge_core.utility import CostNormalizer, oracle_actions
+
+CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
+
+
+@dataclass
+class EvalContext:
+    """What policies may look at: the outcome table, utilities and features of its rows."""
+
+    store: Store
+    table: OutcomeTable
+    normalizer: CostNormalizer
+    lambda_in: float
+    lambda_out: float
+    _features: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def utility(self) -> np.ndarray:
+        """[N, K] utilities under the context's cost weights."""
+        return self.table.utility(self.normalizer, self.lambda_in, self.lambda_out)
+
+    def rows(self, split: str) -> np.ndarray:
+        """Row indices of one split."""
+        return np.flatnonzero(self.table.splits == split)
+
+    def arm(self, name: str) -> int:
+        """Column index of an arm."""
+        return self.table.arms.index(name)
+
+    def features(self, variant: str) -> np.ndarray:
+        """Raw (unstandardized) features of every row for a variant."""
+        if variant not in self._features:
+            self._features[variant] = assemble_features(self.store, self.table.host, variant, self.table.keys)
+        return self._features[variant]
+
+    def feature(self, variant: str, name: str) -> np.ndarray:
+        """One named structured feature column (raw values)."""
+        matrix = self.features(variant)
+        structured = feature_names(variant, embedding_dim=0)
+        return matrix[:, matrix.shape[1] - len(structured) + structured.index(name)]
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Per evaluated row: the final arm, and tokens and calls spent before it."""
+
+    actions: np.ndarray  # [n] column index of the answering arm
+    extra_tokens: np.ndarray  # [n] tokens of earlier calls (0 for single-call policies)
+    extra_calls: np.ndarray  # [n] number of earlier calls
+    probe_calls: int = 0  # host calls before routing in the Fresh Online protocol (Full: 4)
+
+    @classmethod
+    def single(cls, actions: np.ndarray, probe_calls: int = 0) -> Decisions:
+        """Decisions of a policy that makes one call per query."""
+        zeros = np.zeros(len(actions))
+        return cls(np.asarray(actions, dtype=np.int64), zeros, zeros, probe_calls)
+
+
+class Policy(ABC):
+    """Picks one arm per query; `fit` may only read train and dev rows."""
+
+    name: str = ""
+
+    def fit(self, context: EvalContext) -> None:
+        """Tune on train/dev (no-op for policies without parameters)."""
+
+    @abstractmethod
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        """The decision for each row."""
+
+
+class FixedArm(Policy):
+    """Always the same arm (Always-Direct, Always-Summary, Always-Raw, or any arm)."""
+
+    def __init__(self, arm: str) -> None:
+        self.arm = arm
+        self.name = "always_" + arm.replace(":no_think", "").replace(":", "_")
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        return Decisions.single(np.full(len(rows), context.arm(self.arm)))
+
+
+class Oracle(Policy):
+    """The per-query utility-maximizing arm, read from the outcomes (descriptive only)."""
+
+    name = "oracle"
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        return Decisions.single(oracle_actions(context.utility[rows]))
+
+
+NOTHINK_ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
+
+
+class BM25Threshold(Policy):
+    """Two thresholds on the top-1 BM25 score split queries into three bands, each answered by a
+    NoThink arm; thresholds and the band-to-arm assignment maximize dev utility."""
+
+    name = "bm25_threshold"
+
+    def fit(self, context: EvalContext) -> None:
+        dev = context.rows("dev")
+        scores = context.feature("lite", "bm25_top1")[dev]
+        utility = context.utility[dev]
+        candidates = np.unique(np.quantile(scores, np.linspace(0, 1, 11)))
+        best = (-np.inf, 0.0, 0.0, NOTHINK_ARMS)
+        for low, high in itertools.combinations_with_replacement(candidates, 2):
+            for order in itertools.permutations(NOTHINK_ARMS):
+                columns = [context.arm(a) for a in order]
+                actions = self._bands(scores, low, high, columns)
+                value = utility[np.arange(len(dev)), actions].mean()
+                if value > best[0]:
+                    best = (value, low, high, order)
+        _, self.low, self.high, self.order = best
+
+    @staticmethod
+    def _bands(scores: np.ndarray, low: float, high: float, columns: list[int]) -> np.ndarray:
+        return np.select([scores < low, scores < high], columns[:2], default=columns[2])
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        scores = context.feature("lite", "bm25_top1")[rows]
+        return Decisions.single(self._bands(scores, self.low, self.high, [context.arm(a) for a in self.order]))
+
+
+def _classifier(features: np.ndarray, labels: np.ndarray, rows: np.ndarray) -> tuple[LogisticRegression, Standardizer]:
+    standardizer = Standardizer.fit(features[rows], "train", embedding_dim=0)
+    model = LogisticRegression(max_iter=2000, C=1.0)
+    model.fit(standardizer.transform(features[rows]), labels)
+    return model, standardizer
+
+
+class AdaptiveRAG(Policy):
+    """Adaptive-RAG style: a query-complexity classifier (structured question features) trained on
+    the label "cheapest NoThink arm that answers correctly" (Raw when none does)."""
+
+    name = "adaptive_rag"
+
+    def fit(self, context: EvalContext) -> None:
+        train = context.rows("train")
+        columns = [context.arm(a) for a in NOTHINK_ARMS]
+        correct = context.table.f1[:, columns] >= CORRECT_F1
+        labels = np.where(correct.any(axis=1), correct.argmax(axis=1), len(columns) - 1)
+        self.columns = np.array(columns)
+        x = self._inputs(context)
+        if len(np.unique(labels[train])) < 2:
+            self.constant = int(labels[train][0])
+            return
+        self.constant = None
+        self.model, self.standardizer = _classifier(x, labels, train)
+
+    @staticmethod
+    def _inputs(context: EvalContext) -> np.ndarray:
+        lite = context.features("lite")
+        return lite[:, -len(BLOCK_NAMES["structural"]) - len(BLOCK_NAMES["retrieval"]) - 1:]
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        if self.constant is not None:
+            return Decisions.single(np.full(len(rows), self.columns[self.constant]))
+        labels = self.model.predict(self.standardizer.transform(self._inputs(context)[rows]))
+        return Decisions.single(self.columns[labels])
+
+
+class TierMem(Policy):
+    """TierMem style, two tiers: Summary unless a classifier (structured + retrieval features)
+    predicts that Raw's utility beats Summary's."""
+
+    name = "tiermem"
+
+    def fit(self, context: EvalContext) -> None:
+        train = context.rows("train")
+        summary, raw = context.arm("summary:no_think"), context.arm("raw:no_think")
+        labels = (context.utility[:, raw] > context.utility[:, summary]).astype(int)
+        self.arms = np.array([summary, raw])
+        if len(np.unique(labels[train])) < 2:
+            self.constant = int(labels[train][0])
+            return
+        self.constant = None
+        self.model, self.standardizer = _classifier(AdaptiveRAG._inputs(context), labels, train)
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        if self.constant is not None:
+            return Decisions.single(np.full(len(rows), self.arms[self.constant]))
+        labels = self.model.predict(self.standardizer.transform(AdaptiveRAG._inputs(context)[rows]))
+        return Decisions.single(self.arms[labels])
+
+
+class SelfRouting(Policy):
+    """Self-Routing: answer Direct; keep it when the host looks confident (no "I don't know", no
+    hedging, probe confidence above a dev-tuned threshold), else escalate to Raw, paying both."""
+
+    name = "self_routing"
+
+    def fit(self, context: EvalContext) -> None:
+        dev = context.rows("dev")
+        utility = context.utility[dev]
+        best = (-np.inf, 1.0)
+        for threshold in np.linspace(0, 1, 21):
+            decisions = self._decide(context, dev, threshold)
+            value = (utility[np.arange(len(dev)), decisions.actions]
+                     - self._extra_cost(context, dev, decisions)).mean()
+            if value > best[0]:
+                best = (value, threshold)
+        self.threshold = best[1]
+
+    @staticmethod
+    def _extra_cost(context: EvalContext, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
+        direct = context.arm("direct:no_think")
+        c_in, c_out = context.normalizer.transform(context.table.tokens_in[rows, direct], context.table.tokens_out[rows, direct])
+        spent = context.lambda_in * c_in + context.lambda_out * c_out
+        return np.where(decisions.extra_calls > 0, spent, 0.0)
+
+    def _decide(self, context: EvalContext, rows: np.ndarray, threshold: float) -> Decisions:
+        confident = (
+            (context.feature("full", "greedy_idk")[rows] == 0)
+            & (context.feature("full", "greedy_hedging")[rows] == 0)
+            & (context.feature("full", "greedy_confidence")[rows] >= threshold)
+        )
+        direct, raw = context.arm("direct:no_think"), context.arm("raw:no_think")
+        actions = np.where(confident, direct, raw)
+        direct_tokens = context.table.cost[rows, direct]
+        escalated = ~confident
+        return Decisions(actions, np.where(escalated, direct_tokens, 0.0), escalated.astype(float), probe_calls=3)
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        return self._decide(context, rows, self.threshold)
+
+
+class FrugalCascade(Policy):
+    """FrugalGPT style cascade Direct -> Summary -> Raw: stop at the first answer that looks
+    reliable (not "I don't know", no hedging, at most a dev-tuned number of words); every
+    earlier stage's tokens and calls are counted."""
+
+    name = "frugal_cascade"
+    STAGES = NOTHINK_ARMS
+
+    def fit(self, context: EvalContext) -> None:
+        dev = context.rows("dev")
+        utility = context.utility[dev]
+        answers = self._answers(context)
+        best = (-np.inf, 8)
+        for max_words in (2, 3, 5, 8, 12, 20, 1000):
+            decisions = self._decide(context, dev, answers, max_words)
+            spent = decisions.extra_tokens / (context.normalizer.max_input_tokens + context.normalizer.max_output_tokens)
+            value = (utility[np.arange(len(dev)), decisions.actions] - context.lambda_in * spent).mean()
+            if value > best[0]:
+                best = (value, max_words)
+        self.max_words = best[1]
+
+    def _answers(self, context: EvalContext) -> np.ndarray:
+        return context.table.answers[:, [context.arm(a) for a in self.STAGES]]
+
+    def _decide(self, context: EvalContext, rows: np.ndarray, answers: np.ndarray, max_words: int) -> Decisions:
+        columns = [context.arm(a) for a in self.STAGES]
+        reliable = np.vectorize(lambda text: _reliable(text, max_words))(answers[rows])
+        reliable[:, -1] = True  # the last stage always answers
+        stage = reliable.argmax(axis=1)
+        costs = context.table.cost[rows][:, columns]
+        extra = np.array([costs[i, :s].sum() for i, s in enumerate(stage)])
+        return Decisions(np.array(columns)[stage], extra, stage.astype(float))
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        return self._decide(context, rows, self._answers(context), self.max_words)
+
+
+def _reliable(text: str, max_words: int) -> bool:
+    words = text.split()
+    return 0 < len(words) <= max_words and not is_idk(text) and not is_hedging(text)
+
+
+class RouterPolicy(Policy):
+    """A trained router checkpoint: argmax of its policy on the standardized features."""
+
+    def __init__(self, checkpoint_id: str, name: str) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.name = name
+
+    def fit(self, context: EvalContext) -> None:
+        self.checkpoint = load_checkpoint(context.store, self.checkpoint_id)
+        if self.checkpoint.record["n_arms"] != len(context.table.arms):
+            raise ValueError(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
+                             f"the evaluation has {len(context.table.arms)}")
+        if context.features(self.checkpoint.variant).shape[1] != self.checkpoint.lineage["input_dim"]:
+            raise ValueError(f"checkpoint {self.checkpoint_id} was trained on other features (embedder?)")
+
+    def probabilities(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
+        """[n, K] the router's action distribution."""
+        x = self.checkpoint.standardizer.transform(context.features(self.checkpoint.variant)[rows])
+        with torch.no_grad():
+            return self.checkpoint.router.log_probs(torch.as_tensor(x)).exp().numpy()
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        probe_calls = 4 if self.checkpoint.variant == "full" else 0
+        return Decisions.single(self.probabilities(context, rows).argmax(axis=1), probe_calls)
+
+
+BASELINES: dict[str, type[Policy] | tuple] = {
+    "always_direct": (FixedArm, "direct:no_think"),
+    "always_summary": (FixedArm, "summary:no_think"),
+    "always_raw": (FixedArm, "raw:no_think"),
+    "bm25_threshold": (BM25Threshold,),
+    "adaptive_rag": (AdaptiveRAG,),
+    "tiermem": (TierMem,),
+    "self_routing": (SelfRouting,),
+    "frugal_cascade": (FrugalCascade,),
+    "oracle": (Oracle,),
+}
+
+
+def build_baselines(names: list[str] | None = None) -> list[Policy]:
+    """Fresh instances of the named baselines (all by default)."""
+    chosen = names or list(BASELINES)
+    unknown = [n for n in chosen if n not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(BASELINES)})")
+    return [BASELINES[n][0](*BASELINES[n][1:]) for n in chosen]

@@ -1,0 +1,104 @@
+"""What the dashboard's Overview reports: store coverage, per-arm quality and cost, and the fixed
+arms against the per-query utility oracle.
+
+Quality and cost are computed on an `OutcomeTable` (complete queries only), so every arm and the
+oracle are scored on the same queries. Cost is the mean of tokens in + out per query. The oracle
+takes, per query, the arm of highest utility `U = F1 - lambda_in * c_in - lambda_out * c_out`
+(`forge_core.utility`), with token costs normalized by their maxima over the host's complete
+train queries; it is descriptive only (it sees the answers' scores).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
+from forge_core.outcomes import OutcomeTable
+from forge_core.store import Store
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
+
+MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
+ORACLE = "oracle"  # policy name of the per-query utility oracle
+SUMMARY_COLUMNS = ("policy", "kind", "benchmark", "queries", "f1", "tokens_in", "tokens_out", "tokens")
+
+
+def default_alphabet_size(store: Store, host: str) -> int:
+    """K for a host: 12 on hosts with a reasoning budget, else 6 (also for unknown hosts)."""
+    known = host in BUILTIN_HOSTS or host in store.host_names()
+    return 12 if known and get_host_config(store, host).supports_thinking else 6
+
+
+def store_coverage(store: Store, split_seed: int = 0) -> dict[str, dict]:
+    """Per host with outcomes: complete queries on its default alphabet (see `Store.coverage`)."""
+    n_arms = {host: default_alphabet_size(store, host) for host in store.hosts_with_outcomes()}
+    return store.coverage(n_arms, split_seed)
+
+
+def coverage_frame(coverage: dict[str, dict]) -> pd.DataFrame:
+    """`store_coverage` as one row per host and benchmark."""
+    rows = [
+        {"host": host, "arms": summary["arms"], "benchmark": benchmark,
+         "complete queries": counts["complete"], "with probes": counts["with_probes"]}
+        for host, summary in coverage.items()
+        for benchmark, counts in summary["by_benchmark"].items()
+    ]
+    return pd.DataFrame(rows, columns=["host", "arms", "benchmark", "complete queries", "with probes"])
+
+
+def oracle_choices(
+    table: OutcomeTable,
+    normalizer: CostNormalizer,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+) -> np.ndarray:
+    """[N] the action index of the utility-maximizing arm of every query (ties: lowest index)."""
+    return oracle_actions(table.utility(normalizer, lambda_in, lambda_out))
+
+
+def policy_summary(
+    table: OutcomeTable,
+    normalizer: CostNormalizer | None = None,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+) -> pd.DataFrame:
+    """Mean F1 and token costs of every fixed arm and, given a cost normalizer, of the oracle:
+    one row per policy and benchmark, plus `macro` rows (the unweighted mean over benchmarks).
+
+    Columns: policy (arm name or "oracle"), kind ("fixed" or "oracle"), benchmark, queries,
+    f1, tokens_in, tokens_out, tokens (in + out), all means per query.
+    """
+    names = list(table.arms)
+    kinds = ["fixed"] * len(names)
+    f1, tokens_in, tokens_out = table.f1, table.tokens_in, table.tokens_out
+    if normalizer is not None:
+        rows = np.arange(len(table))
+        chosen = oracle_choices(table, normalizer, lambda_in, lambda_out)
+        f1 = np.column_stack([f1, f1[rows, chosen]])
+        tokens_in = np.column_stack([tokens_in, tokens_in[rows, chosen]])
+        tokens_out = np.column_stack([tokens_out, tokens_out[rows, chosen]])
+        names.append(ORACLE)
+        kinds.append(ORACLE)
+    long = pd.DataFrame({
+        "policy": np.tile(names, len(table)),
+        "kind": np.tile(kinds, len(table)),
+        "benchmark": np.repeat(table.benchmarks, len(names)),
+        "f1": f1.ravel(),
+        "tokens_in": tokens_in.ravel(),
+        "tokens_out": tokens_out.ravel(),
+    })
+    per_benchmark = (long.groupby(["policy", "kind", "benchmark"], sort=False)
+                     .agg(queries=("f1", "size"), f1=("f1", "mean"), tokens_in=("tokens_in", "mean"),
+                          tokens_out=("tokens_out", "mean"))
+                     .reset_index())
+    macro = (per_benchmark.groupby(["policy", "kind"], sort=False)
+             .agg(queries=("queries", "sum"), f1=("f1", "mean"), tokens_in=("tokens_in", "mean"),
+                  tokens_out=("tokens_out", "mean"))
+             .reset_index()
+             .assign(benchmark=MACRO))
+    summary = pd.concat([per_benchmark, macro], ignore_index=True)
+    summary["tokens"] = summary["tokens_in"] + summary["tokens_out"]
+    order = {name: index for index, name in enumerate(names)}
+    summary = summary.assign(is_macro=summary["benchmark"] == MACRO, position=summary["policy"].map(order))
+    summary = summary.sort_values(["is_macro", "benchmark", "position"])
+    return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)

@@ -1,0 +1,236 @@
+"""Train routers from the store: assemble the data, run Stage 1 or Stage 2, save a checkpoint.
+
+The data: the host's complete queries (every arm stored) with features of the chosen variant,
+standardized with train statistics; utilities with costs normalized by train maxima. Leakage is
+refused by construction: the standardizer and normalizer only fit on "train".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.arms import parse_arm
+from forge_core.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from forge_core.features import Standardizer, compute_features, embedder_name, feature_names, load_embedder
+from forge_core.features import assemble_features
+from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
+from forge_core.outcomes import OutcomeTable, load_outcome_table
+from forge_core.records import ArmOutcome
+from forge_core.routers import build_router
+from forge_core.stage1 import Stage1Config, train_stage1
+from forge_core.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.store import Store, utc_now
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("full", "lite", "bge")
+ALGORITHMS = {"grpo": "grpo", "dr_grpo": "dr_grpo", "rloo": "rloo", "dpo": "dpo"}
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """What to train; the stage configs carry the optimizer settings."""
+
+    host: str = "embedded"
+    variant: str = "full"  # full, lite or bge (the BGE+BM25 baseline)
+    n_arms: int = 6
+    stage: int = 1
+    router: str = "factorized"  # or "flat" (the ablation)
+    lambda_in: float = DEFAULT_LAMBDA_IN
+    lambda_out: float = DEFAULT_LAMBDA_OUT
+    rewards: str = "table"  # Stage 2: "table" (replay) or "live" (host calls for missing outcomes)
+    parent: str | None = None  # Stage 2: the Stage-1 checkpoint to start from (default: newest match)
+    split_seed: int = 0
+    stage1: Stage1Config = field(default_factory=Stage1Config)
+    stage2: Stage2Config = field(default_factory=Stage2Config)
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """Aligned rows: outcomes, standardized features, and the fitted preprocessing."""
+
+    table: OutcomeTable
+    features: np.ndarray  # [N, d] standardized
+    standardizer: Standardizer
+    normalizer: CostNormalizer
+    feature_names: tuple[str, ...]
+    embedder: str
+
+    def rows(self, split: str) -> np.ndarray:
+        """Row indices of one split."""
+        return np.flatnonzero(self.table.splits == split)
+
+    def snapshot_hash(self) -> str:
+        """Hash of the data the router sees: keys, splits, scores and token counts."""
+        digest = hashlib.sha256()
+        digest.update(repr(self.table.keys).encode())
+        digest.update(repr(self.table.splits.tolist()).encode())
+        for matrix in (self.table.f1, self.table.tokens_in, self.table.tokens_out):
+            digest.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
+        return digest.hexdigest()[:16]
+
+
+def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0) -> TrainingData:
+    """Complete queries with features (computed where missing), standardized on train."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
+    table = load_outcome_table(store, host, n_arms, split_seed)
+    if variant == "full":
+        table = table.subset(~np.isnan(table.probe_tokens))
+        if not len(table):
+            raise ValueError(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
+    compute_features(store, host)
+    raw = assemble_features(store, host, variant, table.keys)
+    embedding_dim = load_embedder().dim
+    train = table.splits == "train"
+    if not train.any() or not (table.splits == "dev").any():
+        raise ValueError(f"host '{host}' needs complete train and dev queries: run `forge enumerate --split train` and `--split dev`")
+    standardizer = Standardizer.fit(raw[train], "train", embedding_dim=embedding_dim)
+    return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
+                        tuple(feature_names(variant, embedding_dim)), embedder_name())
+
+
+def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray) -> dict[str, float]:
+    dev = data.rows("dev")
+    with torch.no_grad():
+        actions = router.log_probs(torch.as_tensor(data.features[dev])).argmax(dim=1).numpy()
+    chosen = np.arange(len(dev))
+    return {
+        "dev_utility": float(utility[dev][chosen, actions].mean()),
+        "dev_f1": float(data.table.f1[dev][chosen, actions].mean()),
+        "dev_cost_tokens": float(data.table.cost[dev][chosen, actions].mean()),
+        "dev_oracle_agreement": float((actions == oracle_actions(utility[dev])).mean()),
+        "dev_queries": int(len(dev)),
+        "train_queries": int(len(data.rows("train"))),
+    }
+
+
+def _lineage(request: TrainRequest, data: TrainingData, host_hash: str, stage_config: Any) -> dict[str, Any]:
+    return {
+        "store_snapshot": data.snapshot_hash(), "host": request.host, "host_config_hash": host_hash,
+        "variant": request.variant, "embedder": data.embedder, "feature_names": list(data.feature_names),
+        "input_dim": int(data.features.shape[1]), "router": request.router, "n_arms": request.n_arms,
+        "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "tau": request.stage1.tau,
+        "split_seed": request.split_seed, "seed": stage_config.seed, "stage": request.stage,
+        "config": dataclasses.asdict(stage_config), "parent": request.parent,
+        "standardizer": data.standardizer.to_dict(), "normalizer": data.normalizer.to_dict(),
+    }
+
+
+def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """Train one router as requested and store its checkpoint; returns the checkpoint id."""
+    data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed)
+    utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
+    host_hash = config_hash(get_host_config(store, request.host))
+    if request.stage == 1:
+        router, log_rows, request = _run_stage1(data, utility, request, on_log)
+        stage_config: Any = request.stage1
+    elif request.stage == 2:
+        router, log_rows, request = _run_stage2(store, data, utility, request, on_log)
+        stage_config = request.stage2
+    else:
+        raise ValueError(f"stage is 1 or 2, not {request.stage}")
+    record = {
+        "stage": request.stage, "host": request.host, "variant": request.variant, "n_arms": request.n_arms,
+        "parent": request.parent, "lineage": _lineage(request, data, host_hash, stage_config),
+        "metrics": _dev_metrics(router, data, utility), "training_log": log_rows,
+    }
+    return save_checkpoint(store, router, record)
+
+
+def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
+    torch.manual_seed(request.stage1.seed)
+    router = build_router(request.router, data.features.shape[1], request.n_arms)
+    train, dev = data.rows("train"), data.rows("dev")
+    rows: list[dict[str, Any]] = []
+
+    def on_epoch(epoch: Any) -> None:
+        rows.append(dataclasses.asdict(epoch))
+        if on_log:
+            on_log(rows[-1])
+
+    train_stage1(router, data.features[train], utility[train], data.features[dev], utility[dev],
+                 request.stage1, on_epoch=on_epoch)
+    return router, rows, request
+
+
+def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
+    parent_id = request.parent or latest_checkpoint(store, request.host, request.variant, stage=1, n_arms=request.n_arms)
+    if parent_id is None:
+        raise ValueError(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant {request.variant}` first")
+    parent = load_checkpoint(store, parent_id)
+    if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
+        raise ValueError(f"checkpoint {parent_id} was trained on other features or another alphabet")
+    request = dataclasses.replace(request, parent=parent_id, router=parent.lineage["router"])
+    router = build_router(request.router, data.features.shape[1], request.n_arms)
+    router.load_state_dict(parent.router.state_dict())
+    train = data.rows("train")
+    if request.rewards == "table":
+        reward_fn = table_reward_fn(utility[train])
+    elif request.rewards == "live":
+        reward_fn = LiveRewards(store, request, data, train).reward_fn
+    else:
+        raise ValueError(f"rewards are 'table' or 'live', not '{request.rewards}'")
+    rows: list[dict[str, Any]] = []
+
+    def on_row(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_log:
+            on_log(row)
+
+    train_stage2(router, parent.router, data.features[train], reward_fn, request.stage2, on_log=on_row)
+    return router, rows, request
+
+
+class LiveRewards:
+    """Stage-2 rewards from the live host: a (query, arm) already stored is reused; a missing one
+    is run on the host (concurrently within a rollout), written to the store and then reused."""
+
+    def __init__(self, store: Store, request: TrainRequest, data: TrainingData, rows: np.ndarray) -> None:
+        self.store, self.request, self.data, self.rows = store, request, data, rows
+        self.utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)[rows]
+        self.known = ~np.isnan(self.utility)
+        self.host_config = get_host_config(store, request.host)
+
+    def reward_fn(self, query_indices: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Utilities of the sampled actions, fetching any missing outcome from the host first."""
+        missing = {(int(q), int(a)) for q, row in zip(query_indices, actions) for a in row
+                   if not self.known[q, a]}
+        if missing:
+            asyncio.run(self._fetch(sorted(missing)))
+        return self.utility[query_indices[:, None], actions]
+
+    async def _fetch(self, pairs: list[tuple[int, int]]) -> None:
+        with serving(self.host_config) as served:
+            host = make_host(served)
+            try:
+                await asyncio.gather(*(self._fetch_one(host, q, a) for q, a in pairs))
+            finally:
+                await host.aclose()
+
+    async def _fetch_one(self, host: Any, query: int, action: int) -> None:
+        benchmark, example_id = self.data.table.keys[self.rows[query]]
+        example = self.store.examples(benchmark, [example_id])[0]
+        arm = parse_arm(self.data.table.arms[action])
+        evidence = retrieve_evidence(load_retriever(self.store, benchmark), example.question)
+        started = utc_now()
+        answer = await answer_with_arm(host, evidence, arm, example.is_fever)
+        f1, em = score_arm_answer(answer, example.answers, example.is_fever)
+        self.store.write_arm_outcome(ArmOutcome(
+            self.request.host, benchmark, example_id, arm.name, answer.answer, answer.extracted, f1, em,
+            answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, answer.latency_ms, None, 1,
+            config_hash(self.host_config), started, utc_now()))
+        c_in, c_out = self.data.normalizer.transform(np.array([answer.tokens_in]), np.array([answer.tokens_out]))
+        self.utility[query, action] = f1 - self.request.lambda_in * c_in[0] - self.request.lambda_out * c_out[0]
+        self.known[query, action] = True

@@ -1,0 +1,53 @@
+"""Enumerate: run the host on every missing (query, arm) as a background job and watch it."""
+
+import streamlit as st
+
+from app import data, ui
+from app.jobs_view import jobs_panel, start_job
+from forge_core.arms import ALPHABET_SIZES
+from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan
+from forge_core.jobs import validate_plan
+
+st.title("Enumerate")
+st.caption("Stage 0: every (query, arm) outcome lands in the store the moment it is answered. A job runs "
+           "as its own `forge enumerate` process: leave this page or close the browser and it keeps going; "
+           "start the same plan again and only what is missing runs.")
+store = data.store()
+with ui.user_errors():
+    stats = data.benchmark_stats(store)
+    ui.require_benchmarks(stats)
+    host_names = [host.name for host in data.host_configs(store)]
+
+with st.form("plan"):
+    host_column, split_column, arms_column, seed_column = st.columns(4)
+    host = host_column.selectbox("Host", host_names)
+    split = split_column.selectbox("Split", SPLIT_CHOICES)
+    n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=1, format_func=lambda k: f"{k} arms")
+    split_seed = seed_column.selectbox("Split seed", [0, 1, 2])
+    benchmarks = st.multiselect("Benchmarks", list(stats), default=list(stats))
+    columns = st.columns(4)
+    limit = columns[0].number_input("Queries in all", min_value=1, value=None, placeholder="no limit")
+    per_benchmark = columns[1].number_input("Queries per benchmark", min_value=1, value=None, placeholder="no limit")
+    max_calls = columns[2].number_input("Max host calls", min_value=1, value=None, placeholder="no limit")
+    max_tokens = columns[3].number_input("Max tokens", min_value=1, value=None, placeholder="no limit")
+    concurrency_column, probes_column = st.columns(2)
+    concurrency = concurrency_column.slider("Queries in flight", 1, 8, 2)
+    probes = probes_column.checkbox("Also run the four host probes (Full features)")
+    submitted = st.form_submit_button("Start job", type="primary", icon=":material/play_arrow:")
+
+if submitted:
+    plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
+                           split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
+                           max_tokens=max_tokens, concurrency=concurrency)
+    with ui.user_errors(stop=False):
+        validate_plan(store, plan)
+        missing = data.missing_calls(store, plan)
+        if missing == 0:
+            st.success("Nothing to do: every planned call is already stored.")
+        else:
+            start_job(store, plan)
+            st.success(f"Job started: {missing:,} missing calls planned"
+                       f"{f' (stopping after {max_calls:,})' if max_calls else ''}.")
+
+st.header("Jobs")
+jobs_panel(store)

@@ -1,0 +1,69 @@
+"""Hosts: the built-in and stored host configurations; add, edit, remove and test them."""
+
+import streamlit as st
+
+from app import data, ui
+from forge_core.hosts.anthropic import AnthropicHost
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config
+from forge_core.live import CHECK_QUESTION, check_host
+
+THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
+NEW_HOST = "New host"
+
+st.title("Hosts")
+st.caption("API keys are never stored: a host names the environment variable that holds its key, "
+           "read when a call is made.")
+store = data.store()
+ui.show_flash()
+with ui.user_errors():
+    configs = data.host_configs(store)
+st.dataframe(ui.hosts_frame(configs), hide_index=True)
+
+st.header("Add or edit a host")
+stored = [c.name for c in configs if c.name not in BUILTIN_HOSTS]
+editing = st.selectbox("Host to edit", [NEW_HOST, *stored])
+current = HostConfig(name="", kind="openai", model="") if editing == NEW_HOST else get_host_config(store, editing)
+with st.form("host"):
+    name_column, kind_column = st.columns(2)
+    name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
+    kind = kind_column.selectbox("Kind", ["openai", "anthropic"], index=["openai", "anthropic"].index(current.kind),
+                                 help="openai: any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
+    base_url = st.text_input("Base URL", current.base_url, placeholder="http://127.0.0.1:8000/v1")
+    model_column, thinking_column = st.columns(2)
+    model = model_column.text_input("Model", current.model)
+    thinking = thinking_column.selectbox("Thinking control", THINKING_CONTROLS,
+                                         index=THINKING_CONTROLS.index(current.thinking),
+                                         help="none: no reasoning budget (6 arms); otherwise 12 arms.")
+    key_column, concurrency_column = st.columns(2)
+    api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
+                                        placeholder="e.g. OPENAI_API_KEY (the name, never the key)")
+    concurrency = concurrency_column.number_input("Requests in flight", 1, 64, current.max_concurrency)
+    if st.form_submit_button("Save", type="primary"):
+        with ui.user_errors(stop=False):
+            if not name.strip() or not model.strip():
+                raise ValueError("a host needs a name and a model")
+            save_host_config(store, HostConfig(name=name.strip(), kind=kind, model=model.strip(),
+                                               base_url=base_url.strip(), thinking=thinking,
+                                               api_key_env=api_key_env.strip(), max_concurrency=concurrency))
+            data.refresh()
+            ui.flash(f"Host '{name.strip()}' saved.")
+            st.rerun()
+if editing != NEW_HOST and st.button(f"Remove '{editing}'", icon=":material/delete:"):
+    store.delete_host_config(editing)
+    data.refresh()
+    ui.flash(f"Host '{editing}' removed.")
+    st.rerun()
+
+st.header("Test a host")
+st.caption(f"One short real call: “{CHECK_QUESTION}” on the Direct arm.")
+tested = st.selectbox("Host to test", [c.name for c in configs])
+if st.button("Test", icon=":material/network_check:"):
+    with ui.user_errors(stop=False), st.spinner(f"Calling {tested}…"):
+        answer = check_host(data.served_host(get_host_config(store, tested)))
+        st.success(f"**Answer:** {answer.answer}")
+        columns = st.columns(3)
+        columns[0].metric("Tokens in", answer.tokens_in)
+        columns[1].metric("Tokens out", answer.tokens_out)
+        columns[2].metric("Latency", f"{answer.latency_ms:,.0f} ms")

@@ -1,0 +1,71 @@
+"""Overview: what the store holds, per-arm quality and cost, and the fixed arms against the oracle."""
+
+import streamlit as st
+
+from app import charts, data, ui
+from forge_core.arms import ALPHABET_SIZES
+from forge_core.reports import MACRO, coverage_frame, policy_summary
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+st.title("Overview")
+store = data.store()
+st.caption(f"Store: `{store.path}`")
+
+with ui.user_errors():
+    stats = data.benchmark_stats(store)
+    ui.require_benchmarks(stats)
+    hosts = data.hosts_with_outcomes(store)
+    coverage = data.coverage(store)
+
+columns = st.columns(4)
+columns[0].metric("Benchmarks", len(stats))
+columns[1].metric("Examples", f"{sum(row['examples'] for row in stats.values()):,}")
+columns[2].metric("Hosts with outcomes", len(hosts))
+columns[3].metric("Complete queries", f"{sum(c['queries_complete'] for c in coverage.values()):,}")
+
+left, right = st.columns(2)
+left.subheader("Benchmarks and splits")
+left.dataframe(ui.benchmarks_frame(stats), hide_index=True)
+right.subheader("Coverage")
+right.caption("Queries whose every arm of the host's alphabet has an outcome without error.")
+right.dataframe(coverage_frame(coverage), hide_index=True)
+
+if not hosts:
+    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
+    st.stop()
+
+st.header("Arms and the oracle")
+host_column, arms_column, split_column = st.columns(3)
+host = host_column.selectbox("Host", hosts)
+default_size = data.alphabet_size(store, host)
+n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
+                               format_func=lambda k: f"{k} arms")
+split = split_column.selectbox("Split", ["all", "train", "dev", "test"])
+
+with ui.user_errors():
+    table = data.outcome_table(store, host, n_arms)
+shown = table if split == "all" else table.split(split)
+if not len(shown):
+    st.info(f"No complete {split} queries on {host} with {n_arms} arms yet.")
+    st.stop()
+
+st.caption(f"{len(shown):,} complete queries: every arm and the oracle are scored on the same ones. Oracle: "
+           f"per query, the arm of highest utility U = F1 − {DEFAULT_LAMBDA_IN} c_in − {DEFAULT_LAMBDA_OUT} c_out, "
+           "costs normalized by the maxima over the host's train queries (descriptive only: it sees the scores).")
+try:
+    normalizer = table.fit_normalizer()
+except ValueError as error:
+    normalizer = None
+    st.info(f"No oracle yet: {error}.", icon=":material/info:")
+summary = policy_summary(shown, normalizer, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
+
+benchmark = st.segmented_control("Benchmark", [MACRO, *sorted(set(shown.benchmarks))], default=MACRO)
+st.plotly_chart(charts.cost_quality(summary, benchmark or MACRO))
+
+f1_column, tokens_column = st.columns(2)
+f1_column.subheader("F1 per arm")
+f1_column.plotly_chart(charts.per_arm(summary, "f1", "mean F1"))
+tokens_column.subheader("Token cost per arm")
+tokens_column.plotly_chart(charts.per_arm(summary, "tokens", charts.TOKENS_LABEL))
+with st.expander("Table"):
+    st.dataframe(summary, hide_index=True)

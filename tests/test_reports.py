@@ -1,0 +1,112 @@
+"""Overview reports: per-arm means, the utility oracle and coverage, with exact numbers."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.outcomes import OutcomeTable, load_outcome_table
+from forge_core.records import ArmOutcome, Example
+from forge_core.reports import (MACRO, ORACLE, coverage_frame, default_alphabet_size, oracle_choices,
+                                policy_summary, store_coverage)
+from forge_core.store import SplitAssignment, Store
+
+ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
+F1 = {"q1": (0.0, 0.5, 1.0), "q2": (1.0, 1.0, 1.0), "q3": (0.0, 0.0, 0.0), "q4": (0.5, 1.0, 1.0)}
+TOKENS_IN = {"q4": (100, 200, 500)}  # the dev query's costs exceed the train maxima
+TOKENS_OUT = {"q4": (10, 20, 40)}
+SPLITS = {"q1": "train", "q2": "train", "q3": "train", "q4": "dev"}
+BENCHMARKS = {"q1": "a", "q2": "a", "q3": "b", "q4": "b"}
+
+
+def outcome(host: str, benchmark: str, example_id: str, arm: str, f1: float | None = 1.0,
+            tokens: tuple[int, int] = (10, 2), error: str | None = None) -> ArmOutcome:
+    now = datetime(2026, 1, 1)
+    return ArmOutcome(host, benchmark, example_id, arm, "x", "x", f1, f1, tokens[0], tokens[1], 0, 5.0,
+                      error, 1, "hash", now, now)
+
+
+def import_fake_benchmark(store: Store, benchmark: str, splits: dict[str, str]) -> None:
+    examples = [Example(benchmark, example_id, f"question {example_id}?", ("x",)) for example_id in splits]
+    assignment = SplitAssignment(benchmark, 0, "sha", splits)
+    store.import_benchmark(benchmark, Path(f"{benchmark}.json"), "sha", examples, [], [assignment])
+
+
+@pytest.fixture
+def table() -> OutcomeTable:
+    """Four queries on two benchmarks, three arms, through the store."""
+    store = Store(os.environ["FORGE_STORE"])
+    for benchmark in ("a", "b"):
+        import_fake_benchmark(store, benchmark, {q: SPLITS[q] for q in SPLITS if BENCHMARKS[q] == benchmark})
+    for query, scores in F1.items():
+        for k, arm in enumerate(ARMS):
+            tokens = (TOKENS_IN.get(query, (50, 150, 250))[k], TOKENS_OUT.get(query, (10, 10, 20))[k])
+            store.write_arm_outcome(outcome("h", BENCHMARKS[query], query, arm, scores[k], tokens))
+    store.write_arm_outcome(outcome("h", "b", "q5", ARMS[0]))  # incomplete: left out
+    return load_outcome_table(store, "h", n_arms=3)
+
+
+def test_oracle_picks_the_utility_argmax_with_train_maxima(table: OutcomeTable) -> None:
+    normalizer = table.fit_normalizer()
+    assert (normalizer.max_input_tokens, normalizer.max_output_tokens) == (250.0, 20.0)
+    # q1: U = [-0.12, 0.34, 0.70]; q2: [0.88, 0.84, 0.70]; q3: [-0.12, -0.16, -0.30];
+    # q4 (dev, costs up to 2.0): [0.36, 0.72, 0.40]
+    assert oracle_choices(table, normalizer).tolist() == [2, 0, 0, 1]
+    # without cost weights only F1 counts and ties go to the lowest action index
+    assert oracle_choices(table, normalizer, 0.0, 0.0).tolist() == [2, 0, 0, 1]
+    # heavy output cost: q1 U = [-1.0, -0.5, -1.0]; q2 ties direct and summary at 0.0
+    assert oracle_choices(table, normalizer, 0.0, 2.0).tolist() == [1, 0, 0, 0]
+
+
+def test_policy_summary_exact_means(table: OutcomeTable) -> None:
+    summary = policy_summary(table, table.fit_normalizer())
+    assert list(summary["benchmark"]) == ["a"] * 4 + ["b"] * 4 + [MACRO] * 4
+    assert list(summary["policy"][:4]) == [*ARMS, ORACLE]
+    rows = {(r.policy, r.benchmark): r for r in summary.itertuples()}
+    expected = {  # (queries, f1, tokens_in, tokens_out, tokens)
+        ("direct:no_think", "a"): (2, 0.5, 50, 10, 60),
+        ("direct:no_think", "b"): (2, 0.25, 75, 10, 85),
+        ("direct:no_think", MACRO): (4, 0.375, 62.5, 10, 72.5),
+        ("summary:no_think", MACRO): (4, 0.625, 162.5, 12.5, 175),
+        ("raw:no_think", "b"): (2, 0.5, 375, 30, 405),
+        ("raw:no_think", MACRO): (4, 0.75, 312.5, 25, 337.5),
+        (ORACLE, "a"): (2, 1.0, 150, 15, 165),
+        (ORACLE, "b"): (2, 0.5, 125, 15, 140),
+        (ORACLE, MACRO): (4, 0.75, 137.5, 15, 152.5),
+    }
+    for key, (queries, f1, tokens_in, tokens_out, tokens) in expected.items():
+        row = rows[key]
+        assert (row.queries, row.f1, row.tokens_in, row.tokens_out, row.tokens) == pytest.approx(
+            (queries, f1, tokens_in, tokens_out, tokens)), key
+    assert set(summary.loc[summary["policy"] == ORACLE, "kind"]) == {ORACLE}
+    assert set(summary.loc[summary["policy"] != ORACLE, "kind"]) == {"fixed"}
+
+
+def test_policy_summary_without_normalizer_has_fixed_arms_only(table: OutcomeTable) -> None:
+    summary = policy_summary(table)
+    assert ORACLE not in set(summary["policy"]) and len(summary) == 9
+
+
+def test_coverage_uses_each_hosts_alphabet() -> None:
+    store = Store(os.environ["FORGE_STORE"])
+    save_host_config(store, HostConfig(name="thinker", kind="openai", model="m",
+                                       base_url="http://127.0.0.1:1/v1", thinking="vllm-qwen3"))
+    assert default_alphabet_size(store, "thinker") == 12
+    assert default_alphabet_size(store, "embedded") == 6
+    assert default_alphabet_size(store, "gone") == 6
+    for arm in ("direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot"):
+        store.write_arm_outcome(outcome("embedded", "musique", "q1", arm))
+        store.write_arm_outcome(outcome("embedded", "musique", "q2", arm,
+                                        error="timeout" if arm == "raw:cot" else None))
+        store.write_arm_outcome(outcome("thinker", "musique", "q1", arm))
+    coverage = store_coverage(store)
+    assert coverage["embedded"]["queries_complete"] == 1
+    assert coverage["thinker"]["queries_complete"] == 0  # 6 of its 12 arms
+    frame = coverage_frame(coverage)
+    assert frame.to_dict("records") == [
+        {"host": "embedded", "arms": 6, "benchmark": "musique", "complete queries": 1, "with probes": 0}]
