@@ -70,7 +70,7 @@ def _active_job(store: Store, row: dict, progress: jobs.JobProgress) -> None:
                              help="Stop after the calls in flight; everything finished stays stored."):
             jobs.cancel_job(store, row)
             data.refresh()
-            st.rerun(scope="fragment")
+            st.rerun()
         if progress.errors:
             st.caption("Latest failed calls (stored as error rows and planned again on the next run):")
             st.code("\n".join(data.recent_errors(store, params.host)) or "–", language=None)
@@ -84,4 +84,4 @@ def _resume(store: Store, rows: list[dict]) -> None:
     if st.button("Resume", icon=":material/replay:"):
         row = next(row for row in rows if row["job_id"] == choice)
         start_job(store, jobs.plan_from_params(row["params"]))
-        st.rerun(scope="fragment")
+        st.rerun()

@@ -147,7 +147,7 @@ class BM25Threshold(Policy):
 def _classifier(features: np.ndarray, labels: np.ndarray, rows: np.ndarray) -> tuple[LogisticRegression, Standardizer]:
     standardizer = Standardizer.fit(features[rows], "train", embedding_dim=0)
     model = LogisticRegression(max_iter=2000, C=1.0)
-    model.fit(standardizer.transform(features[rows]), labels)
+    model.fit(standardizer.transform(features[rows]), labels[rows])
     return model, standardizer
 
 

@@ -359,20 +359,20 @@ class Store:
 
     # ------------------------------------------------------------ arm and probe outcomes
 
-    def write_arm_outcome(self, outcome: ArmOutcome) -> None:
-        """Store one finished (query, arm) run at once, replacing an earlier error row."""
+    def write_arm_outcome(self, *outcomes: ArmOutcome) -> None:
+        """Store finished (query, arm) runs in one transaction, replacing earlier error rows."""
         with self.transaction() as connection:
-            connection.execute(
+            connection.executemany(
                 "INSERT OR REPLACE INTO arm_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                list(dataclasses.astuple(outcome)),
+                [list(dataclasses.astuple(outcome)) for outcome in outcomes],
             )
 
-    def write_probe_outcome(self, outcome: ProbeOutcome) -> None:
-        """Store one finished probe call at once."""
+    def write_probe_outcome(self, *outcomes: ProbeOutcome) -> None:
+        """Store finished probe calls in one transaction."""
         with self.transaction() as connection:
-            connection.execute(
+            connection.executemany(
                 "INSERT OR REPLACE INTO probe_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                list(dataclasses.astuple(outcome)),
+                [list(dataclasses.astuple(outcome)) for outcome in outcomes],
             )
 
     def finished_arms(self, host: str, benchmark: str) -> dict[str, set[str]]:
@@ -482,6 +482,12 @@ class Store:
             added[table] = after - before
         return added
 
+    def host_config_hashes(self, host: str) -> list[str]:
+        """The distinct host configuration hashes a host's outcomes were produced under."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT DISTINCT host_config_hash FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
+
     def split_table(self, split_seed: int = 0) -> pd.DataFrame:
         """Every assigned example's split under one split seed: benchmark, example_id, split."""
         with self.connect() as connection:
@@ -492,10 +498,11 @@ class Store:
     # ------------------------------------------------------------ checkpoints
 
     def save_checkpoint(self, record: dict[str, Any], state: bytes) -> None:
-        """Store a router checkpoint: its metadata record and the serialized weights."""
+        """Store a router checkpoint: its metadata record and the serialized weights (ids are
+        content hashes, so saving the same checkpoint twice keeps one)."""
         with self.transaction() as connection:
             connection.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [record["checkpoint_id"], utc_now(), record["stage"], record["host"], record["variant"],
                  record["n_arms"], record.get("parent"), dumps(record["lineage"]), dumps(record["metrics"]),
                  dumps(record["training_log"]), state],

@@ -20,7 +20,7 @@ with ui.user_errors():
 host_column, benchmark_column, arm_column = st.columns(3)
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
-arms = [arm.name for arm in alphabet(12 if configs[host].supports_thinking else 6)]
+arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 arm = arm_column.selectbox("Arm", arms, index=arms.index("summary:no_think"))
 
 example = None
@@ -58,7 +58,7 @@ if live is not None:
     columns[2].metric("Latency", f"{live.answer.latency_ms:,.0f} ms")
     columns[3].metric("F1", "–" if live.f1 is None else f"{live.f1:.2f}")
     columns[4].metric("Always-Raw would cost", f"{live.raw.tokens:,} tokens",
-                      delta=f"{live.tokens_vs_raw:+,} tokens here", delta_color="inverse",
+                      delta=f"{live.tokens_vs_raw:+,} tokens vs Raw", delta_color="inverse",
                       help=f"Tokens in + out of raw:no_think for this question ({live.raw.source}).")
     with st.expander("Evidence"):
         st.text(live.answer.support_text or "(none: the Direct arm gets the question only)")

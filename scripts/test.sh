@@ -3,4 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The real-browser test drives Debian's chromium (never `playwright install`); without it, it skips.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+    APT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get"
+    $APT install -y chromium || { $APT update && $APT install -y chromium; } \
+        || echo "test: could not install chromium; the browser test will be skipped"
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -30,7 +30,8 @@ from forge_core.routers import (
 def test_factorized_parameter_counts(input_dim: int, n_arms: int, expected: int) -> None:
     # trunk d*256+256 + 256*256+256, support head 256*3+3, embedding 3*16, thinking 272*T+T
     n_thinking = n_arms // 3
-    by_hand = input_dim * 256 + 256 + 256 * 256 + 256 + 256 * 3 + 3 + 3 * 16 + 272 * n_thinking + n_thinking
+    trunk = input_dim * 256 + 256 + 256 * 256 + 256
+    by_hand = trunk + 256 * 3 + 3 + 3 * 16 + 272 * n_thinking + n_thinking
     assert by_hand == expected
     assert parameter_count(build_router("factorized", input_dim, n_arms)) == expected
 

@@ -114,7 +114,8 @@ def test_early_stopping_restores_the_best_dev_state() -> None:
     assert _states_equal(result.state, router.state_dict())
     dev_target = stage1_targets(-u[:, [0, 2, 4]], config)
     with torch.no_grad():
-        dev_loss_now = float(kl_loss(dev_target, router.eval().support_log_probs(torch.from_numpy(x))))
+        dev_log_probs = router.eval().support_log_probs(torch.from_numpy(x))
+    dev_loss_now = float(kl_loss(dev_target, dev_log_probs))
     assert dev_loss_now == result.best_dev_loss
 
 
@@ -123,7 +124,8 @@ def test_six_arm_control_trains_the_full_policy(kind: str) -> None:
     x, u = _data()
     router = _router(kind=kind)
     before = router.log_probs(torch.from_numpy(x)).detach()
-    result = train_stage1(router, x, u, x, u, Stage1Config(arms=6, target="hard", max_epochs=3, lr=1e-3))
+    config = Stage1Config(arms=6, target="hard", max_epochs=3, lr=1e-3)
+    result = train_stage1(router, x, u, x, u, config)
     after = router.log_probs(torch.from_numpy(x)).detach()
     assert result.best_epoch >= 1
     assert not torch.equal(before, after)

@@ -49,7 +49,8 @@ def test_group_advantages_hand_values_with_sample_std() -> None:
 
 def test_zero_variance_groups_get_exact_zeros() -> None:
     rewards = torch.tensor([[0.1, 0.1, 0.1, 0.1], [0.7] * 4, [0.0, 1.0, 0.0, 1.0]])
-    for advantages in (group_advantages(rewards), group_advantages(rewards, scale=False), rloo_advantages(rewards)):
+    unscaled = group_advantages(rewards, scale=False)
+    for advantages in (group_advantages(rewards), unscaled, rloo_advantages(rewards)):
         assert torch.equal(advantages[:2], torch.zeros(2, 4))
         assert torch.count_nonzero(advantages[2]) == 4
 
@@ -94,7 +95,10 @@ def test_dpo_loss_hand_value_uses_best_and_worst_and_skips_tied_groups() -> None
     assert float(dpo_loss(logp[1:], ref[1:], actions[1:], rewards[1:], dpo_beta=0.1)) == 0.0
 
 
-@pytest.mark.parametrize(("kl", "expected"), [(0.06, 0.075), (0.001, 0.05 / 1.5), (0.01, 0.05), (0.05, 0.05), (0.005, 0.05)])
+@pytest.mark.parametrize(
+    ("kl", "expected"),
+    [(0.06, 0.075), (0.001, 0.05 / 1.5), (0.01, 0.05), (0.05, 0.05), (0.005, 0.05)],
+)
 def test_update_beta_up_down_unchanged(kl: float, expected: float) -> None:
     assert update_beta(0.05, kl, Stage2Config()) == pytest.approx(expected, rel=1e-15)
 
@@ -143,7 +147,8 @@ def test_forced_draws_follow_the_thinking_conditional_and_free_draws_the_policy(
     actions = sample_actions(conditional_only.expand(4000, -1), 8, generator=generator)
     assert bool((actions[:, 0] == 1).all()) and bool((actions[:, 1] == 2).all())
     assert set(actions[:, 2].tolist()) == {4, 5}
-    frequencies = torch.bincount(actions[:, 3:].flatten(), minlength=6).float() / actions[:, 3:].numel()
+    free = actions[:, 3:]
+    frequencies = torch.bincount(free.flatten(), minlength=6).float() / free.numel()
     torch.testing.assert_close(frequencies, probs[0], rtol=0, atol=0.02)
 
 
@@ -175,7 +180,9 @@ def test_tiny_run_changes_parameters_keeps_reference_and_reproduces(loss_type: s
     router, x, utility = _setup()
     reference = copy.deepcopy(router)
     initial = copy.deepcopy(router.state_dict())
-    config = Stage2Config(steps=20, batch_queries=8, lr=1e-3, loss_type=loss_type, log_every=5, beta_update_every=10)
+    config = Stage2Config(
+        steps=20, batch_queries=8, lr=1e-3, loss_type=loss_type, log_every=5, beta_update_every=10
+    )
     rows: list[dict[str, float]] = []
     result = train_stage2(router, reference, x, table_reward_fn(utility), config, on_log=rows.append)
 
@@ -220,6 +227,7 @@ def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match="loss_type"):
         Stage2Config(loss_type="ppo")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="architecture"):
-        train_stage2(router, build_router("flat", D, K, hidden=32), x, table_reward_fn(utility), Stage2Config(steps=1))
+        flat = build_router("flat", D, K, hidden=32)
+        train_stage2(router, flat, x, table_reward_fn(utility), Stage2Config(steps=1))
     with pytest.raises(ValueError, match="rewards of shape"):
         train_stage2(router, router, x, lambda q, a: np.zeros(3), Stage2Config(steps=1))

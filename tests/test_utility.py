@@ -31,7 +31,9 @@ def test_normalizer_refuses_every_split_but_train(split: str) -> None:
     ("tokens_in", "tokens_out"),
     [([], [1.0]), ([1.0, -1.0], [1.0]), ([1.0, np.nan], [1.0]), ([0.0, 0.0], [3.0])],
 )
-def test_normalizer_rejects_bad_token_counts(tokens_in: list[float], tokens_out: list[float]) -> None:
+def test_normalizer_rejects_bad_token_counts(
+    tokens_in: list[float], tokens_out: list[float]
+) -> None:
     with pytest.raises(ValueError):
         CostNormalizer.fit(tokens_in, tokens_out, split="train")
 

@@ -1,0 +1,110 @@
+"""One real-browser run: `forge app` on a small store, Debian's chromium driven by Playwright,
+a live question on the tiny embedded host answered with its token cost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app_store import build_app_store
+from forge_core import config
+from forge_core.hosts.registry import BUILTIN_HOSTS
+from forge_core.jobs import process_alive
+from forge_core.models import is_pulled
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+STARTUP_TIMEOUT_S = 60
+ANSWER_TIMEOUT_S = 60
+TINY = BUILTIN_HOSTS["embedded-tiny"]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path, benchmarks_root: Path) -> Iterator[str]:
+    """`forge app` on a small store; yields its URL, then stops it with SIGTERM and checks that the
+    embedded server it started went with it."""
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
+    if not is_pulled(TINY.model, config.models_dir()):
+        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m` (scripts/setup.sh does)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is a test extra: pip install -e '.[test]'")
+    store_path = tmp_path / "store.duckdb"
+    build_app_store(store_path, benchmarks_root)
+    cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
+    port = free_port()
+    forge = Path(sys.executable).with_name("forge")
+    process = subprocess.Popen([str(forge), "app", "--port", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=(tmp_path / "app.log").open("w"), start_new_session=True,
+                               env={**os.environ, "FORGE_STORE": str(store_path)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _healthy(url):
+            assert process.poll() is None, (tmp_path / "app.log").read_text()
+            assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    state = cache_dir / "servers" / f"{TINY.model}.json"
+    if state.exists():  # the app started the tiny server: it must be gone with the app
+        pid = json.loads(state.read_text())["pid"]
+        deadline = time.monotonic() + 15
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert not process_alive(pid), "the embedded server outlived the dashboard"
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+def test_live_query_in_a_real_browser(dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(dashboard)
+            expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+            expect(page.get_by_text("Complete queries")).to_be_visible()
+
+            page.get_by_role("link", name="Live query").click()
+            expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
+            page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
+            page.get_by_role("option", name="embedded-tiny").click()
+            page.get_by_label("Your question").fill("Who was the director of the film Frozen?")
+            page.get_by_role("button", name="Ask").click()
+
+            expect(page.get_by_text("Always-Raw would cost")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+            expect(page.get_by_role("heading", name="Answer (summary:no_think)")).to_be_visible()
+            tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in")
+            assert int(tokens_in.get_by_test_id("stMetricValue").inner_text().replace(",", "")) > 0
+            page.screenshot(path=str(tmp_path / "live_query.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "live_query.png").stat().st_size > 10_000
