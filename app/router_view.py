@@ -1,38 +1,30 @@
 """The Router section of the Live query page: a trained router's arm probabilities for a question.
 
-It calls `forge_core.routing.route_question(store, checkpoint_id, question, benchmark)`, which
-returns an object with `.probabilities` (arm name -> probability) and `.chosen_arm`; until that
-module and a checkpoint exist, the section says how to train one.
+It calls `forge_core.routing.route_question` (through `forge_core.live.route_live`), whose
+decision has `.probabilities` (arm name -> probability) and `.chosen_arm`; until that module and
+a checkpoint exist, the section says how to train one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import importlib.util
 
 import streamlit as st
 
 from app import charts, data, ui
+from forge_core.hosts.base import HostConfig
+from forge_core.live import route_live
 from forge_core.store import Store
 
 NO_ROUTER = "No trained router yet: run `forge train --stage 1` or use the Train page."
+DECISION_KEY = "route_decision"
+ARM_KEY = "live_arm"  # the Live query page's arm selectbox
 
 
-def _route_question() -> Callable[..., Any] | None:
-    try:
-        from forge_core.routing import route_question
-    except ModuleNotFoundError as error:
-        if error.name != "forge_core.routing":
-            raise
-        return None
-    return route_question
-
-
-def router_section(store: Store, question: str, benchmark: str) -> None:
-    """Pick a checkpoint and see where it would route the question."""
+def router_section(store: Store, question: str, benchmark: str, host_config: HostConfig, arms: list[str]) -> None:
+    """Pick a checkpoint, see where it would route the question, and optionally take its arm."""
     st.header("Router")
-    route_question = _route_question()
-    checkpoints = data.checkpoints(store) if route_question else None
+    checkpoints = data.checkpoints(store) if importlib.util.find_spec("forge_core.routing") else None
     if checkpoints is None or checkpoints.empty:
         st.info(NO_ROUTER, icon=":material/route:")
         return
@@ -40,8 +32,20 @@ def router_section(store: Store, question: str, benchmark: str) -> None:
                                  f"{row.n_arms} arms, {row.created_at:%Y-%m-%d %H:%M})"
               for row in checkpoints.itertuples()}
     checkpoint_id = st.selectbox("Checkpoint", list(labels), format_func=labels.get)
-    if st.button("Route this question", icon=":material/alt_route:", disabled=not question.strip()):
+    variant = checkpoints.set_index("checkpoint_id").loc[checkpoint_id, "variant"]
+    if st.button("Route this question", icon=":material/alt_route:", disabled=not question.strip(),
+                 help="A Full router first runs its four probes on the host chosen above."):
         with ui.user_errors(stop=False), st.spinner("Routing…"):
-            route = route_question(store, checkpoint_id, question, benchmark)
-            st.metric("Chosen arm", route.chosen_arm)
-            st.plotly_chart(charts.arm_probabilities(route.probabilities, route.chosen_arm))
+            served = data.served_host(host_config) if variant == "full" else None
+            st.session_state[DECISION_KEY] = route_live(store, checkpoint_id, question, benchmark, served)
+    decision = st.session_state.get(DECISION_KEY)
+    if decision is None:
+        return
+    columns = st.columns(3)
+    columns[0].metric("Chosen arm", decision.chosen_arm)
+    columns[1].metric("Routing time", f"{decision.routing_ms:,.0f} ms")
+    columns[2].metric("Probe tokens", f"{decision.probe_tokens:,}")
+    st.plotly_chart(charts.arm_probabilities(decision.probabilities, decision.chosen_arm))
+    if decision.chosen_arm in arms:
+        st.button("Answer with this arm", on_click=st.session_state.__setitem__, args=(ARM_KEY, decision.chosen_arm),
+                  help="Selects the router's arm above; then press Ask.")

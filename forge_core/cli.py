@@ -386,6 +386,45 @@ def eval_command(
     Console().print(table)
 
 
+def _floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(value) for value in text.split(",") if value.strip()]
+    except ValueError:
+        raise ValueError(f"{option} takes comma-separated numbers, e.g. 0,0.1,0.2") from None
+
+
+@app.command("sweep")
+def sweep_command(
+    host: Annotated[str, typer.Option(help="Whose outcomes to use.")] = "embedded",
+    lambda_in: Annotated[str, typer.Option(help="Comma-separated input-cost weights.")] = "0,0.1,0.3",
+    lambda_out: Annotated[str, typer.Option(help="Comma-separated output-cost weights.")] = "0,0.2,0.5",
+    split: Annotated[str, typer.Option(help="dev or test.")] = "test",
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
+    Pareto frontier (routers retrained with Stage 1 at every point)."""
+    from forge_core.evaluation import lambda_sweep
+
+    grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("sweeping", total=len(grid))
+
+        def on_point(li: float, lo: float) -> None:
+            progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
+
+        result = lambda_sweep(open_store(), host, grid, split, arms, policy, on_point=on_point)
+    if as_json:
+        print_json(result)
+        return
+    table = Table("policy", "lambda_in", "lambda_out", "cost (k tok)", "macro F1", "utility", "frontier")
+    for index, point in enumerate(result["points"]):
+        table.add_row(point["policy"], f"{point['lambda_in']:g}", f"{point['lambda_out']:g}", f"{point['cost_k']:.3f}",
+                      f"{point['macro_f1']:.4f}", f"{point['macro_utility']:.4f}", "*" if index in result["frontier"] else "")
+    Console().print(table)
+
+
 @app.command("enumerate")
 def enumerate_command(
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",

@@ -32,17 +32,12 @@ from forge_core.answering import Evidence, answer_with_arm, load_retriever, retr
 from forge_core.arms import Arm, alphabet
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.registry import config_hash
-from forge_core.prompts import build_request
+from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, sample_probe_request
 from forge_core.records import BENCHMARKS, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
-GREEDY_PROBE = "greedy"
-SAMPLE_PROBES: tuple[str, ...] = ("sample1", "sample2", "sample3")
-SAMPLE_TEMPERATURE = 0.7
-SAMPLE_TOP_P = 0.9
-SAMPLE_MAX_TOKENS = 24
 SPLIT_CHOICES = ("train", "dev", "test", "all")
 JOB_UPDATE_SECONDS = 2.0
 
@@ -215,9 +210,7 @@ class _Run:
 
     async def run_sample(self, example: Example, evidence: Evidence, probe: str) -> None:
         """One self-consistency sample on the Direct prompt, stored at once."""
-        greedy = build_request(evidence.question, "", Arm("direct", "no_think"), example.is_fever)
-        request = dataclasses.replace(greedy, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P,
-                                      max_tokens=SAMPLE_MAX_TOKENS, seed=SAMPLE_PROBES.index(probe) + 1)
+        request = sample_probe_request(evidence.question, probe, example.is_fever)
         outcome, tokens, error = await self._sample(example, probe, request)
         self.store.write_probe_outcome(outcome)
         self.record_call(tokens, error)

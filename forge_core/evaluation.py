@@ -267,3 +267,27 @@ def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
             frontier.append(i)
             best_quality = points[i][1]
     return frontier
+
+
+def lambda_sweep(
+    store: Store,
+    host: str,
+    grid: Sequence[tuple[float, float]],
+    split: str = "test",
+    n_arms: int = 6,
+    policy_names: Sequence[str] | None = None,
+    on_point: Callable[[float, float], None] | None = None,
+) -> dict:
+    """Every policy's (cost, F1) point at each (lambda_in, lambda_out) of the grid, routers
+    retrained (Stage 1) and baselines re-tuned per point, and the Pareto frontier over all
+    points (lowest cost for the highest macro F1)."""
+    points = []
+    for lambda_in, lambda_out in grid:
+        if on_point:
+            on_point(lambda_in, lambda_out)
+        report = evaluate(store, host, split, "cached", n_arms, lambda_in, lambda_out, policy_names)
+        points += [{"policy": name, "lambda_in": lambda_in, "lambda_out": lambda_out, "cost_k": row["cost_k"],
+                    "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
+                   for name, row in report["policies"].items()]
+    frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
+    return {"host": host, "split": split, "points": points, "frontier": frontier}

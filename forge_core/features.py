@@ -91,7 +91,7 @@ import numpy as np
 
 from forge_core.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.answers import extract_plain_answer
-from forge_core.enumeration import GREEDY_PROBE, SAMPLE_PROBES
+from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES
 from forge_core.metrics import normalize_answer, token_f1
 from forge_core.records import BENCHMARKS, ProbeOutcome
 from forge_core.store import Store

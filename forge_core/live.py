@@ -13,6 +13,7 @@ import atexit
 import dataclasses
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from forge_core.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence, score_arm_answer
 from forge_core.arms import Arm
@@ -101,6 +102,23 @@ def ask_live(store: Store, config: HostConfig, retriever: Retriever, question: s
         raw = stored_raw or RawCost(answers[1].tokens_in, answers[1].tokens_out, "extra call")
     f1 = score_arm_answer(answers[0], example.answers, is_fever)[0] if example else None
     return LiveAnswer(answers[0], evidence, raw, f1, example.answers if example else ())
+
+
+def route_live(store: Store, checkpoint_id: str, question: str, benchmark: str,
+               config: HostConfig | None = None) -> Any:
+    """A trained router's `RoutingDecision` for a question (`forge_core.routing`); a Full router
+    runs its four probes on the served host `config`."""
+    from forge_core.routing import route_question  # torch and the router load only when routing
+
+    async def route() -> Any:
+        host = make_host(config) if config else None
+        try:
+            return await route_question(store, checkpoint_id, question, benchmark, host)
+        finally:
+            if host:
+                await host.aclose()
+
+    return asyncio.run(route())
 
 
 def check_host(config: HostConfig) -> ArmAnswer:

@@ -15,11 +15,18 @@ reasoning budget of 1,024 / 4,096 tokens and keep the 64-token cap for the visib
 
 from __future__ import annotations
 
+import dataclasses
+
 from forge_core.arms import Arm
 from forge_core.hosts.base import GenerationRequest
 
 ANSWER_MAX_TOKENS = 64  # cap on a plain arm's answer
 COT_MAX_TOKENS = 256  # cap on a CoT arm's reasoning plus final answer
+SAMPLE_TEMPERATURE = 0.7  # self-consistency probe samples
+SAMPLE_TOP_P = 0.9
+SAMPLE_MAX_TOKENS = 24
+SAMPLE_PROBES: tuple[str, ...] = ("sample1", "sample2", "sample3")
+GREEDY_PROBE = "greedy"  # the greedy probe is the direct:no_think request itself
 
 SYSTEM_PROMPT = "You are a careful assistant that answers questions accurately and concisely."
 
@@ -57,3 +64,11 @@ def build_request(question: str, support_text: str, arm: Arm, is_fever: bool) ->
     max_tokens = COT_MAX_TOKENS if arm.thinking == "cot" else ANSWER_MAX_TOKENS
     return GenerationRequest(messages=messages, max_tokens=max_tokens, temperature=0.0,
                              thinking_budget=arm.thinking_budget)
+
+
+def sample_probe_request(question: str, probe: str, is_fever: bool) -> GenerationRequest:
+    """A self-consistency probe: the Direct prompt sampled at temperature 0.7, top-p 0.9, 24 tokens,
+    seeded by the sample's number so reruns draw the same samples."""
+    greedy = build_request(question, "", Arm("direct", "no_think"), is_fever)
+    return dataclasses.replace(greedy, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P,
+                               max_tokens=SAMPLE_MAX_TOKENS, seed=SAMPLE_PROBES.index(probe) + 1)

@@ -4,7 +4,7 @@ and what Always-Raw would have cost for the same question."""
 import streamlit as st
 
 from app import data, ui
-from app.router_view import router_section
+from app.router_view import ARM_KEY, router_section
 from forge_core.arms import alphabet, parse_arm
 from forge_core.live import ask_live
 
@@ -21,7 +21,8 @@ host_column, benchmark_column, arm_column = st.columns(3)
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
-arm = arm_column.selectbox("Arm", arms, index=arms.index("summary:no_think"))
+st.session_state.setdefault(ARM_KEY, "summary:no_think")
+arm = arm_column.selectbox("Arm", arms, key=ARM_KEY)
 
 example = None
 typed = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) == "Type one"
@@ -64,4 +65,4 @@ if live is not None:
         st.text(live.answer.support_text or "(none: the Direct arm gets the question only)")
         st.dataframe(ui.evidence_frame(live.evidence), hide_index=True)
 
-router_section(store, question, benchmark)
+router_section(store, question, benchmark, configs[host], arms)

@@ -119,3 +119,14 @@ def test_paired_bootstrap_exact_cases() -> None:
 def test_pareto_frontier() -> None:
     points = [(1.0, 0.3), (2.0, 0.5), (1.5, 0.2), (3.0, 0.5), (0.5, 0.1), (2.5, 0.6)]
     assert pareto_frontier(points) == [4, 0, 1, 5]
+
+
+def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
+    from forge_core.evaluation import lambda_sweep
+
+    result = lambda_sweep(outcome_store, HOST, [(0.0, 0.0), (0.5, 0.5)], policy_names=["always_raw", "forge_lite", "oracle"])
+    assert len(result["points"]) == 6
+    raw = [p for p in result["points"] if p["policy"] == "always_raw"]
+    assert raw[0]["cost_k"] == raw[1]["cost_k"] and raw[0]["macro_utility"] > raw[1]["macro_utility"]
+    frontier = [result["points"][i] for i in result["frontier"]]
+    assert all(a["cost_k"] <= b["cost_k"] and a["macro_f1"] < b["macro_f1"] for a, b in zip(frontier, frontier[1:]))
