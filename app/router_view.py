@@ -33,8 +33,11 @@ def router_section(store: Store, question: str, benchmark: str, host_config: Hos
               for row in checkpoints.itertuples()}
     checkpoint_id = st.selectbox("Checkpoint", list(labels), format_func=labels.get)
     variant = checkpoints.set_index("checkpoint_id").loc[checkpoint_id, "variant"]
-    if st.button("Route this question", icon=":material/alt_route:", disabled=not question.strip(),
+    if st.button("Route this question", icon=":material/alt_route:",
                  help="A Full router first runs its four probes on the host chosen above."):
+        if not question.strip():
+            st.warning("Type a question first.")
+            return
         with ui.user_errors(stop=False), st.spinner("Routing…"):
             served = data.served_host(host_config) if variant == "full" else None
             st.session_state[DECISION_KEY] = route_live(store, checkpoint_id, question, benchmark, served)

@@ -363,11 +363,26 @@ def eval_command(
     lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
     lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
+    repeats: Annotated[bool, typer.Option(help="Mean +- SD over 3 split seeds x 3 training seeds.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compare FORGE routers with the baselines and the oracle on the enumerated outcomes."""
-    from forge_core.evaluation import evaluate
+    from forge_core.evaluation import evaluate, repeated_evaluation
 
+    if repeats:
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task("runs", total=9)
+            report = repeated_evaluation(open_store(), host, split, protocol, arms, lambda_in, lambda_out, policy,
+                                         on_run=lambda *_: progress.advance(task))
+        if as_json:
+            print_json(report)
+            return
+        table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{host}, {split}, 3 x 3 runs")
+        for name, row in report["policies"].items():
+            table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
+                                  for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))
+        Console().print(table)
+        return
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
         report = evaluate(open_store(), host=host, split=split, protocol=protocol, n_arms=arms,

@@ -21,6 +21,7 @@ from forge_core.checkpoints import latest_checkpoint
 from forge_core.outcomes import load_outcome_table
 from forge_core.policies import BASELINES, Decisions, EvalContext, FixedArm, Policy, RouterPolicy, build_baselines
 from forge_core.store import Store
+from forge_core.stage1 import Stage1Config
 from forge_core.training import TrainRequest, train_router
 from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
 
@@ -135,29 +136,30 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
 
 
 def router_policies(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
-                    train_missing: bool = True) -> list[Policy]:
-    """The FORGE routers (newest Stage 2, else Stage 1, checkpoint per variant); a missing one is
-    trained with Stage 1 first when `train_missing` (seconds on the demo store)."""
+                    split_seed: int = 0, seed: int = 0) -> list[Policy]:
+    """The FORGE routers: per variant, the newest checkpoint (Stage 2 before Stage 1) trained
+    with these cost weights, split seed and seed; a missing one is trained with Stage 1 first
+    (seconds on the demo store)."""
     policies: list[Policy] = []
     for name, variant in ROUTER_POLICIES.items():
-        checkpoint = _matching_checkpoint(store, host, variant, n_arms, lambda_in, lambda_out)
-        if checkpoint is None and train_missing:
+        wanted = {"variant": variant, "n_arms": n_arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
+                  "split_seed": split_seed, "seed": seed}
+        checkpoint = _matching_checkpoint(store, host, wanted)
+        if checkpoint is None:
             log.info("training a Stage-1 %s router for %s", variant, name)
-            checkpoint = train_router(store, TrainRequest(host=host, variant=variant, n_arms=n_arms,
-                                                          lambda_in=lambda_in, lambda_out=lambda_out))
-        if checkpoint is not None:
-            policies.append(RouterPolicy(checkpoint, name))
+            checkpoint = train_router(store, TrainRequest(
+                host=host, variant=variant, n_arms=n_arms, lambda_in=lambda_in, lambda_out=lambda_out,
+                split_seed=split_seed, stage1=Stage1Config(seed=seed)))
+        policies.append(RouterPolicy(checkpoint, name))
     return policies
 
 
-def _matching_checkpoint(store: Store, host: str, variant: str, n_arms: int, lambda_in: float,
-                         lambda_out: float) -> str | None:
+def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
     frame = store.checkpoints(host)
     if frame.empty:
         return None
     lineages = frame["lineage"].map(json.loads)
-    match = frame[(frame["variant"] == variant) & (frame["n_arms"] == n_arms)
-                  & lineages.map(lambda l: (l["lambda_in"], l["lambda_out"]) == (lambda_in, lambda_out))]
+    match = frame[lineages.map(lambda lineage: all(lineage.get(k) == v for k, v in wanted.items()))]
     if match.empty:
         return None
     best_stage = match["stage"].max()
@@ -225,6 +227,7 @@ def evaluate(
     lambda_out: float = DEFAULT_LAMBDA_OUT,
     policy_names: Sequence[str] | None = None,
     split_seed: int = 0,
+    seed: int = 0,
     on_policy: Callable[[str], None] | None = None,
 ) -> dict:
     """`{"policies": {name: summary}, "queries": n, ...}` for the baselines and FORGE routers."""
@@ -237,7 +240,7 @@ def evaluate(
     rows = context.rows(split)
     if not len(rows):
         raise ValueError(f"no complete {split} queries for host '{host}'")
-    routers = router_policies(store, host, n_arms, lambda_in, lambda_out)
+    routers = router_policies(store, host, n_arms, lambda_in, lambda_out, split_seed, seed)
     policies = build_baselines([n for n in (policy_names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
     if policy_names:
@@ -291,3 +294,27 @@ def lambda_sweep(
                    for name, row in report["policies"].items()]
     frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"host": host, "split": split, "points": points, "frontier": frontier}
+
+
+def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", protocol: str = "cached",
+                        n_arms: int = 6, lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
+                        policy_names: Sequence[str] | None = None, split_seeds: Sequence[int] = (0, 1, 2),
+                        seeds: Sequence[int] = (0, 1, 2), on_run: Callable[[int, int], None] | None = None) -> dict:
+    """The paper's protocol: every split seed x training seed, then mean and SD per policy of
+    macro F1, macro EM, cost and utility."""
+    runs = []
+    for split_seed in split_seeds:
+        for seed in seeds:
+            if on_run:
+                on_run(split_seed, seed)
+            runs.append(evaluate(store, host, split, protocol, n_arms, lambda_in, lambda_out, policy_names,
+                                 split_seed, seed)["policies"])
+    summary = {}
+    for name in runs[0]:
+        summary[name] = {"runs": len(runs)}
+        for metric in ("macro_f1", "macro_em", "cost_k", "macro_utility"):
+            values = np.array([run[name][metric] for run in runs])
+            summary[name][f"{metric}_mean"] = float(values.mean())
+            summary[name][f"{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    return {"host": host, "split": split, "protocol": protocol, "split_seeds": list(split_seeds),
+            "seeds": list(seeds), "policies": summary}

@@ -1,5 +1,7 @@
 """Hosts: the built-in and stored host configurations; add, edit, remove and test them."""
 
+import dataclasses
+
 import streamlit as st
 
 from app import data, ui
@@ -10,6 +12,7 @@ from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_
 from forge_core.live import CHECK_QUESTION, check_host
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
+REMOTE_KINDS = ("openai", "anthropic")
 NEW_HOST = "New host"
 
 st.title("Hosts")
@@ -28,7 +31,7 @@ current = HostConfig(name="", kind="openai", model="") if editing == NEW_HOST el
 with st.form("host"):
     name_column, kind_column = st.columns(2)
     name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
-    kind = kind_column.selectbox("Kind", ["openai", "anthropic"], index=["openai", "anthropic"].index(current.kind),
+    kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind),
                                  help="openai: any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
     base_url = st.text_input("Base URL", current.base_url, placeholder="http://127.0.0.1:8000/v1")
     model_column, thinking_column = st.columns(2)
@@ -44,9 +47,9 @@ with st.form("host"):
         with ui.user_errors(stop=False):
             if not name.strip() or not model.strip():
                 raise ValueError("a host needs a name and a model")
-            save_host_config(store, HostConfig(name=name.strip(), kind=kind, model=model.strip(),
-                                               base_url=base_url.strip(), thinking=thinking,
-                                               api_key_env=api_key_env.strip(), max_concurrency=concurrency))
+            save_host_config(store, dataclasses.replace(  # an edit keeps the fields the form does not show
+                current, name=name.strip(), kind=kind, model=model.strip(), base_url=base_url.strip(),
+                thinking=thinking, api_key_env=api_key_env.strip(), max_concurrency=concurrency))
             data.refresh()
             ui.flash(f"Host '{name.strip()}' saved.")
             st.rerun()

@@ -25,19 +25,16 @@ st.session_state.setdefault(ARM_KEY, "summary:no_think")
 arm = arm_column.selectbox("Arm", arms, key=ARM_KEY)
 
 example = None
-typed = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) == "Type one"
-if not typed:
+if st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) == "Type one":
+    question = st.text_area("Your question", placeholder="e.g. Who directed the film that won Best Picture in 1998?")
+else:
     split_column, example_column = st.columns([1, 3])
     split = split_column.selectbox("Split", ["test", "dev", "train"])
     with ui.user_errors():
         examples = data.split_examples(store, benchmark, split)
     example = example_column.selectbox("Example", examples, format_func=lambda e: e.question)
-with st.form("ask"):
-    if typed:
-        question = st.text_area("Your question", placeholder="e.g. Who directed the film that won Best Picture in 1998?")
-    else:
-        question = example.question if example else ""
-    asked = st.form_submit_button("Ask", type="primary", icon=":material/send:")
+    question = example.question if example else ""
+asked = st.button("Ask", type="primary", icon=":material/send:")
 
 if asked and not question.strip():
     st.warning("Type a question first.")

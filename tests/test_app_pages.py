@@ -6,7 +6,9 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -226,3 +228,27 @@ def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
             time.sleep(0.5)
     assert app_store.job(job_id)["status"] == "stopped: cancelled"
     app_store.delete_host_config("slow")
+
+
+def test_live_query_router_hook(app_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Router section against the routing contract: a checkpoint list and a decision with
+    `.probabilities` and `.chosen_arm` (the trained router itself is tested with training)."""
+    import app.data
+    import app.router_view
+
+    checkpoint = pd.DataFrame([{"checkpoint_id": "ckpt-1", "created_at": pd.Timestamp("2026-01-01"), "stage": 1,
+                                "host": FAKE_HOST, "variant": "lite", "n_arms": 6}])
+    decision = SimpleNamespace(probabilities={"direct:no_think": 0.1, "raw:no_think": 0.9}, chosen_arm="raw:no_think",
+                               routing_ms=12.0, probe_tokens=0)
+    calls = []
+    monkeypatch.setattr(app.data, "checkpoints", lambda store: checkpoint)
+    monkeypatch.setattr(app.router_view, "route_live", lambda *args: calls.append(args) or decision)
+    live = page("live_query.py")
+    by_label(live.text_area, "Your question").set_value("Who founded the city?")
+    by_label(live.button, "Route this question").click().run()
+    assert not live.exception and calls[0][1:4] == ("ckpt-1", "Who founded the city?", "2wikimultihopqa")
+    assert calls[0][4] is None  # a Lite router needs no host
+    assert {m.label: m.value for m in live.metric}["Chosen arm"] == "raw:no_think"
+    assert len(live.get("plotly_chart")) == 1
+    by_label(live.button, "Answer with this arm").click().run()
+    assert by_label(live.selectbox, "Arm").value == "raw:no_think"

@@ -130,3 +130,14 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
     assert raw[0]["cost_k"] == raw[1]["cost_k"] and raw[0]["macro_utility"] > raw[1]["macro_utility"]
     frontier = [result["points"][i] for i in result["frontier"]]
     assert all(a["cost_k"] <= b["cost_k"] and a["macro_f1"] < b["macro_f1"] for a, b in zip(frontier, frontier[1:]))
+
+
+def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
+    from forge_core.evaluation import repeated_evaluation
+
+    report = repeated_evaluation(outcome_store, HOST, policy_names=["always_raw", "forge_lite"],
+                                 split_seeds=(0, 1), seeds=(0, 1))
+    lite = report["policies"]["forge_lite"]
+    assert lite["runs"] == 4 and lite["macro_f1_sd"] >= 0
+    assert 0 < lite["macro_f1_mean"] <= 1
+    assert report["policies"]["always_raw"]["cost_k_mean"] > 0
