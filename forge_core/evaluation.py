@@ -217,6 +217,49 @@ def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, l
     return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out)
 
 
+def policy_outcomes(context: EvalContext, rows: np.ndarray, policies: Sequence[Policy],
+                    on_policy: Callable[[str], None] | None = None) -> dict[str, PolicyOutcome]:
+    """Fit each policy on train/dev and score its decisions on `rows`."""
+    outcomes = {}
+    for policy in policies:
+        if on_policy:
+            on_policy(policy.name)
+        policy.fit(context)
+        outcomes[policy.name] = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+    return outcomes
+
+
+def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
+                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False) -> dict:
+    """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
+    oracle and the given checkpoints, without training anything; plus the frontier indices.
+    Each point: policy, benchmark ("all" unless `by_benchmark`), cost_k, macro_f1, macro_utility."""
+    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out)
+    rows = context.rows(split)
+    if not len(rows):
+        raise ValueError(f"no complete {split} queries for host '{host}'")
+    policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
+    outcomes = policy_outcomes(context, rows, policies)
+    benchmarks = context.table.benchmarks[rows]
+    points = []
+    for name, outcome in outcomes.items():
+        if by_benchmark:
+            for benchmark in np.unique(benchmarks):
+                mask = benchmarks == benchmark
+                points.append(_point(name, str(benchmark), outcome.cached_tokens[mask].mean(),
+                                     outcome.f1[mask].mean(), outcome.utility[mask].mean()))
+        else:
+            points.append(_point(name, "all", macro(outcome.cached_tokens, benchmarks),
+                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks)))
+    frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
+    return {"points": points, "frontier": frontier, "queries": int(len(rows))}
+
+
+def _point(policy: str, benchmark: str, tokens: float, f1: float, utility: float) -> dict:
+    return {"policy": policy, "benchmark": benchmark, "cost_k": float(tokens) / 1000.0,
+            "macro_f1": float(f1), "macro_utility": float(utility)}
+
+
 def evaluate(
     store: Store,
     host: str = "embedded",
@@ -245,12 +288,7 @@ def evaluate(
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
     if policy_names:
         policies = [p for p in policies if p.name in policy_names]
-    outcomes = {}
-    for policy in policies:
-        if on_policy:
-            on_policy(policy.name)
-        policy.fit(context)
-        outcomes[policy.name] = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+    outcomes = policy_outcomes(context, rows, policies, on_policy)
     reference = outcomes.get("always_raw") or score_decisions(
         context, rows, "always_raw", FixedArm("raw:no_think").decide(context, rows))
     return {

@@ -141,3 +141,15 @@ def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
     assert lite["runs"] == 4 and lite["macro_f1_sd"] >= 0
     assert 0 < lite["macro_f1_mean"] <= 1
     assert report["policies"]["always_raw"]["cost_k_mean"] > 0
+
+
+def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
+    from forge_core.evaluation import pareto_points
+
+    cheap = pareto_points(outcome_store, HOST, "test", 0.0, 0.0)
+    costly = pareto_points(outcome_store, HOST, "test", 2.0, 2.0)
+    oracle = lambda result: next(p for p in result["points"] if p["policy"] == "oracle")  # noqa: E731
+    assert oracle(costly)["cost_k"] < oracle(cheap)["cost_k"]
+    assert {p["policy"] for p in cheap["points"]} >= {"always_raw", "bm25_threshold", "oracle"}
+    per_benchmark = pareto_points(outcome_store, HOST, "test", 0.1, 0.2, by_benchmark=True)
+    assert {p["benchmark"] for p in per_benchmark["points"]} == {"musique", "popqa", "2wikimultihopqa"}
