@@ -309,7 +309,7 @@ def train_command(
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
     from forge_core.stage1 import Stage1Config
     from forge_core.stage2 import Stage2Config
-    from forge_core.training import TrainRequest, train_router
+    from forge_core.training import TrainRequest, train_router_job
 
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
@@ -325,7 +325,7 @@ def train_command(
             detail = ", ".join(f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float))
             progress.update(task, completed=done, description=f"stage {stage}: {detail}")
 
-        checkpoint_id = train_router(open_store(), request, on_log=on_log)
+        checkpoint_id = train_router_job(open_store(), request, on_log=on_log)
     record = open_store().checkpoint(checkpoint_id)[0]
     result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
     if as_json:

@@ -74,6 +74,10 @@ MIGRATIONS: tuple[str, ...] = (
         total INTEGER, done INTEGER, errors INTEGER, message VARCHAR, pid INTEGER,
         started_at TIMESTAMP, updated_at TIMESTAMP, finished_at TIMESTAMP);
     """,
+    """
+    CREATE TABLE job_logs (
+        job_id VARCHAR, seq INTEGER, logged_at TIMESTAMP, payload JSON, PRIMARY KEY (job_id, seq));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
@@ -634,6 +638,21 @@ class Store:
                 "SELECT benchmark, example_id FROM features WHERE host = ? AND kind = ?", [host, kind]
             ).fetchall()
         return {(benchmark, example_id) for benchmark, example_id in rows}
+
+    # ------------------------------------------------------------ job logs
+
+    def append_job_log(self, job_id: str, seq: int, payload: dict[str, Any]) -> None:
+        """One log row of a running job (a training step or epoch), readable while it runs."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO job_logs VALUES (?, ?, ?, ?)",
+                               [job_id, seq, utc_now(), dumps(payload)])
+
+    def job_logs(self, job_id: str) -> list[dict[str, Any]]:
+        """A job's log rows in order."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT payload FROM job_logs WHERE job_id = ? ORDER BY seq", [job_id]).fetchall()
+        return [json.loads(row[0]) for row in rows]
 
     def table_counts(self) -> dict[str, int]:
         """Row count of every table (for diagnostics and idempotence tests)."""

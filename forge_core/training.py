@@ -11,6 +11,8 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,6 +142,31 @@ def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str
         return _train_router(store, request, on_log)
     finally:
         torch.set_num_threads(threads)
+
+
+def train_router_job(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """`train_router` as a job: a jobs-table row, every log row stored as it comes (the dashboard
+    draws the curves from them while training runs), the checkpoint id in the final message."""
+    job_id = f"train-{uuid.uuid4().hex[:10]}"
+    total = request.stage2.steps if request.stage == 2 else request.stage1.max_epochs
+    store.create_job(job_id, "train", dataclasses.asdict(request), total, os.getpid())
+    seq = 0
+
+    def log_row(row: dict[str, Any]) -> None:
+        nonlocal seq
+        seq += 1
+        store.append_job_log(job_id, seq, row)
+        store.update_job(job_id, int(row.get("step", row.get("epoch", seq))), 0)
+        if on_log:
+            on_log(row)
+
+    try:
+        checkpoint_id = train_router(store, request, log_row)
+    except BaseException as error:
+        store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
+        raise
+    store.finish_job(job_id, "finished", checkpoint_id)
+    return checkpoint_id
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:

@@ -153,3 +153,14 @@ def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
     assert {p["policy"] for p in cheap["points"]} >= {"always_raw", "bm25_threshold", "oracle"}
     per_benchmark = pareto_points(outcome_store, HOST, "test", 0.1, 0.2, by_benchmark=True)
     assert {p["benchmark"] for p in per_benchmark["points"]} == {"musique", "popqa", "2wikimultihopqa"}
+
+
+def test_training_job_logs_rows_while_it_runs(outcome_store: Store) -> None:
+    from forge_core.training import train_router_job
+
+    checkpoint_id = train_router_job(outcome_store, TrainRequest(host=HOST, variant="bge", stage1=FAST_STAGE1))
+    jobs = outcome_store.jobs("train")
+    job = jobs[jobs["message"] == checkpoint_id].iloc[0]
+    assert job["status"] == "finished"
+    logs = outcome_store.job_logs(job["job_id"])
+    assert [row["epoch"] for row in logs] == list(range(1, len(logs) + 1)) and "dev_loss" in logs[0]
