@@ -300,7 +300,12 @@ def train_command(
     router: Annotated[str, typer.Option(help="factorized, or flat (the ablation).")] = "factorized",
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
     warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
+    max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = 50,
+    patience: Annotated[int, typer.Option(help="Stage 1: epochs without a better dev loss before stopping.")] = 7,
     steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = 5000,
+    beta: Annotated[float, typer.Option(help="Stage 2: initial weight of the KL anchor to Stage 1.")] = 0.05,
+    entropy_coef: Annotated[float, typer.Option(help="Stage 2: weight of the entropy bonus.")] = 0.01,
+    log_every: Annotated[int, typer.Option(help="Stage 2: steps per logged row.")] = 50,
     parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
     seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
@@ -314,8 +319,10 @@ def train_command(
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
         lambda_out=lambda_out, rewards=rewards, parent=parent, split_seed=split_seed,
-        stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed),
-        stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed),
+        stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed, max_epochs=max_epochs,
+                            patience=patience),
+        stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
+                            log_every=log_every),
     )
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)

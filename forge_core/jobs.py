@@ -1,4 +1,5 @@
-"""Background jobs started from the dashboard: `forge enumerate` as a detached process.
+"""Background jobs started from the dashboard: `forge enumerate` and `forge train` as detached
+processes.
 
 The job is its own process: it writes its row in the jobs table and every outcome as it lands,
 in short transactions, so the dashboard keeps reading the store while it runs, and it outlives
@@ -20,12 +21,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from forge_core import config
 from forge_core.arms import thinking_modes
+from forge_core.checkpoints import latest_checkpoint
 from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan
 from forge_core.hosts.registry import get_host_config
+from forge_core.outcomes import load_outcome_table
 from forge_core.records import BENCHMARKS
+from forge_core.stage1 import Stage1Config
+from forge_core.stage2 import Stage2Config
 from forge_core.store import Store, utc_now
+from forge_core.training import VARIANTS, TrainRequest
 
 log = logging.getLogger(__name__)
 
@@ -102,18 +110,95 @@ def enumeration_command(plan: EnumerationPlan) -> list[str]:
 def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path) -> StartedJob:
     """Spawn `forge enumerate` for `plan` on the store at `store_path`, detached from the caller
     (own session, output to a log file); returns at once."""
+    return _spawn("enumerate", enumeration_command(plan), store_path, log_dir)
+
+
+def _spawn(kind: str, command: list[str], store_path: Path, log_dir: Path) -> StartedJob:
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
-    log_path = log_dir / f"enumerate-{started_at:%Y%m%d-%H%M%S-%f}.log"
-    command = enumeration_command(plan)
+    log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
     environment = {**os.environ, "FORGE_STORE": str(store_path)}
     with log_path.open("w") as log_file:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                    env=environment, cwd=config.PROJECT_ROOT, start_new_session=True)
     # Reap the child when it exits, so a finished job leaves no zombie behind.
     threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
-    log.info("started enumeration job pid %d: %s", process.pid, " ".join(command))
+    log.info("started %s job pid %d: %s", kind, process.pid, " ".join(command))
     return StartedJob(process.pid, log_path, started_at, tuple(command))
+
+
+# ---------------------------------------------------------------- training jobs
+
+
+def stage2_log_every(steps: int) -> int:
+    """Steps per logged Stage-2 row for a run of `steps`: about 20 to 100 points on the curves
+    (every 50 steps from 1,000 steps on, as the CLI's default)."""
+    return max(1, min(50, steps // 20))
+
+
+def validate_train_request(store: Store, request: TrainRequest) -> None:
+    """Refuse, with the next step, a request the training would refuse: an unknown variant or
+    alphabet, a host without complete train and dev queries (or without probes for Full), a
+    Stage 2 run without a Stage-1 checkpoint to start from."""
+    if request.variant not in VARIANTS:
+        raise ValueError(f"unknown variant '{request.variant}' (known: {', '.join(VARIANTS)})")
+    thinking_modes(request.n_arms)
+    if request.stage not in (1, 2):
+        raise ValueError(f"stage is 1 or 2, not {request.stage}")
+    if request.stage1.arms not in (3, request.n_arms):
+        raise ValueError(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
+    table = load_outcome_table(store, request.host, request.n_arms, request.split_seed)
+    if request.variant == "full":
+        table = table.subset(~np.isnan(table.probe_tokens))
+        if not len(table):
+            raise ValueError(f"no complete query of host '{request.host}' has probes (Full features need them): "
+                             f"run `forge enumerate --host {request.host} --probes`, or train Lite")
+    for split in ("train", "dev"):
+        if not (table.splits == split).any():
+            raise ValueError(f"host '{request.host}' has no complete {split} queries on {request.n_arms} arms: "
+                             f"run `forge enumerate --host {request.host} --split {split}`")
+    if request.stage == 2 and request.parent is None and latest_checkpoint(
+            store, request.host, request.variant, stage=1, n_arms=request.n_arms) is None:
+        raise ValueError(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "
+                         f"{request.variant}, {request.n_arms} arms), or `forge train --stage 1 --variant {request.variant}`")
+
+
+def train_command(request: TrainRequest) -> list[str]:
+    """The `forge train` command line that runs `request` (with this interpreter)."""
+    stage1, stage2 = request.stage1, request.stage2
+    command = [
+        sys.executable, "-m", "forge_core.cli", "train", "--stage", str(request.stage),
+        "--host", request.host, "--variant", request.variant, "--arms", str(request.n_arms),
+        "--router", request.router, "--lambda-in", repr(request.lambda_in), "--lambda-out", repr(request.lambda_out),
+        "--tau", repr(stage1.tau), "--split-seed", str(request.split_seed),
+        "--target", stage1.target, "--warm-arms", str(stage1.arms), "--max-epochs", str(stage1.max_epochs),
+        "--patience", str(stage1.patience),
+        "--algorithm", stage2.loss_type, "--steps", str(stage2.steps), "--beta", repr(stage2.beta),
+        "--entropy-coef", repr(stage2.entropy_coef), "--log-every", str(stage2.log_every),
+        "--rewards", request.rewards,
+        "--seed", str(stage1.seed if request.stage == 1 else stage2.seed),
+    ]
+    if request.parent:
+        command += ["--parent", request.parent]
+    return command
+
+
+def start_train_job(request: TrainRequest, store_path: Path, log_dir: Path) -> StartedJob:
+    """Spawn `forge train` for `request` on the store at `store_path`, detached like an
+    enumeration job; its jobs-table row (kind "train") appears once the data is loaded."""
+    return _spawn("train", train_command(request), store_path, log_dir)
+
+
+def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
+    """The request a training job row was started with (its `params` column)."""
+    values = json.loads(params) if isinstance(params, str) else dict(params)
+    known = {field.name for field in dataclasses.fields(TrainRequest)}
+    values = {key: value for key, value in values.items() if key in known}
+    stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}
+    stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
+    values["stage1"] = Stage1Config(**{k: v for k, v in values.get("stage1", {}).items() if k in stage1_fields})
+    values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
+    return TrainRequest(**values)
 
 
 def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
@@ -165,9 +250,10 @@ def recent_jobs(store: Store, kind: str = "enumerate", limit: int = 20) -> list[
     return [(row, job_progress(row, process_alive(int(row["pid"])))) for row in rows]
 
 
-def job_for_process(store: Store, started: StartedJob) -> dict[str, Any] | None:
-    """The jobs-table row of a spawned job, or None while its host is still starting."""
-    frame = store.jobs("enumerate")
+def job_for_process(store: Store, started: StartedJob, kind: str = "enumerate") -> dict[str, Any] | None:
+    """The jobs-table row of a spawned job, or None while it is still starting (loading the host
+    or the training data)."""
+    frame = store.jobs(kind)
     frame = frame[(frame["pid"] == started.pid) & (frame["started_at"] >= started.started_at)]
     return frame.to_dict("records")[0] if len(frame) else None
 

@@ -1,0 +1,174 @@
+"""What the Train page shows of checkpoints and training runs: summary rows, lineage diffs, dev
+metrics side by side, and training curves in long form (one row per point) ready to plot.
+
+Curves come from a run's log rows (a checkpoint's `training_log`, or a running job's
+`job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_oracle_agreement),
+Stage 2 one row per `log_every` steps (reward_mean, loss, kl, entropy, beta).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+# Curve panels: (log key, panel title, series name), in display order.
+STAGE1_CURVES: tuple[tuple[str, str, str], ...] = (
+    ("train_loss", "KL loss", "train"),
+    ("dev_loss", "KL loss", "dev"),
+    ("dev_oracle_agreement", "dev oracle agreement", "dev"),
+)
+STAGE2_CURVES: tuple[tuple[str, str, str], ...] = (
+    ("reward_mean", "reward (mean utility)", "reward"),
+    ("loss", "loss", "loss"),
+    ("kl", "KL to Stage 1", "KL"),
+    ("entropy", "entropy", "entropy"),
+    ("beta", "beta (KL weight)", "beta"),
+)
+CURVE_COLUMNS = ("x", "x_label", "panel", "series", "value")
+DEV_METRICS: tuple[tuple[str, str], ...] = (
+    ("dev_utility", "dev utility"),
+    ("dev_f1", "dev F1"),
+    ("dev_cost_tokens", "dev tokens per query"),
+    ("dev_oracle_agreement", "dev oracle agreement"),
+    ("dev_queries", "dev queries"),
+    ("train_queries", "train queries"),
+)
+# Lineage entries too long to show as values: shown as a short digest (and their length).
+BULKY_LINEAGE_KEYS = frozenset({"feature_names", "standardizer", "normalizer", "host_config_hashes"})
+
+
+def _loads(value: Any) -> dict[str, Any]:
+    """A JSON column value (str) or an already decoded dict."""
+    if isinstance(value, str):
+        return json.loads(value) if value else {}
+    return dict(value or {})
+
+
+def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: stage,
+    algorithm, parent, variant, arms, lambdas, tau, seeds, store snapshot, dev metrics."""
+    rows = []
+    for row in frame.itertuples():
+        lineage, metrics = _loads(row.lineage), _loads(row.metrics)
+        config = lineage.get("config", {})
+        rows.append({
+            "checkpoint": row.checkpoint_id,
+            "created": row.created_at,
+            "host": row.host,
+            "stage": int(row.stage),
+            "algorithm": config.get("loss_type", "grpo") if int(row.stage) == 2 else f"KL ({config.get('target', 'soft')})",
+            "parent": row.parent or "",
+            "variant": row.variant,
+            "arms": int(row.n_arms),
+            "lambda_in": lineage.get("lambda_in"),
+            "lambda_out": lineage.get("lambda_out"),
+            "tau": lineage.get("tau"),
+            "seed": lineage.get("seed"),
+            "split seed": lineage.get("split_seed"),
+            "store snapshot": lineage.get("store_snapshot", ""),
+            **{label: metrics.get(key) for key, label in DEV_METRICS},
+        })
+    columns = ["checkpoint", "created", "host", "stage", "algorithm", "parent", "variant", "arms", "lambda_in",
+               "lambda_out", "tau", "seed", "split seed", "store snapshot", *(label for _, label in DEV_METRICS)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def checkpoint_label(row: Mapping[str, Any]) -> str:
+    """A one-line name of a checkpoint for pickers, e.g. "ckpt-1a2b (stage 1, lite, 6 arms, dev U 0.412)"."""
+    metrics = _loads(row.get("metrics"))
+    utility = metrics.get("dev_utility")
+    detail = f", dev U {utility:.3f}" if utility is not None else ""
+    return f"{row['checkpoint_id']} (stage {int(row['stage'])}, {row['variant']}, {int(row['n_arms'])} arms{detail})"
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    size = f", {len(value)} entries" if isinstance(value, (list, dict)) else ""
+    return f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:10]}{size}"
+
+
+def flatten_lineage(lineage: Mapping[str, Any]) -> dict[str, Any]:
+    """Lineage as flat `key -> value` pairs: nested configs become `config.lr`, bulky entries
+    (feature names, standardizer, normalizer, host config hashes) a short digest."""
+    flat: dict[str, Any] = {}
+    for key, value in lineage.items():
+        if key in BULKY_LINEAGE_KEYS:
+            flat[key] = _digest(value)
+        elif isinstance(value, Mapping):
+            for inner, inner_value in flatten_lineage(value).items():
+                flat[f"{key}.{inner}"] = inner_value
+        else:
+            flat[key] = value
+    return flat
+
+
+def lineage_diff(a: Mapping[str, Any], b: Mapping[str, Any], only_different: bool = False) -> pd.DataFrame:
+    """Two lineages side by side: columns field, a, b, same; fields sorted, differing ones
+    first. Values are shown as text (a field missing on one side shows "–")."""
+    flat_a, flat_b = flatten_lineage(a), flatten_lineage(b)
+    rows = []
+    for key in sorted(set(flat_a) | set(flat_b)):
+        value_a, value_b = flat_a.get(key, "–"), flat_b.get(key, "–")
+        same = key in flat_a and key in flat_b and value_a == value_b
+        if only_different and same:
+            continue
+        rows.append({"field": key, "a": _text(value_a), "b": _text(value_b), "same": same})
+    frame = pd.DataFrame(rows, columns=["field", "a", "b", "same"])
+    return frame.sort_values(["same", "field"], kind="stable").reset_index(drop=True)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def metrics_comparison(a: Mapping[str, Any], b: Mapping[str, Any]) -> pd.DataFrame:
+    """Dev metrics of two checkpoints: columns metric, a, b, b - a."""
+    rows = []
+    for key, label in DEV_METRICS:
+        value_a, value_b = a.get(key), b.get(key)
+        delta = value_b - value_a if value_a is not None and value_b is not None else None
+        rows.append({"metric": label, "a": value_a, "b": value_b, "b - a": delta})
+    return pd.DataFrame(rows, columns=["metric", "a", "b", "b - a"])
+
+
+def log_stage(rows: Sequence[Mapping[str, Any]]) -> int:
+    """1 for epoch rows (Stage 1), 2 for step rows (Stage 2)."""
+    return 2 if rows and "step" in rows[0] else 1
+
+
+def training_curves(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """A run's log rows as long-form curve points: columns x (epoch or step), x_label, panel,
+    series, value. Keys a row lacks are skipped; an empty log gives an empty frame."""
+    if not rows:
+        return pd.DataFrame(columns=list(CURVE_COLUMNS))
+    stage = log_stage(rows)
+    x_key = "step" if stage == 2 else "epoch"
+    curves = STAGE2_CURVES if stage == 2 else STAGE1_CURVES
+    points = [
+        {"x": row[x_key], "x_label": x_key, "panel": panel, "series": series, "value": float(row[key])}
+        for row in rows for key, panel, series in curves
+        if row.get(key) is not None and x_key in row
+    ]
+    return pd.DataFrame(points, columns=list(CURVE_COLUMNS))
+
+
+def compare_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """Curves of several runs in one frame with a `run` column (e.g. checkpoint ids), to overlay."""
+    frames = [training_curves(rows).assign(run=name) for name, rows in runs.items()]
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return pd.DataFrame(columns=[*CURVE_COLUMNS, "run"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def latest_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The last logged value of every curve of a run (e.g. the live metrics of a running job)."""
+    if not rows:
+        return {}
+    curves = STAGE2_CURVES if log_stage(rows) == 2 else STAGE1_CURVES
+    last = rows[-1]
+    return {key: float(last[key]) for key, _, _ in curves if last.get(key) is not None}
