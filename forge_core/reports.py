@@ -1,5 +1,6 @@
-"""What the dashboard's Overview reports: store coverage, per-arm quality and cost, and the fixed
-arms against the per-query utility oracle.
+"""What the dashboard's Overview and Pareto pages report: store coverage, per-arm quality and cost,
+the fixed arms against the per-query utility oracle, and every policy's cost/quality point with
+the Pareto frontier under chosen cost weights.
 
 Quality and cost are computed on an `OutcomeTable` (complete queries only), so every arm and the
 oracle are scored on the same queries. Cost is the mean of tokens in + out per query. The oracle
@@ -9,6 +10,8 @@ train queries; it is descriptive only (it sees the answers' scores).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -102,3 +105,58 @@ def policy_summary(
     summary = summary.assign(is_macro=summary["benchmark"] == MACRO, position=summary["policy"].map(order))
     summary = summary.sort_values(["is_macro", "benchmark", "position"])
     return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- Pareto page
+
+PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "on_frontier")
+FIXED_ARM_POLICIES = ("always_direct", "always_summary", "always_raw")
+
+
+def policy_kind(name: str, checkpoint_ids: Sequence[str] = ()) -> str:
+    """"fixed arm", "oracle", "router" (a checkpoint) or "baseline"."""
+    if name in FIXED_ARM_POLICIES:
+        return "fixed arm"
+    if name == ORACLE:
+        return ORACLE
+    if name in checkpoint_ids or name.startswith("ckpt-"):
+        return "router"
+    return "baseline"
+
+
+def require_train_and_dev(table: OutcomeTable) -> None:
+    """Refuse, with the next step, a table without complete train or dev queries (baselines and
+    routers are tuned on them)."""
+    for split in ("train", "dev"):
+        if not (table.splits == split).any():
+            raise ValueError(f"host '{table.host}' has no complete {split} queries on {len(table.arms)} arms: "
+                             f"run `forge enumerate --host {table.host} --split {split}`")
+
+
+def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFrame:
+    """`evaluation.pareto_points` as one row per policy (and benchmark), with its kind and whether
+    it is on the Pareto frontier (lowest cost for the highest macro F1) of its benchmark facet."""
+    from forge_core.evaluation import pareto_frontier
+
+    frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:1] + PARETO_COLUMNS[2:6]))
+    frame.insert(1, "kind", [policy_kind(name, checkpoint_ids) for name in frame["policy"]])
+    frame["on_frontier"] = False
+    for _, facet in frame.groupby("benchmark", sort=False):
+        frontier = pareto_frontier(list(zip(facet["cost_k"], facet["macro_f1"])))
+        frame.loc[facet.index[frontier], "on_frontier"] = True
+    return frame[list(PARETO_COLUMNS)]
+
+
+def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
+                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False) -> pd.DataFrame:
+    """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
+    and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). Features
+    still missing are computed first; a host without train and dev queries is refused."""
+    from forge_core.evaluation import pareto_points
+    from forge_core.features import compute_features
+    from forge_core.outcomes import load_outcome_table
+
+    require_train_and_dev(load_outcome_table(store, host, n_arms))
+    compute_features(store, host)
+    points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark)
+    return pareto_frame(points, checkpoint_ids)

@@ -1,0 +1,209 @@
+"""Action map: where a router sends queries in question-embedding space, against the oracle.
+
+The map is a 2-D UMAP of the question embeddings the router reads (the checkpoint's embedder,
+the raw embedding block of its features): n_neighbors 30 (capped below the number of queries),
+min_dist 0.3, cosine metric, fixed random_state (so the same queries give the same map).
+
+Each query carries the router's argmax action and the oracle's (the per-query utility
+maximizer under the checkpoint's lambda_in and lambda_out, costs normalized by the host's train
+maxima as in the evaluation). Clusters are KMeans (k = 6, 10 restarts, fixed seed) on the 2-D
+map coordinates, so a cluster is a region one can see on the map; they are numbered from left
+to right by centroid. The per-cluster action mix is the share of the cluster's queries each
+policy sends to each arm (every row sums to 1).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from forge_core.checkpoints import load_checkpoint
+from forge_core.features import compute_features
+from forge_core.outcomes import OutcomeTable, load_outcome_table
+from forge_core.policies import EvalContext, RouterPolicy
+from forge_core.store import Store
+from forge_core.utility import oracle_actions
+
+log = logging.getLogger(__name__)
+
+UMAP_NEIGHBORS = 30  # neighbours of the UMAP graph (capped at n - 1)
+UMAP_MIN_DIST = 0.3  # how tightly UMAP packs points
+UMAP_METRIC = "cosine"  # distance between (normalized) question embeddings
+N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of queries)
+MIN_QUERIES = 10  # fewer queries make no meaningful map
+SPLITS = ("test", "dev", "train", "all")
+QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
+
+
+@dataclass(frozen=True)
+class ActionMap:
+    """Per query: map coordinates, router and oracle actions, cluster and hover text."""
+
+    checkpoint_id: str
+    host: str
+    split: str
+    arms: tuple[str, ...]  # arm names in action-index order
+    keys: tuple[tuple[str, str], ...]  # (benchmark, example_id)
+    questions: tuple[str, ...]
+    coordinates: np.ndarray  # [n, 2] UMAP coordinates
+    router_actions: np.ndarray  # [n] the checkpoint's argmax action
+    oracle_actions: np.ndarray  # [n] the utility oracle's action
+    clusters: np.ndarray  # [n] cluster of each query, 0..k-1 from left to right
+    hover: tuple[str, ...]  # [n] question, benchmark and per-arm outcomes (HTML line breaks)
+
+    @property
+    def agreement(self) -> float:
+        """Share of queries where the router picks the oracle's arm."""
+        return agreement_rate(self.router_actions, self.oracle_actions)
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of clusters."""
+        return int(self.clusters.max()) + 1 if len(self.clusters) else 0
+
+    def points(self) -> pd.DataFrame:
+        """One row per query: x, y, benchmark, example_id, router, oracle (arm names), agree,
+        cluster (1-based), hover."""
+        arms = np.array(self.arms)
+        return pd.DataFrame({
+            "x": self.coordinates[:, 0], "y": self.coordinates[:, 1],
+            "benchmark": [key[0] for key in self.keys], "example_id": [key[1] for key in self.keys],
+            "router": arms[self.router_actions], "oracle": arms[self.oracle_actions],
+            "agree": self.router_actions == self.oracle_actions,
+            "cluster": self.clusters + 1, "hover": list(self.hover),
+        })
+
+    def cluster_mix(self) -> pd.DataFrame:
+        """Long form: cluster (1-based), policy ("router" or "oracle"), arm, share, plus the
+        cluster's queries and agreement. Shares of one cluster and policy sum to 1."""
+        k, n_arms = self.n_clusters, len(self.arms)
+        rows = []
+        for policy, actions in (("router", self.router_actions), ("oracle", self.oracle_actions)):
+            mix = action_mix(self.clusters, actions, k, n_arms)
+            for cluster in range(k):
+                members = self.clusters == cluster
+                agreement = agreement_rate(self.router_actions[members], self.oracle_actions[members])
+                for arm in range(n_arms):
+                    rows.append({"cluster": cluster + 1, "policy": policy, "arm": self.arms[arm],
+                                 "share": float(mix[cluster, arm]), "queries": int(members.sum()),
+                                 "agreement": agreement})
+        return pd.DataFrame(rows, columns=["cluster", "policy", "arm", "share", "queries", "agreement"])
+
+    def cluster_summary(self) -> pd.DataFrame:
+        """One row per cluster: queries, agreement, the router's and the oracle's most frequent arm."""
+        rows = []
+        for cluster in range(self.n_clusters):
+            members = self.clusters == cluster
+            router = np.bincount(self.router_actions[members], minlength=len(self.arms))
+            oracle = np.bincount(self.oracle_actions[members], minlength=len(self.arms))
+            rows.append({"cluster": cluster + 1, "queries": int(members.sum()),
+                         "agreement": agreement_rate(self.router_actions[members], self.oracle_actions[members]),
+                         "router's top arm": self.arms[int(router.argmax())],
+                         "oracle's top arm": self.arms[int(oracle.argmax())]})
+        return pd.DataFrame(rows, columns=["cluster", "queries", "agreement", "router's top arm", "oracle's top arm"])
+
+    def centroids(self) -> pd.DataFrame:
+        """Mean coordinates of each cluster (columns cluster (1-based), x, y), to label the map."""
+        return pd.DataFrame([{"cluster": c + 1, "x": float(self.coordinates[self.clusters == c, 0].mean()),
+                              "y": float(self.coordinates[self.clusters == c, 1].mean())}
+                             for c in range(self.n_clusters)], columns=["cluster", "x", "y"])
+
+
+def agreement_rate(router_actions: np.ndarray, oracle_actions_: np.ndarray) -> float:
+    """Fraction of positions where the two action arrays agree (0.0 for no positions)."""
+    router_actions, oracle_actions_ = np.asarray(router_actions), np.asarray(oracle_actions_)
+    if router_actions.shape != oracle_actions_.shape:
+        raise ValueError(f"action arrays differ in shape: {router_actions.shape} vs {oracle_actions_.shape}")
+    return float((router_actions == oracle_actions_).mean()) if len(router_actions) else 0.0
+
+
+def action_mix(clusters: np.ndarray, actions: np.ndarray, n_clusters: int, n_arms: int) -> np.ndarray:
+    """[n_clusters, n_arms] share of each cluster's queries sent to each arm (rows sum to 1; an
+    empty cluster's row is all zeros)."""
+    counts = np.zeros((n_clusters, n_arms))
+    np.add.at(counts, (np.asarray(clusters), np.asarray(actions)), 1.0)
+    totals = counts.sum(axis=1, keepdims=True)
+    return np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+
+
+def umap_coordinates(embeddings: np.ndarray, n_neighbors: int = UMAP_NEIGHBORS, min_dist: float = UMAP_MIN_DIST,
+                     metric: str = UMAP_METRIC, seed: int = 0) -> np.ndarray:
+    """[n, 2] UMAP of the rows of `embeddings`; deterministic for a seed (fixing random_state
+    makes UMAP single-threaded). n_neighbors is capped at n - 1."""
+    n = len(embeddings)
+    if n < MIN_QUERIES:
+        raise ValueError(f"an action map needs at least {MIN_QUERIES} queries, got {n}")
+    import umap  # imported here: numba compiles on first import (seconds)
+
+    reducer = umap.UMAP(n_neighbors=min(n_neighbors, n - 1), min_dist=min_dist, metric=metric,
+                        n_components=2, random_state=seed)
+    return np.asarray(reducer.fit_transform(np.asarray(embeddings, dtype=np.float32)), dtype=np.float64)
+
+
+def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: int = 0) -> np.ndarray:
+    """[n] KMeans cluster of each 2-D point (k capped at n), numbered 0..k-1 by centroid x."""
+    from sklearn.cluster import KMeans
+
+    k = max(1, min(n_clusters, len(coordinates)))
+    model = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(coordinates)
+    order = np.argsort(np.argsort(model.cluster_centers_[:, 0]))  # old label -> rank by centroid x
+    return order[model.labels_]
+
+
+def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, oracle: np.ndarray) -> list[str]:
+    """Per query: question (cut at QUESTION_CHARS), benchmark, the two chosen arms, and every arm's
+    F1 and tokens (in + out), with HTML line breaks for Plotly hovers."""
+    texts = []
+    for row, question in enumerate(questions):
+        shown = question if len(question) <= QUESTION_CHARS else question[:QUESTION_CHARS - 1] + "…"
+        lines = [f"<b>{html.escape(shown)}</b>", f"benchmark: {table.keys[row][0]}",
+                 f"router: {table.arms[router[row]]} · oracle: {table.arms[oracle[row]]}"]
+        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.cost[row, a]):,} tokens"
+                  for a, arm in enumerate(table.arms)]
+        texts.append("<br>".join(lines))
+    return texts
+
+
+def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
+                       n_clusters: int = N_CLUSTERS) -> ActionMap:
+    """The action map of a checkpoint on a host's complete queries of one split ("all" for every
+    split). Features still missing are computed first (as the evaluation does)."""
+    if split not in SPLITS:
+        raise ValueError(f"split is one of {', '.join(SPLITS)}, not '{split}'")
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    lineage = checkpoint.lineage
+    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)))
+    normalizer = table.fit_normalizer()
+    if checkpoint.variant == "full":
+        table = table.subset(~np.isnan(table.probe_tokens))
+    shown = table if split == "all" else table.split(split)
+    if len(shown) < MIN_QUERIES:
+        raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"
+                         f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
+                         f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
+    compute_features(store, host)
+    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))
+    policy = RouterPolicy(checkpoint_id, checkpoint_id)
+    policy.fit(context)
+    rows = np.arange(len(shown))
+    router = policy.probabilities(context, rows).argmax(axis=1)
+    oracle = oracle_actions(context.utility)
+    embeddings = context.features(checkpoint.variant)[:, :checkpoint.standardizer.embedding_dim]
+    coordinates = umap_coordinates(embeddings, seed=seed)
+    clusters = cluster_points(coordinates, n_clusters, seed)
+    questions = _questions(store, shown.keys)
+    log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
+    return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
+                     coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)))
+
+
+def _questions(store: Store, keys: tuple[tuple[str, str], ...]) -> list[str]:
+    by_key: dict[tuple[str, str], str] = {}
+    for benchmark in sorted({benchmark for benchmark, _ in keys}):
+        ids = [example_id for b, example_id in keys if b == benchmark]
+        by_key.update({(benchmark, e.example_id): e.question for e in store.examples(benchmark, ids)})
+    return [by_key.get(key, "") for key in keys]
