@@ -172,7 +172,8 @@ def host_serve(
                 time.sleep(1)
         except KeyboardInterrupt:
             console.print("stopping")
-    raise HostError(f"the {name} server stopped unexpectedly; see {server.log_path}") if server.process else None
+            return
+    raise HostError(f"the {name} server stopped unexpectedly; see {server.log_path}")
 
 
 @host_app.command("list")
@@ -502,9 +503,13 @@ def enumerate_command(
         finally:
             await client.aclose()
 
-    with serving(host_config) as served, Progress(*Progress.get_default_columns(), console=console) as progress:
-        task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
-        report = asyncio.run(run(served, progress, task))
+    try:
+        with serving(host_config) as served, Progress(*Progress.get_default_columns(), console=console) as progress:
+            task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
+            report = asyncio.run(run(served, progress, task))
+    except KeyboardInterrupt:
+        console.print("interrupted: every finished call is stored; run the same command again to continue")
+        raise typer.Exit(130) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
     summary = {"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
@@ -542,25 +547,21 @@ def app_command(
 
 
 def main() -> None:
-    """Entry point: run the CLI, turning user errors into one line on stderr and exit code 2."""
+    """Entry point: run the CLI; user errors become one line on stderr and exit code 2,
+    Ctrl-C exits with 130 after the command has stored what it finished."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app(standalone_mode=False)
+        result = app(standalone_mode=False)
     except USER_ERRORS as error:
         console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         console.print("interrupted")
         raise SystemExit(130) from None
-    except typer.Exit as exit_:
-        raise SystemExit(exit_.exit_code) from None
-    except Exception as error:  # click usage errors arrive here in standalone_mode=False
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
-            raise SystemExit(error.exit_code) from None
-        raise
+    except typer.TyperException as error:  # usage errors, in standalone_mode=False
+        error.show()
+        raise SystemExit(getattr(error, "exit_code", 2)) from None
+    raise SystemExit(result if isinstance(result, int) else 0)
 
 
 if __name__ == "__main__":

@@ -280,6 +280,7 @@ async def enumerate_arms(
         await asyncio.gather(*(_worker(run, queue) for _ in range(max(1, plan.concurrency))))
     except BaseException:
         report.status = "interrupted"
+        store.update_job(report.job_id, report.calls, len(report.errors))
         store.finish_job(report.job_id, report.status, f"{report.calls} calls stored")
         raise
     report.seconds = time.monotonic() - started

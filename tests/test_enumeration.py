@@ -122,3 +122,20 @@ def test_sigkill_midway_loses_nothing_and_rerun_completes(store: Store) -> None:
     assert after_total == after_keys == 72
     kept = store.arm_outcomes("test-host").merge(finished, on=["example_id", "arm"], suffixes=("", "_before"))
     assert len(kept) == before_total and (kept["answer"] == kept["answer_before"]).all()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_rows(store: Store) -> None:
+    with AnsweringServer(delay_s=0.05) as server:
+        save_host_config(store, host_config(server.base_url))
+        command = [sys.executable, "-m", "forge_core.cli", "enumerate", "--host", "test-host", "--split", "test",
+                   "--benchmark", "fever", "--per-benchmark", "12"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and store.table_counts()["arm_outcomes"] < 10:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr and "interrupted" in stderr
+    jobs = store.jobs("enumerate")
+    assert jobs.iloc[0]["status"] == "interrupted"
+    assert 10 <= store.table_counts()["arm_outcomes"] < 72
