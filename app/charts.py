@@ -42,3 +42,91 @@ def arm_probabilities(probabilities: dict[str, float], chosen: str) -> go.Figure
         marker_color=["#e45756" if a == chosen else "#4c78a8" for a in arms]))
     figure.update_layout(height=300, margin={"t": 30}, yaxis_title="probability", xaxis_title="arm")
     return figure
+
+
+# ---------------------------------------------------------------- training, Pareto, action map
+
+# One colour family per support form (direct blue, summary green, raw red), darker for less thinking.
+ARM_COLORS = {
+    "direct:no_think": "#1f4e9c", "direct:cot": "#4c78a8", "direct:think_low": "#7fa6d6", "direct:think_high": "#b3cde8",
+    "summary:no_think": "#2a7d3b", "summary:cot": "#54a24b", "summary:think_low": "#88c77f",
+    "summary:think_high": "#bfe3b4",
+    "raw:no_think": "#b8322f", "raw:cot": "#e45756", "raw:think_low": "#f28e8b", "raw:think_high": "#f8c3c1",
+}
+KIND_SYMBOLS = {"fixed arm": "square", "baseline": "diamond", "oracle": "star", "router": "circle"}
+COST_LABEL = "cost: mean tokens per query (thousands, Cached)"
+
+
+def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
+    """One panel per curve (loss, agreement, reward, KL, ...) against epoch or step; with
+    `overlay`, the runs of a `run` column are drawn in one colour each, series dashed apart."""
+    x_label = ", ".join(sorted(set(curves["x_label"]))) or "epoch"
+    panels = list(dict.fromkeys(curves["panel"]))
+    figure = px.line(
+        curves, x="x", y="value", facet_col="panel", facet_col_wrap=min(3, max(1, len(panels))),
+        color="run" if overlay else "series", line_dash="series" if overlay else None, markers=True,
+        category_orders={"panel": panels}, labels={"x": x_label, "value": "", "series": "", "run": "checkpoint"},
+        facet_col_spacing=0.06, facet_row_spacing=0.12,
+    )
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    figure.update_yaxes(matches=None, showticklabels=True)
+    figure.update_xaxes(showticklabels=True)
+    rows = (len(panels) + 2) // 3
+    figure.update_layout(height=300 * rows + 40, margin={"t": 40}, legend_title_text="")
+    return figure
+
+
+def pareto(points: pd.DataFrame, by_benchmark: bool) -> go.Figure:
+    """F1 against Cached cost for every policy, coloured by utility under the chosen weights,
+    symbol by kind, the frontier as a dotted line (one facet per benchmark when asked)."""
+    facets = sorted(points["benchmark"].unique())
+    facet = ({"facet_col": "benchmark", "facet_col_wrap": 3, "category_orders": {"benchmark": facets}}
+             if by_benchmark else {})
+    figure = px.scatter(
+        points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
+        text="policy", color_continuous_scale="Viridis", hover_name="policy",
+        hover_data={"cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f", "kind": True, "policy": False,
+                    "benchmark": by_benchmark, "on_frontier": True},
+        labels={"cost_k": COST_LABEL, "macro_f1": "F1" if by_benchmark else "F1 (macro over benchmarks)",
+                "macro_utility": "utility", "on_frontier": "on frontier"},
+        **facet,
+    )
+    figure.update_traces(marker_size=14, textposition="top center", textfont_size=10)
+    frontier = points[points["on_frontier"]].sort_values(["benchmark", "cost_k"])
+    lines = px.line(frontier, x="cost_k", y="macro_f1", **facet)  # same facet grid: traces land in the same axes
+    for index, trace in enumerate(lines.data):
+        trace.update(name="frontier", line={"color": "#888", "dash": "dot"}, hoverinfo="skip",
+                     showlegend=index == 0, legendgroup="frontier")
+        figure.add_trace(trace)
+    if by_benchmark:
+        figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    height = 420 * ((len(facets) + 2) // 3) if by_benchmark else 560
+    figure.update_layout(height=height, margin={"t": 40}, legend_title_text="", coloraxis_colorbar={"title": "utility"})
+    return figure
+
+
+def action_map(points: pd.DataFrame, policy: str, arms: tuple[str, ...], centroids: pd.DataFrame) -> go.Figure:
+    """The queries on the UMAP plane coloured by one policy's arm (`policy`: router or oracle),
+    cluster numbers at their centroids; hovering a point shows its question and outcomes."""
+    figure = px.scatter(points, x="x", y="y", color=policy, category_orders={policy: list(arms)},
+                        color_discrete_map=ARM_COLORS, custom_data=["hover"], labels={policy: "arm"})
+    figure.update_traces(marker={"size": 7, "opacity": 0.85}, hovertemplate="%{customdata[0]}<extra></extra>")
+    for row in centroids.itertuples():
+        figure.add_annotation(x=row.x, y=row.y, text=f"<b>{row.cluster}</b>", showarrow=False,
+                              font={"size": 15, "color": "#222"}, bgcolor="rgba(255,255,255,0.7)")
+    figure.update_xaxes(title="UMAP 1", showticklabels=False)
+    figure.update_yaxes(title="UMAP 2", showticklabels=False)
+    figure.update_layout(height=480, margin={"t": 30}, legend_title_text="arm", hoverlabel={"align": "left"})
+    return figure
+
+
+def cluster_mix(mix: pd.DataFrame, arms: tuple[str, ...]) -> go.Figure:
+    """Per cluster, the share of queries each policy sends to each arm (stacked to 1)."""
+    figure = px.bar(mix, x="cluster", y="share", color="arm", facet_col="policy", barmode="stack",
+                    category_orders={"arm": list(arms), "policy": ["router", "oracle"]},
+                    color_discrete_map=ARM_COLORS, hover_data={"queries": True, "agreement": ":.2f"},
+                    labels={"share": "share of the cluster's queries"})
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    figure.update_xaxes(dtick=1)
+    figure.update_layout(height=360, margin={"t": 40}, legend_title_text="arm")
+    return figure

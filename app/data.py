@@ -8,10 +8,14 @@ are keyed by its path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
 from forge_core import config, jobs, live, reports
+from forge_core.action_map import ActionMap, compute_action_map
 from forge_core.answering import load_retriever
 from forge_core.enumeration import EnumerationPlan, count_calls, plan_work
 from forge_core.hosts.base import HostConfig
@@ -22,6 +26,7 @@ from forge_core.retrieval import Retriever
 from forge_core.store import Store
 
 STORE_KEY = {Store: lambda store: str(store.path)}
+RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
 JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
 STORE_TTL_S = 10  # counts and configurations
 TABLE_TTL_S = 30  # outcome tables (heavier to load)
@@ -101,6 +106,55 @@ def recent_errors(store: Store, host: str) -> list[str]:
 def checkpoints(store: Store) -> pd.DataFrame:
     """Router checkpoints, newest first."""
     return store.checkpoints()
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
+    """A checkpoint's record (lineage, metrics, training log), without its weights."""
+    found = store.checkpoint(checkpoint_id)
+    if found is None:
+        raise ValueError(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
+    return found[0]
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest training jobs with their progress."""
+    return jobs.recent_jobs(store, "train")
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def job_logs(store: Store, job_id: str) -> list[dict]:
+    """A job's log rows so far (training epochs or steps)."""
+    return store.job_logs(job_id)
+
+
+def store_version(store: Store) -> int:
+    """Changes whenever the store file (or its write-ahead log) changes: part of the cache key of
+    results computed from the whole store, so they are recomputed after any write."""
+    version = 0
+    for path in (store.path, store.path.with_name(store.path.name + ".wal")):
+        try:
+            version += path.stat().st_mtime_ns
+        except OSError:
+            pass
+    return version
+
+
+@st.cache_data(show_spinner="Scoring every policy…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
+           checkpoint_ids: Sequence[str], by_benchmark: bool) -> pd.DataFrame:
+    """Every policy's cost/quality point and the frontier under these weights (`version`: see
+    `store_version`)."""
+    return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
+                                 by_benchmark)
+
+
+@st.cache_data(show_spinner="Computing the UMAP of the question embeddings…", max_entries=RESULTS_CACHE_ENTRIES,
+               hash_funcs=STORE_KEY)
+def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str) -> ActionMap:
+    """The checkpoint's action map on the host's queries of a split (`version`: see `store_version`)."""
+    return compute_action_map(store, host, checkpoint_id, split)
 
 
 @st.cache_resource(show_spinner="Loading the BM25 index…", hash_funcs=STORE_KEY)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import logging
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,8 +141,11 @@ def umap_coordinates(embeddings: np.ndarray, n_neighbors: int = UMAP_NEIGHBORS, 
     import umap  # imported here: numba compiles on first import (seconds)
 
     reducer = umap.UMAP(n_neighbors=min(n_neighbors, n - 1), min_dist=min_dist, metric=metric,
-                        n_components=2, random_state=seed)
-    return np.asarray(reducer.fit_transform(np.asarray(embeddings, dtype=np.float32)), dtype=np.float64)
+                        n_components=2, random_state=seed, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="n_jobs value", category=UserWarning)
+        coordinates = reducer.fit_transform(np.asarray(embeddings, dtype=np.float32))
+    return np.asarray(coordinates, dtype=np.float64)
 
 
 def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: int = 0) -> np.ndarray:

@@ -160,3 +160,21 @@ def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_
     compute_features(store, host)
     points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark)
     return pareto_frame(points, checkpoint_ids)
+
+
+def pareto_highlights(frame: pd.DataFrame) -> dict:
+    """Headline numbers of an overall `pareto_frame` (benchmark "all"): the oracle's utility, F1
+    and cost, the best policy by utility other than the oracle, and the frontier's policies in
+    order of cost."""
+    overall = frame[frame["benchmark"] == "all"]
+    oracle = overall[overall["policy"] == ORACLE]
+    others = overall[overall["policy"] != ORACLE]
+    best = others.loc[others["macro_utility"].idxmax()] if len(others) else None
+    return {
+        "oracle_utility": float(oracle["macro_utility"].iloc[0]) if len(oracle) else None,
+        "oracle_f1": float(oracle["macro_f1"].iloc[0]) if len(oracle) else None,
+        "oracle_cost_k": float(oracle["cost_k"].iloc[0]) if len(oracle) else None,
+        "best_policy": None if best is None else str(best["policy"]),
+        "best_utility": None if best is None else float(best["macro_utility"]),
+        "frontier": overall[overall["on_frontier"]].sort_values("cost_k")["policy"].tolist(),
+    }

@@ -87,6 +87,13 @@ class StoreError(Exception):
     """A store problem a user can act on (locked too long, newer schema, changed source)."""
 
 
+def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
+    """The first row of a result, consuming the rest: DuckDB refuses further work on a
+    connection while a result is unfinished."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
 def utc_now() -> datetime:
     """Naive UTC timestamp, as DuckDB's TIMESTAMP stores it."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
@@ -166,12 +173,12 @@ class Store:
 
     @staticmethod
     def _schema_version(connection: duckdb.DuckDBPyConnection) -> int:
-        has_meta = connection.execute(
+        has_meta = _first(connection.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-        ).fetchone()[0]
+        ))[0]
         if not has_meta:
             return 0
-        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = _first(connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
         return int(row[0]) if row else 0
 
     def schema_version(self) -> int:
@@ -184,9 +191,9 @@ class Store:
     def import_source_hash(self, benchmark: str) -> str | None:
         """The sha256 of the file a benchmark was imported from, or None if never imported."""
         with self.connect() as connection:
-            row = connection.execute(
+            row = _first(connection.execute(
                 "SELECT source_sha256 FROM imports WHERE benchmark = ?", [benchmark]
-            ).fetchone()
+            ))
         return row[0] if row else None
 
     def import_benchmark(
@@ -204,9 +211,9 @@ class Store:
         its splits and outcomes would no longer match what is stored.
         """
         with self.transaction() as connection:
-            row = connection.execute(
+            row = _first(connection.execute(
                 "SELECT source_sha256 FROM imports WHERE benchmark = ?", [benchmark]
-            ).fetchone()
+            ))
             if row and row[0] == source_sha256:
                 return False
             if row:
@@ -346,7 +353,7 @@ class Store:
     def host_config(self, name: str) -> dict[str, Any] | None:
         """A stored host configuration, or None."""
         with self.connect() as connection:
-            row = connection.execute("SELECT config FROM hosts WHERE name = ?", [name]).fetchone()
+            row = _first(connection.execute("SELECT config FROM hosts WHERE name = ?", [name]))
         return json.loads(row[0]) if row else None
 
     def host_names(self) -> list[str]:
@@ -357,7 +364,7 @@ class Store:
     def delete_host_config(self, name: str) -> bool:
         """Remove a stored host configuration; False when there was none."""
         with self.transaction() as connection:
-            found = connection.execute("SELECT count(*) FROM hosts WHERE name = ?", [name]).fetchone()[0]
+            found = _first(connection.execute("SELECT count(*) FROM hosts WHERE name = ?", [name]))[0]
             connection.execute("DELETE FROM hosts WHERE name = ?", [name])
         return bool(found)
 
@@ -477,12 +484,12 @@ class Store:
                 continue
             frame = pd.read_parquet(path)
             with self.transaction() as connection:
-                before = connection.execute(f"SELECT count(*) FROM {_known_table(table)}").fetchone()[0]
+                before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
                 connection.register("exported_rows", frame)
                 connection.execute(
                     f"INSERT INTO {_known_table(table)} SELECT * FROM exported_rows ON CONFLICT DO NOTHING")
                 connection.unregister("exported_rows")
-                after = connection.execute(f"SELECT count(*) FROM {_known_table(table)}").fetchone()[0]
+                after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
             added[table] = after - before
         return added
 
@@ -659,7 +666,7 @@ class Store:
         with self.connect() as connection:
             tables = [r[0] for r in connection.execute(
                 "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
-            return {t: connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+            return {t: _first(connection.execute(f'SELECT count(*) FROM "{t}"'))[0] for t in tables}
 
 
 def _known_table(table: str) -> str:

@@ -164,3 +164,15 @@ def test_training_job_logs_rows_while_it_runs(outcome_store: Store) -> None:
     assert job["status"] == "finished"
     logs = outcome_store.job_logs(job["job_id"])
     assert [row["epoch"] for row in logs] == list(range(1, len(logs) + 1)) and "dev_loss" in logs[0]
+
+
+def test_export_then_load_demo_is_idempotent(outcome_store: Store, tmp_path) -> None:
+    counts = outcome_store.export_tables(tmp_path / "demo")
+    assert counts["arm_outcomes"] == 240 * 6 and counts["probe_outcomes"] == 240 * 4
+    fresh = Store(tmp_path / "fresh.duckdb")
+    added = fresh.load_exported(tmp_path / "demo")
+    assert added["arm_outcomes"] == 1440 and added["checkpoints"] == counts["checkpoints"]
+    assert set(fresh.load_exported(tmp_path / "demo").values()) == {0}
+    coverage = fresh.coverage({HOST: 6})[HOST]
+    assert coverage["queries_complete"] == 240 and coverage["with_probes"] == 240
+    assert coverage["by_benchmark"]["musique"] == {"complete": 80, "with_probes": 80}

@@ -1,0 +1,103 @@
+"""The Train page's runs panel: a training job's status, progress and live curves.
+
+Training runs as its own `forge train` process (forge_core.jobs), which stores one log row per
+Stage-1 epoch or per logged Stage-2 step as it goes; this fragment rereads them every few
+seconds. When a run this tab watched finishes, the whole page reruns once so the new checkpoint
+shows up in the list below.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import charts, data, ui
+from forge_core import config, jobs
+from forge_core.checkpoint_views import latest_values, training_curves
+from forge_core.store import Store
+from forge_core.training import TrainRequest
+
+REFRESH_SECONDS = 2.0
+STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
+WATCHED_KEY = "watched_train_jobs"  # session state: job ids seen running, to rerun the page when they end
+LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss", "dev_oracle_agreement": "dev oracle agreement",
+               "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta"}
+
+
+def start_training(store: Store, request: TrainRequest) -> None:
+    """Spawn the run and remember it, so the panel can follow it until its job row appears."""
+    st.session_state[STARTED_KEY] = jobs.start_train_job(request, store.path, config.cache_dir() / "jobs")
+    data.refresh()
+
+
+@st.fragment(run_every=REFRESH_SECONDS)
+def runs_panel(store: Store) -> None:
+    """The run starting from this tab, then a chosen run (the newest by default) with its curves."""
+    with ui.user_errors(stop=False):
+        _starting(store)
+        rows = data.recent_train_jobs(store)
+        if not rows:
+            st.info("No training runs yet: start one above.")
+            return
+        _rerun_when_watched_job_ends(rows)
+        labels = {row["job_id"]: _job_label(row, progress) for row, progress in rows}
+        job_id = st.selectbox("Run", list(labels), format_func=labels.get, key="train_run")
+        row, progress = next((r, p) for r, p in rows if r["job_id"] == job_id)
+        _run(store, row, progress)
+        with st.expander("Recent runs"):
+            st.dataframe(ui.jobs_frame(rows).drop(columns=["errors", "rate (calls/s)"]).rename(
+                columns={"done": "epochs/steps", "planned": "at most", "message": "checkpoint or error"}),
+                hide_index=True)
+
+
+def _job_label(row: dict, progress: jobs.JobProgress) -> str:
+    request = jobs.request_from_params(row["params"])
+    return (f"{progress.job_id}: stage {request.stage}, {request.variant}, {request.host}, "
+            f"{request.n_arms} arms ({progress.status}, {row['started_at']:%Y-%m-%d %H:%M})")
+
+
+def _starting(store: Store) -> None:
+    started = st.session_state.get(STARTED_KEY)
+    if started is None or jobs.job_for_process(store, started, "train") is not None:
+        return
+    if jobs.process_alive(started.pid):
+        st.info(f"Training process {started.pid} is starting (loading the outcomes and features)…",
+                icon=":material/hourglass_top:")
+        return
+    st.error(f"The training process {started.pid} ended before it started:\n\n```\n"
+             f"{jobs.log_tail(started.log_path)}\n```\nFull log: `{started.log_path}`")
+
+
+def _rerun_when_watched_job_ends(rows: list[tuple[dict, jobs.JobProgress]]) -> None:
+    watched: set[str] = st.session_state.setdefault(WATCHED_KEY, set())
+    active = {progress.job_id for _, progress in rows if progress.active}
+    ended = watched - active
+    watched |= active
+    if ended:
+        watched -= ended
+        data.refresh()
+        st.rerun()  # the whole page: the checkpoint list gains the new checkpoint
+
+
+def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
+    request = jobs.request_from_params(row["params"])
+    unit = "steps" if request.stage == 2 else "epochs"
+    logs = data.job_logs(store, row["job_id"])
+    with st.container(border=True):
+        if progress.active:
+            st.progress(progress.fraction, text=f"{progress.done:,} of {'' if request.stage == 2 else 'at most '}"
+                                                f"{progress.target:,} {unit}")
+        elif progress.status == "finished":
+            st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{progress.message}`.",
+                       icon=":material/check_circle:")
+        else:
+            st.error(f"Run {progress.status}: {progress.message or 'no message'}", icon=":material/error:")
+        latest = latest_values(logs)
+        if latest:
+            columns = st.columns(len(latest))
+            for column, (key, value) in zip(columns, latest.items()):
+                column.metric(LIVE_LABELS.get(key, key), f"{value:.4g}")
+        curves = training_curves(logs)
+        if len(curves):
+            st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
+        elif progress.active:
+            st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
