@@ -54,6 +54,7 @@ ARM_COLORS = {
     "raw:no_think": "#b8322f", "raw:cot": "#e45756", "raw:think_low": "#f28e8b", "raw:think_high": "#f8c3c1",
 }
 KIND_SYMBOLS = {"fixed arm": "square", "baseline": "diamond", "oracle": "star", "router": "circle"}
+RUN_COLORS = ["#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2"]  # distinct lines (runs, series)
 COST_LABEL = "cost: mean tokens per query (thousands, Cached)"
 
 
@@ -65,6 +66,7 @@ def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
     figure = px.line(
         curves, x="x", y="value", facet_col="panel", facet_col_wrap=min(3, max(1, len(panels))),
         color="run" if overlay else "series", line_dash="series" if overlay else None, markers=True,
+        color_discrete_sequence=RUN_COLORS,
         category_orders={"panel": panels}, labels={"x": x_label, "value": "", "series": "", "run": "checkpoint"},
         facet_col_spacing=0.06, facet_row_spacing=0.12,
     )
@@ -76,15 +78,18 @@ def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
     return figure
 
 
-def pareto(points: pd.DataFrame, by_benchmark: bool) -> go.Figure:
-    """F1 against Cached cost for every policy, coloured by utility under the chosen weights,
-    symbol by kind, the frontier as a dotted line (one facet per benchmark when asked)."""
+def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -> go.Figure:
+    """F1 against Cached cost for every policy (symbol by kind), the frontier as a dotted line, one
+    facet per benchmark when asked. `color_by` "policy": one colour and legend entry per policy;
+    "utility": colour by utility under the chosen weights, policies named on the chart."""
     facets = sorted(points["benchmark"].unique())
     facet = ({"facet_col": "benchmark", "facet_col_wrap": 3, "category_orders": {"benchmark": facets}}
              if by_benchmark else {})
+    by_utility = color_by == "utility"
     figure = px.scatter(
-        points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
-        text="policy", color_continuous_scale="Viridis", hover_name="policy",
+        points, x="cost_k", y="macro_f1", color="macro_utility" if by_utility else "policy", symbol="kind",
+        symbol_map=KIND_SYMBOLS, text="policy" if by_utility else None, color_continuous_scale="Viridis",
+        hover_name="policy",
         hover_data={"cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f", "kind": True, "policy": False,
                     "benchmark": by_benchmark, "on_frontier": True},
         labels={"cost_k": COST_LABEL, "macro_f1": "F1" if by_benchmark else "F1 (macro over benchmarks)",
@@ -101,7 +106,10 @@ def pareto(points: pd.DataFrame, by_benchmark: bool) -> go.Figure:
     if by_benchmark:
         figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     height = 420 * ((len(facets) + 2) // 3) if by_benchmark else 560
-    figure.update_layout(height=height, margin={"t": 40}, legend_title_text="", coloraxis_colorbar={"title": "utility"})
+    figure.update_layout(height=height, margin={"t": 40}, legend_title_text="",
+                         coloraxis_colorbar={"title": "utility"})
+    if by_utility:  # the colour bar takes the right margin: legend (kinds, frontier) below the chart
+        figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0})
     return figure
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from forge_core.answering import Evidence
+from forge_core.checkpoints import CheckpointError
 from forge_core.cli import USER_ERRORS
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
@@ -21,6 +22,13 @@ EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store lo
                "outcomes), then reload this page.")
 NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forge enumerate`), "
                "or load the demo outcomes with `forge store load-demo`.")
+APP_ERRORS = (*USER_ERRORS, CheckpointError)  # shown as one message with the next step
+
+
+def no_checkpoints(host: str) -> str:
+    """The next step when a host has no router checkpoint yet."""
+    return (f"No router checkpoints for host '{host}' yet: train one on the Train page or with "
+            f"`forge train --stage 1 --host {host}`.")
 
 
 @contextlib.contextmanager
@@ -29,7 +37,7 @@ def user_errors(stop: bool = True) -> Iterator[None]:
     the page stops there."""
     try:
         yield
-    except USER_ERRORS as error:
+    except APP_ERRORS as error:
         st.error(str(error), icon=":material/error:")
         if stop:
             st.stop()

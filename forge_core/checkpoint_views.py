@@ -61,7 +61,7 @@ def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
             "host": row.host,
             "stage": int(row.stage),
             "algorithm": config.get("loss_type", "grpo") if int(row.stage) == 2 else f"KL ({config.get('target', 'soft')})",
-            "parent": row.parent or "",
+            "parent": row.parent if isinstance(row.parent, str) else "",
             "variant": row.variant,
             "arms": int(row.n_arms),
             "lambda_in": lineage.get("lambda_in"),
@@ -83,6 +83,20 @@ def checkpoint_label(row: Mapping[str, Any]) -> str:
     utility = metrics.get("dev_utility")
     detail = f", dev U {utility:.3f}" if utility is not None else ""
     return f"{row['checkpoint_id']} (stage {int(row['stage'])}, {row['variant']}, {int(row['n_arms'])} arms{detail})"
+
+
+def default_comparison(frame: pd.DataFrame) -> tuple[str, str]:
+    """The pair to compare first in a newest-first checkpoint frame: (A, B) = (the newest
+    checkpoint's parent when listed, else the second newest; the newest). One checkpoint is
+    compared with itself."""
+    ids = list(frame["checkpoint_id"])
+    if not ids:
+        raise ValueError("no checkpoints to compare")
+    newest = ids[0]
+    parent = frame.iloc[0]["parent"]
+    if isinstance(parent, str) and parent in ids[1:]:
+        return parent, newest
+    return (ids[1] if len(ids) > 1 else newest), newest
 
 
 def _digest(value: Any) -> str:

@@ -85,7 +85,7 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
     wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
                                 values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")
     wide = wide.dropna()
-    if wide.empty:
+    if wide.empty or not set(arms) <= set(wide["f1"].columns):
         raise ValueError(f"host '{host}' has no query with all {n_arms} arms stored")
     keys = list(wide.index)
     splits = _split_labels(store, keys, split_seed)

@@ -1,7 +1,55 @@
-"""Action map: where a router sends queries in embedding space (coming with the training issue)."""
+"""Action map: where a router sends queries in question-embedding space, next to the oracle."""
 
 import streamlit as st
 
+from app import charts, data, ui
+from forge_core.action_map import N_CLUSTERS, SPLITS, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.checkpoint_views import checkpoint_label
+
 st.title("Action map")
-st.info("Coming with the training issue: a UMAP of the query embeddings coloured by the router's chosen "
-        "arm and by the oracle's, with their agreement.", icon=":material/construction:")
+st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
+           f"{UMAP_MIN_DIST}, cosine, fixed seed), coloured by the checkpoint's chosen arm and by the oracle's "
+           f"(the per-query best arm under the checkpoint's λ_in and λ_out). Clusters: KMeans (k = {N_CLUSTERS}) "
+           "on the map, numbered left to right. Hover a point for its question and every arm's outcome.")
+store = data.store()
+with ui.user_errors():
+    ui.require_benchmarks(data.benchmark_stats(store))
+    hosts = data.hosts_with_outcomes(store)
+if not hosts:
+    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
+    st.stop()
+
+host_column, checkpoint_column, split_column = st.columns([1, 2, 1])
+host = host_column.selectbox("Host", hosts)
+checkpoints = data.checkpoints(store)
+checkpoints = checkpoints[checkpoints["host"] == host]
+if checkpoints.empty:
+    st.info(ui.no_checkpoints(host), icon=":material/model_training:")
+    st.stop()
+labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
+checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get)
+split = split_column.selectbox("Split", SPLITS)
+
+with ui.user_errors():
+    action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split)
+points = action_map.points()
+
+columns = st.columns(4)
+columns[0].metric("Queries", f"{len(points):,}")
+columns[1].metric("Oracle agreement", f"{action_map.agreement:.1%}",
+                  help="Share of queries where the router's arm is the oracle's.")
+columns[2].metric("Arms the router uses", points["router"].nunique())
+columns[3].metric("Arms the oracle uses", points["oracle"].nunique())
+
+router_column, oracle_column = st.columns(2)
+router_column.subheader("Router")
+router_column.plotly_chart(charts.action_map(points, "router", action_map.arms, action_map.centroids()),
+                           key="map-router")
+oracle_column.subheader("Oracle")
+oracle_column.plotly_chart(charts.action_map(points, "oracle", action_map.arms, action_map.centroids()),
+                           key="map-oracle")
+
+st.subheader("Action mix per cluster")
+st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
+st.dataframe(action_map.cluster_summary(), hide_index=True,
+             column_config={"agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})

@@ -1,8 +1,68 @@
-"""Pareto: quality against token cost under swept cost weights (coming with the training issue)."""
+"""Pareto: every policy's quality against its token cost under chosen cost weights, and the frontier."""
 
 import streamlit as st
 
+from app import charts, data, ui
+from forge_core.arms import ALPHABET_SIZES
+from forge_core.checkpoint_views import checkpoint_label
+from forge_core.reports import pareto_highlights
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
 st.title("Pareto")
-st.info("Coming with the training issue: sweep lambda_in and lambda_out and compare the routers' "
-        "Pareto frontier with the fixed arms and baselines. The Overview page already shows the fixed "
-        "arms and the oracle.", icon=":material/construction:")
+st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
+           "chosen router checkpoints, scored on the same complete queries: macro F1 against the Cached "
+           "cost (tokens of the calls a policy makes for its answer). Move the weights: the utilities, the "
+           "tuned baselines, the oracle and the frontier follow; checkpoints keep the weights they were "
+           "trained with.")
+store = data.store()
+with ui.user_errors():
+    ui.require_benchmarks(data.benchmark_stats(store))
+    hosts = data.hosts_with_outcomes(store)
+if not hosts:
+    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
+    st.stop()
+
+host_column, arms_column, split_column = st.columns(3)
+host = host_column.selectbox("Host", hosts)
+default_size = data.alphabet_size(store, host)
+n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
+                               format_func=lambda k: f"{k} arms")
+split = split_column.selectbox("Split", ["test", "dev"], help="Baselines are tuned on train and dev.")
+lambda_in_column, lambda_out_column = st.columns(2)
+lambda_in = lambda_in_column.slider("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01,
+                                    help="Weight of the normalized input-token cost in U = F1 − λ_in c_in − λ_out c_out.")
+lambda_out = lambda_out_column.slider("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT, 0.01,
+                                      help="Weight of the normalized output-token cost.")
+
+checkpoints = data.checkpoints(store)
+checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
+labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
+chosen_column, color_column, facet_column = st.columns([4, 1, 1])
+chosen = chosen_column.multiselect("Router checkpoints", list(labels), default=list(labels)[:1],
+                                   format_func=labels.get)
+color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
+                                          help="utility: the policies' utility under these weights.") or "policy"
+by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")
+if not labels:
+    st.info(ui.no_checkpoints(host) + " Meanwhile the fixed arms, baselines and oracle are shown.",
+            icon=":material/model_training:")
+
+version = data.store_version(store)
+with ui.user_errors():
+    overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False)
+    shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
+                        True) if by_benchmark else overall
+
+highlights = pareto_highlights(overall)
+columns = st.columns(4)
+columns[0].metric("Oracle utility", f"{highlights['oracle_utility']:.4f}",
+                  help="Macro mean utility of the per-query best arm (descriptive only: it sees the scores).")
+columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tokens",
+                  help=f"Oracle F1 {highlights['oracle_f1']:.3f}.")
+columns[2].metric("Best policy by utility", highlights["best_policy"] or "–",
+                  help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
+columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
+st.plotly_chart(charts.pareto(shown, by_benchmark, color_by), key="pareto-chart")
+with st.expander("Table"):
+    st.dataframe(shown, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f") for name in ("cost_k", "macro_f1", "macro_utility")})

@@ -1,7 +1,135 @@
-"""Train: Stage 1 distillation and Stage 2 GRPO runs (coming with the training issue)."""
+"""Train: start Stage 1 (KL distillation) and Stage 2 (GRPO family) runs as background jobs, follow
+their curves live, and inspect and compare the checkpoints they leave."""
 
 import streamlit as st
 
+from app import charts, data, ui
+from app.train_view import runs_panel, start_training
+from forge_core.arms import ALPHABET_SIZES
+from forge_core.checkpoint_views import (checkpoint_label, checkpoint_table, compare_curves, default_comparison,
+                                         lineage_diff, metrics_comparison)
+from forge_core.jobs import stage2_log_every, validate_train_request
+from forge_core.stage1 import Stage1Config
+from forge_core.stage2 import LOSS_TYPES, Stage2Config
+from forge_core.training import VARIANTS, TrainRequest
+from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge": "BGE+BM25 (baseline)"}
+NEWEST_PARENT = "newest matching Stage-1 checkpoint"
+DEFAULTS_1, DEFAULTS_2 = Stage1Config(), Stage2Config()
+
 st.title("Train")
-st.info("Coming with the training issue: start Stage 1 (KL distillation) and Stage 2 (GRPO) runs and "
-        "follow their curves here. Meanwhile: `forge train --stage 1`.", icon=":material/construction:")
+st.caption("A run is its own `forge train` process: its curves fill in below while it trains, and its "
+           "checkpoint (weights, lineage and dev metrics) lands in the store when it ends.")
+store = data.store()
+ui.show_flash()
+with ui.user_errors():
+    ui.require_benchmarks(data.benchmark_stats(store))
+    hosts = data.hosts_with_outcomes(store)
+if not hosts:
+    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
+    st.stop()
+
+st.header("New run")
+host_column, variant_column, arms_column, stage_column = st.columns(4)
+host = host_column.selectbox("Host", hosts)
+variant = variant_column.selectbox("Features", VARIANTS, format_func=VARIANT_LABELS.get,
+                                   help="Full reads four host probes per query; Lite needs one host call.")
+default_size = data.alphabet_size(store, host)
+n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
+                               format_func=lambda k: f"{k} arms")
+stage = stage_column.segmented_control("Stage", [1, 2], default=1, format_func=lambda s: f"Stage {s}") or 1
+checkpoints = data.checkpoints(store)
+parents = checkpoints[(checkpoints["host"] == host) & (checkpoints["variant"] == variant)
+                      & (checkpoints["n_arms"] == n_arms) & (checkpoints["stage"] == 1)]
+
+with st.form("run"):
+    st.markdown("**Objective** U = F1 − λ_in c_in − λ_out c_out, target softmax(U / τ)")
+    columns = st.columns(4)
+    lambda_in = columns[0].number_input("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01, format="%.2f",
+                                        help="Weight of the normalized input-token cost.")
+    lambda_out = columns[1].number_input("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT, 0.01, format="%.2f",
+                                         help="Weight of the normalized output-token cost.")
+    tau = columns[2].number_input("tau", 0.01, 10.0, DEFAULTS_1.tau, 0.1, help="Boltzmann temperature.")
+    seed = columns[3].number_input("Seed", 0, 10_000, 0, help="Seeds dropout, shuffling and sampling.")
+    if stage == 1:
+        st.markdown("**Stage 1**: KL distillation of the Boltzmann target (AdamW, early stop on dev)")
+        columns = st.columns(4)
+        target = columns[0].selectbox("Target", ["soft", "hard"],
+                                      help="soft: the Boltzmann target; hard: the one-hot oracle (control).")
+        warm_arms = columns[1].selectbox("Warm-start arms", sorted({3, n_arms}),
+                                         help="3: the support head on the NoThink arms (FORGE); all: control.")
+        max_epochs = columns[2].number_input("Max epochs", 1, 500, DEFAULTS_1.max_epochs)
+        patience = columns[3].number_input("Patience", 1, 100, DEFAULTS_1.patience,
+                                           help="Epochs without a better dev loss before stopping.")
+    else:
+        st.markdown("**Stage 2**: group-relative policy optimization over the full alphabet from a Stage-1 policy")
+        columns = st.columns(3)
+        algorithm = columns[0].selectbox("Algorithm", LOSS_TYPES)
+        steps = columns[1].number_input("Steps", 1, 100_000, DEFAULTS_2.steps, help="Rollouts (paper: 5,000).")
+        rewards = columns[2].selectbox("Rewards", ["table", "live"],
+                                       help="table: replay the stored enumeration; live: ask the host for "
+                                            "outcomes not stored yet.")
+        columns = st.columns(3)
+        beta = columns[0].number_input("beta", 0.0, 10.0, DEFAULTS_2.beta, 0.01, format="%.3f",
+                                       help="Initial weight of the KL anchor to the Stage-1 policy (adapted).")
+        entropy_coef = columns[1].number_input("Entropy coefficient", 0.0, 1.0, DEFAULTS_2.entropy_coef, 0.005,
+                                               format="%.3f")
+        parent_labels = {NEWEST_PARENT: NEWEST_PARENT} | {
+            row["checkpoint_id"]: checkpoint_label(row) for row in parents.to_dict("records")}
+        parent = columns[2].selectbox("Parent checkpoint", list(parent_labels), format_func=parent_labels.get)
+    submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
+
+if submitted:
+    if stage == 1:
+        request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
+                               lambda_out=lambda_out, stage1=Stage1Config(
+                                   tau=tau, target=target, arms=warm_arms, max_epochs=max_epochs,
+                                   patience=patience, seed=seed))
+    else:
+        request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=2, lambda_in=lambda_in,
+                               lambda_out=lambda_out, rewards=rewards,
+                               parent=None if parent == NEWEST_PARENT else parent,
+                               stage1=Stage1Config(tau=tau), stage2=Stage2Config(
+                                   steps=steps, loss_type=algorithm, beta=beta, entropy_coef=entropy_coef,
+                                   seed=seed, log_every=stage2_log_every(steps)))
+    with ui.user_errors(stop=False):
+        validate_train_request(store, request)
+        start_training(store, request)
+        st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}.")
+
+st.header("Runs")
+runs_panel(store)
+
+st.header("Checkpoints")
+host_checkpoints = checkpoints[checkpoints["host"] == host]
+if host_checkpoints.empty:
+    st.info(f"No router checkpoints for host '{host}' yet: start a run above, or `forge train --stage 1 "
+            f"--host {host}`.", icon=":material/model_training:")
+    st.stop()
+st.dataframe(checkpoint_table(host_checkpoints), hide_index=True,
+             column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+
+st.subheader("Compare two checkpoints")
+labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}
+ids = list(labels)
+default_a, default_b = default_comparison(host_checkpoints)
+a_column, b_column = st.columns(2)
+a_id = a_column.selectbox("Checkpoint A", ids, index=ids.index(default_a), format_func=labels.get)
+b_id = b_column.selectbox("Checkpoint B", ids, index=ids.index(default_b), format_func=labels.get)
+with ui.user_errors():
+    a_record, b_record = data.checkpoint_record(store, a_id), data.checkpoint_record(store, b_id)
+lineage_column, metrics_column = st.columns([3, 2])
+with lineage_column:
+    st.markdown("**Lineage**")
+    only_different = st.toggle("Only the differences", value=True)
+    st.dataframe(lineage_diff(a_record["lineage"], b_record["lineage"], only_different), hide_index=True,
+                 column_config={"same": st.column_config.CheckboxColumn()})
+with metrics_column:
+    st.markdown("**Dev metrics**")
+    st.dataframe(metrics_comparison(a_record["metrics"], b_record["metrics"]), hide_index=True,
+                 column_config={name: st.column_config.NumberColumn(format="%.4g") for name in ("a", "b", "b - a")})
+curves = compare_curves({f"A {a_id}": a_record["training_log"], f"B {b_id}": b_record["training_log"]})
+if len(curves):
+    st.markdown("**Training curves**")
+    st.plotly_chart(charts.training_curves(curves, overlay=True), key="compare-curves")

@@ -1,7 +1,7 @@
 """Build a throwaway store for the training screenshots: three real benchmarks, synthetic arm and
 probe outcomes (the test suite's rule: Raw helps long questions, Direct suffices for short ones)
 for host "synthetic-host", and three checkpoints trained on them as jobs (so their curves are in
-the store): Lite Stage 1, Lite Stage 2 (GRPO) from it, and Full Stage 1.
+the store): Full Stage 1, Lite Stage 1, and Lite Stage 2 (GRPO) from it.
 
 Usage: .venv/bin/python scripts/screenshot_store.py /tmp/forge-shots.duckdb
 then:  FORGE_STORE=/tmp/forge-shots.duckdb .venv/bin/forge app --port 8502
@@ -42,10 +42,10 @@ def main(path: Path) -> None:
     import_benchmarks(store, config.benchmarks_dir(), list(BENCHMARKS))
     synthetic_outcomes(store, HOST, PER_SPLIT, BENCHMARKS)
     compute_features(store, HOST)
+    train_router_job(store, TrainRequest(host=HOST, variant="full", stage1=Stage1Config(max_epochs=40, seed=1)))
     lite = train_router_job(store, TrainRequest(host=HOST, variant="lite", stage1=Stage1Config(max_epochs=40)))
     train_router_job(store, TrainRequest(host=HOST, variant="lite", stage=2, parent=lite,
                                          stage2=Stage2Config(steps=400, log_every=20)))
-    train_router_job(store, TrainRequest(host=HOST, variant="full", stage1=Stage1Config(max_epochs=40, seed=1)))
     print(path)
 
 

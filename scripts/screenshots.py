@@ -1,8 +1,10 @@
 """Take the README screenshots of a running dashboard with Debian's chromium.
 
-Usage: .venv/bin/python scripts/screenshots.py [URL] (default http://127.0.0.1:8501/), with the
-dashboard running (`forge app`). Writes docs/screenshots/{overview,enumerate,hosts,live_query}.png;
-the Live query shot asks the first test question of hotpotqa on the tiny embedded host.
+Usage: .venv/bin/python scripts/screenshots.py [URL] [PAGE ...] (default http://127.0.0.1:8501/ and
+every page), with the dashboard running (`forge app`). Writes docs/screenshots/<page>.png for
+overview, enumerate, hosts, live_query (asks the first test question of hotpotqa on the tiny
+embedded host), train, pareto and action_map. The last three need outcomes with train and dev
+queries and checkpoints: `scripts/screenshot_store.py` builds such a (synthetic) store.
 """
 
 from __future__ import annotations
@@ -49,20 +51,61 @@ def ask_live_question(page: Page) -> None:
     time.sleep(SETTLE_S)
 
 
-def main(base: str) -> None:
+def compare_two_checkpoints(page: Page) -> None:
+    """Train page: wait for the newest run's curves, compare the two newest checkpoints."""
+    expect(page.get_by_text("Compare two checkpoints")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Training curves")).to_be_visible(timeout=60_000)
+    time.sleep(SETTLE_S)
+
+
+def pareto_with_checkpoints(page: Page) -> None:
+    """Pareto page: add every checkpoint to the chart."""
+    expect(page.get_by_text("Oracle utility")).to_be_visible(timeout=120_000)
+    chooser = page.get_by_test_id("stMultiSelect").filter(has_text="Router checkpoints")
+    for _ in range(3):
+        chooser.click()
+        options = page.get_by_role("option")
+        if options.count() == 0:
+            break
+        options.first.click()
+        time.sleep(2)
+    page.keyboard.press("Escape")
+    expect(page.get_by_text("Oracle utility")).to_be_visible(timeout=120_000)
+    time.sleep(SETTLE_S)
+
+
+def action_map_ready(page: Page) -> None:
+    """Action map page: wait for the UMAP (seconds on first use)."""
+    expect(page.get_by_text("Action mix per cluster")).to_be_visible(timeout=180_000)
+    time.sleep(SETTLE_S)
+
+
+PAGES = {  # name: (url path, title, what to do before the shot)
+    "overview": ("", "Overview", None),
+    "enumerate": ("enumerate", "Enumerate", None),
+    "hosts": ("hosts", "Hosts", None),
+    "live_query": ("live-query", "Live query", ask_live_question),
+    "train": ("train", "Train", compare_two_checkpoints),
+    "pareto": ("pareto", "Pareto", pareto_with_checkpoints),
+    "action_map": ("action-map", "Action map", action_map_ready),
+}
+
+
+def main(base: str, names: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page()
-        for path, title, name in [("", "Overview", "overview"), ("enumerate", "Enumerate", "enumerate"),
-                                  ("hosts", "Hosts", "hosts")]:
+        for name in names:
+            path, title, prepare = PAGES[name]
             open_page(page, base + path, title)
+            if prepare:
+                prepare(page)
             shoot(page, name)
-        open_page(page, base + "live-query", "Live query")
-        ask_live_question(page)
-        shoot(page, "live_query")
         browser.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8501/")
+    arguments = sys.argv[1:]
+    url = arguments.pop(0) if arguments and arguments[0].startswith("http") else "http://127.0.0.1:8501/"
+    main(url if url.endswith("/") else url + "/", arguments or list(PAGES))

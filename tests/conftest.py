@@ -94,3 +94,29 @@ def outcome_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Pat
     import_benchmarks(store, benchmarks_root, list(benchmarks))
     synthetic_outcomes(store, "synthetic-host", {"train": 40, "dev": 20, "test": 20}, benchmarks)
     return store
+
+
+def copy_store(source: Store, directory: Path) -> Store:
+    """A private copy of a store file (for tests that write to a shared fixture's data)."""
+    import shutil
+
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / source.path.name
+    shutil.copyfile(source.path, target)
+    wal = source.path.with_name(source.path.name + ".wal")
+    if wal.exists():
+        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+    return Store(target)
+
+
+@pytest.fixture(scope="session")
+def trained_store(tmp_path_factory: pytest.TempPathFactory, outcome_store: Store) -> tuple[Store, str]:
+    """A copy of `outcome_store` with one Lite Stage-1 checkpoint trained on it as a job (5
+    epochs, so its curves are in the job logs); read-only by convention (copy it to write)."""
+    from forge_core.stage1 import Stage1Config
+    from forge_core.training import TrainRequest, train_router_job
+
+    store = copy_store(outcome_store, tmp_path_factory.mktemp("trained"))
+    checkpoint_id = train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",
+                                                         stage1=Stage1Config(max_epochs=5)))
+    return store, checkpoint_id

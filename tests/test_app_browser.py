@@ -1,8 +1,10 @@
-"""One real-browser run: `forge app` on a small store, Debian's chromium driven by Playwright,
-a live question on the tiny embedded host answered with its token cost."""
+"""Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a live
+question on the tiny embedded host answered with its token cost, and the Pareto page following a
+cost-weight slider moved with the keyboard."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,10 +19,12 @@ import httpx
 import pytest
 
 from app_store import build_app_store
+from conftest import copy_store
 from forge_core import config
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
 from forge_core.models import is_pulled
+from forge_core.store import Store
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -38,34 +42,45 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def dashboard(tmp_path: Path, benchmarks_root: Path) -> Iterator[str]:
-    """`forge app` on a small store; yields its URL, then stops it with SIGTERM and checks that the
-    embedded server it started went with it."""
+def require_browser() -> None:
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
-    if not is_pulled(TINY.model, config.models_dir()):
-        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m` (scripts/setup.sh does)")
     pytest.importorskip("playwright.sync_api", reason="playwright is a test extra: pip install -e '.[test]'")
-    store_path = tmp_path / "store.duckdb"
-    build_app_store(store_path, benchmarks_root)
-    cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
+
+
+@contextlib.contextmanager
+def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
+    """`forge app` on a store until the block ends (SIGTERM); yields its URL once healthy."""
     port = free_port()
     forge = Path(sys.executable).with_name("forge")
     process = subprocess.Popen([str(forge), "app", "--port", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=(tmp_path / "app.log").open("w"), start_new_session=True,
+                               stderr=log_path.open("w"), start_new_session=True,
                                env={**os.environ, "FORGE_STORE": str(store_path)})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not _healthy(url):
-            assert process.poll() is None, (tmp_path / "app.log").read_text()
+            assert process.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
             time.sleep(0.5)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path, benchmarks_root: Path) -> Iterator[str]:
+    """`forge app` on a small store; yields its URL, then stops it with SIGTERM and checks that the
+    embedded server it started went with it."""
+    require_browser()
+    if not is_pulled(TINY.model, config.models_dir()):
+        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m` (scripts/setup.sh does)")
+    store_path = tmp_path / "store.duckdb"
+    build_app_store(store_path, benchmarks_root)
+    cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
+    with running_dashboard(store_path, tmp_path / "app.log") as url:
+        yield url
     state = cache_dir / "servers" / f"{TINY.model}.json"
     if state.exists():  # the app started the tiny server: it must be gone with the app
         pid = json.loads(state.read_text())["pid"]
@@ -73,6 +88,16 @@ def dashboard(tmp_path: Path, benchmarks_root: Path) -> Iterator[str]:
         while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.3)
         assert not process_alive(pid), "the embedded server outlived the dashboard"
+
+
+@pytest.fixture
+def trained_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]:
+    """`forge app` on a copy of the synthetic-outcome store with a trained checkpoint (features
+    computed, so the Pareto page scores at once)."""
+    require_browser()
+    store = copy_store(trained_store[0], tmp_path / "trained")
+    with running_dashboard(store.path, tmp_path / "app.log") as url:
+        yield url
 
 
 def _healthy(url: str) -> bool:
@@ -108,3 +133,34 @@ def test_live_query_in_a_real_browser(dashboard: str, tmp_path: Path) -> None:
         finally:
             browser.close()
     assert (tmp_path / "live_query.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(300)  # the fixture trains a checkpoint when no earlier test has
+def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(f"{trained_dashboard}/pareto")
+            expect(page.get_by_role("heading", name="Pareto")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+            oracle_utility = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id(
+                "stMetricValue")
+            expect(oracle_utility).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+            expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+            before = oracle_utility.inner_text()
+
+            slider = page.get_by_test_id("stSlider").filter(has_text="lambda_in")
+            thumb = slider.get_by_role("slider")
+            expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.10")
+            thumb.focus()
+            for _ in range(30):  # 0.10 -> 0.40 in steps of 0.01
+                thumb.press("ArrowRight")
+            expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.40")
+            expect(oracle_utility).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
+            assert float(oracle_utility.inner_text()) < float(before)  # dearer input tokens: lower utility
+            page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "pareto.png").stat().st_size > 10_000

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from answering_server import AnsweringServer
 from app_store import FAKE_HOST, build_app_store
+from conftest import copy_store
 from forge_core.config import PROJECT_ROOT
 from forge_core.data_import import import_benchmarks
 from forge_core.enumeration import EnumerationPlan
@@ -76,7 +77,8 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
         assert app.title[0].value == title
 
 
-@pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py"])
+@pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
+                                    "action_map.py"])
 def test_empty_store_says_what_to_do(script: str) -> None:
     app = page(script)
     assert not app.exception
@@ -252,3 +254,132 @@ def test_live_query_router_hook(app_store: Store, monkeypatch: pytest.MonkeyPatc
     assert len(live.get("plotly_chart")) == 1
     by_label(live.button, "Answer with this arm").click().run()
     assert by_label(live.selectbox, "Arm").value == "raw:no_think"
+
+
+# ---------------------------------------------------------------- Train, Pareto, Action map
+
+SYNTHETIC_HOST = "synthetic-host"
+
+
+@pytest.fixture
+def trained_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> tuple[Store, str]:
+    """A private copy of the synthetic-outcome store with its Lite Stage-1 checkpoint, as the
+    dashboard's store, and that checkpoint's id."""
+    store = copy_store(trained_store[0], tmp_path / "trained-app")
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    return store, trained_store[1]
+
+
+def metric_values(app: AppTest) -> dict[str, str]:
+    return {metric.label: metric.value for metric in app.metric}
+
+
+def frame_with(app: AppTest, column: str) -> pd.DataFrame:
+    """The one dataframe on the page with this column."""
+    frames = [frame.value for frame in app.dataframe if column in frame.value.columns]
+    assert len(frames) == 1, [list(frame.value.columns) for frame in app.dataframe]
+    return frames[0]
+
+
+def test_training_pages_without_dev_queries_or_checkpoints_say_what_to_do(app_store: Store) -> None:
+    pareto = page("pareto.py")
+    assert not pareto.exception
+    assert "no complete dev queries" in texts(pareto.error)
+    assert "`forge enumerate --host fake --split dev`" in texts(pareto.error)
+    assert "No router checkpoints for host 'fake' yet: train one on the Train page" in texts(pareto.info)
+
+    action_map = page("action_map.py")
+    assert not action_map.exception
+    assert "`forge train --stage 1 --host fake`" in texts(action_map.info)
+
+    train = page("train.py")
+    assert not train.exception
+    assert "No training runs yet" in texts(train.info) and "No router checkpoints for host" in texts(train.info)
+    by_label(train.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(train.selectbox, "Features").set_value("lite")
+    by_label(train.button, "Start training").click().run()
+    assert not train.exception and "`forge enumerate --host fake --split dev`" in texts(train.error)
+    train.segmented_control[0].set_value(2).run()
+    by_label(train.button, "Start training").click().run()
+    assert not train.exception and train.error
+
+
+def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tuple[Store, str]) -> None:
+    store, parent = trained_app
+    app = page("train.py")
+    assert not app.exception, app.exception
+    assert f"checkpoint `{parent}`" in texts(app.success)  # the fixture's run, finished
+    assert {"train loss", "dev loss", "dev oracle agreement"} <= set(metric_values(app))
+    assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [parent]
+
+    by_label(app.selectbox, "Features").set_value("lite")
+    app.segmented_control[0].set_value(2).run()
+    assert by_label(app.selectbox, "Parent checkpoint").options[1].startswith(parent)
+    by_label(app.selectbox, "Algorithm").set_value("rloo")
+    by_label(app.number_input, "Steps").set_value(20)
+    by_label(app.button, "Start training").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    assert "Training started: Stage 2, lite, 6 arms on synthetic-host." in texts(app.success)
+
+    deadline = time.monotonic() + 4 * TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = store.jobs("train")
+        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
+            break
+        time.sleep(1)
+    assert jobs["status"][0] == "finished", jobs["message"][0]
+    child = jobs["message"][0]
+    app = page("train.py")
+    assert not app.exception
+    assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [child, parent]
+    assert f"Finished after 20 steps: checkpoint `{child}`." in texts(app.success)
+    assert {"reward", "KL to Stage 1", "entropy", "beta"} <= set(metric_values(app))
+    assert by_label(app.selectbox, "Checkpoint A").value == parent  # the newest and its parent
+    assert by_label(app.selectbox, "Checkpoint B").value == child
+    diff = frame_with(app, "field").set_index("field")
+    assert diff.loc["stage", "a"] == "1" and diff.loc["stage", "b"] == "2"
+    assert diff.loc["parent", "b"] == parent and diff.loc["config.loss_type", "b"] == "rloo"
+    metrics = frame_with(app, "metric").set_index("metric")
+    assert metrics.loc["dev queries", "a"] == metrics.loc["dev queries", "b"] == 60
+    charts = app.get("plotly_chart")
+    assert len(charts) == 2  # the run's curves, the comparison's overlay
+    assert "KL to Stage 1" in charts[1].proto.spec and "dev oracle agreement" in charts[1].proto.spec
+
+
+def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("pareto.py")
+    assert not app.exception, app.exception
+    assert by_label(app.multiselect, "Router checkpoints").value == [checkpoint_id]
+    before = metric_values(app)
+    spec = app.get("plotly_chart")[0].proto.spec
+    assert "oracle" in spec and checkpoint_id in spec and "frontier" in spec
+    by_label(app.slider, "lambda_in").set_value(1.0)
+    by_label(app.slider, "lambda_out").set_value(1.0).run()
+    assert not app.exception
+    after = metric_values(app)
+    assert float(after["Oracle utility"]) < float(before["Oracle utility"])
+    assert after["Oracle cost"] != before["Oracle cost"]
+
+    by_label(app.toggle, "One chart per benchmark").set_value(True).run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 30
+    app.segmented_control[0].set_value("utility").run()
+    assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
+
+
+def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("action_map.py")
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
+    metrics = metric_values(app)
+    assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
+    charts = app.get("plotly_chart")
+    assert len(charts) == 3  # router map, oracle map, cluster mix
+    assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome
+    summary = app.dataframe[0].value
+    assert len(summary) == 6 and summary["queries"].sum() == 60
+    by_label(app.selectbox, "Split").set_value("all").run()
+    assert not app.exception and metric_values(app)["Queries"] == "240"

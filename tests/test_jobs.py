@@ -8,10 +8,18 @@ import os
 import subprocess
 import sys
 from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
 
 from forge_core.enumeration import EnumerationPlan
-from forge_core.jobs import cancel_job, enumeration_command, job_progress, plan_from_params, process_alive
+from forge_core.jobs import (cancel_job, enumeration_command, job_progress, plan_from_params, process_alive,
+                             request_from_params, stage2_log_every, train_command, validate_train_request)
+from forge_core.stage1 import Stage1Config
+from forge_core.stage2 import Stage2Config
 from forge_core.store import Store
+from forge_core.training import TrainRequest
 
 START = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -68,3 +76,64 @@ def test_cancelling_a_gone_job_closes_it() -> None:
     store.create_job("enumerate-live", "enumerate", {"host": "h"}, 10, os.getpid())
     cancel_job(store, store.job("enumerate-live"))
     assert store.job("enumerate-live")["status"] == "cancelling"
+
+
+def train_request() -> TrainRequest:
+    return TrainRequest(host="h", variant="lite", n_arms=6, stage=2, lambda_in=0.15, lambda_out=0.3, rewards="table",
+                        parent="ckpt-1", split_seed=1, stage1=Stage1Config(tau=0.5),
+                        stage2=Stage2Config(steps=40, loss_type="rloo", beta=0.1, entropy_coef=0.02, seed=3,
+                                            log_every=2))
+
+
+def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> None:
+    """`forge train` given `train_command(request)` builds exactly `request` (every dashboard knob
+    has a CLI option)."""
+    import forge_core.cli as cli
+    import forge_core.training as training
+
+    seen = []
+    monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
+    monkeypatch.setattr(cli, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
+    for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, stage1=Stage1Config(
+            target="hard", arms=3, max_epochs=9, patience=2, seed=4, tau=2.0))):
+        command = train_command(request)
+        assert command[1:4] == ["-m", "forge_core.cli", "train"]
+        result = CliRunner().invoke(cli.app, command[3:])
+        assert result.exit_code == 0, result.output
+        seed = request.stage2.seed if request.stage == 2 else request.stage1.seed  # one --seed seeds both stages
+        expected = dataclasses.replace(request, stage1=dataclasses.replace(request.stage1, seed=seed),
+                                       stage2=dataclasses.replace(request.stage2, seed=seed))
+        assert seen[-1] == expected
+
+
+def test_train_request_round_trips_through_the_jobs_table_params() -> None:
+    request = train_request()
+    assert request_from_params(json.dumps(dataclasses.asdict(request))) == request
+
+
+def test_stage2_log_every() -> None:
+    assert [stage2_log_every(steps) for steps in (1, 30, 200, 1000, 5000)] == [1, 1, 10, 50, 50]
+
+
+def test_train_requests_are_validated_with_the_next_step(outcome_store: Store) -> None:
+    host = "synthetic-host"
+    validate_train_request(outcome_store, TrainRequest(host=host, variant="lite"))
+    with pytest.raises(ValueError, match="unknown variant"):
+        validate_train_request(outcome_store, TrainRequest(host=host, variant="huge"))
+    with pytest.raises(ValueError, match="3 arms or on all 6"):
+        validate_train_request(outcome_store, TrainRequest(host=host, stage1=Stage1Config(arms=12)))
+    with pytest.raises(ValueError, match="no query with all 12 arms"):
+        validate_train_request(outcome_store, TrainRequest(host=host, n_arms=12))
+    with pytest.raises(ValueError, match="forge enumerate --host nobody"):
+        validate_train_request(outcome_store, TrainRequest(host="nobody"))
+    with pytest.raises(ValueError, match="Stage 2 starts from a Stage-1 checkpoint"):
+        validate_train_request(outcome_store, TrainRequest(host=host, variant="bge", n_arms=3, stage=2))
+
+
+def test_training_without_dev_queries_names_the_split(tmp_path, outcome_store: Store) -> None:
+    from conftest import copy_store, synthetic_outcomes
+
+    store = copy_store(outcome_store, tmp_path)
+    synthetic_outcomes(store, "train-only", {"train": 5, "test": 5}, ("musique",))
+    with pytest.raises(ValueError, match="no complete dev queries .* `forge enumerate --host train-only --split dev`"):
+        validate_train_request(store, TrainRequest(host="train-only", variant="lite"))

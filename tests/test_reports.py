@@ -13,7 +13,8 @@ from forge_core.hosts.registry import save_host_config
 from forge_core.outcomes import OutcomeTable, load_outcome_table
 from forge_core.records import ArmOutcome, Example
 from forge_core.reports import (MACRO, ORACLE, coverage_frame, default_alphabet_size, oracle_choices,
-                                policy_summary, store_coverage)
+                                pareto_frame, pareto_highlights, pareto_report, policy_kind, policy_summary,
+                                require_train_and_dev, store_coverage)
 from forge_core.store import SplitAssignment, Store
 
 ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
@@ -110,3 +111,58 @@ def test_coverage_uses_each_hosts_alphabet() -> None:
     frame = coverage_frame(coverage)
     assert frame.to_dict("records") == [
         {"host": "embedded", "arms": 6, "benchmark": "musique", "complete queries": 1, "with probes": 0}]
+
+
+POINTS = {"points": [
+    {"policy": "always_direct", "benchmark": "all", "cost_k": 0.1, "macro_f1": 0.3, "macro_utility": 0.28},
+    {"policy": "always_raw", "benchmark": "all", "cost_k": 0.7, "macro_f1": 0.5, "macro_utility": 0.35},
+    {"policy": "bm25_threshold", "benchmark": "all", "cost_k": 0.5, "macro_f1": 0.45, "macro_utility": 0.36},
+    {"policy": ORACLE, "benchmark": "all", "cost_k": 0.3, "macro_f1": 0.6, "macro_utility": 0.55},
+    {"policy": "ckpt-1", "benchmark": "all", "cost_k": 0.3, "macro_f1": 0.55, "macro_utility": 0.5},
+], "frontier": [0, 3], "queries": 10}
+
+
+def test_pareto_frame_kinds_and_frontier() -> None:
+    frame = pareto_frame(POINTS, ["ckpt-1"])
+    assert list(frame["kind"]) == ["fixed arm", "fixed arm", "baseline", ORACLE, "router"]
+    assert list(frame["on_frontier"]) == [True, False, False, True, False]
+    assert policy_kind("my-run", ["my-run"]) == "router" and policy_kind("tiermem") == "baseline"
+
+
+def test_pareto_frame_frontier_per_benchmark() -> None:
+    points = {"points": [
+        {"policy": "a", "benchmark": "x", "cost_k": 0.1, "macro_f1": 0.3, "macro_utility": 0.0},
+        {"policy": "b", "benchmark": "x", "cost_k": 0.2, "macro_f1": 0.2, "macro_utility": 0.0},
+        {"policy": "a", "benchmark": "y", "cost_k": 0.1, "macro_f1": 0.1, "macro_utility": 0.0},
+        {"policy": "b", "benchmark": "y", "cost_k": 0.2, "macro_f1": 0.2, "macro_utility": 0.0},
+    ], "frontier": [], "queries": 4}
+    assert list(pareto_frame(points)["on_frontier"]) == [True, False, True, True]
+
+
+def test_pareto_highlights() -> None:
+    highlights = pareto_highlights(pareto_frame(POINTS, ["ckpt-1"]))
+    assert (highlights["oracle_utility"], highlights["oracle_f1"], highlights["oracle_cost_k"]) == (0.55, 0.6, 0.3)
+    assert (highlights["best_policy"], highlights["best_utility"]) == ("ckpt-1", 0.5)
+    assert highlights["frontier"] == ["always_direct", ORACLE]
+
+
+def test_pareto_report_moves_with_the_weights(trained_store) -> None:
+    store, checkpoint_id = trained_store
+    cheap = pareto_report(store, "synthetic-host", "test", 0.0, 0.0, [checkpoint_id])
+    costly = pareto_report(store, "synthetic-host", "test", 1.0, 1.0, [checkpoint_id])
+    assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 10  # 9 baselines (oracle included) + 1 router
+    oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
+    assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
+    assert oracle["costly"]["macro_utility"] < oracle["cheap"]["macro_utility"]
+    router = {name: frame.set_index("policy").loc[checkpoint_id] for name, frame in (("cheap", cheap), ("costly", costly))}
+    assert router["cheap"]["cost_k"] == router["costly"]["cost_k"]  # a checkpoint keeps its decisions
+    by_benchmark = pareto_report(store, "synthetic-host", "test", 0.1, 0.2, [checkpoint_id], by_benchmark=True)
+    assert set(by_benchmark["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}
+    assert by_benchmark.groupby("benchmark")["on_frontier"].any().all()
+
+
+def test_pareto_report_needs_dev_queries(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    store.write_arm_outcome(*[outcome("h", "a", "q1", arm) for arm in ARMS])
+    with pytest.raises(ValueError, match="no complete train queries"):
+        require_train_and_dev(load_outcome_table(store, "h", 3))

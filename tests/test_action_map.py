@@ -1,0 +1,97 @@
+"""Action map: agreement and per-cluster mixes with exact numbers, deterministic UMAP coordinates,
+and the whole map of a trained checkpoint on the synthetic-outcome store."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pytest
+
+from forge_core.action_map import (MIN_QUERIES, action_mix, agreement_rate, cluster_points, compute_action_map,
+                                   umap_coordinates)
+from forge_core.checkpoints import load_checkpoint
+from forge_core.features import assemble_features
+from forge_core.outcomes import load_outcome_table
+from forge_core.store import Store
+from forge_core.utility import oracle_actions
+
+HOST = "synthetic-host"
+
+
+def test_agreement_rate_is_the_share_of_equal_actions() -> None:
+    assert agreement_rate(np.array([0, 1, 2, 2, 5]), np.array([0, 1, 1, 2, 4])) == 0.6
+    assert agreement_rate(np.array([], dtype=int), np.array([], dtype=int)) == 0.0
+    with pytest.raises(ValueError, match="differ in shape"):
+        agreement_rate(np.array([0, 1]), np.array([0]))
+
+
+def test_action_mix_rows_are_shares_that_sum_to_one() -> None:
+    clusters = np.array([0, 0, 0, 1, 1, 2])
+    actions = np.array([0, 0, 2, 1, 1, 5])
+    mix = action_mix(clusters, actions, n_clusters=4, n_arms=6)
+    assert np.allclose(mix[0], [2 / 3, 0, 1 / 3, 0, 0, 0])
+    assert np.array_equal(mix[1], [0, 1, 0, 0, 0, 0]) and np.array_equal(mix[2], [0, 0, 0, 0, 0, 1])
+    assert np.array_equal(mix[3], np.zeros(6))  # an empty cluster
+    assert np.allclose(mix[:3].sum(axis=1), 1.0)
+
+
+def test_umap_is_deterministic_for_a_seed_and_caps_its_neighbours() -> None:
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(40, 16)).astype(np.float32)
+    first = umap_coordinates(embeddings, seed=0)
+    assert first.shape == (40, 2) and np.isfinite(first).all()
+    assert np.array_equal(first, umap_coordinates(embeddings, seed=0))
+    assert not np.array_equal(first, umap_coordinates(embeddings, seed=1))
+    assert umap_coordinates(embeddings[:12], seed=0).shape == (12, 2)  # n_neighbors 30 capped at 11
+    with pytest.raises(ValueError, match=f"at least {MIN_QUERIES} queries"):
+        umap_coordinates(embeddings[:MIN_QUERIES - 1])
+
+
+def test_clusters_are_numbered_left_to_right() -> None:
+    rng = np.random.default_rng(0)
+    centres = np.array([[10.0, 0.0], [-10.0, 5.0], [0.0, -5.0]])
+    points = np.concatenate([centre + rng.normal(scale=0.3, size=(20, 2)) for centre in centres])
+    labels = cluster_points(points, n_clusters=3, seed=0)
+    assert list(labels[[0, 20, 40]]) == [2, 0, 1]
+    assert all(len(set(labels[i:i + 20])) == 1 for i in (0, 20, 40))
+    assert len(set(cluster_points(points[:4], n_clusters=6))) <= 4  # k capped at the number of points
+
+
+def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str]) -> None:
+    store, checkpoint_id = trained_store
+    action_map = compute_action_map(store, HOST, checkpoint_id, "test")
+    table = load_outcome_table(store, HOST, 6)
+    test = table.split("test")
+    assert action_map.keys == test.keys and action_map.arms == test.arms
+
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    features = checkpoint.standardizer.transform(assemble_features(store, HOST, "lite", test.keys))
+    import torch
+
+    with torch.no_grad():
+        router = checkpoint.router.log_probs(torch.as_tensor(features)).argmax(dim=1).numpy()
+    oracle = oracle_actions(test.utility(table.fit_normalizer(), 0.10, 0.20))
+    assert np.array_equal(action_map.router_actions, router)
+    assert np.array_equal(action_map.oracle_actions, oracle)
+    assert action_map.agreement == pytest.approx(float((router == oracle).mean()), abs=0)
+
+    again = compute_action_map(store, HOST, checkpoint_id, "test")
+    assert np.array_equal(action_map.coordinates, again.coordinates)
+    assert np.array_equal(action_map.clusters, again.clusters) and action_map.n_clusters == 6
+
+    mix = action_map.cluster_mix()
+    assert np.allclose(mix.groupby(["cluster", "policy"])["share"].sum(), 1.0)
+    summary = action_map.cluster_summary()
+    assert summary["queries"].sum() == len(test)
+    points = action_map.points()
+    first = store.examples(test.keys[0][0], [test.keys[0][1]])[0]
+    assert html.escape(first.question[:40]) in points["hover"][0]
+    assert "raw:no_think: F1" in points["hover"][0] and "tokens" in points["hover"][0]
+    assert points["agree"].mean() == action_map.agreement
+
+
+def test_action_map_refuses_unknown_splits(trained_store: tuple[Store, str]) -> None:
+    store, checkpoint_id = trained_store
+    with pytest.raises(ValueError, match="split is one of"):
+        compute_action_map(store, HOST, checkpoint_id, "validation")
