@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 FORGE=.venv/bin/forge
 run() { "$FORGE" enumerate --host embedded --arms 6 --probes --concurrency 1 "$@"; }
 run --split test --per-benchmark 20
-run --split train --per-benchmark 30
-run --split dev --per-benchmark 10
+run --split train --per-benchmark 20
+run --split dev --per-benchmark 8
 run --split train --per-benchmark 60
 run --split dev --per-benchmark 20
 run --split test --per-benchmark 50
