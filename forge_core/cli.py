@@ -45,6 +45,14 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value) + "\n")
 
 
+def print_summary(summary: dict[str, Any], as_json: bool) -> None:
+    """A flat summary: one JSON object on stdout, or `key=value` pairs on stderr."""
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(" ".join(f"{key}={value}" for key, value in summary.items()))
+
+
 @data_app.command("import")
 def data_import(
     benchmarks_dir: Annotated[Optional[Path], typer.Option(
@@ -281,10 +289,7 @@ def features_command(
         task = progress.add_task("features", total=None)
         counts = compute_features(open_store(), host,
                                   on_progress=lambda done, total: progress.update(task, completed=done, total=total))
-    if as_json:
-        print_json(counts)
-    else:
-        console.print(" ".join(f"{k}={v}" for k, v in counts.items()))
+    print_summary(counts, as_json)
 
 
 @app.command("train")
@@ -512,12 +517,9 @@ def enumerate_command(
         raise typer.Exit(130) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
-    summary = {"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
-               "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)}
-    if as_json:
-        print_json(summary)
-    else:
-        console.print(" ".join(f"{k}={v}" for k, v in summary.items()))
+    print_summary({"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
+                   "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)},
+                  as_json)
 
 
 @app.command("app")

@@ -388,26 +388,22 @@ class Store:
 
     def finished_arms(self, host: str, benchmark: str) -> dict[str, set[str]]:
         """example_id -> arms with a non-error outcome on this host."""
-        with self.connect() as connection:
-            rows = connection.execute(
-                "SELECT example_id, arm FROM arm_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
-                [host, benchmark],
-            ).fetchall()
-        finished: dict[str, set[str]] = {}
-        for example_id, arm in rows:
-            finished.setdefault(example_id, set()).add(arm)
-        return finished
+        return self._finished(
+            "SELECT example_id, arm FROM arm_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
+            host, benchmark)
 
     def finished_probes(self, host: str, benchmark: str) -> dict[str, set[str]]:
         """example_id -> probes with a non-error outcome on this host."""
+        return self._finished(
+            "SELECT example_id, probe FROM probe_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
+            host, benchmark)
+
+    def _finished(self, query: str, host: str, benchmark: str) -> dict[str, set[str]]:
         with self.connect() as connection:
-            rows = connection.execute(
-                "SELECT example_id, probe FROM probe_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
-                [host, benchmark],
-            ).fetchall()
+            rows = connection.execute(query, [host, benchmark]).fetchall()
         finished: dict[str, set[str]] = {}
-        for example_id, probe in rows:
-            finished.setdefault(example_id, set()).add(probe)
+        for example_id, name in rows:
+            finished.setdefault(example_id, set()).add(name)
         return finished
 
     def arm_outcomes(self, host: str, benchmark: str | None = None) -> pd.DataFrame:
