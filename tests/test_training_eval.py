@@ -176,3 +176,20 @@ def test_export_then_load_demo_is_idempotent(outcome_store: Store, tmp_path) -> 
     coverage = fresh.coverage({HOST: 6})[HOST]
     assert coverage["queries_complete"] == 240 and coverage["with_probes"] == 240
     assert coverage["by_benchmark"]["musique"] == {"complete": 80, "with_probes": 80}
+
+
+def test_store_summary_cli_json(outcome_store: Store) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FORGE_STORE": str(outcome_store.path)}
+    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "store", "summary", "--host", HOST,
+                             "--split", "test", "--json"], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    macro = {r["policy"]: r for r in rows if r["benchmark"] == "macro"}
+    assert set(macro) == {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think",
+                          "raw:cot", "oracle"}
+    assert macro["oracle"]["queries"] == 60 and macro["raw:no_think"]["tokens_out"] == 8
