@@ -72,7 +72,7 @@ def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
     )
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.update_yaxes(matches=None, showticklabels=True)
-    figure.update_xaxes(showticklabels=True)
+    figure.update_xaxes(matches=None, showticklabels=True)  # epochs and steps differ in range
     rows = (len(panels) + 2) // 3
     figure.update_layout(height=300 * rows + 40, margin={"t": 40}, legend_title_text="")
     return figure

@@ -40,7 +40,8 @@ def runs_panel(store: Store) -> None:
             return
         _rerun_when_watched_job_ends(rows)
         labels = {row["job_id"]: _job_label(row, progress) for row, progress in rows}
-        job_id = st.selectbox("Run", list(labels), format_func=labels.get, key="train_run")
+        # No key: a new run changes the options, which resets the choice to the newest run.
+        job_id = st.selectbox("Run", list(labels), format_func=labels.get)
         row, progress = next((r, p) for r, p in rows if r["job_id"] == job_id)
         _run(store, row, progress)
         with st.expander("Recent runs"):

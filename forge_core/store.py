@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
 
 
+# Errors of duckdb.connect that pass: another process's lock, or (within this process) a file
+# still attached by a database another thread is closing.
+TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
+    duckdb.IOException, getattr(duckdb, "ResourceInUseException", duckdb.IOException))
+
+
 class StoreError(Exception):
     """A store problem a user can act on (locked too long, newer schema, changed source)."""
 
@@ -109,6 +116,17 @@ class SplitAssignment:
     splits: dict[str, str]  # example_id -> "train" | "dev" | "test"
 
 
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+def _thread_lock(path: Path) -> threading.RLock:
+    """The in-process lock of a store file (re-entrant: a thread may nest connections)."""
+    key = str(path.resolve())
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(key, threading.RLock())
+
+
 class Store:
     """A DuckDB file holding examples, corpora, splits, hosts, outcomes, features and checkpoints."""
 
@@ -120,15 +138,21 @@ class Store:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection, waiting while another process holds the file."""
+        """A short-lived connection, waiting while another process holds the file.
+
+        Threads of one process take turns on a file (one connection at a time): DuckDB shares
+        one database instance between a process's connections to a file, and a thread closing
+        the last one races with another opening or scanning a registered frame (the dashboard
+        runs overlapping script runs and fragments in threads)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = self._open_with_wait()
-        try:
-            if not self._migrated:
-                self._migrate(connection)
-            yield connection
-        finally:
-            connection.close()
+        with _thread_lock(self.path):
+            connection = self._open_with_wait()
+            try:
+                if not self._migrated:
+                    self._migrate(connection)
+                yield connection
+            finally:
+                connection.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -143,13 +167,17 @@ class Store:
             connection.execute("COMMIT")
 
     def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting while another process holds the file's lock, or while another thread
+        of this process is closing its last connection (DuckDB then reports the file as still
+        attached: the dashboard runs overlapping script runs in threads)."""
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         delay = 0.05
         while True:
             try:
                 return duckdb.connect(str(self.path))
-            except duckdb.IOException as error:
-                if "lock" not in str(error).lower() or time.monotonic() > deadline:
+            except TRANSIENT_OPEN_ERRORS as error:
+                message = str(error).lower()
+                if not ("lock" in message or "already attached" in message) or time.monotonic() > deadline:
                     raise StoreError(f"cannot open the store {self.path}: {error}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)

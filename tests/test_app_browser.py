@@ -116,7 +116,7 @@ def test_live_query_in_a_real_browser(dashboard: str, tmp_path: Path) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             page.goto(dashboard)
             expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
-            expect(page.get_by_text("Complete queries")).to_be_visible()
+            expect(page.get_by_text("Complete queries", exact=True)).to_be_visible()  # the metric label
 
             page.get_by_role("link", name="Live query").click()
             expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
@@ -158,15 +158,6 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
             for _ in range(5):  # 0.10 -> 0.15 in steps of 0.01 (each step may rerun the page)
                 thumb.press("ArrowRight")
             expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.15")
-            t0 = time.time()
-            for i in range(70):
-                time.sleep(1)
-                print("DIAG", round(time.time() - t0), slider.get_by_test_id("stSliderThumbValue").inner_text(),
-                      oracle_utility.all_inner_texts(), page.get_by_test_id("stStatusWidget").all_inner_texts(),
-                      page.get_by_test_id("stException").count(), flush=True)
-                if oracle_utility.count() and oracle_utility.inner_text() != before:
-                    break
-            page.screenshot(path="/tmp/diag.png", full_page=True)
             expect(oracle_utility).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
             assert float(oracle_utility.inner_text()) < float(before)  # dearer input tokens: lower utility
             page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)

@@ -100,3 +100,29 @@ def test_examples_and_documents_roundtrip(tmp_path: Path) -> None:
     assert store.examples("musique") == examples
     assert store.examples("musique", ["id1"]) == [examples[2]]
     assert store.documents("musique") == documents
+
+
+def test_threads_of_one_process_share_a_store(tmp_path: Path) -> None:
+    """The dashboard reads one store from overlapping script runs (threads): connections opened
+    and closed concurrently, some scanning registered frames, must all succeed."""
+    import threading
+
+    store = Store(tmp_path / "s.duckdb")
+    keys = [("musique", f"q{i}") for i in range(20)]
+    store.write_features([("", benchmark, example_id, "structural", [1.0, 2.0]) for benchmark, example_id in keys])
+    errors: list[str] = []
+
+    def read() -> None:
+        for _ in range(25):
+            try:
+                assert len(store.feature_rows("", ["structural"], keys[:5])) == 5
+                store.jobs()
+            except Exception as error:  # noqa: BLE001 (collected for the assertion below)
+                errors.append(repr(error))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
