@@ -10,12 +10,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from app import data
 from forge_core.answering import Evidence
 from forge_core.checkpoints import CheckpointError
 from forge_core.cli import USER_ERRORS
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress
+from forge_core.store import Store
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store load-demo` for the demo "
@@ -53,6 +55,18 @@ def show_flash() -> None:
     message = st.session_state.pop("flash", None)
     if message:
         st.success(message)
+
+
+def hosts_with_outcomes_or_stop(store: Store) -> list[str]:
+    """The hosts that have outcomes; stops the page with the next step when the store has no
+    benchmarks or no outcomes yet."""
+    with user_errors():
+        require_benchmarks(data.benchmark_stats(store))
+        hosts = data.hosts_with_outcomes(store)
+    if not hosts:
+        st.info(NO_OUTCOMES, icon=":material/hourglass_empty:")
+        st.stop()
+    return hosts
 
 
 def require_benchmarks(stats: dict[str, dict]) -> None:

@@ -12,12 +12,7 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
            f"(the per-query best arm under the checkpoint's λ_in and λ_out). Clusters: KMeans (k = {N_CLUSTERS}) "
            "on the map, numbered left to right. Hover a point for its question and every arm's outcome.")
 store = data.store()
-with ui.user_errors():
-    ui.require_benchmarks(data.benchmark_stats(store))
-    hosts = data.hosts_with_outcomes(store)
-if not hosts:
-    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
-    st.stop()
+hosts = ui.hosts_with_outcomes_or_stop(store)
 
 host_column, checkpoint_column, split_column = st.columns([1, 2, 1])
 host = host_column.selectbox("Host", hosts)

@@ -15,12 +15,7 @@ st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-q
            "tuned baselines, the oracle and the frontier follow; checkpoints keep the weights they were "
            "trained with.")
 store = data.store()
-with ui.user_errors():
-    ui.require_benchmarks(data.benchmark_stats(store))
-    hosts = data.hosts_with_outcomes(store)
-if not hosts:
-    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
-    st.stop()
+hosts = ui.hosts_with_outcomes_or_stop(store)
 
 host_column, arms_column, split_column = st.columns(3)
 host = host_column.selectbox("Host", hosts)

@@ -23,12 +23,7 @@ st.caption("A run is its own `forge train` process: its curves fill in below whi
            "checkpoint (weights, lineage and dev metrics) lands in the store when it ends.")
 store = data.store()
 ui.show_flash()
-with ui.user_errors():
-    ui.require_benchmarks(data.benchmark_stats(store))
-    hosts = data.hosts_with_outcomes(store)
-if not hosts:
-    st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")
-    st.stop()
+hosts = ui.hosts_with_outcomes_or_stop(store)
 
 st.header("New run")
 host_column, variant_column, arms_column, stage_column = st.columns(4)
