@@ -106,15 +106,11 @@ def store_coverage(
     arms: Annotated[Optional[int], typer.Option(help="K (default: 12 on thinking hosts, else 6).")] = None,
 ) -> None:
     """Per host: queries whose K arms all have a non-error outcome, with and without probes."""
-    from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
+    from forge_core.reports import default_alphabet_size
 
     store = open_store()
-    n_arms = {}
-    for host in store.hosts_with_outcomes():
-        known = host in BUILTIN_HOSTS or host in store.host_names()
-        thinking = known and get_host_config(store, host).supports_thinking
-        n_arms[host] = arms or (12 if thinking else 6)
-    coverage = store.coverage(n_arms)
+    coverage = store.coverage({host: arms or default_alphabet_size(store, host)
+                               for host in store.hosts_with_outcomes()})
     if as_json:
         print_json({"hosts": coverage})
         return
