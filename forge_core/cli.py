@@ -499,27 +499,19 @@ def enumerate_command(
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
-    import dataclasses
 
-    from forge_core.arms import thinking_modes
-    from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, count_calls, enumerate_arms, plan_work
+    from forge_core.enumeration import EnumerationPlan, count_calls, enumerate_arms, plan_work
     from forge_core.hosts.registry import get_host_config, make_host, serving
+    from forge_core.jobs import validate_plan
     from forge_core.records import BENCHMARKS
 
-    if split not in SPLIT_CHOICES:
-        raise ValueError(f"--split must be one of {', '.join(SPLIT_CHOICES)}")
-    thinking_modes(arms)
-    unknown = set(benchmark or ()) - set(BENCHMARKS)
-    if unknown:
-        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
     store = open_store()
     host_config = get_host_config(store, host)
-    if arms == 12 and not host_config.supports_thinking:
-        raise ValueError(f"host '{host}' has no reasoning budget: use --arms 6 (or 3)")
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency)
+    validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")
