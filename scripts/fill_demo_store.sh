@@ -10,8 +10,8 @@ run --split test --per-benchmark 20
 run --split train --per-benchmark 20
 run --split dev --per-benchmark 8
 run --split train --per-benchmark 60
-run --split dev --per-benchmark 20
 run --split test --per-benchmark 50
+run --split dev --per-benchmark 20
 run --split train --per-benchmark 300
 run --split dev --per-benchmark 100
 run --split all
