@@ -400,47 +400,100 @@ def checkpoints_command(
 def eval_command(
     host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
     split: Annotated[str, typer.Option(help="dev or test.")] = "test",
-    protocol: Annotated[str, typer.Option(help="cached or fresh.")] = "cached",
+    protocol: Annotated[str, typer.Option(help="cached (the enumeration table) or fresh (live host calls).")] = "cached",
     arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
     lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
     lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
-    repeats: Annotated[bool, typer.Option(help="Mean +- SD over 3 split seeds x 3 training seeds.")] = False,
+    repeats: Annotated[bool, typer.Option(help="Mean +- SD over 3 split seeds x 3 training seeds (cached).")] = False,
+    per_benchmark: Annotated[int, typer.Option(help="Fresh: queries per benchmark, each answered live.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Compare FORGE routers with the baselines and the oracle on the enumerated outcomes."""
-    from forge_core.evaluation import evaluate, repeated_evaluation
-
+    """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes
+    (cached), or by running every policy live on the host (fresh: every call counted and timed;
+    resumable, finished answers are kept in the store)."""
+    if protocol not in ("cached", "fresh"):
+        raise ValueError(f"--protocol is cached or fresh, not '{protocol}'")
+    if repeats and protocol == "fresh":
+        raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
     if repeats:
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("runs", total=9)
-            report = repeated_evaluation(open_store(), host, split, protocol, arms, lambda_in, lambda_out, policy,
-                                         on_run=lambda *_: progress.advance(task))
-        if as_json:
-            print_json(report)
-            return
-        table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{host}, {split}, 3 x 3 runs")
-        for name, row in report["policies"].items():
-            table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
-                                  for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))
-        Console().print(table)
+        _eval_repeats(host, split, arms, lambda_in, lambda_out, policy, as_json)
+    elif protocol == "fresh":
+        _eval_fresh(host, split, arms, lambda_in, lambda_out, policy, per_benchmark, as_json)
+    else:
+        _eval_cached(host, split, arms, lambda_in, lambda_out, policy, as_json)
+
+
+def _eval_repeats(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
+                  policy: Optional[list[str]], as_json: bool) -> None:
+    from forge_core.evaluation import repeated_evaluation
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("runs", total=9)
+        report = repeated_evaluation(open_store(), host, split, arms, lambda_in, lambda_out, policy,
+                                     on_run=lambda *_: progress.advance(task))
+    if as_json:
+        print_json(report)
         return
+    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{host}, {split}, 3 x 3 runs")
+    for name, row in report["policies"].items():
+        table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
+                              for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))
+    Console().print(table)
+
+
+def _eval_cached(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
+                 policy: Optional[list[str]], as_json: bool) -> None:
+    from forge_core.evaluation import evaluate
+
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
-        report = evaluate(open_store(), host=host, split=split, protocol=protocol, n_arms=arms,
+        report = evaluate(open_store(), host=host, split=split, n_arms=arms,
                           lambda_in=lambda_in, lambda_out=lambda_out, policy_names=policy,
                           on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
     if as_json:
         print_json(report)
         return
     table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", "oracle agr.", "F1 vs Raw, 95% CI",
-                  title=f"{host}, {split}, {report['queries']} queries, {protocol}")
+                  title=f"{host}, {split}, {report['queries']} queries, cached")
     for name, row in report["policies"].items():
-        ci = row["ci_vs_always_raw"]
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
-                      f"{row['macro_utility']:.4f}", f"{row['oracle_agreement']:.3f}",
-                      f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+                      f"{row['macro_utility']:.4f}", f"{row['oracle_agreement']:.3f}", _ci_text(row))
     Console().print(table)
+
+
+def _eval_fresh(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
+                policy: Optional[list[str]], per_benchmark: int, as_json: bool) -> None:
+    from forge_core.fresh_online import fresh_online_evaluation
+
+    with Progress(*Progress.get_default_columns(), console=console, transient=True) as progress:
+        task = progress.add_task("preparing (features, routers)", total=None)
+
+        def on_result(result: Any, remaining: int) -> None:
+            done = progress.tasks[0].completed + 1
+            progress.update(task, total=done + remaining, completed=done,
+                            description=f"live answers ({result.policy})")
+
+        report = fresh_online_evaluation(open_store(), host, split, arms, lambda_in, lambda_out, policy,
+                                         per_benchmark, on_result=on_result)
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "macro F1", "macro EM", "tokens (k)", "calls/query", "latency p50 (s)",
+                  "latency p95 (s)", "cached F1", "F1 vs Raw, 95% CI",
+                  title=f"{host}, {split}, {report['queries']} queries, fresh online (run {report['run_id']})")
+    for name, row in report["policies"].items():
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['latency_p50_ms'] / 1000:.2f}",
+                      f"{row['latency_p95_ms'] / 1000:.2f}", f"{row['cached_macro_f1']:.4f}", _ci_text(row))
+    Console().print(table)
+    for name, why in report["not_run"].items():
+        console.print(f"{name}: not run live ({why})")
+
+
+def _ci_text(row: dict) -> str:
+    ci = row["ci_vs_always_raw"]
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
 
 
 def _floats(text: str, option: str) -> list[float]:

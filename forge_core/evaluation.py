@@ -2,10 +2,9 @@
 bootstrap CIs, oracle agreement, action distributions, the dev fallback rule, lambda sweeps and
 the Pareto frontier.
 
-Protocols: Cached counts the tokens of the calls a policy makes for its answer (the routed arm,
-plus any earlier cascade stage); Fresh Online adds the host calls a new query needs before
-routing (Full: greedy probe + 3 samples; Self-Routing: 3 samples) and reports end-to-end latency
-p50/p95 from the recorded call latencies (probes run concurrently, cascade stages in sequence).
+This is the Cached protocol: it counts the tokens of the calls a policy makes for its answer
+(the routed arm, plus any earlier cascade stage). The Fresh Online protocol, which runs the host
+on every call a new query needs, is `forge_core.fresh_online`.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from forge_core.store import Store
 from forge_core.stage1 import Stage1Config
 from forge_core.training import TrainRequest, train_router
 from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
+
+if TYPE_CHECKING:
+    from forge_core.answering import ArmAnswer
+    from forge_core.fresh_online import LiveQuery
 
 log = logging.getLogger(__name__)
 
@@ -42,35 +46,18 @@ class PolicyOutcome:
     em: np.ndarray  # [n]
     utility: np.ndarray  # [n] utility of the answering arm minus the cost of earlier calls
     cached_tokens: np.ndarray  # [n]
-    fresh_tokens: np.ndarray  # [n]
-    fresh_calls: np.ndarray  # [n]
-    fresh_latency_ms: np.ndarray  # [n]
 
 
 def score_decisions(context: EvalContext, rows: np.ndarray, name: str, decisions: Decisions) -> PolicyOutcome:
     """Per-row scores and costs of a policy's decisions."""
     table, index = context.table, np.arange(len(rows))
     actions = decisions.actions
-    cached = table.cost[rows, actions] + decisions.extra_tokens
-    probe_share = decisions.probe_calls / 4.0  # probe_tokens holds all four probe calls
-    probe_tokens = np.nan_to_num(table.probe_tokens[rows]) * probe_share
     extra_cost = decisions.extra_tokens / (context.normalizer.max_input_tokens + context.normalizer.max_output_tokens)
-    latency = table.latency_ms[rows, actions] + _earlier_latency(table, rows, decisions)
-    if decisions.probe_calls:
-        latency = latency + np.nan_to_num(table.probe_latency_ms[rows])
     return PolicyOutcome(
         name=name, actions=actions, f1=table.f1[rows, actions], em=table.em[rows, actions],
         utility=context.utility[rows][index, actions] - context.lambda_in * extra_cost,
-        cached_tokens=cached, fresh_tokens=cached + probe_tokens,
-        fresh_calls=1 + decisions.extra_calls + decisions.probe_calls, fresh_latency_ms=latency,
+        cached_tokens=table.cost[rows, actions] + decisions.extra_tokens,
     )
-
-
-def _earlier_latency(table, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
-    """Latency of earlier cascade stages (Direct, then Summary), which run before the answer."""
-    order = [table.arms.index(a) for a in FIXED_ARMS_FOR_FALLBACK]
-    stages = decisions.extra_calls.astype(int)
-    return np.array([table.latency_ms[r, order[:s]].sum() for r, s in zip(rows, stages)])
 
 
 def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
@@ -106,11 +93,10 @@ def kl_divergence(p: np.ndarray, q: np.ndarray, floor: float = 1e-6) -> float:
     return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
 
 
-def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None,
-              protocol: str) -> dict:
+def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None) -> dict:
     """The JSON summary of one policy."""
     benchmarks = context.table.benchmarks[rows]
-    tokens = outcome.fresh_tokens if protocol == "fresh" else outcome.cached_tokens
+    tokens = outcome.cached_tokens
     target = boltzmann_target(context.utility[rows]).mean(axis=0)
     distribution = action_distribution(outcome.actions, len(context.table.arms))
     summary = {
@@ -128,10 +114,6 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
         "kl_to_boltzmann_target": kl_divergence(target, distribution),
         "ci_vs_always_raw": list(paired_bootstrap_ci(outcome.f1, reference.f1, benchmarks)) if reference else None,
     }
-    if protocol == "fresh":
-        summary["calls_per_query"] = float(outcome.fresh_calls.mean())
-        summary["latency_p50_ms"] = float(np.percentile(outcome.fresh_latency_ms, 50))
-        summary["latency_p95_ms"] = float(np.percentile(outcome.fresh_latency_ms, 95))
     return summary
 
 
@@ -202,9 +184,13 @@ class FallbackPolicy(Policy):
         for benchmark, choice in self.rule.items():
             if choice != "router":
                 actions[benchmarks == benchmark] = context.arm(choice)
-        keeps_router = np.isin(benchmarks, [b for b, c in self.rule.items() if c == "router"])
-        return Decisions(actions, decisions.extra_tokens, decisions.extra_calls,
-                         decisions.probe_calls if keeps_router.any() else 0)
+        return Decisions(actions, decisions.extra_tokens, decisions.extra_calls)
+
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        choice = self.rule.get(query.benchmark, "router")
+        if choice == "router":
+            return await self.router.answer_live(query)
+        return await query.answer(choice)
 
 
 def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
@@ -260,22 +246,19 @@ def _point(policy: str, benchmark: str, tokens: float, f1: float, utility: float
             "macro_f1": float(f1), "macro_utility": float(utility)}
 
 
-def evaluate(
-    store: Store,
-    host: str = "embedded",
-    split: str = "test",
-    protocol: str = "cached",
-    n_arms: int = 6,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
-    policy_names: Sequence[str] | None = None,
-    split_seed: int = 0,
-    seed: int = 0,
-    on_policy: Callable[[str], None] | None = None,
-) -> dict:
-    """`{"policies": {name: summary}, "queries": n, ...}` for the baselines and FORGE routers."""
-    if protocol not in ("cached", "fresh"):
-        raise ValueError(f"protocol is 'cached' or 'fresh', not '{protocol}'")
+@dataclass(frozen=True)
+class EvaluationSetup:
+    """What an evaluation runs on: the context, the evaluated rows and the (unfitted) policies."""
+
+    context: EvalContext
+    rows: np.ndarray
+    policies: list[Policy]
+
+
+def evaluation_setup(store: Store, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
+                     policy_names: Sequence[str] | None = None, split_seed: int = 0, seed: int = 0) -> EvaluationSetup:
+    """Features computed, the complete queries of `split`, and the baselines and FORGE routers
+    (all, or the named ones)."""
     from forge_core.features import compute_features
 
     compute_features(store, host)
@@ -287,14 +270,36 @@ def evaluate(
     policies = build_baselines([n for n in (policy_names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
     if policy_names:
+        unknown = sorted(set(policy_names) - {p.name for p in policies})
+        if unknown:
+            raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(p.name for p in policies)})")
         policies = [p for p in policies if p.name in policy_names]
-    outcomes = policy_outcomes(context, rows, policies, on_policy)
+    return EvaluationSetup(context, rows, policies)
+
+
+def evaluate(
+    store: Store,
+    host: str = "embedded",
+    split: str = "test",
+    n_arms: int = 6,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+    policy_names: Sequence[str] | None = None,
+    split_seed: int = 0,
+    seed: int = 0,
+    on_policy: Callable[[str], None] | None = None,
+) -> dict:
+    """The Cached protocol: `{"policies": {name: summary}, "queries": n, ...}` for the baselines
+    and FORGE routers."""
+    setup = evaluation_setup(store, host, split, n_arms, lambda_in, lambda_out, policy_names, split_seed, seed)
+    context, rows = setup.context, setup.rows
+    outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     reference = outcomes.get("always_raw") or score_decisions(
         context, rows, "always_raw", FixedArm("raw:no_think").decide(context, rows))
     return {
-        "host": host, "split": split, "protocol": protocol, "queries": int(len(rows)),
+        "host": host, "split": split, "protocol": "cached", "queries": int(len(rows)),
         "lambda_in": lambda_in, "lambda_out": lambda_out, "arms": list(context.table.arms),
-        "policies": {name: summarize(o, context, rows, reference, protocol) for name, o in outcomes.items()},
+        "policies": {name: summarize(o, context, rows, reference) for name, o in outcomes.items()},
     }
 
 
@@ -326,7 +331,7 @@ def lambda_sweep(
     for lambda_in, lambda_out in grid:
         if on_point:
             on_point(lambda_in, lambda_out)
-        report = evaluate(store, host, split, "cached", n_arms, lambda_in, lambda_out, policy_names)
+        report = evaluate(store, host, split, n_arms, lambda_in, lambda_out, policy_names)
         points += [{"policy": name, "lambda_in": lambda_in, "lambda_out": lambda_out, "cost_k": row["cost_k"],
                     "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
                    for name, row in report["policies"].items()]
@@ -334,8 +339,7 @@ def lambda_sweep(
     return {"host": host, "split": split, "points": points, "frontier": frontier}
 
 
-def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", protocol: str = "cached",
-                        n_arms: int = 6, lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
+def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", n_arms: int = 6, lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
                         policy_names: Sequence[str] | None = None, split_seeds: Sequence[int] = (0, 1, 2),
                         seeds: Sequence[int] = (0, 1, 2), on_run: Callable[[int, int], None] | None = None) -> dict:
     """The paper's protocol: every split seed x training seed, then mean and SD per policy of
@@ -345,7 +349,7 @@ def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test
         for seed in seeds:
             if on_run:
                 on_run(split_seed, seed)
-            runs.append(evaluate(store, host, split, protocol, n_arms, lambda_in, lambda_out, policy_names,
+            runs.append(evaluate(store, host, split, n_arms, lambda_in, lambda_out, policy_names,
                                  split_seed, seed)["policies"])
     summary = {}
     for name in runs[0]:
@@ -354,5 +358,5 @@ def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test
             values = np.array([run[name][metric] for run in runs])
             summary[name][f"{metric}_mean"] = float(values.mean())
             summary[name][f"{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-    return {"host": host, "split": split, "protocol": protocol, "split_seeds": list(split_seeds),
+    return {"host": host, "split": split, "protocol": "cached", "split_seeds": list(split_seeds),
             "seeds": list(seeds), "policies": summary}

@@ -398,6 +398,11 @@ def _check_variant(variant: str) -> tuple[str, ...]:
     return FEATURE_VARIANTS[variant]
 
 
+def needs_probes(variant: str) -> bool:
+    """True for a variant that reads the host-probe features (Full)."""
+    return "probe" in _check_variant(variant)
+
+
 def block_kind(block: str, model: str) -> str:
     """The stored kind of a block: "embedding:<model>", "cosine:<model>", else the block name."""
     return f"{block}:{model}" if block in EMBEDDER_BLOCKS else block
@@ -478,7 +483,7 @@ def features_for_question(
     """
     variant = variant or ("full" if probes else "lite")
     blocks = independent_blocks([question], [evidence], load_embedder(embedder))[0]
-    if "probe" in _check_variant(variant):
+    if needs_probes(variant):
         if not probes:
             raise ValueError(f"the {variant} variant needs the four probe outcomes of the question")
         blocks["probe"] = probe_features_from_outcomes(question, probes)

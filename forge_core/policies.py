@@ -3,7 +3,8 @@
 A policy is fitted on train and dev rows only, then decides an arm for each evaluated row. Its
 `Decisions` also carry the tokens and calls it spent before the final arm (a cascade's earlier
 stages, Self-Routing's Direct attempt) so that every policy pays for what it really runs.
-Adding a baseline is one class and one registry line (`BASELINES`).
+`answer_live` deploys the same decision on a new query with real host calls (Fresh Online,
+`forge_core.fresh_online`). Adding a baseline is one class and one registry line (`BASELINES`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,6 +23,10 @@ from forge_core.features import BLOCK_NAMES, Standardizer, assemble_features, fe
 from forge_core.outcomes import OutcomeTable
 from forge_core.store import Store
 from forge_core.utility import CostNormalizer, oracle_actions
+
+if TYPE_CHECKING:
+    from forge_core.answering import ArmAnswer
+    from forge_core.fresh_online import LiveQuery
 
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
 
@@ -69,19 +75,20 @@ class Decisions:
     actions: np.ndarray  # [n] column index of the answering arm
     extra_tokens: np.ndarray  # [n] tokens of earlier calls (0 for single-call policies)
     extra_calls: np.ndarray  # [n] number of earlier calls
-    probe_calls: int = 0  # host calls before routing in the Fresh Online protocol (Full: 4)
 
     @classmethod
-    def single(cls, actions: np.ndarray, probe_calls: int = 0) -> Decisions:
+    def single(cls, actions: np.ndarray) -> Decisions:
         """Decisions of a policy that makes one call per query."""
         zeros = np.zeros(len(actions))
-        return cls(np.asarray(actions, dtype=np.int64), zeros, zeros, probe_calls)
+        return cls(np.asarray(actions, dtype=np.int64), zeros, zeros)
 
 
 class Policy(ABC):
     """Picks one arm per query; `fit` may only read train and dev rows."""
 
     name: str = ""
+    live_variant: str | None = None  # the feature variant `decide` reads on a new query
+    deployable = True  # False for a descriptive policy that needs every arm's outcome
 
     def fit(self, context: EvalContext) -> None:
         """Tune on train/dev (no-op for policies without parameters)."""
@@ -89,6 +96,15 @@ class Policy(ABC):
     @abstractmethod
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         """The decision for each row."""
+
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        """Answer a new query with real host calls: its live features, this policy's decision on
+        them, then the chosen arm (the Fresh Online protocol)."""
+        context = await query.context(self.live_variant)
+        return await query.answer(context.table.arms[self.decide(context, LIVE_ROW).actions[0]])
+
+
+LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
 
 
 class FixedArm(Policy):
@@ -101,11 +117,15 @@ class FixedArm(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return Decisions.single(np.full(len(rows), context.arm(self.arm)))
 
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        return await query.answer(self.arm)
+
 
 class Oracle(Policy):
     """The per-query utility-maximizing arm, read from the outcomes (descriptive only)."""
 
     name = "oracle"
+    deployable = False
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return Decisions.single(oracle_actions(context.utility[rows]))
@@ -119,6 +139,7 @@ class BM25Threshold(Policy):
     NoThink arm; thresholds and the band-to-arm assignment maximize dev utility."""
 
     name = "bm25_threshold"
+    live_variant = "lite"
 
     def fit(self, context: EvalContext) -> None:
         dev = context.rows("dev")
@@ -156,6 +177,7 @@ class AdaptiveRAG(Policy):
     the label "cheapest NoThink arm that answers correctly" (Raw when none does)."""
 
     name = "adaptive_rag"
+    live_variant = "lite"
 
     def fit(self, context: EvalContext) -> None:
         train = context.rows("train")
@@ -187,6 +209,7 @@ class TierMem(Policy):
     predicts that Raw's utility beats Summary's."""
 
     name = "tiermem"
+    live_variant = "lite"
 
     def fit(self, context: EvalContext) -> None:
         train = context.rows("train")
@@ -231,20 +254,29 @@ class SelfRouting(Policy):
         spent = context.lambda_in * c_in + context.lambda_out * c_out
         return np.where(decisions.extra_calls > 0, spent, 0.0)
 
-    def _decide(self, context: EvalContext, rows: np.ndarray, threshold: float) -> Decisions:
-        confident = (
+    @staticmethod
+    def _confident(context: EvalContext, rows: np.ndarray, threshold: float) -> np.ndarray:
+        return (
             (context.feature("full", "greedy_idk")[rows] == 0)
             & (context.feature("full", "greedy_hedging")[rows] == 0)
             & (context.feature("full", "greedy_confidence")[rows] >= threshold)
         )
+
+    def _decide(self, context: EvalContext, rows: np.ndarray, threshold: float) -> Decisions:
+        confident = self._confident(context, rows, threshold)
         direct, raw = context.arm("direct:no_think"), context.arm("raw:no_think")
         actions = np.where(confident, direct, raw)
         direct_tokens = context.table.cost[rows, direct]
         escalated = ~confident
-        return Decisions(actions, np.where(escalated, direct_tokens, 0.0), escalated.astype(float), probe_calls=3)
+        return Decisions(actions, np.where(escalated, direct_tokens, 0.0), escalated.astype(float))
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self.threshold)
+
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        context = await query.context("full")  # the greedy probe is the Direct answer itself
+        confident = self._confident(context, LIVE_ROW, self.threshold)[0]
+        return await query.answer("direct:no_think" if confident else "raw:no_think")
 
 
 class FrugalCascade(Policy):
@@ -283,6 +315,13 @@ class FrugalCascade(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self._answers(context), self.max_words)
 
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        for arm in self.STAGES[:-1]:
+            answer = await query.answer(arm)
+            if _reliable(answer.answer, self.max_words):
+                return answer
+        return await query.answer(self.STAGES[-1])  # the last stage always answers
+
 
 def _reliable(text: str, max_words: int) -> bool:
     words = text.split()
@@ -295,6 +334,11 @@ class RouterPolicy(Policy):
     def __init__(self, checkpoint_id: str, name: str) -> None:
         self.checkpoint_id = checkpoint_id
         self.name = name
+
+    @property
+    def live_variant(self) -> str:
+        """The checkpoint's feature variant (known once fitted)."""
+        return self.checkpoint.variant
 
     def fit(self, context: EvalContext) -> None:
         self.checkpoint = load_checkpoint(context.store, self.checkpoint_id)
@@ -311,8 +355,7 @@ class RouterPolicy(Policy):
             return self.checkpoint.router.log_probs(torch.as_tensor(x)).exp().numpy()
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        probe_calls = 4 if self.checkpoint.variant == "full" else 0
-        return Decisions.single(self.probabilities(context, rows).argmax(axis=1), probe_calls)
+        return Decisions.single(self.probabilities(context, rows).argmax(axis=1))
 
 
 BASELINES: dict[str, type[Policy] | tuple] = {

@@ -80,3 +80,21 @@ class ProbeOutcome:
     error: str | None
     host_config_hash: str
     finished_at: datetime
+
+
+@dataclass(frozen=True)
+class FreshResult:
+    """One policy's live answer to one query in a Fresh Online run, with every call it made."""
+
+    run_id: str  # the run's settings hash (`forge_core.fresh_online`)
+    policy: str
+    benchmark: str
+    example_id: str
+    arm: str  # the answering arm
+    f1: float
+    em: float
+    calls: int  # host calls for this query: probes, earlier cascade stages and the answer
+    tokens_in: int  # over all those calls
+    tokens_out: int
+    latency_ms: float  # end to end: retrieval, features, probes, routing and every call
+    finished_at: datetime

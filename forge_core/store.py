@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
+from forge_core.records import ArmOutcome, Document, Example, FreshResult, ProbeOutcome
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE job_logs (
         job_id VARCHAR, seq INTEGER, logged_at TIMESTAMP, payload JSON, PRIMARY KEY (job_id, seq));
+    """,
+    """
+    CREATE TABLE fresh_results (
+        run_id VARCHAR, policy VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        f1 DOUBLE, em DOUBLE, calls INTEGER, tokens_in INTEGER, tokens_out INTEGER,
+        latency_ms DOUBLE, finished_at TIMESTAMP,
+        PRIMARY KEY (run_id, policy, benchmark, example_id));
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -669,6 +676,21 @@ class Store:
                 "SELECT benchmark, example_id FROM features WHERE host = ? AND kind = ?", [host, kind]
             ).fetchall()
         return {(benchmark, example_id) for benchmark, example_id in rows}
+
+    # ------------------------------------------------------------ Fresh Online results
+
+    def write_fresh_result(self, result: FreshResult) -> None:
+        """Store one finished (policy, query) of a Fresh Online run."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO fresh_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               list(dataclasses.astuple(result)))
+
+    def fresh_results(self, run_id: str) -> pd.DataFrame:
+        """The finished (policy, query) rows of a Fresh Online run."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT * FROM fresh_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
+            ).fetchdf()
 
     # ------------------------------------------------------------ job logs
 
