@@ -119,9 +119,10 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
 
 def router_policies(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
                     split_seed: int = 0, seed: int = 0) -> list[Policy]:
-    """The FORGE routers: per variant, the newest checkpoint (Stage 2 before Stage 1) trained
-    with these cost weights, split seed and seed; a missing one is trained with Stage 1 first
-    (seconds on the demo store)."""
+    """The FORGE routers: per variant, the checkpoint of the latest stage (Stage 2 before Stage 1)
+    trained with these cost weights, split seed and seed, the best dev utility among several
+    (say GRPO and Dr. GRPO runs); a missing one is trained with Stage 1 first (seconds on the
+    demo store)."""
     policies: list[Policy] = []
     for name, variant in ROUTER_POLICIES.items():
         wanted = {"variant": variant, "n_arms": n_arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
@@ -144,8 +145,9 @@ def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
     match = frame[lineages.map(lambda lineage: all(lineage.get(k) == v for k, v in wanted.items()))]
     if match.empty:
         return None
-    best_stage = match["stage"].max()
-    return str(match[match["stage"] == best_stage].iloc[0]["checkpoint_id"])
+    latest_stage = match[match["stage"] == match["stage"].max()]
+    dev_utility = latest_stage["metrics"].map(lambda metrics: json.loads(metrics).get("dev_utility", -np.inf))
+    return str(latest_stage.loc[dev_utility.idxmax(), "checkpoint_id"])
 
 
 def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:

@@ -25,6 +25,12 @@ pi_new(a) / pi_old(a) with pi_old the current policy's joint probability of the 
 no importance weight corrects for the forced one-per-support draws, so a low-probability support
 is seen (and its advantage applied) more often than on-policy sampling would show it.
 
+Dev selection: given `dev_utility` (a function of the router), Stage 2 measures it at the start
+and at every log row and ends with the best state seen, Stage 1's own included, as Stage 1's
+early stopping selects on dev. The paper does not say how it picks its Stage-2 policy; without
+selection GRPO on a few hundred training queries overfits them (5,000 steps of 32 revisit each
+query hundreds of times).
+
 Dropout is off throughout Stage 2 (the router stays in eval mode), so the rollout log-probs and
 the first inner step's log-probs agree exactly and the first ratio is 1.
 """
@@ -52,6 +58,7 @@ LOSS_TYPES = ("grpo", "dr_grpo", "rloo", "dpo")
 LOG_KEYS = ("reward_mean", "loss", "kl", "entropy", "tied_groups")  # averaged per log row
 
 RewardFn = Callable[[np.ndarray, np.ndarray], ArrayLike]
+DevUtilityFn = Callable[[Router], float]
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class Stage2Result:
     state: dict[str, Tensor]
     logs: list[dict[str, float]]
     beta: float
+    selected_step: int | None = None  # with dev selection: the step of the kept state (0: Stage 1's)
 
 
 def sample_actions(
@@ -234,6 +242,7 @@ def train_stage2(
     reward_fn: RewardFn,
     config: Stage2Config = Stage2Config(),
     on_log: Callable[[dict[str, float]], None] | None = None,
+    dev_utility: DevUtilityFn | None = None,
 ) -> Stage2Result:
     """Refine `router` in place from its Stage-1 state; `reference_router` is copied and frozen.
 
@@ -241,7 +250,8 @@ def train_stage2(
     `x_train` and action indices; use `table_reward_fn` for replay or wrap a live host.
     Every `log_every` steps (and at the last step) a row goes to the logs and to `on_log`: step,
     and means over the steps since the previous row of reward_mean, loss and kl and entropy (both
-    at the last inner step), tied_groups (fraction of zero-variance groups), plus the beta in use.
+    at the last inner step), tied_groups (fraction of zero-variance groups), plus the beta in use
+    and, with `dev_utility`, the router's dev utility (see the module note on dev selection).
     """
     x = torch.as_tensor(np.asarray(x_train), dtype=torch.float32)
     if x.ndim != 2 or x.shape[1] != router.input_dim:
@@ -259,6 +269,7 @@ def train_stage2(
     logs: list[dict[str, float]] = []
     window: dict[str, list[float]] = {key: [] for key in LOG_KEYS}
     beta_window_kl: list[float] = []
+    best = _DevBest(dev_utility, router)
 
     for step in range(1, config.steps + 1):
         # rollout: B queries, G actions each, rewards and advantages
@@ -301,6 +312,8 @@ def train_stage2(
         if step % config.log_every == 0 or step == config.steps:
             means = {key: float(np.mean(values)) for key, values in window.items()}
             row = {"step": step, **means, "beta": beta}
+            if dev_utility is not None:
+                row["dev_utility"] = best.check(router, step)
             logs.append(row)
             logger.info("stage2 %s", row)
             if on_log is not None:
@@ -310,5 +323,24 @@ def train_stage2(
             beta = update_beta(beta, float(np.mean(beta_window_kl)), config)
             beta_window_kl = []
 
+    if dev_utility is not None:
+        router.load_state_dict(best.state)
     state = copy.deepcopy(router.state_dict())
-    return Stage2Result(state, logs, beta)
+    return Stage2Result(state, logs, beta, best.step if dev_utility is not None else None)
+
+
+class _DevBest:
+    """The router state of the best dev utility seen so far (the starting state first)."""
+
+    def __init__(self, dev_utility: DevUtilityFn | None, router: Router) -> None:
+        self.dev_utility = dev_utility
+        self.step, self.value, self.state = 0, -np.inf, {}
+        if dev_utility is not None:
+            self.check(router, 0)
+
+    def check(self, router: Router, step: int) -> float:
+        """Measure the router on dev, keep its state if it is the best so far; the value."""
+        value = float(self.dev_utility(router))
+        if value > self.value:
+            self.step, self.value, self.state = step, value, copy.deepcopy(router.state_dict())
+        return value

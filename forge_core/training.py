@@ -173,18 +173,19 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
     data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed)
     utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
     host_hashes = store.host_config_hashes(request.host)
+    metrics: dict[str, Any] = {}
     if request.stage == 1:
         router, log_rows, request = _run_stage1(data, utility, request, on_log)
         stage_config: Any = request.stage1
     elif request.stage == 2:
-        router, log_rows, request = _run_stage2(store, data, utility, request, on_log)
+        router, log_rows, request, metrics["selected_step"] = _run_stage2(store, data, utility, request, on_log)
         stage_config = request.stage2
     else:
         raise ValueError(f"stage is 1 or 2, not {request.stage}")
     record = {
         "stage": request.stage, "host": request.host, "variant": request.variant, "n_arms": request.n_arms,
         "parent": request.parent, "lineage": _lineage(request, data, host_hashes, stage_config),
-        "metrics": _dev_metrics(router, data, utility), "training_log": log_rows,
+        "metrics": _dev_metrics(router, data, utility) | metrics, "training_log": log_rows,
     }
     return save_checkpoint(store, router, record)
 
@@ -229,8 +230,9 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
         if on_log:
             on_log(row)
 
-    train_stage2(router, parent.router, data.features[train], reward_fn, request.stage2, on_log=on_row)
-    return router, rows, request
+    result = train_stage2(router, parent.router, data.features[train], reward_fn, request.stage2, on_log=on_row,
+                          dev_utility=lambda candidate: _dev_metrics(candidate, data, utility)["dev_utility"])
+    return router, rows, request, result.selected_step
 
 
 class LiveRewards:

@@ -222,6 +222,31 @@ def test_stage2_raises_the_reward_of_a_clear_best_arm(kind: str) -> None:
     assert float(best_prob) > 0.5
 
 
+def test_dev_selection_keeps_the_best_logged_state() -> None:
+    router, x, _ = _setup()
+    initial = copy.deepcopy(router.state_dict())
+    utility = np.zeros((N, K))
+    utility[:, 3] = 1.0  # training pushes every query toward summary:cot
+    config = Stage2Config(steps=60, batch_queries=16, lr=3e-3, beta=0.0, log_every=20)
+
+    def prefers_the_start(candidate) -> float:  # a dev set that likes the policy least moved
+        with torch.no_grad():
+            return -float(candidate.log_probs(torch.from_numpy(x)).exp()[:, 3].mean())
+
+    result = train_stage2(router, copy.deepcopy(router), x, table_reward_fn(utility), config,
+                          dev_utility=prefers_the_start)
+    assert result.selected_step == 0 and _states_equal(router.state_dict(), initial)
+    assert [row["step"] for row in result.logs] == [20, 40, 60]
+    assert result.logs[-1]["dev_utility"] < result.logs[0]["dev_utility"]
+
+    router, x, _ = _setup()
+    rewarded = train_stage2(router, copy.deepcopy(router), x, table_reward_fn(utility), config,
+                            dev_utility=lambda candidate: -prefers_the_start(candidate))
+    best_row = max(rewarded.logs, key=lambda row: row["dev_utility"])
+    assert rewarded.selected_step == best_row["step"] > 0
+    assert _states_equal(rewarded.state, router.state_dict())
+
+
 def test_bad_inputs_are_refused() -> None:
     router, x, utility = _setup()
     with pytest.raises(ValueError, match="loss_type"):

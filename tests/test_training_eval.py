@@ -55,10 +55,27 @@ def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store) 
                                                      stage2=Stage2Config(steps=30, log_every=10)))
     record = outcome_store.checkpoint(child)[0]
     assert record["parent"] == parent and record["stage"] == 2
-    assert [row["step"] for row in record["training_log"]] == [10, 20, 30]
+    log = record["training_log"]
+    assert [row["step"] for row in log] == [10, 20, 30] and all("dev_utility" in row for row in log)
+    # dev selection: the kept state is Stage 1's (step 0) or that of the best logged dev utility
+    selected = record["metrics"]["selected_step"]
+    assert selected == 0 or max(log, key=lambda row: row["dev_utility"])["step"] == selected
     before = load_checkpoint(outcome_store, parent).router.state_dict()
     after = load_checkpoint(outcome_store, child).router.state_dict()
-    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert any(not torch.equal(before[k], after[k]) for k in before) == (selected > 0)
+
+
+def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(outcome_store: Store, tmp_path) -> None:
+    from conftest import copy_store
+    from forge_core.evaluation import router_policies
+
+    store = copy_store(outcome_store, tmp_path)
+    train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
+    children = [train_router(store, TrainRequest(host=HOST, variant="full", stage=2, stage2=Stage2Config(
+        steps=20, log_every=10, lr=1e-3, seed=seed))) for seed in (0, 1)]
+    dev = {c: store.checkpoint(c)[0]["metrics"]["dev_utility"] for c in children}
+    full = next(p for p in router_policies(store, HOST, 6, 0.10, 0.20) if p.name == "forge_full")
+    assert full.checkpoint_id in children and dev[full.checkpoint_id] == max(dev.values())
 
 
 def test_stage2_without_stage1_is_a_clear_error(outcome_store: Store) -> None:
