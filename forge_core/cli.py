@@ -479,9 +479,10 @@ def _eval_fresh(host: str, split: str, arms: int, lambda_in: float, lambda_out: 
     if as_json:
         print_json(report)
         return
-    table = Table("policy", "macro F1", "macro EM", "tokens (k)", "calls/query", "latency p50 (s)",
-                  "latency p95 (s)", "cached F1", "F1 vs Raw, 95% CI",
-                  title=f"{host}, {split}, {report['queries']} queries, fresh online (run {report['run_id']})")
+    table = Table("policy", "F1", "EM", "k tok", "calls", "p50 s", "p95 s", "cached F1", "F1 vs Raw",
+                  title=f"{host}, {split}, {report['queries']} queries, fresh online (run {report['run_id']})",
+                  caption="k tok: thousands of tokens per query over every call; p50/p95: end-to-end latency; "
+                          "cached F1: the Cached protocol on the same queries; F1 vs Raw: paired 95% CI")
     for name, row in report["policies"].items():
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
                       f"{row['calls_per_query']:.2f}", f"{row['latency_p50_ms'] / 1000:.2f}",

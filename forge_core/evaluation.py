@@ -250,11 +250,13 @@ def _point(policy: str, benchmark: str, tokens: float, f1: float, utility: float
 
 @dataclass(frozen=True)
 class EvaluationSetup:
-    """What an evaluation runs on: the context, the evaluated rows and the (unfitted) policies."""
+    """What an evaluation runs on: the context, the evaluated rows, the (unfitted) policies and
+    the checkpoint of every FORGE router, selected or not."""
 
     context: EvalContext
     rows: np.ndarray
     policies: list[Policy]
+    router_checkpoints: dict[str, str]
 
 
 def evaluation_setup(store: Store, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
@@ -276,7 +278,7 @@ def evaluation_setup(store: Store, host: str, split: str, n_arms: int, lambda_in
         if unknown:
             raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(p.name for p in policies)})")
         policies = [p for p in policies if p.name in policy_names]
-    return EvaluationSetup(context, rows, policies)
+    return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})
 
 
 def evaluate(

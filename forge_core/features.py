@@ -210,7 +210,9 @@ def _load(spec: str) -> Embedder:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
     location = _model_location(spec)
     log.info("loading embedder %s from %s", embedder_name(spec), location)
     return Embedder(embedder_name(spec), SentenceTransformer(location))

@@ -17,6 +17,7 @@ with the same settings (after Ctrl-C or a host failure) continues where it stopp
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ from forge_core.evaluation import (
 from forge_core.features import features_for_question, load_embedder, needs_probes
 from forge_core.hosts.base import Host, HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
-from forge_core.policies import EvalContext, Policy, RouterPolicy
+from forge_core.policies import EvalContext, Policy
 from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, sample_probe_request
 from forge_core.records import Example, FreshResult, ProbeOutcome
 from forge_core.retrieval import Retriever
@@ -155,7 +156,7 @@ def fresh_online_evaluation(
         raise ValueError("--per-benchmark must be at least 1")
     setup = evaluation_setup(store, host, split, n_arms, lambda_in, lambda_out, policy_names, split_seed, seed)
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
-    setup = EvaluationSetup(setup.context, rows, setup.policies)
+    setup = dataclasses.replace(setup, rows=rows)
     cached = policy_outcomes(setup.context, rows, setup.policies)  # fits every policy
     live = [p for p in setup.policies if p.deployable]
     config = get_host_config(store, host)
@@ -185,11 +186,10 @@ def fresh_run_id(config: HostConfig, setup: EvaluationSetup, lambda_in: float, l
     """A hash of what the run's answers depend on: the host configuration, the queries the
     policies were fitted on and are evaluated on, the cost weights, seeds and router checkpoints."""
     table = setup.context.table
-    routers = {p.name: p.checkpoint_id for p in setup.policies if isinstance(p, RouterPolicy)}
     settings = {
         "host": config_hash(config), "keys": [list(k) for k in table.keys], "splits": table.splits.tolist(),
         "rows": setup.rows.tolist(), "lambda_in": lambda_in, "lambda_out": lambda_out,
-        "split_seed": split_seed, "seed": seed, "routers": routers,
+        "split_seed": split_seed, "seed": seed, "routers": setup.router_checkpoints,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -75,6 +75,8 @@ def test_fresh_online_resumes_without_repeating_a_call(routed_store: Store, tmp_
         assert server_calls(server) == 3  # six answers planned, three finished and stored
         report = fresh_online_evaluation(store, HOST, policy_names=policies, per_benchmark=1)
         assert server_calls(server) == 6
+        subset = fresh_online_evaluation(store, HOST, policy_names=["always_raw"], per_benchmark=1)
+        assert subset["run_id"] == report["run_id"] and server_calls(server) == 6  # nothing run twice
     assert len(store.fresh_results(report["run_id"])) == 6
     assert report["policies"]["always_raw"]["calls_per_query"] == 1.0
 
