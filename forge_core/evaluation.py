@@ -95,8 +95,7 @@ def kl_divergence(p: np.ndarray, q: np.ndarray, floor: float = 1e-6) -> float:
 
 def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None) -> dict:
     """The JSON summary of one policy."""
-    benchmarks = context.table.benchmarks[rows]
-    tokens = outcome.cached_tokens
+    benchmarks, tokens = context.table.benchmarks[rows], outcome.cached_tokens
     target = boltzmann_target(context.utility[rows]).mean(axis=0)
     distribution = action_distribution(outcome.actions, len(context.table.arms))
     summary = {
@@ -186,7 +185,7 @@ class FallbackPolicy(Policy):
         for benchmark, choice in self.rule.items():
             if choice != "router":
                 actions[benchmarks == benchmark] = context.arm(choice)
-        return Decisions(actions, decisions.extra_tokens, decisions.extra_calls)
+        return Decisions(actions, decisions.extra_tokens)
 
     async def answer_live(self, query: LiveQuery) -> ArmAnswer:
         choice = self.rule.get(query.benchmark, "router")
@@ -343,7 +342,8 @@ def lambda_sweep(
     return {"host": host, "split": split, "points": points, "frontier": frontier}
 
 
-def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", n_arms: int = 6, lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
+def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", n_arms: int = 6,
+                        lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
                         policy_names: Sequence[str] | None = None, split_seeds: Sequence[int] = (0, 1, 2),
                         seeds: Sequence[int] = (0, 1, 2), on_run: Callable[[int, int], None] | None = None) -> dict:
     """The paper's protocol: every split seed x training seed, then mean and SD per policy of

@@ -1,7 +1,7 @@
 """Routing policies under one interface: routers (any checkpoint), fixed arms and the baselines.
 
 A policy is fitted on train and dev rows only, then decides an arm for each evaluated row. Its
-`Decisions` also carry the tokens and calls it spent before the final arm (a cascade's earlier
+`Decisions` also carry the tokens it spent before the final arm (a cascade's earlier
 stages, Self-Routing's Direct attempt) so that every policy pays for what it really runs.
 `answer_live` deploys the same decision on a new query with real host calls (Fresh Online,
 `forge_core.fresh_online`). Adding a baseline is one class and one registry line (`BASELINES`).
@@ -70,17 +70,18 @@ class EvalContext:
 
 @dataclass(frozen=True)
 class Decisions:
-    """Per evaluated row: the final arm, and tokens and calls spent before it."""
+    """Per evaluated row: the final arm, and the tokens spent before it."""
 
     actions: np.ndarray  # [n] column index of the answering arm
     extra_tokens: np.ndarray  # [n] tokens of earlier calls (0 for single-call policies)
-    extra_calls: np.ndarray  # [n] number of earlier calls
 
     @classmethod
     def single(cls, actions: np.ndarray) -> Decisions:
         """Decisions of a policy that makes one call per query."""
-        zeros = np.zeros(len(actions))
-        return cls(np.asarray(actions, dtype=np.int64), zeros, zeros)
+        return cls(np.asarray(actions, dtype=np.int64), np.zeros(len(actions)))
+
+
+LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
 
 
 class Policy(ABC):
@@ -102,9 +103,6 @@ class Policy(ABC):
         them, then the chosen arm (the Fresh Online protocol)."""
         context = await query.context(self.live_variant)
         return await query.answer(context.table.arms[self.decide(context, LIVE_ROW).actions[0]])
-
-
-LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
 
 
 class FixedArm(Policy):
@@ -252,7 +250,7 @@ class SelfRouting(Policy):
         direct = context.arm("direct:no_think")
         c_in, c_out = context.normalizer.transform(context.table.tokens_in[rows, direct], context.table.tokens_out[rows, direct])
         spent = context.lambda_in * c_in + context.lambda_out * c_out
-        return np.where(decisions.extra_calls > 0, spent, 0.0)
+        return np.where(decisions.extra_tokens > 0, spent, 0.0)
 
     @staticmethod
     def _confident(context: EvalContext, rows: np.ndarray, threshold: float) -> np.ndarray:
@@ -268,7 +266,7 @@ class SelfRouting(Policy):
         actions = np.where(confident, direct, raw)
         direct_tokens = context.table.cost[rows, direct]
         escalated = ~confident
-        return Decisions(actions, np.where(escalated, direct_tokens, 0.0), escalated.astype(float))
+        return Decisions(actions, np.where(escalated, direct_tokens, 0.0))
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self.threshold)
@@ -310,7 +308,7 @@ class FrugalCascade(Policy):
         stage = reliable.argmax(axis=1)
         costs = context.table.cost[rows][:, columns]
         extra = np.array([costs[i, :s].sum() for i, s in enumerate(stage)])
-        return Decisions(np.array(columns)[stage], extra, stage.astype(float))
+        return Decisions(np.array(columns)[stage], extra)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self._answers(context), self.max_words)
