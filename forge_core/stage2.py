@@ -20,10 +20,14 @@ where pi_ref is the frozen Stage-1 policy. `policy_loss` depends on `loss_type`:
 Every group whose rewards are all equal gets advantages of exactly zero (and no DPO pair).
 The KL and entropy are exact sums over the K actions (K <= 12), not sampled estimates.
 
-Sampling note: the stratified draws are a coverage device, as in the paper. The PPO ratio uses
-pi_new(a) / pi_old(a) with pi_old the current policy's joint probability of the sampled action;
-no importance weight corrects for the forced one-per-support draws, so a low-probability support
-is seen (and its advantage applied) more often than on-policy sampling would show it.
+Sampling note: the stratified draws are a coverage device, as in the paper. Left uncorrected,
+the forced one-per-support draws apply a low-probability support's advantage as often as a
+likely one's, so a support that keeps losing is pushed down without end (its forced draw never
+stops), and the KL anchor cannot pull it back: KL(pi || pi_ref) hardly changes with mass that
+pi has dropped. With `weight_forced_draws` (the default) each forced draw's term of the policy
+loss is weighted by pi_old of its support, which makes the three forced draws together the exact
+on-policy expectation over supports; the free draws keep weight 1. `weight_forced_draws=False`
+is the literal, uncorrected variant.
 
 Dev selection: given `dev_utility` (a function of the router), Stage 2 measures it at the start
 and at every log row and ends with the best state seen, Stage 1's own included, as Stage 1's
@@ -79,6 +83,7 @@ class Stage2Config:
     beta_update_every: int = 100  # steps per beta check (mean KL over those steps)
     entropy_coef: float = 0.01  # weight of the entropy bonus
     scale_rewards: bool = True  # divide grpo advantages by the group std (dr_grpo/rloo never do)
+    weight_forced_draws: bool = True  # weight each forced draw by pi_old(its support) (module note)
     loss_type: Literal["grpo", "dr_grpo", "rloo", "dpo"] = "grpo"  # policy loss variant
     dpo_beta: float = 0.1  # DPO inverse temperature on the log-ratio margin
     seed: int = 0  # seeds query batches and action sampling
@@ -165,13 +170,26 @@ def rloo_advantages(rewards: Tensor) -> Tensor:
 
 
 def clipped_policy_loss(
-    logp_new: Tensor, logp_old: Tensor, advantages: Tensor, epsilon: float
+    logp_new: Tensor, logp_old: Tensor, advantages: Tensor, epsilon: float, weights: Tensor | None = None
 ) -> Tensor:
-    """PPO surrogate: `-mean(min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))`."""
+    """PPO surrogate: `-mean(w * min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A))`, w = 1
+    unless `weights` are given."""
     ratio = torch.exp(logp_new - logp_old)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantages
-    return -torch.minimum(unclipped, clipped).mean()
+    terms = torch.minimum(unclipped, clipped)
+    return -(terms if weights is None else weights * terms).mean()
+
+
+def forced_draw_weights(log_probs: Tensor, num_generations: int, n_support: int = N_SUPPORTS) -> Tensor:
+    """[B, G] weights for `sample_actions`' draws: pi(support s) for the forced column s, 1 for
+    the free draws (all ones when G < n_support: nothing is forced)."""
+    batch, n_arms = log_probs.shape
+    weights = torch.ones(batch, num_generations)
+    if num_generations >= n_support:
+        support_probs = log_probs.detach().exp().reshape(batch, n_support, n_arms // n_support).sum(-1)
+        weights[:, :n_support] = support_probs
+    return weights
 
 
 def kl_to_reference(logp_policy_all: Tensor, logp_ref_all: Tensor) -> Tensor:
@@ -279,6 +297,7 @@ def train_stage2(
             logp_old_all = router.log_probs(xb)
             logp_ref_all = reference.log_probs(xb)
         actions = sample_actions(logp_old_all, config.num_generations, generator=generator)
+        weights = forced_draw_weights(logp_old_all, config.num_generations) if config.weight_forced_draws else None
         rewards = _rewards(reward_fn, queries, actions)
         advantages = _advantages(rewards, config)
         logp_old = logp_old_all.gather(1, actions)
@@ -290,7 +309,7 @@ def train_stage2(
                 policy_loss = dpo_loss(logp_all, logp_ref_all, actions, rewards, config.dpo_beta)
             else:
                 logp_new = logp_all.gather(1, actions)
-                policy_loss = clipped_policy_loss(logp_new, logp_old, advantages, config.epsilon)
+                policy_loss = clipped_policy_loss(logp_new, logp_old, advantages, config.epsilon, weights)
             kl = kl_to_reference(logp_all, logp_ref_all)
             ent = entropy(logp_all)
             loss = policy_loss + beta * kl - config.entropy_coef * ent

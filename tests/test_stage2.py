@@ -15,6 +15,7 @@ from forge_core.stage2 import (
     clipped_policy_loss,
     dpo_loss,
     entropy,
+    forced_draw_weights,
     group_advantages,
     kl_to_reference,
     rloo_advantages,
@@ -73,6 +74,19 @@ def test_clipped_policy_loss_hand_values() -> None:
     assert float(loss) == pytest.approx(0.15, abs=1e-7)
     inside = clipped_policy_loss(torch.log(torch.tensor([1.1])), torch.zeros(1), torch.tensor([2.0]), 0.2)
     assert float(inside) == pytest.approx(-2.2, abs=1e-6)
+
+
+def test_weighted_policy_loss_and_forced_draw_weights() -> None:
+    logp_new = torch.log(torch.tensor([1.5, 1.5, 0.5, 0.5]))
+    advantages = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    weights = torch.tensor([0.5, 1.0, 2.0, 0.0])
+    # terms 1.2, -1.5, 0.5, -0.8 weighted: 0.6 - 1.5 + 1.0 + 0 = 0.1 -> loss -0.1 / 4
+    loss = clipped_policy_loss(logp_new, torch.zeros(4), advantages, 0.2, weights)
+    assert float(loss) == pytest.approx(-0.025, abs=1e-7)
+    # 6 arms support-major: supports direct 0.1, summary 0.3, raw 0.6
+    log_probs = torch.log(torch.tensor([[0.05, 0.05, 0.1, 0.2, 0.3, 0.3]]))
+    torch.testing.assert_close(forced_draw_weights(log_probs, 5), torch.tensor([[0.1, 0.3, 0.6, 1.0, 1.0]]))
+    assert torch.equal(forced_draw_weights(log_probs, 2), torch.ones(1, 2))  # G < 3: nothing forced
 
 
 def test_kl_and_entropy_hand_values() -> None:
