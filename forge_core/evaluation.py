@@ -119,8 +119,8 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
 def router_policies(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
                     split_seed: int = 0, seed: int = 0) -> list[Policy]:
     """The FORGE routers: per variant, the checkpoint of the latest stage (Stage 2 before Stage 1)
-    trained with these cost weights, split seed and seed, the best dev utility among several
-    (say GRPO and Dr. GRPO runs); a missing one is trained with Stage 1 first (seconds on the
+    trained with these cost weights, split seed and seed; among several trained on the same data
+    as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility; a missing one is trained with Stage 1 first (seconds on the
     demo store)."""
     policies: list[Policy] = []
     for name, variant in ROUTER_POLICIES.items():
@@ -140,13 +140,16 @@ def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
     frame = store.checkpoints(host)
     if frame.empty:
         return None
-    lineages = frame["lineage"].map(json.loads)
-    match = frame[lineages.map(lambda lineage: all(lineage.get(k) == v for k, v in wanted.items()))]
+    frame = frame.assign(lineage=frame["lineage"].map(json.loads), metrics=frame["metrics"].map(json.loads))
+    match = frame[frame["lineage"].map(lambda lineage: all(lineage.get(k) == v for k, v in wanted.items()))]
     if match.empty:
         return None
-    latest_stage = match[match["stage"] == match["stage"].max()]
-    dev_utility = latest_stage["metrics"].map(lambda metrics: json.loads(metrics).get("dev_utility", -np.inf))
-    return str(latest_stage.loc[dev_utility.idxmax(), "checkpoint_id"])
+    candidates = match[match["stage"] == match["stage"].max()]  # newest first
+    # dev utilities compare only on the same data: that of the newest candidate
+    snapshots = candidates["lineage"].map(lambda lineage: lineage["store_snapshot"])
+    candidates = candidates[snapshots == snapshots.iloc[0]]
+    dev_utility = candidates["metrics"].map(lambda metrics: metrics.get("dev_utility", -np.inf))
+    return str(candidates.loc[dev_utility.idxmax(), "checkpoint_id"])
 
 
 def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
