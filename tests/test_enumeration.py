@@ -102,7 +102,7 @@ def count_rows(path: str) -> tuple[int, int]:
 
 
 def test_sigkill_midway_loses_nothing_and_rerun_completes(store: Store) -> None:
-    with AnsweringServer(delay_s=0.05) as server:
+    with AnsweringServer(delay_s=0.3) as server:  # slow enough that a loaded machine sees it mid-run
         save_host_config(store, host_config(server.base_url))
         command = [sys.executable, "-m", "forge_core.cli", "enumerate", "--host", "test-host", "--split", "test",
                    "--benchmark", "fever", "--per-benchmark", "12", "--concurrency", "2", "--json"]
