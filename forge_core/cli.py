@@ -379,9 +379,14 @@ def train_command(
 @app.command("checkpoints")
 def checkpoints_command(
     host: Annotated[Optional[str], typer.Option(help="Only this host's checkpoints.")] = None,
+    delete: Annotated[Optional[list[str]], typer.Option(help="Delete this checkpoint (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """List router checkpoints with their lineage summary and dev metrics."""
+    """List router checkpoints with their lineage summary and dev metrics, or delete some."""
+    if delete:
+        open_store().delete_checkpoints(delete)
+        console.print(f"deleted {len(set(delete))} checkpoint(s)")
+        return
     frame = open_store().checkpoints(host)
     rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
              "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics)}

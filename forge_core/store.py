@@ -550,6 +550,23 @@ class Store:
                  dumps(record["training_log"]), state],
             )
 
+    def delete_checkpoints(self, checkpoint_ids: Sequence[str]) -> None:
+        """Delete checkpoints; refuses unknown ids and a parent whose child stays."""
+        ids = list(dict.fromkeys(checkpoint_ids))
+        with self.transaction() as connection:
+            known = {row[0] for row in connection.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE list_contains(?, checkpoint_id)", [ids]).fetchall()}
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise ValueError(f"no checkpoint {', '.join(unknown)}")
+            children = connection.execute(
+                "SELECT checkpoint_id, parent FROM checkpoints WHERE list_contains(?, parent) "
+                "AND NOT list_contains(?, checkpoint_id)", [ids, ids]).fetchall()
+            if children:
+                child, parent = children[0]
+                raise ValueError(f"checkpoint {parent} is the parent of {child}: delete both or neither")
+            connection.execute("DELETE FROM checkpoints WHERE list_contains(?, checkpoint_id)", [ids])
+
     def checkpoint(self, checkpoint_id: str) -> tuple[dict[str, Any], bytes] | None:
         """A checkpoint's metadata record and weights, or None."""
         with self.connect() as connection:

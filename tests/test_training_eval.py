@@ -200,3 +200,19 @@ def test_store_summary_cli_json(outcome_store: Store) -> None:
     assert set(macro) == {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think",
                           "raw:cot", "oracle"}
     assert macro["oracle"]["queries"] == 60 and macro["raw:no_think"]["tokens_out"] == 8
+
+
+def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path) -> None:
+    from conftest import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    parent = train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
+    child = train_router(store, TrainRequest(host=HOST, variant="full", stage=2,
+                                             stage2=Stage2Config(steps=10, log_every=5)))
+    with pytest.raises(ValueError, match=f"{parent} is the parent of {child}"):
+        store.delete_checkpoints([parent])
+    with pytest.raises(ValueError, match="no checkpoint ckpt-missing"):
+        store.delete_checkpoints([child, "ckpt-missing"])
+    assert set(store.checkpoints(HOST)["checkpoint_id"]) == {parent, child}
+    store.delete_checkpoints([child, parent])
+    assert store.checkpoints(HOST).empty
