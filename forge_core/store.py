@@ -575,6 +575,7 @@ class Store:
         if not len(frame):
             return None
         row = frame.to_dict("records")[0]
+        row["parent"] = row["parent"] if isinstance(row["parent"], str) else None  # NULL arrives as NaN
         state = bytes(row.pop("state"))
         for key in ("lineage", "metrics", "training_log"):
             row[key] = json.loads(row[key])
@@ -589,7 +590,8 @@ class Store:
             query += " WHERE host = ?"
             params.append(host)
         with self.connect() as connection:
-            return connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
+            frame = connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
+        return frame.assign(parent=frame["parent"].astype(object).where(frame["parent"].notna(), None))
 
     # ------------------------------------------------------------ jobs
 

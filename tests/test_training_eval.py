@@ -213,6 +213,8 @@ def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path
         store.delete_checkpoints([parent])
     with pytest.raises(ValueError, match="no checkpoint ckpt-missing"):
         store.delete_checkpoints([child, "ckpt-missing"])
-    assert set(store.checkpoints(HOST)["checkpoint_id"]) == {parent, child}
+    listed = store.checkpoints(HOST).set_index("checkpoint_id")["parent"].to_dict()
+    assert listed == {parent: None, child: parent}  # NULL is None, not NaN (the CLI table renders it)
+    assert store.checkpoint(parent)[0]["parent"] is None
     store.delete_checkpoints([child, parent])
     assert store.checkpoints(HOST).empty
