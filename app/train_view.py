@@ -20,7 +20,8 @@ REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
 WATCHED_KEY = "watched_train_jobs"  # session state: job ids seen running, to rerun the page when they end
 LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss", "dev_oracle_agreement": "dev oracle agreement",
-               "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta"}
+               "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta",
+               "dev_utility": "dev utility"}
 
 
 def start_training(store: Store, request: TrainRequest) -> None:

@@ -3,7 +3,7 @@ metrics side by side, and training curves in long form (one row per point) ready
 
 Curves come from a run's log rows (a checkpoint's `training_log`, or a running job's
 `job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_oracle_agreement),
-Stage 2 one row per `log_every` steps (reward_mean, loss, kl, entropy, beta).
+Stage 2 one row per `log_every` steps (reward_mean, loss, kl, entropy, beta, dev_utility).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ STAGE2_CURVES: tuple[tuple[str, str, str], ...] = (
     ("kl", "KL to Stage 1", "KL"),
     ("entropy", "entropy", "entropy"),
     ("beta", "beta (KL weight)", "beta"),
+    ("dev_utility", "dev utility (the best state is kept)", "dev"),
 )
 CURVE_COLUMNS = ("x", "x_label", "panel", "series", "value")
 DEV_METRICS: tuple[tuple[str, str], ...] = (

@@ -109,6 +109,8 @@ def test_stage2_curves_and_latest_values() -> None:
     assert latest_values(STAGE2_LOG) == {"reward_mean": 0.5, "loss": 0.2, "kl": 0.02, "entropy": 1.1, "beta": 0.075}
     assert latest_values(STAGE1_LOG) == {"train_loss": 0.25, "dev_loss": 0.3, "dev_oracle_agreement": 0.8}
     assert training_curves([]).empty and latest_values([]) == {}
+    with_dev = training_curves([{**row, "dev_utility": 0.3} for row in STAGE2_LOG])
+    assert list(with_dev[with_dev["panel"] == "dev utility (the best state is kept)"]["value"]) == [0.3, 0.3]
 
 
 def test_compare_curves_overlays_runs() -> None:
