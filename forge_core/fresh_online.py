@@ -80,7 +80,7 @@ class LiveQuery:
     @property
     def is_fever(self) -> bool:
         """True for a FEVER claim (labels instead of short answers)."""
-        return self.benchmark == "fever"
+        return self.example.is_fever
 
     @property
     def evidence(self) -> Evidence:
