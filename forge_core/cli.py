@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from forge_core.hosts.base import HostError
 from forge_core.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
 from forge_core.models import ModelError
 from forge_core.store import Store, StoreError
+
+if TYPE_CHECKING:
+    from forge_core.evaluation import EvaluationSettings
 
 app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -421,54 +424,52 @@ def eval_command(
         raise ValueError(f"--protocol is cached or fresh, not '{protocol}'")
     if repeats and protocol == "fresh":
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
+    from forge_core.evaluation import EvaluationSettings
+
+    settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None)
     if repeats:
-        _eval_repeats(host, split, arms, lambda_in, lambda_out, policy, as_json)
+        _eval_repeats(settings, as_json)
     elif protocol == "fresh":
-        _eval_fresh(host, split, arms, lambda_in, lambda_out, policy, per_benchmark, as_json)
+        _eval_fresh(settings, per_benchmark, as_json)
     else:
-        _eval_cached(host, split, arms, lambda_in, lambda_out, policy, as_json)
+        _eval_cached(settings, as_json)
 
 
-def _eval_repeats(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
-                  policy: Optional[list[str]], as_json: bool) -> None:
+def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
     from forge_core.evaluation import repeated_evaluation
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("runs", total=9)
-        report = repeated_evaluation(open_store(), host, split, arms, lambda_in, lambda_out, policy,
-                                     on_run=lambda *_: progress.advance(task))
+        report = repeated_evaluation(open_store(), settings, on_run=lambda *_: progress.advance(task))
     if as_json:
         print_json(report)
         return
-    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{host}, {split}, 3 x 3 runs")
+    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{settings.host}, {settings.split}, 3 x 3 runs")
     for name, row in report["policies"].items():
         table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
                               for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))
     Console().print(table)
 
 
-def _eval_cached(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
-                 policy: Optional[list[str]], as_json: bool) -> None:
+def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
     from forge_core.evaluation import evaluate
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
-        report = evaluate(open_store(), host=host, split=split, n_arms=arms,
-                          lambda_in=lambda_in, lambda_out=lambda_out, policy_names=policy,
+        report = evaluate(open_store(), settings,
                           on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
     if as_json:
         print_json(report)
         return
     table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", "oracle agr.", "F1 vs Raw, 95% CI",
-                  title=f"{host}, {split}, {report['queries']} queries, cached")
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, cached")
     for name, row in report["policies"].items():
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
                       f"{row['macro_utility']:.4f}", f"{row['oracle_agreement']:.3f}", _ci_text(row))
     Console().print(table)
 
 
-def _eval_fresh(host: str, split: str, arms: int, lambda_in: float, lambda_out: float,
-                policy: Optional[list[str]], per_benchmark: int, as_json: bool) -> None:
+def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
     from forge_core.fresh_online import fresh_online_evaluation
 
     with Progress(*Progress.get_default_columns(), console=console, transient=True) as progress:
@@ -479,13 +480,13 @@ def _eval_fresh(host: str, split: str, arms: int, lambda_in: float, lambda_out: 
             progress.update(task, total=done + remaining, completed=done,
                             description=f"live answers ({result.policy})")
 
-        report = fresh_online_evaluation(open_store(), host, split, arms, lambda_in, lambda_out, policy,
-                                         per_benchmark, on_result=on_result)
+        report = fresh_online_evaluation(open_store(), settings, per_benchmark, on_result=on_result)
     if as_json:
         print_json(report)
         return
     table = Table("policy", "F1", "EM", "k tok", "calls", "p50 s", "p95 s", "cached F1", "F1 vs Raw",
-                  title=f"{host}, {split}, {report['queries']} queries, fresh online (run {report['run_id']})",
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, "
+                        f"fresh online (run {report['run_id']})",
                   caption="k tok: thousands of tokens per query over every call; p50/p95: end-to-end latency; "
                           "cached F1: the Cached protocol on the same queries; F1 vs Raw: paired 95% CI")
     for name, row in report["policies"].items():
@@ -521,7 +522,7 @@ def sweep_command(
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
     Pareto frontier (routers retrained with Stage 1 at every point)."""
-    from forge_core.evaluation import lambda_sweep
+    from forge_core.evaluation import EvaluationSettings, lambda_sweep
 
     grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
     with Progress(console=console, transient=True) as progress:
@@ -530,7 +531,8 @@ def sweep_command(
         def on_point(li: float, lo: float) -> None:
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
-        result = lambda_sweep(open_store(), host, grid, split, arms, policy, on_point=on_point)
+        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None)
+        result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
     if as_json:
         print_json(result)
         return

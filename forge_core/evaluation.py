@@ -9,6 +9,7 @@ on every call a new query needs, is `forge_core.fresh_online`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -251,6 +252,21 @@ def _point(policy: str, benchmark: str, tokens: float, f1: float, utility: float
 
 
 @dataclass(frozen=True)
+class EvaluationSettings:
+    """What an evaluation is asked for; every protocol (Cached, repeated, sweep, Fresh Online)
+    takes one."""
+
+    host: str = "embedded"  # whose outcomes, features and routers
+    split: str = "test"  # the split evaluated (dev or test)
+    n_arms: int = 6  # alphabet size: 3, 6 or 12
+    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
+    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
+    split_seed: int = 0  # which of the three train/dev/test splits
+    seed: int = 0  # training seed of routers fitted on the fly
+
+
+@dataclass(frozen=True)
 class EvaluationSetup:
     """What an evaluation runs on: the context, the evaluated rows, the (unfitted) policies and
     the checkpoint of every FORGE router, selected or not."""
@@ -261,50 +277,42 @@ class EvaluationSetup:
     router_checkpoints: dict[str, str]
 
 
-def evaluation_setup(store: Store, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
-                     policy_names: Sequence[str] | None = None, split_seed: int = 0, seed: int = 0) -> EvaluationSetup:
-    """Features computed, the complete queries of `split`, and the baselines and FORGE routers
+def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSetup:
+    """Features computed, the complete queries of the split, and the baselines and FORGE routers
     (all, or the named ones)."""
     from forge_core.features import compute_features
 
+    host, names = settings.host, settings.policy_names
     compute_features(store, host)
-    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, split_seed)
-    rows = context.rows(split)
+    context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                                 settings.split_seed)
+    rows = context.rows(settings.split)
     if not len(rows):
-        raise ValueError(f"no complete {split} queries for host '{host}'")
-    routers = router_policies(store, host, n_arms, lambda_in, lambda_out, split_seed, seed)
-    policies = build_baselines([n for n in (policy_names or BASELINES) if n in BASELINES]) + routers
+        raise ValueError(f"no complete {settings.split} queries for host '{host}'")
+    routers = router_policies(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                              settings.split_seed, settings.seed)
+    policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
-    if policy_names:
-        unknown = sorted(set(policy_names) - {p.name for p in policies})
+    if names:
+        unknown = sorted(set(names) - {p.name for p in policies})
         if unknown:
             raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(p.name for p in policies)})")
-        policies = [p for p in policies if p.name in policy_names]
+        policies = [p for p in policies if p.name in names]
     return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})
 
 
-def evaluate(
-    store: Store,
-    host: str = "embedded",
-    split: str = "test",
-    n_arms: int = 6,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
-    policy_names: Sequence[str] | None = None,
-    split_seed: int = 0,
-    seed: int = 0,
-    on_policy: Callable[[str], None] | None = None,
-) -> dict:
+def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
+             on_policy: Callable[[str], None] | None = None) -> dict:
     """The Cached protocol: `{"policies": {name: summary}, "queries": n, ...}` for the baselines
     and FORGE routers."""
-    setup = evaluation_setup(store, host, split, n_arms, lambda_in, lambda_out, policy_names, split_seed, seed)
+    setup = evaluation_setup(store, settings)
     context, rows = setup.context, setup.rows
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     reference = outcomes.get("always_raw") or score_decisions(
         context, rows, "always_raw", FixedArm("raw:no_think").decide(context, rows))
     return {
-        "host": host, "split": split, "protocol": "cached", "queries": int(len(rows)),
-        "lambda_in": lambda_in, "lambda_out": lambda_out, "arms": list(context.table.arms),
+        "host": settings.host, "split": settings.split, "protocol": "cached", "queries": int(len(rows)),
+        "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out, "arms": list(context.table.arms),
         "policies": {name: summarize(o, context, rows, reference) for name, o in outcomes.items()},
     }
 
@@ -321,43 +329,34 @@ def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
     return frontier
 
 
-def lambda_sweep(
-    store: Store,
-    host: str,
-    grid: Sequence[tuple[float, float]],
-    split: str = "test",
-    n_arms: int = 6,
-    policy_names: Sequence[str] | None = None,
-    on_point: Callable[[float, float], None] | None = None,
-) -> dict:
+def lambda_sweep(store: Store, grid: Sequence[tuple[float, float]], settings: EvaluationSettings = EvaluationSettings(),
+                 on_point: Callable[[float, float], None] | None = None) -> dict:
     """Every policy's (cost, F1) point at each (lambda_in, lambda_out) of the grid, routers
     retrained (Stage 1) and baselines re-tuned per point, and the Pareto frontier over all
-    points (lowest cost for the highest macro F1)."""
+    points (lowest cost for the highest macro F1). The settings' own cost weights are ignored."""
     points = []
     for lambda_in, lambda_out in grid:
         if on_point:
             on_point(lambda_in, lambda_out)
-        report = evaluate(store, host, split, n_arms, lambda_in, lambda_out, policy_names)
+        report = evaluate(store, dataclasses.replace(settings, lambda_in=lambda_in, lambda_out=lambda_out))
         points += [{"policy": name, "lambda_in": lambda_in, "lambda_out": lambda_out, "cost_k": row["cost_k"],
                     "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
                    for name, row in report["policies"].items()]
     frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
-    return {"host": host, "split": split, "points": points, "frontier": frontier}
+    return {"host": settings.host, "split": settings.split, "points": points, "frontier": frontier}
 
 
-def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test", n_arms: int = 6,
-                        lambda_in: float = DEFAULT_LAMBDA_IN, lambda_out: float = DEFAULT_LAMBDA_OUT,
-                        policy_names: Sequence[str] | None = None, split_seeds: Sequence[int] = (0, 1, 2),
-                        seeds: Sequence[int] = (0, 1, 2), on_run: Callable[[int, int], None] | None = None) -> dict:
+def repeated_evaluation(store: Store, settings: EvaluationSettings = EvaluationSettings(),
+                        split_seeds: Sequence[int] = (0, 1, 2), seeds: Sequence[int] = (0, 1, 2),
+                        on_run: Callable[[int, int], None] | None = None) -> dict:
     """The paper's protocol: every split seed x training seed, then mean and SD per policy of
-    macro F1, macro EM, cost and utility."""
+    macro F1, macro EM, cost and utility. The settings' own seeds are ignored."""
     runs = []
     for split_seed in split_seeds:
         for seed in seeds:
             if on_run:
                 on_run(split_seed, seed)
-            runs.append(evaluate(store, host, split, n_arms, lambda_in, lambda_out, policy_names,
-                                 split_seed, seed)["policies"])
+            runs.append(evaluate(store, dataclasses.replace(settings, split_seed=split_seed, seed=seed))["policies"])
     summary = {}
     for name in runs[0]:
         summary[name] = {"runs": len(runs)}
@@ -365,5 +364,5 @@ def repeated_evaluation(store: Store, host: str = "embedded", split: str = "test
             values = np.array([run[name][metric] for run in runs])
             summary[name][f"{metric}_mean"] = float(values.mean())
             summary[name][f"{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-    return {"host": host, "split": split, "protocol": "cached", "split_seeds": list(split_seeds),
+    return {"host": settings.host, "split": settings.split, "protocol": "cached", "split_seeds": list(split_seeds),
             "seeds": list(seeds), "policies": summary}

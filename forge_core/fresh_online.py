@@ -31,7 +31,7 @@ import pandas as pd
 from forge_core.answering import ArmAnswer, Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.arms import parse_arm
 from forge_core.evaluation import (
-    EvaluationSetup, action_distribution, evaluation_setup, macro, paired_bootstrap_ci, policy_outcomes)
+    EvaluationSettings, EvaluationSetup, action_distribution, evaluation_setup, macro, paired_bootstrap_ci, policy_outcomes)
 from forge_core.features import features_for_question, load_embedder, needs_probes
 from forge_core.hosts.base import Host, HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
@@ -138,29 +138,22 @@ async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshRe
 
 def fresh_online_evaluation(
     store: Store,
-    host: str = "embedded",
-    split: str = "test",
-    n_arms: int = 6,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
-    policy_names: Sequence[str] | None = None,
+    settings: EvaluationSettings = EvaluationSettings(),
     per_benchmark: int = DEFAULT_PER_BENCHMARK,
-    split_seed: int = 0,
-    seed: int = 0,
     on_result: Callable[[FreshResult, int], None] | None = None,
 ) -> dict:
     """Run every deployable policy live on the first `per_benchmark` complete queries of each
-    benchmark in `split` and report F1, EM, tokens, calls and latency per policy.
+    benchmark in the split and report F1, EM, tokens, calls and latency per policy.
     `on_result(result, remaining)` follows progress."""
     if per_benchmark < 1:
         raise ValueError("--per-benchmark must be at least 1")
-    setup = evaluation_setup(store, host, split, n_arms, lambda_in, lambda_out, policy_names, split_seed, seed)
+    setup = evaluation_setup(store, settings)
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
     setup = dataclasses.replace(setup, rows=rows)
     cached = policy_outcomes(setup.context, rows, setup.policies)  # fits every policy
     live = [p for p in setup.policies if p.deployable]
-    config = get_host_config(store, host)
-    run_id = fresh_run_id(config, setup, lambda_in, lambda_out, split_seed, seed)
+    config = get_host_config(store, settings.host)
+    run_id = fresh_run_id(config, setup, settings)
     todo = _missing(store, run_id, live, _examples(store, setup.context, rows))
     if todo:
         log.info("fresh online run %s: %d policy-query answers to make", run_id, len(todo))
@@ -169,9 +162,9 @@ def fresh_online_evaluation(
     results = store.fresh_results(run_id)
     report = fresh_report(results, setup, live, {name: o.f1 for name, o in cached.items()})
     skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
-    return {"host": host, "split": split, "protocol": "fresh", "run_id": run_id, "queries": int(len(rows)),
-            "lambda_in": lambda_in, "lambda_out": lambda_out, "arms": list(setup.context.table.arms),
-            "policies": report, "not_run": skipped}
+    return {"host": settings.host, "split": settings.split, "protocol": "fresh", "run_id": run_id,
+            "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
+            "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped}
 
 
 def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchmark: int) -> np.ndarray:
@@ -181,15 +174,15 @@ def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchma
     return np.concatenate(chosen)
 
 
-def fresh_run_id(config: HostConfig, setup: EvaluationSetup, lambda_in: float, lambda_out: float,
-                 split_seed: int, seed: int) -> str:
+def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: EvaluationSettings) -> str:
     """A hash of what the run's answers depend on: the host configuration, the queries the
-    policies were fitted on and are evaluated on, the cost weights, seeds and router checkpoints."""
+    policies were fitted on and are evaluated on, the cost weights, seeds and router checkpoints
+    (not the policy names: a run of a subset of policies reuses the same answers)."""
     table = setup.context.table
     settings = {
         "host": config_hash(config), "keys": [list(k) for k in table.keys], "splits": table.splits.tolist(),
-        "rows": setup.rows.tolist(), "lambda_in": lambda_in, "lambda_out": lambda_out,
-        "split_seed": split_seed, "seed": seed, "routers": setup.router_checkpoints,
+        "rows": setup.rows.tolist(), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
+        "split_seed": settings.split_seed, "seed": settings.seed, "routers": setup.router_checkpoints,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from forge_core.evaluation import EvaluationSettings, evaluation_setup
 from forge_core.fresh_online import fresh_online_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
@@ -18,13 +19,16 @@ POLICIES = ["always_raw", "forge_lite", "forge_full", "self_routing", "frugal_ca
 CASCADE_CALLS = {"direct:no_think": 1, "summary:no_think": 2, "raw:no_think": 3}
 
 
+def settings(policies: list[str]) -> EvaluationSettings:
+    """Evaluation settings for the test host and these policies, defaults otherwise."""
+    return EvaluationSettings(HOST, policy_names=tuple(policies))
+
+
 @pytest.fixture(scope="module")
 def routed_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
     """A copy of the synthetic-outcome store with its features and Stage-1 routers (read-only)."""
-    from forge_core.evaluation import evaluation_setup
-
     store = copy_store(outcome_store, tmp_path_factory.mktemp("routed"))
-    evaluation_setup(store, HOST, "test", 6, 0.1, 0.2)
+    evaluation_setup(store, EvaluationSettings(HOST))
     return store
 
 
@@ -42,7 +46,7 @@ def server_calls(server: AnsweringServer) -> int:
 def test_fresh_online_counts_every_call_the_host_received(routed_store: Store, tmp_path) -> None:
     with AnsweringServer() as server:
         store = served_store(routed_store, tmp_path, server.base_url)
-        report = fresh_online_evaluation(store, HOST, policy_names=POLICIES, per_benchmark=2)
+        report = fresh_online_evaluation(store, settings(POLICIES), per_benchmark=2)
     assert report["queries"] == 6 and report["protocol"] == "fresh"
     assert "oracle" in report["not_run"] and "oracle" not in report["policies"]
     results = store.fresh_results(report["run_id"])
@@ -71,11 +75,11 @@ def test_fresh_online_resumes_without_repeating_a_call(routed_store: Store, tmp_
     with AnsweringServer() as server:
         store = served_store(routed_store, tmp_path, server.base_url)
         with pytest.raises(KeyboardInterrupt):
-            fresh_online_evaluation(store, HOST, policy_names=policies, per_benchmark=1, on_result=interrupt_after_three)
+            fresh_online_evaluation(store, settings(policies), per_benchmark=1, on_result=interrupt_after_three)
         assert server_calls(server) == 3  # six answers planned, three finished and stored
-        report = fresh_online_evaluation(store, HOST, policy_names=policies, per_benchmark=1)
+        report = fresh_online_evaluation(store, settings(policies), per_benchmark=1)
         assert server_calls(server) == 6
-        subset = fresh_online_evaluation(store, HOST, policy_names=["always_raw"], per_benchmark=1)
+        subset = fresh_online_evaluation(store, settings(["always_raw"]), per_benchmark=1)
         assert subset["run_id"] == report["run_id"] and server_calls(server) == 6  # nothing run twice
     assert len(store.fresh_results(report["run_id"])) == 6
     assert report["policies"]["always_raw"]["calls_per_query"] == 1.0
@@ -84,14 +88,14 @@ def test_fresh_online_resumes_without_repeating_a_call(routed_store: Store, tmp_
 def test_fresh_online_rejects_bad_settings(routed_store: Store, tmp_path) -> None:
     store = served_store(routed_store, tmp_path, "http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="at least 1"):
-        fresh_online_evaluation(store, HOST, per_benchmark=0)
+        fresh_online_evaluation(store, EvaluationSettings(HOST), per_benchmark=0)
     with pytest.raises(ValueError, match="unknown policies: always_magic"):
-        fresh_online_evaluation(store, HOST, policy_names=["always_magic"])
+        fresh_online_evaluation(store, settings(["always_magic"]))
 
 
 def test_fresh_online_on_the_real_tiny_host(routed_store: Store, tmp_path, tiny_server: HostConfig) -> None:
     store = served_store(routed_store, tmp_path, tiny_server.base_url)
-    report = fresh_online_evaluation(store, HOST, policy_names=["always_direct", "always_raw"], per_benchmark=1)
+    report = fresh_online_evaluation(store, settings(["always_direct", "always_raw"]), per_benchmark=1)
     direct, raw = report["policies"]["always_direct"], report["policies"]["always_raw"]
     assert direct["calls_per_query"] == raw["calls_per_query"] == 1.0
     assert raw["cost_k"] > direct["cost_k"] > 0  # real usage counts: Raw carries three passages
@@ -110,7 +114,7 @@ def test_live_context_refuses_features_it_was_not_given(outcome_store: Store) ->
         live.features("lite")
 
 
-def test_fresh_eval_cli_json_and_user_errors(routed_store: Store, tmp_path) -> None:
+def test_eval_cli_json_both_protocols_and_user_errors(routed_store: Store, tmp_path) -> None:
     import json
     import os
     import subprocess
@@ -127,6 +131,8 @@ def test_fresh_eval_cli_json_and_user_errors(routed_store: Store, tmp_path) -> N
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["protocol"] == "fresh" and report["policies"]["always_raw"]["calls_per_query"] == 1.0
+    cached = json.loads(forge("--policy", "always_raw", "--policy", "oracle", "--json").stdout)
+    assert cached["protocol"] == "cached" and set(cached["policies"]) == {"always_raw", "oracle"}
     refused = forge("--protocol", "fresh", "--repeats")
     assert refused.returncode != 0 and "--repeats runs the cached protocol" in refused.stderr
     assert "Traceback" not in refused.stderr

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from forge_core.checkpoints import CheckpointError, load_checkpoint
-from forge_core.evaluation import evaluate, paired_bootstrap_ci, pareto_frontier
+from forge_core.evaluation import EvaluationSettings, evaluate, paired_bootstrap_ci, pareto_frontier
 from forge_core.outcomes import load_outcome_table
 from forge_core.stage1 import Stage1Config
 from forge_core.stage2 import Stage2Config
@@ -98,7 +98,7 @@ def test_tampered_checkpoint_is_refused(outcome_store: Store, tmp_path) -> None:
 
 
 def test_evaluate_reports_every_policy(outcome_store: Store) -> None:
-    report = evaluate(outcome_store, host=HOST, split="test")
+    report = evaluate(outcome_store, EvaluationSettings(HOST, split="test"))
     policies = report["policies"]
     expected = {"always_direct", "always_summary", "always_raw", "bm25_threshold", "adaptive_rag", "tiermem",
                 "self_routing", "frugal_cascade", "oracle", "forge_full", "forge_lite", "bge_bm25_kl", "forge_full_fallback"}
@@ -131,7 +131,8 @@ def test_pareto_frontier() -> None:
 def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
     from forge_core.evaluation import lambda_sweep
 
-    result = lambda_sweep(outcome_store, HOST, [(0.0, 0.0), (0.5, 0.5)], policy_names=["always_raw", "forge_lite", "oracle"])
+    settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite", "oracle"))
+    result = lambda_sweep(outcome_store, [(0.0, 0.0), (0.5, 0.5)], settings)
     assert len(result["points"]) == 6
     raw = [p for p in result["points"] if p["policy"] == "always_raw"]
     assert raw[0]["cost_k"] == raw[1]["cost_k"] and raw[0]["macro_utility"] > raw[1]["macro_utility"]
@@ -142,8 +143,8 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
     from forge_core.evaluation import repeated_evaluation
 
-    report = repeated_evaluation(outcome_store, HOST, policy_names=["always_raw", "forge_lite"],
-                                 split_seeds=(0, 1), seeds=(0, 1))
+    settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite"))
+    report = repeated_evaluation(outcome_store, settings, split_seeds=(0, 1), seeds=(0, 1))
     lite = report["policies"]["forge_lite"]
     assert lite["runs"] == 4 and lite["macro_f1_sd"] >= 0
     assert 0 < lite["macro_f1_mean"] <= 1

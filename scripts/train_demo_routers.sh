@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Train the routers the README's demo-store results report, on the embedded host's 6-arm outcomes:
+# Stage 1 for Full, Lite and BGE+BM25, then Stage 2 (GRPO and Dr. GRPO, 5,000 steps) from the
+# Full and Lite Stage-1 checkpoints. `forge eval` then picks each router's best checkpoint on dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FORGE=.venv/bin/forge
+train() { "$FORGE" train --host embedded --arms 6 "$@"; }
+for variant in full lite bge; do
+    train --stage 1 --variant "$variant"
+done
+for variant in full lite; do
+    for algorithm in grpo dr_grpo; do
+        train --stage 2 --variant "$variant" --algorithm "$algorithm"
+    done
+done
