@@ -444,7 +444,8 @@ def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
     if as_json:
         print_json(report)
         return
-    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", title=f"{settings.host}, {settings.split}, 3 x 3 runs")
+    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility",
+                  title=f"{settings.host}, {settings.split}, 3 x 3 runs")
     for name, row in report["policies"].items():
         table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
                               for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))

@@ -40,7 +40,6 @@ from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, sample_probe_request
 from forge_core.records import Example, FreshResult, ProbeOutcome
 from forge_core.retrieval import Retriever
 from forge_core.store import Store, utc_now
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 log = logging.getLogger(__name__)
 
