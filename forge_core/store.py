@@ -574,8 +574,7 @@ class Store:
                 "SELECT * FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]).fetchdf()
         if not len(frame):
             return None
-        row = frame.to_dict("records")[0]
-        row["parent"] = row["parent"] if isinstance(row["parent"], str) else None  # NULL arrives as NaN
+        row = _parent_none_when_null(frame).to_dict("records")[0]
         state = bytes(row.pop("state"))
         for key in ("lineage", "metrics", "training_log"):
             row[key] = json.loads(row[key])
@@ -591,7 +590,7 @@ class Store:
             params.append(host)
         with self.connect() as connection:
             frame = connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
-        return frame.assign(parent=frame["parent"].astype(object).where(frame["parent"].notna(), None))
+        return _parent_none_when_null(frame)
 
     # ------------------------------------------------------------ jobs
 
@@ -757,3 +756,8 @@ def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:
 def dumps(value: Any) -> str:
     """JSON for the store's JSON columns: stable key order."""
     return json.dumps(value, sort_keys=True)
+
+
+def _parent_none_when_null(frame: pd.DataFrame) -> pd.DataFrame:
+    """Checkpoint rows with a NULL parent as None (pandas turns an all-NULL column into NaN)."""
+    return frame.assign(parent=frame["parent"].astype(object).where(frame["parent"].notna(), None))
