@@ -277,6 +277,7 @@ def ask(
     from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence
     from forge_core.arms import parse_arm
     from forge_core.hosts.registry import get_host_config, make_host, serving
+    from forge_core.records import is_fever_benchmark
 
     chosen_arm = parse_arm(arm)
     store = open_store()
@@ -288,7 +289,7 @@ def ask(
     async def run(served: Any) -> Any:
         client = make_host(served)
         try:
-            return await answer_with_arm(client, evidence, chosen_arm, is_fever=benchmark == "fever")
+            return await answer_with_arm(client, evidence, chosen_arm, is_fever=is_fever_benchmark(benchmark))
         finally:
             await client.aclose()
 

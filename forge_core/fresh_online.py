@@ -77,11 +77,6 @@ class LiveQuery:
         return self.example.benchmark
 
     @property
-    def is_fever(self) -> bool:
-        """True for a FEVER claim (labels instead of short answers)."""
-        return self.example.is_fever
-
-    @property
     def evidence(self) -> Evidence:
         """The BM25 passages of the question, retrieved once."""
         if self._evidence is None:
@@ -91,7 +86,7 @@ class LiveQuery:
     async def answer(self, arm: str) -> ArmAnswer:
         """The host's answer under an arm: one counted call, made at most once per query."""
         if arm not in self._answers:
-            answer = await answer_with_arm(self.host, self.evidence, parse_arm(arm), self.is_fever)
+            answer = await answer_with_arm(self.host, self.evidence, parse_arm(arm), self.example.is_fever)
             self._count(answer.tokens_in, answer.tokens_out)
             self._answers[arm] = answer
         return self._answers[arm]
@@ -99,7 +94,7 @@ class LiveQuery:
     async def probes(self) -> list[ProbeOutcome]:
         """The four probes, concurrently; the greedy probe is the Direct answer."""
         question, host_name = self.example.question, self.host.config.name
-        requests = [sample_probe_request(question, probe, self.is_fever) for probe in SAMPLE_PROBES]
+        requests = [sample_probe_request(question, probe, self.example.is_fever) for probe in SAMPLE_PROBES]
         direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.host.generate, requests))
         now = utc_now()
         outcomes = [ProbeOutcome(host_name, self.benchmark, self.example.example_id, GREEDY_PROBE, direct.answer,
@@ -129,7 +124,7 @@ async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshRe
     started = time.perf_counter()
     answer = await policy.answer_live(query)
     latency_ms = (time.perf_counter() - started) * 1000.0
-    f1, em = score_arm_answer(answer, query.example.answers, query.is_fever)
+    f1, em = score_arm_answer(answer, query.example.answers, query.example.is_fever)
     example = query.example
     return FreshResult(run_id, policy.name, example.benchmark, example.example_id, answer.arm, f1, em, query.calls,
                        query.tokens_in, query.tokens_out, latency_ms, utc_now())

@@ -20,7 +20,7 @@ from forge_core.arms import Arm
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.registry import make_host
-from forge_core.records import Example
+from forge_core.records import Example, is_fever_benchmark
 from forge_core.retrieval import Retriever
 from forge_core.store import Store
 
@@ -91,7 +91,7 @@ def ask_live(store: Store, config: HostConfig, retriever: Retriever, question: s
     is the stored example the question comes from, if any (for its score and stored Raw cost)."""
     if arm.thinking_budget and not config.supports_thinking:
         raise ValueError(f"host '{config.name}' has no reasoning budget; {arm.name} needs a thinking host")
-    is_fever = benchmark == "fever"
+    is_fever = is_fever_benchmark(benchmark)
     evidence = retrieve_evidence(retriever, question)
     stored_raw = _stored_raw_cost(store, config.name, example) if example and arm != RAW_ARM else None
     arms = [arm] if arm == RAW_ARM or stored_raw else [arm, RAW_ARM]

@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 BENCHMARKS: tuple[str, ...] = ("hotpotqa", "2wikimultihopqa", "musique", "popqa", "fever")
+
+
+def is_fever_benchmark(benchmark: str) -> bool:
+    """True for FEVER, the claim-verification benchmark: labels instead of short answers."""
+    return benchmark == "fever"
 FEVER_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
@@ -23,7 +28,7 @@ class Example:
     @property
     def is_fever(self) -> bool:
         """True for claim-verification examples scored on their label."""
-        return self.benchmark == "fever"
+        return is_fever_benchmark(self.benchmark)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from forge_core.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.features import features_for_question
 from forge_core.hosts.base import Host, HostError
 from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, build_request, sample_probe_request
-from forge_core.records import ProbeOutcome
+from forge_core.records import ProbeOutcome, is_fever_benchmark
 from forge_core.store import Store, utc_now
 
 
@@ -60,7 +60,7 @@ async def route_question(store: Store, checkpoint_id: str, question: str, benchm
     if checkpoint.variant == "full":
         if host is None:
             raise HostError("a Full router runs four host probes first: give it a host")
-        probes = await run_probes(host, question, benchmark == "fever")
+        probes = await run_probes(host, question, is_fever_benchmark(benchmark))
     features = features_for_question(question, evidence, probes, variant=checkpoint.variant)
     probabilities = router_probabilities(checkpoint, features)
     return RoutingDecision(
