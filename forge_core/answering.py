@@ -49,6 +49,7 @@ class ArmAnswer:
     tokens_reasoning: int
     latency_ms: float
     support_text: str
+    attempts: int = 1  # requests sent, retries included
 
 
 @functools.lru_cache(maxsize=8)
@@ -90,6 +91,7 @@ async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bo
         tokens_reasoning=generation.tokens_reasoning,
         latency_ms=generation.latency_ms,
         support_text=support_text,
+        attempts=generation.attempts,
     )
 
 

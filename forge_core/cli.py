@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
 from rich.table import Table
 
 from forge_core import config
@@ -36,6 +38,20 @@ console = Console(stderr=True)
 # Errors a user can act on: shown as one line, never as a traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (
     ImportFormatError, StoreError, HostError, ModelError, ValueError, FileNotFoundError)
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second so far (rich's own speed estimate)."""
+
+    def render(self, task: Any) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.2f}/s")
+
+
+def counting_progress(transient: bool = False) -> Progress:
+    """A progress bar for long work: done/total, rate, elapsed time and ETA."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=transient)
 
 
 def open_store() -> Store:
@@ -112,7 +128,7 @@ def store_coverage(
     from forge_core.reports import default_alphabet_size
 
     store = open_store()
-    coverage = store.coverage({host: arms or default_alphabet_size(store, host)
+    coverage = store.coverage({host: default_alphabet_size(store, host) if arms is None else arms
                                for host in store.hosts_with_outcomes()})
     if as_json:
         print_json({"hosts": coverage})
@@ -140,9 +156,14 @@ def store_export(
 @store_app.command("load-demo")
 def store_load_demo(
     source: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+    again: Annotated[bool, typer.Option("--again", help="Add its rows even if this export was loaded before.")] = False,
 ) -> None:
-    """Add the committed demo outcomes to the store (rows already there are kept)."""
-    added = open_store().load_exported(source or config.demo_dir())
+    """Add the committed demo outcomes to the store once per export (rows already there are kept)."""
+    store, directory = open_store(), source or config.demo_dir()
+    added = store.load_exported(directory) if again else store.load_export_once(directory)
+    if added is None:
+        console.print("this demo export is already loaded (`--again` adds its rows once more)")
+        return
     console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
 
 
@@ -318,7 +339,7 @@ def features_command(
     """Compute the router features of every enumerated query (only what is missing)."""
     from forge_core.features import compute_features
 
-    with Progress(console=console, transient=True) as progress:
+    with counting_progress(transient=True) as progress:
         task = progress.add_task("features", total=None)
         counts = compute_features(open_store(), host,
                                   on_progress=lambda done, total: progress.update(task, completed=done, total=total))
@@ -474,7 +495,7 @@ def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
 def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
     from forge_core.fresh_online import fresh_online_evaluation
 
-    with Progress(*Progress.get_default_columns(), console=console, transient=True) as progress:
+    with counting_progress(transient=True) as progress:
         task = progress.add_task("preparing (features, routers)", total=None)
 
         def on_result(result: Any, remaining: int) -> None:
@@ -556,14 +577,15 @@ def enumerate_command(
     per_benchmark: Annotated[Optional[int], typer.Option(help="At most this many queries per benchmark.")] = None,
     max_calls: Annotated[Optional[int], typer.Option(help="Stop after this many host calls.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(help="Stop after this many tokens in + out.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Queries in flight at once.")] = 2,
+    concurrency: Annotated[Optional[int], typer.Option(
+        help="Queries in flight at once (default: 1 on embedded hosts, else the host's max_concurrency).")] = None,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
-    from forge_core.enumeration import EnumerationPlan, count_calls, enumerate_arms, plan_work
+    from forge_core.enumeration import EnumerationPlan, count_calls, default_concurrency, enumerate_arms, plan_work
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.jobs import validate_plan
     from forge_core.records import BENCHMARKS
@@ -573,7 +595,7 @@ def enumerate_command(
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency)
+                           concurrency=default_concurrency(host_config) if concurrency is None else concurrency)
     validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:
@@ -593,7 +615,7 @@ def enumerate_command(
             await client.aclose()
 
     try:
-        with serving(host_config) as served, Progress(*Progress.get_default_columns(), console=console) as progress:
+        with serving(host_config) as served, counting_progress() as progress:
             task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
             report = asyncio.run(run(served, progress, task))
     except KeyboardInterrupt:
@@ -606,6 +628,15 @@ def enumerate_command(
                   as_json)
 
 
+def load_demo_on_first_run(store: Store, demo: Path) -> None:
+    """Load the committed demo outcomes into a store that has none yet (once per export)."""
+    if store.hosts_with_outcomes():
+        return
+    added = store.load_export_once(demo)
+    if added:
+        console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in added.items()) + ")")
+
+
 @app.command("app")
 def app_command(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,
@@ -615,6 +646,7 @@ def app_command(
     import signal
     import subprocess
 
+    load_demo_on_first_run(open_store(), config.demo_dir())
     root = config.PROJECT_ROOT
     command = [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
                "--server.address", "127.0.0.1", "--server.port", str(port),

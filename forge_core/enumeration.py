@@ -8,13 +8,13 @@
   a rerun plans only what is missing (error rows count as missing), so a crash, kill -9 or
   Ctrl-C loses no finished row and never duplicates one.
 - Fault-tolerant: the host client retries; a call that still fails is stored as an error row
-  (no score) and reported.
+  (no score) and reported; after 10 failed calls in a row the run stops (the host is likely down).
 - Visible and bounded: progress goes to the `jobs` table and a callback; optional limits on
   calls and tokens stop the run cleanly; the dashboard can ask a job to cancel.
 
 Probes (Full features): the greedy Direct probe is the `direct:no_think` request itself (same
-prompt, temperature 0), so its outcome is recorded as the `greedy` probe without a second call;
-three self-consistency samples on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
+prompt, temperature 0), so its outcome is recorded as the `greedy` probe without a second call,
+also when that arm was stored by an earlier run without probes; three self-consistency samples on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 SPLIT_CHOICES = ("train", "dev", "test", "all")
 JOB_UPDATE_SECONDS = 2.0
+MAX_FAILURES_IN_A_ROW = 10  # then the host is likely down: stop rather than fill the store with errors
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,15 @@ class EnumerationPlan:
     per_benchmark: int | None = None  # at most this many queries per benchmark
     max_calls: int | None = None  # stop after this many host calls
     max_tokens: int | None = None  # stop after this many input + output tokens
-    concurrency: int = 2  # queries in flight at once
+    concurrency: int = 1  # queries in flight at once (see `default_concurrency`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
+
+
+def default_concurrency(host_config: HostConfig) -> int:
+    """Queries in flight by default: 1 on an embedded host, whose single llama.cpp slot is
+    fastest with a query's arms back to back (prompt cache reuse, see `bench/enumeration.py`);
+    otherwise the host's own request limit."""
+    return 1 if host_config.kind == "embedded" else host_config.max_concurrency
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,10 @@ class EnumerationReport:
 
 def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
     """The missing calls, one entry per query, benchmarks interleaved round-robin so that a
-    partial run covers all of them."""
+    partial run covers all of them. With probes, stored `direct:no_think` answers are first
+    recorded as greedy probes, since they are the same request."""
+    if plan.probes:
+        store.record_greedy_probes_from_direct(plan.host)
     arms = alphabet(plan.n_arms)
     per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
     interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
@@ -135,18 +146,24 @@ class _Run:
         self.on_progress = on_progress
         self.retrievers = {b: load_retriever(store, b) for b in plan.benchmarks}
         self.last_job_update = 0.0
+        self.in_flight = 0
+        self.failures_in_a_row = 0
         self.stopping = False
 
     # -------------------------------------------------------------- bounds and progress
 
-    def within_budget(self) -> bool:
-        """False once a call or token limit is reached or a cancel was requested."""
+    def reserve_call(self) -> bool:
+        """Claim one host call; False once the call or token limit is reached (calls in flight
+        count against the call limit) or a cancel was requested."""
         plan, report = self.plan, self.report
-        if plan.max_calls is not None and report.calls >= plan.max_calls:
+        if plan.max_calls is not None and report.calls + self.in_flight >= plan.max_calls:
             self.stop("call limit reached")
         if plan.max_tokens is not None and report.tokens >= plan.max_tokens:
             self.stop("token limit reached")
-        return not self.stopping
+        if self.stopping:
+            return False
+        self.in_flight += 1
+        return True
 
     def stop(self, reason: str) -> None:
         """Let calls in flight finish, start no new ones."""
@@ -157,10 +174,14 @@ class _Run:
 
     def record_call(self, tokens: int, error: str | None) -> None:
         """Count a finished call and publish progress (the jobs table at most every 2 s)."""
+        self.in_flight -= 1
         self.report.calls += 1
         self.report.tokens += tokens
+        self.failures_in_a_row = self.failures_in_a_row + 1 if error else 0
         if error:
             self.report.errors.append(error)
+        if self.failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
+            self.stop(f"{MAX_FAILURES_IN_A_ROW} calls failed in a row (is the host up?)")
         if self.on_progress:
             self.on_progress(self.report)
         if time.monotonic() - self.last_job_update >= JOB_UPDATE_SECONDS:
@@ -182,7 +203,7 @@ class _Run:
         try:
             answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
         except HostError as error:
-            self.store.write_arm_outcome(self._error_outcome(example, arm, str(error), started))
+            self.store.write_arm_outcome(self._error_outcome(example, arm, error, started))
             self.record_call(0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
             return
         f1, em = score_arm_answer(answer, example.answers, example.is_fever)
@@ -191,7 +212,7 @@ class _Run:
             arm=arm.name, answer=answer.answer, extracted=answer.extracted, f1=f1, em=em,
             tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
             tokens_reasoning=answer.tokens_reasoning, latency_ms=answer.latency_ms, error=None,
-            attempts=1, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
+            attempts=answer.attempts, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
         )
         self.store.write_arm_outcome(outcome)
         if greedy_probe:
@@ -200,11 +221,11 @@ class _Run:
                 answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now()))
         self.record_call(answer.tokens_in + answer.tokens_out, None)
 
-    def _error_outcome(self, example: Example, arm: Arm, error: str, started) -> ArmOutcome:
+    def _error_outcome(self, example: Example, arm: Arm, error: HostError, started) -> ArmOutcome:
         return ArmOutcome(
             host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
             arm=arm.name, answer="", extracted="", f1=None, em=None, tokens_in=0, tokens_out=0,
-            tokens_reasoning=0, latency_ms=0.0, error=error, attempts=1 + self.host.config.max_retries,
+            tokens_reasoning=0, latency_ms=0.0, error=str(error), attempts=error.attempts,
             host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
         )
 
@@ -232,17 +253,17 @@ class _Run:
         example = work.example
         evidence = retrieve_evidence(self.retrievers[example.benchmark], example.question)
         for arm in work.arms:
-            if not self.within_budget():
+            if not self.reserve_call():
                 return
             await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == "direct:no_think")
-        if work.greedy_probe and not _has_direct(work) and self.within_budget():
+        if work.greedy_probe and not _has_direct(work) and self.reserve_call():
             await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
-        if work.samples and self.within_budget():
-            await asyncio.gather(*(self.run_sample(example, evidence, p) for p in work.samples))
+        reserved = [probe for probe in work.samples if self.reserve_call()]
+        await asyncio.gather(*(self.run_sample(example, evidence, probe) for probe in reserved))
 
 
 async def _worker(run: _Run, queue: asyncio.Queue) -> None:
-    while not queue.empty() and run.within_budget():
+    while not queue.empty() and not run.stopping:
         await run.run_query(queue.get_nowait())
 
 

@@ -223,11 +223,6 @@ def load_embedder(spec: str | None = None) -> Embedder:
     return _load(embedder_spec(spec))
 
 
-def embed(texts: Sequence[str]) -> np.ndarray:
-    """Normalized float32 embeddings of texts with the configured embedder."""
-    return load_embedder().embed(texts)
-
-
 # ---------------------------------------------------------------- structural features
 
 
@@ -605,6 +600,10 @@ def compute_features(
     total)` is called after each batch. Returns counts and the elapsed seconds.
     """
     started = time.monotonic()
+    hosts = store.hosts_with_outcomes()
+    if host not in hosts:
+        raise ValueError(f"host '{host}' has no arm outcomes: run `forge enumerate --host {host}` first "
+                         f"(hosts with outcomes: {', '.join(hosts) or 'none'})")
     model = embedder_name(embedder)
     candidates = _candidate_keys(store, host, benchmarks or BENCHMARKS)
     stored = [store.feature_keys(SHARED_HOST, block_kind(b, model)) for b in INDEPENDENT_BLOCKS]

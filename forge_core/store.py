@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -24,6 +25,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from forge_core.arms import alphabet
+from forge_core.prompts import GREEDY_PROBE
 from forge_core.records import ArmOutcome, Document, Example, FreshResult, ProbeOutcome
 
 log = logging.getLogger(__name__)
@@ -106,6 +109,17 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
     connection while a result is unfinished."""
     rows = result.fetchall()
     return rows[0] if rows else None
+
+
+def export_fingerprint(directory: Path) -> str:
+    """A short sha256 of the exported Parquet files' names and contents."""
+    digest = hashlib.sha256()
+    for table in EXPORTED_TABLES:
+        path = directory / f"{table}.parquet"
+        if path.exists():
+            digest.update(table.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def utc_now() -> datetime:
@@ -222,14 +236,6 @@ class Store:
             return self._schema_version(connection)
 
     # ------------------------------------------------------------ benchmark imports
-
-    def import_source_hash(self, benchmark: str) -> str | None:
-        """The sha256 of the file a benchmark was imported from, or None if never imported."""
-        with self.connect() as connection:
-            row = _first(connection.execute(
-                "SELECT source_sha256 FROM imports WHERE benchmark = ?", [benchmark]
-            ))
-        return row[0] if row else None
 
     def import_benchmark(
         self,
@@ -421,6 +427,25 @@ class Store:
                 [list(dataclasses.astuple(outcome)) for outcome in outcomes],
             )
 
+    def record_greedy_probes_from_direct(self, host: str) -> None:
+        """Store every error-free `direct:no_think` outcome that has no greedy probe yet as that
+        probe: the greedy probe is the same request, so it needs no second call."""
+        with self.transaction() as connection:
+            connection.execute(
+                """
+                INSERT OR REPLACE INTO probe_outcomes
+                SELECT host, benchmark, example_id, $probe, answer, tokens_in, tokens_out,
+                       latency_ms, NULL, host_config_hash, finished_at
+                FROM arm_outcomes a
+                WHERE host = $host AND arm = 'direct:no_think' AND error IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM probe_outcomes p
+                                  WHERE p.host = a.host AND p.benchmark = a.benchmark
+                                    AND p.example_id = a.example_id AND p.probe = $probe
+                                    AND p.error IS NULL)
+                """,
+                {"host": host, "probe": GREEDY_PROBE},
+            )
+
     def finished_arms(self, host: str, benchmark: str) -> dict[str, set[str]]:
         """example_id -> arms with a non-error outcome on this host."""
         return self._finished(
@@ -459,8 +484,8 @@ class Store:
             ).fetchdf()
 
     def coverage(self, n_arms_by_host: dict[str, int], split_seed: int = 0) -> dict[str, dict[str, Any]]:
-        """Per host: queries with all K arms free of errors, how many also have all four probes,
-        and their counts by benchmark and by split."""
+        """Per host: queries with all K arms of the K-arm alphabet free of errors, how many also
+        have all four probes, and their counts by benchmark and by split."""
         coverage = {}
         with self.connect() as connection:
             for host, n_arms in n_arms_by_host.items():
@@ -468,7 +493,8 @@ class Store:
                     """
                     WITH complete AS (
                         SELECT benchmark, example_id FROM arm_outcomes
-                        WHERE host = ? AND error IS NULL GROUP BY ALL HAVING count(*) >= ?),
+                        WHERE host = ? AND error IS NULL AND list_contains(?, arm)
+                        GROUP BY ALL HAVING count(*) = ?),
                     probed AS (
                         SELECT benchmark, example_id FROM probe_outcomes
                         WHERE host = ? AND error IS NULL GROUP BY ALL HAVING count(*) >= 4)
@@ -480,7 +506,7 @@ class Store:
                                       AND s.split_seed = ?
                     GROUP BY ALL ORDER BY ALL
                     """,
-                    [host, n_arms, host, split_seed],
+                    [host, [arm.name for arm in alphabet(n_arms)], n_arms, host, split_seed],
                 ).fetchall()
                 coverage[host] = _coverage_summary(rows, n_arms)
         return coverage
@@ -522,6 +548,18 @@ class Store:
                 connection.unregister("exported_rows")
                 after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
             added[table] = after - before
+        return added
+
+    def load_export_once(self, directory: Path) -> dict[str, int] | None:
+        """`load_exported`, unless this exact export (same file contents) was loaded into this
+        store before: then None, so rows a user deleted since (a checkpoint, say) stay deleted."""
+        key = "loaded_export:" + export_fingerprint(directory)
+        with self.connect() as connection:
+            if _first(connection.execute("SELECT count(*) FROM meta WHERE key = ?", [key]))[0]:
+                return None
+        added = self.load_exported(directory)
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, utc_now().isoformat()])
         return added
 
     def host_config_hashes(self, host: str) -> list[str]:

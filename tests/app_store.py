@@ -8,13 +8,14 @@ from pathlib import Path
 from forge_core.arms import SUPPORTS, alphabet
 from forge_core.data_import import import_benchmarks
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import save_host_config
+from forge_core.hosts.registry import config_hash, save_host_config
 from forge_core.records import ArmOutcome
 from forge_core.store import Store
 
 APP_BENCHMARKS = ("2wikimultihopqa", "musique")
 FAKE_HOST = "fake"  # an OpenAI-compatible test double (tests/answering_server.py)
 QUERIES_PER_SPLIT = {"train": 3, "test": 2}
+FAKE_HOST_HASH = config_hash(HostConfig(name=FAKE_HOST, kind="openai", model="m"))  # enumerating resumes it
 
 
 def build_app_store(path: Path, benchmarks_root: Path, fake_host_url: str | None = None) -> Store:
@@ -40,4 +41,4 @@ def synthetic_outcome(benchmark: str, example_id: str, arm: str, seed: int) -> A
     f1 = (seed % 3) / 2
     return ArmOutcome(FAKE_HOST, benchmark, example_id, arm, "answer", "answer", f1, float(f1 == 1.0),
                       40 + 100 * SUPPORTS.index(support), 5 if thinking == "no_think" else 60, 0, 100.0,
-                      None, 1, "hash", now, now)
+                      None, 1, FAKE_HOST_HASH, now, now)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -82,7 +83,17 @@ def test_failures_are_retried_or_recorded_never_scored(store: Store) -> None:
     errors = outcomes[outcomes["error"].notna()]
     assert len(errors) == 4 and errors["f1"].isna().all() and errors["em"].isna().all()
     assert outcomes[outcomes["error"].isna()]["f1"].notna().all()
+    assert (errors["attempts"] == 3).all()  # the first attempt and both retries
+    assert (outcomes[outcomes["error"].isna()]["attempts"] == 2).all()  # failed once, then answered
     assert len(plan_work(store, plan)) == 2  # the error rows are planned again
+
+
+def test_a_host_that_keeps_failing_stops_the_run(store: Store) -> None:
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("fever",), per_benchmark=4)
+    with AnsweringServer(fail=lambda body, attempt: 500) as server:
+        report = run(store, plan, host_config(server.base_url, retries=0))
+    assert report.calls == len(report.errors) == 10  # of 24 planned
+    assert report.status == "stopped: 10 calls failed in a row (is the host up?)"
 
 
 def test_call_limit_stops_cleanly(store: Store) -> None:
@@ -91,6 +102,33 @@ def test_call_limit_stops_cleanly(store: Store) -> None:
         report = run(store, plan, host_config(server.base_url))
     assert report.calls == 5 and report.status == "stopped: call limit reached"
     assert store.job(report.job_id)["status"] == "stopped: call limit reached"
+
+
+def test_call_limit_counts_calls_in_flight(store: Store) -> None:
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique", "fever"), probes=True,
+                           max_calls=7, concurrency=3)
+    with AnsweringServer(delay_s=0.05) as server:
+        report = run(store, plan, host_config(server.base_url))
+        requests = sum(server.attempts.values())
+    assert report.calls == requests == 7
+    samples = (store.probe_outcomes("test-host")["probe"] != "greedy").sum()
+    assert len(store.arm_outcomes("test-host")) + samples == 7  # one stored row per call
+
+
+def test_probes_added_later_reuse_the_stored_direct_answer(store: Store) -> None:
+    without = EnumerationPlan(host="test-host", split="test", benchmarks=("musique",), per_benchmark=2)
+    with_probes = dataclasses.replace(without, probes=True)
+    with AnsweringServer() as server:
+        run(store, without, host_config(server.base_url))
+        direct = store.arm_outcomes("test-host").query("arm == 'direct:no_think'")
+        assert count_calls(plan_work(store, with_probes)) == 2 * 3  # the three samples only
+        report = run(store, with_probes, host_config(server.base_url))
+    assert report.calls == 6
+    after = store.arm_outcomes("test-host").query("arm == 'direct:no_think'")
+    assert after["finished_at"].tolist() == direct["finished_at"].tolist()  # not asked again
+    greedy = store.probe_outcomes("test-host").query("probe == 'greedy'")
+    assert greedy["answer"].tolist() == direct["answer"].tolist()
+    assert greedy["tokens_in"].tolist() == direct["tokens_in"].tolist()
 
 
 def count_rows(path: str) -> tuple[int, int]:

@@ -297,6 +297,12 @@ def test_assemble_features_order_and_missing(tmp_path: Path) -> None:
         assemble_features(store, "h", "lite", keys, embedder="fake")
 
 
+def test_features_of_a_host_without_outcomes_name_the_next_step(tiny_store: Store) -> None:
+    with pytest.raises(ValueError, match=r"host 'typo' has no arm outcomes: run `forge enumerate --host typo` first "
+                                         r"\(hosts with outcomes: h, other\)"):
+        compute_features(tiny_store, "typo")
+
+
 def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: features.Embedder) -> None:
     progress: list[tuple[int, int]] = []
     report = compute_features(tiny_store, "h", on_progress=lambda done, total: progress.append((done, total)),

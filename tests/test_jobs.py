@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from forge_core.enumeration import EnumerationPlan
 from forge_core.jobs import (cancel_job, enumeration_command, job_progress, plan_from_params, process_alive,
-                             request_from_params, stage2_log_every, train_command, validate_train_request)
+                             request_from_params, stage2_log_every, train_command, validate_plan,
+                             validate_train_request)
 from forge_core.stage1 import Stage1Config
 from forge_core.stage2 import Stage2Config
 from forge_core.store import Store
@@ -38,6 +39,31 @@ def test_enumeration_command_has_every_option_of_the_plan() -> None:
         "-m", "forge_core.cli", "enumerate", "--host", "embedded", "--split", "dev", "--arms", "3",
         "--split-seed", "1", "--concurrency", "3", "--probes", "--benchmark", "musique", "--benchmark", "fever",
         "--per-benchmark", "5", "--max-tokens", "1000"]
+
+
+def test_plans_are_validated_with_the_next_step(tmp_path, benchmarks_root) -> None:
+    from forge_core.data_import import import_benchmarks
+    from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.registry import save_host_config
+    from forge_core.records import ArmOutcome
+
+    store = Store(os.environ["FORGE_STORE"])
+    import_benchmarks(store, benchmarks_root, ["musique"])
+    save_host_config(store, HostConfig(name="h", kind="openai", model="m", base_url="http://127.0.0.1:1/v1"))
+    plan = EnumerationPlan(host="h", benchmarks=("musique",))
+    validate_plan(store, plan)
+    with pytest.raises(ValueError, match="--per-benchmark must be at least 1, not -1"):
+        validate_plan(store, dataclasses.replace(plan, per_benchmark=-1))
+    with pytest.raises(ValueError, match="--concurrency must be at least 1"):
+        validate_plan(store, dataclasses.replace(plan, concurrency=0))
+    with pytest.raises(ValueError, match="split seed must be one of 0, 1, 2"):
+        validate_plan(store, dataclasses.replace(plan, split_seed=5))
+    with pytest.raises(ValueError, match=r"not imported: popqa \(run `forge data import`\)"):
+        validate_plan(store, dataclasses.replace(plan, benchmarks=("musique", "popqa")))
+    store.write_arm_outcome(ArmOutcome("h", "musique", "q1", "raw:cot", "x", "x", 1.0, 1.0, 10, 2, 0, 5.0, None, 1,
+                                       "another-model", START, START))
+    with pytest.raises(ValueError, match="another configuration"):
+        validate_plan(store, plan)
 
 
 def test_plan_round_trips_through_the_jobs_table_params() -> None:

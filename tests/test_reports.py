@@ -113,6 +113,20 @@ def test_coverage_uses_each_hosts_alphabet() -> None:
         {"host": "embedded", "arms": 6, "benchmark": "musique", "complete queries": 1, "with probes": 0}]
 
 
+def test_coverage_counts_only_the_arms_of_the_alphabet() -> None:
+    store = Store(os.environ["FORGE_STORE"])
+    six = ("direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot")
+    for arm in (*six, "raw:think_low"):
+        store.write_arm_outcome(outcome("embedded", "musique", "q2", arm))
+        # q1: five good arms, but one of the three no_think arms failed
+        store.write_arm_outcome(outcome("embedded", "musique", "q1", arm,
+                                        error="timeout" if arm == "direct:no_think" else None))
+    assert store.coverage({"embedded": 3})["embedded"]["queries_complete"] == 1
+    assert store.coverage({"embedded": 6})["embedded"]["queries_complete"] == 1
+    with pytest.raises(ValueError, match="3, 6 or 12 arms"):
+        store.coverage({"embedded": 5})
+
+
 POINTS = {"points": [
     {"policy": "always_direct", "benchmark": "all", "cost_k": 0.1, "macro_f1": 0.3, "macro_utility": 0.28},
     {"policy": "always_raw", "benchmark": "all", "cost_k": 0.7, "macro_f1": 0.5, "macro_utility": 0.35},

@@ -186,6 +186,34 @@ def test_export_then_load_demo_is_idempotent(outcome_store: Store, tmp_path) -> 
     assert coverage["by_benchmark"]["musique"] == {"complete": 80, "with_probes": 80}
 
 
+def test_an_export_loads_once_so_deleted_rows_stay_deleted(outcome_store: Store, tmp_path) -> None:
+    outcome_store.export_tables(tmp_path / "demo", tables=("arm_outcomes",))
+    fresh = Store(tmp_path / "fresh.duckdb")
+    assert fresh.load_export_once(tmp_path / "demo") == {"arm_outcomes": 1440}
+    with fresh.transaction() as connection:
+        connection.execute("DELETE FROM arm_outcomes WHERE benchmark = 'musique'")
+    assert fresh.load_export_once(tmp_path / "demo") is None
+    assert len(fresh.arm_outcomes(HOST)) == 1440 - 80 * 6
+    outcome_store.export_tables(tmp_path / "demo", tables=("arm_outcomes", "probe_outcomes"))  # a new export
+    assert fresh.load_export_once(tmp_path / "demo") == {"arm_outcomes": 80 * 6, "probe_outcomes": 960}
+
+
+def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_store: Store, tmp_path) -> None:
+    from forge_core.cli import load_demo_on_first_run
+    from forge_core.records import ArmOutcome
+    from forge_core.store import utc_now
+
+    outcome_store.export_tables(tmp_path / "demo", tables=("arm_outcomes",))
+    empty, other = Store(tmp_path / "empty.duckdb"), Store(tmp_path / "other.duckdb")
+    now = utc_now()
+    other.write_arm_outcome(ArmOutcome(HOST, "musique", "q1", "raw:cot", "x", "x", 1.0, 1.0, 10, 2, 0, 5.0,
+                                       None, 1, "hash", now, now))
+    load_demo_on_first_run(empty, tmp_path / "demo")
+    load_demo_on_first_run(other, tmp_path / "demo")
+    assert len(empty.arm_outcomes(HOST)) == 1440
+    assert len(other.arm_outcomes(HOST)) == 1  # a store with outcomes of its own is left alone
+
+
 def test_store_summary_cli_json(outcome_store: Store) -> None:
     import json
     import os

@@ -7,7 +7,12 @@ from typing import Protocol
 
 
 class HostError(Exception):
-    """A host call that failed for good (after retries), with a one-line reason."""
+    """A host call that failed for good (after retries), with a one-line reason and the number
+    of requests sent before giving up."""
+
+    def __init__(self, reason: str, attempts: int = 1) -> None:
+        super().__init__(reason)
+        self.attempts = attempts
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Generation:
     tokens_reasoning: int = 0  # reasoning tokens when reported separately, else 0
     latency_ms: float = 0.0  # wall time of the successful call
     raw_usage: dict = field(default_factory=dict)  # the provider's usage object, untouched
+    attempts: int = 1  # requests sent to get it, retries included
 
 
 @dataclass(frozen=True)

@@ -163,8 +163,9 @@ class RetryingJsonClient:
         headers: dict[str, str],
         parse: Callable[[Any], T],
         secret: str | None = None,
-    ) -> tuple[T, float]:
-        """POST `body` and parse the JSON reply; returns (parsed, latency_ms of that attempt).
+    ) -> tuple[T, float, int]:
+        """POST `body` and parse the JSON reply; returns (parsed, latency_ms of the successful
+        attempt, attempts made).
 
         `parse` raises `MalformedResponse` for a retryable bad body, `UnusableResponse` for one
         that fails at once. `secret` is scrubbed from every failure reason.
@@ -173,7 +174,10 @@ class RetryingJsonClient:
         async with self._slots:
             for retry_number in range(self.policy.max_retries + 1):
                 try:
-                    return await self._attempt(url, body, headers, parse, secret)
+                    parsed, latency_ms = await self._attempt(url, body, headers, parse, secret)
+                    return parsed, latency_ms, retry_number + 1
+                except HostError as error:
+                    raise HostError(str(error), attempts=retry_number + 1) from None
                 except _RetryableFailure as failure:
                     last_reason = failure.reason
                     if retry_number == self.policy.max_retries:
@@ -187,7 +191,7 @@ class RetryingJsonClient:
                     await asyncio.sleep(wait)
         attempts = self.policy.max_retries + 1
         raise HostError(
-            f"host {self.config.name!r}: failed after {attempts} attempts: {last_reason}"
+            f"host {self.config.name!r}: failed after {attempts} attempts: {last_reason}", attempts
         )
 
     async def _attempt(
@@ -281,14 +285,14 @@ class HttpHost:
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""
         api_key = read_api_key(self.config)
-        generation, latency_ms = await self._http.post(
+        generation, latency_ms, attempts = await self._http.post(
             self._url,
             self.request_body(request),
             self.auth_headers(api_key),
             self.parse_response,
             secret=api_key,
         )
-        return replace(generation, latency_ms=latency_ms)
+        return replace(generation, latency_ms=latency_ms, attempts=attempts)
 
     def __repr__(self) -> str:
         name, model = self.config.name, self.config.model
