@@ -14,7 +14,8 @@
 
 Probes (Full features): the greedy Direct probe is the `direct:no_think` request itself (same
 prompt, temperature 0), so its outcome is recorded as the `greedy` probe without a second call,
-also when that arm was stored by an earlier run without probes; three self-consistency samples on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
+also when that arm was stored by an earlier run without probes; three self-consistency samples
+on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan
+from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, default_concurrency
 from forge_core.jobs import validate_plan
 
 st.title("Enumerate")
@@ -16,11 +16,11 @@ store = data.store()
 with ui.user_errors():
     stats = data.benchmark_stats(store)
     ui.require_benchmarks(stats)
-    host_names = [host.name for host in data.host_configs(store)]
+    host_configs = {host.name: host for host in data.host_configs(store)}
 
 with st.form("plan"):
     host_column, split_column, arms_column, seed_column = st.columns(4)
-    host = host_column.selectbox("Host", host_names)
+    host = host_column.selectbox("Host", list(host_configs))
     split = split_column.selectbox("Split", SPLIT_CHOICES)
     n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=1, format_func=lambda k: f"{k} arms")
     split_seed = seed_column.selectbox("Split seed", [0, 1, 2])
@@ -31,14 +31,18 @@ with st.form("plan"):
     max_calls = columns[2].number_input("Max host calls", min_value=1, value=None, placeholder="no limit")
     max_tokens = columns[3].number_input("Max tokens", min_value=1, value=None, placeholder="no limit")
     concurrency_column, probes_column = st.columns(2)
-    concurrency = concurrency_column.slider("Queries in flight", 1, 8, 2)
+    concurrency = concurrency_column.selectbox(
+        "Queries in flight", [None, 1, 2, 4, 8], format_func=lambda c: "host default" if c is None else str(c),
+        help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
+             "else the host's max_concurrency.")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
     submitted = st.form_submit_button("Start job", type="primary", icon=":material/play_arrow:")
 
 if submitted:
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
-                           max_tokens=max_tokens, concurrency=concurrency)
+                           max_tokens=max_tokens,
+                           concurrency=default_concurrency(host_configs[host]) if concurrency is None else concurrency)
     with ui.user_errors(stop=False):
         validate_plan(store, plan)
         missing = data.missing_calls(store, plan)
