@@ -585,7 +585,7 @@ def enumerate_command(
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
-    from forge_core.enumeration import EnumerationPlan, count_calls, default_concurrency, enumerate_arms, plan_work
+    from forge_core.enumeration import EnumerationPlan, concurrency_for, count_calls, enumerate_arms, plan_work
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.jobs import validate_plan
     from forge_core.records import BENCHMARKS
@@ -595,7 +595,7 @@ def enumerate_command(
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=default_concurrency(host_config) if concurrency is None else concurrency)
+                           concurrency=concurrency_for(host_config, concurrency))
     validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:

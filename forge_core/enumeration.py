@@ -58,14 +58,16 @@ class EnumerationPlan:
     per_benchmark: int | None = None  # at most this many queries per benchmark
     max_calls: int | None = None  # stop after this many host calls
     max_tokens: int | None = None  # stop after this many input + output tokens
-    concurrency: int = 1  # queries in flight at once (see `default_concurrency`)
+    concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
 
 
-def default_concurrency(host_config: HostConfig) -> int:
-    """Queries in flight by default: 1 on an embedded host, whose single llama.cpp slot is
-    fastest with a query's arms back to back (prompt cache reuse, see `bench/enumeration.py`);
-    otherwise the host's own request limit."""
+def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
+    """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
+    slot is fastest with a query's arms back to back (prompt cache reuse, see
+    `bench/enumeration.py`), and otherwise the host's own request limit."""
+    if requested is not None:
+        return requested
     return 1 if host_config.kind == "embedded" else host_config.max_concurrency
 
 

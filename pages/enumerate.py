@@ -5,7 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, default_concurrency
+from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, concurrency_for
 from forge_core.jobs import validate_plan
 
 st.title("Enumerate")
@@ -41,8 +41,7 @@ with st.form("plan"):
 if submitted:
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
-                           max_tokens=max_tokens,
-                           concurrency=default_concurrency(host_configs[host]) if concurrency is None else concurrency)
+                           max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency))
     with ui.user_errors(stop=False):
         validate_plan(store, plan)
         missing = data.missing_calls(store, plan)
