@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from forge_core.reports import MACRO
+from forge_core.evaluation.reports import MACRO
 
 TOKENS_LABEL = "mean tokens per query (in + out)"
 

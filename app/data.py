@@ -14,15 +14,18 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from forge_core import config, jobs, live, reports
-from forge_core.action_map import ActionMap, compute_action_map
-from forge_core.answering import load_retriever
-from forge_core.enumeration import EnumerationPlan, count_calls, plan_work
+from forge_core import config, jobs
+from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
+from forge_core.evaluation import reports
+from forge_core.evaluation.action_map import ActionMap, compute_action_map
+from forge_core.evidence.answering import load_retriever
+from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import list_host_configs
-from forge_core.outcomes import OutcomeTable, load_outcome_table
 from forge_core.records import Example
-from forge_core.retrieval import Retriever
+from forge_core.routing import live
+from forge_core.routing.features import compute_features
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.store import Store
 
 STORE_KEY = {Store: lambda store: str(store.path)}
@@ -147,6 +150,7 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
            checkpoint_ids: Sequence[str], by_benchmark: bool) -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier under these weights (`version`: see
     `store_version`)."""
+    compute_features(store, host)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                  by_benchmark)
 
@@ -155,6 +159,7 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
                hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split (`version`: see `store_version`)."""
+    compute_features(store, host)
     return compute_action_map(store, host, checkpoint_id, split)
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from app import data, ui
 from forge_core import config, jobs
-from forge_core.enumeration import EnumerationPlan
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.store import Store
 
 REFRESH_SECONDS = 2.0
@@ -19,8 +19,7 @@ STARTED_KEY = "started_job"  # session state: the last job started from this bro
 
 def start_job(store: Store, plan: EnumerationPlan) -> None:
     """Spawn the job and remember it, so the panel can follow it until its row appears."""
-    st.session_state[STARTED_KEY] = jobs.start_enumeration_job(plan, store.path, config.cache_dir() / "jobs")
-    data.refresh()
+    ui.remember_started_job(STARTED_KEY, jobs.start_enumeration_job(plan, store.path, config.cache_dir() / "jobs"))
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -41,19 +40,14 @@ def jobs_panel(store: Store) -> None:
 
 
 def _starting_job(store: Store) -> None:
-    started = st.session_state.get(STARTED_KEY)
-    if started is None or jobs.job_for_process(store, started) is not None:
+    ended = ui.job_ended_before_its_row(store, STARTED_KEY, "enumerate", "planning, loading the host")
+    if ended is None:
         return
-    if jobs.process_alive(started.pid):
-        st.info(f"Job process {started.pid} is starting (planning, loading the host)…",
-                icon=":material/hourglass_top:")
-        return
-    tail = jobs.log_tail(started.log_path)
+    started, tail = ended
     if "nothing to do" in tail:
         st.success("Nothing to do: every planned call is already stored.")
     else:
-        st.error(f"The job process {started.pid} ended before its first call:\n\n```\n{tail}\n```\n"
-                 f"Full log: `{started.log_path}`")
+        st.error(f"The job process {started.pid} ended before its first call:{ui.log_excerpt(started, tail)}")
 
 
 def _active_job(store: Store, row: dict, progress: jobs.JobProgress) -> None:

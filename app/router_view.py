@@ -1,19 +1,16 @@
 """The Router section of the Live query page: a trained router's arm probabilities for a question.
 
-It calls `forge_core.routing.route_question` (through `forge_core.live.route_live`), whose
-decision has `.probabilities` (arm name -> probability) and `.chosen_arm`; until that module and
-a checkpoint exist, the section says how to train one.
+It calls `forge_core.routing.live.route_live`, whose decision has `.probabilities` (arm name ->
+probability) and `.chosen_arm`; until a checkpoint exists, the section says how to train one.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 import streamlit as st
 
 from app import charts, data, ui
 from forge_core.hosts.base import HostConfig
-from forge_core.live import route_live
+from forge_core.routing.live import route_live
 from forge_core.store import Store
 
 NO_ROUTER = "No trained router yet: run `forge train --stage 1` or use the Train page."
@@ -24,8 +21,8 @@ ARM_KEY = "live_arm"  # the Live query page's arm selectbox
 def router_section(store: Store, question: str, benchmark: str, host_config: HostConfig, arms: list[str]) -> None:
     """Pick a checkpoint, see where it would route the question, and optionally take its arm."""
     st.header("Router")
-    checkpoints = data.checkpoints(store) if importlib.util.find_spec("forge_core.routing") else None
-    if checkpoints is None or checkpoints.empty:
+    checkpoints = data.checkpoints(store)
+    if checkpoints.empty:
         st.info(NO_ROUTER, icon=":material/route:")
         return
     labels = {row.checkpoint_id: f"{row.checkpoint_id} (stage {row.stage}, {row.host}, {row.variant}, "

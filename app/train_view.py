@@ -12,9 +12,9 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
-from forge_core.checkpoint_views import latest_values, training_curves
 from forge_core.store import Store
-from forge_core.training import TrainRequest
+from forge_core.training.checkpoint_views import latest_values, training_curves
+from forge_core.training.trainer import TrainRequest
 
 REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
@@ -26,8 +26,7 @@ LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss", "dev_oracle_a
 
 def start_training(store: Store, request: TrainRequest) -> None:
     """Spawn the run and remember it, so the panel can follow it until its job row appears."""
-    st.session_state[STARTED_KEY] = jobs.start_train_job(request, store.path, config.cache_dir() / "jobs")
-    data.refresh()
+    ui.remember_started_job(STARTED_KEY, jobs.start_train_job(request, store.path, config.cache_dir() / "jobs"))
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
@@ -58,15 +57,10 @@ def _job_label(row: dict, progress: jobs.JobProgress) -> str:
 
 
 def _starting(store: Store) -> None:
-    started = st.session_state.get(STARTED_KEY)
-    if started is None or jobs.job_for_process(store, started, "train") is not None:
-        return
-    if jobs.process_alive(started.pid):
-        st.info(f"Training process {started.pid} is starting (loading the outcomes and features)…",
-                icon=":material/hourglass_top:")
-        return
-    st.error(f"The training process {started.pid} ended before it started:\n\n```\n"
-             f"{jobs.log_tail(started.log_path)}\n```\nFull log: `{started.log_path}`")
+    ended = ui.job_ended_before_its_row(store, STARTED_KEY, "train", "loading the outcomes and features")
+    if ended is not None:
+        started, tail = ended
+        st.error(f"The training process {started.pid} ended before it started:{ui.log_excerpt(started, tail)}")
 
 
 def _rerun_when_watched_job_ends(rows: list[tuple[dict, jobs.JobProgress]]) -> None:

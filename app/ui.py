@@ -11,12 +11,13 @@ import pandas as pd
 import streamlit as st
 
 from app import data
-from forge_core.answering import Evidence
-from forge_core.checkpoints import CheckpointError
+from forge_core import jobs
 from forge_core.cli import USER_ERRORS
+from forge_core.evidence.answering import Evidence
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
-from forge_core.jobs import JobProgress
+from forge_core.jobs import JobProgress, StartedJob
+from forge_core.routing.checkpoints import CheckpointError
 from forge_core.store import Store
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
@@ -125,3 +126,28 @@ def evidence_frame(evidence: Evidence) -> pd.DataFrame:
     """The retrieved passages with their BM25 scores, best first."""
     return pd.DataFrame([{"title": hit.document.title, "BM25": round(hit.score, 2), "text": hit.document.text}
                          for hit in evidence.passages])
+
+
+def remember_started_job(key: str, started: StartedJob) -> None:
+    """Keep a job process just spawned from this tab (session state `key`), so its panel can follow
+    it until its jobs-table row appears."""
+    st.session_state[key] = started
+    data.refresh()
+
+
+def job_ended_before_its_row(store: Store, key: str, kind: str, starting: str) -> tuple[StartedJob, str] | None:
+    """For the job started from this tab (session state `key`) that has no jobs-table row yet: an
+    info line while its process is `starting` (what it loads), and once the process has gone
+    without a row, the process and its log tail for the caller to explain; else None."""
+    started = st.session_state.get(key)
+    if started is None or jobs.job_for_process(store, started, kind) is not None:
+        return None
+    if jobs.process_alive(started.pid):
+        st.info(f"Process {started.pid} is starting ({starting})…", icon=":material/hourglass_top:")
+        return None
+    return started, jobs.log_tail(started.log_path)
+
+
+def log_excerpt(started: StartedJob, tail: str) -> str:
+    """A process's log tail as a code block, with where the full log is."""
+    return f"\n\n```\n{tail}\n```\nFull log: `{started.log_path}`"

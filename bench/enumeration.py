@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from forge_core import config
-from forge_core.data_import import import_benchmarks
-from forge_core.enumeration import EnumerationPlan, enumerate_arms
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.enumeration.runner import enumerate_arms
 from forge_core.hosts.registry import get_host_config, make_host, serving
 from forge_core.store import Store
 

@@ -15,17 +15,16 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
 from forge_core import config
-from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence
 from forge_core.arms import alphabet
+from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.embedded import EmbeddedServer, _free_port
+from forge_core.hosts.models import model_path
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.models import model_path
 from forge_core.store import Store
 
 XLLAMACPP_LAUNCHER = """

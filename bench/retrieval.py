@@ -27,8 +27,8 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from forge_core.config import benchmarks_dir
-from forge_core.importers import read_benchmark
-from forge_core.retrieval import BM25Index, document_tokens, tokenize
+from forge_core.data.importers import read_benchmark
+from forge_core.evidence.retrieval import BM25Index, document_tokens, tokenize
 
 logger = logging.getLogger("bench.retrieval")
 

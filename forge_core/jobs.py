@@ -25,17 +25,14 @@ import numpy as np
 
 from forge_core import config
 from forge_core.arms import thinking_modes
-from forge_core.checkpoints import latest_checkpoint
-from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan
-from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import config_hash, get_host_config
-from forge_core.outcomes import load_outcome_table
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.records import BENCHMARKS
-from forge_core.splits import SPLIT_SEEDS
-from forge_core.stage1 import Stage1Config
-from forge_core.stage2 import Stage2Config
+from forge_core.routing.checkpoints import latest_checkpoint
+from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store, utc_now
-from forge_core.training import VARIANTS, TrainRequest
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import Stage2Config
+from forge_core.training.trainer import VARIANTS, TrainRequest
 
 log = logging.getLogger(__name__)
 
@@ -76,49 +73,6 @@ class JobProgress:
     def fraction(self) -> float:
         """Share of the target done, in [0, 1]."""
         return min(1.0, self.done / self.target) if self.target else 1.0
-
-
-def validate_plan(store: Store, plan: EnumerationPlan) -> None:
-    """Refuse a plan the CLI would refuse, with the same one-line reasons."""
-    if plan.split not in SPLIT_CHOICES:
-        raise ValueError(f"split must be one of {', '.join(SPLIT_CHOICES)}")
-    thinking_modes(plan.n_arms)
-    if not plan.benchmarks:
-        raise ValueError("choose at least one benchmark")
-    unknown = set(plan.benchmarks) - set(BENCHMARKS)
-    if unknown:
-        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
-    if plan.split_seed not in SPLIT_SEEDS:
-        raise ValueError(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
-    _check_bounds(plan)
-    _check_imported(store, plan.benchmarks)
-    host_config = get_host_config(store, plan.host)
-    if plan.n_arms == 12 and not host_config.supports_thinking:
-        raise ValueError(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
-    _check_same_configuration(store, plan.host, host_config)
-
-
-def _check_bounds(plan: EnumerationPlan) -> None:
-    bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
-              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
-    for name, value in bounds.items():
-        if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1, not {value}")
-
-
-def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
-    missing = sorted(set(benchmarks) - set(store.benchmark_stats()))
-    if missing:
-        raise ValueError(f"not imported: {', '.join(missing)} (run `forge data import`)")
-
-
-def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
-    """Refuse to mix two models' outcomes under one host name: resuming trusts stored rows."""
-    other = set(store.host_config_hashes(host)) - {config_hash(host_config)}
-    if other:
-        raise ValueError(
-            f"host '{host}' has stored outcomes from another configuration (kind, model or thinking "
-            f"changed since); add this configuration under a new name with `forge host add`")
 
 
 def enumeration_command(plan: EnumerationPlan) -> list[str]:

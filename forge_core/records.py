@@ -9,9 +9,15 @@ from datetime import datetime
 BENCHMARKS: tuple[str, ...] = ("hotpotqa", "2wikimultihopqa", "musique", "popqa", "fever")
 
 
+GREEDY_PROBE = "greedy"  # the greedy probe: the direct:no_think request itself
+SAMPLE_PROBES: tuple[str, ...] = ("sample1", "sample2", "sample3")  # self-consistency samples
+
+
 def is_fever_benchmark(benchmark: str) -> bool:
     """True for FEVER, the claim-verification benchmark: labels instead of short answers."""
     return benchmark == "fever"
+
+
 FEVER_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
@@ -45,6 +51,16 @@ class Document:
         key = f"{' '.join(self.title.split())}\x00{' '.join(self.text.split())}"
         digest = hashlib.sha1(key.encode("utf-8")).hexdigest()
         return digest[:16]
+
+
+@dataclass(frozen=True)
+class SplitAssignment:
+    """The split of every example of one benchmark under one split seed."""
+
+    benchmark: str
+    split_seed: int
+    source_sha256: str
+    splits: dict[str, str]  # example_id -> "train" | "dev" | "test"
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,7 @@ class ProbeOutcome:
 class FreshResult:
     """One policy's live answer to one query in a Fresh Online run, with every call it made."""
 
-    run_id: str  # the run's settings hash (`forge_core.fresh_online`)
+    run_id: str  # the run's settings hash (`forge_core.evaluation.fresh_online`)
     policy: str
     benchmark: str
     example_id: str

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from app import charts, data, ui
-from forge_core.action_map import N_CLUSTERS, SPLITS, UMAP_MIN_DIST, UMAP_NEIGHBORS
-from forge_core.checkpoint_views import checkpoint_label
+from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.training.checkpoint_views import checkpoint_label
 
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "

@@ -5,8 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.enumeration import SPLIT_CHOICES, EnumerationPlan, concurrency_for
-from forge_core.jobs import validate_plan
+from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for, validate_plan
 
 st.title("Enumerate")
 st.caption("Stage 0: every (query, arm) outcome lands in the store the moment it is answered. A job runs "

@@ -9,7 +9,7 @@ from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config
-from forge_core.live import CHECK_QUESTION, check_host
+from forge_core.routing.live import CHECK_QUESTION, check_host
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
 REMOTE_KINDS = ("openai", "anthropic")

@@ -6,7 +6,7 @@ import streamlit as st
 from app import data, ui
 from app.router_view import ARM_KEY, router_section
 from forge_core.arms import alphabet, parse_arm
-from forge_core.live import ask_live
+from forge_core.routing.live import ask_live
 
 ANSWER_KEY = "live_answer"
 

@@ -4,8 +4,8 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.reports import MACRO, coverage_frame, policy_summary
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.evaluation.reports import MACRO, coverage_frame, policy_summary
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 st.title("Overview")
 store = data.store()

@@ -4,9 +4,9 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.checkpoint_views import checkpoint_label
-from forge_core.reports import pareto_highlights
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.evaluation.reports import pareto_highlights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.training.checkpoint_views import checkpoint_label
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "

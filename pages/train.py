@@ -6,13 +6,19 @@ import streamlit as st
 from app import charts, data, ui
 from app.train_view import runs_panel, start_training
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.checkpoint_views import (checkpoint_label, checkpoint_table, compare_curves, default_comparison,
-                                         lineage_diff, metrics_comparison)
 from forge_core.jobs import stage2_log_every, validate_train_request
-from forge_core.stage1 import Stage1Config
-from forge_core.stage2 import LOSS_TYPES, Stage2Config
-from forge_core.training import VARIANTS, TrainRequest
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.training.checkpoint_views import (
+    checkpoint_label,
+    checkpoint_table,
+    compare_curves,
+    default_comparison,
+    lineage_diff,
+    metrics_comparison,
+)
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import LOSS_TYPES, Stage2Config
+from forge_core.training.trainer import VARIANTS, TrainRequest
 
 VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge": "BGE+BM25 (baseline)"}
 NEWEST_PARENT = "newest matching Stage-1 checkpoint"

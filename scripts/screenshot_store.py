@@ -22,12 +22,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import synthetic_outcomes  # noqa: E402  (the tests' synthetic-outcome rule)
 
 from forge_core import config  # noqa: E402
-from forge_core.data_import import import_benchmarks  # noqa: E402
-from forge_core.features import compute_features  # noqa: E402
-from forge_core.stage1 import Stage1Config  # noqa: E402
-from forge_core.stage2 import Stage2Config  # noqa: E402
+from forge_core.data.importing import import_benchmarks  # noqa: E402
+from forge_core.routing.features import compute_features  # noqa: E402
 from forge_core.store import Store  # noqa: E402
-from forge_core.training import TrainRequest, train_router_job  # noqa: E402
+from forge_core.training.stage1 import Stage1Config  # noqa: E402
+from forge_core.training.stage2 import Stage2Config  # noqa: E402
+from forge_core.training.trainer import TrainRequest, train_router_job  # noqa: E402
 
 HOST = "synthetic-host"
 BENCHMARKS = ("musique", "popqa", "2wikimultihopqa")

@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 from forge_core.arms import SUPPORTS, alphabet
-from forge_core.data_import import import_benchmarks
+from forge_core.data.importing import import_benchmarks
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, save_host_config
 from forge_core.records import ArmOutcome

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from forge_core import config
-from forge_core.data_import import import_benchmarks
+from forge_core.data.importers import BENCHMARK_FILES
+from forge_core.data.importing import import_benchmarks
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.embedded import EmbeddedServer
+from forge_core.hosts.models import is_pulled
 from forge_core.hosts.registry import BUILTIN_HOSTS
-from forge_core.importers import BENCHMARK_FILES
-from forge_core.models import is_pulled
+from forge_core.routing.features import compute_features
 from forge_core.store import Store
 
 
@@ -93,6 +94,7 @@ def outcome_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Pat
     benchmarks = ("musique", "popqa", "2wikimultihopqa")
     import_benchmarks(store, benchmarks_root, list(benchmarks))
     synthetic_outcomes(store, "synthetic-host", {"train": 40, "dev": 20, "test": 20}, benchmarks)
+    compute_features(store, "synthetic-host")
     return store
 
 
@@ -113,8 +115,8 @@ def copy_store(source: Store, directory: Path) -> Store:
 def trained_store(tmp_path_factory: pytest.TempPathFactory, outcome_store: Store) -> tuple[Store, str]:
     """A copy of `outcome_store` with one Lite Stage-1 checkpoint trained on it as a job (5
     epochs, so its curves are in the job logs); read-only by convention (copy it to write)."""
-    from forge_core.stage1 import Stage1Config
-    from forge_core.training import TrainRequest, train_router_job
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.trainer import TrainRequest, train_router_job
 
     store = copy_store(outcome_store, tmp_path_factory.mktemp("trained"))
     checkpoint_id = train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",

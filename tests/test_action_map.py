@@ -8,13 +8,19 @@ import html
 import numpy as np
 import pytest
 
-from forge_core.action_map import (MIN_QUERIES, action_mix, agreement_rate, cluster_points, compute_action_map,
-                                   umap_coordinates)
-from forge_core.checkpoints import load_checkpoint
-from forge_core.features import assemble_features
-from forge_core.outcomes import load_outcome_table
+from forge_core.evaluation.action_map import (
+    MIN_QUERIES,
+    action_mix,
+    agreement_rate,
+    cluster_points,
+    compute_action_map,
+    umap_coordinates,
+)
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.features import assemble_features
+from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.utility import oracle_actions
 from forge_core.store import Store
-from forge_core.utility import oracle_actions
 
 HOST = "synthetic-host"
 

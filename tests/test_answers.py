@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge_core.answers import extract_final_answer, extract_plain_answer
+from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
 
 COT_OUTPUT = """Let us think step by step.
 1. The Eiffel Tower is in Paris.

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from app_store import build_app_store
 from conftest import copy_store
+
 from forge_core import config
+from forge_core.hosts.models import is_pulled
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
-from forge_core.models import is_pulled
 from forge_core.store import Store
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -11,14 +11,14 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import streamlit as st
-from streamlit.testing.v1 import AppTest
-
 from answering_server import AnsweringServer
 from app_store import FAKE_HOST, build_app_store
 from conftest import copy_store
+from streamlit.testing.v1 import AppTest
+
 from forge_core.config import PROJECT_ROOT
-from forge_core.data_import import import_benchmarks
-from forge_core.enumeration import EnumerationPlan
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forge_core.arms import Arm, alphabet, arm_index, parse_arm
-from forge_core.prompts import ANSWER_MAX_TOKENS, COT_MAX_TOKENS, SYSTEM_PROMPT, build_request
+from forge_core.evidence.prompts import ANSWER_MAX_TOKENS, COT_MAX_TOKENS, SYSTEM_PROMPT, build_request
 
 
 def test_alphabets_are_support_major() -> None:

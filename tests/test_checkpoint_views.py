@@ -7,9 +7,17 @@ import json
 import pandas as pd
 import pytest
 
-from forge_core.checkpoint_views import (checkpoint_label, checkpoint_table, compare_curves, default_comparison,
-                                         flatten_lineage, latest_values, lineage_diff, metrics_comparison,
-                                         training_curves)
+from forge_core.training.checkpoint_views import (
+    checkpoint_label,
+    checkpoint_table,
+    compare_curves,
+    default_comparison,
+    flatten_lineage,
+    latest_values,
+    lineage_diff,
+    metrics_comparison,
+    training_curves,
+)
 
 LINEAGE_A = {"lambda_in": 0.1, "lambda_out": 0.2, "tau": 1.0, "seed": 0, "split_seed": 0, "stage": 1,
              "store_snapshot": "abc", "config": {"lr": 2e-4, "max_epochs": 50, "target": "soft"},

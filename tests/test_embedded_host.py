@@ -12,12 +12,12 @@ import httpx
 import pytest
 
 from forge_core import config
+from forge_core.arms import parse_arm
+from forge_core.evidence.prompts import build_request
 from forge_core.hosts.base import GenerationRequest, HostConfig, HostError
 from forge_core.hosts.embedded import EmbeddedServer, running_server
+from forge_core.hosts.models import is_pulled
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.models import is_pulled
-from forge_core.arms import parse_arm
-from forge_core.prompts import build_request
 from forge_core.store import Store
 
 

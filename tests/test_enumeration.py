@@ -14,10 +14,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from answering_server import AnsweringServer
-from forge_core.data_import import import_benchmarks
-from forge_core.enumeration import EnumerationPlan, count_calls, enumerate_arms, order_work, plan_work
+
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan, count_calls, order_work, plan_work
+from forge_core.enumeration.runner import enumerate_arms
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.hosts.registry import save_host_config

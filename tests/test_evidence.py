@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from forge_core.config import benchmarks_dir
-from forge_core.evidence import (
+from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
+from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.support import (
     RAW_WORDS_PER_PASSAGE,
     RETRIEVE_TOP_K,
     SUMMARY_WORD_BUDGET,
@@ -16,9 +17,7 @@ from forge_core.evidence import (
     split_sentences,
     summary_support,
 )
-from forge_core.importers import BENCHMARK_FILES, read_benchmark
 from forge_core.records import Document
-from forge_core.retrieval import Retriever
 
 
 def doc(title: str, text: str) -> Document:

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forge_core import features
-from forge_core.answering import Evidence, load_retriever, retrieve_evidence
-from forge_core.features import (
+from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
+from forge_core.evidence.retrieval import ScoredDocument
+from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
+from forge_core.routing import features
+from forge_core.routing.features import (
     DEFAULT_EMBEDDER,
     FEATURE_VARIANTS,
     Standardizer,
@@ -29,8 +31,6 @@ from forge_core.features import (
     structural_features,
     variant_kinds,
 )
-from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
-from forge_core.retrieval import ScoredDocument
 from forge_core.store import Store
 
 NOW = datetime(2026, 1, 1)

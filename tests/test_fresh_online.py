@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from answering_server import AnsweringServer
+from conftest import copy_store
 
-from forge_core.evaluation import EvaluationSettings, evaluation_setup
-from forge_core.fresh_online import fresh_online_evaluation
+from forge_core.evaluation.cached import EvaluationSettings, prepare_evaluation
+from forge_core.evaluation.fresh_online import fresh_online_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
-from answering_server import AnsweringServer
-from conftest import copy_store
 
 HOST = "synthetic-host"
 POLICIES = ["always_raw", "forge_lite", "forge_full", "self_routing", "frugal_cascade", "oracle"]
@@ -28,7 +28,7 @@ def settings(policies: list[str]) -> EvaluationSettings:
 def routed_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
     """A copy of the synthetic-outcome store with its features and Stage-1 routers (read-only)."""
     store = copy_store(outcome_store, tmp_path_factory.mktemp("routed"))
-    evaluation_setup(store, EvaluationSettings(HOST))
+    prepare_evaluation(store, EvaluationSettings(HOST))
     return store
 
 
@@ -105,8 +105,8 @@ def test_fresh_online_on_the_real_tiny_host(routed_store: Store, tmp_path, tiny_
 
 
 def test_live_context_refuses_features_it_was_not_given(outcome_store: Store) -> None:
-    from forge_core.evaluation import evaluation_context
-    from forge_core.fresh_online import LiveContext
+    from forge_core.evaluation.context import evaluation_context
+    from forge_core.evaluation.live_query import LiveContext
 
     fitted = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
     live = LiveContext(**{f.name: getattr(fitted, f.name) for f in dataclasses.fields(fitted)} | {"_features": {}})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_core.importers import (
+from forge_core.data.importers import (
     BENCHMARK_FILES,
     QA_ONLY_FILES,
     ImportFormatError,

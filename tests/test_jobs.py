@@ -13,14 +13,22 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from forge_core.enumeration import EnumerationPlan
-from forge_core.jobs import (cancel_job, enumeration_command, job_progress, plan_from_params, process_alive,
-                             request_from_params, stage2_log_every, train_command, validate_plan,
-                             validate_train_request)
-from forge_core.stage1 import Stage1Config
-from forge_core.stage2 import Stage2Config
+from forge_core.enumeration.planning import EnumerationPlan, validate_plan
+from forge_core.jobs import (
+    cancel_job,
+    enumeration_command,
+    job_progress,
+    plan_from_params,
+    process_alive,
+    request_from_params,
+    stage2_log_every,
+    train_command,
+    validate_train_request,
+)
 from forge_core.store import Store
-from forge_core.training import TrainRequest
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import Stage2Config
+from forge_core.training.trainer import TrainRequest
 
 START = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -42,7 +50,7 @@ def test_enumeration_command_has_every_option_of_the_plan() -> None:
 
 
 def test_plans_are_validated_with_the_next_step(tmp_path, benchmarks_root) -> None:
-    from forge_core.data_import import import_benchmarks
+    from forge_core.data.importing import import_benchmarks
     from forge_core.hosts.base import HostConfig
     from forge_core.hosts.registry import save_host_config
     from forge_core.records import ArmOutcome
@@ -115,11 +123,12 @@ def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> Non
     """`forge train` given `train_command(request)` builds exactly `request` (every dashboard knob
     has a CLI option)."""
     import forge_core.cli as cli
-    import forge_core.training as training
+    import forge_core.training.trainer as training
 
     seen = []
     monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
     monkeypatch.setattr(cli, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
+    monkeypatch.setattr(cli, "compute_features_with_progress", lambda store, host: {})
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, stage1=Stage1Config(
             target="hard", arms=3, max_epochs=9, patience=2, seed=4, tau=2.0))):
         command = train_command(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forge_core.metrics import (
+from forge_core.evidence.scoring import (
     exact_match,
     extract_fever_label,
     normalize_answer,

@@ -8,14 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from forge_core.evaluation.reports import (
+    MACRO,
+    ORACLE,
+    coverage_frame,
+    default_alphabet_size,
+    oracle_choices,
+    pareto_frame,
+    pareto_highlights,
+    pareto_report,
+    policy_kind,
+    policy_summary,
+    require_train_and_dev,
+    store_coverage,
+)
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.outcomes import OutcomeTable, load_outcome_table
-from forge_core.records import ArmOutcome, Example
-from forge_core.reports import (MACRO, ORACLE, coverage_frame, default_alphabet_size, oracle_choices,
-                                pareto_frame, pareto_highlights, pareto_report, policy_kind, policy_summary,
-                                require_train_and_dev, store_coverage)
-from forge_core.store import SplitAssignment, Store
+from forge_core.records import ArmOutcome, Example, SplitAssignment
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.store import Store
 
 ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
 F1 = {"q1": (0.0, 0.5, 1.0), "q2": (1.0, 1.0, 1.0), "q3": (0.0, 0.0, 0.0), "q4": (0.5, 1.0, 1.0)}

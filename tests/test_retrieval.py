@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from forge_core import retrieval
 from forge_core.config import benchmarks_dir
-from forge_core.importers import BENCHMARK_FILES, read_benchmark
-from forge_core.records import Document
-from forge_core.retrieval import (
+from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
+from forge_core.evidence import retrieval
+from forge_core.evidence.retrieval import (
     STOPWORDS,
     BM25Index,
     BM25Params,
@@ -23,6 +22,7 @@ from forge_core.retrieval import (
     tokenize,
     top_k,
 )
+from forge_core.records import Document
 
 
 def doc(title: str, text: str) -> Document:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from forge_core.routers import (
+from forge_core.routing.routers import (
     ROUTERS,
     FactorizedRouter,
     FlatRouter,

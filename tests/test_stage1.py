@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from forge_core.routers import Router, build_router
-from forge_core.stage1 import (
+from forge_core.routing.routers import Router, build_router
+from forge_core.training.stage1 import (
     Stage1Config,
     kl_loss,
     nothink_columns,

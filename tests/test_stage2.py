@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from forge_core.routers import Router, build_router
-from forge_core.stage2 import (
+from forge_core.routing.routers import Router, build_router
+from forge_core.training.stage2 import (
     Stage2Config,
     clipped_policy_loss,
     dpo_loss,

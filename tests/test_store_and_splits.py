@@ -7,9 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from forge_core.data_import import import_benchmarks
+from forge_core.data.importing import import_benchmarks
+from forge_core.data.splits import SPLIT_SEEDS, assign_splits, split_sizes
 from forge_core.records import Document, Example
-from forge_core.splits import SPLIT_SEEDS, assign_splits, split_sizes
 from forge_core.store import SCHEMA_VERSION, Store, StoreError
 
 

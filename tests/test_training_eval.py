@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from forge_core.checkpoints import CheckpointError, load_checkpoint
-from forge_core.evaluation import EvaluationSettings, evaluate, paired_bootstrap_ci, pareto_frontier
-from forge_core.outcomes import load_outcome_table
-from forge_core.stage1 import Stage1Config
-from forge_core.stage2 import Stage2Config
+from forge_core.evaluation.cached import EvaluationSettings, evaluate, prepare_evaluation
+from forge_core.evaluation.statistics import paired_bootstrap_ci, pareto_frontier
+from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
+from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
-from forge_core.training import TrainRequest, prepare_training_data, train_router
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import Stage2Config
+from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
 
 HOST = "synthetic-host"
 FAST_STAGE1 = Stage1Config(max_epochs=30, patience=5)
@@ -67,14 +68,16 @@ def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store) 
 
 def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(outcome_store: Store, tmp_path) -> None:
     from conftest import copy_store
-    from forge_core.evaluation import router_policies
+
+    from forge_core.evaluation.cached import router_policies, train_missing_routers
 
     store = copy_store(outcome_store, tmp_path)
     train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
     children = [train_router(store, TrainRequest(host=HOST, variant="full", stage=2, stage2=Stage2Config(
         steps=20, log_every=10, lr=1e-3, seed=seed))) for seed in (0, 1)]
     dev = {c: store.checkpoint(c)[0]["metrics"]["dev_utility"] for c in children}
-    full = next(p for p in router_policies(store, HOST, 6, 0.10, 0.20) if p.name == "forge_full")
+    train_missing_routers(store, EvaluationSettings(HOST))  # the Lite and BGE+BM25 routers
+    full = next(p for p in router_policies(store, EvaluationSettings(HOST)) if p.name == "forge_full")
     assert full.checkpoint_id in children and dev[full.checkpoint_id] == max(dev.values())
 
 
@@ -97,7 +100,20 @@ def test_tampered_checkpoint_is_refused(outcome_store: Store, tmp_path) -> None:
         load_checkpoint(tampered, "ckpt-missing")
 
 
+def test_evaluate_reads_only_and_names_the_step_that_trains(outcome_store: Store, tmp_path) -> None:
+    from conftest import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    with pytest.raises(ValueError, match=r"no \w+ router for host 'synthetic-host'.*`forge eval` trains it"):
+        evaluate(store, EvaluationSettings(HOST, split="test"))
+    prepare_evaluation(store, EvaluationSettings(HOST, split="test"))
+    before = store.table_counts()
+    evaluate(store, EvaluationSettings(HOST, split="test"))
+    assert store.table_counts() == before  # no hidden write: features and routers came first
+
+
 def test_evaluate_reports_every_policy(outcome_store: Store) -> None:
+    prepare_evaluation(outcome_store, EvaluationSettings(HOST, split="test"))
     report = evaluate(outcome_store, EvaluationSettings(HOST, split="test"))
     policies = report["policies"]
     expected = {"always_direct", "always_summary", "always_raw", "bm25_threshold", "adaptive_rag", "tiermem",
@@ -129,7 +145,7 @@ def test_pareto_frontier() -> None:
 
 
 def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
-    from forge_core.evaluation import lambda_sweep
+    from forge_core.evaluation.cached import lambda_sweep
 
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite", "oracle"))
     result = lambda_sweep(outcome_store, [(0.0, 0.0), (0.5, 0.5)], settings)
@@ -141,7 +157,7 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
 
 
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
-    from forge_core.evaluation import repeated_evaluation
+    from forge_core.evaluation.cached import repeated_evaluation
 
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite"))
     report = repeated_evaluation(outcome_store, settings, split_seeds=(0, 1), seeds=(0, 1))
@@ -152,7 +168,7 @@ def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
 
 
 def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
-    from forge_core.evaluation import pareto_points
+    from forge_core.evaluation.cached import pareto_points
 
     cheap = pareto_points(outcome_store, HOST, "test", 0.0, 0.0)
     costly = pareto_points(outcome_store, HOST, "test", 2.0, 2.0)
@@ -164,7 +180,7 @@ def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
 
 
 def test_training_job_logs_rows_while_it_runs(outcome_store: Store) -> None:
-    from forge_core.training import train_router_job
+    from forge_core.training.trainer import train_router_job
 
     checkpoint_id = train_router_job(outcome_store, TrainRequest(host=HOST, variant="bge", stage1=FAST_STAGE1))
     jobs = outcome_store.jobs("train")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from forge_core.utility import CostNormalizer, boltzmann_target, oracle_actions, pareto_utility
+from forge_core.routing.utility import CostNormalizer, boltzmann_target, oracle_actions, pareto_utility
 
 TOKENS_IN = np.array([[100.0, 200.0], [50.0, 400.0]])
 TOKENS_OUT = np.array([[10.0, 20.0], [64.0, 5.0]])

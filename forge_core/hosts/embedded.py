@@ -26,7 +26,7 @@ import httpx
 
 from forge_core import config
 from forge_core.hosts.base import HostError
-from forge_core.models import is_pulled, model_path
+from forge_core.hosts.models import is_pulled, model_path
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ def running_server(model_key: str) -> ServerInfo | None:
 class EmbeddedServer:
     """Owns one llama.cpp server child process for a pulled model."""
 
-    def __init__(self, model_key: str, port: int | None = None, threads: int | None = None) -> None:
+    def __init__(self, model_key: str, port: int | None = None, threads: int | None = None,
+                 server_args: tuple[str, ...] = ()) -> None:
         models_dir = config.models_dir()
         if not is_pulled(model_key, models_dir):
             raise HostError(f"model '{model_key}' is not pulled yet: run `forge host pull {model_key}`")
@@ -87,6 +88,7 @@ class EmbeddedServer:
         self.model_file = model_path(model_key, models_dir)
         self.port = port or _free_port()
         self.threads = threads or os.cpu_count() or 2
+        self.server_args = server_args  # extra `llama_cpp.server` options, e.g. ("--n_ubatch", "1")
         self.process: subprocess.Popen | None = None
         self.log_path = config.cache_dir() / "servers" / f"{model_key}.log"
 
@@ -102,7 +104,7 @@ class EmbeddedServer:
             sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_file),
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS),
             "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
-            "--model_alias", self.model_key,
+            "--model_alias", self.model_key, *self.server_args,
         ]
         with self.log_path.open("w") as log_file:
             self.process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import httpx
 
@@ -27,7 +27,6 @@ from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, Hos
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 MAX_REASON_CHARS = 300
 
@@ -142,6 +141,18 @@ def _is_retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+@dataclass(frozen=True)
+class JsonPost:
+    """One JSON POST to a host: where, what, with which headers, how to read the reply, and the
+    secret to scrub from any failure reason."""
+
+    url: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    parse: Callable[[Any], Any]  # raises `MalformedResponse` (retried) or `UnusableResponse` (not)
+    secret: str | None = None
+
+
 class RetryingJsonClient:
     """POSTs JSON to one host with bounded concurrency and retries; one per host object.
 
@@ -156,25 +167,14 @@ class RetryingJsonClient:
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s))
         self._slots = asyncio.Semaphore(config.max_concurrency)
 
-    async def post(
-        self,
-        url: str,
-        body: dict[str, Any],
-        headers: dict[str, str],
-        parse: Callable[[Any], T],
-        secret: str | None = None,
-    ) -> tuple[T, float, int]:
-        """POST `body` and parse the JSON reply; returns (parsed, latency_ms of the successful
-        attempt, attempts made).
-
-        `parse` raises `MalformedResponse` for a retryable bad body, `UnusableResponse` for one
-        that fails at once. `secret` is scrubbed from every failure reason.
-        """
+    async def post(self, request: JsonPost) -> tuple[Any, float, int]:
+        """Send the POST, retrying as the policy allows, and parse the JSON reply; returns (parsed,
+        latency_ms of the successful attempt, attempts made)."""
         last_reason = ""
         async with self._slots:
             for retry_number in range(self.policy.max_retries + 1):
                 try:
-                    parsed, latency_ms = await self._attempt(url, body, headers, parse, secret)
+                    parsed, latency_ms = await self._attempt(request)
                     return parsed, latency_ms, retry_number + 1
                 except HostError as error:
                     raise HostError(str(error), attempts=retry_number + 1) from None
@@ -194,19 +194,13 @@ class RetryingJsonClient:
             f"host {self.config.name!r}: failed after {attempts} attempts: {last_reason}", attempts
         )
 
-    async def _attempt(
-        self,
-        url: str,
-        body: dict[str, Any],
-        headers: dict[str, str],
-        parse: Callable[[Any], T],
-        secret: str | None,
-    ) -> tuple[T, float]:
+    async def _attempt(self, request: JsonPost) -> tuple[Any, float]:
         """One request; raises `_RetryableFailure` or `HostError` on failure."""
+        secret = request.secret
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.timeout_s):
-                response = await self._client.post(url, json=body, headers=headers)
+                response = await self._client.post(request.url, json=request.body, headers=request.headers)
         except (httpx.TimeoutException, TimeoutError):
             raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
         except httpx.TransportError as exc:
@@ -223,7 +217,7 @@ class RetryingJsonClient:
         except ValueError:
             raise _RetryableFailure("response body is not JSON") from None
         try:
-            parsed = parse(payload)
+            parsed = request.parse(payload)
         except MalformedResponse as exc:
             raise _RetryableFailure(_one_line(f"malformed response: {exc}", secret)) from None
         except UnusableResponse as exc:
@@ -285,13 +279,8 @@ class HttpHost:
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""
         api_key = read_api_key(self.config)
-        generation, latency_ms, attempts = await self._http.post(
-            self._url,
-            self.request_body(request),
-            self.auth_headers(api_key),
-            self.parse_response,
-            secret=api_key,
-        )
+        post = JsonPost(self._url, self.request_body(request), self.auth_headers(api_key), self.parse_response, api_key)
+        generation, latency_ms, attempts = await self._http.post(post)
         return replace(generation, latency_ms=latency_ms, attempts=attempts)
 
     def __repr__(self) -> str:

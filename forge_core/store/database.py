@@ -17,7 +17,6 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,72 +25,13 @@ import duckdb
 import pandas as pd
 
 from forge_core.arms import alphabet
-from forge_core.prompts import GREEDY_PROBE
-from forge_core.records import ArmOutcome, Document, Example, FreshResult, ProbeOutcome
+from forge_core.records import GREEDY_PROBE, ArmOutcome, Document, Example, FreshResult, ProbeOutcome, SplitAssignment
+from forge_core.store.schema import EXPORTED_TABLES, MIGRATIONS, SCHEMA_VERSION, TABLES
 
 log = logging.getLogger(__name__)
 
 LOCK_WAIT_SECONDS = 60.0  # how long to wait for another process to release the file
 
-# Each entry moves the schema one version up; never edit a released entry, append a new one.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-    CREATE TABLE imports (
-        benchmark VARCHAR PRIMARY KEY, source_path VARCHAR, source_sha256 VARCHAR,
-        n_examples INTEGER, n_documents INTEGER, imported_at TIMESTAMP);
-    CREATE TABLE examples (
-        benchmark VARCHAR, example_id VARCHAR, position INTEGER, question VARCHAR,
-        answers VARCHAR[], evidence VARCHAR[], PRIMARY KEY (benchmark, example_id));
-    CREATE TABLE documents (
-        benchmark VARCHAR, doc_id VARCHAR, position INTEGER, title VARCHAR, text VARCHAR,
-        PRIMARY KEY (benchmark, doc_id));
-    CREATE TABLE split_manifests (
-        benchmark VARCHAR, split_seed INTEGER, source_sha256 VARCHAR,
-        n_train INTEGER, n_dev INTEGER, n_test INTEGER, created_at TIMESTAMP,
-        PRIMARY KEY (benchmark, split_seed));
-    CREATE TABLE splits (
-        benchmark VARCHAR, split_seed INTEGER, example_id VARCHAR, split VARCHAR,
-        PRIMARY KEY (benchmark, split_seed, example_id));
-    CREATE TABLE hosts (name VARCHAR PRIMARY KEY, config JSON, updated_at TIMESTAMP);
-    CREATE TABLE arm_outcomes (
-        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
-        answer VARCHAR, extracted VARCHAR, f1 DOUBLE, em DOUBLE,
-        tokens_in INTEGER, tokens_out INTEGER, tokens_reasoning INTEGER, latency_ms DOUBLE,
-        error VARCHAR, attempts INTEGER, host_config_hash VARCHAR,
-        started_at TIMESTAMP, finished_at TIMESTAMP,
-        PRIMARY KEY (host, benchmark, example_id, arm));
-    CREATE TABLE probe_outcomes (
-        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, probe VARCHAR,
-        answer VARCHAR, tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE,
-        error VARCHAR, host_config_hash VARCHAR, finished_at TIMESTAMP,
-        PRIMARY KEY (host, benchmark, example_id, probe));
-    CREATE TABLE features (
-        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, kind VARCHAR, vals FLOAT[],
-        PRIMARY KEY (host, benchmark, example_id, kind));
-    CREATE TABLE checkpoints (
-        checkpoint_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, stage INTEGER, host VARCHAR,
-        variant VARCHAR, n_arms INTEGER, parent VARCHAR, lineage JSON, metrics JSON,
-        training_log JSON, state BLOB);
-    CREATE TABLE jobs (
-        job_id VARCHAR PRIMARY KEY, kind VARCHAR, status VARCHAR, params JSON,
-        total INTEGER, done INTEGER, errors INTEGER, message VARCHAR, pid INTEGER,
-        started_at TIMESTAMP, updated_at TIMESTAMP, finished_at TIMESTAMP);
-    """,
-    """
-    CREATE TABLE job_logs (
-        job_id VARCHAR, seq INTEGER, logged_at TIMESTAMP, payload JSON, PRIMARY KEY (job_id, seq));
-    """,
-    """
-    CREATE TABLE fresh_results (
-        run_id VARCHAR, policy VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
-        f1 DOUBLE, em DOUBLE, calls INTEGER, tokens_in INTEGER, tokens_out INTEGER,
-        latency_ms DOUBLE, finished_at TIMESTAMP,
-        PRIMARY KEY (run_id, policy, benchmark, example_id));
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
 
 
 # Errors of duckdb.connect that pass: another process's lock, or (within this process) a file
@@ -125,16 +65,6 @@ def export_fingerprint(directory: Path) -> str:
 def utc_now() -> datetime:
     """Naive UTC timestamp, as DuckDB's TIMESTAMP stores it."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-@dataclass(frozen=True)
-class SplitAssignment:
-    """The split of every example of one benchmark under one split seed."""
-
-    benchmark: str
-    split_seed: int
-    source_sha256: str
-    splits: dict[str, str]  # example_id -> "train" | "dev" | "test"
 
 
 _THREAD_LOCKS: dict[str, threading.RLock] = {}
@@ -274,34 +204,14 @@ class Store:
 
     @staticmethod
     def _insert_examples(connection: duckdb.DuckDBPyConnection, examples: Sequence[Example]) -> None:
-        frame = pd.DataFrame(
-            {
-                "benchmark": [e.benchmark for e in examples],
-                "example_id": [e.example_id for e in examples],
-                "position": range(len(examples)),
-                "question": [e.question for e in examples],
-                "answers": [list(e.answers) for e in examples],
-                "evidence": [list(e.evidence) for e in examples],
-            }
-        )
-        connection.register("new_examples", frame)
-        connection.execute("INSERT INTO examples SELECT * FROM new_examples ON CONFLICT DO NOTHING")
-        connection.unregister("new_examples")
+        rows = [(e.benchmark, e.example_id, position, e.question, list(e.answers), list(e.evidence))
+                for position, e in enumerate(examples)]
+        _insert_rows(connection, "examples", pd.DataFrame(rows))
 
     @staticmethod
     def _insert_documents(connection: duckdb.DuckDBPyConnection, documents: Sequence[Document]) -> None:
-        frame = pd.DataFrame(
-            {
-                "benchmark": [d.benchmark for d in documents],
-                "doc_id": [d.doc_id for d in documents],
-                "position": range(len(documents)),
-                "title": [d.title for d in documents],
-                "text": [d.text for d in documents],
-            }
-        )
-        connection.register("new_documents", frame)
-        connection.execute("INSERT INTO documents SELECT * FROM new_documents ON CONFLICT DO NOTHING")
-        connection.unregister("new_documents")
+        rows = [(d.benchmark, d.doc_id, position, d.title, d.text) for position, d in enumerate(documents)]
+        _insert_rows(connection, "documents", pd.DataFrame(rows))
 
     @staticmethod
     def _insert_splits(connection: duckdb.DuckDBPyConnection, assignment: SplitAssignment) -> None:
@@ -313,17 +223,9 @@ class Store:
             [assignment.benchmark, assignment.split_seed, assignment.source_sha256,
              counts["train"], counts["dev"], counts["test"], utc_now()],
         )
-        frame = pd.DataFrame(
-            {
-                "benchmark": assignment.benchmark,
-                "split_seed": assignment.split_seed,
-                "example_id": list(assignment.splits),
-                "split": list(assignment.splits.values()),
-            }
-        )
-        connection.register("new_splits", frame)
-        connection.execute("INSERT INTO splits SELECT * FROM new_splits ON CONFLICT DO NOTHING")
-        connection.unregister("new_splits")
+        rows = [(assignment.benchmark, assignment.split_seed, example_id, split)
+                for example_id, split in assignment.splits.items()]
+        _insert_rows(connection, "splits", pd.DataFrame(rows))
 
     # ------------------------------------------------------------ reading examples and corpora
 
@@ -542,10 +444,7 @@ class Store:
             frame = pd.read_parquet(path)
             with self.transaction() as connection:
                 before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-                connection.register("exported_rows", frame)
-                connection.execute(
-                    f"INSERT INTO {_known_table(table)} SELECT * FROM exported_rows ON CONFLICT DO NOTHING")
-                connection.unregister("exported_rows")
+                _insert_rows(connection, table, frame)
                 after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
             added[table] = after - before
         return added
@@ -688,20 +587,9 @@ class Store:
         with the same key; returns how many were written. Host-independent kinds use host ""."""
         if not rows:
             return 0
-        frame = pd.DataFrame(
-            {
-                "host": [row[0] for row in rows],
-                "benchmark": [row[1] for row in rows],
-                "example_id": [row[2] for row in rows],
-                "kind": [row[3] for row in rows],
-                "vals": [row[4] for row in rows],
-            }
-        )
+        frame = pd.DataFrame(list(rows))
         with self.transaction() as connection:
-            connection.register("new_features", frame)
-            connection.execute(
-                "INSERT OR REPLACE INTO features SELECT host, benchmark, example_id, kind, vals FROM new_features")
-            connection.unregister("new_features")
+            _insert_rows(connection, "features", frame, replace=True)
         return len(frame)
 
     def feature_rows(
@@ -772,10 +660,24 @@ class Store:
 
 
 def _known_table(table: str) -> str:
-    """A table name checked against the exported list (identifiers cannot be SQL parameters)."""
-    if table not in EXPORTED_TABLES:
+    """A table name checked against the schema's (identifiers cannot be SQL parameters)."""
+    if table not in TABLES:
         raise ValueError(f"unknown table '{table}'")
     return table
+
+
+def _insert_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
+                 replace: bool = False) -> None:
+    """Insert a frame whose columns are the table's, in order: rows with a new key only, or with
+    `replace` every row, replacing those with the same key."""
+    if frame.empty:
+        return
+    connection.register("new_rows", frame)
+    if replace:
+        connection.execute(f"INSERT OR REPLACE INTO {_known_table(table)} SELECT * FROM new_rows")
+    else:
+        connection.execute(f"INSERT INTO {_known_table(table)} SELECT * FROM new_rows ON CONFLICT DO NOTHING")
+    connection.unregister("new_rows")
 
 
 def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:

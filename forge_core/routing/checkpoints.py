@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from forge_core.features import Standardizer
-from forge_core.routers import Router, build_router
+from forge_core.routing.features import Standardizer
+from forge_core.routing.routers import Router, build_router
+from forge_core.routing.utility import CostNormalizer
 from forge_core.store import Store
-from forge_core.utility import CostNormalizer
 
 
 class CheckpointError(Exception):

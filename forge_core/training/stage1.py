@@ -27,8 +27,8 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
-from forge_core.routers import N_SUPPORTS, Router
-from forge_core.utility import boltzmann_target, oracle_actions
+from forge_core.routing.routers import N_SUPPORTS, Router
+from forge_core.routing.utility import boltzmann_target, oracle_actions
 
 logger = logging.getLogger(__name__)
 

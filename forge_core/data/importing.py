@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge_core.importers import BENCHMARK_FILES, read_benchmark
-from forge_core.splits import SPLIT_SEEDS, assign_splits
+from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
+from forge_core.data.splits import SPLIT_SEEDS, assign_splits
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)

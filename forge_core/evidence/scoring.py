@@ -16,7 +16,7 @@ comparable with published results:
 FEVER examples are scored on their label. ``extract_fever_label`` reads the label a model
 named in free text; the rule is documented on that function. ``score_answer`` dispatches.
 Scoring is done on the final answer: for chain-of-thought outputs, extract it first with
-``forge_core.answers.extract_final_answer``.
+``forge_core.evidence.answers.extract_final_answer``.
 """
 
 from __future__ import annotations

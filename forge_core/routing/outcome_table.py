@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from forge_core.arms import alphabet
+from forge_core.routing.utility import CostNormalizer, pareto_utility
 from forge_core.store import Store
-from forge_core.utility import CostNormalizer, pareto_utility
 
 Key = tuple[str, str]  # (benchmark, example_id)
 

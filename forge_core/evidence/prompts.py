@@ -9,7 +9,7 @@ Answer caps: 64 tokens for plain arms (the paper's cap). CoT arms may write thei
 before the final line: we cap them at 256 tokens, which fits the short step-by-step reasoning
 a small host writes for multi-hop questions while bounding the cost on a CPU host. Every
 generated token counts as output cost; the scored answer of a CoT arm is the text after its last
-"Answer:" marker (see `forge_core.answers`). Think-Low / Think-High arms ask the host for a
+"Answer:" marker (see `forge_core.evidence.answers`). Think-Low / Think-High arms ask the host for a
 reasoning budget of 1,024 / 4,096 tokens and keep the 64-token cap for the visible answer.
 """
 
@@ -19,14 +19,13 @@ import dataclasses
 
 from forge_core.arms import Arm
 from forge_core.hosts.base import GenerationRequest
+from forge_core.records import SAMPLE_PROBES
 
 ANSWER_MAX_TOKENS = 64  # cap on a plain arm's answer
 COT_MAX_TOKENS = 256  # cap on a CoT arm's reasoning plus final answer
 SAMPLE_TEMPERATURE = 0.7  # self-consistency probe samples
 SAMPLE_TOP_P = 0.9
 SAMPLE_MAX_TOKENS = 24
-SAMPLE_PROBES: tuple[str, ...] = ("sample1", "sample2", "sample3")
-GREEDY_PROBE = "greedy"  # the greedy probe is the direct:no_think request itself
 
 SYSTEM_PROMPT = "You are a careful assistant that answers questions accurately and concisely."
 

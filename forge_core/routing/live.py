@@ -1,9 +1,12 @@
-"""One question, live: answer it under an arm on a host, and say what Always-Raw costs for it.
+"""One question, live: route it with a trained router, answer it under an arm on a host, and say
+what Always-Raw costs for it.
 
-The Always-Raw comparison takes the token counts of the `raw:no_think` arm for the same question
-on the same host, always the host's own usage numbers: the answer itself when the arm is
-`raw:no_think`; the stored outcome when the question comes from the store and its Raw outcome on
-this host was enumerated (no extra call); otherwise one extra `raw:no_think` call.
+Routing retrieves, computes the question's features (running the four host probes for a Full
+router) and reads the router's probability of every arm. The Always-Raw comparison takes the
+token counts of the `raw:no_think` arm for the same question on the same host, always the host's
+own usage numbers: the answer itself when the arm is `raw:no_think`; the stored outcome when the
+question comes from the store and its Raw outcome on this host was enumerated (no extra call);
+otherwise one extra `raw:no_think` call.
 """
 
 from __future__ import annotations
@@ -12,17 +15,30 @@ import asyncio
 import atexit
 import dataclasses
 import threading
+import time
 from dataclasses import dataclass
-from typing import Any
 
-from forge_core.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence, score_arm_answer
-from forge_core.arms import Arm
-from forge_core.hosts.base import HostConfig
+import numpy as np
+import torch
+
+from forge_core.arms import Arm, alphabet
+from forge_core.evidence.answering import (
+    ArmAnswer,
+    Evidence,
+    answer_with_arm,
+    load_retriever,
+    retrieve_evidence,
+    score_arm_answer,
+)
+from forge_core.evidence.prompts import build_request, sample_probe_request
+from forge_core.evidence.retrieval import Retriever
+from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.registry import make_host
-from forge_core.records import Example, is_fever_benchmark
-from forge_core.retrieval import Retriever
-from forge_core.store import Store
+from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
+from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
+from forge_core.routing.features import features_for_question
+from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
 CHECK_QUESTION = "What is the capital of France?"
@@ -105,12 +121,11 @@ def ask_live(store: Store, config: HostConfig, retriever: Retriever, question: s
 
 
 def route_live(store: Store, checkpoint_id: str, question: str, benchmark: str,
-               config: HostConfig | None = None) -> Any:
-    """A trained router's `RoutingDecision` for a question (`forge_core.routing`); a Full router
-    runs its four probes on the served host `config`."""
-    from forge_core.routing import route_question  # torch and the router load only when routing
+               config: HostConfig | None = None) -> RoutingDecision:
+    """A trained router's `RoutingDecision` for a question; a Full router runs its four probes on
+    the served host `config`."""
 
-    async def route() -> Any:
+    async def route() -> RoutingDecision:
         host = make_host(config) if config else None
         try:
             return await route_question(store, checkpoint_id, question, benchmark, host)
@@ -144,3 +159,54 @@ def _stored_raw_cost(store: Store, host: str, example: Example) -> RawCost | Non
         return None
     row = match.iloc[0]
     return RawCost(int(row["tokens_in"]), int(row["tokens_out"]), "stored outcome")
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    """The router's view of one question."""
+
+    checkpoint_id: str
+    probabilities: dict[str, float]  # arm name -> probability
+    chosen_arm: str  # the argmax
+    evidence: Evidence
+    probe_tokens: int  # tokens the Full variant's probes spent (0 for Lite and BGE)
+    routing_ms: float  # features (probes included) and MLP
+
+
+async def run_probes(host: Host, question: str, is_fever: bool) -> list[ProbeOutcome]:
+    """The greedy Direct probe and three samples, concurrently."""
+    requests = {GREEDY_PROBE: build_request(question, "", Arm("direct", "no_think"), is_fever)}
+    requests |= {probe: sample_probe_request(question, probe, is_fever) for probe in SAMPLE_PROBES}
+    generations = await asyncio.gather(*(host.generate(r) for r in requests.values()))
+    return [ProbeOutcome(host.config.name, "", "", probe, g.text, g.tokens_in, g.tokens_out, g.latency_ms,
+                         None, "", utc_now()) for probe, g in zip(requests, generations)]
+
+
+def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray) -> dict[str, float]:
+    """Arm name -> probability for one feature vector."""
+    x = checkpoint.standardizer.transform(features.reshape(1, -1))
+    with torch.no_grad():
+        probabilities = checkpoint.router.log_probs(torch.as_tensor(x)).exp()[0].numpy()
+    arms = alphabet(checkpoint.record["n_arms"])
+    return {arm.name: float(p) for arm, p in zip(arms, probabilities)}
+
+
+async def route_question(store: Store, checkpoint_id: str, question: str, benchmark: str,
+                         host: Host | None = None) -> RoutingDecision:
+    """Route one question; a Full router needs `host` for its probes."""
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    started = time.perf_counter()
+    evidence = retrieve_evidence(load_retriever(store, benchmark), question)
+    probes = None
+    if checkpoint.variant == "full":
+        if host is None:
+            raise HostError("a Full router runs four host probes first: give it a host")
+        probes = await run_probes(host, question, is_fever_benchmark(benchmark))
+    features = features_for_question(question, evidence, probes, variant=checkpoint.variant)
+    probabilities = router_probabilities(checkpoint, features)
+    return RoutingDecision(
+        checkpoint_id=checkpoint_id, probabilities=probabilities,
+        chosen_arm=max(probabilities, key=probabilities.get), evidence=evidence,
+        probe_tokens=sum(p.tokens_in + p.tokens_out for p in probes or ()),
+        routing_ms=(time.perf_counter() - started) * 1000.0,
+    )

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from forge_core.evidence.retrieval import BM25Index
 from forge_core.records import Document
-from forge_core.retrieval import BM25Index
 
 RETRIEVE_TOP_K = 5  # passages retrieved per query (the retrieval features use all five)
 SUPPORT_TOP_K = 3  # passages the Summary and Raw forms draw on

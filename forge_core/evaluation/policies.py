@@ -4,84 +4,29 @@ A policy is fitted on train and dev rows only, then decides an arm for each eval
 `Decisions` also carry the tokens it spent before the final arm (a cascade's earlier
 stages, Self-Routing's Direct attempt) so that every policy pays for what it really runs.
 `answer_live` deploys the same decision on a new query with real host calls (Fresh Online,
-`forge_core.fresh_online`). Adding a baseline is one class and one registry line (`BASELINES`).
+`forge_core.evaluation.fresh_online`). The dev fallback rule wraps a router (`FallbackPolicy`).
+Adding a baseline is one class and one registry line (`BASELINES`).
 """
 
 from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from forge_core.checkpoints import load_checkpoint
-from forge_core.features import BLOCK_NAMES, Standardizer, assemble_features, feature_names, is_hedging, is_idk
-from forge_core.outcomes import OutcomeTable
-from forge_core.store import Store
-from forge_core.utility import CostNormalizer, oracle_actions
-
-if TYPE_CHECKING:
-    from forge_core.answering import ArmAnswer
-    from forge_core.fresh_online import LiveQuery
+from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
+from forge_core.evaluation.live_query import LiveQuery
+from forge_core.evaluation.statistics import paired_bootstrap_ci
+from forge_core.evidence.answering import ArmAnswer
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk
+from forge_core.routing.utility import oracle_actions
 
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
-
-
-@dataclass
-class EvalContext:
-    """What policies may look at: the outcome table, utilities and features of its rows."""
-
-    store: Store
-    table: OutcomeTable
-    normalizer: CostNormalizer
-    lambda_in: float
-    lambda_out: float
-    _features: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def utility(self) -> np.ndarray:
-        """[N, K] utilities under the context's cost weights."""
-        return self.table.utility(self.normalizer, self.lambda_in, self.lambda_out)
-
-    def rows(self, split: str) -> np.ndarray:
-        """Row indices of one split."""
-        return np.flatnonzero(self.table.splits == split)
-
-    def arm(self, name: str) -> int:
-        """Column index of an arm."""
-        return self.table.arms.index(name)
-
-    def features(self, variant: str) -> np.ndarray:
-        """Raw (unstandardized) features of every row for a variant."""
-        if variant not in self._features:
-            self._features[variant] = assemble_features(self.store, self.table.host, variant, self.table.keys)
-        return self._features[variant]
-
-    def feature(self, variant: str, name: str) -> np.ndarray:
-        """One named structured feature column (raw values)."""
-        matrix = self.features(variant)
-        structured = feature_names(variant, embedding_dim=0)
-        return matrix[:, matrix.shape[1] - len(structured) + structured.index(name)]
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """Per evaluated row: the final arm, and the tokens spent before it."""
-
-    actions: np.ndarray  # [n] column index of the answering arm
-    extra_tokens: np.ndarray  # [n] tokens of earlier calls (0 for single-call policies)
-
-    @classmethod
-    def single(cls, actions: np.ndarray) -> Decisions:
-        """Decisions of a policy that makes one call per query."""
-        return cls(np.asarray(actions, dtype=np.int64), np.zeros(len(actions)))
-
-
-LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
+FIXED_ARMS_FOR_FALLBACK = ("direct:no_think", "summary:no_think", "raw:no_think")
 
 
 class Policy(ABC):
@@ -170,61 +115,60 @@ def _classifier(features: np.ndarray, labels: np.ndarray, rows: np.ndarray) -> t
     return model, standardizer
 
 
-class AdaptiveRAG(Policy):
-    """Adaptive-RAG style: a query-complexity classifier (structured question features) trained on
-    the label "cheapest NoThink arm that answers correctly" (Raw when none does)."""
+def structured_inputs(context: EvalContext) -> np.ndarray:
+    """The structured Lite columns (question structure, BM25 statistics, cosine) of every row."""
+    lite = context.features("lite")
+    return lite[:, -len(BLOCK_NAMES["structural"]) - len(BLOCK_NAMES["retrieval"]) - 1:]
 
-    name = "adaptive_rag"
+
+class ArmClassifier(Policy):
+    """A logistic-regression classifier on the structured Lite features that picks one of
+    `arm_names` per query, trained on `train_labels`; a constant arm when train has one label."""
+
     live_variant = "lite"
+    arm_names: tuple[str, ...] = ()
+
+    def train_labels(self, context: EvalContext) -> np.ndarray:
+        """[N] the index into `arm_names` each row should get."""
+        raise NotImplementedError
 
     def fit(self, context: EvalContext) -> None:
         train = context.rows("train")
-        columns = [context.arm(a) for a in NOTHINK_ARMS]
-        correct = context.table.f1[:, columns] >= CORRECT_F1
-        labels = np.where(correct.any(axis=1), correct.argmax(axis=1), len(columns) - 1)
-        self.columns = np.array(columns)
-        x = self._inputs(context)
-        if len(np.unique(labels[train])) < 2:
-            self.constant = int(labels[train][0])
-            return
-        self.constant = None
-        self.model, self.standardizer = _classifier(x, labels, train)
-
-    @staticmethod
-    def _inputs(context: EvalContext) -> np.ndarray:
-        lite = context.features("lite")
-        return lite[:, -len(BLOCK_NAMES["structural"]) - len(BLOCK_NAMES["retrieval"]) - 1:]
+        labels = self.train_labels(context)
+        self.columns = np.array([context.arm(arm) for arm in self.arm_names])
+        self.constant = int(labels[train][0]) if len(np.unique(labels[train])) < 2 else None
+        if self.constant is None:
+            self.model, self.standardizer = _classifier(structured_inputs(context), labels, train)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         if self.constant is not None:
             return Decisions.single(np.full(len(rows), self.columns[self.constant]))
-        labels = self.model.predict(self.standardizer.transform(self._inputs(context)[rows]))
+        labels = self.model.predict(self.standardizer.transform(structured_inputs(context)[rows]))
         return Decisions.single(self.columns[labels])
 
 
-class TierMem(Policy):
+class AdaptiveRAG(ArmClassifier):
+    """Adaptive-RAG style: a query-complexity classifier (structured question features) trained on
+    the label "cheapest NoThink arm that answers correctly" (Raw when none does)."""
+
+    name = "adaptive_rag"
+    arm_names = NOTHINK_ARMS
+
+    def train_labels(self, context: EvalContext) -> np.ndarray:
+        correct = context.table.f1[:, [context.arm(arm) for arm in self.arm_names]] >= CORRECT_F1
+        return np.where(correct.any(axis=1), correct.argmax(axis=1), len(self.arm_names) - 1)
+
+
+class TierMem(ArmClassifier):
     """TierMem style, two tiers: Summary unless a classifier (structured + retrieval features)
     predicts that Raw's utility beats Summary's."""
 
     name = "tiermem"
-    live_variant = "lite"
+    arm_names = ("summary:no_think", "raw:no_think")
 
-    def fit(self, context: EvalContext) -> None:
-        train = context.rows("train")
-        summary, raw = context.arm("summary:no_think"), context.arm("raw:no_think")
-        labels = (context.utility[:, raw] > context.utility[:, summary]).astype(int)
-        self.arms = np.array([summary, raw])
-        if len(np.unique(labels[train])) < 2:
-            self.constant = int(labels[train][0])
-            return
-        self.constant = None
-        self.model, self.standardizer = _classifier(AdaptiveRAG._inputs(context), labels, train)
-
-    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        if self.constant is not None:
-            return Decisions.single(np.full(len(rows), self.arms[self.constant]))
-        labels = self.model.predict(self.standardizer.transform(AdaptiveRAG._inputs(context)[rows]))
-        return Decisions.single(self.arms[labels])
+    def train_labels(self, context: EvalContext) -> np.ndarray:
+        summary, raw = (context.arm(arm) for arm in self.arm_names)
+        return (context.utility[:, raw] > context.utility[:, summary]).astype(int)
 
 
 class SelfRouting(Policy):
@@ -354,6 +298,53 @@ class RouterPolicy(Policy):
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return Decisions.single(self.probabilities(context, rows).argmax(axis=1))
+
+
+def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
+    """Per benchmark: "router" where the lower 95% bound of the router's dev utility gain over the
+    best fixed arm is positive, else that fixed arm's name (the paper's fallback rule)."""
+    dev = context.rows("dev")
+    utility = context.utility[dev]
+    benchmarks = context.table.benchmarks[dev]
+    router_actions = router.decide(context, dev).actions
+    router_utility = utility[np.arange(len(dev)), router_actions]
+    rule = {}
+    for benchmark in np.unique(benchmarks):
+        mask = benchmarks == benchmark
+        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in FIXED_ARMS_FOR_FALLBACK}
+        best_arm = max(fixed, key=fixed.get)
+        gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
+        low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
+        rule[str(benchmark)] = "router" if low > 0 else best_arm
+    return rule
+
+
+
+class FallbackPolicy(Policy):
+    """A router used only on benchmarks where the dev fallback rule keeps it."""
+
+    def __init__(self, router: RouterPolicy) -> None:
+        self.router = router
+        self.name = f"{router.name}_fallback"
+
+    def fit(self, context: EvalContext) -> None:
+        self.rule = dev_fallback(context, self.router)
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        decisions = self.router.decide(context, rows)
+        benchmarks = context.table.benchmarks[rows]
+        actions = decisions.actions.copy()
+        for benchmark, choice in self.rule.items():
+            if choice != "router":
+                actions[benchmarks == benchmark] = context.arm(choice)
+        return Decisions(actions, decisions.extra_tokens)
+
+    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
+        choice = self.rule.get(query.benchmark, "router")
+        if choice == "router":
+            return await self.router.answer_live(query)
+        return await query.answer(choice)
+
 
 
 BASELINES: dict[str, type[Policy] | tuple] = {

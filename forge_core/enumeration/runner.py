@@ -1,9 +1,7 @@
 """Stage 0: run a host on every (query, arm) of an alphabet and store each outcome as it lands.
 
 - Concurrent: `concurrency` queries in flight at once.
-- Prefix-aware: a query's arms run back to back in support order (NoThink before CoT), so arms
-  that share the evidence prefix hit the host's prompt cache. `prefix_order=False` runs arm-major
-  instead (every query's first arm, then every query's second arm, ...), for comparison.
+- In the plan's order (`forge_core.enumeration.planning.order_work`): prefix-aware by default.
 - Resumable: every finished call is committed on its own before the next starts on that worker;
   a rerun plans only what is missing (error rows count as missing), so a crash, kill -9 or
   Ctrl-C loses no finished row and never duplicates one.
@@ -29,56 +27,19 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forge_core.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
-from forge_core.arms import Arm, alphabet
+from forge_core.arms import Arm
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
+from forge_core.evidence.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.evidence.prompts import sample_probe_request
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.registry import config_hash
-from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, sample_probe_request
-from forge_core.records import BENCHMARKS, ArmOutcome, Example, ProbeOutcome
+from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
-SPLIT_CHOICES = ("train", "dev", "test", "all")
 JOB_UPDATE_SECONDS = 2.0
 MAX_FAILURES_IN_A_ROW = 10  # then the host is likely down: stop rather than fill the store with errors
-
-
-@dataclass(frozen=True)
-class EnumerationPlan:
-    """What to enumerate and within which bounds."""
-
-    host: str  # host name
-    split: str = "train"  # train, dev, test or all
-    n_arms: int = 6  # alphabet size: 3, 6 or 12
-    probes: bool = False  # also run the Full-variant probes
-    benchmarks: tuple[str, ...] = BENCHMARKS
-    split_seed: int = 0
-    limit: int | None = None  # at most this many queries in all
-    per_benchmark: int | None = None  # at most this many queries per benchmark
-    max_calls: int | None = None  # stop after this many host calls
-    max_tokens: int | None = None  # stop after this many input + output tokens
-    concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
-    prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
-
-
-def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
-    """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
-    slot is fastest with a query's arms back to back (prompt cache reuse, see
-    `bench/enumeration.py`), and otherwise the host's own request limit."""
-    if requested is not None:
-        return requested
-    return 1 if host_config.kind == "embedded" else host_config.max_concurrency
-
-
-@dataclass(frozen=True)
-class QueryWork:
-    """The missing calls of one query."""
-
-    example: Example
-    arms: tuple[Arm, ...]
-    samples: tuple[str, ...]
-    greedy_probe: bool
 
 
 @dataclass
@@ -92,51 +53,6 @@ class EnumerationReport:
     errors: list[str] = field(default_factory=list)
     status: str = "running"
     seconds: float = 0.0
-
-
-def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
-    """The missing calls, one entry per query, benchmarks interleaved round-robin so that a
-    partial run covers all of them. With probes, stored `direct:no_think` answers are first
-    recorded as greedy probes, since they are the same request."""
-    if plan.probes:
-        store.record_greedy_probes_from_direct(plan.host)
-    arms = alphabet(plan.n_arms)
-    per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
-    interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
-    return interleaved[: plan.limit] if plan.limit is not None else interleaved
-
-
-def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
-    splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
-    ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
-    ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
-    finished_arms = store.finished_arms(plan.host, benchmark)
-    finished_probes = store.finished_probes(plan.host, benchmark) if plan.probes else {}
-    examples = {e.example_id: e for e in store.examples(benchmark, ids)}
-    work = []
-    for example_id in ids:
-        done_arms = finished_arms.get(example_id, set())
-        done_probes = finished_probes.get(example_id, set())
-        missing_arms = tuple(arm for arm in arms if arm.name not in done_arms)
-        samples = tuple(p for p in SAMPLE_PROBES if p not in done_probes) if plan.probes else ()
-        greedy = plan.probes and GREEDY_PROBE not in done_probes
-        if missing_arms or samples or greedy:
-            work.append(QueryWork(examples[example_id], missing_arms, samples, greedy))
-    return work
-
-
-def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
-    longest = max((len(items) for items in lists), default=0)
-    return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
-
-
-def count_calls(work: list[QueryWork]) -> int:
-    """Host calls the work needs (the greedy probe reuses the direct:no_think call)."""
-    return sum(len(w.arms) + len(w.samples) + (w.greedy_probe and not _has_direct(w)) for w in work)
-
-
-def _has_direct(work: QueryWork) -> bool:
-    return any(arm.name == "direct:no_think" for arm in work.arms)
 
 
 class _Run:
@@ -259,7 +175,7 @@ class _Run:
             if not self.reserve_call():
                 return
             await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == "direct:no_think")
-        if work.greedy_probe and not _has_direct(work) and self.reserve_call():
+        if work.greedy_probe and not has_direct(work) and self.reserve_call():
             await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
         reserved = [probe for probe in work.samples if self.reserve_call()]
         await asyncio.gather(*(self.run_sample(example, evidence, probe) for probe in reserved))
@@ -268,21 +184,6 @@ class _Run:
 async def _worker(run: _Run, queue: asyncio.Queue) -> None:
     while not queue.empty() and not run.stopping:
         await run.run_query(queue.get_nowait())
-
-
-def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:
-    """Units of work in run order: one per query (prefix-aware), or one per (arm, query) with
-    all queries' first arm before any second arm, and the probe samples last (arm-major)."""
-    if prefix_order:
-        return work
-    units = []
-    for arm in alphabet(n_arms):
-        units += [dataclasses.replace(w, arms=(arm,), samples=(),
-                                      greedy_probe=w.greedy_probe and arm.name == "direct:no_think")
-                  for w in work if arm in w.arms]
-    units += [dataclasses.replace(w, arms=(), greedy_probe=w.greedy_probe and not _has_direct(w))
-              for w in work if w.samples or (w.greedy_probe and not _has_direct(w))]
-    return units
 
 
 async def enumerate_arms(

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from forge_core.checkpoints import load_checkpoint
-from forge_core.features import compute_features
-from forge_core.outcomes import OutcomeTable, load_outcome_table
-from forge_core.policies import EvalContext, RouterPolicy
+from forge_core.evaluation.context import EvalContext
+from forge_core.evaluation.policies import RouterPolicy
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import oracle_actions
 from forge_core.store import Store
-from forge_core.utility import oracle_actions
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, o
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
                        n_clusters: int = N_CLUSTERS) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
-    split). Features still missing are computed first (as the evaluation does)."""
+    split). Reads the stored features (`forge_core.routing.features.compute_features`)."""
     if split not in SPLITS:
         raise ValueError(f"split is one of {', '.join(SPLITS)}, not '{split}'")
     checkpoint = load_checkpoint(store, checkpoint_id)
@@ -189,7 +189,6 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    compute_features(store, host)
     context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)

@@ -4,7 +4,7 @@ the Pareto frontier.
 
 This is the Cached protocol: it counts the tokens of the calls a policy makes for its answer
 (the routed arm, plus any earlier cascade stage). The Fresh Online protocol, which runs the host
-on every call a new query needs, is `forge_core.fresh_online`.
+on every call a new query needs, is `forge_core.evaluation.fresh_online`.
 """
 
 from __future__ import annotations
@@ -14,27 +14,27 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from forge_core.checkpoints import latest_checkpoint
-from forge_core.outcomes import load_outcome_table
-from forge_core.policies import BASELINES, Decisions, EvalContext, FixedArm, Policy, RouterPolicy, build_baselines
+from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
+from forge_core.evaluation.policies import BASELINES, FallbackPolicy, FixedArm, Policy, RouterPolicy, build_baselines
+from forge_core.evaluation.statistics import (
+    action_distribution,
+    kl_divergence,
+    macro,
+    paired_bootstrap_ci,
+    pareto_frontier,
+)
+from forge_core.routing.features import compute_features
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
 from forge_core.store import Store
-from forge_core.stage1 import Stage1Config
-from forge_core.training import TrainRequest, train_router
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
-
-if TYPE_CHECKING:
-    from forge_core.answering import ArmAnswer
-    from forge_core.fresh_online import LiveQuery
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import TrainRequest, train_router
 
 log = logging.getLogger(__name__)
 
 ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
-N_BOOTSTRAP = 1000
-FIXED_ARMS_FOR_FALLBACK = ("direct:no_think", "summary:no_think", "raw:no_think")
 
 
 @dataclass(frozen=True)
@@ -61,39 +61,6 @@ def score_decisions(context: EvalContext, rows: np.ndarray, name: str, decisions
     )
 
 
-def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
-    """Mean over benchmarks of the per-benchmark means."""
-    return float(np.mean([values[benchmarks == b].mean() for b in np.unique(benchmarks)]))
-
-
-def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
-                        seed: int = 0) -> tuple[float, float]:
-    """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
-    rng = np.random.default_rng(seed)
-    diff = a - b
-    per_benchmark = []
-    for benchmark in np.unique(benchmarks):
-        values = diff[benchmarks == benchmark]
-        samples = rng.integers(0, len(values), size=(n_boot, len(values)))
-        per_benchmark.append(values[samples].mean(axis=1))
-    macro_diffs = np.mean(per_benchmark, axis=0)
-    low, high = np.percentile(macro_diffs, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:
-    """Share of rows answered by each arm."""
-    return np.bincount(actions, minlength=n_arms) / max(len(actions), 1)
-
-
-def kl_divergence(p: np.ndarray, q: np.ndarray, floor: float = 1e-6) -> float:
-    """KL(p || q) with q floored (a policy may never pick an arm the target weights)."""
-    q = np.maximum(q, floor)
-    q = q / q.sum()
-    mask = p > 0
-    return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
-
-
 def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None) -> dict:
     """The JSON summary of one policy."""
     benchmarks, tokens = context.table.benchmarks[rows], outcome.cached_tokens
@@ -117,24 +84,46 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
     return summary
 
 
-def router_policies(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
-                    split_seed: int = 0, seed: int = 0) -> list[Policy]:
+def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
+    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
+            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed}
+
+
+def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     """The FORGE routers: per variant, the checkpoint of the latest stage (Stage 2 before Stage 1)
-    trained with these cost weights, split seed and seed; among several trained on the same data
-    as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility; a missing one is trained with Stage 1 first (seconds on the
-    demo store)."""
+    trained with the settings' cost weights, split seed and seed; among several trained on the
+    same data as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility. A
+    variant without one is refused: `train_missing_routers` is the step that trains it."""
     policies: list[Policy] = []
     for name, variant in ROUTER_POLICIES.items():
-        wanted = {"variant": variant, "n_arms": n_arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
-                  "split_seed": split_seed, "seed": seed}
-        checkpoint = _matching_checkpoint(store, host, wanted)
+        checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
-            log.info("training a Stage-1 %s router for %s", variant, name)
-            checkpoint = train_router(store, TrainRequest(
-                host=host, variant=variant, n_arms=n_arms, lambda_in=lambda_in, lambda_out=lambda_out,
-                split_seed=split_seed, stage1=Stage1Config(seed=seed)))
+            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds: "
+                             f"`forge eval` trains it, or `forge train --variant {variant}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies
+
+
+def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[str]:
+    """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
+    checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
+    trained = []
+    for name, variant in ROUTER_POLICIES.items():
+        if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
+            log.info("training a Stage-1 %s router for %s", variant, name)
+            trained.append(train_router(store, TrainRequest(
+                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.lambda_in,
+                lambda_out=settings.lambda_out, split_seed=settings.split_seed, stage1=Stage1Config(seed=settings.seed))))
+    return trained
+
+
+def prepare_evaluation(store: Store, settings: EvaluationSettings,
+                       on_features: Callable[[int, int], None] | None = None) -> None:
+    """The one step that writes before an evaluation reads: the features of every enumerated
+    query of the host (`on_features(done, total)` follows them), and the Stage-1 routers still
+    missing for these settings."""
+    compute_features(store, settings.host, on_progress=on_features)
+    train_missing_routers(store, settings)
 
 
 def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
@@ -151,61 +140,6 @@ def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
     candidates = candidates[snapshots == snapshots.iloc[0]]
     dev_utility = candidates["metrics"].map(lambda metrics: metrics.get("dev_utility", -np.inf))
     return str(candidates.loc[dev_utility.idxmax(), "checkpoint_id"])
-
-
-def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
-    """Per benchmark: "router" where the lower 95% bound of the router's dev utility gain over the
-    best fixed arm is positive, else that fixed arm's name (the paper's fallback rule)."""
-    dev = context.rows("dev")
-    utility = context.utility[dev]
-    benchmarks = context.table.benchmarks[dev]
-    router_actions = router.decide(context, dev).actions
-    router_utility = utility[np.arange(len(dev)), router_actions]
-    rule = {}
-    for benchmark in np.unique(benchmarks):
-        mask = benchmarks == benchmark
-        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in FIXED_ARMS_FOR_FALLBACK}
-        best_arm = max(fixed, key=fixed.get)
-        gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
-        low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
-        rule[str(benchmark)] = "router" if low > 0 else best_arm
-    return rule
-
-
-class FallbackPolicy(Policy):
-    """A router used only on benchmarks where the dev fallback rule keeps it."""
-
-    def __init__(self, router: RouterPolicy) -> None:
-        self.router = router
-        self.name = f"{router.name}_fallback"
-
-    def fit(self, context: EvalContext) -> None:
-        self.rule = dev_fallback(context, self.router)
-
-    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        decisions = self.router.decide(context, rows)
-        benchmarks = context.table.benchmarks[rows]
-        actions = decisions.actions.copy()
-        for benchmark, choice in self.rule.items():
-            if choice != "router":
-                actions[benchmarks == benchmark] = context.arm(choice)
-        return Decisions(actions, decisions.extra_tokens)
-
-    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
-        choice = self.rule.get(query.benchmark, "router")
-        if choice == "router":
-            return await self.router.answer_live(query)
-        return await query.answer(choice)
-
-
-def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
-                       split_seed: int = 0) -> EvalContext:
-    """Complete queries with probes (so every policy sees the same rows) and the train normalizer."""
-    table = load_outcome_table(store, host, n_arms, split_seed)
-    with_probes = ~np.isnan(table.probe_tokens)
-    if with_probes.any():
-        table = table.subset(with_probes)
-    return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out)
 
 
 def policy_outcomes(context: EvalContext, rows: np.ndarray, policies: Sequence[Policy],
@@ -278,19 +212,15 @@ class EvaluationSetup:
 
 
 def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSetup:
-    """Features computed, the complete queries of the split, and the baselines and FORGE routers
-    (all, or the named ones)."""
-    from forge_core.features import compute_features
-
+    """The complete queries of the split, and the baselines and FORGE routers (all, or the named
+    ones). It only reads: `prepare_evaluation` computes what it needs first."""
     host, names = settings.host, settings.policy_names
-    compute_features(store, host)
     context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
                                  settings.split_seed)
     rows = context.rows(settings.split)
     if not len(rows):
         raise ValueError(f"no complete {settings.split} queries for host '{host}'")
-    routers = router_policies(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
-                              settings.split_seed, settings.seed)
+    routers = router_policies(store, settings)
     policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
     if names:
@@ -304,7 +234,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
              on_policy: Callable[[str], None] | None = None) -> dict:
     """The Cached protocol: `{"policies": {name: summary}, "queries": n, ...}` for the baselines
-    and FORGE routers."""
+    and FORGE routers (reads only; see `prepare_evaluation`)."""
     setup = evaluation_setup(store, settings)
     context, rows = setup.context, setup.rows
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
@@ -317,28 +247,18 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     }
 
 
-def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the (cost, quality) points no other point beats on both (lower cost, higher
-    quality), sorted by cost."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
-    frontier, best_quality = [], -np.inf
-    for i in order:
-        if points[i][1] > best_quality:
-            frontier.append(i)
-            best_quality = points[i][1]
-    return frontier
-
-
 def lambda_sweep(store: Store, grid: Sequence[tuple[float, float]], settings: EvaluationSettings = EvaluationSettings(),
                  on_point: Callable[[float, float], None] | None = None) -> dict:
     """Every policy's (cost, F1) point at each (lambda_in, lambda_out) of the grid, routers
-    retrained (Stage 1) and baselines re-tuned per point, and the Pareto frontier over all
-    points (lowest cost for the highest macro F1). The settings' own cost weights are ignored."""
+    trained (Stage 1) where missing and baselines re-tuned per point, and the Pareto frontier over
+    all points (lowest cost for the highest macro F1). The settings' own cost weights are ignored."""
     points = []
     for lambda_in, lambda_out in grid:
         if on_point:
             on_point(lambda_in, lambda_out)
-        report = evaluate(store, dataclasses.replace(settings, lambda_in=lambda_in, lambda_out=lambda_out))
+        point_settings = dataclasses.replace(settings, lambda_in=lambda_in, lambda_out=lambda_out)
+        prepare_evaluation(store, point_settings)
+        report = evaluate(store, point_settings)
         points += [{"policy": name, "lambda_in": lambda_in, "lambda_out": lambda_out, "cost_k": row["cost_k"],
                     "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
                    for name, row in report["policies"].items()]
@@ -350,13 +270,16 @@ def repeated_evaluation(store: Store, settings: EvaluationSettings = EvaluationS
                         split_seeds: Sequence[int] = (0, 1, 2), seeds: Sequence[int] = (0, 1, 2),
                         on_run: Callable[[int, int], None] | None = None) -> dict:
     """The paper's protocol: every split seed x training seed, then mean and SD per policy of
-    macro F1, macro EM, cost and utility. The settings' own seeds are ignored."""
+    macro F1, macro EM, cost and utility, routers trained where missing. The settings' own seeds
+    are ignored."""
     runs = []
     for split_seed in split_seeds:
         for seed in seeds:
             if on_run:
                 on_run(split_seed, seed)
-            runs.append(evaluate(store, dataclasses.replace(settings, split_seed=split_seed, seed=seed))["policies"])
+            run_settings = dataclasses.replace(settings, split_seed=split_seed, seed=seed)
+            prepare_evaluation(store, run_settings)
+            runs.append(evaluate(store, run_settings)["policies"])
     summary = {}
     for name in runs[0]:
         summary[name] = {"runs": len(runs)}

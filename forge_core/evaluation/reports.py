@@ -5,7 +5,7 @@ the Pareto frontier under chosen cost weights.
 Quality and cost are computed on an `OutcomeTable` (complete queries only), so every arm and the
 oracle are scored on the same queries. Cost is the mean of tokens in + out per query. The oracle
 takes, per query, the arm of highest utility `U = F1 - lambda_in * c_in - lambda_out * c_out`
-(`forge_core.utility`), with token costs normalized by their maxima over the host's complete
+(`forge_core.routing.utility`), with token costs normalized by their maxima over the host's complete
 train queries; it is descriptive only (it sees the answers' scores).
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
-from forge_core.outcomes import OutcomeTable
+from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
 from forge_core.store import Store
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
 
 MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
 ORACLE = "oracle"  # policy name of the per-query utility oracle
@@ -136,7 +136,7 @@ def require_train_and_dev(table: OutcomeTable) -> None:
 def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFrame:
     """`evaluation.pareto_points` as one row per policy (and benchmark), with its kind and whether
     it is on the Pareto frontier (lowest cost for the highest macro F1) of its benchmark facet."""
-    from forge_core.evaluation import pareto_frontier
+    from forge_core.evaluation.statistics import pareto_frontier
 
     frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:1] + PARETO_COLUMNS[2:6]))
     frame.insert(1, "kind", [policy_kind(name, checkpoint_ids) for name in frame["policy"]])
@@ -150,14 +150,13 @@ def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFra
 def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
                   checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False) -> pd.DataFrame:
     """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
-    and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). Features
-    still missing are computed first; a host without train and dev queries is refused."""
-    from forge_core.evaluation import pareto_points
-    from forge_core.features import compute_features
-    from forge_core.outcomes import load_outcome_table
+    and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). A host
+    without train and dev queries is refused; the features must be computed
+    (`forge_core.routing.features.compute_features`)."""
+    from forge_core.evaluation.cached import pareto_points
+    from forge_core.routing.outcome_table import load_outcome_table
 
     require_train_and_dev(load_outcome_table(store, host, n_arms))
-    compute_features(store, host)
     points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark)
     return pareto_frame(points, checkpoint_ids)
 

@@ -36,10 +36,10 @@ Stored kinds (table `features`, one FLOAT[] per (host, benchmark, example_id, ki
   retriever returned no passage.
 - ``probe`` (host = the host's name), 11 values from the four probe calls of the Full variant
   (the greedy Direct answer at temperature 0 and three samples at temperature 0.7, top-p 0.9,
-  24 tokens; see `forge_core.enumeration`). A probe's answer is its first non-empty line after a
+  24 tokens; see `forge_core.enumeration.runner`). A probe's answer is its first non-empty line after a
   leading "Answer:" marker is dropped and markdown and quotes are stripped (exactly how Direct
-  answers are scored, `forge_core.answers.extract_plain_answer`); its normalized form is
-  `forge_core.metrics.normalize_answer` of that (SQuAD normalization). From the greedy probe:
+  answers are scored, `forge_core.evidence.answers.extract_plain_answer`); its normalized form is
+  `forge_core.evidence.scoring.normalize_answer` of that (SQuAD normalization). From the greedy probe:
 
   1. ``greedy_answer_words``: words of the greedy answer.
   2. ``greedy_tokens_out``: output tokens of the greedy call, as the host reported them.
@@ -89,11 +89,10 @@ from typing import Any
 
 import numpy as np
 
-from forge_core.answering import Evidence, load_retriever, retrieve_evidence
-from forge_core.answers import extract_plain_answer
-from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES
-from forge_core.metrics import normalize_answer, token_f1
-from forge_core.records import BENCHMARKS, ProbeOutcome
+from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
+from forge_core.evidence.answers import extract_plain_answer
+from forge_core.evidence.scoring import normalize_answer, token_f1
+from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)

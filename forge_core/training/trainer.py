@@ -20,19 +20,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from forge_core.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.arms import parse_arm
-from forge_core.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
-from forge_core.features import Standardizer, compute_features, embedder_name, feature_names, load_embedder
-from forge_core.features import assemble_features
+from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
-from forge_core.outcomes import OutcomeTable, load_outcome_table
 from forge_core.records import ArmOutcome
-from forge_core.routers import build_router
-from forge_core.stage1 import Stage1Config, train_stage1
-from forge_core.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from forge_core.routing.features import Standardizer, assemble_features, embedder_name, feature_names, load_embedder
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.routers import build_router
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
 from forge_core.store import Store, utc_now
-from forge_core.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
+from forge_core.training.stage1 import Stage1Config, train_stage1
+from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +83,8 @@ class TrainingData:
 
 
 def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0) -> TrainingData:
-    """Complete queries with features (computed where missing), standardized on train."""
+    """Complete queries with their stored features, standardized on train (compute the features
+    first: `forge_core.routing.features.compute_features`)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
     table = load_outcome_table(store, host, n_arms, split_seed)
@@ -92,7 +92,6 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
         table = table.subset(~np.isnan(table.probe_tokens))
         if not len(table):
             raise ValueError(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
-    compute_features(store, host)
     raw = assemble_features(store, host, variant, table.keys)
     embedding_dim = load_embedder().dim
     train = table.splits == "train"

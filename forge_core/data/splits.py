@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from forge_core.store import SplitAssignment
+from forge_core.records import SplitAssignment
 
 PAPER_SIZES = {"train": 1500, "dev": 500, "test": 300}
 SPLIT_SEEDS: tuple[int, ...] = (0, 1, 2)

@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
-from forge_core.routers import N_SUPPORTS, Router
+from forge_core.routing.routers import N_SUPPORTS, Router
 
 logger = logging.getLogger(__name__)
 

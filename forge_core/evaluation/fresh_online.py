@@ -1,14 +1,14 @@
 """The Fresh Online protocol: policies answer queries with real host calls, every call counted.
 
-The Cached protocol (`forge_core.evaluation`) reads the enumeration table. Fresh Online deploys
+The Cached protocol (`forge_core.evaluation.cached`) reads the enumeration table. Fresh Online deploys
 each policy as a user would run it on a new query: retrieve, compute the live features (the Full
 router and Self-Routing first run their four probes concurrently), decide, and call the host
 (a cascade stage by stage). It counts every host call and its tokens, and times the whole path
 from question to answer (latency p50/p95). Stored outcomes are never read for a decision.
 
 Policies run one after another over the queries, so the host's prompt cache holds what a
-deployment of that one policy would hold. Within one query a policy never makes the same call
-twice: the greedy probe is the Direct answer's own request.
+deployment of that one policy would hold. One query of one policy is a `LiveQuery`
+(`forge_core.evaluation.live_query`).
 
 Each finished (policy, query) is stored at once under a run id, a hash of the settings; a rerun
 with the same settings (after Ctrl-C or a host failure) continues where it stopped.
@@ -23,100 +23,25 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from forge_core.answering import ArmAnswer, Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
-from forge_core.arms import parse_arm
-from forge_core.evaluation import (
-    EvaluationSettings, EvaluationSetup, action_distribution, evaluation_setup, macro, paired_bootstrap_ci, policy_outcomes)
-from forge_core.features import features_for_question, load_embedder, needs_probes
-from forge_core.hosts.base import Host, HostConfig
+from forge_core.evaluation.cached import EvaluationSettings, EvaluationSetup, evaluation_setup, policy_outcomes
+from forge_core.evaluation.context import EvalContext
+from forge_core.evaluation.live_query import LiveQuery
+from forge_core.evaluation.policies import Policy
+from forge_core.evaluation.statistics import action_distribution, macro, paired_bootstrap_ci
+from forge_core.evidence.answering import load_retriever, score_arm_answer
+from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
-from forge_core.policies import EvalContext, Policy
-from forge_core.prompts import GREEDY_PROBE, SAMPLE_PROBES, sample_probe_request
-from forge_core.records import Example, FreshResult, ProbeOutcome
-from forge_core.retrieval import Retriever
+from forge_core.records import Example, FreshResult
+from forge_core.routing.features import load_embedder
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PER_BENCHMARK = 10  # queries per benchmark: every call is a real one, so keep runs short
-DIRECT_ARM = "direct:no_think"
-
-
-@dataclass
-class LiveContext(EvalContext):
-    """A fitted context whose single row (index 0) is a new query's live features."""
-
-    def features(self, variant: str) -> np.ndarray:
-        if variant not in self._features:
-            raise ValueError(f"no live {variant} features for this query")
-        return self._features[variant]
-
-
-class LiveQuery:
-    """One query answered by one policy: its evidence, live features and every host call."""
-
-    def __init__(self, example: Example, host: Host, retriever: Retriever, fitted: EvalContext) -> None:
-        self.example = example
-        self.host = host
-        self.retriever = retriever
-        self.fitted = fitted
-        self.calls = 0
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self._answers: dict[str, ArmAnswer] = {}
-        self._evidence: Evidence | None = None
-
-    @property
-    def benchmark(self) -> str:
-        """The query's benchmark."""
-        return self.example.benchmark
-
-    @property
-    def evidence(self) -> Evidence:
-        """The BM25 passages of the question, retrieved once."""
-        if self._evidence is None:
-            self._evidence = retrieve_evidence(self.retriever, self.example.question)
-        return self._evidence
-
-    async def answer(self, arm: str) -> ArmAnswer:
-        """The host's answer under an arm: one counted call, made at most once per query."""
-        if arm not in self._answers:
-            answer = await answer_with_arm(self.host, self.evidence, parse_arm(arm), self.example.is_fever)
-            self._count(answer.tokens_in, answer.tokens_out)
-            self._answers[arm] = answer
-        return self._answers[arm]
-
-    async def probes(self) -> list[ProbeOutcome]:
-        """The four probes, concurrently; the greedy probe is the Direct answer."""
-        question, host_name = self.example.question, self.host.config.name
-        requests = [sample_probe_request(question, probe, self.example.is_fever) for probe in SAMPLE_PROBES]
-        direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.host.generate, requests))
-        now = utc_now()
-        outcomes = [ProbeOutcome(host_name, self.benchmark, self.example.example_id, GREEDY_PROBE, direct.answer,
-                                 direct.tokens_in, direct.tokens_out, direct.latency_ms, None, "", now)]
-        for probe, sample in zip(SAMPLE_PROBES, samples):
-            self._count(sample.tokens_in, sample.tokens_out)
-            outcomes.append(ProbeOutcome(host_name, self.benchmark, self.example.example_id, probe, sample.text,
-                                         sample.tokens_in, sample.tokens_out, sample.latency_ms, None, "", now))
-        return outcomes
-
-    async def context(self, variant: str) -> LiveContext:
-        """The fitted context with this query's live features of `variant` as its only row."""
-        probes = await self.probes() if needs_probes(variant) else None
-        row = features_for_question(self.example.question, self.evidence, probes, variant)
-        fitted = self.fitted
-        return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.lambda_in, fitted.lambda_out,
-                           {variant: row[None, :]})
-
-    def _count(self, tokens_in: int, tokens_out: int) -> None:
-        self.calls += 1
-        self.tokens_in += tokens_in
-        self.tokens_out += tokens_out
 
 
 async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshResult:

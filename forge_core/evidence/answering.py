@@ -10,13 +10,13 @@ import functools
 from dataclasses import dataclass
 
 from forge_core import config
-from forge_core.answers import extract_final_answer, extract_plain_answer
 from forge_core.arms import Arm
-from forge_core.evidence import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
+from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
+from forge_core.evidence.prompts import build_request
+from forge_core.evidence.retrieval import Retriever, ScoredDocument
+from forge_core.evidence.scoring import extract_fever_label, score_answer
+from forge_core.evidence.support import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
 from forge_core.hosts.base import Host
-from forge_core.metrics import extract_fever_label, score_answer
-from forge_core.prompts import build_request
-from forge_core.retrieval import Retriever, ScoredDocument
 from forge_core.store import Store
 
 
@@ -71,7 +71,7 @@ def retrieve_evidence(retriever: Retriever, question: str) -> Evidence:
 
 
 def extract_answer(text: str, arm: Arm, is_fever: bool) -> str:
-    """The part of the generated text that is scored (see `forge_core.answers`)."""
+    """The part of the generated text that is scored (see `forge_core.evidence.answers`)."""
     answer = extract_final_answer(text) if arm.thinking == "cot" else extract_plain_answer(text)
     if is_fever:
         return extract_fever_label(answer) or ""

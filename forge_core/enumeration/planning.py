@@ -1,0 +1,176 @@
+"""What Stage 0 runs: an enumeration plan, checked, and the calls it still needs.
+
+A plan names a host, a split, an alphabet and bounds. `validate_plan` refuses a plan the run
+would refuse, with one-line reasons (the CLI and the dashboard share it). `plan_work` lists the
+missing calls of every query: arms without a non-error outcome and, with probes, the missing
+probe samples; benchmarks are interleaved round-robin so that a partial run covers all of them.
+`order_work` puts the work in run order: prefix-aware (a query's arms back to back, so arms that
+share the evidence prefix hit the host's prompt cache) or arm-major, for comparison.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from forge_core.arms import Arm, alphabet, thinking_modes
+from forge_core.data.splits import SPLIT_SEEDS
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import config_hash, get_host_config
+from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example
+from forge_core.store import Store
+
+SPLIT_CHOICES = ("train", "dev", "test", "all")
+
+
+@dataclass(frozen=True)
+class EnumerationPlan:
+    """What to enumerate and within which bounds."""
+
+    host: str  # host name
+    split: str = "train"  # train, dev, test or all
+    n_arms: int = 6  # alphabet size: 3, 6 or 12
+    probes: bool = False  # also run the Full-variant probes
+    benchmarks: tuple[str, ...] = BENCHMARKS
+    split_seed: int = 0
+    limit: int | None = None  # at most this many queries in all
+    per_benchmark: int | None = None  # at most this many queries per benchmark
+    max_calls: int | None = None  # stop after this many host calls
+    max_tokens: int | None = None  # stop after this many input + output tokens
+    concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
+    prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
+
+
+
+def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
+    """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
+    slot is fastest with a query's arms back to back (prompt cache reuse, see
+    `bench/enumeration.py`), and otherwise the host's own request limit."""
+    if requested is not None:
+        return requested
+    return 1 if host_config.kind == "embedded" else host_config.max_concurrency
+
+
+
+@dataclass(frozen=True)
+class QueryWork:
+    """The missing calls of one query."""
+
+    example: Example
+    arms: tuple[Arm, ...]
+    samples: tuple[str, ...]
+    greedy_probe: bool
+
+
+
+def validate_plan(store: Store, plan: EnumerationPlan) -> None:
+    """Refuse a plan the CLI would refuse, with the same one-line reasons."""
+    if plan.split not in SPLIT_CHOICES:
+        raise ValueError(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+    thinking_modes(plan.n_arms)
+    if not plan.benchmarks:
+        raise ValueError("choose at least one benchmark")
+    unknown = set(plan.benchmarks) - set(BENCHMARKS)
+    if unknown:
+        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
+    if plan.split_seed not in SPLIT_SEEDS:
+        raise ValueError(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
+    _check_bounds(plan)
+    _check_imported(store, plan.benchmarks)
+    host_config = get_host_config(store, plan.host)
+    if plan.n_arms == 12 and not host_config.supports_thinking:
+        raise ValueError(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
+    _check_same_configuration(store, plan.host, host_config)
+
+
+
+def _check_bounds(plan: EnumerationPlan) -> None:
+    bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
+              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
+    for name, value in bounds.items():
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be at least 1, not {value}")
+
+
+
+def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
+    missing = sorted(set(benchmarks) - set(store.benchmark_stats()))
+    if missing:
+        raise ValueError(f"not imported: {', '.join(missing)} (run `forge data import`)")
+
+
+
+def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
+    """Refuse to mix two models' outcomes under one host name: resuming trusts stored rows."""
+    other = set(store.host_config_hashes(host)) - {config_hash(host_config)}
+    if other:
+        raise ValueError(
+            f"host '{host}' has stored outcomes from another configuration (kind, model or thinking "
+            f"changed since); add this configuration under a new name with `forge host add`")
+
+
+
+def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
+    """The missing calls, one entry per query, benchmarks interleaved round-robin so that a
+    partial run covers all of them. With probes, stored `direct:no_think` answers are first
+    recorded as greedy probes, since they are the same request."""
+    if plan.probes:
+        store.record_greedy_probes_from_direct(plan.host)
+    arms = alphabet(plan.n_arms)
+    per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
+    interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
+    return interleaved[: plan.limit] if plan.limit is not None else interleaved
+
+
+
+def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
+    splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
+    ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
+    ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
+    finished_arms = store.finished_arms(plan.host, benchmark)
+    finished_probes = store.finished_probes(plan.host, benchmark) if plan.probes else {}
+    examples = {e.example_id: e for e in store.examples(benchmark, ids)}
+    work = []
+    for example_id in ids:
+        done_arms = finished_arms.get(example_id, set())
+        done_probes = finished_probes.get(example_id, set())
+        missing_arms = tuple(arm for arm in arms if arm.name not in done_arms)
+        samples = tuple(p for p in SAMPLE_PROBES if p not in done_probes) if plan.probes else ()
+        greedy = plan.probes and GREEDY_PROBE not in done_probes
+        if missing_arms or samples or greedy:
+            work.append(QueryWork(examples[example_id], missing_arms, samples, greedy))
+    return work
+
+
+
+def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
+    longest = max((len(items) for items in lists), default=0)
+    return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
+
+
+
+def count_calls(work: list[QueryWork]) -> int:
+    """Host calls the work needs (the greedy probe reuses the direct:no_think call)."""
+    return sum(len(w.arms) + len(w.samples) + (w.greedy_probe and not has_direct(w)) for w in work)
+
+
+
+def has_direct(work: QueryWork) -> bool:
+    return any(arm.name == "direct:no_think" for arm in work.arms)
+
+
+
+def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:
+    """Units of work in run order: one per query (prefix-aware), or one per (arm, query) with
+    all queries' first arm before any second arm, and the probe samples last (arm-major)."""
+    if prefix_order:
+        return work
+    units = []
+    for arm in alphabet(n_arms):
+        units += [dataclasses.replace(w, arms=(arm,), samples=(),
+                                      greedy_probe=w.greedy_probe and arm.name == "direct:no_think")
+                  for w in work if arm in w.arms]
+    units += [dataclasses.replace(w, arms=(), greedy_probe=w.greedy_probe and not has_direct(w))
+              for w in work if w.samples or (w.greedy_probe and not has_direct(w))]
+    return units
+

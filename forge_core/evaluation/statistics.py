@@ -1,0 +1,60 @@
+"""The statistics every protocol reports: macro averages over benchmarks, paired-query bootstrap
+intervals, action distributions, KL to a target distribution and the Pareto frontier."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+N_BOOTSTRAP = 1000
+
+
+def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
+    """Mean over benchmarks of the per-benchmark means."""
+    return float(np.mean([values[benchmarks == b].mean() for b in np.unique(benchmarks)]))
+
+
+
+def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
+                        seed: int = 0) -> tuple[float, float]:
+    """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
+    rng = np.random.default_rng(seed)
+    diff = a - b
+    per_benchmark = []
+    for benchmark in np.unique(benchmarks):
+        values = diff[benchmarks == benchmark]
+        samples = rng.integers(0, len(values), size=(n_boot, len(values)))
+        per_benchmark.append(values[samples].mean(axis=1))
+    macro_diffs = np.mean(per_benchmark, axis=0)
+    low, high = np.percentile(macro_diffs, [2.5, 97.5])
+    return float(low), float(high)
+
+
+
+def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:
+    """Share of rows answered by each arm."""
+    return np.bincount(actions, minlength=n_arms) / max(len(actions), 1)
+
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray, floor: float = 1e-6) -> float:
+    """KL(p || q) with q floored (a policy may never pick an arm the target weights)."""
+    q = np.maximum(q, floor)
+    q = q / q.sum()
+    mask = p > 0
+    return float(np.sum(p[mask] * (np.log(p[mask]) - np.log(q[mask]))))
+
+
+
+def pareto_frontier(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the (cost, quality) points no other point beats on both (lower cost, higher
+    quality), sorted by cost."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    frontier, best_quality = [], -np.inf
+    for i in order:
+        if points[i][1] > best_quality:
+            frontier.append(i)
+            best_quality = points[i][1]
+    return frontier
+

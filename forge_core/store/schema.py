@@ -1,0 +1,64 @@
+"""The store's schema: one migration per version, applied in order by `Store` on first connect."""
+
+# Each entry moves the schema one version up; never edit a released entry, append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+    CREATE TABLE imports (
+        benchmark VARCHAR PRIMARY KEY, source_path VARCHAR, source_sha256 VARCHAR,
+        n_examples INTEGER, n_documents INTEGER, imported_at TIMESTAMP);
+    CREATE TABLE examples (
+        benchmark VARCHAR, example_id VARCHAR, position INTEGER, question VARCHAR,
+        answers VARCHAR[], evidence VARCHAR[], PRIMARY KEY (benchmark, example_id));
+    CREATE TABLE documents (
+        benchmark VARCHAR, doc_id VARCHAR, position INTEGER, title VARCHAR, text VARCHAR,
+        PRIMARY KEY (benchmark, doc_id));
+    CREATE TABLE split_manifests (
+        benchmark VARCHAR, split_seed INTEGER, source_sha256 VARCHAR,
+        n_train INTEGER, n_dev INTEGER, n_test INTEGER, created_at TIMESTAMP,
+        PRIMARY KEY (benchmark, split_seed));
+    CREATE TABLE splits (
+        benchmark VARCHAR, split_seed INTEGER, example_id VARCHAR, split VARCHAR,
+        PRIMARY KEY (benchmark, split_seed, example_id));
+    CREATE TABLE hosts (name VARCHAR PRIMARY KEY, config JSON, updated_at TIMESTAMP);
+    CREATE TABLE arm_outcomes (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        answer VARCHAR, extracted VARCHAR, f1 DOUBLE, em DOUBLE,
+        tokens_in INTEGER, tokens_out INTEGER, tokens_reasoning INTEGER, latency_ms DOUBLE,
+        error VARCHAR, attempts INTEGER, host_config_hash VARCHAR,
+        started_at TIMESTAMP, finished_at TIMESTAMP,
+        PRIMARY KEY (host, benchmark, example_id, arm));
+    CREATE TABLE probe_outcomes (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, probe VARCHAR,
+        answer VARCHAR, tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE,
+        error VARCHAR, host_config_hash VARCHAR, finished_at TIMESTAMP,
+        PRIMARY KEY (host, benchmark, example_id, probe));
+    CREATE TABLE features (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, kind VARCHAR, vals FLOAT[],
+        PRIMARY KEY (host, benchmark, example_id, kind));
+    CREATE TABLE checkpoints (
+        checkpoint_id VARCHAR PRIMARY KEY, created_at TIMESTAMP, stage INTEGER, host VARCHAR,
+        variant VARCHAR, n_arms INTEGER, parent VARCHAR, lineage JSON, metrics JSON,
+        training_log JSON, state BLOB);
+    CREATE TABLE jobs (
+        job_id VARCHAR PRIMARY KEY, kind VARCHAR, status VARCHAR, params JSON,
+        total INTEGER, done INTEGER, errors INTEGER, message VARCHAR, pid INTEGER,
+        started_at TIMESTAMP, updated_at TIMESTAMP, finished_at TIMESTAMP);
+    """,
+    """
+    CREATE TABLE job_logs (
+        job_id VARCHAR, seq INTEGER, logged_at TIMESTAMP, payload JSON, PRIMARY KEY (job_id, seq));
+    """,
+    """
+    CREATE TABLE fresh_results (
+        run_id VARCHAR, policy VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        f1 DOUBLE, em DOUBLE, calls INTEGER, tokens_in INTEGER, tokens_out INTEGER,
+        latency_ms DOUBLE, finished_at TIMESTAMP,
+        PRIMARY KEY (run_id, policy, benchmark, example_id));
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
+TABLES: frozenset[str] = frozenset({
+    "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
+    "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results"})
