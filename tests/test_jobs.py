@@ -123,12 +123,14 @@ def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> Non
     """`forge train` given `train_command(request)` builds exactly `request` (every dashboard knob
     has a CLI option)."""
     import forge_core.cli as cli
+    import forge_core.jobs as jobs_module
     import forge_core.training.trainer as training
 
     seen = []
     monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
     monkeypatch.setattr(cli, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
     monkeypatch.setattr(cli, "compute_features_with_progress", lambda store, host: {})
+    monkeypatch.setattr(jobs_module, "validate_train_request", lambda store, request: None)
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, stage1=Stage1Config(
             target="hard", arms=3, max_epochs=9, patience=2, seed=4, tau=2.0))):
         command = train_command(request)

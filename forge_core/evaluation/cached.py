@@ -27,13 +27,20 @@ from forge_core.evaluation.statistics import (
     pareto_frontier,
 )
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
+from forge_core.routing.utility import (
+    DEFAULT_LAMBDA_IN,
+    DEFAULT_LAMBDA_OUT,
+    boltzmann_target,
+    check_cost_weights,
+    oracle_actions,
+)
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
 log = logging.getLogger(__name__)
 
+EVALUATED_SPLITS = ("dev", "test")
 ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
 
 
@@ -198,6 +205,12 @@ class EvaluationSettings:
     policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
     split_seed: int = 0  # which of the three train/dev/test splits
     seed: int = 0  # training seed of routers fitted on the fly
+
+    def __post_init__(self) -> None:
+        check_cost_weights(self.lambda_in, self.lambda_out)
+        if self.split not in EVALUATED_SPLITS:
+            raise ValueError(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
+                             "are fitted on train)")
 
 
 @dataclass(frozen=True)

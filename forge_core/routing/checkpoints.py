@@ -23,8 +23,8 @@ from forge_core.routing.utility import CostNormalizer
 from forge_core.store import Store
 
 
-class CheckpointError(Exception):
-    """A checkpoint that is missing, malformed or does not fit its spec."""
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, malformed or does not fit its spec (a user error: one line)."""
 
 
 @dataclass(frozen=True)

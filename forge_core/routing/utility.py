@@ -80,6 +80,12 @@ class CostNormalizer:
         return cls(max_in, max_out)
 
 
+def check_cost_weights(lambda_in: float, lambda_out: float) -> None:
+    """Refuse cost weights that are negative or not finite numbers."""
+    if not (np.isfinite(lambda_in) and np.isfinite(lambda_out) and lambda_in >= 0 and lambda_out >= 0):
+        raise ValueError("cost weights lambda_in and lambda_out must be finite and non-negative")
+
+
 def pareto_utility(
     f1: ArrayLike,
     c_in: ArrayLike,
@@ -91,8 +97,7 @@ def pareto_utility(
     scores = np.asarray(f1, dtype=np.float64)
     if not np.isfinite(scores).all() or (scores < 0).any() or (scores > 1).any():
         raise ValueError("F1 must be a fraction in [0, 1] (not a percentage)")
-    if lambda_in < 0 or lambda_out < 0:
-        raise ValueError("cost weights lambda_in and lambda_out must be non-negative")
+    check_cost_weights(lambda_in, lambda_out)
     costs_in = np.asarray(c_in, dtype=np.float64)
     costs_out = np.asarray(c_out, dtype=np.float64)
     return scores - lambda_in * costs_in - lambda_out * costs_out

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from forge_core.arms import parse_arm
+from forge_core.arms import parse_arm, thinking_modes
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
 from forge_core.records import ArmOutcome
@@ -28,7 +28,13 @@ from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, s
 from forge_core.routing.features import Standardizer, assemble_features, embedder_name, feature_names, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.routers import build_router
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
+from forge_core.routing.utility import (
+    DEFAULT_LAMBDA_IN,
+    DEFAULT_LAMBDA_OUT,
+    CostNormalizer,
+    check_cost_weights,
+    oracle_actions,
+)
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config, train_stage1
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
@@ -55,6 +61,16 @@ class TrainRequest:
     split_seed: int = 0
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant '{self.variant}' (known: {', '.join(VARIANTS)})")
+        if self.stage not in (1, 2):
+            raise ValueError(f"stage is 1 or 2, not {self.stage}")
+        if self.rewards not in ("table", "live"):
+            raise ValueError(f"rewards are 'table' or 'live', not '{self.rewards}'")
+        thinking_modes(self.n_arms)  # validates the alphabet size
+        check_cost_weights(self.lambda_in, self.lambda_out)
 
 
 @dataclass(frozen=True)
