@@ -26,6 +26,16 @@ def cache_dir() -> Path:
     return Path(configured) if configured else PROJECT_ROOT / "data" / "cache"
 
 
+def store_lock_wait_s() -> float:
+    """How long to wait for another process to release the store: `FORGE_STORE_LOCK_WAIT`
+    seconds, 60 by default."""
+    configured = os.environ.get("FORGE_STORE_LOCK_WAIT")
+    try:
+        return float(configured) if configured else 60.0
+    except ValueError:
+        raise ValueError(f"FORGE_STORE_LOCK_WAIT is a number of seconds, not '{configured}'") from None
+
+
 def models_dir() -> Path:
     """Model weights, outside git: `FORGE_MODELS_DIR` or `~/.cache/forge/models`."""
     configured = os.environ.get("FORGE_MODELS_DIR")

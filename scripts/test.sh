@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the default test suite (slow and Qwen-model tests are deselected; see pyproject.toml).
+# Run the tests: the default suite (slow, Qwen-model and kill tests deselected; see pyproject.toml),
+# then the fault suite's kill -9 tests as a second step. Arguments run pytest with them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +79,7 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
         router.load_state_dict(state, strict=True)
         standardizer = Standardizer.from_dict(lineage["standardizer"])
         normalizer = CostNormalizer.from_dict(lineage["normalizer"])
-    except (KeyError, RuntimeError, ValueError, TypeError) as error:
+    except (KeyError, RuntimeError, ValueError, TypeError, pickle.UnpicklingError) as error:
         raise CheckpointError(f"checkpoint '{checkpoint_id}' is invalid: {error}") from None
     if standardizer.embedding_dim + len(standardizer.mean) != lineage["input_dim"]:
         raise CheckpointError(f"checkpoint '{checkpoint_id}': standardizer does not match the input size")

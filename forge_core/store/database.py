@@ -24,14 +24,12 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from forge_core import config
 from forge_core.arms import alphabet
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Document, Example, FreshResult, ProbeOutcome, SplitAssignment
 from forge_core.store.schema import EXPORTED_TABLES, MIGRATIONS, SCHEMA_VERSION, TABLES
 
 log = logging.getLogger(__name__)
-
-LOCK_WAIT_SECONDS = 60.0  # how long to wait for another process to release the file
-
 
 
 # Errors of duckdb.connect that pass: another process's lock, or (within this process) a file
@@ -121,15 +119,21 @@ class Store:
         """Connect, waiting while another process holds the file's lock, or while another thread
         of this process is closing its last connection (DuckDB then reports the file as still
         attached: the dashboard runs overlapping script runs in threads)."""
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        wait_s = config.store_lock_wait_s()
+        deadline = time.monotonic() + wait_s
         delay = 0.05
         while True:
             try:
                 return duckdb.connect(str(self.path))
             except TRANSIENT_OPEN_ERRORS as error:
-                message = str(error).lower()
-                if not ("lock" in message or "already attached" in message) or time.monotonic() > deadline:
-                    raise StoreError(f"cannot open the store {self.path}: {error}") from None
+                message = " ".join(str(error).split())
+                locked = "lock" in message.lower() or "already attached" in message.lower()
+                if locked and time.monotonic() > deadline:
+                    raise StoreError(f"the store {self.path} is held by another process; waited {wait_s:g} s "
+                                     f"(stop that process or try again; {message})") from None
+                if not locked:
+                    raise StoreError(f"cannot open the store {self.path} (can this user write to its folder? "
+                                     f"set FORGE_STORE to move it): {message}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
 

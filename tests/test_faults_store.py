@@ -1,0 +1,111 @@
+"""Fault suite, the store under stress: another process holding the write lock, a store written by
+an older schema, a damaged checkpoint blob."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import copy_store
+
+from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
+from forge_core.store import SCHEMA_VERSION, Store
+from forge_core.store.schema import MIGRATIONS
+
+pytestmark = pytest.mark.faults
+
+HOLD_LOCK = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('holding', flush=True); time.sleep(60)"
+
+
+def test_a_store_held_by_another_process_is_a_clear_bounded_wait(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store.duckdb")
+    store.schema_version()  # create it
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(store.path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "forge_core.cli", "data", "stats"], capture_output=True,
+                                text=True, env={**os.environ, "FORGE_STORE": str(store.path), "FORGE_STORE_LOCK_WAIT": "2"})
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is held by another process; waited 2 s" in lines[0], result.stderr
+    assert waited < 30  # bounded: the wait, plus starting Python
+    assert store.benchmark_stats() == {}  # usable again once the other process has gone
+
+
+def test_a_store_of_an_older_schema_is_migrated(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    connection = duckdb.connect(str(path))
+    connection.execute(MIGRATIONS[0])
+    connection.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    connection.execute("INSERT INTO hosts VALUES ('kept', '{}', NULL)")
+    connection.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store.host_names() == ["kept"]  # rows written under the old schema are still there
+
+
+def test_a_damaged_checkpoint_is_refused_by_its_id_and_the_rest_stay_usable(trained_store, tmp_path: Path) -> None:
+    from forge_core.evaluation.cached import EvaluationSettings, train_missing_routers
+
+    store = copy_store(trained_store[0], tmp_path)
+    train_missing_routers(store, EvaluationSettings("synthetic-host"))
+    damaged, *others = list(store.checkpoints()["checkpoint_id"])
+    with store.transaction() as connection:
+        connection.execute("UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?", [b"not a torch file", damaged])
+    with pytest.raises(CheckpointError, match=f"checkpoint '{damaged}' is invalid"):
+        load_checkpoint(store, damaged)
+    assert others and all(load_checkpoint(store, other).router is not None for other in others)
+    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "train", "--stage", "2", "--host", "synthetic-host",
+                             "--parent", damaged], capture_output=True, text=True,
+                            env={**os.environ, "FORGE_STORE": str(store.path)})
+    assert result.returncode == 2 and f"checkpoint '{damaged}' is invalid" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _make_read_only(folder: Path) -> None:
+    """Make a folder and its files unwritable, for root too (root ignores permission bits, not the
+    immutable attribute); skip where neither works."""
+    if os.geteuid() != 0:
+        for path in [*folder.iterdir(), folder]:
+            path.chmod(0o555)
+        return
+    if subprocess.run(["chattr", "+i", *map(str, folder.iterdir()), str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot make a folder read-only for root here (chattr +i refused)")
+
+
+def _make_writable(folder: Path) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(folder), *map(str, folder.iterdir())], check=True)
+    else:
+        for path in [folder, *folder.iterdir()]:
+            path.chmod(0o755)
+
+
+def test_a_store_in_a_read_only_folder_is_one_clear_line(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    folder.mkdir()
+    store = Store(folder / "store.duckdb")
+    store.schema_version()
+    before = store.path.read_bytes()
+    _make_read_only(folder)
+    try:
+        result = subprocess.run([sys.executable, "-m", "forge_core.cli", "data", "stats"], capture_output=True,
+                                text=True, env={**os.environ, "FORGE_STORE": str(store.path)})
+    finally:
+        _make_writable(folder)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(lines) == 1 and "cannot open the store" in lines[0] and "FORGE_STORE" in lines[0], result.stderr
+    assert store.path.read_bytes() == before
+    assert store.benchmark_stats() == {}
