@@ -1,4 +1,5 @@
-"""Import benchmarks into the store: read, split with every split seed, write in one transaction."""
+"""Import benchmarks (built-in or a user's own file) into the store: read, split with every split
+seed, write in one transaction."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
+from forge_core.data.importers import BENCHMARK_FILES, ImportedBenchmark, read_benchmark
 from forge_core.data.splits import SPLIT_SEEDS, assign_splits
+from forge_core.data.user_files import read_user_file
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -33,16 +35,27 @@ def import_benchmarks(
     """Import each named benchmark (one transaction each); re-running adds nothing twice."""
     results = []
     for name in names:
-        imported = read_benchmark(name, benchmarks_dir)
-        ids = [example.example_id for example in imported.examples]
-        assignments = [assign_splits(name, ids, seed, imported.source_sha256) for seed in SPLIT_SEEDS]
-        added = store.import_benchmark(
-            name, imported.source_path, imported.source_sha256,
-            imported.examples, imported.documents, assignments,
-        )
-        result = ImportResult(name, added, len(imported.examples), len(imported.documents))
-        log.info("%s: %s", name, "imported" if added else "already imported, unchanged")
+        result = store_imported(store, read_benchmark(name, benchmarks_dir))
         results.append(result)
         if on_done:
             on_done(result)
     return results
+
+
+def import_user_file(store: Store, path: Path, name: str, corpus: Path | None = None,
+                     fmt: str | None = None) -> ImportResult:
+    """Import a user's question file (and corpus) as benchmark `name`, split like the built-ins;
+    the whole file is read and checked before anything is written."""
+    return store_imported(store, read_user_file(path, name, corpus, fmt))
+
+
+def store_imported(store: Store, imported: ImportedBenchmark) -> ImportResult:
+    """Split a read benchmark under every split seed and write it in one transaction."""
+    ids = [example.example_id for example in imported.examples]
+    assignments = [assign_splits(imported.name, ids, seed, imported.source_sha256) for seed in SPLIT_SEEDS]
+    added = store.import_benchmark(
+        imported.name, imported.source_path, imported.source_sha256,
+        imported.examples, imported.documents, assignments,
+    )
+    log.info("%s: %s", imported.name, "imported" if added else "already imported, unchanged")
+    return ImportResult(imported.name, added, len(imported.examples), len(imported.documents))

@@ -248,6 +248,12 @@ class Store:
             stats[benchmark]["splits"][split] = count
         return stats
 
+    def imported_benchmarks(self) -> list[str]:
+        """Names of every imported benchmark (built-in or a user's own file), in import order."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT benchmark FROM imports ORDER BY imported_at, benchmark").fetchall()]
+
     def split_manifests(self) -> list[dict[str, Any]]:
         """Every split manifest: benchmark, seed, source hash and sizes."""
         with self.connect() as connection:
