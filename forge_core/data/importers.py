@@ -22,6 +22,7 @@ class ImportFormatError(Exception):
     """A benchmark file that cannot be read, with the file and line (or record) at fault."""
 
     def __init__(self, path: Path, line: int | None, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {reason}")
 

@@ -3,12 +3,14 @@ seed, write in one transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from forge_core.data.importers import BENCHMARK_FILES, ImportedBenchmark, read_benchmark
+from forge_core.data.importers import BENCHMARK_FILES, ImportedBenchmark, ImportFormatError, read_benchmark
 from forge_core.data.splits import SPLIT_SEEDS, assign_splits
 from forge_core.data.user_files import read_user_file
 from forge_core.store import Store
@@ -47,6 +49,36 @@ def import_user_file(store: Store, path: Path, name: str, corpus: Path | None = 
     """Import a user's question file (and corpus) as benchmark `name`, split like the built-ins;
     the whole file is read and checked before anything is written."""
     return store_imported(store, read_user_file(path, name, corpus, fmt))
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file handed over as bytes (the dashboard's upload): its name tells the format."""
+
+    filename: str
+    content: bytes
+
+
+def import_uploaded(store: Store, name: str, questions: Upload, corpus: Upload | None = None,
+                    fmt: str | None = None) -> ImportResult:
+    """`import_user_file` for uploaded files: they are read from a temporary folder (errors name
+    the uploaded file), and the import records the uploaded file's name as its source."""
+    with tempfile.TemporaryDirectory(prefix="forge-upload-") as folder:
+        staged_corpus = _stage(Path(folder) / "corpus", corpus) if corpus else None
+        try:
+            imported = read_user_file(_stage(Path(folder) / "questions", questions), name, staged_corpus, fmt)
+        except ImportFormatError as error:
+            uploaded = Path(error.path.name) if Path(folder) in error.path.parents else error.path
+            raise ImportFormatError(uploaded, error.line, error.reason) from None
+    return store_imported(store, dataclasses.replace(imported, source_path=Path(Path(questions.filename).name)))
+
+
+def _stage(folder: Path, upload: Upload) -> Path:
+    """The upload written under `folder` by its base name (never a path the upload chose)."""
+    folder.mkdir()
+    path = folder / (Path(upload.filename).name or "upload")
+    path.write_bytes(upload.content)
+    return path
 
 
 def store_imported(store: Store, imported: ImportedBenchmark) -> ImportResult:

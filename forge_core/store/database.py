@@ -384,6 +384,12 @@ class Store:
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY benchmark, example_id, arm", params).fetchdf()
 
+    def outcome_benchmarks(self, host: str) -> list[str]:
+        """The benchmarks a host has at least one arm outcome on, sorted."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT DISTINCT benchmark FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
+
     def probe_outcomes(self, host: str) -> pd.DataFrame:
         """All stored probe outcomes of a host."""
         with self.connect() as connection:
