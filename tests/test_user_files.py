@@ -72,6 +72,9 @@ def test_csv_and_parquet_with_a_corpus_file(tmp_path: Path) -> None:
     csv_path.write_text('id,question,answers\n7,What is the capital of Italy?,Rome\n'
                         '8,"What is the capital of France?","[""Paris"", ""City of Paris""]"\n')
     csv_read = read_user_file(csv_path, "from-csv", corpus)
+    with_bom = tmp_path / "excel.csv"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + csv_path.read_bytes())  # what spreadsheets write as "CSV UTF-8"
+    assert read_user_file(with_bom, "from-csv", corpus).examples == csv_read.examples
     assert [e.example_id for e in csv_read.examples] == ["7", "8"]
     assert csv_read.examples[1].answers == ("Paris", "City of Paris")
     assert [(d.title, d.benchmark) for d in csv_read.documents] == [("Italy", "from-csv"), ("", "from-csv")]
@@ -156,7 +159,9 @@ def test_bad_json_non_utf8_and_unknown_format(tmp_path: Path, monkeypatch, capsy
     assert_refused(monkeypatch, capsys, tmp_path, [str(bad_json), "--name", "x"], "bad.jsonl:4: malformed JSON")
     latin1 = tmp_path / "latin1.jsonl"
     latin1.write_bytes(good.encode() + '{"question": "Où est Zürich?", "answers": "Suisse"}\n'.encode("latin-1"))
-    assert_refused(monkeypatch, capsys, tmp_path, [str(latin1), "--name", "x"], "latin1.jsonl:4: not UTF-8")
+    assert_refused(monkeypatch, capsys, tmp_path, [str(latin1), "--name", "x"], "latin1.jsonl:4: not UTF-8 (byte 0xf9)")
+    latin1.write_bytes(b"\xef\xbb\xbf" + latin1.read_bytes())
+    assert_refused(monkeypatch, capsys, tmp_path, [str(latin1), "--name", "x"], "latin1.jsonl:4: not UTF-8 (byte 0xf9)")
     text = tmp_path / "questions.txt"
     text.write_text(good)
     assert_refused(monkeypatch, capsys, tmp_path, [str(text), "--name", "x"],

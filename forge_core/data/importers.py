@@ -277,13 +277,15 @@ def file_sha256(path: Path) -> str:
 
 
 def read_utf8(path: Path) -> str:
-    """A file's text; bytes that are not UTF-8 raise an `ImportFormatError` with their line."""
+    """A file's text (a leading byte-order mark dropped); bytes that are not UTF-8 raise an
+    `ImportFormatError` with their line."""
     data = path.read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ImportFormatError(path, line, f"not UTF-8 (byte {data[error.start]:#04x}): save the file as UTF-8") from None
+        decoded = error.object  # the bytes after any byte-order mark: `start` counts from there
+        line = decoded[: error.start].count(b"\n") + 1
+        raise ImportFormatError(path, line, f"not UTF-8 (byte {decoded[error.start]:#04x}): save the file as UTF-8") from None
 
 
 def json_records(path: Path, json_array: bool) -> Iterator[tuple[int, Record]]:
