@@ -157,10 +157,18 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
 
 @st.cache_data(show_spinner="Computing the UMAP of the question embeddings…", max_entries=RESULTS_CACHE_ENTRIES,
                hash_funcs=STORE_KEY)
-def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str) -> ActionMap:
-    """The checkpoint's action map on the host's queries of a split (`version`: see `store_version`)."""
+def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
+               benchmarks: tuple[str, ...] | None = None) -> ActionMap:
+    """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
+    when given (`version`: see `store_version`)."""
     compute_features(store, host)
-    return compute_action_map(store, host, checkpoint_id, split)
+    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def host_benchmarks(store: Store, host: str) -> list[str]:
+    """The benchmarks a host has outcomes on (the choices of a benchmark filter)."""
+    return store.outcome_benchmarks(host)
 
 
 @st.cache_resource(show_spinner="Loading the BM25 index…", hash_funcs=STORE_KEY)

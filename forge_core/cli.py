@@ -43,6 +43,9 @@ app.add_typer(host_app, name="host")
 
 console = Console(stderr=True)
 
+BENCHMARK_SUBSET_HELP = ("Only the queries of this benchmark, built-in or imported with `data import-file` "
+                         "(repeatable; default: every benchmark of the host).")
+
 # Errors a user can act on: shown as one line, never as a traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (
     ImportFormatError, StoreError, HostError, ModelError, ValueError, FileNotFoundError)
@@ -111,6 +114,30 @@ def data_import(
 
         import_benchmarks(store, root, names, on_done=report)
     console.print(f"store: {store.path}")
+
+
+@data_app.command("import-file")
+def data_import_file(
+    path: Annotated[Path, typer.Argument(help="Your questions: JSON lines, CSV or Parquet.")],
+    name: Annotated[str, typer.Option(help="The benchmark name to give them (not a built-in one).")],
+    corpus: Annotated[Optional[Path], typer.Option(
+        help="A file of {title, text} passages every question retrieves from.")] = None,
+    file_format: Annotated[Optional[str], typer.Option(
+        "--format", help="jsonl, csv or parquet (default: from the file extension).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Import your own questions as a benchmark, split like the built-in ones (all or nothing;
+    importing the same file again changes nothing)."""
+    import dataclasses
+
+    from forge_core.data.importing import import_user_file
+
+    result = import_user_file(open_store(), path, name, corpus, file_format)
+    state = "imported" if result.added else "unchanged"
+    if as_json:
+        print_json(dataclasses.asdict(result))
+        return
+    console.print(f"{result.benchmark}: {result.examples} examples, {result.documents} documents ({state})")
 
 
 @data_app.command("stats")
@@ -306,7 +333,8 @@ def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name."
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question (or the claim, for fever).")],
-    benchmark: Annotated[str, typer.Option(help="Whose corpus to retrieve from.")] = "hotpotqa",
+    benchmark: Annotated[str, typer.Option(
+        help="Whose corpus to retrieve from: a built-in benchmark or one imported with `data import-file`.")] = "hotpotqa",
     arm: Annotated[str, typer.Option(help="support:thinking, e.g. raw:no_think.")] = "raw:no_think",
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -315,12 +343,14 @@ def ask(
     import asyncio
 
     from forge_core.arms import parse_arm
+    from forge_core.data.catalog import check_benchmarks
     from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.records import is_fever_benchmark
 
     chosen_arm = parse_arm(arm)
     store = open_store()
+    check_benchmarks(store, [benchmark])
     host_config = get_host_config(store, host)
     if chosen_arm.thinking_budget and not host_config.supports_thinking:
         raise ValueError(f"host '{host}' has no reasoning budget; {arm} needs a thinking host")
@@ -359,13 +389,13 @@ def features_command(
     print_summary(compute_features_with_progress(open_store(), host), as_json)
 
 
-def compute_features_with_progress(store: Store, host: str) -> dict[str, Any]:
+def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[str, ...] | None = None) -> dict[str, Any]:
     """`compute_features` with a progress bar: the explicit step before training and evaluation."""
     from forge_core.routing.features import compute_features
 
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features", total=None)
-        return compute_features(store, host, on_progress=lambda done, total: progress.update(
+        return compute_features(store, host, benchmarks, on_progress=lambda done, total: progress.update(
             task, completed=done, total=total))
 
 
@@ -392,6 +422,7 @@ def train_command(
     parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
     seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
@@ -402,6 +433,7 @@ def train_command(
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
         lambda_out=lambda_out, rewards=rewards, parent=parent, split_seed=split_seed,
+        benchmarks=tuple(benchmark) if benchmark else None,
         stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed, max_epochs=max_epochs,
                             patience=patience),
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
@@ -411,7 +443,7 @@ def train_command(
 
     store = open_store()
     validate_train_request(store, request)
-    compute_features_with_progress(store, host)
+    compute_features_with_progress(store, host, request.benchmarks)
     with spinner_progress() as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
 
@@ -465,6 +497,7 @@ def eval_command(
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
     repeats: Annotated[bool, typer.Option(help="Mean +- SD over 3 split seeds x 3 training seeds (cached).")] = False,
     per_benchmark: Annotated[int, typer.Option(help="Fresh: queries per benchmark, each answered live.")] = 10,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes
@@ -476,7 +509,8 @@ def eval_command(
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
     from forge_core.evaluation.cached import EvaluationSettings
 
-    settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None)
+    settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
+                                  benchmarks=tuple(benchmark) if benchmark else None)
     if not repeats:
         _prepare_evaluation(settings)
     if repeats:
@@ -581,6 +615,7 @@ def sweep_command(
     split: Annotated[str, typer.Option(help="dev or test.")] = "test",
     arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
@@ -594,7 +629,8 @@ def sweep_command(
         def on_point(li: float, lo: float) -> None:
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
-        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None)
+        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
+                                      benchmarks=tuple(benchmark) if benchmark else None)
         result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
     if as_json:
         print_json(result)
@@ -612,7 +648,9 @@ def enumerate_command(
     split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "train",
     arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
     probes: Annotated[bool, typer.Option(help="Also run the Full-variant host probes.")] = False,
-    benchmark: Annotated[Optional[list[str]], typer.Option(help="Only these benchmarks (repeatable).")] = None,
+    benchmark: Annotated[Optional[list[str]], typer.Option(
+        help="Only these benchmarks, built-in or imported with `data import-file` (repeatable; default: the five "
+             "built-ins).")] = None,
     limit: Annotated[Optional[int], typer.Option(help="At most this many queries in all.")] = None,
     per_benchmark: Annotated[Optional[int], typer.Option(help="At most this many queries per benchmark.")] = None,
     max_calls: Annotated[Optional[int], typer.Option(help="Stop after this many host calls.")] = None,

@@ -132,7 +132,7 @@ def validate_train_request(store: Store, request: TrainRequest) -> None:
         raise ValueError(f"stage is 1 or 2, not {request.stage}")
     if request.stage1.arms not in (3, request.n_arms):
         raise ValueError(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
-    table = load_outcome_table(store, request.host, request.n_arms, request.split_seed)
+    table = load_outcome_table(store, request.host, request.n_arms, request.split_seed, request.benchmarks)
     if request.variant == "full":
         table = table.subset(~np.isnan(table.probe_tokens))
         if not len(table):
@@ -167,6 +167,8 @@ def train_command(request: TrainRequest) -> list[str]:
     ]
     if request.parent:
         command += ["--parent", request.parent]
+    for benchmark in request.benchmarks or ():
+        command += ["--benchmark", benchmark]
     return command
 
 
@@ -185,6 +187,8 @@ def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
     stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
     values["stage1"] = Stage1Config(**{k: v for k, v in values.get("stage1", {}).items() if k in stage1_fields})
     values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
+    if values.get("benchmarks") is not None:
+        values["benchmarks"] = tuple(values["benchmarks"])
     return TrainRequest(**values)
 
 

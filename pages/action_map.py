@@ -14,7 +14,7 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, checkpoint_column, split_column = st.columns([1, 2, 1])
+host_column, checkpoint_column, split_column, benchmark_column = st.columns([1, 2, 1, 2])
 host = host_column.selectbox("Host", hosts)
 checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[checkpoints["host"] == host]
@@ -24,9 +24,12 @@ if checkpoints.empty:
 labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
 checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get)
 split = split_column.selectbox("Split", SPLITS)
+benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
+                                          placeholder="every benchmark", help="Show these benchmarks' queries only.")
 
 with ui.user_errors():
-    action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split)
+    action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split,
+                                 tuple(benchmarks) or None)
 points = action_map.points()
 
 columns = st.columns(4)

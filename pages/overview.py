@@ -4,12 +4,38 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.data.importing import Upload, import_uploaded
+from forge_core.data.user_files import EXTENSIONS
 from forge_core.evaluation.reports import MACRO, coverage_frame, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]
 
 st.title("Overview")
 store = data.store()
 st.caption(f"Store: `{store.path}`")
+ui.show_flash()
+
+with st.expander("Import your own questions", icon=":material/upload_file:"):
+    st.caption("A file of records with `question` and `answers` (a string or a list of strings), an optional "
+               "`id`, and either per-record `contexts` (a list of `{title, text}`) or a corpus file of "
+               "`{title, text}` records; see the README's \"Your own data\". Split like the built-in benchmarks.")
+    with st.form("import-file"):
+        uploaded = st.file_uploader("Questions (JSON lines, CSV or Parquet)", type=UPLOAD_TYPES)
+        corpus = st.file_uploader("Corpus (optional)", type=UPLOAD_TYPES)
+        name = st.text_input("Benchmark name", placeholder="my-questions",
+                             help="Lowercase letters, digits, '-' and '_'; not a built-in benchmark's name.")
+        submitted = st.form_submit_button("Import", icon=":material/upload:")
+    if submitted and uploaded is None:
+        st.error("Choose a question file to import.", icon=":material/error:")
+    elif submitted:
+        with ui.user_errors(stop=False):
+            result = import_uploaded(store, name.strip(), Upload(uploaded.name, uploaded.getvalue()),
+                                     Upload(corpus.name, corpus.getvalue()) if corpus else None)
+            data.benchmark_stats.clear()
+            ui.flash(f"{result.benchmark}: {result.examples} examples, {result.documents} documents "
+                     f"({'imported' if result.added else 'already imported, unchanged'}).")
+            st.rerun()
 
 with ui.user_errors():
     stats = data.benchmark_stats(store)

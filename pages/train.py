@@ -1,6 +1,8 @@
 """Train: start Stage 1 (KL distillation) and Stage 2 (GRPO family) runs as background jobs, follow
 their curves live, and inspect and compare the checkpoints they leave."""
 
+import dataclasses
+
 import streamlit as st
 
 from app import charts, data, ui
@@ -53,6 +55,8 @@ with st.form("run"):
                                          help="Weight of the normalized output-token cost.")
     tau = columns[2].number_input("tau", 0.01, 10.0, DEFAULTS_1.tau, 0.1, help="Boltzmann temperature.")
     seed = columns[3].number_input("Seed", 0, 10_000, 0, help="Seeds dropout, shuffling and sampling.")
+    benchmarks = st.multiselect("Benchmarks", data.host_benchmarks(store, host), placeholder="every benchmark",
+                                help="Train on these benchmarks' queries only (empty: every benchmark of the host).")
     if stage == 1:
         st.markdown("**Stage 1**: KL distillation of the Boltzmann target (AdamW, early stop on dev)")
         columns = st.columns(4)
@@ -94,6 +98,7 @@ if submitted:
                                stage1=Stage1Config(tau=tau), stage2=Stage2Config(
                                    steps=steps, loss_type=algorithm, beta=beta, entropy_coef=entropy_coef,
                                    seed=seed, log_every=stage2_log_every(steps)))
+    request = dataclasses.replace(request, benchmarks=tuple(benchmarks) or None)
     with ui.user_errors(stop=False):
         validate_train_request(store, request)
         start_training(store, request)

@@ -129,10 +129,11 @@ def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> Non
     seen = []
     monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
     monkeypatch.setattr(cli, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
-    monkeypatch.setattr(cli, "compute_features_with_progress", lambda store, host: {})
+    monkeypatch.setattr(cli, "compute_features_with_progress", lambda store, host, benchmarks=None: {})
     monkeypatch.setattr(jobs_module, "validate_train_request", lambda store, request: None)
-    for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, stage1=Stage1Config(
-            target="hard", arms=3, max_epochs=9, patience=2, seed=4, tau=2.0))):
+    for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, benchmarks=("mine", "popqa"),
+                                                  stage1=Stage1Config(target="hard", arms=3, max_epochs=9, patience=2,
+                                                                      seed=4, tau=2.0))):
         command = train_command(request)
         assert command[1:4] == ["-m", "forge_core.cli", "train"]
         result = CliRunner().invoke(cli.app, command[3:])
@@ -146,6 +147,8 @@ def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> Non
 def test_train_request_round_trips_through_the_jobs_table_params() -> None:
     request = train_request()
     assert request_from_params(json.dumps(dataclasses.asdict(request))) == request
+    restricted = dataclasses.replace(request, benchmarks=("mine",))
+    assert request_from_params(json.dumps(dataclasses.asdict(restricted))) == restricted
 
 
 def test_stage2_log_every() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,17 @@ class ImportFormatError(Exception):
     """A benchmark file that cannot be read, with the file and line (or record) at fault."""
 
     def __init__(self, path: Path, line: int | None, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {reason}")
 
 
-class _RecordError(Exception):
+class RecordError(Exception):
     """A problem with one record; `read_benchmark` adds the file and line."""
 
 
 Record = dict[str, Any]
-RecordParser = Callable[[Record, int], tuple[Example, list[Document]]]
+RecordParser = Callable[[Record, int], tuple[Example | None, list[Document]]]
 
 
 @dataclass(frozen=True)
@@ -60,25 +61,25 @@ class ImportedBenchmark:
 
 def _field(record: Record, key: str) -> Any:
     if key not in record or record[key] is None:
-        raise _RecordError(f"missing field '{key}'")
+        raise RecordError(f"missing field '{key}'")
     return record[key]
 
 
-def _text_field(record: Record, key: str) -> str:
+def text_field(record: Record, key: str) -> str:
     value = _field(record, key)
     if not isinstance(value, str) or not value.strip():
-        raise _RecordError(f"field '{key}' must be a non-empty string")
+        raise RecordError(f"field '{key}' must be a non-empty string")
     return value.strip()
 
 
-def _answers(values: Any, key: str) -> tuple[str, ...]:
+def answers_field(values: Any, key: str) -> tuple[str, ...]:
     """Gold answers as a tuple of distinct non-empty strings, in upstream order."""
     items = [values] if isinstance(values, str) else values
     if not isinstance(items, list):
-        raise _RecordError(f"field '{key}' must be a string or a list of strings")
+        raise RecordError(f"field '{key}' must be a string or a list of strings")
     answers = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
     if not answers:
-        raise _RecordError(f"missing answer: field '{key}' is empty")
+        raise RecordError(f"missing answer: field '{key}' is empty")
     return answers
 
 
@@ -106,8 +107,8 @@ def parse_hotpotqa(record: Record, line: int) -> tuple[Example, list[Document]]:
     example = Example(
         benchmark="hotpotqa",
         example_id=example_id,
-        question=_text_field(record, "question"),
-        answers=_answers(_field(record, "answer"), "answer"),
+        question=text_field(record, "question"),
+        answers=answers_field(_field(record, "answer"), "answer"),
         evidence=_sentence_lookup(paragraphs, record.get("supporting_facts")),
     )
     return example, _paragraph_documents("hotpotqa", paragraphs, joiner="")
@@ -119,8 +120,8 @@ def parse_2wikimultihopqa(record: Record, line: int) -> tuple[Example, list[Docu
     example = Example(
         benchmark="2wikimultihopqa",
         example_id=str(_field(record, "_id")),
-        question=_text_field(record, "question"),
-        answers=_answers(_field(record, "answer"), "answer"),
+        question=text_field(record, "question"),
+        answers=answers_field(_field(record, "answer"), "answer"),
         evidence=_sentence_lookup(paragraphs, record.get("supporting_facts")),
     )
     return example, _paragraph_documents("2wikimultihopqa", paragraphs, joiner=" ")
@@ -129,7 +130,7 @@ def parse_2wikimultihopqa(record: Record, line: int) -> tuple[Example, list[Docu
 def _context_paragraphs(context: Any, joiner: str) -> dict[str, list[str]]:
     """Title -> sentences from either context layout ({title, sentences} or [title, sentences])."""
     if not isinstance(context, list):
-        raise _RecordError("field 'context' must be a list")
+        raise RecordError("field 'context' must be a list")
     paragraphs: dict[str, list[str]] = {}
     for entry in context:
         if isinstance(entry, dict):
@@ -137,9 +138,9 @@ def _context_paragraphs(context: Any, joiner: str) -> dict[str, list[str]]:
         elif isinstance(entry, list) and len(entry) == 2:
             title, sentences = entry
         else:
-            raise _RecordError("unknown context entry format")
+            raise RecordError("unknown context entry format")
         if not isinstance(title, str) or not isinstance(sentences, list):
-            raise _RecordError("context entry needs a title and a list of sentences")
+            raise RecordError("context entry needs a title and a list of sentences")
         paragraphs.setdefault(title, [str(s) for s in sentences])
     return paragraphs
 
@@ -157,7 +158,7 @@ def parse_musique(record: Record, line: int) -> tuple[Example, list[Document]]:
     """MuSiQue-Ans: paragraphs [{idx, title, paragraph_text, is_supporting}], answer + aliases."""
     paragraphs = _field(record, "paragraphs")
     if not isinstance(paragraphs, list):
-        raise _RecordError("field 'paragraphs' must be a list")
+        raise RecordError("field 'paragraphs' must be a list")
     answers = [_field(record, "answer"), *(record.get("answer_aliases") or [])]
     documents = [
         Document("musique", str(p.get("title", "")), str(p.get("paragraph_text", "")).strip())
@@ -168,8 +169,8 @@ def parse_musique(record: Record, line: int) -> tuple[Example, list[Document]]:
     example = Example(
         benchmark="musique",
         example_id=str(_field(record, "id")),
-        question=_text_field(record, "question"),
-        answers=_answers(answers, "answer"),
+        question=text_field(record, "question"),
+        answers=answers_field(answers, "answer"),
         evidence=evidence,
     )
     return example, documents
@@ -185,7 +186,7 @@ def popqa_passage_document(passage: Any) -> Document:
     followed by " - section") on the first line; the CRAG sources carry no separate title.
     """
     if not isinstance(passage, dict) or not isinstance(passage.get("text"), str):
-        raise _RecordError("each passage needs a 'text' string")
+        raise RecordError("each passage needs a 'text' string")
     text = passage["text"].strip()
     match = _SEARCH_R1_TITLE.match(text)
     if match:
@@ -203,8 +204,8 @@ def parse_popqa(record: Record, line: int) -> tuple[Example, list[Document]]:
     example = Example(
         benchmark="popqa",
         example_id=str(_field(record, "row")),
-        question=_text_field(record, "question"),
-        answers=_answers(_field(record, "answers"), "answers"),
+        question=text_field(record, "question"),
+        answers=answers_field(_field(record, "answers"), "answers"),
     )
     return example, [d for d in documents if d.text]
 
@@ -213,13 +214,13 @@ def parse_fever(record: Record, line: int) -> tuple[Example, list[Document]]:
     """FEVER paper_test: the claim in `question` (or `claim`), `label`, gold sentences in `pars`."""
     label = str(_field(record, "label")).strip().upper()
     if label not in FEVER_LABELS:
-        raise _RecordError(f"unknown FEVER label '{label}'")
+        raise RecordError(f"unknown FEVER label '{label}'")
     claim_key = "question" if "question" in record else "claim"
     pars = tuple(str(p).strip() for p in record.get("pars") or [] if str(p).strip())
     example = Example(
         benchmark="fever",
         example_id=str(_field(record, "id")),
-        question=_text_field(record, claim_key),
+        question=text_field(record, claim_key),
         answers=(label,),
         evidence=pars,
     )
@@ -233,8 +234,8 @@ def _qa_only_parser(benchmark: str) -> RecordParser:
         example = Example(
             benchmark=benchmark,
             example_id=f"qa-{line}",
-            question=_text_field(record, "question"),
-            answers=_answers(_field(record, "answer"), "answer"),
+            question=text_field(record, "question"),
+            answers=answers_field(_field(record, "answer"), "answer"),
         )
         return example, []
 
@@ -275,9 +276,21 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _records(path: Path, json_array: bool) -> Iterator[tuple[int, Record]]:
+def read_utf8(path: Path) -> str:
+    """A file's text (a leading byte-order mark dropped); bytes that are not UTF-8 raise an
+    `ImportFormatError` with their line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        decoded = error.object  # the bytes after any byte-order mark: `start` counts from there
+        line = decoded[: error.start].count(b"\n") + 1
+        raise ImportFormatError(path, line, f"not UTF-8 (byte {decoded[error.start]:#04x}): save the file as UTF-8") from None
+
+
+def json_records(path: Path, json_array: bool) -> Iterator[tuple[int, Record]]:
     """(line or record number, record) pairs; malformed JSON raises with its line."""
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8(path)
     if json_array:
         try:
             items = json.loads(text)
@@ -296,27 +309,38 @@ def _records(path: Path, json_array: bool) -> Iterator[tuple[int, Record]]:
             raise ImportFormatError(path, number, f"malformed JSON: {error.msg}") from None
 
 
+def parse_records(
+    path: Path, records: Iterable[tuple[int, Any]], parse: RecordParser
+) -> tuple[tuple[Example, ...], tuple[Document, ...]]:
+    """Examples in file order and the deduplicated documents of (line, record) pairs; a malformed
+    record or a repeated id raises an `ImportFormatError` naming the file and line. A parser
+    may return no example (a corpus record contributes documents only)."""
+    examples: dict[str, Example] = {}
+    documents: dict[str, Document] = {}
+    for number, record in records:
+        if not isinstance(record, dict):
+            raise ImportFormatError(path, number, "unknown format: a record must be a JSON object")
+        try:
+            example, record_documents = parse(record, number)
+        except RecordError as error:
+            raise ImportFormatError(path, number, str(error)) from None
+        if example is not None:
+            if example.example_id in examples:
+                raise ImportFormatError(path, number, f"duplicate id '{example.example_id}'")
+            examples[example.example_id] = example
+        for document in record_documents:
+            documents.setdefault(document.doc_id, document)
+    return tuple(examples.values()), tuple(documents.values())
+
+
 def read_benchmark_file(spec: BenchmarkFile, path: Path) -> ImportedBenchmark:
     """Parse a whole benchmark file: examples in file order and the deduplicated corpus."""
     if not path.is_file():
         raise ImportFormatError(path, None, f"benchmark file for '{spec.name}' not found")
-    examples: dict[str, Example] = {}
-    documents: dict[str, Document] = {}
-    for number, record in _records(path, spec.json_array):
-        if not isinstance(record, dict):
-            raise ImportFormatError(path, number, "unknown format: a record must be a JSON object")
-        try:
-            example, record_documents = spec.parse(record, number)
-        except _RecordError as error:
-            raise ImportFormatError(path, number, str(error)) from None
-        if example.example_id in examples:
-            raise ImportFormatError(path, number, f"duplicate id '{example.example_id}'")
-        examples[example.example_id] = example
-        for document in record_documents:
-            documents.setdefault(document.doc_id, document)
+    examples, documents = parse_records(path, json_records(path, spec.json_array), spec.parse)
     if not examples:
         raise ImportFormatError(path, None, "no records found")
-    return ImportedBenchmark(spec.name, path, file_sha256(path), tuple(examples.values()), tuple(documents.values()))
+    return ImportedBenchmark(spec.name, path, file_sha256(path), examples, documents)
 
 
 def read_benchmark(name: str, root: Path) -> ImportedBenchmark:

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from forge_core.arms import Arm, alphabet, thinking_modes
+from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -70,9 +71,7 @@ def validate_plan(store: Store, plan: EnumerationPlan) -> None:
     thinking_modes(plan.n_arms)
     if not plan.benchmarks:
         raise ValueError("choose at least one benchmark")
-    unknown = set(plan.benchmarks) - set(BENCHMARKS)
-    if unknown:
-        raise ValueError(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(BENCHMARKS)})")
+    check_benchmarks(store, plan.benchmarks)
     if plan.split_seed not in SPLIT_SEEDS:
         raise ValueError(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
     _check_bounds(plan)

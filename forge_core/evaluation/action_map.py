@@ -17,11 +17,13 @@ from __future__ import annotations
 import html
 import logging
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from forge_core.data.catalog import check_benchmarks
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
@@ -173,15 +175,20 @@ def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, o
 
 
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
-                       n_clusters: int = N_CLUSTERS) -> ActionMap:
+                       n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
-    split). Reads the stored features (`forge_core.routing.features.compute_features`)."""
+    split), only those of `benchmarks` when given (costs still normalized by the maxima the
+    checkpoint's own train queries set). Reads the stored features
+    (`forge_core.routing.features.compute_features`)."""
     if split not in SPLITS:
         raise ValueError(f"split is one of {', '.join(SPLITS)}, not '{split}'")
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage
-    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)))
+    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
+                               lineage.get("benchmarks"))
     normalizer = table.fit_normalizer()
+    if benchmarks is not None:
+        table = table.subset(np.isin(table.benchmarks, check_benchmarks(store, benchmarks)))
     if checkpoint.variant == "full":
         table = table.subset(~np.isnan(table.probe_tokens))
     shown = table if split == "all" else table.split(split)

@@ -92,8 +92,10 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
 
 
 def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
+    benchmarks = list(settings.benchmarks) if settings.benchmarks is not None else None
     return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
-            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed}
+            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
+            "benchmarks": benchmarks}
 
 
 def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
@@ -120,7 +122,8 @@ def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[st
             log.info("training a Stage-1 %s router for %s", variant, name)
             trained.append(train_router(store, TrainRequest(
                 host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.lambda_in,
-                lambda_out=settings.lambda_out, split_seed=settings.split_seed, stage1=Stage1Config(seed=settings.seed))))
+                lambda_out=settings.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
+                stage1=Stage1Config(seed=settings.seed))))
     return trained
 
 
@@ -129,7 +132,7 @@ def prepare_evaluation(store: Store, settings: EvaluationSettings,
     """The one step that writes before an evaluation reads: the features of every enumerated
     query of the host (`on_features(done, total)` follows them), and the Stage-1 routers still
     missing for these settings."""
-    compute_features(store, settings.host, on_progress=on_features)
+    compute_features(store, settings.host, settings.benchmarks, on_progress=on_features)
     train_missing_routers(store, settings)
 
 
@@ -205,6 +208,7 @@ class EvaluationSettings:
     policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
     split_seed: int = 0  # which of the three train/dev/test splits
     seed: int = 0  # training seed of routers fitted on the fly
+    benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
 
     def __post_init__(self) -> None:
         check_cost_weights(self.lambda_in, self.lambda_out)
@@ -229,7 +233,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
     ones). It only reads: `prepare_evaluation` computes what it needs first."""
     host, names = settings.host, settings.policy_names
     context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
-                                 settings.split_seed)
+                                 settings.split_seed, settings.benchmarks)
     rows = context.rows(settings.split)
     if not len(rows):
         raise ValueError(f"no complete {settings.split} queries for host '{host}'")

@@ -7,6 +7,7 @@ Features are read, never computed here: compute them first with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,9 +73,10 @@ class Decisions:
 
 
 def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
-                       split_seed: int = 0) -> EvalContext:
-    """Complete queries with probes (so every policy sees the same rows) and the train normalizer."""
-    table = load_outcome_table(store, host, n_arms, split_seed)
+                       split_seed: int = 0, benchmarks: Sequence[str] | None = None) -> EvalContext:
+    """Complete queries with probes (so every policy sees the same rows), only those of
+    `benchmarks` when given, and the train normalizer."""
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
     with_probes = ~np.isnan(table.probe_tokens)
     if with_probes.any():
         table = table.subset(with_probes)

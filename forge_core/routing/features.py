@@ -92,7 +92,8 @@ import numpy as np
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.evidence.answers import extract_plain_answer
 from forge_core.evidence.scoring import normalize_answer, token_f1
-from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
+from forge_core.data.catalog import known_benchmarks
+from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -604,7 +605,7 @@ def compute_features(
         raise ValueError(f"host '{host}' has no arm outcomes: run `forge enumerate --host {host}` first "
                          f"(hosts with outcomes: {', '.join(hosts) or 'none'})")
     model = embedder_name(embedder)
-    candidates = _candidate_keys(store, host, benchmarks or BENCHMARKS)
+    candidates = _candidate_keys(store, host, benchmarks or known_benchmarks(store))
     stored = [store.feature_keys(SHARED_HOST, block_kind(b, model)) for b in INDEPENDENT_BLOCKS]
     independent_todo = [key for key in candidates if not all(key in keys for keys in stored)]
     probes = _complete_probes(store, host)

@@ -6,12 +6,14 @@ every policy is scored on the same queries and every cost is a measured one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from forge_core.arms import alphabet
+from forge_core.data.catalog import check_benchmarks
 from forge_core.routing.utility import CostNormalizer, pareto_utility
 from forge_core.store import Store
 
@@ -75,12 +77,18 @@ class OutcomeTable:
         return CostNormalizer.fit(train.tokens_in, train.tokens_out, split="train")
 
 
-def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int = 0) -> OutcomeTable:
-    """The complete queries of a host on the `n_arms` alphabet, sorted by benchmark and id."""
+def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int = 0,
+                       benchmarks: Sequence[str] | None = None) -> OutcomeTable:
+    """The complete queries of a host on the `n_arms` alphabet, sorted by benchmark and id; only
+    those of `benchmarks` when given (default: every benchmark the host has outcomes on)."""
     arms = tuple(arm.name for arm in alphabet(n_arms))
     outcomes = store.arm_outcomes(host)
+    if benchmarks is not None:
+        outcomes = outcomes[outcomes["benchmark"].isin(check_benchmarks(store, benchmarks))]
     if outcomes.empty:
-        raise ValueError(f"no outcomes for host '{host}': run `forge enumerate --host {host}` or `forge store load-demo`")
+        chosen = f" on {', '.join(benchmarks)}" if benchmarks is not None else ""
+        raise ValueError(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
+                         "or `forge store load-demo`")
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
     wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
                                 values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")

@@ -252,6 +252,12 @@ class Store:
             stats[benchmark]["splits"][split] = count
         return stats
 
+    def imported_benchmarks(self) -> list[str]:
+        """Names of every imported benchmark (built-in or a user's own file), in import order."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT benchmark FROM imports ORDER BY imported_at, benchmark").fetchall()]
+
     def split_manifests(self) -> list[dict[str, Any]]:
         """Every split manifest: benchmark, seed, source hash and sizes."""
         with self.connect() as connection:
@@ -381,6 +387,12 @@ class Store:
             params.append(benchmark)
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY benchmark, example_id, arm", params).fetchdf()
+
+    def outcome_benchmarks(self, host: str) -> list[str]:
+        """The benchmarks a host has at least one arm outcome on, sorted."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute(
+                "SELECT DISTINCT benchmark FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
 
     def probe_outcomes(self, host: str) -> pd.DataFrame:
         """All stored probe outcomes of a host."""

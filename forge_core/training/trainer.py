@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,7 @@ class TrainRequest:
     rewards: str = "table"  # Stage 2: "table" (replay) or "live" (host calls for missing outcomes)
     parent: str | None = None  # Stage 2: the Stage-1 checkpoint to start from (default: newest match)
     split_seed: int = 0
+    benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
 
@@ -98,12 +99,13 @@ class TrainingData:
         return digest.hexdigest()[:16]
 
 
-def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0) -> TrainingData:
-    """Complete queries with their stored features, standardized on train (compute the features
-    first: `forge_core.routing.features.compute_features`)."""
+def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0,
+                          benchmarks: Sequence[str] | None = None) -> TrainingData:
+    """Complete queries (of `benchmarks` when given) with their stored features, standardized on
+    train (compute the features first: `forge_core.routing.features.compute_features`)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
-    table = load_outcome_table(store, host, n_arms, split_seed)
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
     if variant == "full":
         table = table.subset(~np.isnan(table.probe_tokens))
         if not len(table):
@@ -139,7 +141,8 @@ def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], 
         "variant": request.variant, "embedder": data.embedder, "feature_names": list(data.feature_names),
         "input_dim": int(data.features.shape[1]), "router": request.router, "n_arms": request.n_arms,
         "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "tau": request.stage1.tau,
-        "split_seed": request.split_seed, "seed": stage_config.seed, "stage": request.stage,
+        "split_seed": request.split_seed, "seed": stage_config.seed,
+        "benchmarks": list(request.benchmarks) if request.benchmarks is not None else None, "stage": request.stage,
         "config": dataclasses.asdict(stage_config), "parent": request.parent,
         "standardizer": data.standardizer.to_dict(), "normalizer": data.normalizer.to_dict(),
     }
@@ -185,7 +188,8 @@ def train_router_job(store: Store, request: TrainRequest, on_log: Callable[[dict
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:
-    data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed)
+    data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed,
+                                 request.benchmarks)
     utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
     host_hashes = store.host_config_hashes(request.host)
     metrics: dict[str, Any] = {}

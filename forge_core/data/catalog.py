@@ -1,0 +1,26 @@
+"""Which benchmarks a user can name: the five built-ins and every file imported as their own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from forge_core.data.importers import QA_ONLY_FILES
+from forge_core.records import BENCHMARKS
+from forge_core.store import Store
+
+
+def known_benchmarks(store: Store) -> tuple[str, ...]:
+    """The built-in benchmarks, then the user's own imports (the question-only lists, which have
+    no corpus to retrieve from, are not routable)."""
+    own = [name for name in store.imported_benchmarks() if name not in BENCHMARKS and name not in QA_ONLY_FILES]
+    return (*BENCHMARKS, *own)
+
+
+def check_benchmarks(store: Store, names: Sequence[str]) -> tuple[str, ...]:
+    """`names` if every one is known, else a one-line `ValueError` listing the known ones."""
+    known = known_benchmarks(store)
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise ValueError(f"unknown benchmark(s): {', '.join(unknown)} (known: {', '.join(known)}; "
+                         "import your own with `forge data import-file`)")
+    return tuple(names)
