@@ -25,6 +25,7 @@ import pandas as pd
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import oracle_actions
 from forge_core.store import Store
@@ -189,7 +190,8 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))
+    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]),
+                          embedder=spec_for_name(lineage["embedder"]))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))

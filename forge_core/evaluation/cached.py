@@ -26,6 +26,7 @@ from forge_core.evaluation.statistics import (
     paired_bootstrap_ci,
     pareto_frontier,
 )
+from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target, oracle_actions
 from forge_core.store import Store
@@ -86,7 +87,8 @@ def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, re
 
 def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
     return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
-            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed}
+            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
+            "embedder": embedder_name()}
 
 
 def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
@@ -98,7 +100,8 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     for name, variant in ROUTER_POLICIES.items():
         checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
-            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds: "
+            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds "
+                             f"on embedder '{embedder_name()}': "
                              f"`forge eval` trains it, or `forge train --variant {variant}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies

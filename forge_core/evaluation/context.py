@@ -29,6 +29,7 @@ class EvalContext:
     lambda_in: float
     lambda_out: float
     _features: dict[str, np.ndarray] = field(default_factory=dict)
+    embedder: str | None = None  # the embedder whose features are read (None: FORGE_EMBEDDER)
 
     @property
     def utility(self) -> np.ndarray:
@@ -46,7 +47,8 @@ class EvalContext:
     def features(self, variant: str) -> np.ndarray:
         """Raw (unstandardized) features of every row for a variant."""
         if variant not in self._features:
-            self._features[variant] = assemble_features(self.store, self.table.host, variant, self.table.keys)
+            self._features[variant] = assemble_features(self.store, self.table.host, variant, self.table.keys,
+                                                        self.embedder)
         return self._features[variant]
 
     def feature(self, variant: str, name: str) -> np.ndarray:

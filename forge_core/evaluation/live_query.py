@@ -87,10 +87,11 @@ class LiveQuery:
     async def context(self, variant: str) -> LiveContext:
         """The fitted context with this query's live features of `variant` as its only row."""
         probes = await self.probes() if needs_probes(variant) else None
-        row = features_for_question(self.example.question, self.evidence, probes, variant)
         fitted = self.fitted
+        row = features_for_question(self.example.question, self.retriever, self.evidence, probes, variant,
+                                    fitted.embedder)
         return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.lambda_in, fitted.lambda_out,
-                           {variant: row[None, :]})
+                           {variant: row[None, :]}, fitted.embedder)
 
     def _count(self, tokens_in: int, tokens_out: int) -> None:
         self.calls += 1

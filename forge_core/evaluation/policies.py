@@ -22,6 +22,7 @@ from forge_core.evaluation.live_query import LiveQuery
 from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import ArmAnswer
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk
 from forge_core.routing.utility import oracle_actions
 
@@ -287,6 +288,11 @@ class RouterPolicy(Policy):
         if self.checkpoint.record["n_arms"] != len(context.table.arms):
             raise ValueError(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
                              f"the evaluation has {len(context.table.arms)}")
+        trained_on, current = self.checkpoint.lineage["embedder"], embedder_name(context.embedder)
+        if trained_on != current:
+            raise ValueError(f"checkpoint {self.checkpoint_id} was trained on embedder '{trained_on}' features, "
+                             f"the evaluation reads '{current}' ones: retrain it (`forge train`) or set "
+                             f"FORGE_EMBEDDER={trained_on}")
         if context.features(self.checkpoint.variant).shape[1] != self.checkpoint.lineage["input_dim"]:
             raise ValueError(f"checkpoint {self.checkpoint_id} was trained on other features (embedder?)")
 
