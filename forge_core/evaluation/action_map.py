@@ -25,7 +25,6 @@ import pandas as pd
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import oracle_actions
 from forge_core.store import Store
@@ -190,14 +189,13 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]),
-                          embedder=spec_for_name(lineage["embedder"]))
+    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))
     router = policy.probabilities(context, rows).argmax(axis=1)
     oracle = oracle_actions(context.utility)
-    embeddings = context.features(checkpoint.variant)[:, :checkpoint.standardizer.embedding_dim]
+    embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = umap_coordinates(embeddings, seed=seed)
     clusters = cluster_points(coordinates, n_clusters, seed)
     questions = _questions(store, shown.keys)

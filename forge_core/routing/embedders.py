@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -223,7 +224,8 @@ def _onnx_embedder(name: str, location: str, threads: int) -> OnnxEmbedder:
     if not directory.is_dir():
         raise ValueError(f"the @{ONNX_RUNTIME} runtime exports a local model: '{location}' is not a directory")
     max_length = _pooling_check(directory)
-    path = config.cache_dir() / "embedders" / f"{Path(location).name}-{_weights_key(directory)}.onnx"
+    safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    path = config.cache_dir() / "embedders" / f"{safe_name}-{_weights_key(directory)}.onnx"
     if not path.exists():
         export_onnx(directory, path)
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))

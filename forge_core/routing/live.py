@@ -183,12 +183,6 @@ async def run_probes(host: Host, question: str, is_fever: bool) -> list[ProbeOut
                          None, "", utc_now()) for probe, g in zip(requests, generations)]
 
 
-def checkpoint_embedder(checkpoint: LoadedCheckpoint) -> str:
-    """A loadable spec of the embedder the router was trained on (its features are only ever
-    computed with that embedder); ValueError when it is not available here."""
-    return spec_for_name(checkpoint.lineage["embedder"])
-
-
 def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray) -> dict[str, float]:
     """Arm name -> probability for one feature vector."""
     x = checkpoint.standardizer.transform(features.reshape(1, -1))
@@ -202,7 +196,7 @@ async def route_question(store: Store, checkpoint_id: str, question: str, benchm
                          host: Host | None = None) -> RoutingDecision:
     """Route one question; a Full router needs `host` for its probes."""
     checkpoint = load_checkpoint(store, checkpoint_id)
-    embedder = checkpoint_embedder(checkpoint)
+    embedder = spec_for_name(checkpoint.lineage["embedder"])  # features of the router's own embedder
     started = time.perf_counter()
     retriever = load_retriever(store, benchmark)
     evidence = retrieve_evidence(retriever, question)
