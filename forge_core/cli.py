@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -40,6 +41,8 @@ store_app = typer.Typer(help="Coverage, export and demo data of the store.", no_
 app.add_typer(store_app, name="store")
 host_app = typer.Typer(help="Pull, serve, list, add and test hosts.", no_args_is_help=True)
 app.add_typer(host_app, name="host")
+index_app = typer.Typer(help="Retrieval indexes: BM25 and the passage vectors of each corpus.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
 
 console = Console(stderr=True)
 
@@ -399,6 +402,45 @@ def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[st
             task, completed=done, total=total))
 
 
+class PassageProgress:
+    """One progress bar per corpus whose passage vectors are being embedded."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, Any] = {}
+
+    def update(self, benchmark: str, done: int, total: int) -> None:
+        """Callback of `build_passage_vectors`."""
+        if benchmark not in self.tasks:
+            self.tasks[benchmark] = self.progress.add_task(f"passage vectors {benchmark}", total=total)
+        self.progress.update(self.tasks[benchmark], completed=done, total=total)
+
+
+@index_app.command("build")
+def index_build(
+    benchmark: Annotated[Optional[list[str]], typer.Option(
+        help="Benchmark whose corpus to index (repeatable; default: every imported corpus).")] = None,
+    embedder: Annotated[Optional[str], typer.Option(
+        help="Embedder spec (default: $FORGE_EMBEDDER or all-MiniLM-L6-v2@onnx).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Build (or check) the BM25 index and the passage vectors of each corpus, kept under the
+    cache directory; routing then embeds only the question."""
+    from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
+    from forge_core.routing.embedders import embedder_name
+    from forge_core.routing.passage_vectors import build_passage_vectors
+
+    store = open_store()
+    benchmarks = check_benchmarks(store, benchmark) if benchmark else imported_routable_benchmarks(store)
+    if not benchmarks:
+        raise ValueError("no corpus in the store: run `forge data import`")
+    started = time.monotonic()
+    with counting_progress(transient=True) as progress:
+        vectors = build_passage_vectors(store, benchmarks, embedder, PassageProgress(progress).update)
+    print_summary({"embedder": embedder_name(embedder), "passages": {b: len(v.vectors) for b, v in vectors.items()},
+                   "seconds": round(time.monotonic() - started, 1)}, as_json)
+
+
 @app.command("train")
 def train_command(
     stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = 1,
@@ -666,12 +708,12 @@ def enumerate_command(
     from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, plan_work, validate_plan
     from forge_core.enumeration.runner import enumerate_arms
     from forge_core.hosts.registry import get_host_config, make_host, serving
-    from forge_core.records import BENCHMARKS
+    from forge_core.data.catalog import imported_routable_benchmarks
 
     store = open_store()
     host_config = get_host_config(store, host)
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
-                           benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
+                           benchmarks=tuple(benchmark or imported_routable_benchmarks(store)), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency))
     validate_plan(store, plan)

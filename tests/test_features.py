@@ -11,17 +11,16 @@ import numpy as np
 import pytest
 
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
-from forge_core.evidence.retrieval import ScoredDocument
+from forge_core.evidence.retrieval import Retriever, ScoredDocument
 from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
 from forge_core.routing import features
+from forge_core.routing.embedders import DEFAULT_EMBEDDER, Embedder, embedder_name, load_embedder
 from forge_core.routing.features import (
-    DEFAULT_EMBEDDER,
     FEATURE_VARIANTS,
     Standardizer,
     assemble_features,
     compute_features,
     consistency_features,
-    embedder_name,
     entity_count,
     feature_names,
     features_for_question,
@@ -31,16 +30,18 @@ from forge_core.routing.features import (
     structural_features,
     variant_kinds,
 )
+from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store
 
 NOW = datetime(2026, 1, 1)
-MODEL = "all-MiniLM-L6-v2"
+MODEL = "all-MiniLM-L6-v2@onnx"
 
 
 @pytest.fixture(scope="module")
-def embedder() -> features.Embedder:
-    """The bundled MiniLM, loaded once for the module (and shared with compute_features)."""
-    return features.load_embedder(DEFAULT_EMBEDDER)
+def embedder() -> Embedder:
+    """The bundled MiniLM on ONNX Runtime, loaded once for the module (and shared with
+    compute_features)."""
+    return load_embedder(DEFAULT_EMBEDDER)
 
 
 # ---------------------------------------------------------------- structural
@@ -174,7 +175,7 @@ def test_probe_features_from_outcomes_need_all_four() -> None:
 # ---------------------------------------------------------------- embedder
 
 
-def test_embedder_dimension_and_cosine(embedder: features.Embedder) -> None:
+def test_embedder_dimension_and_cosine(embedder: Embedder) -> None:
     vectors = embedder.embed(["Paris is in France", "Paris is in France", "Bananas are yellow"])
     assert vectors.dtype == np.float32
     assert vectors.shape == (3, 384)
@@ -185,12 +186,13 @@ def test_embedder_dimension_and_cosine(embedder: features.Embedder) -> None:
     assert embedder.embed([]).shape[0] == 0
 
 
-def test_cross_modal_cosine_of_identical_text(embedder: features.Embedder) -> None:
+def test_cross_modal_cosine_of_identical_text(embedder: Embedder) -> None:
     passage = Document("t", "Paris", "is in France")
     evidence = Evidence("Paris is in France", (ScoredDocument(passage, 4.0),))
     empty = Evidence("Paris is in France", ())
+    passages = {"t": passage_vectors(Retriever.from_documents([passage]))}
     with_passage, without = features.independent_blocks(
-        ["Paris is in France", "Paris is in France"], [evidence, empty], embedder)
+        ["Paris is in France", "Paris is in France"], [evidence, empty], embedder, passages)
     assert with_passage["cosine"][0] == pytest.approx(1.0, abs=1e-5)
     assert without["cosine"][0] == 0.0
     assert without["retrieval"].tolist() == [0, 0, 0, 0]
@@ -200,6 +202,8 @@ def test_embedder_name_follows_the_environment(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("FORGE_EMBEDDER", raising=False)
     assert embedder_name() == MODEL
     assert variant_kinds("bge") == (f"embedding:{MODEL}", "retrieval", f"cosine:{MODEL}")
+    monkeypatch.setenv("FORGE_EMBEDDER", "all-MiniLM-L6-v2")  # the PyTorch runtime keeps its own name
+    assert variant_kinds("bge") == ("embedding:all-MiniLM-L6-v2", "retrieval", "cosine:all-MiniLM-L6-v2")
     monkeypatch.setenv("FORGE_EMBEDDER", "BAAI/bge-base-en-v1.5")
     assert embedder_name() == "bge-base-en-v1.5"
     assert embedder_name("/models/bge-small-en-v1.5/") == "bge-small-en-v1.5"
@@ -303,7 +307,7 @@ def test_features_of_a_host_without_outcomes_name_the_next_step(tiny_store: Stor
         compute_features(tiny_store, "typo")
 
 
-def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: features.Embedder) -> None:
+def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: Embedder) -> None:
     progress: list[tuple[int, int]] = []
     report = compute_features(tiny_store, "h", on_progress=lambda done, total: progress.append((done, total)),
                               embedder=DEFAULT_EMBEDDER)
@@ -331,16 +335,18 @@ def test_compute_features_stores_and_is_idempotent(tiny_store: Store, embedder: 
     assert (other["queries"], other["computed_shared"]) == (1, 0)  # shared with host h
 
 
-def test_live_features_equal_stored_ones(tiny_store: Store, embedder: features.Embedder) -> None:
+def test_live_features_equal_stored_ones(tiny_store: Store, embedder: Embedder) -> None:
     compute_features(tiny_store, "h", embedder=DEFAULT_EMBEDDER)
     question = "Which river flows through Paris?"
-    evidence = retrieve_evidence(load_retriever(tiny_store, "hotpotqa"), question)
+    retriever = load_retriever(tiny_store, "hotpotqa")
+    evidence = retrieve_evidence(retriever, question)
     probes = [probe(name, answer) for name, answer in
               (("greedy", "Seine"), ("sample1", "The Seine"), ("sample2", "Seine."), ("sample3", "Loire"))]
     for variant, outcomes in (("full", probes), ("lite", None), ("bge", None)):
         stored = assemble_features(tiny_store, "h", variant, [("hotpotqa", "q1")], embedder=DEFAULT_EMBEDDER)[0]
-        live = features_for_question(question, evidence, outcomes, variant=variant, embedder=DEFAULT_EMBEDDER)
+        live = features_for_question(question, retriever, evidence, outcomes, variant=variant,
+                                     embedder=DEFAULT_EMBEDDER)
         np.testing.assert_allclose(live, stored, atol=1e-5)
-    assert features_for_question(question, evidence, embedder=DEFAULT_EMBEDDER).shape == (394,)
+    assert features_for_question(question, retriever, evidence, embedder=DEFAULT_EMBEDDER).shape == (394,)
     with pytest.raises(ValueError, match="probe outcomes"):
-        features_for_question(question, evidence, variant="full", embedder=DEFAULT_EMBEDDER)
+        features_for_question(question, retriever, evidence, variant="full", embedder=DEFAULT_EMBEDDER)

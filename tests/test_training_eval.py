@@ -11,6 +11,7 @@ import torch
 from forge_core.evaluation.cached import EvaluationSettings, evaluate, prepare_evaluation
 from forge_core.evaluation.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
+from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -79,6 +80,27 @@ def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(
     train_missing_routers(store, EvaluationSettings(HOST))  # the Lite and BGE+BM25 routers
     full = next(p for p in router_policies(store, EvaluationSettings(HOST)) if p.name == "forge_full")
     assert full.checkpoint_id in children and dev[full.checkpoint_id] == max(dev.values())
+
+
+def test_routers_only_read_features_of_their_embedder(outcome_store: Store, tmp_path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import copy_store
+
+    from forge_core.evaluation.cached import router_policies, train_missing_routers
+    from forge_core.evaluation.context import evaluation_context
+
+    store = copy_store(outcome_store, tmp_path)
+    settings = EvaluationSettings(HOST)
+    train_missing_routers(store, settings)
+    lite = next(p for p in router_policies(store, settings) if p.name == "forge_lite")
+    monkeypatch.setenv("FORGE_EMBEDDER", "all-MiniLM-L6-v2")  # the PyTorch runtime: another embedder
+    with pytest.raises(ValueError, match="no full router .* on embedder 'all-MiniLM-L6-v2'"):
+        router_policies(store, settings)
+    context = evaluation_context(store, HOST, 6, 0.1, 0.2)
+    lite.fit(context)  # a chosen checkpoint still reads the features of its own embedder
+    assert lite.live_embedder == "all-MiniLM-L6-v2@onnx"
+    ours = assemble_features(store, HOST, "lite", context.table.keys, "all-MiniLM-L6-v2@onnx")
+    np.testing.assert_array_equal(lite.features(context), ours)
 
 
 def test_stage2_without_stage1_is_a_clear_error(outcome_store: Store) -> None:

@@ -16,6 +16,12 @@ def known_benchmarks(store: Store) -> tuple[str, ...]:
     return (*BENCHMARKS, *own)
 
 
+def imported_routable_benchmarks(store: Store) -> tuple[str, ...]:
+    """The known benchmarks this store has imported: what a command covers by default."""
+    imported = set(store.imported_benchmarks())
+    return tuple(name for name in known_benchmarks(store) if name in imported)
+
+
 def check_benchmarks(store: Store, names: Sequence[str]) -> tuple[str, ...]:
     """`names` if every one is known, else a one-line `ValueError` listing the known ones."""
     known = known_benchmarks(store)

@@ -202,7 +202,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     rows = np.arange(len(shown))
     router = policy.probabilities(context, rows).argmax(axis=1)
     oracle = oracle_actions(context.utility)
-    embeddings = context.features(checkpoint.variant)[:, :checkpoint.standardizer.embedding_dim]
+    embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = umap_coordinates(embeddings, seed=seed)
     clusters = cluster_points(coordinates, n_clusters, seed)
     questions = _questions(store, shown.keys)

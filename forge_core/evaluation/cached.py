@@ -26,6 +26,7 @@ from forge_core.evaluation.statistics import (
     paired_bootstrap_ci,
     pareto_frontier,
 )
+from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import (
     DEFAULT_LAMBDA_IN,
@@ -95,7 +96,7 @@ def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
     benchmarks = list(settings.benchmarks) if settings.benchmarks is not None else None
     return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
             "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
-            "benchmarks": benchmarks}
+            "benchmarks": benchmarks, "embedder": embedder_name()}
 
 
 def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
@@ -107,7 +108,8 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     for name, variant in ROUTER_POLICIES.items():
         checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
-            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds: "
+            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds "
+                             f"on embedder '{embedder_name()}': "
                              f"`forge eval` trains it, or `forge train --variant {variant}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies

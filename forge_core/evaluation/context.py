@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostNormalizer
@@ -29,7 +30,7 @@ class EvalContext:
     normalizer: CostNormalizer
     lambda_in: float
     lambda_out: float
-    _features: dict[str, np.ndarray] = field(default_factory=dict)
+    _features: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (variant, embedder name)
 
     @property
     def utility(self) -> np.ndarray:
@@ -44,11 +45,13 @@ class EvalContext:
         """Column index of an arm."""
         return self.table.arms.index(name)
 
-    def features(self, variant: str) -> np.ndarray:
-        """Raw (unstandardized) features of every row for a variant."""
-        if variant not in self._features:
-            self._features[variant] = assemble_features(self.store, self.table.host, variant, self.table.keys)
-        return self._features[variant]
+    def features(self, variant: str, embedder: str | None = None) -> np.ndarray:
+        """Raw (unstandardized) features of every row for a variant, under an embedder (default:
+        FORGE_EMBEDDER's)."""
+        key = (variant, embedder_name(embedder))
+        if key not in self._features:
+            self._features[key] = assemble_features(self.store, self.table.host, variant, self.table.keys, embedder)
+        return self._features[key]
 
     def feature(self, variant: str, name: str) -> np.ndarray:
         """One named structured feature column (raw values)."""

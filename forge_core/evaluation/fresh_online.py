@@ -36,7 +36,7 @@ from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
 from forge_core.records import Example, FreshResult
-from forge_core.routing.features import load_embedder
+from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,8 @@ def _missing(store: Store, run_id: str, policies: list[Policy], examples: list[E
 async def _answer_all(store: Store, config: HostConfig, context: EvalContext, run_id: str,
                       todo: list[tuple[Policy, Example]], on_result: Callable[[FreshResult, int], None] | None) -> None:
     retrievers = {b: load_retriever(store, b) for b in dict.fromkeys(e.benchmark for _, e in todo)}
-    load_embedder()  # loaded before the first timed query
+    for retriever in retrievers.values():  # the embedder and passage vectors before the first timed query
+        passage_vectors(retriever)
     host = make_host(config)
     try:
         for done, (policy, example) in enumerate(todo, start=1):

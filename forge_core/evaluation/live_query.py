@@ -19,6 +19,7 @@ from forge_core.evidence.prompts import sample_probe_request
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome
+from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.store import utc_now
 
@@ -29,10 +30,11 @@ DIRECT_ARM = "direct:no_think"
 class LiveContext(EvalContext):
     """A fitted context whose single row (index 0) is a new query's live features."""
 
-    def features(self, variant: str) -> np.ndarray:
-        if variant not in self._features:
-            raise ValueError(f"no live {variant} features for this query")
-        return self._features[variant]
+    def features(self, variant: str, embedder: str | None = None) -> np.ndarray:
+        key = (variant, embedder_name(embedder))
+        if key not in self._features:
+            raise ValueError(f"no live {variant} features under embedder {key[1]} for this query")
+        return self._features[key]
 
 
 
@@ -84,13 +86,14 @@ class LiveQuery:
                                          sample.tokens_in, sample.tokens_out, sample.latency_ms, None, "", now))
         return outcomes
 
-    async def context(self, variant: str) -> LiveContext:
-        """The fitted context with this query's live features of `variant` as its only row."""
+    async def context(self, variant: str, embedder: str | None = None) -> LiveContext:
+        """The fitted context with this query's live features of `variant` under `embedder`
+        (default: FORGE_EMBEDDER's) as its only row."""
         probes = await self.probes() if needs_probes(variant) else None
-        row = features_for_question(self.example.question, self.evidence, probes, variant)
+        row = features_for_question(self.example.question, self.retriever, self.evidence, probes, variant, embedder)
         fitted = self.fitted
         return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.lambda_in, fitted.lambda_out,
-                           {variant: row[None, :]})
+                           {(variant, embedder_name(embedder)): row[None, :]})
 
     def _count(self, tokens_in: int, tokens_out: int) -> None:
         self.calls += 1

@@ -22,6 +22,7 @@ from forge_core.evaluation.live_query import LiveQuery
 from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import ArmAnswer
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk
 from forge_core.routing.utility import oracle_actions
 
@@ -34,6 +35,7 @@ class Policy(ABC):
 
     name: str = ""
     live_variant: str | None = None  # the feature variant `decide` reads on a new query
+    live_embedder: str | None = None  # the embedder of those features (None: FORGE_EMBEDDER's)
     deployable = True  # False for a descriptive policy that needs every arm's outcome
 
     def fit(self, context: EvalContext) -> None:
@@ -46,7 +48,7 @@ class Policy(ABC):
     async def answer_live(self, query: LiveQuery) -> ArmAnswer:
         """Answer a new query with real host calls: its live features, this policy's decision on
         them, then the chosen arm (the Fresh Online protocol)."""
-        context = await query.context(self.live_variant)
+        context = await query.context(self.live_variant, self.live_embedder)
         return await query.answer(context.table.arms[self.decide(context, LIVE_ROW).actions[0]])
 
 
@@ -282,17 +284,28 @@ class RouterPolicy(Policy):
         """The checkpoint's feature variant (known once fitted)."""
         return self.checkpoint.variant
 
+    @property
+    def live_embedder(self) -> str:
+        """The embedder the checkpoint was trained on (known once fitted)."""
+        return self.embedder
+
     def fit(self, context: EvalContext) -> None:
+        """Load the checkpoint; it reads only features of the embedder it was trained on."""
         self.checkpoint = load_checkpoint(context.store, self.checkpoint_id)
+        self.embedder = spec_for_name(self.checkpoint.lineage["embedder"])
         if self.checkpoint.record["n_arms"] != len(context.table.arms):
             raise ValueError(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
                              f"the evaluation has {len(context.table.arms)}")
-        if context.features(self.checkpoint.variant).shape[1] != self.checkpoint.lineage["input_dim"]:
-            raise ValueError(f"checkpoint {self.checkpoint_id} was trained on other features (embedder?)")
+        if self.features(context).shape[1] != self.checkpoint.lineage["input_dim"]:
+            raise ValueError(f"checkpoint {self.checkpoint_id} was trained on other features")
+
+    def features(self, context: EvalContext) -> np.ndarray:
+        """The raw features the checkpoint reads: its variant, under its embedder."""
+        return context.features(self.checkpoint.variant, self.embedder)
 
     def probabilities(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
         """[n, K] the router's action distribution."""
-        x = self.checkpoint.standardizer.transform(context.features(self.checkpoint.variant)[rows])
+        x = self.checkpoint.standardizer.transform(self.features(context)[rows])
         with torch.no_grad():
             return self.checkpoint.router.log_probs(torch.as_tensor(x)).exp().numpy()
 

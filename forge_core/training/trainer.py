@@ -25,7 +25,8 @@ from forge_core.evidence.answering import answer_with_arm, load_retriever, retri
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
 from forge_core.records import ArmOutcome
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
-from forge_core.routing.features import Standardizer, assemble_features, embedder_name, feature_names, load_embedder
+from forge_core.routing.embedders import embedder_name, load_embedder
+from forge_core.routing.features import Standardizer, assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.routers import build_router
 from forge_core.routing.utility import (
