@@ -329,6 +329,14 @@ class Store:
                 [list(dataclasses.astuple(outcome)) for outcome in outcomes],
             )
 
+    def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome]) -> None:
+        """Store a batch of arm and probe outcomes in one transaction, replacing rows with the same
+        key (the batch must hold one row per key)."""
+        with self.transaction() as connection:
+            for table, outcomes in (("arm_outcomes", arms), ("probe_outcomes", probes)):
+                frame = pd.DataFrame([dataclasses.astuple(outcome) for outcome in outcomes], dtype=object)
+                _insert_rows(connection, table, frame, replace=True)
+
     def record_greedy_probes_from_direct(self, host: str) -> None:
         """Store every error-free `direct:no_think` outcome that has no greedy probe yet as that
         probe: the greedy probe is the same request, so it needs no second call."""
