@@ -255,9 +255,11 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
     if as_json:
         print_json({"hosts": hosts})
         return
-    table = Table("name", "kind", "model", "base_url", "thinking", "api_key_env")
+    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "api_key_env")
     for host in hosts.values():
-        table.add_row(host["name"], host["kind"], host["model"], host["base_url"], host["thinking"], host["api_key_env"])
+        urls = "\n".join([host["base_url"], *host["replica_urls"]]).strip()
+        table.add_row(host["name"], host["kind"], host["model"], urls, str(host["max_concurrency"]),
+                      host["thinking"], host["api_key_env"])
     Console().print(table)
 
 
@@ -265,21 +267,23 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
 def host_add(
     name: Annotated[str, typer.Argument(help="A name for this host.")],
     kind: Annotated[str, typer.Option(help="openai (any OpenAI-compatible server) or anthropic.")] = "openai",
-    base_url: Annotated[str, typer.Option(help="e.g. http://127.0.0.1:8000/v1")] = "",
+    base_url: Annotated[Optional[list[str]], typer.Option(
+        help="e.g. http://127.0.0.1:8000/v1; repeat it for replicas of the same model (requests go to the "
+             "least-loaded healthy one).")] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
     thinking: Annotated[str, typer.Option(help="none, vllm-qwen3, openai-effort, deepseek or anthropic.")] = "none",
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
-    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
-    from forge_core.hosts.registry import save_host_config
+    from forge_core.hosts.registry import save_host_config, with_base_urls
 
     if not model:
         raise ValueError("--model is required")
-    save_host_config(open_store(), HostConfig(name=name, kind=kind, model=model, base_url=base_url,
-                                              thinking=thinking, api_key_env=api_key_env,
-                                              max_concurrency=concurrency))
+    config = HostConfig(name=name, kind=kind, model=model, thinking=thinking, api_key_env=api_key_env,
+                        max_concurrency=concurrency)
+    save_host_config(open_store(), with_base_urls(config, base_url or []))
     console.print(f"host '{name}' saved")
 
 

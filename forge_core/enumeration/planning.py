@@ -45,10 +45,12 @@ class EnumerationPlan:
 def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
     slot is fastest with a query's arms back to back (prompt cache reuse, see
-    `bench/enumeration.py`), and otherwise the host's own request limit."""
+    `bench/enumeration.py`), and otherwise the host's request limit summed over its endpoints."""
     if requested is not None:
         return requested
-    return 1 if host_config.kind == "embedded" else host_config.max_concurrency
+    if host_config.kind == "embedded":
+        return 1
+    return host_config.max_concurrency * max(1, len(host_config.base_urls))
 
 
 
