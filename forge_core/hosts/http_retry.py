@@ -156,6 +156,40 @@ class JsonPost:
     secret: str | None = None
 
 
+SHARD_CONNECTIONS = 8  # connections per httpx client: its pool's bookkeeping grows with the square
+
+
+class _ConnectionShards:
+    """The httpx clients of one endpoint, each holding at most `SHARD_CONNECTIONS` connections.
+
+    httpcore's connection pool scans every connection for every queued request, so one pool of
+    hundreds of connections costs the client more CPU than the calls themselves; small pools, each
+    request on the least-busy one, keep that cost flat as concurrency grows.
+    """
+
+    def __init__(self, timeout_s: float, capacity: int) -> None:
+        count = -(-capacity // SHARD_CONNECTIONS)
+        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
+        tls = httpx.create_ssl_context()  # one for all: building it loads the CA bundle
+        self.clients = [httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits, verify=tls)
+                        for _ in range(count)]
+        self.in_flight = [0] * count
+
+    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+        """POST on the least-busy client."""
+        shard = min(range(len(self.clients)), key=self.in_flight.__getitem__)
+        self.in_flight[shard] += 1
+        try:
+            return await self.clients[shard].post(url, json=body, headers=headers)
+        finally:
+            self.in_flight[shard] -= 1
+
+    async def aclose(self) -> None:
+        """Close every client's connections."""
+        for client in self.clients:
+            await client.aclose()
+
+
 class RetryingJsonClient:
     """POSTs JSON to one host's endpoints with bounded concurrency and retries; one per host object.
 
@@ -169,10 +203,8 @@ class RetryingJsonClient:
         self.config = config
         self.policy = policy
         self.endpoints = EndpointPool(base_urls, config.max_concurrency)
-        connections = config.max_concurrency * len(base_urls)  # one kept-alive connection per slot
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.timeout_s),
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+        self._connections = {endpoint.base_url: _ConnectionShards(config.timeout_s, config.max_concurrency)
+                             for endpoint in self.endpoints.endpoints}
 
     async def post(self, request: JsonPost) -> tuple[Any, float, int]:
         """Send the POST, retrying as the policy allows, and parse the JSON reply; returns (parsed,
@@ -213,7 +245,7 @@ class RetryingJsonClient:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.timeout_s):
-                response = await self._client.post(url, json=request.body, headers=request.headers)
+                response = await self._connections[endpoint.base_url].post(url, request.body, request.headers)
         except (httpx.TimeoutException, TimeoutError):
             raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
         except httpx.TransportError as exc:
@@ -239,8 +271,9 @@ class RetryingJsonClient:
         return parsed, (time.perf_counter() - started) * 1000.0
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close every endpoint's connections."""
+        for shards in self._connections.values():
+            await shards.aclose()
 
 
 class HttpHost:
