@@ -26,7 +26,7 @@ from forge_core import config
 from forge_core.data.importers import BENCHMARK_FILES, QA_ONLY_FILES, ImportFormatError
 from forge_core.hosts.base import HostError
 from forge_core.hosts.models import ModelError
-from forge_core.store import Store, StoreError
+from forge_core.store import EXPORTED_TABLES, Store, StoreError
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import EvaluationSettings
@@ -172,6 +172,22 @@ def store_load_demo(
         console.print("this demo export is already loaded (`--again` adds its rows once more)")
         return
     console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
+
+
+@store_app.command("import")
+def store_import(
+    source: Annotated[Path, typer.Argument(help="A directory written by `forge store export`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Merge another store's export into this one (e.g. machines that enumerated parts of one plan):
+    new rows are added, an answered outcome replaces a stored error, answered rows are never
+    replaced. Import the same benchmark files first (`forge data import`)."""
+    if not source.is_dir():
+        raise ValueError(f"no export directory {source}")
+    if not any((source / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
+        raise ValueError(f"{source} holds no exported tables (write one with `forge store export --out DIR`)")
+    merged = open_store().merge_exported(source)
+    print_summary({f"{table} added": n for table, n in merged.items()}, as_json)
 
 
 @store_app.command("summary")
@@ -609,12 +625,22 @@ def enumerate_command(
     concurrency: Annotated[Optional[int], typer.Option(
         help="Queries in flight at once (default: 1 on embedded hosts, else the host's max_concurrency).")] = None,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    shard: Annotated[str, typer.Option(
+        help="i/n: this machine's part of the plan (queries i, i+n, ... of each benchmark); merge the "
+             "parts with `forge store export` and `forge store import`.")] = "1/1",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
-    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, plan_work, validate_plan
+    from forge_core.enumeration.planning import (
+        EnumerationPlan,
+        concurrency_for,
+        count_calls,
+        parse_shard,
+        plan_work,
+        validate_plan,
+    )
     from forge_core.enumeration.runner import enumerate_arms
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.records import BENCHMARKS
@@ -624,7 +650,7 @@ def enumerate_command(
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or BENCHMARKS), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency_for(host_config, concurrency))
+                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
     validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:

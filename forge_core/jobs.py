@@ -89,6 +89,8 @@ def enumeration_command(plan: EnumerationPlan) -> list[str]:
     for option, value in limits.items():
         if value is not None:
             command += [option, str(value)]
+    if plan.shard != (1, 1):
+        command += ["--shard", "/".join(map(str, plan.shard))]
     return command
 
 

@@ -457,6 +457,25 @@ class Store:
             added[table] = after - before
         return added
 
+    def merge_exported(self, directory: Path) -> dict[str, int]:
+        """Add another store's export (`export_tables`), as when merging machines' enumerations:
+        every row whose key is new, and for arm and probe outcomes also an answered row where
+        this store holds only an error row for that key. Never replaces an answered row; never
+        duplicates one (one transaction per table). Returns rows added or replaced per table."""
+        merged = {}
+        for table in EXPORTED_TABLES:
+            path = directory / f"{table}.parquet"
+            if not path.exists():
+                continue
+            frame = pd.read_parquet(path)
+            with self.transaction() as connection:
+                before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
+                replaced = _delete_errors_answered_in(connection, table, frame)
+                _insert_rows(connection, table, frame)
+                after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
+            merged[table] = after - before + replaced
+        return merged
+
     def load_export_once(self, directory: Path) -> dict[str, int] | None:
         """`load_exported`, unless this exact export (same file contents) was loaded into this
         store before: then None, so rows a user deleted since (a checkpoint, say) stay deleted."""
@@ -686,6 +705,24 @@ def _insert_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.Da
     else:
         connection.execute(f"INSERT INTO {_known_table(table)} SELECT * FROM new_rows ON CONFLICT DO NOTHING")
     connection.unregister("new_rows")
+
+
+_OUTCOME_KEYS = {"arm_outcomes": "arm", "probe_outcomes": "probe"}
+
+
+def _delete_errors_answered_in(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+    """Delete a table's error rows whose key has an answered row in `frame`; returns how many."""
+    if table not in _OUTCOME_KEYS or frame.empty:
+        return 0
+    last_key = _OUTCOME_KEYS[table]
+    answered = frame.loc[frame["error"].isna(), ["host", "benchmark", "example_id", last_key]]
+    connection.register("answered_keys", answered)
+    deleted = connection.execute(
+        f"DELETE FROM {table} t USING answered_keys a WHERE t.error IS NOT NULL AND t.host = a.host "
+        f"AND t.benchmark = a.benchmark AND t.example_id = a.example_id AND t.{last_key} = a.{last_key} "
+        "RETURNING 1").fetchall()
+    connection.unregister("answered_keys")
+    return len(deleted)
 
 
 def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:
