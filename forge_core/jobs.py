@@ -194,6 +194,7 @@ def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
     known = {field.name for field in dataclasses.fields(EnumerationPlan)}
     values = {key: value for key, value in values.items() if key in known}
     values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
+    values["shard"] = tuple(values.get("shard", (1, 1)))
     return EnumerationPlan(**values)
 
 
