@@ -186,7 +186,7 @@ def store_import(
         raise ValueError(f"no export directory {source}")
     if not any((source / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
         raise ValueError(f"{source} holds no exported tables (write one with `forge store export --out DIR`)")
-    merged = open_store().merge_exported(source)
+    merged = open_store().load_exported(source, replace_errors=True)
     print_summary({f"{table} added": n for table, n in merged.items()}, as_json)
 
 

@@ -442,8 +442,12 @@ class Store:
             counts[table] = len(frame)
         return counts
 
-    def load_exported(self, directory: Path) -> dict[str, int]:
-        """Add the rows of exported Parquet files that the store lacks (never overwrites)."""
+    def load_exported(self, directory: Path, replace_errors: bool = False) -> dict[str, int]:
+        """Add the rows of exported Parquet files (`export_tables`) that the store lacks, one
+        transaction per table; never replaces an answered row, never duplicates one. With
+        `replace_errors` (merging machines' enumerations), an imported answered arm or probe
+        outcome also replaces this store's error row for that key. Returns rows added (or
+        replaced) per table."""
         added = {}
         for table in EXPORTED_TABLES:
             path = directory / f"{table}.parquet"
@@ -452,29 +456,11 @@ class Store:
             frame = pd.read_parquet(path)
             with self.transaction() as connection:
                 before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
+                replaced = _delete_errors_answered_in(connection, table, frame) if replace_errors else 0
                 _insert_rows(connection, table, frame)
                 after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-            added[table] = after - before
+            added[table] = after - before + replaced
         return added
-
-    def merge_exported(self, directory: Path) -> dict[str, int]:
-        """Add another store's export (`export_tables`), as when merging machines' enumerations:
-        every row whose key is new, and for arm and probe outcomes also an answered row where
-        this store holds only an error row for that key. Never replaces an answered row; never
-        duplicates one (one transaction per table). Returns rows added or replaced per table."""
-        merged = {}
-        for table in EXPORTED_TABLES:
-            path = directory / f"{table}.parquet"
-            if not path.exists():
-                continue
-            frame = pd.read_parquet(path)
-            with self.transaction() as connection:
-                before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-                replaced = _delete_errors_answered_in(connection, table, frame)
-                _insert_rows(connection, table, frame)
-                after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-            merged[table] = after - before + replaced
-        return merged
 
     def load_export_once(self, directory: Path) -> dict[str, int] | None:
         """`load_exported`, unless this exact export (same file contents) was loaded into this
