@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import os
 import random
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
-import httpx
+import aiohttp
 
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
 from forge_core.hosts.endpoints import Endpoint, EndpointPool
@@ -130,13 +131,13 @@ def _one_line(text: str, secret: str | None) -> str:
     return flat
 
 
-def _http_failure_reason(response: httpx.Response) -> str:
+def _http_failure_reason(reply: _Reply) -> str:
     """`HTTP 400: <provider message>` for an error response."""
     try:
-        message = provider_error_message(response.json())
+        message = provider_error_message(json.loads(reply.body))
     except ValueError:
-        message = response.text[:MAX_REASON_CHARS]
-    reason = f"HTTP {response.status_code}"
+        message = reply.body[:MAX_REASON_CHARS].decode(errors="replace")
+    reason = f"HTTP {reply.status}"
     return f"{reason}: {message}" if message else reason
 
 
@@ -156,38 +157,38 @@ class JsonPost:
     secret: str | None = None
 
 
-SHARD_CONNECTIONS = 8  # connections per httpx client: its pool's bookkeeping grows with the square
+@dataclass(frozen=True)
+class _Reply:
+    """An HTTP response read in full: status, headers and body bytes."""
+
+    status: int
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
 
 
-class _ConnectionShards:
-    """The httpx clients of one endpoint, each holding at most `SHARD_CONNECTIONS` connections.
+class _EndpointConnections:
+    """Kept-alive connections to one endpoint, at most `capacity` of them (aiohttp's pool: its
+    cost per request stays flat with hundreds of connections). Opened on first use, inside the
+    event loop that uses it."""
 
-    httpcore's connection pool scans every connection for every queued request, so one pool of
-    hundreds of connections costs the client more CPU than the calls themselves; small pools, each
-    request on the least-busy one, keep that cost flat as concurrency grows.
-    """
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._session: aiohttp.ClientSession | None = None
 
-    def __init__(self, timeout_s: float, capacity: int) -> None:
-        count = -(-capacity // SHARD_CONNECTIONS)
-        limits = httpx.Limits(max_connections=SHARD_CONNECTIONS, max_keepalive_connections=SHARD_CONNECTIONS)
-        tls = httpx.create_ssl_context()  # one for all: building it loads the CA bundle
-        self.clients = [httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), limits=limits, verify=tls)
-                        for _ in range(count)]
-        self.in_flight = [0] * count
-
-    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
-        """POST on the least-busy client."""
-        shard = min(range(len(self.clients)), key=self.in_flight.__getitem__)
-        self.in_flight[shard] += 1
-        try:
-            return await self.clients[shard].post(url, json=body, headers=headers)
-        finally:
-            self.in_flight[shard] -= 1
+    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> _Reply:
+        """POST JSON and read the whole response."""
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self.capacity, limit_per_host=self.capacity)
+            no_limit = aiohttp.ClientTimeout(total=None)  # `RetryingJsonClient` times each attempt
+            self._session = aiohttp.ClientSession(connector=connector, timeout=no_limit)
+        async with self._session.post(url, json=body, headers=headers) as response:
+            data = await response.read()
+            return _Reply(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
 
     async def aclose(self) -> None:
-        """Close every client's connections."""
-        for client in self.clients:
-            await client.aclose()
+        """Close the connections."""
+        if self._session is not None:
+            await self._session.close()
 
 
 class RetryingJsonClient:
@@ -203,7 +204,7 @@ class RetryingJsonClient:
         self.config = config
         self.policy = policy
         self.endpoints = EndpointPool(base_urls, config.max_concurrency)
-        self._connections = {endpoint.base_url: _ConnectionShards(config.timeout_s, config.max_concurrency)
+        self._connections = {endpoint.base_url: _EndpointConnections(config.max_concurrency)
                              for endpoint in self.endpoints.endpoints}
 
     async def post(self, request: JsonPost) -> tuple[Any, float, int]:
@@ -246,19 +247,19 @@ class RetryingJsonClient:
         try:
             async with asyncio.timeout(self.config.timeout_s):
                 response = await self._connections[endpoint.base_url].post(url, request.body, request.headers)
-        except (httpx.TimeoutException, TimeoutError):
+        except TimeoutError:
             raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             reason = _one_line(f"connection error: {type(exc).__name__}: {exc}", secret)
             raise _RetryableFailure(reason) from None
-        if response.status_code >= 400:
+        if response.status >= 400:
             reason = _one_line(_http_failure_reason(response), secret)
-            if _is_retryable_status(response.status_code):
+            if _is_retryable_status(response.status):
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 raise _RetryableFailure(reason, retry_after)
             raise HostError(f"host {self.config.name!r}: {reason}")
         try:
-            payload = response.json()
+            payload = json.loads(response.body)
         except ValueError:
             raise _RetryableFailure("response body is not JSON") from None
         try:
