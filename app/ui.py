@@ -106,7 +106,7 @@ def hosts_frame(configs: list[HostConfig]) -> pd.DataFrame:
 
     return pd.DataFrame([
         {"name": c.name, "source": "built-in" if c.name in BUILTIN_HOSTS else "stored", "kind": c.kind,
-         "model": c.model, "base URL": c.base_url or "(local)", "thinking": c.thinking,
+         "model": c.model, "base URLs": "\n".join(c.base_urls) or "(local)", "thinking": c.thinking,
          "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency}
         for c in configs
     ])

@@ -216,6 +216,22 @@ def store_load_demo(
     console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
 
 
+@store_app.command("import")
+def store_import(
+    source: Annotated[Path, typer.Argument(help="A directory written by `forge store export`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Merge another store's export into this one (e.g. machines that enumerated parts of one plan):
+    new rows are added, an answered outcome replaces a stored error, answered rows are never
+    replaced. Import the same benchmark files first (`forge data import`)."""
+    if not source.is_dir():
+        raise ValueError(f"no export directory {source}")
+    if not any((source / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
+        raise ValueError(f"{source} holds no exported tables (write one with `forge store export --out DIR`)")
+    merged = open_store().load_exported(source, replace_errors=True)
+    print_summary({f"{table} added": n for table, n in merged.items()}, as_json)
+
+
 @store_app.command("summary")
 def store_summary(
     host: Annotated[str, typer.Option(help="Whose outcomes.")] = "embedded",
@@ -297,9 +313,11 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
     if as_json:
         print_json({"hosts": hosts})
         return
-    table = Table("name", "kind", "model", "base_url", "thinking", "api_key_env")
+    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "api_key_env")
     for host in hosts.values():
-        table.add_row(host["name"], host["kind"], host["model"], host["base_url"], host["thinking"], host["api_key_env"])
+        urls = "\n".join([host["base_url"], *host["replica_urls"]]).strip()
+        table.add_row(host["name"], host["kind"], host["model"], urls, str(host["max_concurrency"]),
+                      host["thinking"], host["api_key_env"])
     Console().print(table)
 
 
@@ -307,21 +325,23 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
 def host_add(
     name: Annotated[str, typer.Argument(help="A name for this host.")],
     kind: Annotated[str, typer.Option(help="openai (any OpenAI-compatible server) or anthropic.")] = "openai",
-    base_url: Annotated[str, typer.Option(help="e.g. http://127.0.0.1:8000/v1")] = "",
+    base_url: Annotated[Optional[list[str]], typer.Option(
+        help="e.g. http://127.0.0.1:8000/v1; repeat it for replicas of the same model (requests go to the "
+             "least-loaded healthy one).")] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
     thinking: Annotated[str, typer.Option(help="none, vllm-qwen3, openai-effort, deepseek or anthropic.")] = "none",
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
-    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
-    from forge_core.hosts.registry import save_host_config
+    from forge_core.hosts.registry import save_host_config, with_base_urls
 
     if not model:
         raise ValueError("--model is required")
-    save_host_config(open_store(), HostConfig(name=name, kind=kind, model=model, base_url=base_url,
-                                              thinking=thinking, api_key_env=api_key_env,
-                                              max_concurrency=concurrency))
+    config = HostConfig(name=name, kind=kind, model=model, thinking=thinking, api_key_env=api_key_env,
+                        max_concurrency=concurrency)
+    save_host_config(open_store(), with_base_urls(config, base_url or []))
     console.print(f"host '{name}' saved")
 
 
@@ -700,12 +720,22 @@ def enumerate_command(
     concurrency: Annotated[Optional[int], typer.Option(
         help="Queries in flight at once (default: 1 on embedded hosts, else the host's max_concurrency).")] = None,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    shard: Annotated[str, typer.Option(
+        help="i/n: this machine's part of the plan (queries i, i+n, ... of each benchmark); merge the "
+             "parts with `forge store export` and `forge store import`.")] = "1/1",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
-    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, plan_work, validate_plan
+    from forge_core.enumeration.planning import (
+        EnumerationPlan,
+        concurrency_for,
+        count_calls,
+        parse_shard,
+        plan_work,
+        validate_plan,
+    )
     from forge_core.enumeration.runner import enumerate_arms
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.data.catalog import imported_routable_benchmarks
@@ -715,7 +745,7 @@ def enumerate_command(
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)), split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency_for(host_config, concurrency))
+                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
     validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:

@@ -89,6 +89,8 @@ def enumeration_command(plan: EnumerationPlan) -> list[str]:
     for option, value in limits.items():
         if value is not None:
             command += [option, str(value)]
+    if plan.shard != (1, 1):
+        command += ["--shard", "/".join(map(str, plan.shard))]
     return command
 
 
@@ -198,6 +200,7 @@ def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
     known = {field.name for field in dataclasses.fields(EnumerationPlan)}
     values = {key: value for key, value in values.items() if key in known}
     values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
+    values["shard"] = tuple(values.get("shard", (1, 1)))
     return EnumerationPlan(**values)
 
 

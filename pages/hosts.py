@@ -8,7 +8,7 @@ from app import data, ui
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config
+from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, with_base_urls
 from forge_core.routing.live import CHECK_QUESTION, check_host
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
@@ -33,7 +33,10 @@ with st.form("host"):
     name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
     kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind),
                                  help="openai: any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
-    base_url = st.text_input("Base URL", current.base_url, placeholder="http://127.0.0.1:8000/v1")
+    base_urls = st.text_area(
+        "Base URLs", "\n".join(current.base_urls), placeholder="http://127.0.0.1:8000/v1",
+        help="One per line. Several URLs are replicas of the same model (e.g. vLLM data-parallel "
+             "servers): each request goes to the least-loaded healthy one; a failing one is rested.")
     model_column, thinking_column = st.columns(2)
     model = model_column.text_input("Model", current.model)
     thinking = thinking_column.selectbox("Thinking control", THINKING_CONTROLS,
@@ -42,14 +45,15 @@ with st.form("host"):
     key_column, concurrency_column = st.columns(2)
     api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
                                         placeholder="e.g. OPENAI_API_KEY (the name, never the key)")
-    concurrency = concurrency_column.number_input("Requests in flight", 1, 64, current.max_concurrency)
+    concurrency = concurrency_column.number_input("Requests in flight per URL", 1, 1024, current.max_concurrency)
     if st.form_submit_button("Save", type="primary"):
         with ui.user_errors(stop=False):
             if not name.strip() or not model.strip():
                 raise ValueError("a host needs a name and a model")
-            save_host_config(store, dataclasses.replace(  # an edit keeps the fields the form does not show
-                current, name=name.strip(), kind=kind, model=model.strip(), base_url=base_url.strip(),
-                thinking=thinking, api_key_env=api_key_env.strip(), max_concurrency=concurrency))
+            edited = dataclasses.replace(  # an edit keeps the fields the form does not show
+                current, name=name.strip(), kind=kind, model=model.strip(), thinking=thinking,
+                api_key_env=api_key_env.strip(), max_concurrency=concurrency)
+            save_host_config(store, with_base_urls(edited, base_urls.splitlines()))
             data.refresh()
             ui.flash(f"Host '{name.strip()}' saved.")
             st.rerun()

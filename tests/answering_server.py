@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,6 +21,7 @@ class AnsweringServer:
         self.delay_s = delay_s
         self.fail = fail
         self.attempts: dict[str, int] = {}
+        self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
@@ -65,6 +67,10 @@ class AnsweringServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+                self.wfile.flush()
+                if status == 200:
+                    with server.lock:
+                        server.answered_at.append(time.monotonic())
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

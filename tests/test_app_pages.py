@@ -20,7 +20,7 @@ from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import save_host_config
+from forge_core.hosts.registry import get_host_config, save_host_config
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
 from forge_core.store import Store
 
@@ -113,7 +113,7 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     assert set(app.dataframe[0].value["name"]) >= {"embedded", "embedded-tiny", FAKE_HOST}
 
     by_label(app.text_input, "Name").set_value("remote")
-    by_label(app.text_input, "Base URL").set_value("http://127.0.0.1:9/v1")
+    by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1\n\nhttp://127.0.0.1:10/v1\n")
     by_label(app.text_input, "Model").set_value("qwen3")
     by_label(app.selectbox, "Thinking control").set_value("vllm-qwen3")
     by_label(app.text_input, "API key environment variable").set_value("FORGE_TEST_KEY")
@@ -121,6 +121,7 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     assert not app.exception and "Host 'remote' saved." in texts(app.success)
     row = app.dataframe[0].value.set_index("name").loc["remote"]
     assert (row["thinking"], row["API key variable"], row["key"]) == ("vllm-qwen3", "FORGE_TEST_KEY", "missing")
+    assert get_host_config(app_store, "remote").base_urls == ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
 
     by_label(app.text_input, "Name").set_value("broken")
     by_label(app.text_input, "Model").set_value("")

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from forge_core import config
@@ -24,14 +23,17 @@ from forge_core.store import Store
 def generate(config_: HostConfig, request: GenerationRequest, received: list[dict] | None = None):
     """One call through our client; with `received`, every response body the client got from the
     server is appended to it (recorded on the wire, before our parser reads it)."""
-    async def record(response: httpx.Response) -> None:
-        await response.aread()
-        received.append(response.json())
-
     async def go():
         host = OpenAICompatibleHost(config_)
         if received is not None:
-            host._http._client.event_hooks["response"].append(record)
+            connections = next(iter(host._http._connections.values()))
+            send = connections.post
+
+            async def record(url: str, body: dict, headers: dict):
+                reply = await send(url, body, headers)
+                received.append(json.loads(reply.body))
+                return reply
+            connections.post = record
         try:
             return await host.generate(request)
         finally:

@@ -40,16 +40,32 @@ class EnumerationPlan:
     max_tokens: int | None = None  # stop after this many input + output tokens
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
+    shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`"i/n"` (1 <= i <= n) as (i, n): machine i of n takes queries i, i+n, i+2n, ... of each
+    benchmark's planned list, so n machines enumerate disjoint parts of one plan."""
+    index, _, count = text.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"--shard must look like 1/4, not '{text}'") from None
+    if not 1 <= shard[0] <= shard[1]:
+        raise ValueError(f"--shard {text}: the part must be between 1 and {shard[1]}")
+    return shard
 
 
 
 def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
     slot is fastest with a query's arms back to back (prompt cache reuse, see
-    `bench/enumeration.py`), and otherwise the host's own request limit."""
+    `bench/enumeration.py`), and otherwise the host's request limit summed over its endpoints."""
     if requested is not None:
         return requested
-    return 1 if host_config.kind == "embedded" else host_config.max_concurrency
+    if host_config.kind == "embedded":
+        return 1
+    return host_config.max_concurrency * max(1, len(host_config.base_urls))
 
 
 
@@ -126,6 +142,8 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
     splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
     ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
     ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
+    index, count = plan.shard
+    ids = ids[index - 1 :: count]
     finished_arms = store.finished_arms(plan.host, benchmark)
     finished_probes = store.finished_probes(plan.host, benchmark) if plan.probes else {}
     examples = {e.example_id: e for e in store.examples(benchmark, ids)}

@@ -2,9 +2,13 @@
 
 - Concurrent: `concurrency` queries in flight at once.
 - In the plan's order (`forge_core.enumeration.planning.order_work`): prefix-aware by default.
-- Resumable: every finished call is committed on its own before the next starts on that worker;
-  a rerun plans only what is missing (error rows count as missing), so a crash, kill -9 or
-  Ctrl-C loses no finished row and never duplicates one.
+- Never waiting on the store: finished outcomes go to an `OutcomeWriter`, which commits them in
+  batches from a background thread (every 512 rows or 0.5 s), and progress is published to the
+  jobs table from a worker thread, so no store access runs on the event loop while calls fly.
+- Resumable: a rerun plans only what is missing (error rows count as missing). A normal end,
+  a cancel or Ctrl-C writes every finished call; a crash or kill -9 loses at most the calls
+  finished in the last second (the writer's bound), which the rerun redoes; never a duplicate
+  or a partial row.
 - Fault-tolerant: the host client retries; a call that still fails is stored as an error row
   (no score) and reported; after 10 failed calls in a row the run stops (the host is likely down).
 - Visible and bounded: progress goes to the `jobs` table and a callback; optional limits on
@@ -35,6 +39,7 @@ from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.registry import config_hash
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, utc_now
+from forge_core.store.outcome_writer import OutcomeWriter
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +63,15 @@ class EnumerationReport:
 class _Run:
     """One enumeration run: shared state of its workers."""
 
-    def __init__(self, store: Store, plan: EnumerationPlan, host: Host, host_config: HostConfig,
-                 report: EnumerationReport, on_progress: Callable[[EnumerationReport], None] | None) -> None:
-        self.store, self.plan, self.host, self.report = store, plan, host, report
+    def __init__(self, store: Store, writer: OutcomeWriter, plan: EnumerationPlan, host: Host,
+                 host_config: HostConfig, report: EnumerationReport,
+                 on_progress: Callable[[EnumerationReport], None] | None) -> None:
+        self.store, self.writer, self.plan, self.host, self.report = store, writer, plan, host, report
         self.host_hash = config_hash(host_config)
         self.on_progress = on_progress
         self.retrievers = {b: load_retriever(store, b) for b in plan.benchmarks}
         self.last_job_update = 0.0
+        self.publishing: asyncio.Future | None = None
         self.in_flight = 0
         self.failures_in_a_row = 0
         self.stopping = False
@@ -103,12 +110,13 @@ class _Run:
             self.stop(f"{MAX_FAILURES_IN_A_ROW} calls failed in a row (is the host up?)")
         if self.on_progress:
             self.on_progress(self.report)
-        if time.monotonic() - self.last_job_update >= JOB_UPDATE_SECONDS:
-            self.publish()
+        due = time.monotonic() - self.last_job_update >= JOB_UPDATE_SECONDS
+        if due and (self.publishing is None or self.publishing.done()):
+            self.last_job_update = time.monotonic()
+            self.publishing = asyncio.get_running_loop().run_in_executor(None, self.publish)
 
     def publish(self) -> None:
-        """Write progress to the jobs table and notice a cancel request."""
-        self.last_job_update = time.monotonic()
+        """Write progress to the jobs table and notice a cancel request (runs in a worker thread)."""
         self.store.update_job(self.report.job_id, self.report.calls, len(self.report.errors))
         job = self.store.job(self.report.job_id)
         if job and job["status"] == "cancelling":
@@ -122,7 +130,7 @@ class _Run:
         try:
             answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
         except HostError as error:
-            self.store.write_arm_outcome(self._error_outcome(example, arm, error, started))
+            self.writer.put(self._error_outcome(example, arm, error, started))
             self.record_call(0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
             return
         f1, em = score_arm_answer(answer, example.answers, example.is_fever)
@@ -133,9 +141,9 @@ class _Run:
             tokens_reasoning=answer.tokens_reasoning, latency_ms=answer.latency_ms, error=None,
             attempts=answer.attempts, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
         )
-        self.store.write_arm_outcome(outcome)
+        self.writer.put(outcome)
         if greedy_probe:
-            self.store.write_probe_outcome(ProbeOutcome(
+            self.writer.put(ProbeOutcome(
                 self.plan.host, example.benchmark, example.example_id, GREEDY_PROBE, answer.answer,
                 answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now()))
         self.record_call(answer.tokens_in + answer.tokens_out, None)
@@ -152,7 +160,7 @@ class _Run:
         """One self-consistency sample on the Direct prompt, stored at once."""
         request = sample_probe_request(evidence.question, probe, example.is_fever)
         outcome, tokens, error = await self._sample(example, probe, request)
-        self.store.write_probe_outcome(outcome)
+        self.writer.put(outcome)
         self.record_call(tokens, error)
 
     async def _sample(self, example: Example, probe: str, request: GenerationRequest):
@@ -196,21 +204,31 @@ async def enumerate_arms(
     work = plan_work(store, plan)
     report = EnumerationReport(job_id=f"enumerate-{uuid.uuid4().hex[:10]}", planned_calls=count_calls(work))
     store.create_job(report.job_id, "enumerate", dataclasses.asdict(plan), report.planned_calls, os.getpid())
-    run = _Run(store, plan, host, host.config, report, on_progress)
     queue: asyncio.Queue = asyncio.Queue()
     for unit in order_work(work, plan.n_arms, plan.prefix_order):
         queue.put_nowait(unit)
-    started = time.monotonic()
+    writer = OutcomeWriter(store)
     try:
-        await asyncio.gather(*(_worker(run, queue) for _ in range(max(1, plan.concurrency))))
+        run = _Run(store, writer, plan, host, host.config, report, on_progress)
+        started = time.monotonic()
+        try:
+            await asyncio.gather(*(_worker(run, queue) for _ in range(max(1, plan.concurrency))))
+        finally:
+            await _finish_publishing(run)
+        report.seconds = time.monotonic() - started
     except BaseException:
         report.status = "interrupted"
-        store.update_job(report.job_id, report.calls, len(report.errors))
-        store.finish_job(report.job_id, report.status, f"{report.calls} calls stored")
         raise
-    report.seconds = time.monotonic() - started
-    if report.status == "running":
-        report.status = "finished"
-    store.update_job(report.job_id, report.calls, len(report.errors))
-    store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
+    finally:
+        writer.close()  # every finished call is written before the job is closed
+        if report.status == "running":
+            report.status = "finished"
+        store.update_job(report.job_id, report.calls, len(report.errors))
+        store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
     return report
+
+
+async def _finish_publishing(run: _Run) -> None:
+    """Wait for a progress update still being written (it must not race the final one)."""
+    if run.publishing is not None:
+        await asyncio.shield(run.publishing)

@@ -48,11 +48,17 @@ class HostConfig:
     kind: str  # "openai" (any OpenAI-compatible server), "anthropic", "embedded" or "replay"
     model: str  # model name sent to the provider (or GGUF key for embedded hosts)
     base_url: str = ""  # e.g. "http://127.0.0.1:8080/v1"; empty for embedded hosts until served
+    replica_urls: tuple[str, ...] = ()  # further base URLs serving the same model (replicas)
     thinking: str = "none"  # thinking control: none, vllm-qwen3, openai-effort, deepseek, anthropic
     api_key_env: str = ""  # name of the environment variable holding the API key, if any
-    max_concurrency: int = 4  # requests in flight at once
+    max_concurrency: int = 4  # requests in flight at once, per endpoint
     timeout_s: float = 120.0  # per-request timeout
     max_retries: int = 4  # retries on timeouts, 429 and 5xx
+
+    @property
+    def base_urls(self) -> tuple[str, ...]:
+        """Every endpoint's base URL: `base_url` first, then the replicas (empty when unset)."""
+        return tuple(url for url in (self.base_url, *self.replica_urls) if url)
 
     @property
     def supports_thinking(self) -> bool:

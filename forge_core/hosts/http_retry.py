@@ -1,7 +1,9 @@
 """HTTP plumbing shared by the remote hosts: bounded concurrency, retries, backoff, API keys.
 
 `HttpHost` is the base of `OpenAICompatibleHost` and `AnthropicHost`; each supplies only its wire
-format. Retried: timeouts, connection errors, HTTP 429, HTTP 5xx (including Anthropic's 529) and
+format. Requests go to the least-loaded healthy endpoint of the host (`forge_core.hosts.endpoints`:
+one base URL, or several replicas of one model, each taking `max_concurrency` requests at once);
+a retry may go to another endpoint. Retried: timeouts, connection errors, HTTP 429, HTTP 5xx (including Anthropic's 529) and
 bodies the provider's parser rejects as malformed (`MalformedResponse`), with exponential backoff
 and jitter, never shorter than the server's Retry-After (up to the policy's longest wait). Any
 other 4xx, or a body rejected as `UnusableResponse` (one no retry would fix), fails at once. Every
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import os
 import random
@@ -21,9 +24,10 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
 
-import httpx
+import aiohttp
 
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
+from forge_core.hosts.endpoints import Endpoint, EndpointPool
 
 logger = logging.getLogger(__name__)
 
@@ -127,13 +131,13 @@ def _one_line(text: str, secret: str | None) -> str:
     return flat
 
 
-def _http_failure_reason(response: httpx.Response) -> str:
+def _http_failure_reason(reply: _Reply) -> str:
     """`HTTP 400: <provider message>` for an error response."""
     try:
-        message = provider_error_message(response.json())
+        message = provider_error_message(json.loads(reply.body))
     except ValueError:
-        message = response.text[:MAX_REASON_CHARS]
-    reason = f"HTTP {response.status_code}"
+        message = reply.body[:MAX_REASON_CHARS].decode(errors="replace")
+    reason = f"HTTP {reply.status}"
     return f"{reason}: {message}" if message else reason
 
 
@@ -143,77 +147,119 @@ def _is_retryable_status(status: int) -> bool:
 
 @dataclass(frozen=True)
 class JsonPost:
-    """One JSON POST to a host: where, what, with which headers, how to read the reply, and the
-    secret to scrub from any failure reason."""
+    """One JSON POST to a host: which path (under whichever endpoint serves it), what, with which
+    headers, how to read the reply, and the secret to scrub from any failure reason."""
 
-    url: str
+    path: str  # appended to the endpoint's base URL, e.g. "/chat/completions"
     body: dict[str, Any]
     headers: dict[str, str]
     parse: Callable[[Any], Any]  # raises `MalformedResponse` (retried) or `UnusableResponse` (not)
     secret: str | None = None
 
 
-class RetryingJsonClient:
-    """POSTs JSON to one host with bounded concurrency and retries; one per host object.
+@dataclass(frozen=True)
+class _Reply:
+    """An HTTP response read in full: status, headers and body bytes."""
 
-    At most `config.max_concurrency` calls are in flight, backoff waits included, so a host that
-    answers 429 is not pressed harder. Each attempt is capped at `config.timeout_s` of wall time.
-    Bound to the event loop it is first used in: create, use and close it within one loop.
+    status: int
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
+
+
+class _EndpointConnections:
+    """Kept-alive connections to one endpoint, at most `capacity` of them (aiohttp's pool: its
+    cost per request stays flat with hundreds of connections). Opened on first use, inside the
+    event loop that uses it."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._session: aiohttp.ClientSession | None = None
+
+    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> _Reply:
+        """POST JSON and read the whole response."""
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self.capacity, limit_per_host=self.capacity)
+            no_limit = aiohttp.ClientTimeout(total=None)  # `RetryingJsonClient` times each attempt
+            self._session = aiohttp.ClientSession(connector=connector, timeout=no_limit)
+        async with self._session.post(url, json=body, headers=headers) as response:
+            data = await response.read()
+            return _Reply(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        if self._session is not None:
+            await self._session.close()
+
+
+class RetryingJsonClient:
+    """POSTs JSON to one host's endpoints with bounded concurrency and retries; one per host object.
+
+    At most `config.max_concurrency` calls are in flight per endpoint, backoff waits included, so
+    an endpoint that answers 429 is not pressed harder. Each attempt is capped at
+    `config.timeout_s` of wall time. Bound to the event loop it is first used in: create, use and
+    close it within one loop.
     """
 
-    def __init__(self, config: HostConfig, policy: RetryPolicy) -> None:
+    def __init__(self, config: HostConfig, policy: RetryPolicy, base_urls: tuple[str, ...]) -> None:
         self.config = config
         self.policy = policy
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s))
-        self._slots = asyncio.Semaphore(config.max_concurrency)
+        self.endpoints = EndpointPool(base_urls, config.max_concurrency)
+        self._connections = {endpoint.base_url: _EndpointConnections(config.max_concurrency)
+                             for endpoint in self.endpoints.endpoints}
 
     async def post(self, request: JsonPost) -> tuple[Any, float, int]:
         """Send the POST, retrying as the policy allows, and parse the JSON reply; returns (parsed,
         latency_ms of the successful attempt, attempts made)."""
         last_reason = ""
-        async with self._slots:
-            for retry_number in range(self.policy.max_retries + 1):
-                try:
-                    parsed, latency_ms = await self._attempt(request)
-                    return parsed, latency_ms, retry_number + 1
-                except HostError as error:
-                    raise HostError(str(error), attempts=retry_number + 1) from None
-                except _RetryableFailure as failure:
-                    last_reason = failure.reason
-                    if retry_number == self.policy.max_retries:
-                        break
-                    wait = self.policy.wait_s(retry_number, failure.retry_after_s)
-                    logger.warning(
-                        "host %s: %s; retry %d/%d in %.2f s",
-                        self.config.name, failure.reason, retry_number + 1,
-                        self.policy.max_retries, wait,
-                    )
-                    await asyncio.sleep(wait)
+        for retry_number in range(self.policy.max_retries + 1):
+            endpoint = await self.endpoints.acquire()
+            succeeded: bool | None = None
+            try:
+                parsed, latency_ms = await self._attempt(endpoint, request)
+                succeeded = True
+                return parsed, latency_ms, retry_number + 1
+            except HostError as error:
+                raise HostError(str(error), attempts=retry_number + 1) from None
+            except _RetryableFailure as failure:
+                succeeded = False
+                last_reason = failure.reason
+                if retry_number == self.policy.max_retries:
+                    break
+                wait = self.policy.wait_s(retry_number, failure.retry_after_s)
+                logger.warning(
+                    "host %s (%s): %s; retry %d/%d in %.2f s",
+                    self.config.name, endpoint.base_url, failure.reason, retry_number + 1,
+                    self.policy.max_retries, wait,
+                )
+                await asyncio.sleep(wait)  # holding the slot: a struggling endpoint is not pressed
+            finally:
+                await self.endpoints.release(endpoint, succeeded)
         attempts = self.policy.max_retries + 1
         raise HostError(
             f"host {self.config.name!r}: failed after {attempts} attempts: {last_reason}", attempts
         )
 
-    async def _attempt(self, request: JsonPost) -> tuple[Any, float]:
-        """One request; raises `_RetryableFailure` or `HostError` on failure."""
+    async def _attempt(self, endpoint: Endpoint, request: JsonPost) -> tuple[Any, float]:
+        """One request to one endpoint; raises `_RetryableFailure` or `HostError` on failure."""
         secret = request.secret
+        url = endpoint.base_url + request.path
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.timeout_s):
-                response = await self._client.post(request.url, json=request.body, headers=request.headers)
-        except (httpx.TimeoutException, TimeoutError):
+                response = await self._connections[endpoint.base_url].post(url, request.body, request.headers)
+        except TimeoutError:
             raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             reason = _one_line(f"connection error: {type(exc).__name__}: {exc}", secret)
             raise _RetryableFailure(reason) from None
-        if response.status_code >= 400:
+        if response.status >= 400:
             reason = _one_line(_http_failure_reason(response), secret)
-            if _is_retryable_status(response.status_code):
+            if _is_retryable_status(response.status):
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 raise _RetryableFailure(reason, retry_after)
             raise HostError(f"host {self.config.name!r}: {reason}")
         try:
-            payload = response.json()
+            payload = json.loads(response.body)
         except ValueError:
             raise _RetryableFailure("response body is not JSON") from None
         try:
@@ -226,8 +272,9 @@ class RetryingJsonClient:
         return parsed, (time.perf_counter() - started) * 1000.0
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close every endpoint's connections."""
+        for shards in self._connections.values():
+            await shards.aclose()
 
 
 class HttpHost:
@@ -238,7 +285,7 @@ class HttpHost:
     backoff (tests use a few milliseconds).
     """
 
-    endpoint: str = ""  # path appended to the base URL, e.g. "/chat/completions"
+    endpoint: str = ""  # path appended to each base URL, e.g. "/chat/completions"
     default_base_url: str = ""  # used when the config leaves base_url empty
     thinking_controls: tuple[str, ...] = ("none",)  # accepted values of config.thinking
 
@@ -254,13 +301,12 @@ class HttpHost:
             raise HostError(
                 f"host {config.name!r}: thinking control {config.thinking!r} is not one of {known}"
             )
-        base_url = config.base_url or self.default_base_url
-        if not base_url:
+        base_urls = config.base_urls or ((self.default_base_url,) if self.default_base_url else ())
+        if not base_urls:
             raise HostError(f"host {config.name!r} has no base_url")
         self.config = config
-        self._url = base_url.rstrip("/") + self.endpoint
         policy = RetryPolicy(config.max_retries, retry_base_delay_s, retry_max_delay_s)
-        self._http = RetryingJsonClient(config, policy)
+        self._http = RetryingJsonClient(config, policy, base_urls)
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The provider's JSON body for one request."""
@@ -279,13 +325,14 @@ class HttpHost:
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""
         api_key = read_api_key(self.config)
-        post = JsonPost(self._url, self.request_body(request), self.auth_headers(api_key), self.parse_response, api_key)
+        post = JsonPost(self.endpoint, self.request_body(request), self.auth_headers(api_key), self.parse_response, api_key)
         generation, latency_ms, attempts = await self._http.post(post)
         return replace(generation, latency_ms=latency_ms, attempts=attempts)
 
     def __repr__(self) -> str:
         name, model = self.config.name, self.config.model
-        return f"{type(self).__name__}(name={name!r}, model={model!r}, url={self._url!r})"
+        urls = [e.base_url + self.endpoint for e in self._http.endpoints.endpoints]
+        return f"{type(self).__name__}(name={name!r}, model={model!r}, urls={urls!r})"
 
     async def aclose(self) -> None:
         """Release connections."""

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
@@ -34,12 +34,25 @@ def get_host_config(store: Store, name: str) -> HostConfig:
     if stored is None:
         known = ", ".join([*BUILTIN_HOSTS, *store.host_names()])
         raise ValueError(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
-    return HostConfig(**stored)
+    return host_config_from_dict(stored)
+
+
+def host_config_from_dict(stored: dict) -> HostConfig:
+    """A host configuration from its stored JSON (configurations stored before replicas existed,
+    with a single `base_url`, load unchanged)."""
+    return HostConfig(**{**stored, "replica_urls": tuple(stored.get("replica_urls", ()))})
+
+
+def with_base_urls(config: HostConfig, base_urls: Sequence[str]) -> HostConfig:
+    """The configuration served at these base URLs (blank entries dropped): the first becomes
+    `base_url`, the rest its replicas."""
+    urls = [url.strip() for url in base_urls if url.strip()]
+    return dataclasses.replace(config, base_url=urls[0] if urls else "", replica_urls=tuple(urls[1:]))
 
 
 def list_host_configs(store: Store) -> list[HostConfig]:
     """Built-in hosts first, then the stored ones by name."""
-    stored = [HostConfig(**store.host_config(name)) for name in store.host_names()]
+    stored = [host_config_from_dict(store.host_config(name)) for name in store.host_names()]
     return [*BUILTIN_HOSTS.values(), *stored]
 
 
@@ -49,8 +62,15 @@ def save_host_config(store: Store, config: HostConfig) -> None:
         raise ValueError(f"'{config.name}' is a built-in host; choose another name")
     if config.kind not in ("openai", "anthropic"):
         raise ValueError(f"host kind must be 'openai' or 'anthropic', not '{config.kind}'")
-    if config.kind == "openai" and not config.base_url.startswith(("http://", "https://")):
+    if config.kind == "openai" and not config.base_url:
         raise ValueError(f"host '{config.name}' needs a base URL starting with http:// or https://")
+    for url in config.base_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"host '{config.name}': base URL '{url}' must start with http:// or https://")
+    if len(set(config.base_urls)) < len(config.base_urls):
+        raise ValueError(f"host '{config.name}' lists a base URL twice")
+    if config.max_concurrency < 1:
+        raise ValueError(f"host '{config.name}' needs a concurrency of at least 1")
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 
@@ -81,6 +101,6 @@ def make_host(config: HostConfig) -> Host:
 
 
 def config_hash(config: HostConfig) -> str:
-    """A short hash of what determines a host's answers (not its URL or concurrency)."""
+    """A short hash of what determines a host's answers (not its URLs, replicas or concurrency)."""
     key = {"kind": config.kind, "model": config.model, "thinking": config.thinking}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

@@ -339,6 +339,14 @@ class Store:
                 [list(dataclasses.astuple(outcome)) for outcome in outcomes],
             )
 
+    def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome]) -> None:
+        """Store a batch of arm and probe outcomes in one transaction, replacing rows with the same
+        key (the batch must hold one row per key)."""
+        with self.transaction() as connection:
+            for table, outcomes in (("arm_outcomes", arms), ("probe_outcomes", probes)):
+                frame = pd.DataFrame([dataclasses.astuple(outcome) for outcome in outcomes], dtype=object)
+                _insert_rows(connection, table, frame, replace=True)
+
     def record_greedy_probes_from_direct(self, host: str) -> None:
         """Store every error-free `direct:no_think` outcome that has no greedy probe yet as that
         probe: the greedy probe is the same request, so it needs no second call."""
@@ -450,8 +458,12 @@ class Store:
             counts[table] = len(frame)
         return counts
 
-    def load_exported(self, directory: Path) -> dict[str, int]:
-        """Add the rows of exported Parquet files that the store lacks (never overwrites)."""
+    def load_exported(self, directory: Path, replace_errors: bool = False) -> dict[str, int]:
+        """Add the rows of exported Parquet files (`export_tables`) that the store lacks, one
+        transaction per table; never replaces an answered row, never duplicates one. With
+        `replace_errors` (merging machines' enumerations), an imported answered arm or probe
+        outcome also replaces this store's error row for that key. Returns rows added (or
+        replaced) per table."""
         added = {}
         for table in EXPORTED_TABLES:
             path = directory / f"{table}.parquet"
@@ -460,9 +472,10 @@ class Store:
             frame = pd.read_parquet(path)
             with self.transaction() as connection:
                 before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
+                replaced = _delete_errors_answered_in(connection, table, frame) if replace_errors else 0
                 _insert_rows(connection, table, frame)
                 after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-            added[table] = after - before
+            added[table] = after - before + replaced
         return added
 
     def load_export_once(self, directory: Path) -> dict[str, int] | None:
@@ -694,6 +707,24 @@ def _insert_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.Da
     else:
         connection.execute(f"INSERT INTO {_known_table(table)} SELECT * FROM new_rows ON CONFLICT DO NOTHING")
     connection.unregister("new_rows")
+
+
+_OUTCOME_KEYS = {"arm_outcomes": "arm", "probe_outcomes": "probe"}
+
+
+def _delete_errors_answered_in(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
+    """Delete a table's error rows whose key has an answered row in `frame`; returns how many."""
+    if table not in _OUTCOME_KEYS or frame.empty:
+        return 0
+    last_key = _OUTCOME_KEYS[table]
+    answered = frame.loc[frame["error"].isna(), ["host", "benchmark", "example_id", last_key]]
+    connection.register("answered_keys", answered)
+    deleted = connection.execute(
+        f"DELETE FROM {table} t USING answered_keys a WHERE t.error IS NOT NULL AND t.host = a.host "
+        f"AND t.benchmark = a.benchmark AND t.example_id = a.example_id AND t.{last_key} = a.{last_key} "
+        "RETURNING 1").fetchall()
+    connection.unregister("answered_keys")
+    return len(deleted)
 
 
 def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:

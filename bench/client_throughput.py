@@ -1,0 +1,237 @@
+"""Client throughput of Stage 0: how close `forge enumerate` comes to a fast host's own speed.
+
+A test double stands in for the host: an OpenAI-compatible server (asyncio, in its own process)
+that answers every chat-completions request after a fixed latency (default 200 ms), so a perfect
+client at concurrency C makes C / latency calls a second. The script first checks that this
+server alone sustains at least twice the highest rate asked of it (a raw asyncio load generator
+in a third process, with 3x the connections), so the numbers measure FORGE, not the server.
+
+Then it runs the real enumeration path (`forge_core.enumeration.runner.enumerate_arms` with a
+client from `hosts.registry.make_host`, BM25 retrieval, prompts, scoring and batched store writes)
+on real imported train queries into a temporary store, at each concurrency in `--concurrency`:
+`--calls` calls each (6 arms per query, no probes), except concurrency 1, which runs
+`--calls-at-1` calls (at 200 ms a call, 3,000 calls would take 10 minutes and say nothing more).
+With `--endpoints N` (N > 1) it also compares one endpoint against N endpoints of the same host,
+each limited to `--per-endpoint` requests in flight (default 16), at full load on each.
+
+Prints one JSON line last: per concurrency, calls, seconds, calls per second, the ideal rate and
+the ratio to it, and the client's CPU seconds; with endpoints, both rates and their ratio.
+Run: `.venv/bin/python bench/client_throughput.py [--latency 0.2] [--calls 3000] [--endpoints 4]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from forge_core import config
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.enumeration.runner import enumerate_arms
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import make_host, with_base_urls
+from forge_core.records import BENCHMARKS
+from forge_core.store import Store
+
+ARMS = 6
+ANSWER = json.dumps({
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "answer"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
+}).encode()
+RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(ANSWER)).encode() + b"\r\n\r\n" + ANSWER)
+REQUEST_BODY = b'{"model": "m", "messages": [{"role": "user", "content": "q"}], "max_tokens": 8}'
+
+
+def _complete_message_length(buffer: bytes) -> int:
+    """Bytes of the first complete HTTP message in the buffer (headers and body), or 0."""
+    head_end = buffer.find(b"\r\n\r\n")
+    if head_end < 0:
+        return 0
+    length = 0
+    for line in buffer[:head_end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    total = head_end + 4 + length
+    return total if len(buffer) >= total else 0
+
+
+# ------------------------------------------------------------------ the test server (own process)
+
+class _FixedLatencyServer(asyncio.Protocol):
+    """Answers each request on a connection after `latency_s`, in order (keep-alive, pipelining)."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while length := _complete_message_length(self.buffer):
+            self.buffer = self.buffer[length:]
+            asyncio.get_running_loop().call_later(self.latency_s, self._respond)
+
+    def _respond(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(RESPONSE)
+
+
+def serve(latency_s: float, endpoints: int, ports: multiprocessing.Queue) -> None:
+    """Listen on `endpoints` free ports of 127.0.0.1 until terminated; puts the ports on the queue."""
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        servers = [await loop.create_server(lambda: _FixedLatencyServer(latency_s), "127.0.0.1", 0, backlog=4096)
+                   for _ in range(endpoints)]
+        ports.put([server.sockets[0].getsockname()[1] for server in servers])
+        await asyncio.Event().wait()
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------------ the server check (own process)
+
+class _Caller(asyncio.Protocol):
+    """One keep-alive connection sending requests back to back until `stop_at`."""
+
+    def __init__(self, port: int, done: list[int], stop_at: float) -> None:
+        self.request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" + str(port).encode()
+                        + b"\r\nContent-Type: application/json\r\nContent-Length: "
+                        + str(len(REQUEST_BODY)).encode() + b"\r\n\r\n" + REQUEST_BODY)
+        self.done, self.stop_at = done, stop_at
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while length := _complete_message_length(self.buffer):
+            self.buffer = self.buffer[length:]
+            self.done[0] += 1
+            if time.monotonic() < self.stop_at:
+                self.transport.write(self.request)
+
+
+def load_server(ports: list[int], connections: int, seconds: float, result: multiprocessing.Queue) -> None:
+    """Keep `connections` requests in flight over the ports for `seconds`; puts calls per second."""
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        done = [0]
+        stop_at = time.monotonic() + 1.0 + seconds  # one second to open the connections and warm up
+        for i in range(connections):
+            port = ports[i % len(ports)]
+            await loop.create_connection(lambda p=port: _Caller(p, done, stop_at), "127.0.0.1", port)
+        await asyncio.sleep(max(0.0, stop_at - seconds - time.monotonic()))
+        counted_from = done[0]
+        await asyncio.sleep(seconds)
+        return (done[0] - counted_from) / seconds
+    result.put(asyncio.run(main()))
+
+
+def check_server(context, ports: list[int], latency_s: float, concurrency: int) -> dict:
+    """The server alone must sustain twice `concurrency / latency_s`; raises if it does not."""
+    required = 2 * concurrency / latency_s
+    result = context.Queue()
+    checker = context.Process(target=load_server, args=(ports, 3 * concurrency, 3.0, result))
+    checker.start()
+    rate = result.get(timeout=120)
+    checker.join()
+    summary = {"connections": 3 * concurrency, "calls_per_s": round(rate, 1), "required": round(required, 1)}
+    if rate < required:
+        raise SystemExit(f"the test server is too slow for this benchmark: {summary}")
+    return summary
+
+
+# ------------------------------------------------------------------ the enumeration runs
+
+async def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int) -> dict:
+    """One enumeration of `calls` calls (6 arms per query) at `concurrency` queries in flight."""
+    plan = EnumerationPlan(host=host.name, split="train", n_arms=ARMS, benchmarks=BENCHMARKS,
+                           limit=max(1, calls // ARMS), concurrency=concurrency)
+    client = make_host(host)
+    cpu_started = time.process_time()
+    try:
+        report = await enumerate_arms(store, plan, client)
+    finally:
+        await client.aclose()
+    if report.errors:
+        raise SystemExit(f"{len(report.errors)} calls failed, e.g. {report.errors[0]}")
+    rate = report.calls / report.seconds
+    return {"calls": report.calls, "seconds": round(report.seconds, 2), "calls_per_s": round(rate, 1),
+            "cpu_s": round(time.process_time() - cpu_started, 1)}
+
+
+def test_host(name: str, ports: list[int], per_endpoint: int) -> HostConfig:
+    """The test server's configuration: one endpoint per port, `per_endpoint` requests in flight each."""
+    config = HostConfig(name=name, kind="openai", model="throughput-test", max_concurrency=per_endpoint,
+                        timeout_s=30.0, max_retries=2)
+    return with_base_urls(config, [f"http://127.0.0.1:{port}/v1" for port in ports])
+
+
+def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
+    levels = {}
+    for concurrency in args.concurrency:
+        calls = args.calls_at_1 if concurrency == 1 else args.calls
+        host = test_host(f"throughput-c{concurrency}", [port], concurrency)
+        result = asyncio.run(enumerate_level(store, host, concurrency, calls))
+        ideal = concurrency / args.latency
+        levels[str(concurrency)] = {**result, "ideal_calls_per_s": round(ideal, 1),
+                                    "ratio": round(result["calls_per_s"] / ideal, 3)}
+        print(json.dumps({"concurrency": concurrency, **levels[str(concurrency)]}), flush=True)
+    return levels
+
+
+def run_endpoints(store: Store, ports: list[int], args: argparse.Namespace) -> dict:
+    one_host = test_host("throughput-1-endpoint", ports[:1], args.per_endpoint)
+    many_host = test_host(f"throughput-{len(ports)}-endpoints", ports, args.per_endpoint)
+    one = asyncio.run(enumerate_level(store, one_host, args.per_endpoint, args.calls))
+    many = asyncio.run(enumerate_level(store, many_host, args.per_endpoint * len(ports), args.calls))
+    return {"per_endpoint": args.per_endpoint, "one_endpoint": one, f"{len(ports)}_endpoints": many,
+            "speedup": round(many["calls_per_s"] / one["calls_per_s"], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2, help="the test server's answer time in seconds")
+    parser.add_argument("--calls", type=int, default=3000, help="calls per concurrency level")
+    parser.add_argument("--calls-at-1", type=int, default=60, help="calls at concurrency 1")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--endpoints", type=int, default=1, help="also compare N endpoints against one")
+    parser.add_argument("--per-endpoint", type=int, default=16, help="requests in flight per endpoint")
+    args = parser.parse_args()
+    context = multiprocessing.get_context("spawn")
+    port_queue = context.Queue()
+    server = context.Process(target=serve, args=(args.latency, max(1, args.endpoints), port_queue), daemon=True)
+    server.start()
+    try:
+        ports = port_queue.get(timeout=60)
+        highest = max([*args.concurrency, args.per_endpoint * args.endpoints])
+        result = {"latency_s": args.latency, "load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
+                  "server_check": check_server(context, ports, args.latency, highest)}
+        with tempfile.TemporaryDirectory() as scratch:
+            store = Store(Path(scratch) / "throughput.duckdb")
+            import_benchmarks(store, config.benchmarks_dir())
+            result["concurrency"] = run_levels(store, ports[0], args)
+            if args.endpoints > 1:
+                result["endpoints"] = run_endpoints(store, ports, args)
+        result["load_average_after"] = os.getloadavg()
+        print(json.dumps(result))
+    finally:
+        server.terminate()
+        server.join()
+
+
+if __name__ == "__main__":
+    main()
