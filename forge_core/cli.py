@@ -293,25 +293,71 @@ def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name."
 
 @app.command("ask")
 def ask(
-    question: Annotated[str, typer.Argument(help="The question (or the claim, for fever).")],
+    question: Annotated[Optional[str], typer.Argument(
+        help="The question (or the claim, for fever); with --example, taken from the store.")] = None,
     benchmark: Annotated[str, typer.Option(help="Whose corpus to retrieve from.")] = "hotpotqa",
-    arm: Annotated[str, typer.Option(help="support:thinking, e.g. raw:no_think.")] = "raw:no_think",
+    arm: Annotated[Optional[str], typer.Option(
+        help="support:thinking, e.g. raw:no_think (default raw:no_think; with --route: a hand-picked override).")] = None,
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
+    route: Annotated[bool, typer.Option(
+        "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw.")] = False,
+    router: Annotated[Optional[str], typer.Option(
+        help="With --route: a checkpoint id (default: the newest Lite checkpoint of the host).")] = None,
+    compare_raw: Annotated[bool, typer.Option(
+        "--compare-raw", help="With --route: also answer with raw:no_think and show both.")] = False,
+    example: Annotated[Optional[str], typer.Option(
+        help="A stored example id of --benchmark: its question, scored against its gold answers.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency."""
+    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
+    with --route, a trained router picks the arm and Always-Raw's cost is shown beside it."""
+    from forge_core.arms import parse_arm
+    from forge_core.hosts.registry import get_host_config, serving
+    from forge_core.routing.live import check_question
+
+    store = open_store()
+    stored_example = _stored_example(store, benchmark, example) if example else None
+    question = check_question(stored_example.question if stored_example else question or "")
+    host_config = get_host_config(store, host)
+    chosen_arm = parse_arm(arm) if arm else None
+    if not route:
+        if router or compare_raw:
+            raise ValueError("--router and --compare-raw go with --route")
+        _ask_with_arm(store, host_config, question, benchmark, chosen_arm or parse_arm("raw:no_think"), as_json)
+        return
+    from forge_core.evidence.answering import load_retriever
+    from forge_core.routing.checkpoints import load_checkpoint
+    from forge_core.routing.live import ask_routed, default_router_id
+
+    loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))
+    retriever = load_retriever(store, benchmark)
+    with serving(host_config) as served:
+        result = ask_routed(store, served, retriever, question, benchmark, router=loaded, arm=chosen_arm,
+                            example=stored_example, compare_raw=compare_raw)
+    if as_json:
+        print_json(result.to_json())
+        return
+    _print_routed(result)
+
+
+def _stored_example(store: Store, benchmark: str, example_id: str) -> Any:
+    found = store.examples(benchmark, [example_id])
+    if not found:
+        raise ValueError(f"no example '{example_id}' in {benchmark}")
+    return found[0]
+
+
+def _ask_with_arm(store: Store, host_config: Any, question: str, benchmark: str, chosen_arm: Any,
+                  as_json: bool) -> None:
+    """`forge ask` without --route: one answer under a given arm."""
     import asyncio
 
-    from forge_core.arms import parse_arm
     from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
-    from forge_core.hosts.registry import get_host_config, make_host, serving
+    from forge_core.hosts.registry import make_host, serving
     from forge_core.records import is_fever_benchmark
 
-    chosen_arm = parse_arm(arm)
-    store = open_store()
-    host_config = get_host_config(store, host)
     if chosen_arm.thinking_budget and not host_config.supports_thinking:
-        raise ValueError(f"host '{host}' has no reasoning budget; {arm} needs a thinking host")
+        raise ValueError(f"host '{host_config.name}' has no reasoning budget; {chosen_arm.name} needs a thinking host")
     evidence = retrieve_evidence(load_retriever(store, benchmark), question)
 
     async def run(served: Any) -> Any:
@@ -332,10 +378,34 @@ def ask(
     if result.support_text:
         out.rule("evidence")
         out.print(result.support_text, highlight=False)
-    out.rule(f"answer ({result.arm} on {host})")
+    out.rule(f"answer ({result.arm} on {host_config.name})")
     out.print(result.answer, highlight=False)
     out.print(f"\nscored answer: {result.extracted}\ntokens in {result.tokens_in}, out {result.tokens_out}, "
               f"latency {result.latency_ms:.0f} ms", highlight=False)
+
+
+def _print_routed(result: Any) -> None:
+    """A routed answer beside Always-Raw, for people."""
+    out = Console()
+    chosen = "picked by hand" if not result.probabilities else (
+        f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+    if result.probe_calls:
+        chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
+    if result.answer.support_text:
+        out.rule("evidence")
+        out.print(result.answer.support_text, highlight=False)
+    out.rule(f"answer ({result.arm} on {result.host}: {chosen})")
+    out.print(result.answer.answer, highlight=False)
+    f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
+    out.print(f"\nscored answer: {result.answer.extracted}\ntokens in {result.answer.tokens_in}, "
+              f"out {result.answer.tokens_out}, latency {result.answer.latency_ms:.0f} ms{f1}", highlight=False)
+    if result.raw_answer is not None and result.raw_answer is not result.answer:
+        out.rule("Always-Raw answer (raw:no_think)")
+        raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"
+        out.print(f"{result.raw_answer.answer}\nscored answer: {result.raw_answer.extracted}{raw_f1}",
+                  highlight=False)
+    out.print(f"Always-Raw would cost {result.raw_cost.tokens} tokens ({result.raw_cost.source}); "
+              f"saved {result.tokens_saved:+d} tokens ({result.saved_percent:+.1f}%)", highlight=False)
 
 
 @app.command("features")
