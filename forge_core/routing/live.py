@@ -33,7 +33,7 @@ from forge_core.hosts.base import Host, HostConfig
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.registry import make_host
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
-from forge_core.routing.checkpoints import LoadedCheckpoint
+from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint
 from forge_core.routing.features import features_for_question, load_embedder, needs_probes
 from forge_core.store import Store, utc_now
 
@@ -158,12 +158,11 @@ def check_question(question: str) -> str:
 
 def default_router_id(store: Store, host: str) -> str:
     """The newest Lite checkpoint trained on `host` (the default router)."""
-    frame = store.checkpoints(host)
-    frame = frame[frame["variant"] == "lite"]
-    if frame.empty:
+    found = latest_checkpoint(store, host, "lite")
+    if found is None:
         raise ValueError(f"no Lite router for host '{host}': train one with "
                          f"`forge train --stage 1 --host {host} --variant lite`, or pass --router")
-    return str(frame.iloc[0]["checkpoint_id"])
+    return found
 
 
 async def route_and_answer(store: Store, host: Host, retriever: Retriever, question: str, benchmark: str, *,
