@@ -178,8 +178,10 @@ def router(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
 
 @st.cache_resource(show_spinner="Loading the embedder (first use only)…")
 def embedder() -> Embedder:
-    """The question embedder, loaded once per app process (routing then only embeds)."""
-    return load_embedder()
+    """The question embedder, loaded and run once per app process (routing then only embeds)."""
+    loaded = load_embedder()
+    loaded.embed(["warm-up"])  # the first forward pass is slow: keep it out of the first routing time
+    return loaded
 
 
 @st.cache_resource(show_spinner="Starting the host (first use only)…", validate=live.is_serving)

@@ -18,7 +18,7 @@ from forge_core.routing.live import OVERRIDE, RoutedAnswer, session_totals
 def routed_answer(result: RoutedAnswer) -> None:
     """The routing decision, both answers side by side, the saving, and the evidence."""
     st.header("Routed answer")
-    columns = st.columns(4)
+    columns = st.columns([4, 2, 2, 3])  # room for the longest arm name
     if result.router == OVERRIDE:
         columns[0].metric("Arm (picked by hand)", result.arm)
     else:
@@ -75,7 +75,7 @@ def _answer_column(title: str, answer: ArmAnswer, f1: float | None, golds: tuple
     columns = st.columns(4)
     columns[0].metric("Tokens in", f"{answer.tokens_in:,}")
     columns[1].metric("Tokens out", f"{answer.tokens_out:,}")
-    columns[2].metric("Latency", f"{answer.latency_ms:,.0f} ms")
+    columns[2].metric("Latency", f"{answer.latency_ms / 1000:,.1f} s")
     columns[3].metric("F1", _score(f1))
 
 
