@@ -69,7 +69,8 @@ class RoutedAnswer:
     probabilities: dict[str, float]  # arm name -> router probability (empty under an override)
     routing_ms: float  # retrieval, features (probes included) and the router's forward pass
     probe_calls: int  # host calls a Full router makes before routing (0 otherwise)
-    probe_tokens: int  # their tokens in + out
+    probe_tokens_in: int  # their input tokens
+    probe_tokens_out: int  # their output tokens
     evidence: Evidence
     answer: ArmAnswer  # under the chosen arm
     f1: float | None  # None for a typed question (no gold answers)
@@ -77,6 +78,22 @@ class RoutedAnswer:
     raw_cost: RawCost
     raw_answer: ArmAnswer | None  # the Always-Raw answer when one was made live
     raw_f1: float | None
+
+    @property
+    def probe_tokens(self) -> int:
+        """Input plus output tokens of the probes."""
+        return self.probe_tokens_in + self.probe_tokens_out
+
+    @property
+    def host_tokens(self) -> tuple[int, int]:
+        """(input, output) tokens of every host call made for this question: probes, the answer,
+        and the extra Always-Raw call when one was made."""
+        tokens_in = self.probe_tokens_in + self.answer.tokens_in
+        tokens_out = self.probe_tokens_out + self.answer.tokens_out
+        if self.raw_answer is not None and self.raw_answer is not self.answer:
+            tokens_in += self.raw_answer.tokens_in
+            tokens_out += self.raw_answer.tokens_out
+        return tokens_in, tokens_out
 
     @property
     def arm(self) -> str:
@@ -197,7 +214,8 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
     return RoutedAnswer(
         question=question, benchmark=benchmark, host=host.config.name,
         router=router.checkpoint_id if router else OVERRIDE, probabilities=probabilities, routing_ms=routing_ms,
-        probe_calls=len(probes), probe_tokens=sum(p.tokens_in + p.tokens_out for p in probes), evidence=evidence,
+        probe_calls=len(probes), probe_tokens_in=sum(p.tokens_in for p in probes),
+        probe_tokens_out=sum(p.tokens_out for p in probes), evidence=evidence,
         answer=answer, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost, raw_answer=raw_answer,
         raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
     )
