@@ -732,6 +732,32 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
         console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in added.items()) + ")")
 
 
+@app.command("serve")
+def serve_command(
+    router: Annotated[str, typer.Option(
+        help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant.")] = "lite",
+    host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
+    benchmark: Annotated[str, typer.Option(help="Whose corpus evidence is retrieved from.")] = "hotpotqa",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8100,
+    api_key_env: Annotated[Optional[str], typer.Option(
+        help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
+    bind: Annotated[str, typer.Option(help="Address to bind; anything but 127.0.0.1 exposes the server.")] = "127.0.0.1",
+) -> None:
+    """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
+    Live query path), /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
+    import uvicorn
+
+    from forge_core.server.app import ServeSettings, build_app
+
+    settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env)
+    application = build_app(open_store(), settings)
+    if bind != "127.0.0.1":
+        console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"
+                      f"{'' if api_key_env else ' without an API key (--api-key-env)'}[/yellow]")
+    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop)")
+    uvicorn.run(application, host=bind, port=port, log_level="warning")
+
+
 @app.command("app")
 def app_command(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,
