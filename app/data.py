@@ -24,7 +24,8 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import list_host_configs
 from forge_core.records import Example
 from forge_core.routing import live
-from forge_core.routing.features import compute_features
+from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
+from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.store import Store
 
@@ -171,10 +172,24 @@ def host_benchmarks(store: Store, host: str) -> list[str]:
     return store.outcome_benchmarks(host)
 
 
-@st.cache_resource(show_spinner="Loading the BM25 index…", hash_funcs=STORE_KEY)
+@st.cache_resource(show_spinner="Loading the BM25 index (first use only)…", hash_funcs=STORE_KEY)
 def retriever(store: Store, benchmark: str) -> Retriever:
     """The benchmark's BM25 retriever."""
     return load_retriever(store, benchmark)
+
+
+@st.cache_resource(show_spinner="Loading the router (first use only)…", hash_funcs=STORE_KEY)
+def router(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
+    """A checkpoint's router with its preprocessing, loaded once per app process."""
+    return load_checkpoint(store, checkpoint_id)
+
+
+@st.cache_resource(show_spinner="Loading the embedder (first use only)…")
+def embedder() -> Embedder:
+    """The question embedder, loaded and run once per app process (routing then only embeds)."""
+    loaded = load_embedder()
+    loaded.embed(["warm-up"])  # the first forward pass is slow: keep it out of the first routing time
+    return loaded
 
 
 @st.cache_resource(show_spinner="Starting the host (first use only)…", validate=live.is_serving)

@@ -355,28 +355,75 @@ def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name."
 
 @app.command("ask")
 def ask(
-    question: Annotated[str, typer.Argument(help="The question (or the claim, for fever).")],
+    question: Annotated[Optional[str], typer.Argument(
+        help="The question (or the claim, for fever); with --example, taken from the store.")] = None,
     benchmark: Annotated[str, typer.Option(
         help="Whose corpus to retrieve from: a built-in benchmark or one imported with `data import-file`.")] = "hotpotqa",
-    arm: Annotated[str, typer.Option(help="support:thinking, e.g. raw:no_think.")] = "raw:no_think",
+    arm: Annotated[Optional[str], typer.Option(
+        help="support:thinking, e.g. raw:no_think (default raw:no_think; with --route: a hand-picked override).")] = None,
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
+    route: Annotated[bool, typer.Option(
+        "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw.")] = False,
+    router: Annotated[Optional[str], typer.Option(
+        help="With --route: a checkpoint id (default: the newest Lite checkpoint of the host).")] = None,
+    compare_raw: Annotated[bool, typer.Option(
+        "--compare-raw", help="With --route: also answer with raw:no_think and show both.")] = False,
+    example: Annotated[Optional[str], typer.Option(
+        help="A stored example id of --benchmark: its question, scored against its gold answers.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency."""
-    import asyncio
-
+    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
+    with --route, a trained router picks the arm and Always-Raw's cost is shown beside it."""
     from forge_core.arms import parse_arm
-    from forge_core.data.catalog import check_benchmarks
-    from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
-    from forge_core.hosts.registry import get_host_config, make_host, serving
-    from forge_core.records import is_fever_benchmark
+    from forge_core.hosts.registry import get_host_config, serving
+    from forge_core.routing.live import check_question
 
-    chosen_arm = parse_arm(arm)
+    from forge_core.data.catalog import check_benchmarks
+
     store = open_store()
     check_benchmarks(store, [benchmark])
+    stored_example = _stored_example(store, benchmark, example) if example else None
+    question = check_question(stored_example.question if stored_example else question or "")
     host_config = get_host_config(store, host)
+    chosen_arm = parse_arm(arm) if arm else None
+    if not route:
+        if router or compare_raw:
+            raise ValueError("--router and --compare-raw go with --route")
+        _ask_with_arm(store, host_config, question, benchmark, chosen_arm or parse_arm("raw:no_think"), as_json)
+        return
+    from forge_core.evidence.answering import load_retriever
+    from forge_core.routing.checkpoints import load_checkpoint
+    from forge_core.routing.live import ask_routed, default_router_id
+
+    loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))
+    retriever = load_retriever(store, benchmark)
+    with serving(host_config) as served:
+        result = ask_routed(store, served, retriever, question, benchmark, router=loaded, arm=chosen_arm,
+                            example=stored_example, compare_raw=compare_raw)
+    if as_json:
+        print_json(result.to_json())
+        return
+    _print_routed(result)
+
+
+def _stored_example(store: Store, benchmark: str, example_id: str) -> Any:
+    found = store.examples(benchmark, [example_id])
+    if not found:
+        raise ValueError(f"no example '{example_id}' in {benchmark}")
+    return found[0]
+
+
+def _ask_with_arm(store: Store, host_config: Any, question: str, benchmark: str, chosen_arm: Any,
+                  as_json: bool) -> None:
+    """`forge ask` without --route: one answer under a given arm."""
+    import asyncio
+
+    from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
+    from forge_core.hosts.registry import make_host, serving
+    from forge_core.records import is_fever_benchmark
+
     if chosen_arm.thinking_budget and not host_config.supports_thinking:
-        raise ValueError(f"host '{host}' has no reasoning budget; {arm} needs a thinking host")
+        raise ValueError(f"host '{host_config.name}' has no reasoning budget; {chosen_arm.name} needs a thinking host")
     evidence = retrieve_evidence(load_retriever(store, benchmark), question)
 
     async def run(served: Any) -> Any:
@@ -397,10 +444,34 @@ def ask(
     if result.support_text:
         out.rule("evidence")
         out.print(result.support_text, highlight=False)
-    out.rule(f"answer ({result.arm} on {host})")
+    out.rule(f"answer ({result.arm} on {host_config.name})")
     out.print(result.answer, highlight=False)
     out.print(f"\nscored answer: {result.extracted}\ntokens in {result.tokens_in}, out {result.tokens_out}, "
               f"latency {result.latency_ms:.0f} ms", highlight=False)
+
+
+def _print_routed(result: Any) -> None:
+    """A routed answer beside Always-Raw, for people."""
+    out = Console()
+    chosen = "picked by hand" if not result.probabilities else (
+        f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+    if result.probe_calls:
+        chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
+    if result.answer.support_text:
+        out.rule("evidence")
+        out.print(result.answer.support_text, highlight=False)
+    out.rule(f"answer ({result.arm} on {result.host}: {chosen})")
+    out.print(result.answer.answer, highlight=False)
+    f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
+    out.print(f"\nscored answer: {result.answer.extracted}\ntokens in {result.answer.tokens_in}, "
+              f"out {result.answer.tokens_out}, latency {result.answer.latency_ms:.0f} ms{f1}", highlight=False)
+    if result.raw_answer is not None and result.raw_answer is not result.answer:
+        out.rule("Always-Raw answer (raw:no_think)")
+        raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"
+        out.print(f"{result.raw_answer.answer}\nscored answer: {result.raw_answer.extracted}{raw_f1}",
+                  highlight=False)
+    out.print(f"Always-Raw would cost {result.raw_cost.tokens} tokens ({result.raw_cost.source}); "
+              f"saved {result.tokens_saved:+d} tokens ({result.saved_percent:+.1f}%)", highlight=False)
 
 
 @app.command("features")
@@ -569,6 +640,8 @@ def eval_command(
         raise ValueError(f"--protocol is cached or fresh, not '{protocol}'")
     if repeats and protocol == "fresh":
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
+    if protocol == "fresh" and per_benchmark < 1:
+        raise ValueError("--per-benchmark must be at least 1")
     from forge_core.evaluation.cached import EvaluationSettings
 
     settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
@@ -785,6 +858,32 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
     added = store.load_export_once(demo)
     if added:
         console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in added.items()) + ")")
+
+
+@app.command("serve")
+def serve_command(
+    router: Annotated[str, typer.Option(
+        help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant.")] = "lite",
+    host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
+    benchmark: Annotated[str, typer.Option(help="Whose corpus evidence is retrieved from.")] = "hotpotqa",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8100,
+    api_key_env: Annotated[Optional[str], typer.Option(
+        help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
+    bind: Annotated[str, typer.Option(help="Address to bind; anything but 127.0.0.1 exposes the server.")] = "127.0.0.1",
+) -> None:
+    """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
+    Live query path), /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
+    import uvicorn
+
+    from forge_core.server.app import ServeSettings, build_app
+
+    settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env)
+    application = build_app(open_store(), settings)
+    if bind != "127.0.0.1":
+        console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"
+                      f"{'' if api_key_env else ' without an API key (--api-key-env)'}[/yellow]")
+    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop)")
+    uvicorn.run(application, host=bind, port=port, log_level="warning")
 
 
 @app.command("app")

@@ -1,65 +1,78 @@
-"""Live query: one question on a host under one arm, with its evidence, answer, tokens and latency,
-and what Always-Raw would have cost for the same question."""
+"""Live query: one click routes a question with a trained router, answers it with the chosen arm
+on a host, and sets it beside what Always-Raw answers and costs; a session history keeps the
+running totals."""
 
 import streamlit as st
 
-from app import data, ui
-from app.router_view import ARM_KEY, router_section
+from app import data, live_view, ui
 from forge_core.arms import alphabet, parse_arm
-from forge_core.routing.live import ask_live
+from forge_core.routing.checkpoints import latest_checkpoint
+from forge_core.routing.live import ask_routed, check_question
 
-ANSWER_KEY = "live_answer"
+HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
+ROUTER_CHOICE = "the router's choice"
+NO_ROUTER = ("No trained router yet: run `forge train --stage 1` or use the Train page. Until then, pick an arm "
+             "by hand under Override.")
 
 st.title("Live query")
+st.caption("Type or pick a question and press one button: the router picks the arm, the host answers with it, "
+           "and Always-Raw (raw:no_think) answers beside it.")
 store = data.store()
 with ui.user_errors():
     stats = data.benchmark_stats(store)
     ui.require_benchmarks(stats)
     configs = {config.name: config for config in data.host_configs(store)}
+    checkpoints = data.checkpoints(store)
 
-host_column, benchmark_column, arm_column = st.columns(3)
+host_column, benchmark_column, router_column = st.columns(3)
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
-arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
-st.session_state.setdefault(ARM_KEY, "summary:no_think")
-arm = arm_column.selectbox("Arm", arms, key=ARM_KEY)
+labels = {row.checkpoint_id: f"{row.checkpoint_id} (stage {row.stage}, {row.host}, {row.variant}, {row.n_arms} arms)"
+          for row in checkpoints.itertuples()}
+if labels:
+    default = latest_checkpoint(store, host, "lite")
+    checkpoint_id = router_column.selectbox(
+        "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
+        help="Default: the newest Lite checkpoint of the host. A Full router first runs four probes on the host.")
+else:
+    checkpoint_id = None
+    router_column.info(NO_ROUTER, icon=":material/route:")
 
 example = None
-if st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) == "Type one":
-    question = st.text_area("Your question", placeholder="e.g. Who directed the film that won Best Picture in 1998?")
-else:
+picked = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) != "Type one"
+if picked:
     split_column, example_column = st.columns([1, 3])
     split = split_column.selectbox("Split", ["test", "dev", "train"])
     with ui.user_errors():
         examples = data.split_examples(store, benchmark, split)
     example = example_column.selectbox("Example", examples, format_func=lambda e: e.question)
     question = example.question if example else ""
-asked = st.button("Ask", type="primary", icon=":material/send:")
+else:
+    question = st.text_area("Your question", placeholder="e.g. Who directed the film that won Best Picture in 1998?")
+compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side", value=picked,
+                        key=f"compare_raw_{picked}",
+                        help="On by default for benchmark questions. Off: Always-Raw's cost comes from its stored "
+                             "outcome when there is one, else from one extra call.")
+arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
+with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
+    choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]
+    override = st.selectbox("Arm", choices, index=choices.index("summary:no_think") if checkpoint_id is None else 0)
+asked = st.button("Route and answer", type="primary", icon=":material/send:")
 
-if asked and not question.strip():
-    st.warning("Type a question first.")
-elif asked:
-    with ui.user_errors(stop=False), st.spinner(f"Asking {host}…"):
+if asked:
+    with ui.user_errors(stop=False):
+        question = check_question(question)
         served = data.served_host(configs[host])
-        st.session_state[ANSWER_KEY] = ask_live(store, served, data.retriever(store, benchmark), question.strip(),
-                                                benchmark, parse_arm(arm), example)
+        by_hand = override != ROUTER_CHOICE
+        router = None if by_hand else data.router(store, checkpoint_id)
+        retriever = data.retriever(store, benchmark)
+        data.embedder()
+        with st.spinner(f"Routing and answering on {host}…"):
+            result = ask_routed(store, served, retriever, question, benchmark, router=router,
+                                arm=parse_arm(override) if by_hand else None, example=example, compare_raw=compare_raw)
+        st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
-live = st.session_state.get(ANSWER_KEY)
-if live is not None:
-    st.header(f"Answer ({live.answer.arm})")
-    st.success(live.answer.answer or "(empty answer)")
-    if live.golds:
-        st.caption(f"Scored answer: {live.answer.extracted!r}; gold: {' | '.join(live.golds)}")
-    columns = st.columns(5)
-    columns[0].metric("Tokens in", f"{live.answer.tokens_in:,}")
-    columns[1].metric("Tokens out", f"{live.answer.tokens_out:,}")
-    columns[2].metric("Latency", f"{live.answer.latency_ms:,.0f} ms")
-    columns[3].metric("F1", "–" if live.f1 is None else f"{live.f1:.2f}")
-    columns[4].metric("Always-Raw would cost", f"{live.raw.tokens:,} tokens",
-                      delta=f"{live.tokens_vs_raw:+,} tokens vs Raw", delta_color="inverse",
-                      help=f"Tokens in + out of raw:no_think for this question ({live.raw.source}).")
-    with st.expander("Evidence"):
-        st.text(live.answer.support_text or "(none: the Direct arm gets the question only)")
-        st.dataframe(ui.evidence_frame(live.evidence), hide_index=True)
-
-router_section(store, question, benchmark, configs[host], arms)
+history = st.session_state.get(HISTORY_KEY, [])
+if history:
+    live_view.routed_answer(history[-1])
+    live_view.session_history(history)

@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python scripts/screenshots.py [URL] [PAGE ...] (default http://127.0.0.1:8501/ and
 every page), with the dashboard running (`forge app`). Writes docs/screenshots/<page>.png for
-overview, enumerate, hosts, live_query (asks the first test question of hotpotqa on the tiny
-embedded host), train, pareto and action_map. The last three need outcomes with train and dev
+overview, enumerate, hosts, live_query (routes and answers the hotpotqa test question LIVE_EXAMPLE
+on the default host with the default router, beside Always-Raw), train, pareto and action_map. The last three need outcomes with train and dev
 queries and checkpoints: `scripts/screenshot_store.py` builds such a (synthetic) store.
 """
 
@@ -20,6 +20,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 WIDTH = 1400
 SETTLE_S = 4  # charts and fragments finish drawing
+# The second test question of hotpotqa: the demo store's default router sends it to summary:no_think,
+# so the shot shows a saving against Always-Raw (it sends the first to raw:no_think itself).
+LIVE_EXAMPLE = "Castle Hill is a plantation near"
 
 
 def open_page(page: Page, url: str, title: str) -> None:
@@ -39,14 +42,15 @@ def shoot(page: Page, name: str) -> None:
 
 
 def ask_live_question(page: Page) -> None:
-    page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
-    page.get_by_role("option", name="embedded-tiny").click()
+    """Live query page: one click on the default host and router, Always-Raw beside it."""
     page.get_by_test_id("stSelectbox").filter(has_text="Benchmark").click()
     page.get_by_role("option", name="hotpotqa").click()
     page.get_by_text("Pick one from the benchmark").click()
+    page.get_by_test_id("stSelectbox").filter(has_text="Example").click()
+    page.get_by_role("option", name=LIVE_EXAMPLE).click()
     time.sleep(SETTLE_S)
-    page.get_by_role("button", name="Ask").click()
-    expect(page.get_by_text("Always-Raw would cost")).to_be_visible(timeout=300_000)
+    page.get_by_role("button", name="Route and answer").click()
+    expect(page.get_by_text("Saved vs Always-Raw")).to_be_visible(timeout=600_000)
     page.get_by_text("Evidence", exact=True).click()
     time.sleep(SETTLE_S)
 

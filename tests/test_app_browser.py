@@ -1,6 +1,6 @@
-"""Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a live
-question on the tiny embedded host answered with its token cost, and the Pareto page following a
-cost-weight slider moved with the keyboard."""
+"""Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a benchmark
+question routed and answered in one click on the tiny embedded host beside Always-Raw, and the
+Pareto page following a cost-weight slider moved with the keyboard."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_store import build_app_store
 from conftest import copy_store
 
 from forge_core import config
@@ -70,16 +69,15 @@ def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def dashboard(tmp_path: Path, benchmarks_root: Path) -> Iterator[str]:
-    """`forge app` on a small store; yields its URL, then stops it with SIGTERM and checks that the
-    embedded server it started went with it."""
+def dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]:
+    """`forge app` on a copy of the synthetic-outcome store with a trained Lite checkpoint; yields
+    its URL, then stops it with SIGTERM and checks that the embedded server it started went with it."""
     require_browser()
     if not is_pulled(TINY.model, config.models_dir()):
         pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m` (scripts/setup.sh does)")
-    store_path = tmp_path / "store.duckdb"
-    build_app_store(store_path, benchmarks_root)
+    store = copy_store(trained_store[0], tmp_path / "live")
     cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
-    with running_dashboard(store_path, tmp_path / "app.log") as url:
+    with running_dashboard(store.path, tmp_path / "app.log") as url:
         yield url
     state = cache_dir / "servers" / f"{TINY.model}.json"
     if state.exists():  # the app started the tiny server: it must be gone with the app
@@ -107,7 +105,8 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def test_live_query_in_a_real_browser(dashboard: str, tmp_path: Path) -> None:
+@pytest.mark.timeout(400)  # the fixture trains a checkpoint when no earlier test has
+def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
@@ -122,13 +121,23 @@ def test_live_query_in_a_real_browser(dashboard: str, tmp_path: Path) -> None:
             expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
             page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
             page.get_by_role("option", name="embedded-tiny").click()
-            page.get_by_label("Your question").fill("Who was the director of the film Frozen?")
-            page.get_by_role("button", name="Ask").click()
+            page.get_by_text("Pick one from the benchmark").click()
+            expect(page.get_by_test_id("stSelectbox").filter(has_text="Example")).to_be_visible()
+            page.get_by_role("button", name="Route and answer").click()  # the one action
 
-            expect(page.get_by_text("Always-Raw would cost")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-            expect(page.get_by_role("heading", name="Answer (summary:no_think)")).to_be_visible()
-            tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in")
-            assert int(tokens_in.get_by_test_id("stMetricValue").inner_text().replace(",", "")) > 0
+            expect(page.get_by_text("Saved vs Always-Raw")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+            expect(page.get_by_role("heading", name="Always-Raw: raw:no_think")).to_be_visible()
+            chosen = page.get_by_test_id("stMetric").filter(has_text="Chosen arm").get_by_test_id("stMetricValue")
+            assert chosen.inner_text() in {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot",
+                                           "raw:no_think", "raw:cot"}
+            expect(page.get_by_role("heading", name=f"Routed: {chosen.inner_text()}")).to_be_visible()
+            tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in").get_by_test_id("stMetricValue")
+            expect(tokens_in).to_have_count(2)  # the routed answer and Always-Raw's
+            assert all(int(value.replace(",", "")) > 0 for value in tokens_in.all_inner_texts())
+            f1s = page.get_by_test_id("stMetric").filter(has_text="F1").get_by_test_id("stMetricValue")
+            assert all(value != "–" for value in f1s.all_inner_texts())  # a benchmark question: both scored
+            expect(page.get_by_role("heading", name="Session history")).to_be_visible()
+            expect(page.get_by_role("button", name="Download the history (CSV)")).to_be_visible()
             page.screenshot(path=str(tmp_path / "live_query.png"), full_page=True)
         finally:
             browser.close()

@@ -6,7 +6,6 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -147,29 +146,46 @@ def test_host_failure_is_one_message(app_store: Store) -> None:
     app_store.delete_host_config("dead")
 
 
-def test_live_query_typed_and_picked(app_store: Store) -> None:
+def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     app = page("live_query.py")
     assert not app.exception
     assert "No trained router yet" in texts(app.info)
     by_label(app.selectbox, "Host").set_value(FAKE_HOST)
     by_label(app.selectbox, "Benchmark (corpus to retrieve from)").set_value("musique")
+    by_label(app.text_area, "Your question").set_value("   ")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and texts(app.error) == "the question is empty: type a question"
+
     by_label(app.text_area, "Your question").set_value("Who founded the city?")
-    by_label(app.button, "Ask").click().run()
+    by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error
-    assert app.success[0].value.startswith("answer ")
+    assert [s.value.startswith("answer ") for s in app.success] == [True, True]  # routed and Always-Raw
     metrics = {m.label: m for m in app.metric}
-    assert set(metrics) == {"Tokens in", "Tokens out", "Latency", "F1", "Always-Raw would cost"}
-    assert metrics["F1"].value == "–" and "extra call" in metrics["Always-Raw would cost"].proto.help
-    assert len(app.dataframe) == 1  # the retrieved passages
+    assert metrics["Arm (picked by hand)"].value == "summary:no_think"
+    assert "extra call" in metrics["Saved vs Always-Raw"].proto.help
+    assert metrics["Mean F1 (routed)"].value == "–"
 
     by_label(app.radio, "Question").set_value("Pick one from the benchmark").run()
     by_label(app.selectbox, "Split").set_value("train").run()
-    by_label(app.button, "Ask").click().run()
+    assert by_label(app.toggle, "Answer with Always-Raw too (raw:no_think), side by side").value  # on by default
+    by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error
-    metrics = {m.label: m for m in app.metric}
-    assert "stored outcome" in metrics["Always-Raw would cost"].proto.help
-    assert metrics["Always-Raw would cost"].value == "245 tokens"  # 240 in + 5 out, as stored
-    assert metrics["F1"].value != "–"
+    f1s = [m.value for m in app.metric if m.label == "F1"]
+    assert len(f1s) == 2 and "–" not in f1s  # both answers scored against the gold answers
+
+    by_label(app.toggle, "Answer with Always-Raw too (raw:no_think), side by side").set_value(False)
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error
+    saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]
+    assert "245 tokens (stored outcome)" in saved.proto.help  # 240 in + 5 out, as stored
+    assert "Not asked" in texts(app.info)
+    history = app.dataframe[-1].value
+    assert history["arm"].tolist() == ["summary:no_think"] * 3
+    assert history["raw tokens"].iloc[-1] == 245
+    totals = {m.label: m.value for m in app.metric}
+    assert totals["Questions"] == "3"
+    assert totals["Saved in the session"] == f"{(history['raw tokens'] - history['tokens']).sum():,} tokens"
+    assert len(app.get("download_button")) == 1
 
 
 def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
@@ -233,30 +249,6 @@ def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
     app_store.delete_host_config("slow")
 
 
-def test_live_query_router_hook(app_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Router section against the routing contract: a checkpoint list and a decision with
-    `.probabilities` and `.chosen_arm` (the trained router itself is tested with training)."""
-    import app.data
-    import app.router_view
-
-    checkpoint = pd.DataFrame([{"checkpoint_id": "ckpt-1", "created_at": pd.Timestamp("2026-01-01"), "stage": 1,
-                                "host": FAKE_HOST, "variant": "lite", "n_arms": 6}])
-    decision = SimpleNamespace(probabilities={"direct:no_think": 0.1, "raw:no_think": 0.9}, chosen_arm="raw:no_think",
-                               routing_ms=12.0, probe_tokens=0)
-    calls = []
-    monkeypatch.setattr(app.data, "checkpoints", lambda store: checkpoint)
-    monkeypatch.setattr(app.router_view, "route_live", lambda *args: calls.append(args) or decision)
-    live = page("live_query.py")
-    by_label(live.text_area, "Your question").set_value("Who founded the city?")
-    by_label(live.button, "Route this question").click().run()
-    assert not live.exception and calls[0][1:4] == ("ckpt-1", "Who founded the city?", "2wikimultihopqa")
-    assert calls[0][4] is None  # a Lite router needs no host
-    assert {m.label: m.value for m in live.metric}["Chosen arm"] == "raw:no_think"
-    assert len(live.get("plotly_chart")) == 1
-    by_label(live.button, "Answer with this arm").click().run()
-    assert by_label(live.selectbox, "Arm").value == "raw:no_think"
-
-
 # ---------------------------------------------------------------- Train, Pareto, Action map
 
 SYNTHETIC_HOST = "synthetic-host"
@@ -269,6 +261,31 @@ def trained_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: p
     store = copy_store(trained_store[0], tmp_path / "trained-app")
     monkeypatch.setenv("FORGE_STORE", str(store.path))
     return store, trained_store[1]
+
+
+def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, str], fake_host: AnsweringServer) -> None:
+    store, checkpoint_id = trained_app
+    save_host_config(store, HostConfig(name=FAKE_HOST, kind="openai", model="m", base_url=fake_host.base_url,
+                                       max_retries=0, timeout_s=10.0))
+    app = page("live_query.py")
+    assert not app.exception
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
+    assert by_label(app.selectbox, "Router").value == checkpoint_id  # the only checkpoint
+    by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    result = app.session_state["live_history"][-1]
+    assert result.router == checkpoint_id and result.arm == max(result.probabilities, key=result.probabilities.get)
+    assert abs(sum(result.probabilities.values()) - 1) < 1e-5
+    assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
+    assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
+    assert len(app.get("plotly_chart")) == 1
+    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
+
+    by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and {m.label: m.value for m in app.metric}["Arm (picked by hand)"] == "direct:cot"
+    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id, "override"]
 
 
 def metric_values(app: AppTest) -> dict[str, str]:

@@ -12,7 +12,7 @@ ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
     "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing", "training",
-    "evaluation", "jobs", "cli",
+    "evaluation", "jobs", "server", "cli",
 )
 
 

@@ -43,6 +43,12 @@ log = logging.getLogger(__name__)
 
 EVALUATED_SPLITS = ("dev", "test")
 ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
+FALLBACK_POLICIES = ("forge_full_fallback",)  # the dev fallback rule around the Full router
+
+
+def known_policy_names() -> tuple[str, ...]:
+    """Every policy name `forge eval --policy` accepts."""
+    return (*BASELINES, *ROUTER_POLICIES, *FALLBACK_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,9 @@ class EvaluationSettings:
         if self.split not in EVALUATED_SPLITS:
             raise ValueError(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
                              "are fitted on train)")
+        unknown = sorted(set(self.policy_names or ()) - set(known_policy_names()))
+        if unknown:
+            raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
 
 
 @dataclass(frozen=True)
@@ -243,9 +252,6 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
     policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
     if names:
-        unknown = sorted(set(names) - {p.name for p in policies})
-        if unknown:
-            raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(p.name for p in policies)})")
         policies = [p for p in policies if p.name in names]
     return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})
 

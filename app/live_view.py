@@ -1,0 +1,83 @@
+"""The Live query page's results: a routed answer beside Always-Raw, and the session's history.
+
+It shows `forge_core.routing.live.RoutedAnswer` records; every number comes from the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from app import charts, ui
+from forge_core.evidence.answering import ArmAnswer
+from forge_core.routing.live import OVERRIDE, RoutedAnswer, session_totals
+
+
+def routed_answer(result: RoutedAnswer) -> None:
+    """The routing decision, both answers side by side, the saving, and the evidence."""
+    st.header("Routed answer")
+    columns = st.columns([4, 2, 2, 3])  # room for the longest arm name
+    if result.router == OVERRIDE:
+        columns[0].metric("Arm (picked by hand)", result.arm)
+    else:
+        columns[0].metric("Chosen arm", result.arm, help=f"Router {result.router}, "
+                          f"probability {result.probabilities[result.arm]:.2f}.")
+    columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
+                      help="Retrieval, features (probes included) and the router's forward pass.")
+    columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",
+                      help=f"{result.probe_calls} host calls before routing (a Full router's probes).")
+    columns[3].metric("Saved vs Always-Raw", f"{result.tokens_saved:,} tokens",
+                      delta=f"{result.saved_percent:+.1f}%",
+                      help=f"Always-Raw: {result.raw_cost.tokens:,} tokens ({result.raw_cost.source}); "
+                           f"this question: {result.tokens:,} (answer and probes).")
+    routed, raw = st.columns(2)
+    with routed:
+        _answer_column(f"Routed: {result.arm}", result.answer, result.f1, result.golds)
+    with raw:
+        if result.raw_answer is None:
+            st.subheader("Always-Raw: raw:no_think")
+            st.info(f"Not asked: Always-Raw's cost, {result.raw_cost.tokens:,} tokens, is its stored outcome "
+                    "on this host. Switch on the comparison to see its answer.", icon=":material/database:")
+        else:
+            _answer_column("Always-Raw: raw:no_think", result.raw_answer, result.raw_f1, result.golds)
+    if result.probabilities:
+        st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
+    with st.expander("Evidence"):
+        st.text(result.answer.support_text or "(none: the Direct arm gets the question only)")
+        st.dataframe(ui.evidence_frame(result.evidence), hide_index=True)
+
+
+def session_history(answers: Sequence[RoutedAnswer]) -> None:
+    """Every question of the session with the running totals, downloadable as CSV."""
+    st.header("Session history")
+    totals = session_totals(answers)
+    columns = st.columns(5)
+    columns[0].metric("Questions", totals.questions)
+    columns[1].metric("Tokens spent in the session", f"{totals.tokens:,}")
+    columns[2].metric("Saved in the session", f"{totals.tokens_saved:,} tokens",
+                      help=f"Always-Raw would have spent {totals.raw_tokens:,} tokens on the same questions.")
+    columns[3].metric("Mean F1 (routed)", _score(totals.mean_f1), help="Over the questions with gold answers.")
+    columns[4].metric("Mean F1 (Always-Raw)", _score(totals.mean_raw_f1),
+                      help="Over the questions whose Raw answer was asked live.")
+    history = pd.DataFrame([answer.history_row() for answer in answers])
+    st.dataframe(history, hide_index=True)
+    st.download_button("Download the history (CSV)", history.to_csv(index=False), "live_queries.csv", "text/csv",
+                       icon=":material/download:")
+
+
+def _answer_column(title: str, answer: ArmAnswer, f1: float | None, golds: tuple[str, ...]) -> None:
+    st.subheader(title)
+    st.success(answer.answer or "(empty answer)")
+    if golds:
+        st.caption(f"Scored answer: {answer.extracted!r}; gold: {' | '.join(golds)}")
+    columns = st.columns(4)
+    columns[0].metric("Tokens in", f"{answer.tokens_in:,}")
+    columns[1].metric("Tokens out", f"{answer.tokens_out:,}")
+    columns[2].metric("Latency", f"{answer.latency_ms / 1000:,.1f} s")
+    columns[3].metric("F1", _score(f1))
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"

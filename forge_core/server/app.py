@@ -1,0 +1,301 @@
+"""An OpenAI-compatible HTTP server (Starlette on uvicorn) over `route_and_answer`.
+
+`POST /v1/chat/completions` takes the last user message as the question, routes it (model
+`forge`, `forge-lite`, `forge-full`) or answers it under a fixed arm (model
+`forge-arm-<arm>`, for comparison) through `forge_core.routing.live.route_and_answer`, the same
+function the dashboard and `forge ask --route` call, and answers with a standard
+`chat.completion` whose `usage` counts every host call made for it and an extra `forge` object
+(arm, probabilities, evidence titles, tokens, latency, routing time, Always-Raw's cost). With
+`stream: true` the answer comes as server-sent events in OpenAI's chunk format once the host has
+answered, the `forge` object in the last chunk. Errors use OpenAI's error JSON. The router,
+retriever, embedder and host client are loaded once, in the background (503 until then), and
+shared by every request in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from forge_core.arms import Arm, alphabet
+from forge_core.evidence.answering import load_retriever
+from forge_core.evidence.retrieval import Retriever
+from forge_core.hosts.base import Host, HostError
+from forge_core.hosts.registry import get_host_config, make_host, serving
+from forge_core.routing.checkpoints import CheckpointError, LoadedCheckpoint, latest_checkpoint, load_checkpoint
+from forge_core.routing.features import load_embedder
+from forge_core.routing.live import RoutedAnswer, route_and_answer
+from forge_core.server.metrics import ServerMetrics
+from forge_core.store import Store
+
+log = logging.getLogger(__name__)
+ROUTER_MODEL = "forge"  # the router given to `forge serve --router`
+ARM_MODEL_PREFIX = "forge-arm-"
+VARIANT_MODELS = {"forge-lite": "lite", "forge-full": "full"}  # the host's newest checkpoint of each
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What `forge serve` routes with and where it answers."""
+
+    host: str = "embedded"  # a host name (see `forge host list`)
+    benchmark: str = "hotpotqa"  # whose corpus evidence is retrieved from
+    router: str = "lite"  # a checkpoint id, or lite/full: the host's newest checkpoint of that variant
+    api_key_env: str | None = None  # the environment variable holding the key clients must send
+
+
+def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
+    """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host."""
+    config = get_host_config(store, settings.host)
+    if settings.router in ("lite", "full"):
+        router = latest_checkpoint(store, settings.host, settings.router)
+        if router is None:
+            raise ValueError(f"no {settings.router} router for host '{settings.host}': train one with "
+                             f"`forge train --stage 1 --host {settings.host} --variant {settings.router}`")
+    elif store.checkpoint(settings.router) is None:
+        raise ValueError(f"no checkpoint '{settings.router}' (see `forge checkpoints`)")
+    else:
+        router = settings.router
+    models: dict[str, str | Arm] = {ROUTER_MODEL: router}
+    for model, variant in VARIANT_MODELS.items():
+        newest = latest_checkpoint(store, settings.host, variant)
+        if newest is not None:
+            models[model] = newest
+    models |= {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(12 if config.supports_thinking else 6)}
+    return models
+
+
+def api_key(settings: ServeSettings) -> str | None:
+    """The key clients must send, read from the environment only (never logged)."""
+    if settings.api_key_env is None:
+        return None
+    key = os.environ.get(settings.api_key_env, "")
+    if not key:
+        raise ValueError(f"environment variable {settings.api_key_env} is not set (--api-key-env)")
+    return key
+
+
+class ServerState:
+    """The resources every request shares, loaded once in the background."""
+
+    def __init__(self, store: Store, settings: ServeSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.key = api_key(settings)
+        self.models = resolve_models(store, settings)
+        self.metrics = ServerMetrics()
+        self.routers: dict[str, LoadedCheckpoint] = {}
+        self.retriever: Retriever | None = None
+        self.host: Host | None = None
+        self.failure: str | None = None
+        self._exit = contextlib.ExitStack()
+
+    @property
+    def ready(self) -> bool:
+        """True once the host, retriever, embedder and routers are loaded."""
+        return self.host is not None
+
+    async def load(self) -> None:
+        """Start or reach the host, load the retriever, embedder and routers (in a worker thread)."""
+        try:
+            served = await asyncio.to_thread(self._load_blocking)
+            self.host = make_host(served)
+            log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
+        except (ValueError, HostError, CheckpointError, OSError) as error:
+            self.failure = str(error)
+            log.error("could not load: %s", error)
+
+    def _load_blocking(self) -> Any:
+        served = self._exit.enter_context(serving(get_host_config(self.store, self.settings.host)))
+        self.retriever = load_retriever(self.store, self.settings.benchmark)
+        load_embedder().embed(["warm-up"])
+        for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:
+            self.routers[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
+        return served
+
+    async def close(self) -> None:
+        """Close the host client and stop an embedded server this process started."""
+        if self.host is not None:
+            await self.host.aclose()
+        await asyncio.to_thread(self._exit.close)
+
+
+def build_app(store: Store, settings: ServeSettings) -> Starlette:
+    """The ASGI application; resources load in the background once it starts."""
+    state = ServerState(store, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        loading = asyncio.create_task(state.load())
+        try:
+            yield
+        finally:
+            await loading
+            await state.close()
+
+    async def models(request: Request) -> Response:
+        refused = _refusal(state, request)
+        if refused:
+            return refused
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "forge"} for name in state.models]})
+
+    async def chat_completions(request: Request) -> Response:
+        started = time.perf_counter()
+        refused = _refusal(state, request)
+        if refused:
+            return refused
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _error(state, 400, "the body is not JSON", "invalid_request_error")
+        try:
+            model, question, stream = _parse_chat_request(body)
+        except ValueError as error:
+            return _error(state, 400, str(error), "invalid_request_error")
+        if model not in state.models:
+            return _error(state, 404, f"unknown model '{model}' (GET /v1/models lists them)", "not_found_error")
+        target = state.models[model]
+        try:
+            result = await route_and_answer(
+                state.store, state.host, state.retriever, question, state.settings.benchmark,
+                router=state.routers[target] if isinstance(target, str) else None,
+                arm=target if isinstance(target, Arm) else None)
+        except ValueError as error:
+            return _error(state, 400, str(error), "invalid_request_error")
+        except HostError as error:
+            return _error(state, 502, f"the host failed: {error}", "api_error")
+        state.metrics.record_answer(result.arm, sum(result.host_tokens), result.tokens_saved,
+                                    time.perf_counter() - started)
+        if stream:
+            return StreamingResponse(_chunks(model, result), media_type="text/event-stream")
+        return JSONResponse(_completion(model, result))
+
+    async def metrics(_: Request) -> Response:
+        return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def health(_: Request) -> Response:
+        if state.ready:
+            return JSONResponse({"status": "ok", "host": settings.host, "models": list(state.models)})
+        status = "failed" if state.failure else "loading"
+        return JSONResponse({"status": status, "error": state.failure}, status_code=503)
+
+    return Starlette(routes=[
+        Route("/v1/models", models), Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/metrics", metrics), Route("/health", health),
+    ], lifespan=lifespan)
+
+
+@contextlib.contextmanager
+def serving_in_thread(store: Store, settings: ServeSettings, port: int = 0, timeout_s: float = 300.0) -> Iterator[str]:
+    """The server on 127.0.0.1 in a background thread until the block ends (for tests, benchmarks
+    and embedding in a Python process); yields its URL once loading has ended (ready or failed:
+    see GET /health). `port` 0 takes a free port."""
+    if port == 0:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(build_app(store, settings), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while _health_status(url) in (None, "loading"):
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise HostError(f"the server on {url} did not finish loading within {timeout_s:.0f} s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+
+
+def _health_status(url: str) -> str | None:
+    try:
+        return httpx.get(f"{url}/health", timeout=5).json()["status"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return None
+
+
+def _refusal(state: ServerState, request: Request) -> Response | None:
+    """401 without the right key (when one is set), 503 until the resources are loaded."""
+    if state.key is not None:
+        sent = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(sent.encode(), state.key.encode()):
+            return _error(state, 401, "missing or wrong API key", "authentication_error")
+    if not state.ready:
+        why = f"the server could not load: {state.failure}" if state.failure else "the server is still loading"
+        return _error(state, 503, why, "service_unavailable")
+    return None
+
+
+def _parse_chat_request(body: Any) -> tuple[str, str, bool]:
+    """(model, question, stream) from a chat-completions body; the question is the last user message."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        raise ValueError("the body needs a `messages` list")
+    model = body.get("model", ROUTER_MODEL)
+    if not isinstance(model, str):
+        raise ValueError("`model` must be a string")
+    users = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        raise ValueError("no user message: the last user message is the question")
+    content = users[-1].get("content")
+    if isinstance(content, list):  # content parts: the text ones, joined
+        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if not isinstance(content, str):
+        raise ValueError("the user message's content must be text")
+    return model, content, bool(body.get("stream", False))
+
+
+def _error(state: ServerState, status: int, message: str, kind: str) -> JSONResponse:
+    state.metrics.record_error(status)
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": None}},
+                        status_code=status)
+
+
+def _usage(result: RoutedAnswer) -> dict[str, int]:
+    tokens_in, tokens_out = result.host_tokens
+    return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+
+
+def _completion(model: str, result: RoutedAnswer) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant", "content": result.answer.answer}}],
+            "usage": _usage(result), "forge": result.to_json()}
+
+
+async def _chunks(model: str, result: RoutedAnswer) -> AsyncIterator[str]:
+    """The answer as OpenAI chunks: the role, the content, then the finish with usage and `forge`."""
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model}
+    deltas = [{"role": "assistant", "content": ""}, {"content": result.answer.answer}]
+    for delta in deltas:
+        yield _event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+    yield _event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": _usage(result),
+                  "forge": result.to_json()})
+    yield "data: [DONE]\n\n"
+
+
+def _event(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload)}\n\n"
