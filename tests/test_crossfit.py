@@ -102,3 +102,25 @@ def test_crossfit_settings_are_checked() -> None:
         CrossfitSettings(folds=1)
     with pytest.raises(ValueError, match="stage is 1 or 2"):
         CrossfitSettings(stage=3)
+
+
+def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    command = [sys.executable, "-m", "forge_core.cli", "eval", "--host", HOST, "--protocol", "crossfit"]
+    result = subprocess.run(command + ["--folds", "2", "--lambda-in", "0.6", "--lambda-out", "0.6", "--json"],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["protocol"] == "crossfit" and report["folds"] == 2 and report["lambda_in"] == 0.6
+    for row in report["policies"].values():
+        assert {"macro_f1", "macro_utility", "cost_k", "ci_f1_vs_always_raw", "ci_utility_vs_best_fixed"} <= set(row)
+    bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr
