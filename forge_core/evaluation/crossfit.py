@@ -225,10 +225,18 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     return crossfit_report(store, run_id)
 
 
+def finished_crossfit_reports(store: Store, host: str) -> list[dict]:
+    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows)."""
+    runs = store.crossfit_runs(host)
+    finished = runs[runs["folds_done"] >= runs["folds"]]
+    return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
+
+
 def crossfit_report(store: Store, run_id: str) -> dict:
-    """The report of a stored run: per policy macro F1, macro utility, cost (k tokens per query,
-    macro), the paired bootstrap 95% intervals of its F1 against Always-Raw and of its utility
-    against the best fixed arm (the fixed arm of highest macro utility), and the oracle's."""
+    """The report of a stored run: per policy macro F1 (with its bootstrap 95% interval), macro
+    utility, cost (k tokens per query, macro), the paired bootstrap 95% intervals of its F1
+    against Always-Raw and of its utility against the best fixed arm (the fixed arm of highest
+    macro utility)."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -250,6 +258,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
         policies[name] = {
             "macro_f1": macro(f1, benchmarks), "macro_utility": macro(utility, benchmarks),
             "cost_k": macro(frame["tokens"].to_numpy(), benchmarks) / 1000.0,
+            "ci_f1": list(paired_bootstrap_ci(f1, np.zeros_like(f1), benchmarks)),
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
             "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility, best_utility, benchmarks)),
             "deployable": name != "oracle",
