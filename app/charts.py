@@ -138,3 +138,45 @@ def cluster_mix(mix: pd.DataFrame, arms: tuple[str, ...]) -> go.Figure:
     figure.update_xaxes(dtick=1)
     figure.update_layout(height=360, margin={"t": 40}, legend_title_text="arm")
     return figure
+
+
+def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
+    """Crossfit: macro F1 against cost per policy with its 95% interval, the frontier over the
+    deployable policies (dotted) and the oracle as a reference point off the frontier."""
+    figure = px.scatter(
+        frame, x="cost_k", y="macro_f1", color="policy", symbol="kind", symbol_map=KIND_SYMBOLS,
+        error_y=frame["f1_high"] - frame["macro_f1"], error_y_minus=frame["macro_f1"] - frame["f1_low"],
+        hover_name="policy",
+        hover_data={"cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f", "gain": ":+.4f",
+                    "gain_low": ":+.4f", "gain_high": ":+.4f", "kind": True, "policy": False, "on_frontier": True},
+        labels={"cost_k": COST_LABEL, "macro_f1": "F1 (macro, out of fold; 95% interval)",
+                "gain": "utility gain over best fixed arm", "on_frontier": "on frontier"},
+    )
+    figure.update_traces(marker_size=13)
+    frontier = frame[frame["on_frontier"]].sort_values("cost_k")
+    figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines", name="frontier (deployable)",
+                                line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
+    figure.update_layout(height=560, margin={"t": 40}, legend_title_text="")
+    return figure
+
+
+def routing_gain(frame: pd.DataFrame) -> go.Figure:
+    """Utility gain over the best fixed arm against the cost weights, one line per policy with its
+    95% interval as a band; zero (no gain) dashed."""
+    figure = go.Figure()
+    for index, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
+        color = RUN_COLORS[index % len(RUN_COLORS)]
+        figure.add_trace(go.Scatter(
+            x=list(rows["weights"]) + list(rows["weights"])[::-1],
+            y=list(rows["gain_high"]) + list(rows["gain_low"])[::-1], fill="toself", fillcolor=color,
+            opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=policy))
+        figure.add_trace(go.Scatter(
+            x=rows["weights"], y=rows["gain"], mode="lines+markers", name=policy, line={"color": color},
+            legendgroup=policy, customdata=rows[["gain_low", "gain_high", "best_fixed_arm", "oracle_share"]],
+            hovertemplate="%{x}: %{y:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}] over %{customdata[2]}"
+                          "<br>%{customdata[3]:.0%} of the oracle's gain<extra>" + policy + "</extra>"))
+    figure.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    figure.update_xaxes(title="cost weights λ_in / λ_out", type="category")
+    figure.update_yaxes(title="utility gain over the best fixed arm (95% interval)")
+    figure.update_layout(height=420, margin={"t": 30}, legend_title_text="")
+    return figure

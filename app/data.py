@@ -18,6 +18,7 @@ from forge_core import config, jobs
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
+from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -154,6 +155,18 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     compute_features(store, host)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                  by_benchmark)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
+    """The host's finished crossfit runs as stored (`version`: see `store_version`)."""
+    return finished_crossfit_reports(store, host)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.DataFrame:
+    """A policy's stored out-of-fold arm per query (`version`: see `store_version`)."""
+    return reports.crossfit_arms(store, run_id, policy)
 
 
 @st.cache_data(show_spinner="Computing the UMAP of the question embeddings…", max_entries=RESULTS_CACHE_ENTRIES,

@@ -623,7 +623,9 @@ def checkpoints_command(
 def eval_command(
     host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
     split: Annotated[str, typer.Option(help="dev or test.")] = "test",
-    protocol: Annotated[str, typer.Option(help="cached (the enumeration table) or fresh (live host calls).")] = "cached",
+    protocol: Annotated[str, typer.Option(
+        help="cached (the enumeration table, fixed split), crossfit (out-of-fold over every complete query) "
+             "or fresh (live host calls).")] = "cached",
     arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
     lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
     lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
@@ -631,13 +633,23 @@ def eval_command(
     repeats: Annotated[bool, typer.Option(help="Mean +- SD over 3 split seeds x 3 training seeds (cached).")] = False,
     per_benchmark: Annotated[int, typer.Option(help="Fresh: queries per benchmark, each answered live.")] = 10,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    folds: Annotated[int, typer.Option(help="Crossfit: number of folds (stratified by benchmark).")] = 5,
+    stage: Annotated[int, typer.Option(help="Crossfit: 1, or 2 (Stage 2 on top; Stage-1 parents reported too).")] = 1,
+    stage2_steps: Annotated[int, typer.Option(help="Crossfit: Stage-2 steps per fold and router.")] = 1000,
+    split_seed: Annotated[int, typer.Option(help="Split seed (crossfit: seeds the folds and inner dev parts).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes
-    (cached), or by running every policy live on the host (fresh: every call counted and timed;
+    """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes of a
+    fixed split (cached), out of fold over every complete query (crossfit: resumable, results
+    stored), or by running every policy live on the host (fresh: every call counted and timed;
     resumable, finished answers are kept in the store)."""
-    if protocol not in ("cached", "fresh"):
-        raise ValueError(f"--protocol is cached or fresh, not '{protocol}'")
+    if protocol not in ("cached", "crossfit", "fresh"):
+        raise ValueError(f"--protocol is cached, crossfit or fresh, not '{protocol}'")
+    if protocol == "crossfit":
+        if benchmark:
+            raise ValueError("--benchmark does not apply to crossfit, which pools every benchmark's queries")
+        _eval_crossfit(host, arms, lambda_in, lambda_out, folds, stage, stage2_steps, split_seed, as_json)
+        return
     if repeats and protocol == "fresh":
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
     if protocol == "fresh" and per_benchmark < 1:
@@ -645,7 +657,7 @@ def eval_command(
     from forge_core.evaluation.cached import EvaluationSettings
 
     settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
-                                  benchmarks=tuple(benchmark) if benchmark else None)
+                                  split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None)
     if not repeats:
         _prepare_evaluation(settings)
     if repeats:
@@ -730,9 +742,36 @@ def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool)
         console.print(f"{name}: not run live ({why})")
 
 
-def _ci_text(row: dict) -> str:
-    ci = row["ci_vs_always_raw"]
+def _eval_crossfit(host: str, arms: int, lambda_in: float, lambda_out: float, folds: int, stage: int,
+                   stage2_steps: int, split_seed: int, as_json: bool) -> None:
+    from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
+    from forge_core.training.stage2 import Stage2Config
+
+    settings = CrossfitSettings(host, arms, lambda_in, lambda_out, folds, stage, split_seed,
+                                stage2=Stage2Config(steps=stage2_steps))
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("folds", total=folds)
+        report = run_crossfit(
+            open_store(), settings, on_fold=lambda done, total: progress.update(task, completed=done),
+            on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "macro F1", "cost (k tok)", "utility", "F1 vs Raw, 95% CI", "utility vs best fixed, 95% CI",
+                  title=f"{host}, crossfit {folds} folds, stage {stage}, {report['queries']} queries, "
+                        f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})")
+    for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['cost_k']:.3f}", f"{row['macro_utility']:.4f}",
+                      _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]))
+    Console().print(table)
+
+
+def _interval(ci: list[float] | None) -> str:
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+
+
+def _ci_text(row: dict) -> str:
+    return _interval(row["ci_vs_always_raw"])
 
 
 def _floats(text: str, option: str) -> list[float]:

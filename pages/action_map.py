@@ -51,3 +51,22 @@ st.subheader("Action mix per cluster")
 st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
 st.dataframe(action_map.cluster_summary(), hide_index=True,
              column_config={"agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+
+st.subheader("Crossfit decisions")
+crossfit_runs = data.crossfit_reports(store, data.store_version(store), host)
+if not crossfit_runs:
+    st.info(f"No finished crossfit run for host '{host}': `forge eval --host {host} --protocol crossfit` stores "
+            "every policy's out-of-fold decisions, and they can colour this map.", icon=":material/query_stats:")
+    st.stop()
+run_column, policy_column = st.columns([2, 1])
+run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=lambda r: (
+    f"λ_in {r['lambda_in']:g} / λ_out {r['lambda_out']:g}, stage {r['stage']}, {r['folds']} folds"))
+routers = [name for name in run["policies"] if name.startswith(("forge_", "ridge_", "bge_"))]
+policy = policy_column.selectbox("Policy", routers)
+with ui.user_errors():
+    decisions = data.crossfit_arms(store, data.store_version(store), run["run_id"], policy)
+crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])
+st.caption(f"The map's queries coloured by {policy}'s out-of-fold arm in this run (each decided by a model "
+           f"fitted on the other folds): {len(crossfit_points):,} of the map's {len(points):,} queries are in it.")
+st.plotly_chart(charts.action_map(crossfit_points, "crossfit", action_map.arms, action_map.centroids()),
+                key="map-crossfit")

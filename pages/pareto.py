@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app import charts, data, ui
+from app.crossfit_view import show_crossfit
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.reports import pareto_highlights
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
@@ -17,8 +18,17 @@ st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-q
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, arms_column, split_column = st.columns(3)
+host_column, protocol_column = st.columns([2, 1])
 host = host_column.selectbox("Host", hosts)
+protocol = protocol_column.segmented_control(
+    "Protocol", ["test split", "crossfit"], default="test split",
+    help="test split: the Cached protocol on the fixed test split, computed here; crossfit: stored out-of-fold "
+         "results over every complete query (`forge eval --protocol crossfit`).") or "test split"
+if protocol == "crossfit":
+    show_crossfit(store, host)
+    st.stop()
+
+arms_column, split_column = st.columns(2)
 default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
                                format_func=lambda k: f"{k} arms")

@@ -382,9 +382,43 @@ def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None
     by_label(app.toggle, "One chart per benchmark").set_value(True).run()
     assert not app.exception
     table = app.dataframe[0].value
-    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 30
+    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 33  # 11 policies x 3
     app.segmented_control[0].set_value("utility").run()
     assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
+
+
+def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:
+    from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
+    from forge_core.training.stage1 import Stage1Config
+
+    store, _ = trained_app
+    app = page("pareto.py")
+    app.segmented_control[0].set_value("crossfit").run()
+    assert not app.exception, app.exception
+    assert "No finished crossfit run for host 'synthetic-host' yet" in texts(app.info)
+    for weight in (0.1, 0.6):
+        run_crossfit(store, CrossfitSettings("synthetic-host", lambda_in=weight, lambda_out=weight, folds=2,
+                                             stage1=Stage1Config(max_epochs=5)))
+    app = page("pareto.py")
+    app.segmented_control[0].set_value("crossfit").run()
+    assert not app.exception, app.exception
+    assert len(by_label(app.selectbox, "Crossfit run").options) == 2
+    metrics = metric_values(app)
+    assert metrics["Best fixed arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
+    table = app.dataframe[0].value
+    assert not table.loc[table["policy"] == "oracle", "on_frontier"].any()  # a reference, not a frontier point
+    assert (table["f1_low"] <= table["macro_f1"]).all() and (table["macro_f1"] <= table["f1_high"]).all()
+    pareto_spec, gain_spec = (chart.proto.spec for chart in app.get("plotly_chart"))
+    assert "frontier (deployable)" in pareto_spec and "error_y" in pareto_spec
+    assert "ridge_utility" in gain_spec and "forge_lite" in gain_spec and "toself" in gain_spec
+    assert "share of the oracle's gain" in texts(app.markdown)
+
+    action_map = page("action_map.py")
+    assert not action_map.exception, action_map.exception
+    by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
+    assert not action_map.exception, action_map.exception
+    assert len(action_map.get("plotly_chart")) == 4  # router, oracle, cluster mix, crossfit decisions
+    assert "ridge_utility's out-of-fold arm" in texts(action_map.caption)
 
 
 def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str]) -> None:

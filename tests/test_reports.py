@@ -175,7 +175,7 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     store, checkpoint_id = trained_store
     cheap = pareto_report(store, "synthetic-host", "test", 0.0, 0.0, [checkpoint_id])
     costly = pareto_report(store, "synthetic-host", "test", 1.0, 1.0, [checkpoint_id])
-    assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 10  # 9 baselines (oracle included) + 1 router
+    assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 11  # 10 baselines (oracle included) + 1 router
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
     assert oracle["costly"]["macro_utility"] < oracle["cheap"]["macro_utility"]
@@ -191,3 +191,38 @@ def test_pareto_report_needs_dev_queries(tmp_path: Path) -> None:
     store.write_arm_outcome(*[outcome("h", "a", "q1", arm) for arm in ARMS])
     with pytest.raises(ValueError, match="no complete train queries"):
         require_train_and_dev(load_outcome_table(store, "h", 3))
+
+
+def _crossfit_report(lambda_in: float, gains: dict[str, float]) -> dict:
+    """A crossfit report with the best fixed arm at utility 0.3 and the given policies' gains."""
+    def row(utility: float, cost: float, f1: float) -> dict:
+        return {"macro_utility": utility, "macro_f1": f1, "cost_k": cost, "ci_f1": [f1 - 0.02, f1 + 0.02],
+                "ci_utility_vs_best_fixed": [utility - 0.3 - 0.01, utility - 0.3 + 0.01], "ci_f1_vs_always_raw": [0, 0]}
+    policies = {"always_raw": row(0.3, 0.4, 0.35), "always_direct": row(0.1, 0.1, 0.2), ORACLE: row(0.5, 0.05, 0.6)}
+    policies |= {name: row(0.3 + gain, 0.3, 0.36) for name, gain in gains.items()}
+    return {"lambda_in": lambda_in, "lambda_out": lambda_in, "best_fixed_policy": "always_raw",
+            "best_fixed_arm": "raw:no_think", "policies": policies}
+
+
+def test_crossfit_frontier_leaves_the_oracle_out() -> None:
+    from forge_core.evaluation.reports import crossfit_frame
+
+    frame = crossfit_frame(_crossfit_report(0.1, {"forge_lite": 0.02})).set_index("policy")
+    assert not frame.loc[ORACLE, "on_frontier"]  # cheaper and better than all, yet a reference only
+    assert frame.loc["always_direct", "on_frontier"] and frame.loc["forge_lite", "on_frontier"]
+    assert not frame.loc["always_raw", "on_frontier"]  # forge_lite: cheaper, higher F1
+    assert frame.loc["forge_lite", "gain"] == pytest.approx(0.02)
+    assert frame.loc["forge_lite", "kind"] == "router" and frame.loc["always_raw", "kind"] == "fixed arm"
+
+
+def test_routing_gain_frame_follows_the_weights() -> None:
+    from forge_core.evaluation.reports import routing_gain_frame
+
+    reports = [_crossfit_report(1.5, {"forge_lite": 0.05, "ridge_utility": 0.0}),
+               _crossfit_report(0.1, {"forge_lite": 0.02, "ridge_utility": 0.01})]
+    frame = routing_gain_frame(reports)
+    assert list(frame["weights"]) == ["0.1 / 0.1", "0.1 / 0.1", "1.5 / 1.5", "1.5 / 1.5"]  # by total weight
+    lite = frame[frame["policy"] == "forge_lite"].set_index("weights")
+    assert lite.loc["1.5 / 1.5", "oracle_share"] == pytest.approx(0.05 / 0.2)  # oracle gain 0.5 - 0.3
+    assert lite.loc["0.1 / 0.1", "gain_low"] == pytest.approx(0.01)
+    assert "forge_full" not in set(frame["policy"])  # absent from the reports: left out, not zero

@@ -139,7 +139,8 @@ def test_evaluate_reports_every_policy(outcome_store: Store) -> None:
     report = evaluate(outcome_store, EvaluationSettings(HOST, split="test"))
     policies = report["policies"]
     expected = {"always_direct", "always_summary", "always_raw", "bm25_threshold", "adaptive_rag", "tiermem",
-                "self_routing", "frugal_cascade", "oracle", "forge_full", "forge_lite", "bge_bm25_kl", "forge_full_fallback"}
+                "self_routing", "frugal_cascade", "ridge_utility", "oracle", "forge_full", "forge_lite", "bge_bm25_kl",
+                "forge_full_fallback"}
     assert expected <= set(policies)
     raw = policies["always_raw"]
     assert raw["ci_vs_always_raw"] == [0.0, 0.0]

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 import torch
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, Ridge
 
 from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
 from forge_core.evaluation.live_query import LiveQuery
@@ -26,6 +26,7 @@ from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk
 from forge_core.routing.utility import oracle_actions
 
+RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
 FIXED_ARMS_FOR_FALLBACK = ("direct:no_think", "summary:no_think", "raw:no_think")
 
@@ -272,6 +273,35 @@ def _reliable(text: str, max_words: int) -> bool:
     return 0 < len(words) <= max_words and not is_idk(text) and not is_hedging(text)
 
 
+class RidgeUtility(Policy):
+    """A linear floor for the routers: ridge regression of every arm's utility on the Lite
+    features (every column standardized on train), route = the arm of highest predicted utility.
+    The penalty `alpha` is the one of `RIDGE_ALPHAS` whose routing has the best dev utility
+    (ties go to the larger penalty)."""
+
+    name = "ridge_utility"
+    live_variant = "lite"
+
+    def fit(self, context: EvalContext) -> None:
+        train, dev = context.rows("train"), context.rows("dev")
+        features = context.features("lite")
+        self.standardizer = Standardizer.fit(features[train], "train", embedding_dim=0)
+        x_train, x_dev = self.standardizer.transform(features[train]), self.standardizer.transform(features[dev])
+        dev_utility = context.utility[dev]
+        best = (-np.inf, None)
+        for alpha in sorted(RIDGE_ALPHAS, reverse=True):
+            model = Ridge(alpha=alpha).fit(x_train, context.utility[train])
+            actions = model.predict(x_dev).argmax(axis=1)
+            value = dev_utility[np.arange(len(dev)), actions].mean()
+            if value > best[0]:
+                best = (value, model)
+        self.model = best[1]
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        x = self.standardizer.transform(context.features("lite")[rows])
+        return Decisions.single(self.model.predict(x).argmax(axis=1))
+
+
 class RouterPolicy(Policy):
     """A trained router checkpoint: argmax of its policy on the standardized features."""
 
@@ -369,6 +399,7 @@ BASELINES: dict[str, type[Policy] | tuple] = {
     "tiermem": (TierMem,),
     "self_routing": (SelfRouting,),
     "frugal_cascade": (FrugalCascade,),
+    "ridge_utility": (RidgeUtility,),
     "oracle": (Oracle,),
 }
 

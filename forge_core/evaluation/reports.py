@@ -177,3 +177,70 @@ def pareto_highlights(frame: pd.DataFrame) -> dict:
         "best_utility": None if best is None else float(best["macro_utility"]),
         "frontier": overall[overall["on_frontier"]].sort_values("cost_k")["policy"].tolist(),
     }
+
+
+# ---------------------------------------------------------------- cross-fitted results
+
+CROSSFIT_COLUMNS = ("policy", "kind", "cost_k", "macro_f1", "f1_low", "f1_high", "macro_utility", "gain",
+                    "gain_low", "gain_high", "on_frontier")
+GAIN_POLICIES = ("forge_full", "forge_lite", "ridge_utility")  # the routers and their linear floor
+
+
+def crossfit_policy_kind(name: str) -> str:
+    """"fixed arm", "oracle", "router" (a FORGE router) or "baseline", for a crossfit policy."""
+    if name.startswith("always_"):
+        return "fixed arm"
+    if name == ORACLE:
+        return ORACLE
+    return "router" if name.startswith(("forge_", "bge_bm25_kl")) else "baseline"
+
+
+def crossfit_frame(report: dict) -> pd.DataFrame:
+    """One row per policy of a crossfit report: cost, macro F1 with its 95% interval, utility and
+    its gain over the best fixed arm with the paired 95% interval, and whether it is on the
+    Pareto frontier of the deployable policies (the oracle is a reference, never on it)."""
+    from forge_core.evaluation.statistics import pareto_frontier
+
+    best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+    rows = [{"policy": name, "kind": crossfit_policy_kind(name), "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
+             "f1_low": row["ci_f1"][0], "f1_high": row["ci_f1"][1], "macro_utility": row["macro_utility"],
+             "gain": row["macro_utility"] - best, "gain_low": row["ci_utility_vs_best_fixed"][0],
+             "gain_high": row["ci_utility_vs_best_fixed"][1], "on_frontier": False}
+            for name, row in report["policies"].items()]
+    frame = pd.DataFrame(rows, columns=list(CROSSFIT_COLUMNS))
+    deployable = frame[frame["policy"] != ORACLE]
+    frontier = pareto_frontier(list(zip(deployable["cost_k"], deployable["macro_f1"])))
+    frame.loc[deployable.index[frontier], "on_frontier"] = True
+    return frame
+
+
+def routing_gain_frame(reports: Sequence[dict], policies: Sequence[str] = GAIN_POLICIES) -> pd.DataFrame:
+    """Along the cost weights of the given crossfit reports (one stage), each policy's utility
+    gain over that weight's best fixed arm with its 95% interval, and the share of the oracle's
+    gain it recovers; sorted by total weight."""
+    rows = []
+    for report in reports:
+        best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+        oracle_gain = report["policies"][ORACLE]["macro_utility"] - best
+        for name in policies:
+            row = report["policies"].get(name)
+            if row is None:
+                continue
+            gain = row["macro_utility"] - best
+            rows.append({"weights": f"{report['lambda_in']:g} / {report['lambda_out']:g}",
+                         "lambda_total": report["lambda_in"] + report["lambda_out"], "policy": name,
+                         "best_fixed_arm": report["best_fixed_arm"], "gain": gain,
+                         "gain_low": row["ci_utility_vs_best_fixed"][0], "gain_high": row["ci_utility_vs_best_fixed"][1],
+                         "oracle_gain": oracle_gain, "oracle_share": gain / oracle_gain if oracle_gain > 0 else np.nan})
+    frame = pd.DataFrame(rows, columns=["weights", "lambda_total", "policy", "best_fixed_arm", "gain", "gain_low",
+                                        "gain_high", "oracle_gain", "oracle_share"])
+    return frame.sort_values(["lambda_total", "policy"]).reset_index(drop=True)
+
+
+def crossfit_arms(store: Store, run_id: str, policy: str) -> pd.DataFrame:
+    """A policy's out-of-fold arm per query in a stored crossfit run: benchmark, example_id, arm."""
+    results = store.crossfit_results(run_id)
+    chosen = results[results["policy"] == policy]
+    if chosen.empty:
+        raise ValueError(f"crossfit run '{run_id}' has no policy '{policy}'")
+    return chosen[["benchmark", "example_id", "arm"]].reset_index(drop=True)

@@ -665,6 +665,41 @@ class Store:
                 "SELECT * FROM fresh_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
             ).fetchdf()
 
+    # ------------------------------------------------------------ cross-fitted evaluation
+
+    def save_crossfit_run(self, run_id: str, host: str, settings: dict[str, Any], folds: int) -> None:
+        """Register a cross-fitted evaluation run (once; a resumed run keeps its first row)."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR IGNORE INTO crossfit_runs VALUES (?, ?, ?, ?, ?)",
+                               [run_id, host, dumps(settings), folds, utc_now()])
+
+    def crossfit_runs(self, host: str | None = None) -> pd.DataFrame:
+        """Registered cross-fitted runs, newest first, with the folds finished so far."""
+        query = ("SELECT r.run_id, r.host, r.settings, r.folds, r.created_at,"
+                 " (SELECT count(DISTINCT fold) FROM crossfit_results c WHERE c.run_id = r.run_id) AS folds_done"
+                 " FROM crossfit_runs r")
+        with self.connect() as connection:
+            if host is None:
+                return connection.execute(query + " ORDER BY r.created_at DESC").fetchdf()
+            return connection.execute(query + " WHERE r.host = ? ORDER BY r.created_at DESC", [host]).fetchdf()
+
+    def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
+        """Every policy's out-of-fold decisions of one fold, in one transaction (a fold is stored
+        whole or not at all). Columns: policy, benchmark, example_id, arm, f1, utility, tokens."""
+        frame = rows.assign(run_id=run_id, fold=fold, finished_at=utc_now())
+        frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "utility",
+                       "tokens", "finished_at"]]
+        with self.transaction() as connection:
+            connection.execute("DELETE FROM crossfit_results WHERE run_id = ? AND fold = ?", [run_id, fold])
+            _insert_rows(connection, "crossfit_results", frame)
+
+    def crossfit_results(self, run_id: str) -> pd.DataFrame:
+        """The stored out-of-fold decisions of a run."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT * FROM crossfit_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
+            ).fetchdf()
+
     # ------------------------------------------------------------ job logs
 
     def append_job_log(self, job_id: str, seq: int, payload: dict[str, Any]) -> None:

@@ -56,9 +56,18 @@ MIGRATIONS: tuple[str, ...] = (
         latency_ms DOUBLE, finished_at TIMESTAMP,
         PRIMARY KEY (run_id, policy, benchmark, example_id));
     """,
+    """
+    CREATE TABLE crossfit_runs (
+        run_id VARCHAR PRIMARY KEY, host VARCHAR, settings JSON, folds INTEGER, created_at TIMESTAMP);
+    CREATE TABLE crossfit_results (
+        run_id VARCHAR, fold INTEGER, policy VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        f1 DOUBLE, utility DOUBLE, tokens DOUBLE, finished_at TIMESTAMP,
+        PRIMARY KEY (run_id, policy, benchmark, example_id));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
-    "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results"})
+    "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
+    "crossfit_results"})

@@ -28,7 +28,7 @@ from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, s
 from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import Standardizer, assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.routers import build_router
+from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import (
     DEFAULT_LAMBDA_IN,
     DEFAULT_LAMBDA_OUT,
@@ -210,9 +210,36 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
     return save_checkpoint(store, router, record)
 
 
+def fit_stage1_router(x_train: np.ndarray, u_train: np.ndarray, x_dev: np.ndarray, u_dev: np.ndarray,
+                      config: Stage1Config, kind: str = "factorized",
+                      on_epoch: Callable[[Any], None] | None = None) -> Router:
+    """A new router of `kind` trained with Stage 1 on standardized features and [N, K] utilities,
+    early-stopped on the dev rows (kept in memory; `train_router` stores checkpoints)."""
+    torch.manual_seed(config.seed)
+    router = build_router(kind, x_train.shape[1], u_train.shape[1])
+    train_stage1(router, x_train, u_train, x_dev, u_dev, config, on_epoch=on_epoch)
+    return router
+
+
+def dev_utility_of(router: Router, x_dev: np.ndarray, u_dev: np.ndarray) -> float:
+    """Mean utility of the router's argmax arm on the dev rows."""
+    with torch.no_grad():
+        actions = router.log_probs(torch.as_tensor(x_dev)).argmax(dim=1).numpy()
+    return float(u_dev[np.arange(len(x_dev)), actions].mean())
+
+
+def fit_stage2_router(parent: Router, x_train: np.ndarray, u_train: np.ndarray, x_dev: np.ndarray,
+                      u_dev: np.ndarray, config: Stage2Config) -> Router:
+    """A copy of `parent` refined with Stage 2 on replayed table rewards, keeping the state of
+    best dev utility (kept in memory; `train_router` stores checkpoints)."""
+    router = build_router(parent.kind, parent.input_dim, parent.n_arms)
+    router.load_state_dict(parent.state_dict())
+    train_stage2(router, parent, x_train, table_reward_fn(u_train), config,
+                 dev_utility=lambda candidate: dev_utility_of(candidate, x_dev, u_dev))
+    return router
+
+
 def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
-    torch.manual_seed(request.stage1.seed)
-    router = build_router(request.router, data.features.shape[1], request.n_arms)
     train, dev = data.rows("train"), data.rows("dev")
     rows: list[dict[str, Any]] = []
 
@@ -221,8 +248,8 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
         if on_log:
             on_log(rows[-1])
 
-    train_stage1(router, data.features[train], utility[train], data.features[dev], utility[dev],
-                 request.stage1, on_epoch=on_epoch)
+    router = fit_stage1_router(data.features[train], utility[train], data.features[dev], utility[dev],
+                               request.stage1, request.router, on_epoch)
     return router, rows, request
 
 

@@ -1,0 +1,274 @@
+"""Cross-fitted evaluation: every complete query of a host gets one out-of-fold decision per
+policy, so the intervals rest on all the queries rather than on a small test split.
+
+Protocol. The complete queries (with probes, so every policy sees the same rows) are pooled
+whatever their split and dealt into `folds` folds, stratified by benchmark (a seeded shuffle per
+benchmark, then round robin). For each fold, the other folds are its training part; a seeded
+`dev_fraction` of them per benchmark is the inner dev part (early stopping, selection, every
+baseline's tuning) and the rest is "train" (standardizers, cost normalizer, fitting). Every
+learned policy is fitted on that part only and then decides the held-out fold. Routers trained
+here live in memory only: they are never stored as checkpoints, so `forge eval --protocol cached`
+cannot pick them up.
+
+Each fold's decisions are stored in one transaction (`crossfit_results`) under a run id hashed
+from the settings and the data, so an interrupted run resumes at the first missing fold and the
+dashboard reads finished runs without recomputing anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from forge_core.evaluation.cached import ROUTER_POLICIES, score_decisions
+from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
+from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
+from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.routing.features import Standardizer, compute_features, load_embedder
+from forge_core.routing.routers import Router
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import Stage2Config
+from forge_core.training.trainer import fit_stage1_router, fit_stage2_router
+
+log = logging.getLogger(__name__)
+
+CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
+
+
+@dataclass(frozen=True)
+class CrossfitSettings:
+    """What a cross-fitted evaluation is asked for."""
+
+    host: str = "embedded"  # whose outcomes, features and policies
+    n_arms: int = 6  # alphabet size
+    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
+    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    folds: int = 5  # number of folds (stratified by benchmark)
+    stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
+    split_seed: int = 0  # seeds the fold and inner-dev assignment
+    dev_fraction: float = 0.2  # share of each training part (per benchmark) held out as inner dev
+    seed: int = 0  # router training seed
+    stage1: Stage1Config = field(default_factory=Stage1Config)
+    stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
+
+    def __post_init__(self) -> None:
+        check_cost_weights(self.lambda_in, self.lambda_out)
+        if self.folds < 2:
+            raise ValueError(f"crossfit needs at least 2 folds, not {self.folds}")
+        if self.stage not in (1, 2):
+            raise ValueError(f"stage is 1 or 2, not {self.stage}")
+        if not 0 < self.dev_fraction < 1:
+            raise ValueError(f"dev_fraction must be in (0, 1), not {self.dev_fraction}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready settings (part of the run id)."""
+        return dataclasses.asdict(self)
+
+
+def fold_assignment(benchmarks: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """[N] fold index per row: a seeded shuffle within each benchmark, dealt round robin."""
+    rng = np.random.default_rng(seed)
+    assignment = np.zeros(len(benchmarks), dtype=np.int64)
+    for benchmark in np.unique(benchmarks):
+        rows = np.flatnonzero(benchmarks == benchmark)
+        if len(rows) < folds:
+            raise ValueError(f"benchmark '{benchmark}' has {len(rows)} complete queries, fewer than {folds} folds")
+        assignment[rng.permutation(rows)] = np.arange(len(rows)) % folds
+    return assignment
+
+
+def fold_splits(benchmarks: np.ndarray, assignment: np.ndarray, held_out: int, dev_fraction: float,
+                seed: int) -> np.ndarray:
+    """[N] split labels for one fold: "test" for the held-out fold, and in the other folds a
+    seeded `dev_fraction` per benchmark as "dev", the rest "train"."""
+    rng = np.random.default_rng([seed, held_out])
+    splits = np.where(assignment == held_out, "test", "train").astype(object)
+    for benchmark in np.unique(benchmarks):
+        rows = rng.permutation(np.flatnonzero((benchmarks == benchmark) & (assignment != held_out)))
+        splits[rows[: max(1, int(round(dev_fraction * len(rows))))]] = "dev"
+    return splits.astype(str)
+
+
+def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
+    """The base context with one fold's split labels; its cost normalizer is fitted on the fold's
+    train rows. Features are shared with the base context (read once)."""
+    table = dataclasses.replace(base.table, splits=splits)
+    return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base._features)
+
+
+class FoldRouter(Policy):
+    """A FORGE router trained in memory on the context's train rows (Stage 1, early-stopped on
+    its dev rows), or with `parent` a Stage-2 refinement of that parent's router."""
+
+    def __init__(self, name: str, variant: str, stage1: Stage1Config, stage2: Stage2Config | None = None,
+                 parent: FoldRouter | None = None) -> None:
+        self.name, self.live_variant = name, variant
+        self.stage1, self.stage2, self.parent = stage1, stage2, parent
+
+    def fit(self, context: EvalContext) -> None:
+        train, dev = context.rows("train"), context.rows("dev")
+        if self.parent is not None:
+            self.standardizer = self.parent.standardizer
+            x = self.standardizer.transform(context.features(self.live_variant))
+            self.router = fit_stage2_router(self.parent.router, x[train], context.utility[train], x[dev],
+                                            context.utility[dev], self.stage2)
+            return
+        features = context.features(self.live_variant)
+        self.standardizer = Standardizer.fit(features[train], "train", embedding_dim=load_embedder().dim)
+        x = self.standardizer.transform(features)
+        self.router: Router = fit_stage1_router(x[train], context.utility[train], x[dev], context.utility[dev],
+                                                self.stage1)
+
+    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        x = self.standardizer.transform(context.features(self.live_variant)[rows])
+        with torch.no_grad():
+            return Decisions.single(self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy())
+
+
+def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
+    """Fresh policies for one fold: every fixed arm of the alphabet, the baselines, the FORGE
+    routers (with `stage` 2 their Stage-1 parents too, named `<router>_stage1`) and the Full
+    router's dev fallback."""
+    fixed = [FixedArm(arm) for arm in arms]
+    fixed_names = {policy.name for policy in fixed}
+    policies: list[Policy] = fixed + [p for p in build_baselines() if p.name not in fixed_names]
+    stage1 = dataclasses.replace(settings.stage1, seed=settings.seed)
+    stage2 = dataclasses.replace(settings.stage2, seed=settings.seed)
+    for name, variant in ROUTER_POLICIES.items():
+        if settings.stage == 2:
+            parent = FoldRouter(f"{name}_stage1", variant, stage1)
+            policies.append(parent)
+            router = FoldRouter(name, variant, stage1, stage2, parent=parent)
+        else:
+            router = FoldRouter(name, variant, stage1)
+        policies.append(router)
+        if name == "forge_full":
+            policies.append(FallbackPolicy(router))
+    return policies
+
+
+def crossfit_run_id(settings: CrossfitSettings, base: EvalContext) -> str:
+    """A run id from the settings and the evaluated data (keys and outcomes), so a rerun of the
+    same settings on the same data resumes, and new data starts a new run."""
+    digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
+    digest.update(repr(base.table.keys).encode())
+    for matrix in (base.table.f1, base.table.tokens_in, base.table.tokens_out):
+        digest.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
+    return f"crossfit-{digest.hexdigest()[:12]}"
+
+
+def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy],
+               on_policy: Callable[[str], None] | None) -> pd.DataFrame:
+    """Fit every policy on the fold's train/dev rows and score its decisions on the held-out rows."""
+    frames = []
+    keys = [context.table.keys[i] for i in rows]
+    for policy in policies:
+        if on_policy:
+            on_policy(policy.name)
+        policy.fit(context)
+        outcome = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+        frames.append(pd.DataFrame({
+            "policy": policy.name, "benchmark": [k[0] for k in keys], "example_id": [k[1] for k in keys],
+            "arm": [context.table.arms[a] for a in outcome.actions], "f1": outcome.f1,
+            "utility": outcome.utility, "tokens": outcome.cached_tokens}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
+                 on_fold: Callable[[int, int], None] | None = None,
+                 on_policy: Callable[[str], None] | None = None) -> dict:
+    """Run (or resume) a cross-fitted evaluation as a job and return its report.
+
+    `on_fold(done, total)` follows the folds, `on_policy(name)` the policies within a fold.
+    Folds already stored under the run id are not recomputed. Computes missing features first.
+    """
+    compute_features(store, settings.host)
+    base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out)
+    run_id = crossfit_run_id(settings, base)
+    store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)
+    done = set(store.crossfit_results(run_id)["fold"].unique().tolist())
+    job_id = f"crossfit-{uuid.uuid4().hex[:10]}"
+    store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
+    benchmarks = base.table.benchmarks
+    assignment = fold_assignment(benchmarks, settings.folds, settings.split_seed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the routers are small; see `train_router`
+    try:
+        for fold in range(settings.folds):
+            if fold not in done:
+                log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
+                splits = fold_splits(benchmarks, assignment, fold, settings.dev_fraction, settings.split_seed)
+                context = fold_context(base, splits)
+                rows = context.rows("test")
+                policies = crossfit_policies(settings, context.table.arms)
+                store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
+            store.update_job(job_id, fold + 1, 0)
+            if on_fold:
+                on_fold(fold + 1, settings.folds)
+    except BaseException as error:
+        store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
+        raise
+    finally:
+        torch.set_num_threads(threads)
+    store.finish_job(job_id, "finished", run_id)
+    return crossfit_report(store, run_id)
+
+
+def finished_crossfit_reports(store: Store, host: str) -> list[dict]:
+    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows)."""
+    runs = store.crossfit_runs(host)
+    finished = runs[runs["folds_done"] >= runs["folds"]]
+    return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
+
+
+def crossfit_report(store: Store, run_id: str) -> dict:
+    """The report of a stored run: per policy macro F1 (with its bootstrap 95% interval), macro
+    utility, cost (k tokens per query, macro), the paired bootstrap 95% intervals of its F1
+    against Always-Raw and of its utility against the best fixed arm (the fixed arm of highest
+    macro utility)."""
+    runs = store.crossfit_runs()
+    run = runs[runs["run_id"] == run_id]
+    if run.empty:
+        raise ValueError(f"no crossfit run '{run_id}'")
+    settings = json.loads(run.iloc[0]["settings"])
+    results = store.crossfit_results(run_id)
+    if results["fold"].nunique() < settings["folds"]:
+        raise ValueError(f"crossfit run '{run_id}' has {results['fold'].nunique()} of {settings['folds']} folds: "
+                         "rerun it to finish")
+    per_policy = {name: frame.sort_values(["benchmark", "example_id"]).reset_index(drop=True)
+                  for name, frame in results.groupby("policy", sort=False)}
+    benchmarks = per_policy["always_raw"]["benchmark"].to_numpy()
+    fixed = {name: frame for name, frame in per_policy.items() if _is_fixed_arm(name, frame)}
+    best_fixed = max(fixed, key=lambda name: macro(fixed[name]["utility"].to_numpy(), benchmarks))
+    raw_f1, best_utility = per_policy["always_raw"]["f1"].to_numpy(), fixed[best_fixed]["utility"].to_numpy()
+    policies = {}
+    for name, frame in per_policy.items():
+        f1, utility = frame["f1"].to_numpy(), frame["utility"].to_numpy()
+        policies[name] = {
+            "macro_f1": macro(f1, benchmarks), "macro_utility": macro(utility, benchmarks),
+            "cost_k": macro(frame["tokens"].to_numpy(), benchmarks) / 1000.0,
+            "ci_f1": list(paired_bootstrap_ci(f1, np.zeros_like(f1), benchmarks)),
+            "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
+            "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility, best_utility, benchmarks)),
+            "deployable": name != "oracle",
+        }
+    return {"protocol": "crossfit", "run_id": run_id, "host": settings["host"], "folds": settings["folds"],
+            "stage": settings["stage"], "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
+            "queries": int(len(benchmarks)), "best_fixed_arm": fixed[best_fixed]["arm"].iloc[0],
+            "best_fixed_policy": best_fixed, "policies": policies}
+
+
+def _is_fixed_arm(name: str, frame: pd.DataFrame) -> bool:
+    return name.startswith("always_") and frame["arm"].nunique() == 1
