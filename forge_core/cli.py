@@ -195,7 +195,8 @@ def store_coverage(
 def store_export(
     out: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
 ) -> None:
-    """Write outcomes, probes, features and checkpoints to zstd Parquet (the committed demo data)."""
+    """Write outcomes, probes, features, checkpoints and crossfit results to zstd Parquet (the
+    committed demo data)."""
     counts = open_store().export_tables(out or config.demo_dir())
     console.print(", ".join(f"{table}: {n} rows" for table, n in counts.items()))
 

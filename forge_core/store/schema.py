@@ -66,7 +66,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-EXPORTED_TABLES: tuple[str, ...] = ("arm_outcomes", "probe_outcomes", "features", "checkpoints")
+EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
+    "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results")
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
