@@ -1,5 +1,6 @@
 """Fault suite, the store under stress: another process holding the write lock, a store written by
-an older schema, a damaged checkpoint blob."""
+an older schema, a damaged checkpoint blob, a read-only store folder, and a disk that fills up in
+the middle of an enumeration."""
 
 from __future__ import annotations
 
@@ -10,14 +11,20 @@ import time
 from pathlib import Path
 
 import pytest
+from answering_server import AnsweringServer
 from conftest import copy_store
+from test_faults_kills import assert_same_tables, forge, no_duplicates, no_job_left_running, run_to_end, table
 
+from forge_core.data.importing import import_benchmarks
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
 from forge_core.store import SCHEMA_VERSION, Store
 from forge_core.store.schema import MIGRATIONS
 
 pytestmark = pytest.mark.faults
 
+FULL_AT_COMMIT = 4  # the store's first commits land (the job row, a few outcome batches), then the disk is full
 HOLD_LOCK = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('holding', flush=True); time.sleep(60)"
 
 
@@ -109,3 +116,59 @@ def test_a_store_in_a_read_only_folder_is_one_clear_line(tmp_path: Path) -> None
     assert len(lines) == 1 and "cannot open the store" in lines[0] and "FORGE_STORE" in lines[0], result.stderr
     assert store.path.read_bytes() == before
     assert store.benchmark_stats() == {}
+
+
+def test_a_full_disk_during_enumeration_is_one_line_and_the_next_run_continues(tmp_path: Path,
+                                                                               benchmarks_root: Path) -> None:
+    source = Store(tmp_path / "source.duckdb")
+    import_benchmarks(source, benchmarks_root, ["fever"])
+    reference, full = copy_store(source, tmp_path / "reference"), copy_store(source, tmp_path / "full")
+    with AnsweringServer(delay_s=0.02) as server:
+        for store in (reference, full):
+            save_host_config(store, HostConfig(name="test-host", kind="openai", model="m", base_url=server.base_url,
+                                               max_retries=2, max_concurrency=4))
+        arguments = ["enumerate", "--host", "test-host", "--split", "train", "--benchmark", "fever",
+                     "--per-benchmark", "30", "--concurrency", "4"]
+        run_to_end(reference, forge(*arguments))
+        failed = subprocess.run([sys.executable, str(Path(__file__).with_name("full_disk.py")), str(FULL_AT_COMMIT),
+                                 *arguments], capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "FORGE_STORE": str(full.path)})
+        errors = [line for line in failed.stderr.splitlines() if line.startswith(("error", "ERROR"))]
+        assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
+        assert len(errors) == 1 and f"cannot write the store {full.path}: no space left on device" in errors[0], errors
+        assert failed.stderr.rstrip().endswith(errors[0])  # (host retry warnings may come before it)
+        written = table(full, "arm_outcomes")
+        expected = table(reference, "arm_outcomes")
+        assert 0 < len(written) < len(expected)  # some batches landed before the disk filled up
+        no_duplicates(full)
+        assert written.merge(expected).shape[0] == len(written)  # every row written is whole and right
+        no_job_left_running(full)
+        run_to_end(full, forge(*arguments))  # the disk has room again: the next run continues
+    assert_same_tables(full, reference, ("arm_outcomes",))
+    no_job_left_running(full)
+
+
+def test_a_really_full_disk_is_a_store_error_and_the_rows_before_it_stay(tmp_path: Path) -> None:
+    """The same on a real full disk: a 3 MB tmpfs (root only; skipped where mounting is refused)."""
+    from forge_core.records import ArmOutcome
+    from forge_core.store import StoreError, utc_now
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        store, batches = Store(disk / "store.duckdb"), 0
+        with pytest.raises(StoreError, match=f"cannot write the store {store.path}: no space left on device"):
+            for batches in range(1, 100):
+                now = utc_now()
+                store.write_outcomes([ArmOutcome("h", "b", f"q{batches}-{i}", "direct:no_think", "x" * 300, "x", 0.5, 0.0,
+                                                 1, 1, 0, 1.0, None, 1, "c", now, now) for i in range(500)], [])
+        stored = store.arm_outcomes("h")
+        assert len(stored) == (batches - 1) * 500 > 0 and stored["example_id"].is_unique  # whole batches only
+        subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)  # space freed
+        store.write_outcomes([ArmOutcome("h", "b", "after", "direct:no_think", "y", "y", 1.0, 1.0, 1, 1, 0, 1.0, None,
+                                         1, "c", now, now)], [])
+        assert len(store.arm_outcomes("h")) == len(stored) + 1
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
