@@ -1,8 +1,8 @@
-"""Fault suite, the dashboard under a running job: every page loads with no exception while a
-`forge enumerate` in another process writes outcomes to the same store file, and the
-enumeration still finishes.
+"""Fault suite, the dashboard: every page loads with no exception on the demo store, and while a
+`forge enumerate` in another process writes outcomes to the same store file (which still
+finishes). The empty store is covered by tests/test_app_pages.py.
 
-The store is a copy of the trained synthetic-outcome store (outcomes, features, a Stage-1
+For the running job, the store is a copy of the trained synthetic-outcome store (outcomes, features, a Stage-1
 checkpoint), so every page has something to read; the job enumerates a slow OpenAI-compatible
 test double (tests/answering_server.py) on dev queries that have no outcomes yet. The server is
 slow while the pages load (the job is sure to be writing), then fast, so the job ends soon after.
@@ -22,7 +22,7 @@ from answering_server import AnsweringServer
 from conftest import copy_store
 from streamlit.testing.v1 import AppTest
 
-from forge_core import jobs
+from forge_core import config, jobs
 from forge_core.config import PROJECT_ROOT
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
@@ -32,7 +32,29 @@ pytestmark = pytest.mark.faults
 
 SCRIPTS = [PROJECT_ROOT / "app" / "main.py", *sorted((PROJECT_ROOT / "pages").glob("*.py"))]
 TIMEOUT_S = 120  # a page run on a busy machine, waiting its turn on the store file
-QUERIES = 20  # musique dev queries: 120 calls, about 30 s at the slow pace, far longer than the page loads
+QUERIES = 40  # musique dev queries: 240 calls, about 60 s at the slow pace, far longer than the page loads
+
+
+def load_every_page() -> dict[str, AppTest]:
+    """Run the navigation script (the Overview page) and every page script once, on fresh reads;
+    each page run, by script name."""
+    apps = {}
+    for script in SCRIPTS:
+        st.cache_data.clear()
+        apps[script.name] = app = AppTest.from_file(str(script), default_timeout=TIMEOUT_S).run()
+        assert not app.exception, (script.name, app.exception)
+    return apps
+
+
+def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    if not (config.demo_dir() / "arm_outcomes.parquet").exists():
+        pytest.skip("no committed demo export")
+    store = copy_store(imported_store, tmp_path)
+    assert store.load_export_once(config.demo_dir())["arm_outcomes"] > 0
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    overview = load_every_page()["main.py"]
+    assert overview.title[0].value == "Overview" and not overview.info  # the demo outcomes, no "run this first"
 
 
 def stored_rows(store: Store) -> int:
@@ -56,10 +78,7 @@ def test_every_page_loads_while_an_enumeration_writes_to_the_store(
                 assert job.poll() is None and time.monotonic() < deadline, job.communicate()
                 time.sleep(0.5)
             rows_before = stored_rows(store)
-            for script in SCRIPTS:
-                st.cache_data.clear()
-                app = AppTest.from_file(str(script), default_timeout=TIMEOUT_S).run()
-                assert not app.exception, (script.name, app.exception)
+            load_every_page()
             assert job.poll() is None  # still writing after the last page
             assert stored_rows(store) > rows_before  # and it wrote while the pages loaded
             server.delay_s = 0.0
