@@ -3,6 +3,9 @@ the N-th on, with DuckDB's own error for a full disk.
 
     python tests/full_disk.py N forge-arguments...
 
+With N = 0 the disk never fills up, and the number of commits the command made is printed last
+on stdout (`full_disk: K commits`), to choose an N that fails a given write.
+
 DuckDB writes a transaction to the store's write-ahead log at COMMIT; on a full disk that write
 fails, DuckDB rolls the transaction back and raises `TransactionException("Failed to commit:
 Could not write file ...wal: No space left on device")` (seen on a full tmpfs with DuckDB 2.0).
@@ -13,6 +16,7 @@ store and the real command.
 
 from __future__ import annotations
 
+import atexit
 import sys
 
 import duckdb
@@ -40,7 +44,7 @@ class FullDiskConnection:
     def execute(self, query: str, *args, **kwargs):
         if query.strip().upper() == "COMMIT":
             self._disk.commits += 1
-            if self._disk.commits >= self._disk.full_at:
+            if 0 < self._disk.full_at <= self._disk.commits:
                 self._connection.execute("ROLLBACK")
                 raise duckdb.TransactionException(
                     f'TransactionContext Error: Failed to commit: Could not write file "{self._database}.wal": '
@@ -53,7 +57,10 @@ class FullDiskConnection:
 
 def main() -> None:
     full_at, sys.argv = int(sys.argv[1]), ["forge", *sys.argv[2:]]
-    duckdb.connect = FullDisk(full_at).connect  # the store module calls duckdb.connect
+    disk = FullDisk(full_at)
+    duckdb.connect = disk.connect  # the store module calls duckdb.connect
+    if not full_at:
+        atexit.register(lambda: print(f"full_disk: {disk.commits} commits", flush=True))
     from forge_core.cli import main as forge_main
 
     forge_main()

@@ -5,11 +5,13 @@ the middle of an enumeration."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 from answering_server import AnsweringServer
 from conftest import copy_store
@@ -49,8 +51,6 @@ def test_a_store_held_by_another_process_is_a_clear_bounded_wait(tmp_path: Path)
 
 
 def test_a_store_of_an_older_schema_is_migrated(tmp_path: Path) -> None:
-    import duckdb
-
     path = tmp_path / "old.duckdb"
     connection = duckdb.connect(str(path))
     connection.execute(MIGRATIONS[0])
@@ -118,6 +118,28 @@ def test_a_store_in_a_read_only_folder_is_one_clear_line(tmp_path: Path) -> None
     assert store.benchmark_stats() == {}
 
 
+def on_a_full_disk(store: Store, full_at: int, *arguments: str) -> subprocess.CompletedProcess:
+    """Run `forge arguments` on the store with a disk full from the `full_at`-th commit on
+    (tests/full_disk.py; 0: never full)."""
+    return subprocess.run([sys.executable, str(Path(__file__).with_name("full_disk.py")), str(full_at), *arguments],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "FORGE_STORE": str(store.path)})
+
+
+def commits_of(store: Store, *arguments: str) -> int:
+    """Run `forge arguments` to the end on the store; the number of store commits it made."""
+    result = on_a_full_disk(store, 0, *arguments)
+    assert result.returncode == 0, result.stderr
+    return int(re.search(r"full_disk: (\d+) commits", result.stdout).group(1))
+
+
+def assert_one_full_disk_line(result: subprocess.CompletedProcess, store: Store) -> None:
+    """Exit code 2, no traceback, and one error line naming the store and the full disk, last."""
+    errors = [line for line in result.stderr.splitlines() if line.startswith(("error", "ERROR"))]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and f"cannot write the store {store.path}: no space left on device" in errors[0], errors
+    assert result.stderr.rstrip().endswith(errors[0])  # (host retry warnings may come before it)
+
+
 def test_a_full_disk_during_enumeration_is_one_line_and_the_next_run_continues(tmp_path: Path,
                                                                                benchmarks_root: Path) -> None:
     source = Store(tmp_path / "source.duckdb")
@@ -130,13 +152,7 @@ def test_a_full_disk_during_enumeration_is_one_line_and_the_next_run_continues(t
         arguments = ["enumerate", "--host", "test-host", "--split", "train", "--benchmark", "fever",
                      "--per-benchmark", "30", "--concurrency", "4"]
         run_to_end(reference, forge(*arguments))
-        failed = subprocess.run([sys.executable, str(Path(__file__).with_name("full_disk.py")), str(FULL_AT_COMMIT),
-                                 *arguments], capture_output=True, text=True, timeout=300,
-                                env={**os.environ, "FORGE_STORE": str(full.path)})
-        errors = [line for line in failed.stderr.splitlines() if line.startswith(("error", "ERROR"))]
-        assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
-        assert len(errors) == 1 and f"cannot write the store {full.path}: no space left on device" in errors[0], errors
-        assert failed.stderr.rstrip().endswith(errors[0])  # (host retry warnings may come before it)
+        assert_one_full_disk_line(on_a_full_disk(full, FULL_AT_COMMIT, *arguments), full)
         written = table(full, "arm_outcomes")
         expected = table(reference, "arm_outcomes")
         assert 0 < len(written) < len(expected)  # some batches landed before the disk filled up
@@ -146,6 +162,35 @@ def test_a_full_disk_during_enumeration_is_one_line_and_the_next_run_continues(t
         run_to_end(full, forge(*arguments))  # the disk has room again: the next run continues
     assert_same_tables(full, reference, ("arm_outcomes",))
     no_job_left_running(full)
+
+
+def test_a_full_disk_during_data_import_leaves_whole_benchmarks(tmp_path: Path, benchmarks_root: Path) -> None:
+    reference, full = Store(tmp_path / "reference.duckdb"), Store(tmp_path / "full.duckdb")
+    arguments = ["data", "import", "--benchmarks-dir", str(benchmarks_root)]
+    run_to_end(reference, forge(*arguments))
+    assert_one_full_disk_line(on_a_full_disk(full, 1, *arguments), full)  # a new store: its schema is refused
+    with duckdb.connect(str(full.path)) as connection:  # the first migration was refused whole: no table
+        assert connection.execute("SELECT count(*) FROM information_schema.tables").fetchone()[0] == 0
+    assert full.schema_version() == SCHEMA_VERSION  # with room again: from here on, one commit per benchmark
+    assert_one_full_disk_line(on_a_full_disk(full, 3, *arguments), full)  # the third benchmark's commit fails
+    imported, whole = full.imported_benchmarks(), reference.benchmark_stats()
+    assert len(imported) == 2  # the first two, whole (examples, documents, splits), and nothing of the third
+    assert full.benchmark_stats() == {benchmark: whole[benchmark] for benchmark in imported}
+    run_to_end(full, forge(*arguments))
+    assert_same_tables(full, reference, ("imports", "examples", "documents", "split_manifests", "splits"))
+
+
+def test_a_full_disk_when_training_saves_its_checkpoint_leaves_none_half_written(outcome_store: Store,
+                                                                                 tmp_path: Path) -> None:
+    reference, full = copy_store(outcome_store, tmp_path / "reference"), copy_store(outcome_store, tmp_path / "full")
+    arguments = ["train", "--stage", "1", "--host", "synthetic-host", "--variant", "lite", "--max-epochs", "5"]
+    commits = commits_of(reference, *arguments)  # ..., the checkpoint, the job closed as finished
+    assert_one_full_disk_line(on_a_full_disk(full, commits - 1, *arguments), full)
+    no_duplicates(full)
+    assert full.checkpoints().empty
+    no_job_left_running(full)
+    run_to_end(full, forge(*arguments))
+    assert_same_tables(full, reference, ("checkpoints",))
 
 
 def test_a_really_full_disk_is_a_store_error_and_the_rows_before_it_stay(tmp_path: Path) -> None:

@@ -123,20 +123,25 @@ class Store:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection inside one transaction: all of it lands, or none of it. A write the disk
         refuses (full, read-only, failing) is a `StoreError` naming the store and the reason."""
-        with self.connect() as connection:
-            connection.execute("BEGIN TRANSACTION")
-            try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException as error:
-                with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already rolled back
-                    connection.execute("ROLLBACK")
-                refusal = _disk_refusal(error)
-                if refusal:
-                    raise StoreError(f"cannot write the store {self.path}: {refusal}; nothing of this "
-                                     "write was stored (free space, or set FORGE_STORE to a store on another disk, "
-                                     "then run the command again: it continues where it stopped)") from None
-                raise
+        with self.connect() as connection, self._atomic(connection):
+            yield connection
+
+    @contextlib.contextmanager
+    def _atomic(self, connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        """One transaction on an open connection (see `transaction`)."""
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            connection.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already rolled back
+                connection.execute("ROLLBACK")
+            refusal = _disk_refusal(error)
+            if refusal:
+                raise StoreError(f"cannot write the store {self.path}: {refusal}; nothing of this "
+                                 "write was stored (free space, or set FORGE_STORE to a store on another disk, "
+                                 "then run the command again: it continues where it stopped)") from None
+            raise
 
     def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
         """Connect, waiting while another process holds the file's lock, or while another thread
@@ -168,12 +173,11 @@ class Store:
                 f"({SCHEMA_VERSION}); upgrade FORGE or use another store"
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            connection.execute("BEGIN TRANSACTION")
-            connection.execute(MIGRATIONS[target - 1])
-            connection.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
-            )
-            connection.execute("COMMIT")
+            with self._atomic(connection):
+                connection.execute(MIGRATIONS[target - 1])
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
+                )
             log.info("store %s migrated to schema version %d", self.path, target)
         self._migrated = True
 
