@@ -1,10 +1,10 @@
-"""Fault suite, the dashboard: every page loads with no exception on the demo store, and while a
-`forge enumerate` in another process writes outcomes to the same store file (which still
-finishes). The empty store is covered by tests/test_app_pages.py.
+"""Fault suite, the dashboard: every page loads with no exception on an empty store, on the demo
+store, and while a `forge enumerate` in another process writes outcomes to the same store file
+(which still finishes).
 
-For the running job, the store is a copy of the trained synthetic-outcome store (outcomes, features, a Stage-1
-checkpoint), so every page has something to read; the job enumerates a slow OpenAI-compatible
-test double (tests/answering_server.py) on dev queries that have no outcomes yet. The server is
+For the running job, the store is a copy of the trained synthetic-outcome store (outcomes,
+features, a Stage-1 checkpoint), so every page has something to read; the job enumerates a slow
+OpenAI-compatible test double (tests/answering_server.py) on dev queries that have no outcomes yet. The server is
 slow while the pages load (the job is sure to be writing), then fast, so the job ends soon after.
 """
 
@@ -44,6 +44,11 @@ def load_every_page() -> dict[str, AppTest]:
         apps[script.name] = app = AppTest.from_file(str(script), default_timeout=TIMEOUT_S).run()
         assert not app.exception, (script.name, app.exception)
     return apps
+
+
+def test_every_page_loads_on_an_empty_store() -> None:
+    overview = load_every_page()["main.py"]  # conftest points FORGE_STORE at a new, empty store
+    assert "The store is empty" in overview.info[0].value
 
 
 def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
