@@ -4,8 +4,9 @@ store, and while a `forge enumerate` in another process writes outcomes to the s
 
 For the running job, the store is a copy of the trained synthetic-outcome store (outcomes,
 features, a Stage-1 checkpoint), so every page has something to read; the job enumerates a slow
-OpenAI-compatible test double (tests/answering_server.py) on dev queries that have no outcomes yet. The server is
-slow while the pages load (the job is sure to be writing), then fast, so the job ends soon after.
+OpenAI-compatible test double (tests/answering_server.py) on dev queries that have no outcomes
+yet. The server is slow while the pages load (the job is sure to be writing), then fast, so the
+job ends soon after.
 """
 
 from __future__ import annotations
