@@ -1,9 +1,11 @@
 """Fault suite, the store under stress: another process holding the write lock, a store written by
-an older schema, a damaged checkpoint blob, a read-only store folder, and a disk that fills up in
-the middle of an enumeration."""
+an older schema, a damaged checkpoint blob, a read-only store folder, and a disk that fills up
+(in the middle of an enumeration, a data import, when training saves its checkpoint, and a real
+full tmpfs): one clear line, nothing half-written, and the next run continues."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import subprocess
@@ -15,13 +17,16 @@ import duckdb
 import pytest
 from answering_server import AnsweringServer
 from conftest import copy_store
+from test_enumeration import host_config as enumeration_host
+from test_enumeration import run as run_enumeration
 from test_faults_kills import assert_same_tables, forge, no_duplicates, no_job_left_running, run_to_end, table
 
 from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
-from forge_core.store import SCHEMA_VERSION, Store
+from forge_core.store import SCHEMA_VERSION, Store, StoreError
 from forge_core.store.schema import MIGRATIONS
 
 pytestmark = pytest.mark.faults
@@ -196,7 +201,7 @@ def test_a_full_disk_when_training_saves_its_checkpoint_leaves_none_half_written
 def test_a_really_full_disk_is_a_store_error_and_the_rows_before_it_stay(tmp_path: Path) -> None:
     """The same on a real full disk: a 3 MB tmpfs (root only; skipped where mounting is refused)."""
     from forge_core.records import ArmOutcome
-    from forge_core.store import StoreError, utc_now
+    from forge_core.store import utc_now
 
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -217,3 +222,32 @@ def test_a_really_full_disk_is_a_store_error_and_the_rows_before_it_stay(tmp_pat
         assert len(store.arm_outcomes("h")) == len(stored) + 1
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_disk_full_only_for_outcome_batches_closes_the_job_as_failed(tmp_path: Path, benchmarks_root: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process: the writer's first batch lands, the disk refuses the next (an OSError inside
+    the batch's transaction), the job's own row can still be written."""
+    store = Store(tmp_path / "store.duckdb")
+    import_benchmarks(store, benchmarks_root, ["fever"])
+    plan = EnumerationPlan(host="test-host", split="train", benchmarks=("fever",), per_benchmark=30, concurrency=4)
+    write_outcomes, batches = Store.write_outcomes, []
+
+    def disk_fills_after_one_batch(self: Store, arms, probes) -> None:
+        batches.append(len(arms))
+        if len(batches) == 1:
+            return write_outcomes(self, arms, probes)
+        with self.transaction():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Store, "write_outcomes", disk_fills_after_one_batch)
+    with AnsweringServer(delay_s=0.05) as server:
+        with pytest.raises(StoreError, match=f"cannot write the store {store.path}: no space left on device"):
+            run_enumeration(store, plan, enumeration_host(server.base_url))
+        (first,) = store.jobs("enumerate").to_dict("records")
+        assert first["status"] == "failed" and first["done"] > batches[0]
+        assert len(store.arm_outcomes("test-host")) == batches[0] > 0  # the first batch, whole
+        monkeypatch.undo()  # room again
+        report = run_enumeration(store, plan, enumeration_host(server.base_url))
+    assert report.status == "finished" and report.calls == 180 - batches[0]
+    assert len(store.arm_outcomes("test-host")) == 180
