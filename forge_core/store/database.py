@@ -44,7 +44,7 @@ DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
 
 
 class StoreError(Exception):
-    """A store problem a user can act on (locked too long, newer schema, changed source)."""
+    """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
 
 
 def _disk_refusal(error: BaseException) -> str | None:
