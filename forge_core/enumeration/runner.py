@@ -216,16 +216,26 @@ async def enumerate_arms(
         finally:
             await _finish_publishing(run)
         report.seconds = time.monotonic() - started
-    except BaseException:
-        report.status = "interrupted"
+    except BaseException as error:
+        report.status = "failed" if isinstance(error, Exception) else "interrupted"
         raise
     finally:
-        writer.close()  # every finished call is written before the job is closed
-        if report.status == "running":
-            report.status = "finished"
-        store.update_job(report.job_id, report.calls, len(report.errors))
-        store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
+        try:
+            writer.close()  # every finished call is written before the job is closed
+        except BaseException:
+            report.status = "failed"  # the store refused a batch (a full disk): the job still gets closed
+            raise
+        finally:
+            _close_job(store, report)
     return report
+
+
+def _close_job(store: Store, report: EnumerationReport) -> None:
+    """The job's final counts and status in the jobs table."""
+    if report.status == "running":
+        report.status = "finished"
+    store.update_job(report.job_id, report.calls, len(report.errors))
+    store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
 
 
 async def _finish_publishing(run: _Run) -> None:

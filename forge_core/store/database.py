@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -38,8 +39,23 @@ TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
     duckdb.IOException, getattr(duckdb, "ResourceInUseException", duckdb.IOException))
 
 
+# A write refused by the disk: full, over quota, read-only, or failing.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
 class StoreError(Exception):
-    """A store problem a user can act on (locked too long, newer schema, changed source)."""
+    """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
+
+
+def _disk_refusal(error: BaseException) -> str | None:
+    """The OS's words for a write the disk refused ("no space left on device"), or None. DuckDB
+    reports them inside its own errors (a COMMIT that could not write the write-ahead log is a
+    TransactionException ending in the OS's message)."""
+    if isinstance(error, OSError):
+        return os.strerror(error.errno).lower() if error.errno in DISK_ERRNOS else None
+    if isinstance(error, duckdb.Error):
+        return next((os.strerror(code).lower() for code in DISK_ERRNOS if os.strerror(code) in str(error)), None)
+    return None
 
 
 def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -105,15 +121,27 @@ class Store:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection inside one transaction: all of it lands, or none of it."""
-        with self.connect() as connection:
-            connection.execute("BEGIN TRANSACTION")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
+        """A connection inside one transaction: all of it lands, or none of it. A write the disk
+        refuses (full, read-only, failing) is a `StoreError` naming the store and the reason."""
+        with self.connect() as connection, self._atomic(connection):
+            yield connection
+
+    @contextlib.contextmanager
+    def _atomic(self, connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        """One transaction on an open connection (see `transaction`)."""
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            yield
             connection.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already rolled back
+                connection.execute("ROLLBACK")
+            refusal = _disk_refusal(error)
+            if refusal:
+                raise StoreError(f"cannot write the store {self.path}: {refusal}; nothing of this "
+                                 "write was stored (free space, or set FORGE_STORE to a store on another disk, "
+                                 "then run the command again: it continues where it stopped)") from None
+            raise
 
     def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
         """Connect, waiting while another process holds the file's lock, or while another thread
@@ -145,12 +173,11 @@ class Store:
                 f"({SCHEMA_VERSION}); upgrade FORGE or use another store"
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            connection.execute("BEGIN TRANSACTION")
-            connection.execute(MIGRATIONS[target - 1])
-            connection.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
-            )
-            connection.execute("COMMIT")
+            with self._atomic(connection):
+                connection.execute(MIGRATIONS[target - 1])
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
+                )
             log.info("store %s migrated to schema version %d", self.path, target)
         self._migrated = True
 

@@ -102,7 +102,7 @@ class OutcomeWriter:
         try:
             self.store.write_outcomes(arms, probes)
         except BaseException as error:  # surfaced to the caller by put/close
-            log.error("outcome writer: a batch of %d rows was not written: %s", len(batch), error)
+            log.info("outcome writer: a batch of %d rows was not written (a rerun redoes them): %s", len(batch), error)
             self._error = error
             return
         self.rows_written += len(arms) + len(probes)
