@@ -3,7 +3,7 @@
 # host's demo store at the three cost weights it reports (each run also reports the Stage-1
 # parents, named <router>_stage1). Results are stored: rerunning prints them again at once,
 # an interrupted run resumes at its first missing fold, and the Pareto page reads them.
-# About 25 minutes per weight on 2 busy cores (5 folds; Stage 2: 1,000 steps per fold and router).
+# About 3 minutes per weight on 2 cores (5 folds; Stage 2: 1,000 steps per fold and router).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FORGE=${FORGE:-.venv/bin/forge}
