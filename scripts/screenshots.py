@@ -3,8 +3,8 @@
 Usage: .venv/bin/python scripts/screenshots.py [URL] [PAGE ...] (default http://127.0.0.1:8501/ and
 every page), with the dashboard running (`forge app`). Writes docs/screenshots/<page>.png for
 overview, enumerate, hosts, live_query (routes and answers the hotpotqa test question LIVE_EXAMPLE
-on the default host with the default router, beside Always-Raw), train, pareto and action_map. The last three need outcomes with train and dev
-queries and checkpoints: `scripts/screenshot_store.py` builds such a (synthetic) store.
+on the default host with the default router, beside Always-Raw), train, pareto (the stored crossfit
+run at lambda 0.6 / 0.6 of `scripts/crossfit_demo.sh`) and action_map, on the demo store.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SETTLE_S = 4  # charts and fragments finish drawing
 # The second test question of hotpotqa: the demo store's default router sends it to summary:no_think,
 # so the shot shows a saving against Always-Raw (it sends the first to raw:no_think itself).
 LIVE_EXAMPLE = "Castle Hill is a plantation near"
+CROSSFIT_RUN = "λ_in 0.6 / λ_out 0.6"  # the Pareto shot's stored crossfit run (scripts/crossfit_demo.sh)
 
 
 def open_page(page: Page, url: str, title: str) -> None:
@@ -62,19 +63,13 @@ def compare_two_checkpoints(page: Page) -> None:
     time.sleep(SETTLE_S)
 
 
-def pareto_with_checkpoints(page: Page) -> None:
-    """Pareto page: add every checkpoint to the chart."""
-    expect(page.get_by_text("Oracle utility")).to_be_visible(timeout=120_000)
-    chooser = page.get_by_test_id("stMultiSelect").filter(has_text="Router checkpoints")
-    for _ in range(3):
-        chooser.click()
-        options = page.get_by_role("option")
-        if options.count() == 0:
-            break
-        options.first.click()
-        time.sleep(2)
-    page.keyboard.press("Escape")
-    expect(page.get_by_text("Oracle utility")).to_be_visible(timeout=120_000)
+def pareto_crossfit(page: Page) -> None:
+    """Pareto page: the stored crossfit run at lambda 0.6 / 0.6, where the routers' gain is decidable."""
+    page.get_by_role("button", name="crossfit").click()
+    expect(page.get_by_text("Routing gain vs cost weight")).to_be_visible(timeout=120_000)
+    page.get_by_test_id("stSelectbox").filter(has_text="Crossfit run").click()
+    page.get_by_role("option").filter(has_text=CROSSFIT_RUN).first.click()
+    expect(page.get_by_text("Routing gain vs cost weight")).to_be_visible(timeout=120_000)
     time.sleep(SETTLE_S)
 
 
@@ -90,7 +85,7 @@ PAGES = {  # name: (url path, title, what to do before the shot)
     "hosts": ("hosts", "Hosts", None),
     "live_query": ("live-query", "Live query", ask_live_question),
     "train": ("train", "Train", compare_two_checkpoints),
-    "pareto": ("pareto", "Pareto", pareto_with_checkpoints),
+    "pareto": ("pareto", "Pareto", pareto_crossfit),
     "action_map": ("action-map", "Action map", action_map_ready),
 }
 
