@@ -65,7 +65,7 @@ def compare_two_checkpoints(page: Page) -> None:
 
 def pareto_crossfit(page: Page) -> None:
     """Pareto page: the stored crossfit run at lambda 0.6 / 0.6, where the routers' gain is decidable."""
-    page.get_by_role("button", name="crossfit").click()
+    page.get_by_role("radio", name="crossfit").click()
     expect(page.get_by_text("Routing gain vs cost weight")).to_be_visible(timeout=120_000)
     page.get_by_test_id("stSelectbox").filter(has_text="Crossfit run").click()
     page.get_by_role("option").filter(has_text=CROSSFIT_RUN).first.click()
