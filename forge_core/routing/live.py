@@ -204,8 +204,8 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
     if (router is None) == (arm is None):
         raise ValueError("route with a router checkpoint or answer with an explicit arm, not both or neither")
     is_fever = is_fever_benchmark(benchmark)
-    embedder = spec_for_name(router.lineage["embedder"]) if router else None  # the router's own embedder
-    if router is not None:  # loaded once per process: routing time is routing, not loading
+    if router is not None:  # the router's own embedder, loaded once per process: routing time is not loading
+        embedder = spec_for_name(router.lineage["embedder"])
         load_embedder(embedder)
         passage_vectors(retriever, embedder)
     started = time.perf_counter()
