@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import hashlib
 import json
 import logging
+import operator
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,19 @@ def export_fingerprint(directory: Path) -> str:
             digest.update(table.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def row_values(record: Any) -> tuple:
+    """A record dataclass's field values in order: `dataclasses.astuple` without its deep copy
+    (outcome writes call it for every row)."""
+    return _field_getter(type(record))(record)
+
+
+@functools.cache
+def _field_getter(record_type: type) -> Callable[[Any], tuple]:
+    names = [field.name for field in dataclasses.fields(record_type)]
+    getter = operator.attrgetter(*names)
+    return getter if len(names) > 1 else lambda record: (getter(record),)
 
 
 def utc_now() -> datetime:
@@ -355,7 +370,7 @@ class Store:
         with self.transaction() as connection:
             connection.executemany(
                 "INSERT OR REPLACE INTO arm_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [list(dataclasses.astuple(outcome)) for outcome in outcomes],
+                [list(row_values(outcome)) for outcome in outcomes],
             )
 
     def write_probe_outcome(self, *outcomes: ProbeOutcome) -> None:
@@ -363,7 +378,7 @@ class Store:
         with self.transaction() as connection:
             connection.executemany(
                 "INSERT OR REPLACE INTO probe_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [list(dataclasses.astuple(outcome)) for outcome in outcomes],
+                [list(row_values(outcome)) for outcome in outcomes],
             )
 
     def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome]) -> None:
@@ -371,7 +386,7 @@ class Store:
         key (the batch must hold one row per key)."""
         with self.transaction() as connection:
             for table, outcomes in (("arm_outcomes", arms), ("probe_outcomes", probes)):
-                frame = pd.DataFrame([dataclasses.astuple(outcome) for outcome in outcomes], dtype=object)
+                frame = pd.DataFrame([row_values(outcome) for outcome in outcomes], dtype=object)
                 _insert_rows(connection, table, frame, replace=True)
 
     def record_greedy_probes_from_direct(self, host: str) -> None:
@@ -683,7 +698,7 @@ class Store:
         """Store one finished (policy, query) of a Fresh Online run."""
         with self.transaction() as connection:
             connection.execute("INSERT OR REPLACE INTO fresh_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               list(dataclasses.astuple(result)))
+                               list(row_values(result)))
 
     def fresh_results(self, run_id: str) -> pd.DataFrame:
         """The finished (policy, query) rows of a Fresh Online run."""

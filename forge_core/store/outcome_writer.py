@@ -19,14 +19,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from types import TracebackType
 from typing import Self
 
 from forge_core.records import ArmOutcome, ProbeOutcome
-from forge_core.store.database import Store
+from forge_core.store.database import Store, row_values
 
 log = logging.getLogger(__name__)
 
@@ -111,5 +110,5 @@ class OutcomeWriter:
 
 def _last_per_key(outcomes) -> list:
     """The outcomes with one row per primary key (the last one wins, as a later write would)."""
-    by_key = {dataclasses.astuple(outcome)[:4]: outcome for outcome in outcomes}
+    by_key = {row_values(outcome)[:4]: outcome for outcome in outcomes}
     return list(by_key.values())
