@@ -441,14 +441,18 @@ def _ask_with_arm(store: Store, host_config: Any, question: str, benchmark: str,
                     "tokens_out": result.tokens_out, "latency_ms": round(result.latency_ms, 1),
                     "support_text": result.support_text, "raw_answer": result.answer})
         return
-    out = Console()
-    if result.support_text:
+    _print_answer(Console(), result, f"answer ({result.arm} on {host_config.name})")
+
+
+def _print_answer(out: Console, answer: Any, title: str, suffix: str = "") -> None:
+    """An answer's evidence, text, scored answer, tokens and latency, for people."""
+    if answer.support_text:
         out.rule("evidence")
-        out.print(result.support_text, highlight=False)
-    out.rule(f"answer ({result.arm} on {host_config.name})")
-    out.print(result.answer, highlight=False)
-    out.print(f"\nscored answer: {result.extracted}\ntokens in {result.tokens_in}, out {result.tokens_out}, "
-              f"latency {result.latency_ms:.0f} ms", highlight=False)
+        out.print(answer.support_text, highlight=False)
+    out.rule(title)
+    out.print(answer.answer, highlight=False)
+    out.print(f"\nscored answer: {answer.extracted}\ntokens in {answer.tokens_in}, out {answer.tokens_out}, "
+              f"latency {answer.latency_ms:.0f} ms{suffix}", highlight=False)
 
 
 def _print_routed(result: Any) -> None:
@@ -458,14 +462,8 @@ def _print_routed(result: Any) -> None:
         f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
     if result.probe_calls:
         chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
-    if result.answer.support_text:
-        out.rule("evidence")
-        out.print(result.answer.support_text, highlight=False)
-    out.rule(f"answer ({result.arm} on {result.host}: {chosen})")
-    out.print(result.answer.answer, highlight=False)
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
-    out.print(f"\nscored answer: {result.answer.extracted}\ntokens in {result.answer.tokens_in}, "
-              f"out {result.answer.tokens_out}, latency {result.answer.latency_ms:.0f} ms{f1}", highlight=False)
+    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host}: {chosen})", f1)
     if result.raw_answer is not None and result.raw_answer is not result.answer:
         out.rule("Always-Raw answer (raw:no_think)")
         raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"
