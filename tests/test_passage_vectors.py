@@ -39,7 +39,7 @@ def expected(document: Document) -> np.ndarray:
 
 def test_a_passage_is_embedded_once_and_kept(tmp_path: Path) -> None:
     embedder = HashingTestEmbedder()
-    vectors = PassageVectors(CORPUS, embedder)
+    vectors = PassageVectors(CORPUS, embedder, save_every=1)
     vectors.ensure(CORPUS[:2])
     np.testing.assert_allclose(vectors.vector(CORPUS[1]), expected(CORPUS[1]))
     assert len(embedder.embedded) == 2 + 1  # + the dimension probe
@@ -113,3 +113,12 @@ def test_index_build_command_embeds_every_passage_once(tmp_path: Path) -> None:
         assert arrays["filled"].all() and arrays["vectors"].shape == (5, 384)
     missing = subprocess.run([*command[:5], "--benchmark", "popqa"], capture_output=True, text=True, env=env)
     assert missing.returncode == 2 and "no corpus for 'popqa'" in missing.stderr
+
+
+def test_passages_embedded_one_at_a_time_are_saved_in_groups() -> None:
+    vectors = PassageVectors(CORPUS, HashingTestEmbedder(), save_every=2)
+    vectors.vector(CORPUS[0])
+    assert not vectors.path.exists()  # one passage: kept in memory only
+    np.testing.assert_allclose(vectors.vector(CORPUS[0]), expected(CORPUS[0]))
+    vectors.vector(CORPUS[3])
+    assert PassageVectors(CORPUS, HashingTestEmbedder()).filled.tolist() == [True, False, False, True, False]
