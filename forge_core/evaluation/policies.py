@@ -131,9 +131,9 @@ class ArmClassifier(Policy):
     live_variant = "lite"
     arm_names: tuple[str, ...] = ()
 
+    @abstractmethod
     def train_labels(self, context: EvalContext) -> np.ndarray:
         """[N] the index into `arm_names` each row should get."""
-        raise NotImplementedError
 
     def fit(self, context: EvalContext) -> None:
         train = context.rows("train")

@@ -19,6 +19,7 @@ import logging
 import os
 import random
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -277,7 +278,7 @@ class RetryingJsonClient:
             await shards.aclose()
 
 
-class HttpHost:
+class HttpHost(ABC):
     """Base of the HTTP hosts: URL, API key, retries and the async context manager.
 
     A subclass names its endpoint and thinking controls and supplies the wire format:
@@ -308,19 +309,19 @@ class HttpHost:
         policy = RetryPolicy(config.max_retries, retry_base_delay_s, retry_max_delay_s)
         self._http = RetryingJsonClient(config, policy, base_urls)
 
+    @abstractmethod
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The provider's JSON body for one request."""
-        raise NotImplementedError
 
+    @abstractmethod
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         """Headers that carry the API key and protocol version."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parse_response(self, payload: Any) -> Generation:
         """A `Generation` without latency from a 2xx body; raises `MalformedResponse` or
         `UnusableResponse` when the body will not do.
         """
-        raise NotImplementedError
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""

@@ -28,6 +28,7 @@ import os
 import re
 import tempfile
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ EMBED_BATCH = 64  # texts per encoder forward pass
 _ONNX_FORMAT = 1  # bump when the export changes: cached ONNX files are rebuilt
 
 
-class Embedder:
+class Embedder(ABC):
     """A model that turns texts into L2-normalized float32 vectors (one row per text)."""
 
     name: str  # the short name of the feature kinds, e.g. "all-MiniLM-L6-v2@onnx"
@@ -56,9 +57,9 @@ class Embedder:
         """Embedding dimension."""
         return int(self.embed(["dimension probe"]).shape[1])
 
+    @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One normalized float32 row per text, encoded in batches of `EMBED_BATCH`."""
-        raise NotImplementedError
 
 
 class TorchEmbedder(Embedder):
