@@ -43,12 +43,12 @@ log = logging.getLogger(__name__)
 
 EVALUATED_SPLITS = ("dev", "test")
 ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
-FALLBACK_POLICIES = ("forge_full_fallback",)  # the dev fallback rule around the Full router
+FALLBACK_ROUTER = "forge_full"  # the router the dev fallback rule wraps (`FallbackPolicy`)
 
 
 def known_policy_names() -> tuple[str, ...]:
     """Every policy name `forge eval --policy` accepts."""
-    return (*BASELINES, *ROUTER_POLICIES, *FALLBACK_POLICIES)
+    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER))
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
         raise ValueError(f"no complete {settings.split} queries for host '{host}'")
     routers = router_policies(store, settings)
     policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
-    policies += [FallbackPolicy(r) for r in routers if r.name == "forge_full"]
+    policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]
     if names:
         policies = [p for p in policies if p.name in names]
     return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from forge_core.evaluation.cached import ROUTER_POLICIES, score_decisions
+from forge_core.evaluation.cached import FALLBACK_ROUTER, ROUTER_POLICIES, score_decisions
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
@@ -154,7 +154,7 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
         else:
             router = FoldRouter(name, variant, stage1)
         policies.append(router)
-        if name == "forge_full":
+        if name == FALLBACK_ROUTER:
             policies.append(FallbackPolicy(router))
     return policies
 

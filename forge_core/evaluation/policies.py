@@ -362,13 +362,17 @@ def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> d
     return rule
 
 
-
 class FallbackPolicy(Policy):
     """A router used only on benchmarks where the dev fallback rule keeps it."""
 
     def __init__(self, router: RouterPolicy) -> None:
         self.router = router
-        self.name = f"{router.name}_fallback"
+        self.name = self.name_for(router.name)
+
+    @staticmethod
+    def name_for(router_name: str) -> str:
+        """The policy name of the fallback rule around a router."""
+        return f"{router_name}_fallback"
 
     def fit(self, context: EvalContext) -> None:
         self.rule = dev_fallback(context, self.router)
