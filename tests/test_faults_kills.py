@@ -156,26 +156,24 @@ def test_kill_enumeration(tmp_path: Path, benchmarks_root: Path) -> None:
     no_job_left_running(killed)
 
 
-def test_kill_stage1_training(trained_outcomes: Store, tmp_path: Path) -> None:
-    reference, killed = two_copies(trained_outcomes, tmp_path)
-    command = forge("train", "--stage", "1", "--host", HOST, "--variant", "lite", "--seed", "5",
-                    "--max-epochs", "30", "--patience", "30")
+def kill_training(outcomes: Store, tmp_path: Path, command: list[str], seed: int) -> None:
+    """Kill a training command 5 times, resume it, and compare with an uninterrupted run."""
+    reference, killed = two_copies(outcomes, tmp_path)
     duration = run_to_end(reference, command)
-    kill_at_random(killed, command, 5, duration, random.Random(SEED + 3), no_duplicates)
+    kill_at_random(killed, command, 5, duration, random.Random(seed), no_duplicates)
     run_to_end(killed, command)
     assert_same_tables(killed, reference, ("checkpoints",))  # content-hashed ids: the very same router
     no_job_left_running(killed)
 
 
+def test_kill_stage1_training(trained_outcomes: Store, tmp_path: Path) -> None:
+    kill_training(trained_outcomes, tmp_path, forge("train", "--stage", "1", "--host", HOST, "--variant", "lite",
+                                                    "--seed", "5", "--max-epochs", "30", "--patience", "30"), SEED + 3)
+
+
 def test_kill_stage2_training(trained_outcomes: Store, tmp_path: Path) -> None:
-    reference, killed = two_copies(trained_outcomes, tmp_path)
-    command = forge("train", "--stage", "2", "--host", HOST, "--variant", "lite", "--steps", "300",
-                    "--log-every", "50")
-    duration = run_to_end(reference, command)
-    kill_at_random(killed, command, 5, duration, random.Random(SEED + 4), no_duplicates)
-    run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("checkpoints",))
-    no_job_left_running(killed)
+    kill_training(trained_outcomes, tmp_path, forge("train", "--stage", "2", "--host", HOST, "--variant", "lite",
+                                                    "--steps", "300", "--log-every", "50"), SEED + 4)
 
 
 def test_kill_fresh_online_evaluation(trained_outcomes: Store, tmp_path: Path) -> None:
