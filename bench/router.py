@@ -35,7 +35,7 @@ PIECES = ("bm25", "question_embedding", "passage_lookup", "mlp")
 
 def routing_latency_ms(store: Store, checkpoint, questions: list[tuple[str, str]]) -> dict[str, list[float]]:
     """Per question, in ms: end-to-end routing (BM25, embedding, features, standardize, MLP, as
-    `route_question` runs it) and, timed again one by one, each piece."""
+    `route_and_answer` routes) and, timed again one by one, each piece."""
     timings: dict[str, list[float]] = {piece: [] for piece in ("routing", *PIECES)}
     embedder = load_embedder()
     for benchmark, question in questions:
