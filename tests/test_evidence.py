@@ -157,3 +157,17 @@ def test_summary_on_real_passages_is_bounded_unique_nonempty_deterministic(hotpo
         assert len(found) == len(set(found))
         for block in raw_support(passages).split("\n\n"):
             assert len(block.split("\n", 1)[1].split()) <= RAW_WORDS_PER_PASSAGE
+
+
+def test_evidence_builds_each_support_form_once(monkeypatch) -> None:
+    # A query's summary:no_think and summary:cot calls share one summary (built once per query).
+    from forge_core.evidence import answering
+    from forge_core.evidence.retrieval import ScoredDocument
+
+    built = []
+    monkeypatch.setattr(answering, "summary_support", lambda question, passages: built.append(question) or "s")
+    evidence = answering.Evidence("Where is the orchard?", (ScoredDocument(doc("Orchard", "An orchard."), 1.0),))
+    assert [evidence.support_text("summary") for _ in range(3)] == ["s", "s", "s"]
+    assert built == ["Where is the orchard?"]
+    assert evidence.support_text("raw") == "[1] Orchard\nAn orchard."
+    assert evidence.support_text("direct") == ""

@@ -19,6 +19,7 @@ from forge_core.evidence.retrieval import (
     Retriever,
     document_tokens,
     load_or_build,
+    rank_by_bm25,
     tokenize,
     top_k,
 )
@@ -185,6 +186,27 @@ def test_search_many_equals_search() -> None:
             assert index.search_many(queries, k) == [index.search(query, k) for query in queries]
     assert tiny.search("alpha", 2)[0][1] < 0
     assert small.search_many([], 3) == []
+
+
+def test_scores_are_bit_identical_to_the_sparse_product(hotpotqa_sample) -> None:
+    # `scores` adds the query's columns itself; the evidence stored by earlier runs was ranked on
+    # scipy's product, so the two must agree to the last bit, not just closely.
+    documents, questions = hotpotqa_sample
+    for index in (BM25Index.build(documents), BM25Index.build(SMALL_CORPUS)):
+        for query in questions + ["common common fruit", "zzz", ""]:
+            term_ids, counts = index.query_vector(query)
+            sparse_product = np.asarray(index.weights[:, term_ids] @ counts, dtype=np.float64)
+            assert np.array_equal(index.scores(query), sparse_product)
+
+
+def test_rank_by_bm25_ranks_as_search_does() -> None:
+    texts = ["zebra", "lion lion", "zebra", "lion", "tiger zebra", "tiger", "common fruit trees"]
+    token_lists = [tokenize(text) for text in texts]
+    index = BM25Index.from_tokens(token_lists, [str(position) for position in range(len(texts))])
+    for query in ["zebra", "lion zebra", "tiger tiger lion", "nothing", "", "fruit trees zebra"]:
+        expected = [position for position, _ in index.search(query, k=len(texts))]
+        assert rank_by_bm25(query, token_lists) == expected
+    assert rank_by_bm25("zebra", token_lists)[:3] == [0, 2, 4]  # ties in text order, then the longer one
 
 
 def test_save_load_roundtrip(tmp_path: Path) -> None:

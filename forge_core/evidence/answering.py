@@ -28,13 +28,21 @@ class Evidence:
     passages: tuple[ScoredDocument, ...]
 
     def support_text(self, support: str) -> str:
-        """The evidence text of a support form ("" for direct)."""
-        documents = [hit.document for hit in self.passages[:SUPPORT_TOP_K]]
+        """The evidence text of a support form ("" for direct); built once per form, since a
+        query's arms share it (summary:no_think and summary:cot send the same summary)."""
         if support == "raw":
-            return raw_support(documents)
+            return self._raw_text
         if support == "summary":
-            return summary_support(self.question, documents)
+            return self._summary_text
         return ""
+
+    @functools.cached_property
+    def _raw_text(self) -> str:
+        return raw_support([hit.document for hit in self.passages[:SUPPORT_TOP_K]])
+
+    @functools.cached_property
+    def _summary_text(self) -> str:
+        return summary_support(self.question, [hit.document for hit in self.passages[:SUPPORT_TOP_K]])
 
 
 @dataclass(frozen=True)

@@ -107,33 +107,13 @@ class BM25Index:
         params: BM25Params = BM25Params(),
     ) -> BM25Index:
         """Index pre-tokenized documents; `doc_ids` names them in the same order."""
-        if not token_lists:
-            raise ValueError("cannot build a BM25 index over an empty corpus")
         if len(token_lists) != len(doc_ids):
             raise ValueError(f"{len(token_lists)} token lists but {len(doc_ids)} doc ids")
-        vocabulary: dict[str, int] = {}
-        rows: list[int] = []
-        columns: list[int] = []
-        term_freqs: list[int] = []
-        for row, tokens in enumerate(token_lists):
-            for term, count in Counter(tokens).items():
-                rows.append(row)
-                columns.append(vocabulary.setdefault(term, len(vocabulary)))
-                term_freqs.append(count)
-        doc_len = np.array([len(tokens) for tokens in token_lists], dtype=np.int64)
-        avgdl = int(doc_len.sum()) / len(token_lists)
-        row_array = np.array(rows, dtype=np.int64)
-        column_array = np.array(columns, dtype=np.int64)
-        doc_freq = np.bincount(column_array, minlength=len(vocabulary))
-        idf = _okapi_idf(doc_freq, len(token_lists), params)
-        tf = np.array(term_freqs, dtype=np.float64)
-        saturation = tf * (params.k1 + 1) / (
-            tf + params.k1 * (1 - params.b + params.b * doc_len[row_array] / avgdl)
-        )
-        shape = (len(token_lists), len(vocabulary))
-        entries = (idf[column_array] * saturation, (row_array, column_array))
-        weights = sp.csc_matrix(entries, shape=shape)
-        return cls(weights, vocabulary, idf, avgdl, tuple(doc_ids), params)
+        weights = _BM25Weights.compute(token_lists, params)
+        shape = (len(token_lists), len(weights.vocabulary))
+        entries = (weights.values, (weights.rows, weights.columns))
+        matrix = sp.csc_matrix(entries, shape=shape)
+        return cls(matrix, weights.vocabulary, weights.idf, weights.avgdl, tuple(doc_ids), params)
 
     def __len__(self) -> int:
         """Number of indexed documents."""
@@ -146,9 +126,18 @@ class BM25Index:
         return term_ids, counts.astype(np.float64)
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every document for the query, in corpus order."""
+        """BM25 score of every document for the query, in corpus order.
+
+        Reads the query's columns straight from the CSC arrays (no sparse slicing, which costs
+        more than the sum on a short query) and adds them up in term order, exactly as scipy's
+        sparse product does: the same floating-point result."""
         term_ids, counts = self.query_vector(query)
-        return np.asarray(self.weights[:, term_ids] @ counts, dtype=np.float64)
+        if term_ids.size == 0:
+            return np.zeros(len(self))
+        columns = [slice(self.weights.indptr[term], self.weights.indptr[term + 1]) for term in term_ids]
+        rows = np.concatenate([self.weights.indices[column] for column in columns])
+        values = np.concatenate([self.weights.data[column] * count for column, count in zip(columns, counts)])
+        return np.bincount(rows, weights=values, minlength=len(self))
 
     def search(self, query: str, k: int = 5) -> list[tuple[int, float]]:
         """Top-k (document index, score), best first; equal scores keep corpus order."""
@@ -235,6 +224,65 @@ class BM25Index:
         vocabulary = {term: term_id for term_id, term in enumerate(meta["vocabulary"])}
         params = BM25Params(**meta["params"])
         return cls(weights, vocabulary, idf, meta["avgdl"], tuple(meta["doc_ids"]), params)
+
+
+@dataclass(frozen=True)
+class _BM25Weights:
+    """Every (document, term) BM25 weight of a corpus, as coordinate lists."""
+
+    vocabulary: dict[str, int]  # term -> term id
+    rows: np.ndarray  # document of each entry
+    columns: np.ndarray  # term id of each entry
+    values: np.ndarray  # idf(term) * saturated term frequency
+    idf: np.ndarray  # per term id, after the epsilon floor
+    avgdl: float
+
+    @classmethod
+    def compute(cls, token_lists: Sequence[Sequence[str]], params: BM25Params) -> _BM25Weights:
+        if not token_lists:
+            raise ValueError("cannot build a BM25 index over an empty corpus")
+        vocabulary: dict[str, int] = {}
+        rows: list[int] = []
+        columns: list[int] = []
+        term_freqs: list[int] = []
+        for row, tokens in enumerate(token_lists):
+            for term, count in Counter(tokens).items():
+                rows.append(row)
+                columns.append(vocabulary.setdefault(term, len(vocabulary)))
+                term_freqs.append(count)
+        doc_len = np.array([len(tokens) for tokens in token_lists], dtype=np.int64)
+        avgdl = int(doc_len.sum()) / len(token_lists)
+        row_array = np.array(rows, dtype=np.int64)
+        column_array = np.array(columns, dtype=np.int64)
+        doc_freq = np.bincount(column_array, minlength=len(vocabulary))
+        idf = _okapi_idf(doc_freq, len(token_lists), params)
+        tf = np.array(term_freqs, dtype=np.float64)
+        saturation = tf * (params.k1 + 1) / (
+            tf + params.k1 * (1 - params.b + params.b * doc_len[row_array] / avgdl)
+        )
+        return cls(vocabulary, row_array, column_array, idf[column_array] * saturation, idf, avgdl)
+
+
+def rank_by_bm25(query: str, token_lists: Sequence[Sequence[str]], params: BM25Params = BM25Params()) -> list[int]:
+    """Positions of a handful of texts (a summary's sentences) by BM25 score against the query,
+    best first, ties in text order.
+
+    The same weights and the same sums, in the same order, as `BM25Index.search` over the same
+    texts (so the same floating-point scores and ranking), in plain Python: for ten sentences,
+    building a sparse matrix costs several times more than the scoring itself."""
+    weights = _BM25Weights.compute(token_lists, params)
+    query_counts = Counter(weights.vocabulary[token] for token in tokenize(query) if token in weights.vocabulary)
+    scores = [0.0] * len(token_lists)
+    entries = zip(weights.rows.tolist(), weights.columns.tolist(), weights.values.tolist())
+    by_term: dict[int, list[tuple[int, float]]] = {}
+    for row, term, value in entries:
+        if term in query_counts:
+            by_term.setdefault(term, []).append((row, value))
+    for term in sorted(by_term):  # term order, as the sparse product adds columns
+        count = float(query_counts[term])
+        for row, value in by_term[term]:
+            scores[row] += value * count
+    return sorted(range(len(scores)), key=lambda position: (-scores[position], position))
 
 
 def _okapi_idf(doc_freq: np.ndarray, n_docs: int, params: BM25Params) -> np.ndarray:

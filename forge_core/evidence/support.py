@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from forge_core.evidence.retrieval import BM25Index
+from forge_core.evidence.retrieval import rank_by_bm25, tokenize
 from forge_core.records import Document
 
 RETRIEVE_TOP_K = 5  # passages retrieved per query (the retrieval features use all five)
@@ -102,9 +102,7 @@ def _unique_sentences(passages: Sequence[Document]) -> list[str]:
 
 def _rank_sentences(question: str, sentences: Sequence[str]) -> list[int]:
     """Sentence positions by BM25 score against the question, best first, ties in text order."""
-    documents = [Document("", "", sentence) for sentence in sentences]
-    index = BM25Index.build(documents)
-    return [position for position, _ in index.search(question, k=len(sentences))]
+    return rank_by_bm25(question, [tokenize(sentence) for sentence in sentences])
 
 
 def _fill_budget(ranked: Sequence[str], budget: int) -> list[str]:
