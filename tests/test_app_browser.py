@@ -1,6 +1,7 @@
 """Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a benchmark
-question routed and answered in one click on the tiny embedded host beside Always-Raw, and the
-Pareto page following a cost-weight slider moved with the keyboard."""
+question routed and answered in one click on the tiny embedded host beside Always-Raw, the
+Pareto page following a cost-weight slider moved with the keyboard, and every page opened from
+the sidebar, run to its end without an error block."""
 
 from __future__ import annotations
 
@@ -173,3 +174,26 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
         finally:
             browser.close()
     assert (tmp_path / "pareto.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(300)  # the fixture trains a checkpoint when no earlier test has
+def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    pages = ["Overview", "Enumerate", "Hosts", "Live query", "Train", "Pareto", "Action map"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(trained_dashboard)
+            expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+            for title in pages:
+                page.get_by_role("link", name=title).click()
+                expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=60_000)
+                app = page.get_by_test_id("stApp")
+                expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=ANSWER_TIMEOUT_S * 1000)
+                expect(page.get_by_test_id("stException")).to_have_count(0)  # no traceback block on the page
+                page.screenshot(path=str(tmp_path / f"{title}.png"), full_page=True)
+        finally:
+            browser.close()
+    assert all((tmp_path / f"{title}.png").stat().st_size > 10_000 for title in pages)
