@@ -268,8 +268,8 @@ def rank_by_bm25(query: str, token_lists: Sequence[Sequence[str]], params: BM25P
     best first, ties in text order.
 
     The same weights and the same sums, in the same order, as `BM25Index.search` over the same
-    texts (so the same floating-point scores and ranking), in plain Python: for ten sentences,
-    building a sparse matrix costs several times more than the scoring itself."""
+    texts (so the same floating-point scores and ranking), in plain Python: for ten-odd sentences
+    that is about a third faster than building a sparse matrix to score them once."""
     weights = _BM25Weights.compute(token_lists, params)
     query_counts = Counter(weights.vocabulary[token] for token in tokenize(query) if token in weights.vocabulary)
     scores = [0.0] * len(token_lists)
