@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -90,6 +91,7 @@ def main() -> None:
     parser.add_argument("--stage2-steps", type=int, default=200)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    load_before = os.getloadavg()  # the figures mean something only on an idle machine
     store = Store(config.store_path())
 
     compute_features(store, args.host)
@@ -120,6 +122,7 @@ def main() -> None:
     mlp = mlp_latency_us(lite, lite.lineage["input_dim"])
     result = {
         "host": args.host, "threads": 1, "embedder": embedder_name(), "variant": "lite",
+        "load_average_before": load_before, "load_average_after": os.getloadavg(),
         "routing_queries": len(questions),
         "train_queries": int(len(train)), "dev_queries": int(len(data.rows("dev"))),
         "routing_p50_ms": round(float(np.percentile(routing, 50)), 3),

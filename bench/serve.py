@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--in-flight", type=int, default=16)
     args = parser.parse_args()
+    load_before = os.getloadavg()  # the figures mean something only on an idle machine
     source = Store(config.store_path())
     router = args.router or latest_checkpoint(source, "embedded", "lite")
     if router is None:
@@ -91,7 +93,7 @@ def main() -> None:
             rps = asyncio.run(concurrent(url, questions, args.in_flight))
     result = {"router": router, "requests": len(questions), "overhead_p50_ms": round(float(np.percentile(overhead, 50)), 2),
               "overhead_p95_ms": round(float(np.percentile(overhead, 95)), 2), "requests_per_s": round(rps, 1),
-              "in_flight": args.in_flight}
+              "in_flight": args.in_flight, "load_average_before": load_before, "load_average_after": os.getloadavg()}
     print(json.dumps(result))
 
 
