@@ -11,12 +11,14 @@ client from `hosts.registry.make_host`, BM25 retrieval, prompts, scoring and bat
 on real imported train queries into a temporary store, at each concurrency in `--concurrency`:
 `--calls` calls each (6 arms per query, no probes), except concurrency 1, which runs
 `--calls-at-1` calls (at 200 ms a call, 3,000 calls would take 10 minutes and say nothing more).
-With `--endpoints N` (N > 1) it also compares one endpoint against N endpoints of the same host,
+With `--processes P` each level runs in min(P, concurrency) client processes sharing the plan
+(`forge enumerate --processes`; `seconds` then spans every process's calls). With `--endpoints N`
+(N > 1) it also compares one endpoint against N endpoints of the same host,
 each limited to `--per-endpoint` requests in flight (default 16), at full load on each.
 
 Prints one JSON line last: per concurrency, calls, seconds, calls per second, the ideal rate and
 the ratio to it, and the client's CPU seconds; with endpoints, both rates and their ratio.
-Run: `.venv/bin/python bench/client_throughput.py [--latency 0.2] [--calls 3000] [--endpoints 4]`.
+Run: `.venv/bin/python bench/client_throughput.py [--latency 0.2] [--calls 3000] [--endpoints 4] [--processes 2]`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +36,8 @@ from pathlib import Path
 from forge_core import config
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan
-from forge_core.enumeration.runner import enumerate_arms
+from forge_core.enumeration.processes import enumerate_in_processes
+from forge_core.enumeration.runner import EnumerationReport, enumerate_arms
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import make_host, with_base_urls
 from forge_core.records import BENCHMARKS
@@ -156,21 +160,35 @@ def check_server(context, ports: list[int], latency_s: float, concurrency: int) 
 
 # ------------------------------------------------------------------ the enumeration runs
 
-async def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int) -> dict:
-    """One enumeration of `calls` calls (6 arms per query) at `concurrency` queries in flight."""
+def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int, processes: int) -> dict:
+    """One enumeration of `calls` calls (6 arms per query) at `concurrency` queries in flight, in
+    `processes` client processes."""
     plan = EnumerationPlan(host=host.name, split="train", n_arms=ARMS, benchmarks=BENCHMARKS,
                            limit=max(1, calls // ARMS), concurrency=concurrency)
-    client = make_host(host)
-    cpu_started = time.process_time()
-    try:
-        report = await enumerate_arms(store, plan, client)
-    finally:
-        await client.aclose()
+    cpu_started = _cpu_seconds()
+    if processes > 1:
+        report = enumerate_in_processes(store, plan, host, processes)
+    else:
+        report = asyncio.run(_enumerate(store, plan, host))
     if report.errors:
         raise SystemExit(f"{len(report.errors)} calls failed, e.g. {report.errors[0]}")
     rate = report.calls / report.seconds
     return {"calls": report.calls, "seconds": round(report.seconds, 2), "calls_per_s": round(rate, 1),
-            "cpu_s": round(time.process_time() - cpu_started, 1)}
+            "cpu_s": round(_cpu_seconds() - cpu_started, 1)}
+
+
+async def _enumerate(store: Store, plan: EnumerationPlan, host: HostConfig) -> EnumerationReport:
+    client = make_host(host)
+    try:
+        return await enumerate_arms(store, plan, client)
+    finally:
+        await client.aclose()
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its ended child processes (the client processes)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def test_host(name: str, ports: list[int], per_endpoint: int) -> HostConfig:
@@ -185,9 +203,10 @@ def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
     for concurrency in args.concurrency:
         calls = args.calls_at_1 if concurrency == 1 else args.calls
         host = test_host(f"throughput-c{concurrency}", [port], concurrency)
-        result = asyncio.run(enumerate_level(store, host, concurrency, calls))
+        processes = min(args.processes, concurrency)
+        result = enumerate_level(store, host, concurrency, calls, processes)
         ideal = concurrency / args.latency
-        levels[str(concurrency)] = {**result, "ideal_calls_per_s": round(ideal, 1),
+        levels[str(concurrency)] = {**result, "processes": processes, "ideal_calls_per_s": round(ideal, 1),
                                     "ratio": round(result["calls_per_s"] / ideal, 3)}
         print(json.dumps({"concurrency": concurrency, **levels[str(concurrency)]}), flush=True)
     return levels
@@ -196,8 +215,8 @@ def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
 def run_endpoints(store: Store, ports: list[int], args: argparse.Namespace) -> dict:
     one_host = test_host("throughput-1-endpoint", ports[:1], args.per_endpoint)
     many_host = test_host(f"throughput-{len(ports)}-endpoints", ports, args.per_endpoint)
-    one = asyncio.run(enumerate_level(store, one_host, args.per_endpoint, args.calls))
-    many = asyncio.run(enumerate_level(store, many_host, args.per_endpoint * len(ports), args.calls))
+    one = enumerate_level(store, one_host, args.per_endpoint, args.calls, 1)
+    many = enumerate_level(store, many_host, args.per_endpoint * len(ports), args.calls, 1)
     return {"per_endpoint": args.per_endpoint, "one_endpoint": one, f"{len(ports)}_endpoints": many,
             "speedup": round(many["calls_per_s"] / one["calls_per_s"], 2)}
 
@@ -210,6 +229,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--endpoints", type=int, default=1, help="also compare N endpoints against one")
     parser.add_argument("--per-endpoint", type=int, default=16, help="requests in flight per endpoint")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="client processes at each concurrency level (`forge enumerate --processes`)")
     args = parser.parse_args()
     context = multiprocessing.get_context("spawn")
     port_queue = context.Queue()
@@ -218,7 +239,7 @@ def main() -> None:
     try:
         ports = port_queue.get(timeout=60)
         highest = max([*args.concurrency, args.per_endpoint * args.endpoints])
-        result = {"latency_s": args.latency, "load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
+        result = {"latency_s": args.latency, "processes": args.processes, "load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
                   "server_check": check_server(context, ports, args.latency, highest)}
         with tempfile.TemporaryDirectory() as scratch:
             store = Store(Path(scratch) / "throughput.duckdb")

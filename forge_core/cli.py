@@ -834,6 +834,9 @@ def enumerate_command(
     shard: Annotated[str, typer.Option(
         help="i/n: this machine's part of the plan (queries i, i+n, ... of each benchmark); merge the "
              "parts with `forge store export` and `forge store import`.")] = "1/1",
+    processes: Annotated[int, typer.Option(
+        help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
+             "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -847,6 +850,7 @@ def enumerate_command(
         plan_work,
         validate_plan,
     )
+    from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_arms
     from forge_core.hosts.registry import get_host_config, make_host, serving
     from forge_core.data.catalog import imported_routable_benchmarks
@@ -875,13 +879,23 @@ def enumerate_command(
         finally:
             await client.aclose()
 
+    check_processes(processes, plan.concurrency)
     try:
         with serving(host_config) as served, counting_progress() as progress:
             task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
-            report = asyncio.run(run(served, progress, task))
+            if processes > 1:
+                report = enumerate_in_processes(
+                    store, plan, served, processes,
+                    on_progress=lambda r: progress.update(task, completed=r.calls,
+                                                          description=f"enumerating ({len(r.errors)} errors)"))
+            else:
+                report = asyncio.run(run(served, progress, task))
     except KeyboardInterrupt:
         console.print("interrupted: every finished call is stored; run the same command again to continue")
         raise typer.Exit(130) from None
+    except EnumerationProcessError as error:
+        console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
     print_summary({"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,

@@ -57,7 +57,8 @@ class EnumerationReport:
     tokens: int = 0
     errors: list[str] = field(default_factory=list)
     status: str = "running"
-    seconds: float = 0.0
+    seconds: float = 0.0  # from the first call started to the last one finished
+    started_at: float = 0.0  # time.monotonic() when the calls started
 
 
 class _Run:
@@ -211,8 +212,11 @@ async def enumerate_arms(
     plan: EnumerationPlan,
     host: Host,
     on_progress: Callable[[EnumerationReport], None] | None = None,
+    before_calls: Callable[[], object] | None = None,
 ) -> EnumerationReport:
-    """Run every missing call of the plan on a live host; returns what was done."""
+    """Run every missing call of the plan on a live host; returns what was done. `before_calls`
+    runs once the work is planned, just before the first call (several processes wait for each
+    other there)."""
     work = plan_work(store, plan)
     report = EnumerationReport(job_id=f"enumerate-{uuid.uuid4().hex[:10]}", planned_calls=count_calls(work))
     store.create_job(report.job_id, "enumerate", dataclasses.asdict(plan), report.planned_calls, os.getpid())
@@ -222,7 +226,9 @@ async def enumerate_arms(
     writer = OutcomeWriter(store)
     try:
         run = _Run(store, writer, plan, host, host.config, report, on_progress)
-        started = time.monotonic()
+        if before_calls is not None:
+            before_calls()
+        started = report.started_at = time.monotonic()
         try:
             await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
         finally:
