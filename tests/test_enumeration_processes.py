@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from answering_server import AnsweringServer
@@ -68,3 +70,54 @@ def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "FORGE_STORE": str(store.path)}
     return subprocess.run([sys.executable, "-m", "forge_core.cli", *args], capture_output=True, text=True,
                           env=environment, timeout=300)
+
+
+def test_a_killed_process_stops_the_others_and_is_one_line(tmp_path: Path, benchmarks_root: Path) -> None:
+    # One client process dies (kill -9, as the OOM killer would): the other is interrupted and
+    # keeps what it finished, and the command ends with one line naming the dead one.
+    store = Store(tmp_path / "s.duckdb")
+    import_benchmarks(store, benchmarks_root, ("fever",))
+    with AnsweringServer(delay_s=0.1) as server:
+        save_host_config(store, HostConfig(name="fast-host", kind="openai", model="m", base_url=server.base_url,
+                                           max_concurrency=2))
+        command = forge_command(store, "enumerate", "--host", "fast-host", "--split", "train", "--benchmark", "fever",
+                                "--processes", "2")
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "FORGE_STORE": str(store.path)}) as cli:
+            deadline = time.monotonic() + 120
+            while len(store_rows(store)) < 20:  # both processes are calling
+                assert time.monotonic() < deadline and cli.poll() is None
+                time.sleep(0.5)
+            victim = client_processes(cli.pid)[1]
+            os.kill(victim, signal.SIGKILL)
+            output = "".join(cli.communicate(timeout=120))
+    assert cli.returncode == 2 and "ended (exit code -9)" in output and "Traceback" not in output
+    jobs = store.jobs("enumerate")
+    assert "interrupted" in set(jobs["status"])  # the survivor stopped and closed its job
+    rows = store_rows(store)
+    assert not rows.duplicated(["benchmark", "example_id", "arm"]).any()
+    survivor = jobs[jobs["status"] == "interrupted"].iloc[0]
+    assert len(rows) >= int(survivor["done"])
+
+
+def store_rows(store: Store):
+    return store.arm_outcomes("fast-host")
+
+
+def client_processes(parent: int) -> list[int]:
+    """The enumeration processes a `forge enumerate` started (not multiprocessing's resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if f"PPid:\t{parent}\n" in status and "spawn_main" in command:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def forge_command(store: Store, *args: str) -> list[str]:
+    return [sys.executable, "-m", "forge_core.cli", *args]

@@ -35,6 +35,7 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import make_host
 from forge_core.store import Store
 
+
 class EnumerationProcessError(RuntimeError):
     """One of the client processes failed; its finished calls are stored."""
 
@@ -79,7 +80,8 @@ def enumerate_in_processes(
 ) -> EnumerationReport:
     """Run the plan in `processes` client processes against a served host configuration; returns
     their reports merged (`seconds` from the first call started to the last one finished).
-    Raises `EnumerationProcessError` naming the process when one fails, once all have ended."""
+    When one process fails, the others are interrupted (keeping what they finished) and
+    `EnumerationProcessError` names the failed one, once all have ended."""
     check_processes(processes, plan.concurrency)
     context = multiprocessing.get_context("spawn")
     updates = context.Queue()
@@ -92,6 +94,9 @@ def enumerate_in_processes(
         child.start()
     try:
         finals = _collect(children, updates, on_progress)
+    except EnumerationProcessError:
+        _interrupt(children)  # the others stop too, as on Ctrl-C, keeping what they finished
+        raise
     finally:
         ready.abort()  # a process still waiting for one that failed gives up at once
         _join(children, updates)
@@ -105,11 +110,8 @@ def _collect(children: list, updates, on_progress) -> dict[int, EnumerationRepor
     while len(finals) < len(children):
         try:
             kind, index, payload = updates.get(timeout=1.0)
-        except queue.Empty:
-            for index, child in enumerate(children):
-                if index not in finals and child.exitcode is not None:
-                    raise EnumerationProcessError(f"enumeration process {index + 1} ended (exit code {child.exitcode}) "
-                                       "before reporting; its finished calls are stored, run again to continue")
+        except queue.Empty:  # nothing left to read: a process that ended has said all it will
+            _check_ended(children, finals, clean_exit_too=True)
             continue
         if kind == "failed":
             raise EnumerationProcessError(f"enumeration process {index + 1}: {payload}")
@@ -118,7 +120,25 @@ def _collect(children: list, updates, on_progress) -> dict[int, EnumerationRepor
         latest[index] = payload
         if on_progress:
             on_progress(_merge(list(latest.values())))
+        _check_ended(children, finals, clean_exit_too=False)  # its last message may still be queued
     return finals
+
+
+def _check_ended(children: list, finals: dict[int, EnumerationReport], clean_exit_too: bool) -> None:
+    """Raise for a process that ended without its final report: killed or crashed (exit code not
+    0), or, once the queue is empty, interrupted on its own."""
+    for index, child in enumerate(children):
+        ended = child.exitcode is not None and (child.exitcode != 0 or clean_exit_too)
+        if index not in finals and ended:
+            raise EnumerationProcessError(
+                f"enumeration process {index + 1} ended (exit code {child.exitcode}) before reporting; "
+                "finished calls are stored, run the same command again to continue")
+
+
+def _interrupt(children: list) -> None:
+    for child in children:
+        if child.is_alive():
+            os.kill(child.pid, signal.SIGINT)
 
 
 def _join(children: list, updates) -> None:
