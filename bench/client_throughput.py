@@ -6,7 +6,7 @@ client at concurrency C makes C / latency calls a second. The script first check
 server alone sustains at least twice the highest rate asked of it (a raw asyncio load generator
 in a third process, with 3x the connections), so the numbers measure FORGE, not the server.
 
-Then it runs the real enumeration path (`forge_core.enumeration.runner.enumerate_arms` with a
+Then it runs the real enumeration path (`forge_core.enumeration.runner.enumerate_on_host`: a
 client from `hosts.registry.make_host`, BM25 retrieval, prompts, scoring and batched store writes)
 on real imported train queries into a temporary store, at each concurrency in `--concurrency`:
 `--calls` calls each (6 arms per query, no probes), except concurrency 1, which runs
@@ -37,9 +37,9 @@ from forge_core import config
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.enumeration.processes import enumerate_in_processes
-from forge_core.enumeration.runner import EnumerationReport, enumerate_arms
+from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import make_host, with_base_urls
+from forge_core.hosts.registry import with_base_urls
 from forge_core.records import BENCHMARKS
 from forge_core.store import Store
 
@@ -169,20 +169,12 @@ def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int
     if processes > 1:
         report = enumerate_in_processes(store, plan, host, processes)
     else:
-        report = asyncio.run(_enumerate(store, plan, host))
+        report = asyncio.run(enumerate_on_host(store, plan, host))
     if report.errors:
         raise SystemExit(f"{len(report.errors)} calls failed, e.g. {report.errors[0]}")
     rate = report.calls / report.seconds
     return {"calls": report.calls, "seconds": round(report.seconds, 2), "calls_per_s": round(rate, 1),
             "cpu_s": round(_cpu_seconds() - cpu_started, 1)}
-
-
-async def _enumerate(store: Store, plan: EnumerationPlan, host: HostConfig) -> EnumerationReport:
-    client = make_host(host)
-    try:
-        return await enumerate_arms(store, plan, client)
-    finally:
-        await client.aclose()
 
 
 def _cpu_seconds() -> float:

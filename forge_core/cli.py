@@ -851,8 +851,8 @@ def enumerate_command(
         validate_plan,
     )
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
-    from forge_core.enumeration.runner import enumerate_arms
-    from forge_core.hosts.registry import get_host_config, make_host, serving
+    from forge_core.enumeration.runner import enumerate_on_host
+    from forge_core.hosts.registry import get_host_config, serving
     from forge_core.data.catalog import imported_routable_benchmarks
 
     store = open_store()
@@ -869,27 +869,18 @@ def enumerate_command(
             print_json({"job_id": None, "calls": 0, "errors": 0, "status": "nothing to do"})
         return
 
-    async def run(served: Any, progress: Progress, task: Any) -> Any:
-        client = make_host(served)
-        try:
-            return await enumerate_arms(
-                store, plan, client,
-                on_progress=lambda r: progress.update(task, completed=r.calls,
-                                                      description=f"enumerating ({len(r.errors)} errors)"))
-        finally:
-            await client.aclose()
-
     check_processes(processes, plan.concurrency)
     try:
         with serving(host_config) as served, counting_progress() as progress:
             task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
+
+            def show(report: Any) -> None:
+                progress.update(task, completed=report.calls, description=f"enumerating ({len(report.errors)} errors)")
+
             if processes > 1:
-                report = enumerate_in_processes(
-                    store, plan, served, processes,
-                    on_progress=lambda r: progress.update(task, completed=r.calls,
-                                                          description=f"enumerating ({len(r.errors)} errors)"))
+                report = enumerate_in_processes(store, plan, served, processes, on_progress=show)
             else:
-                report = asyncio.run(run(served, progress, task))
+                report = asyncio.run(enumerate_on_host(store, plan, served, on_progress=show))
     except KeyboardInterrupt:
         console.print("interrupted: every finished call is stored; run the same command again to continue")
         raise typer.Exit(130) from None

@@ -15,9 +15,8 @@ from answering_server import AnsweringServer
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, parse_shard, plan_work
-from forge_core.enumeration.runner import enumerate_arms
+from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import make_host
 from forge_core.records import ArmOutcome
 from forge_core.store import Store
 
@@ -34,14 +33,8 @@ def machine(tmp_path: Path, name: str, benchmarks_root: Path) -> Store:
 def enumerate_part(store: Store, plan: EnumerationPlan, base_url: str) -> None:
     config = HostConfig(name=plan.host, kind="openai", model="m", base_url=base_url, max_concurrency=4)
 
-    async def go() -> None:
-        host = make_host(config)
-        try:
-            report = await enumerate_arms(store, plan, host)
-        finally:
-            await host.aclose()
-        assert report.errors == []
-    asyncio.run(go())
+    report = asyncio.run(enumerate_on_host(store, plan, config))
+    assert report.errors == []
 
 
 def forge(store: Store, *args: str) -> subprocess.CompletedProcess:

@@ -29,10 +29,9 @@ import time
 from collections.abc import Callable
 
 from forge_core.enumeration.planning import EnumerationPlan
-from forge_core.enumeration.runner import EnumerationReport, enumerate_arms
+from forge_core.enumeration.runner import EnumerationReport, enumerate_on_host
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import make_host
 from forge_core.store import Store
 
 
@@ -207,9 +206,5 @@ async def _enumerate_part(store: Store, plan: EnumerationPlan, host_config: Host
             last_sent = time.monotonic()
             updates.put(("progress", index, dataclasses.replace(report, errors=list(report.errors))))
 
-    host = make_host(host_config)
-    try:
-        return await enumerate_arms(store, plan, host, on_progress,
-                                    before_calls=lambda: ready.wait(START_TIMEOUT_S))
-    finally:
-        await host.aclose()
+    return await enumerate_on_host(store, plan, host_config, on_progress,
+                                   before_calls=lambda: ready.wait(START_TIMEOUT_S))
