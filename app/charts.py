@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from forge_core.evaluation.reports import MACRO
 
@@ -55,7 +56,7 @@ ARM_COLORS = {
 }
 KIND_SYMBOLS = {"fixed arm": "square", "baseline": "diamond", "oracle": "star", "router": "circle"}
 RUN_COLORS = ["#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2"]  # distinct lines (runs, series)
-COST_LABEL = "cost: mean tokens per query (thousands, Cached)"
+COST_LABEL = "cost: mean tokens per query (thousands)"
 
 
 def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
@@ -161,22 +162,28 @@ def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
 
 
 def routing_gain(frame: pd.DataFrame) -> go.Figure:
-    """Utility gain over the best fixed arm against the cost weights, one line per policy with its
-    95% interval as a band; zero (no gain) dashed."""
-    figure = go.Figure()
-    for index, (policy, rows) in enumerate(frame.groupby("policy", sort=False)):
-        color = RUN_COLORS[index % len(RUN_COLORS)]
-        figure.add_trace(go.Scatter(
-            x=list(rows["weights"]) + list(rows["weights"])[::-1],
-            y=list(rows["gain_high"]) + list(rows["gain_low"])[::-1], fill="toself", fillcolor=color,
-            opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=policy))
-        figure.add_trace(go.Scatter(
-            x=rows["weights"], y=rows["gain"], mode="lines+markers", name=policy, line={"color": color},
-            legendgroup=policy, customdata=rows[["gain_low", "gain_high", "best_fixed_arm", "oracle_share"]],
-            hovertemplate="%{x}: %{y:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}] over %{customdata[2]}"
-                          "<br>%{customdata[3]:.0%} of the oracle's gain<extra>" + policy + "</extra>"))
-    figure.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    """Utility gain against the cost weights, one panel per reference (the best fixed arm, the
+    ridge floor), one line per policy with its 95% interval as a band; zero (no gain) dashed."""
+    references = list(dict.fromkeys(frame["reference"]))
+    figure = make_subplots(rows=1, cols=len(references), shared_yaxes=True, horizontal_spacing=0.06,
+                           subplot_titles=[f"over the {reference}" for reference in references])
+    colors = {policy: RUN_COLORS[index % len(RUN_COLORS)] for index, policy in enumerate(dict.fromkeys(frame["policy"]))}
+    for column, reference in enumerate(references, start=1):
+        for policy, rows in frame[frame["reference"] == reference].groupby("policy", sort=False):
+            color = colors[policy]
+            figure.add_trace(go.Scatter(
+                x=list(rows["weights"]) + list(rows["weights"])[::-1],
+                y=list(rows["gain_high"]) + list(rows["gain_low"])[::-1], fill="toself", fillcolor=color,
+                opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False, legendgroup=policy),
+                row=1, col=column)
+            figure.add_trace(go.Scatter(
+                x=rows["weights"], y=rows["gain"], mode="lines+markers", name=policy, line={"color": color},
+                legendgroup=policy, showlegend=column == 1,
+                customdata=rows[["gain_low", "gain_high", "against"]],
+                hovertemplate="%{x}: %{y:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}] over "
+                              "%{customdata[2]}<extra>" + policy + "</extra>"), row=1, col=column)
+        figure.add_hline(y=0, line={"color": "#888", "dash": "dash"}, row=1, col=column)
     figure.update_xaxes(title="cost weights λ_in / λ_out", type="category")
-    figure.update_yaxes(title="utility gain over the best fixed arm (95% interval)")
-    figure.update_layout(height=420, margin={"t": 30}, legend_title_text="")
+    figure.update_yaxes(title="utility gain (95% interval)", col=1)
+    figure.update_layout(height=420, margin={"t": 40}, legend_title_text="")
     return figure

@@ -5,12 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from app import charts, data
-from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame
+from forge_core.evaluation.crossfit import seed_key, seed_spread
+from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
+from forge_core.routing.utility import ACCOUNTINGS
 from forge_core.store import Store
+
+ACCOUNTING_LABELS = {"deploy": "deployment: every call charged", "answer": "answer only (paper; excludes probes)"}
 
 
 def _label(report: dict) -> str:
     return (f"λ_in {report['lambda_in']:g} / λ_out {report['lambda_out']:g}, stage {report['stage']}, "
+            f"split seed {report['split_seed']}, {ACCOUNTING_LABELS[report['accounting']]}, "
             f"{report['folds']} folds, {report['queries']} queries")
 
 
@@ -24,6 +29,7 @@ def show_crossfit(store: Store, host: str) -> None:
                 icon=":material/query_stats:")
         return
     report = st.selectbox("Crossfit run", reports, format_func=_label)
+    st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
     frame = crossfit_frame(report)
     deployable = frame[frame["policy"] != ORACLE]
     best = deployable.loc[deployable["macro_utility"].idxmax()]
@@ -42,14 +48,39 @@ def show_crossfit(store: Store, host: str) -> None:
         st.dataframe(frame, hide_index=True, column_config={
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:-1]})
 
+    _show_seed_spread(report, reports)
+    _show_routing_gain(report, reports)
+
+
+def _show_seed_spread(report: dict, reports: list[dict]) -> None:
+    """The run's gains at every stored split seed of the same settings, and which are decidable."""
+    siblings = [r for r in reports if seed_key(r) == seed_key(report)]
+    st.subheader("Across split seeds")
+    if len(siblings) < 2:
+        st.caption(f"Only split seed {report['split_seed']} is stored for these settings: run "
+                   "`scripts/crossfit_demo.sh` (or `forge eval --protocol crossfit --split-seed 1`, 2) to see "
+                   "whether the gains hold across fold draws.")
+        return
+    spread = seed_spread(siblings)
+    st.caption("Utility gain over each seed's best fixed arm with its paired 95% interval. Decidable: the interval "
+               "is above zero at every split seed (against the ridge floor likewise).")
+    st.dataframe(seed_spread_frame(spread), hide_index=True,
+                 column_config={"spread": st.column_config.NumberColumn(format="%.4f")})
+
+
+def _show_routing_gain(report: dict, reports: list[dict]) -> None:
+    """Each router's gain over the best fixed arm and over the ridge floor along the cost weights."""
     st.subheader("Routing gain vs cost weight")
-    sweep = [r for r in reports if r["stage"] == report["stage"] and r["folds"] == report["folds"]]
+    sweep = [r for r in reports if (r["stage"], r["folds"], r["accounting"], r["split_seed"])
+             == (report["stage"], report["folds"], report["accounting"], report["split_seed"])]
     gains = routing_gain_frame(sorted(sweep, key=lambda r: r["lambda_in"] + r["lambda_out"]))
     st.caption("Each router's and ridge_utility's out-of-fold utility gain over the best fixed arm of each cost "
-               "weight, with its paired bootstrap 95% interval (a band above zero: the gain is real). One point per "
-               "stored crossfit run of this stage.")
+               "weight (left), and each router's gain over ridge_utility, the strongest simple learner on the same "
+               "features and folds (right), with paired bootstrap 95% intervals (a band above zero: the gain is "
+               "real). One point per stored crossfit run of this stage, accounting and split seed.")
     st.plotly_chart(charts.routing_gain(gains), key="routing-gain")
-    for weights, rows in gains.groupby("weights", sort=False):
+    over_fixed = gains[gains["reference"] == "best fixed arm"]
+    for weights, rows in over_fixed.groupby("weights", sort=False):
         shares = ", ".join(f"{row.policy} {row.oracle_share:.0%}" for row in rows.itertuples())
-        st.markdown(f"**{weights}**: share of the oracle's gain over {rows['best_fixed_arm'].iloc[0]} recovered: "
+        st.markdown(f"**{weights}**: share of the oracle's gain over {rows['against'].iloc[0]} recovered: "
                     f"{shares}.")

@@ -149,12 +149,12 @@ def store_version(store: Store) -> int:
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
-           checkpoint_ids: Sequence[str], by_benchmark: bool) -> pd.DataFrame:
-    """Every policy's cost/quality point and the frontier under these weights (`version`: see
-    `store_version`)."""
+           checkpoint_ids: Sequence[str], by_benchmark: bool, accounting: str = "deploy") -> pd.DataFrame:
+    """Every policy's cost/quality point and the frontier under these weights and accounting
+    (`version`: see `store_version`)."""
     compute_features(store, host)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
-                                 by_benchmark)
+                                 by_benchmark, accounting)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -39,7 +39,7 @@ def decision_agreement(store: Store, host: str, checkpoint_id: str, candidate: s
     checkpoint = load_checkpoint(store, checkpoint_id)
     table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(checkpoint.lineage["split_seed"]))
     if checkpoint.variant == "full":
-        table = table.subset(~np.isnan(table.probe_tokens))
+        table = table.subset(table.has_probes)
     keys = list(table.split("test").keys)
     actions = []
     for embedder in (reference, candidate):

@@ -32,6 +32,7 @@ from forge_core.store import EXPORTED_TABLES, Store, StoreError
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.crossfit import CrossfitSettings
 
 app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -636,18 +637,27 @@ def eval_command(
     stage: Annotated[int, typer.Option(help="Crossfit: 1, or 2 (Stage 2 on top; Stage-1 parents reported too).")] = 1,
     stage2_steps: Annotated[int, typer.Option(help="Crossfit: Stage-2 steps per fold and router.")] = 1000,
     split_seed: Annotated[int, typer.Option(help="Split seed (crossfit: seeds the folds and inner dev parts).")] = 0,
+    accounting: Annotated[str, typer.Option(
+        help="deploy: charge every host call a decision needs (probes, earlier cascade calls, the answer); "
+             "answer: the paper's Cached cost, the answering call only (excludes probes).")] = "deploy",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes of a
     fixed split (cached), out of fold over every complete query (crossfit: resumable, results
     stored), or by running every policy live on the host (fresh: every call counted and timed;
-    resumable, finished answers are kept in the store)."""
+    resumable, finished answers are kept in the store). Costs and utilities charge what a
+    deployment pays unless `--accounting answer`."""
     if protocol not in ("cached", "crossfit", "fresh"):
         raise ValueError(f"--protocol is cached, crossfit or fresh, not '{protocol}'")
     if protocol == "crossfit":
         if benchmark:
             raise ValueError("--benchmark does not apply to crossfit, which pools every benchmark's queries")
-        _eval_crossfit(host, arms, lambda_in, lambda_out, folds, stage, stage2_steps, split_seed, as_json)
+        from forge_core.evaluation.crossfit import CrossfitSettings
+        from forge_core.training.stage2 import Stage2Config
+
+        _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
+                                        accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
+                                        stage2=Stage2Config(steps=stage2_steps)), as_json)
         return
     if repeats and protocol == "fresh":
         raise ValueError("--repeats runs the cached protocol (nine live runs would take hours); drop one of them")
@@ -656,7 +666,8 @@ def eval_command(
     from forge_core.evaluation.cached import EvaluationSettings
 
     settings = EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
-                                  split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None)
+                                  split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
+                                  accounting=accounting)
     if not repeats:
         _prepare_evaluation(settings)
     if repeats:
@@ -704,11 +715,16 @@ def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
     if as_json:
         print_json(report)
         return
-    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility", "oracle agr.", "F1 vs Raw, 95% CI",
-                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, cached")
+    from forge_core.routing.utility import ACCOUNTINGS
+
+    table = Table("policy", "macro F1", "macro EM", "k tok (deploy)", "k tok (answer)", "calls", "utility",
+                  "oracle agr.", "F1 vs Raw, 95% CI",
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, cached",
+                  caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
     for name, row in report["policies"].items():
-        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
-                      f"{row['macro_utility']:.4f}", f"{row['oracle_agreement']:.3f}", _ci_text(row))
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['deploy_cost_k']:.3f}",
+                      f"{row['answer_cost_k']:.3f}", f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      f"{row['oracle_agreement']:.3f}", _ci_text(row))
     Console().print(table)
 
 
@@ -741,27 +757,45 @@ def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool)
         console.print(f"{name}: not run live ({why})")
 
 
-def _eval_crossfit(host: str, arms: int, lambda_in: float, lambda_out: float, folds: int, stage: int,
-                   stage2_steps: int, split_seed: int, as_json: bool) -> None:
-    from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
-    from forge_core.training.stage2 import Stage2Config
+def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
+    from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
+    from forge_core.routing.utility import ACCOUNTINGS
 
-    settings = CrossfitSettings(host, arms, lambda_in, lambda_out, folds, stage, split_seed,
-                                stage2=Stage2Config(steps=stage2_steps))
+    store = open_store()
     with counting_progress(transient=True) as progress:
-        task = progress.add_task("folds", total=folds)
+        task = progress.add_task("folds", total=settings.folds)
         report = run_crossfit(
-            open_store(), settings, on_fold=lambda done, total: progress.update(task, completed=done),
+            store, settings, on_fold=lambda done, total: progress.update(task, completed=done),
             on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
+    report["across_split_seeds"] = split_seed_spread(store, report)
     if as_json:
         print_json(report)
         return
-    table = Table("policy", "macro F1", "cost (k tok)", "utility", "F1 vs Raw, 95% CI", "utility vs best fixed, 95% CI",
-                  title=f"{host}, crossfit {folds} folds, stage {stage}, {report['queries']} queries, "
-                        f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})")
+    table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
+                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI",
+                  title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
+                        f"{settings.split_seed}, {report['queries']} queries, best fixed arm {report['best_fixed_arm']} "
+                        f"(run {report['run_id']})",
+                  caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
     for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
-        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['cost_k']:.3f}", f"{row['macro_utility']:.4f}",
-                      _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]))
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
+                      _interval(row.get("ci_utility_vs_floor")))
+    Console().print(table)
+    _print_seed_spread(report["across_split_seeds"])
+
+
+def _print_seed_spread(spread: dict) -> None:
+    if len(spread["split_seeds"]) < 2:
+        return
+    seeds = spread["split_seeds"]
+    table = Table("policy", *(f"gain, seed {s}" for s in seeds), "spread", "decidable",
+                  title=f"Utility gain over each seed's best fixed arm, split seeds {', '.join(map(str, seeds))}",
+                  caption="decidable: the 95% interval is above zero at every split seed")
+    for name, row in spread["policies"].items():
+        cells = [f"{gain:+.3f} {_interval(ci)}" for gain, ci in zip(row["gains"], row["intervals"])]
+        table.add_row(name, *cells, f"{row['spread']:.3f}", "yes" if row["decidable"] else "no")
     Console().print(table)
 
 

@@ -136,7 +136,7 @@ def validate_train_request(store: Store, request: TrainRequest) -> None:
         raise ValueError(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
     table = load_outcome_table(store, request.host, request.n_arms, request.split_seed, request.benchmarks)
     if request.variant == "full":
-        table = table.subset(~np.isnan(table.probe_tokens))
+        table = table.subset(table.has_probes)
         if not len(table):
             raise ValueError(f"no complete query of host '{request.host}' has probes (Full features need them): "
                              f"run `forge enumerate --host {request.host} --probes`, or train Lite")

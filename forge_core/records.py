@@ -119,3 +119,5 @@ class FreshResult:
     tokens_out: int
     latency_ms: float  # end to end: retrieval, features, probes, routing and every call
     finished_at: datetime
+    answer_tokens_in: int  # of the answering call alone
+    answer_tokens_out: int

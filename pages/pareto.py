@@ -11,10 +11,10 @@ from forge_core.training.checkpoint_views import checkpoint_label
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
-           "chosen router checkpoints, scored on the same complete queries: macro F1 against the Cached "
-           "cost (tokens of the calls a policy makes for its answer). Move the weights: the utilities, the "
-           "tuned baselines, the oracle and the frontier follow; checkpoints keep the weights they were "
-           "trained with.")
+           "chosen router checkpoints, scored on the same complete queries: macro F1 against the tokens a "
+           "deployment pays per query (every host call a decision needs: a Full router's and Self-Routing's four "
+           "probes, a cascade's earlier calls, the answer). Move the weights: the utilities, the tuned baselines, "
+           "the oracle and the frontier follow; checkpoints keep the weights they were trained with.")
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
@@ -33,6 +33,10 @@ default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
                                format_func=lambda k: f"{k} arms")
 split = split_column.selectbox("Split", ["test", "dev"], help="Baselines are tuned on train and dev.")
+answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes probes and earlier calls)",
+                        help="Off: the deployment's accounting, every host call a decision needs, each charged with "
+                             "the utility formula. On: only the answering call, as the paper's Cached cost.")
+accounting = "answer" if answer_only else "deploy"
 lambda_in_column, lambda_out_column = st.columns(2)
 lambda_in = lambda_in_column.slider("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01,
                                     help="Weight of the normalized input-token cost in U = F1 − λ_in c_in − λ_out c_out.")
@@ -54,9 +58,10 @@ if not labels:
 
 version = data.store_version(store)
 with ui.user_errors():
-    overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False)
+    overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False,
+                          accounting)
     shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
-                        True) if by_benchmark else overall
+                        True, accounting) if by_benchmark else overall
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)

@@ -27,7 +27,8 @@ def test_outcome_table_is_aligned(outcome_store: Store) -> None:
     assert len(table) == 3 * (40 + 20 + 20)
     assert table.arms[0] == "direct:no_think" and table.f1.shape == (len(table), 6)
     assert set(np.unique(table.splits)) == {"train", "dev", "test"}
-    assert (table.probe_tokens == 4 * 65).all()
+    # the three samples' tokens (the greedy probe is the direct:no_think call, counted there)
+    assert (table.sample_tokens_in == 3 * 60).all() and (table.sample_tokens_out == 3 * 5).all()
 
 
 def test_preprocessing_fits_on_train_only(outcome_store: Store) -> None:

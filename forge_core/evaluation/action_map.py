@@ -190,7 +190,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     if benchmarks is not None:
         table = table.subset(np.isin(table.benchmarks, check_benchmarks(store, benchmarks)))
     if checkpoint.variant == "full":
-        table = table.subset(~np.isnan(table.probe_tokens))
+        table = table.subset(table.has_probes)
     shown = table if split == "all" else table.split(split)
     if len(shown) < MIN_QUERIES:
         raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"

@@ -2,9 +2,11 @@
 bootstrap CIs, oracle agreement, action distributions, the dev fallback rule, lambda sweeps and
 the Pareto frontier.
 
-This is the Cached protocol: it counts the tokens of the calls a policy makes for its answer
-(the routed arm, plus any earlier cascade stage). The Fresh Online protocol, which runs the host
-on every call a new query needs, is `forge_core.evaluation.fresh_online`.
+This is the Cached protocol: it reads every call's tokens from the stored outcomes. By default
+it charges what a deployment pays, every host call a decision needs on a new query (probes,
+earlier cascade stages and the answer; `accounting="deploy"`); `accounting="answer"` is the
+paper's Cached cost, the answering call only (see `forge_core.evaluation.context`). The Fresh
+Online protocol, which makes those calls on the host, is `forge_core.evaluation.fresh_online`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from forge_core.routing.utility import (
     DEFAULT_LAMBDA_IN,
     DEFAULT_LAMBDA_OUT,
     boltzmann_target,
+    check_accounting,
     check_cost_weights,
     oracle_actions,
 )
@@ -53,41 +56,67 @@ def known_policy_names() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PolicyOutcome:
-    """A policy's per-row results on the evaluated split."""
+    """A policy's per-row results on the evaluated split, under both accountings."""
 
     name: str
     actions: np.ndarray  # [n]
     f1: np.ndarray  # [n]
     em: np.ndarray  # [n]
-    utility: np.ndarray  # [n] utility of the answering arm minus the cost of earlier calls
-    cached_tokens: np.ndarray  # [n]
+    answer_tokens: np.ndarray  # [n] tokens in + out of the answering call
+    deploy_tokens: np.ndarray  # [n] tokens of every call the decision needs (probes, earlier stages, answer)
+    calls: np.ndarray  # [n] host calls the decision needs on a new query
+    answer_utility: np.ndarray  # [n] utility of the answering arm alone (the paper's Cached view)
+    deploy_utility: np.ndarray  # [n] minus the cost of every earlier call
+    accounting: str  # which of the two `utility` and `tokens` are
+
+    @property
+    def utility(self) -> np.ndarray:
+        """[n] utility under the evaluation's accounting."""
+        return self.deploy_utility if self.accounting == "deploy" else self.answer_utility
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """[n] token cost under the evaluation's accounting."""
+        return self.deploy_tokens if self.accounting == "deploy" else self.answer_tokens
 
 
 def score_decisions(context: EvalContext, rows: np.ndarray, name: str, decisions: Decisions) -> PolicyOutcome:
     """Per-row scores and costs of a policy's decisions."""
-    table, index = context.table, np.arange(len(rows))
-    actions = decisions.actions
-    extra_cost = decisions.extra_tokens / (context.normalizer.max_input_tokens + context.normalizer.max_output_tokens)
+    table, index, actions = context.table, np.arange(len(rows)), decisions.actions
+    answer_tokens = table.cost[rows, actions]
+    answer_utility = context.utility[rows][index, actions]
+    prior_cost = context.call_cost(decisions.prior_tokens_in, decisions.prior_tokens_out)
     return PolicyOutcome(
         name=name, actions=actions, f1=table.f1[rows, actions], em=table.em[rows, actions],
-        utility=context.utility[rows][index, actions] - context.lambda_in * extra_cost,
-        cached_tokens=table.cost[rows, actions] + decisions.extra_tokens,
-    )
+        answer_tokens=answer_tokens,
+        deploy_tokens=answer_tokens + decisions.prior_tokens_in + decisions.prior_tokens_out,
+        calls=1 + decisions.prior_calls, answer_utility=answer_utility, deploy_utility=answer_utility - prior_cost,
+        accounting=context.accounting)
+
+
+def cost_summary(outcome: PolicyOutcome, benchmarks: np.ndarray, mask: np.ndarray | slice = slice(None)) -> dict:
+    """Macro token costs (k tokens a query) under both accountings, `cost_k` being the one of the
+    evaluation's accounting, and host calls a query; over the rows of `mask`."""
+    def mean(values: np.ndarray) -> float:
+        return macro(values[mask].astype(np.float64), benchmarks[mask])
+
+    return {"cost_k": mean(outcome.tokens) / 1000.0, "deploy_cost_k": mean(outcome.deploy_tokens) / 1000.0,
+            "answer_cost_k": mean(outcome.answer_tokens) / 1000.0, "calls_per_query": mean(outcome.calls)}
 
 
 def summarize(outcome: PolicyOutcome, context: EvalContext, rows: np.ndarray, reference: PolicyOutcome | None) -> dict:
     """The JSON summary of one policy."""
-    benchmarks, tokens = context.table.benchmarks[rows], outcome.cached_tokens
+    benchmarks = context.table.benchmarks[rows]
     target = boltzmann_target(context.utility[rows]).mean(axis=0)
     distribution = action_distribution(outcome.actions, len(context.table.arms))
     summary = {
         "macro_f1": macro(outcome.f1, benchmarks),
         "macro_em": macro(outcome.em, benchmarks),
         "macro_utility": macro(outcome.utility, benchmarks),
-        "cost_k": macro(tokens, benchmarks) / 1000.0,
+        **cost_summary(outcome, benchmarks),
         "per_benchmark": {
             b: {"f1": float(outcome.f1[benchmarks == b].mean()), "em": float(outcome.em[benchmarks == b].mean()),
-                "cost_k": float(tokens[benchmarks == b].mean() / 1000.0), "queries": int((benchmarks == b).sum())}
+                **cost_summary(outcome, benchmarks, benchmarks == b), "queries": int((benchmarks == b).sum())}
             for b in np.unique(benchmarks)
         },
         "oracle_agreement": float((outcome.actions == oracle_actions(context.utility[rows])).mean()),
@@ -173,11 +202,13 @@ def policy_outcomes(context: EvalContext, rows: np.ndarray, policies: Sequence[P
 
 
 def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
-                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False) -> dict:
+                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
+                  accounting: str = "deploy") -> dict:
     """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
     oracle and the given checkpoints, without training anything; plus the frontier indices.
-    Each point: policy, benchmark ("all" unless `by_benchmark`), cost_k, macro_f1, macro_utility."""
-    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out)
+    Each point: policy, benchmark ("all" unless `by_benchmark`), cost_k and macro_utility under
+    `accounting`, macro_f1."""
+    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
     rows = context.rows(split)
     if not len(rows):
         raise ValueError(f"no complete {split} queries for host '{host}'")
@@ -189,10 +220,10 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
         if by_benchmark:
             for benchmark in np.unique(benchmarks):
                 mask = benchmarks == benchmark
-                points.append(_point(name, str(benchmark), outcome.cached_tokens[mask].mean(),
+                points.append(_point(name, str(benchmark), outcome.tokens[mask].mean(),
                                      outcome.f1[mask].mean(), outcome.utility[mask].mean()))
         else:
-            points.append(_point(name, "all", macro(outcome.cached_tokens, benchmarks),
+            points.append(_point(name, "all", macro(outcome.tokens, benchmarks),
                                  macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks)))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(rows))}
@@ -217,9 +248,11 @@ class EvaluationSettings:
     split_seed: int = 0  # which of the three train/dev/test splits
     seed: int = 0  # training seed of routers fitted on the fly
     benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
+    accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
 
     def __post_init__(self) -> None:
         check_cost_weights(self.lambda_in, self.lambda_out)
+        check_accounting(self.accounting)
         if self.split not in EVALUATED_SPLITS:
             raise ValueError(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
                              "are fitted on train)")
@@ -244,7 +277,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
     ones). It only reads: `prepare_evaluation` computes what it needs first."""
     host, names = settings.host, settings.policy_names
     context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
-                                 settings.split_seed, settings.benchmarks)
+                                 settings.split_seed, settings.benchmarks, settings.accounting)
     rows = context.rows(settings.split)
     if not len(rows):
         raise ValueError(f"no complete {settings.split} queries for host '{host}'")
@@ -266,8 +299,9 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     reference = outcomes.get("always_raw") or score_decisions(
         context, rows, "always_raw", FixedArm("raw:no_think").decide(context, rows))
     return {
-        "host": settings.host, "split": settings.split, "protocol": "cached", "queries": int(len(rows)),
-        "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out, "arms": list(context.table.arms),
+        "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
+        "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
+        "arms": list(context.table.arms),
         "policies": {name: summarize(o, context, rows, reference) for name, o in outcomes.items()},
     }
 
@@ -288,7 +322,8 @@ def lambda_sweep(store: Store, grid: Sequence[tuple[float, float]], settings: Ev
                     "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
                    for name, row in report["policies"].items()]
     frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
-    return {"host": settings.host, "split": settings.split, "points": points, "frontier": frontier}
+    return {"host": settings.host, "split": settings.split, "accounting": settings.accounting, "points": points,
+            "frontier": frontier}
 
 
 def repeated_evaluation(store: Store, settings: EvaluationSettings = EvaluationSettings(),
@@ -308,9 +343,10 @@ def repeated_evaluation(store: Store, settings: EvaluationSettings = EvaluationS
     summary = {}
     for name in runs[0]:
         summary[name] = {"runs": len(runs)}
-        for metric in ("macro_f1", "macro_em", "cost_k", "macro_utility"):
+        for metric in ("macro_f1", "macro_em", "cost_k", "deploy_cost_k", "answer_cost_k", "macro_utility"):
             values = np.array([run[name][metric] for run in runs])
             summary[name][f"{metric}_mean"] = float(values.mean())
             summary[name][f"{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-    return {"host": settings.host, "split": settings.split, "protocol": "cached", "split_seeds": list(split_seeds),
+    return {"host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
+            "split_seeds": list(split_seeds),
             "seeds": list(seeds), "policies": summary}

@@ -1,5 +1,12 @@
 """What policies look at when they are fitted and when they decide: the outcome table of the
-evaluated host, utilities under the chosen cost weights and the stored features of its rows.
+evaluated host, utilities under the chosen cost weights and the stored features of its rows;
+and what a decision costs under the chosen accounting.
+
+Accounting. `deploy` (the default) charges, per query, every host call the policy's decision
+needs on a new query: the four probes of a Full router or Self-Routing (the greedy probe is the
+direct:no_think request, so it is counted once when that arm answers), the earlier stages of a
+cascade, and the answer; each call with the utility formula `lambda_in * tokens_in / max_in +
+lambda_out * tokens_out / max_out`. `answer` is the paper's Cached view: the answering call only.
 
 Features are read, never computed here: compute them first with
 `forge_core.routing.features.compute_features` (the CLI and the dashboard do).
@@ -15,7 +22,7 @@ import numpy as np
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import CostNormalizer
+from forge_core.routing.utility import CostNormalizer, check_accounting
 from forge_core.store import Store
 
 LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
@@ -30,6 +37,7 @@ class EvalContext:
     normalizer: CostNormalizer
     lambda_in: float
     lambda_out: float
+    accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
     _features: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (variant, embedder name)
 
     @property
@@ -61,27 +69,63 @@ class EvalContext:
 
 
 
+    def call_cost(self, tokens_in: np.ndarray, tokens_out: np.ndarray) -> np.ndarray:
+        """The utility charge of host calls with these token counts (the formula of every call)."""
+        c_in, c_out = self.normalizer.transform(tokens_in, tokens_out)
+        return self.lambda_in * c_in + self.lambda_out * c_out
+
+    def probed_decisions(self, rows: np.ndarray, actions: np.ndarray) -> Decisions:
+        """Decisions of a policy that runs the four probes before it decides: the three samples,
+        and the greedy probe unless the answer is direct:no_think (the same request, made once)."""
+        actions = np.asarray(actions, dtype=np.int64)
+        direct = self.arm("direct:no_think")
+        greedy_apart = actions != direct
+        table = self.table
+        return Decisions(
+            actions,
+            table.sample_tokens_in[rows] + np.where(greedy_apart, table.tokens_in[rows, direct], 0.0),
+            table.sample_tokens_out[rows] + np.where(greedy_apart, table.tokens_out[rows, direct], 0.0),
+            3 + greedy_apart.astype(np.int64))
+
+    def realized_utility(self, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
+        """[n] utility of each row's decision under the context's accounting."""
+        answer = self.utility[rows][np.arange(len(rows)), decisions.actions]
+        if self.accounting == "answer":
+            return answer
+        return answer - self.call_cost(decisions.prior_tokens_in, decisions.prior_tokens_out)
+
+
 @dataclass(frozen=True)
 class Decisions:
-    """Per evaluated row: the final arm, and the tokens spent before it."""
+    """Per evaluated row: the answering arm, and the host calls a new query needs before it
+    (probes, earlier cascade stages; never the answering call itself)."""
 
     actions: np.ndarray  # [n] column index of the answering arm
-    extra_tokens: np.ndarray  # [n] tokens of earlier calls (0 for single-call policies)
+    prior_tokens_in: np.ndarray  # [n] input tokens of the calls before the answer
+    prior_tokens_out: np.ndarray  # [n] their output tokens
+    prior_calls: np.ndarray  # [n] how many calls come before the answer
 
     @classmethod
     def single(cls, actions: np.ndarray) -> Decisions:
         """Decisions of a policy that makes one call per query."""
-        return cls(np.asarray(actions, dtype=np.int64), np.zeros(len(actions)))
+        zeros = np.zeros(len(actions))
+        return cls(np.asarray(actions, dtype=np.int64), zeros, zeros.copy(), zeros.astype(np.int64))
+
+    def where(self, keep: np.ndarray, actions: np.ndarray) -> Decisions:
+        """These decisions where `keep`, else a single call of `actions` (no earlier calls)."""
+        return Decisions(np.where(keep, self.actions, actions), np.where(keep, self.prior_tokens_in, 0.0),
+                         np.where(keep, self.prior_tokens_out, 0.0), np.where(keep, self.prior_calls, 0))
 
 
 
 def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
-                       split_seed: int = 0, benchmarks: Sequence[str] | None = None) -> EvalContext:
+                       split_seed: int = 0, benchmarks: Sequence[str] | None = None,
+                       accounting: str = "deploy") -> EvalContext:
     """Complete queries with probes (so every policy sees the same rows), only those of
     `benchmarks` when given, and the train normalizer."""
+    check_accounting(accounting)
     table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
-    with_probes = ~np.isnan(table.probe_tokens)
-    if with_probes.any():
-        table = table.subset(with_probes)
-    return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out)
+    if table.has_probes.any():
+        table = table.subset(table.has_probes)
+    return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out, accounting)
 

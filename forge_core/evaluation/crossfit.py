@@ -34,9 +34,9 @@ from forge_core.evaluation.cached import FALLBACK_ROUTER, ROUTER_POLICIES, score
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
-from forge_core.routing.features import Standardizer, compute_features, load_embedder
+from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
@@ -45,6 +45,7 @@ from forge_core.training.trainer import fit_stage1_router, fit_stage2_router
 log = logging.getLogger(__name__)
 
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
+FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class CrossfitSettings:
     n_arms: int = 6  # alphabet size
     lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
     lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    accounting: str = "deploy"  # what tuning, utilities and gains charge: every call ("deploy") or the answer's
     folds: int = 5  # number of folds (stratified by benchmark)
     stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
     split_seed: int = 0  # seeds the fold and inner-dev assignment
@@ -65,6 +67,7 @@ class CrossfitSettings:
 
     def __post_init__(self) -> None:
         check_cost_weights(self.lambda_in, self.lambda_out)
+        check_accounting(self.accounting)
         if self.folds < 2:
             raise ValueError(f"crossfit needs at least 2 folds, not {self.folds}")
         if self.stage not in (1, 2):
@@ -105,7 +108,8 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
     """The base context with one fold's split labels; its cost normalizer is fitted on the fold's
     train rows. Features are shared with the base context (read once)."""
     table = dataclasses.replace(base.table, splits=splits)
-    return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base._features)
+    return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base.accounting,
+                       base._features)
 
 
 class FoldRouter(Policy):
@@ -126,7 +130,7 @@ class FoldRouter(Policy):
                                             context.utility[dev], self.stage2)
             return
         features = context.features(self.live_variant)
-        self.standardizer = Standardizer.fit(features[train], "train", embedding_dim=load_embedder().dim)
+        self.standardizer = router_standardizer(features[train], "train")
         x = self.standardizer.transform(features)
         self.router: Router = fit_stage1_router(x[train], context.utility[train], x[dev], context.utility[dev],
                                                 self.stage1)
@@ -134,7 +138,10 @@ class FoldRouter(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features(self.live_variant)[rows])
         with torch.no_grad():
-            return Decisions.single(self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy())
+            actions = self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy()
+        if needs_probes(self.live_variant):
+            return context.probed_decisions(rows, actions)
+        return Decisions.single(actions)
 
 
 def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
@@ -182,7 +189,8 @@ def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy],
         frames.append(pd.DataFrame({
             "policy": policy.name, "benchmark": [k[0] for k in keys], "example_id": [k[1] for k in keys],
             "arm": [context.table.arms[a] for a in outcome.actions], "f1": outcome.f1,
-            "utility": outcome.utility, "tokens": outcome.cached_tokens}))
+            "deploy_utility": outcome.deploy_utility, "answer_utility": outcome.answer_utility,
+            "deploy_tokens": outcome.deploy_tokens, "answer_tokens": outcome.answer_tokens, "calls": outcome.calls}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -195,7 +203,8 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     Folds already stored under the run id are not recomputed. Computes missing features first.
     """
     compute_features(store, settings.host)
-    base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out)
+    base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                              accounting=settings.accounting)
     run_id = crossfit_run_id(settings, base)
     store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)
     done = set(store.crossfit_results(run_id)["fold"].unique().tolist())
@@ -234,10 +243,12 @@ def finished_crossfit_reports(store: Store, host: str) -> list[dict]:
 
 
 def crossfit_report(store: Store, run_id: str) -> dict:
-    """The report of a stored run: per policy macro F1 (with its bootstrap 95% interval), macro
-    utility, cost (k tokens per query, macro), the paired bootstrap 95% intervals of its F1
-    against Always-Raw and of its utility against the best fixed arm (the fixed arm of highest
-    macro utility)."""
+    """The report of a stored run, under the accounting it ran with: per policy macro F1 (with its
+    bootstrap 95% interval), macro utility, costs (k tokens per query, macro: `cost_k` under the
+    run's accounting, `deploy_cost_k` every call, `answer_cost_k` the answering call), host calls
+    a query, and the paired bootstrap 95% intervals of its F1 against Always-Raw, of its utility
+    against the best fixed arm (the fixed arm of highest macro utility) and against the linear
+    floor `ridge_utility` (same folds)."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -247,27 +258,77 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     if results["fold"].nunique() < settings["folds"]:
         raise ValueError(f"crossfit run '{run_id}' has {results['fold'].nunique()} of {settings['folds']} folds: "
                          "rerun it to finish")
+    accounting = settings["accounting"]
     per_policy = {name: frame.sort_values(["benchmark", "example_id"]).reset_index(drop=True)
                   for name, frame in results.groupby("policy", sort=False)}
     benchmarks = per_policy["always_raw"]["benchmark"].to_numpy()
-    fixed = {name: frame for name, frame in per_policy.items() if _is_fixed_arm(name, frame)}
-    best_fixed = max(fixed, key=lambda name: macro(fixed[name]["utility"].to_numpy(), benchmarks))
-    raw_f1, best_utility = per_policy["always_raw"]["f1"].to_numpy(), fixed[best_fixed]["utility"].to_numpy()
+
+    def utility(name: str) -> np.ndarray:
+        return per_policy[name][f"{accounting}_utility"].to_numpy()
+
+    fixed = [name for name, frame in per_policy.items() if _is_fixed_arm(name, frame)]
+    best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
+    raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
     policies = {}
     for name, frame in per_policy.items():
-        f1, utility = frame["f1"].to_numpy(), frame["utility"].to_numpy()
+        f1 = frame["f1"].to_numpy()
+        costs = {kind: macro(frame[f"{kind}_tokens"].to_numpy(), benchmarks) / 1000.0 for kind in ("deploy", "answer")}
         policies[name] = {
-            "macro_f1": macro(f1, benchmarks), "macro_utility": macro(utility, benchmarks),
-            "cost_k": macro(frame["tokens"].to_numpy(), benchmarks) / 1000.0,
+            "macro_f1": macro(f1, benchmarks), "macro_utility": macro(utility(name), benchmarks),
+            "cost_k": costs[accounting], "deploy_cost_k": costs["deploy"], "answer_cost_k": costs["answer"],
+            "calls_per_query": macro(frame["calls"].to_numpy(dtype=np.float64), benchmarks),
             "ci_f1": list(paired_bootstrap_ci(f1, np.zeros_like(f1), benchmarks)),
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
-            "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility, best_utility, benchmarks)),
+            "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility(name), utility(best_fixed), benchmarks)),
             "deployable": name != "oracle",
         }
-    return {"protocol": "crossfit", "run_id": run_id, "host": settings["host"], "folds": settings["folds"],
-            "stage": settings["stage"], "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
-            "queries": int(len(benchmarks)), "best_fixed_arm": fixed[best_fixed]["arm"].iloc[0],
-            "best_fixed_policy": best_fixed, "policies": policies}
+        if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
+            policies[name]["ci_utility_vs_floor"] = list(
+                paired_bootstrap_ci(utility(name), utility(FLOOR_POLICY), benchmarks))
+    return {"protocol": "crossfit", "run_id": run_id, "settings": settings, "host": settings["host"], "accounting": accounting,
+            "folds": settings["folds"], "stage": settings["stage"], "split_seed": settings["split_seed"],
+            "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
+            "queries": int(len(benchmarks)), "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
+            "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies}
+
+
+def seed_key(report: dict) -> str:
+    """What runs share when they differ only in their split seed (fold and inner-dev draws)."""
+    return json.dumps({k: v for k, v in report["settings"].items() if k != "split_seed"}, sort_keys=True)
+
+
+def seed_spread(reports: list[dict]) -> dict:
+    """Across reports that differ only in their split seed: per deployable policy, its utility gain
+    over each seed's best fixed arm with the paired 95% interval, the spread (largest minus
+    smallest gain), and `decidable`: the interval above zero at every seed (likewise against the
+    linear floor: `decidable_vs_floor`)."""
+    reports = sorted(reports, key=lambda r: r["split_seed"])
+    policies = {}
+    for name in reports[0]["policies"]:
+        rows = [r["policies"].get(name) for r in reports]
+        if name == "oracle" or any(row is None for row in rows):
+            continue
+        gains = [row["macro_utility"] - r["policies"][r["best_fixed_policy"]]["macro_utility"]
+                 for row, r in zip(rows, reports)]
+        intervals = [row["ci_utility_vs_best_fixed"] for row in rows]
+        floor = [row.get("ci_utility_vs_floor") for row in rows]
+        policies[name] = {
+            "gains": gains, "intervals": intervals, "spread": max(gains) - min(gains),
+            "decidable": all(low > 0 for low, _ in intervals),
+            "floor_intervals": floor, "decidable_vs_floor": all(ci is not None and ci[0] > 0 for ci in floor)}
+    return {"split_seeds": [r["split_seed"] for r in reports], "best_fixed_arms": [r["best_fixed_arm"] for r in reports],
+            "policies": policies}
+
+
+def split_seed_spread(store: Store, report: dict) -> dict:
+    """`seed_spread` over the report and every finished run of its host whose settings differ from
+    its own only in the split seed."""
+    runs = store.crossfit_runs(report["host"])
+    siblings = [run_id for run_id, settings, folds, done in
+                zip(runs["run_id"], runs["settings"], runs["folds"], runs["folds_done"])
+                if done >= folds and run_id != report["run_id"]
+                and seed_key({"settings": json.loads(settings)}) == seed_key(report)]
+    return seed_spread([report, *(crossfit_report(store, run_id) for run_id in siblings)])
 
 
 def _is_fixed_arm(name: str, frame: pd.DataFrame) -> bool:

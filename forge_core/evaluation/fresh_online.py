@@ -1,4 +1,6 @@
-"""The Fresh Online protocol: policies answer queries with real host calls, every call counted.
+"""The Fresh Online protocol: policies answer queries with real host calls, every call counted
+(`deploy_cost_k`; `answer_cost_k` is the answering call's tokens alone, and `cost_k` and the
+utility follow the settings' accounting).
 
 The Cached protocol (`forge_core.evaluation.cached`) reads the enumeration table. Fresh Online deploys
 each policy as a user would run it on a new query: retrieve, compute the live features (the Full
@@ -22,7 +24,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -52,7 +54,7 @@ async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshRe
     f1, em = score_arm_answer(answer, query.example.answers, query.example.is_fever)
     example = query.example
     return FreshResult(run_id, policy.name, example.benchmark, example.example_id, answer.arm, f1, em, query.calls,
-                       query.tokens_in, query.tokens_out, latency_ms, utc_now())
+                       query.tokens_in, query.tokens_out, latency_ms, utc_now(), answer.tokens_in, answer.tokens_out)
 
 
 def fresh_online_evaluation(
@@ -81,7 +83,8 @@ def fresh_online_evaluation(
     results = store.fresh_results(run_id)
     report = fresh_report(results, setup, live, {name: o.f1 for name, o in cached.items()})
     skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
-    return {"host": settings.host, "split": settings.split, "protocol": "fresh", "run_id": run_id,
+    return {"host": settings.host, "split": settings.split, "protocol": "fresh", "accounting": settings.accounting,
+            "run_id": run_id,
             "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
             "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped}
 
@@ -102,6 +105,7 @@ def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: Evaluatio
         "host": config_hash(config), "keys": [list(k) for k in table.keys], "splits": table.splits.tolist(),
         "rows": setup.rows.tolist(), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
         "split_seed": settings.split_seed, "seed": settings.seed, "routers": setup.router_checkpoints,
+        "accounting": settings.accounting,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -150,21 +154,28 @@ def fresh_report(results: pd.DataFrame, setup: EvaluationSetup, policies: list[P
     frames = {p.name: results[results["policy"] == p.name].set_index(["benchmark", "example_id"]).reindex(keys)
               for p in policies}
     raw = frames.get("always_raw")
-    return {name: _policy_summary(frame, benchmarks, setup.context.table.arms, raw, cached_f1[name])
+    return {name: _policy_summary(frame, benchmarks, setup.context, raw, cached_f1[name])
             for name, frame in frames.items()}
 
 
-def _policy_summary(frame: pd.DataFrame, benchmarks: np.ndarray, arms: Sequence[str],
+def _policy_summary(frame: pd.DataFrame, benchmarks: np.ndarray, context: EvalContext,
                     raw: pd.DataFrame | None, cached_f1: np.ndarray) -> dict:
     f1, em = frame["f1"].to_numpy(float), frame["em"].to_numpy(float)
     tokens = (frame["tokens_in"] + frame["tokens_out"]).to_numpy(float)
+    answer_tokens = (frame["answer_tokens_in"] + frame["answer_tokens_out"]).to_numpy(float)
     calls, latency = frame["calls"].to_numpy(float), frame["latency_ms"].to_numpy(float)
+    arms = context.table.arms
     actions = np.array([arms.index(arm) for arm in frame["arm"]])
+    charged = ("tokens_in", "tokens_out") if context.accounting == "deploy" else ("answer_tokens_in", "answer_tokens_out")
+    utility = f1 - context.call_cost(*(frame[column].to_numpy(float) for column in charged))
     return {
         "macro_f1": macro(f1, benchmarks),
         "macro_em": macro(em, benchmarks),
-        "cost_k": macro(tokens, benchmarks) / 1000.0,
-        "calls_per_query": float(calls.mean()),
+        "macro_utility": macro(utility, benchmarks),
+        "cost_k": macro(tokens if context.accounting == "deploy" else answer_tokens, benchmarks) / 1000.0,
+        "deploy_cost_k": macro(tokens, benchmarks) / 1000.0,
+        "answer_cost_k": macro(answer_tokens, benchmarks) / 1000.0,
+        "calls_per_query": macro(calls, benchmarks),
         "latency_p50_ms": float(np.percentile(latency, 50)),
         "latency_p95_ms": float(np.percentile(latency, 95)),
         "per_benchmark": {

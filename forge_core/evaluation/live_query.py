@@ -93,7 +93,7 @@ class LiveQuery:
         row = features_for_question(self.example.question, self.retriever, self.evidence, probes, variant, embedder)
         fitted = self.fitted
         return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.lambda_in, fitted.lambda_out,
-                           {(variant, embedder_name(embedder)): row[None, :]})
+                           fitted.accounting, {(variant, embedder_name(embedder)): row[None, :]})
 
     def _count(self, tokens_in: int, tokens_out: int) -> None:
         self.calls += 1

@@ -1,8 +1,9 @@
 """Routing policies under one interface: routers (any checkpoint), fixed arms and the baselines.
 
 A policy is fitted on train and dev rows only, then decides an arm for each evaluated row. Its
-`Decisions` also carry the tokens it spent before the final arm (a cascade's earlier
-stages, Self-Routing's Direct attempt) so that every policy pays for what it really runs.
+`Decisions` also carry the host calls a new query needs before the answering one (the probes of a
+Full router and of Self-Routing, a cascade's earlier stages), so that every policy pays for what
+it really runs (see the accounting in `forge_core.evaluation.context`).
 `answer_live` deploys the same decision on a new query with real host calls (Fresh Online,
 `forge_core.evaluation.fresh_online`). The dev fallback rule wraps a router (`FallbackPolicy`).
 Adding a baseline is one class and one registry line (`BASELINES`).
@@ -23,7 +24,7 @@ from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import ArmAnswer
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.embedders import spec_for_name
-from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk
+from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk, needs_probes, router_standardizer
 from forge_core.routing.utility import oracle_actions
 
 RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
@@ -182,22 +183,12 @@ class SelfRouting(Policy):
 
     def fit(self, context: EvalContext) -> None:
         dev = context.rows("dev")
-        utility = context.utility[dev]
         best = (-np.inf, 1.0)
         for threshold in np.linspace(0, 1, 21):
-            decisions = self._decide(context, dev, threshold)
-            value = (utility[np.arange(len(dev)), decisions.actions]
-                     - self._extra_cost(context, dev, decisions)).mean()
+            value = context.realized_utility(dev, self._decide(context, dev, threshold)).mean()
             if value > best[0]:
                 best = (value, threshold)
         self.threshold = best[1]
-
-    @staticmethod
-    def _extra_cost(context: EvalContext, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
-        direct = context.arm("direct:no_think")
-        c_in, c_out = context.normalizer.transform(context.table.tokens_in[rows, direct], context.table.tokens_out[rows, direct])
-        spent = context.lambda_in * c_in + context.lambda_out * c_out
-        return np.where(decisions.extra_tokens > 0, spent, 0.0)
 
     @staticmethod
     def _confident(context: EvalContext, rows: np.ndarray, threshold: float) -> np.ndarray:
@@ -210,10 +201,7 @@ class SelfRouting(Policy):
     def _decide(self, context: EvalContext, rows: np.ndarray, threshold: float) -> Decisions:
         confident = self._confident(context, rows, threshold)
         direct, raw = context.arm("direct:no_think"), context.arm("raw:no_think")
-        actions = np.where(confident, direct, raw)
-        direct_tokens = context.table.cost[rows, direct]
-        escalated = ~confident
-        return Decisions(actions, np.where(escalated, direct_tokens, 0.0))
+        return context.probed_decisions(rows, np.where(confident, direct, raw))
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self.threshold)
@@ -234,13 +222,10 @@ class FrugalCascade(Policy):
 
     def fit(self, context: EvalContext) -> None:
         dev = context.rows("dev")
-        utility = context.utility[dev]
         answers = self._answers(context)
         best = (-np.inf, 8)
         for max_words in (2, 3, 5, 8, 12, 20, 1000):
-            decisions = self._decide(context, dev, answers, max_words)
-            spent = decisions.extra_tokens / (context.normalizer.max_input_tokens + context.normalizer.max_output_tokens)
-            value = (utility[np.arange(len(dev)), decisions.actions] - context.lambda_in * spent).mean()
+            value = context.realized_utility(dev, self._decide(context, dev, answers, max_words)).mean()
             if value > best[0]:
                 best = (value, max_words)
         self.max_words = best[1]
@@ -253,9 +238,10 @@ class FrugalCascade(Policy):
         reliable = np.vectorize(lambda text: _reliable(text, max_words))(answers[rows])
         reliable[:, -1] = True  # the last stage always answers
         stage = reliable.argmax(axis=1)
-        costs = context.table.cost[rows][:, columns]
-        extra = np.array([costs[i, :s].sum() for i, s in enumerate(stage)])
-        return Decisions(np.array(columns)[stage], extra)
+        earlier = np.arange(len(columns))[None, :] < stage[:, None]  # [n, stages] the stages run before
+        tokens_in, tokens_out = (np.where(earlier, tokens[rows][:, columns], 0.0).sum(axis=1)
+                                 for tokens in (context.table.tokens_in, context.table.tokens_out))
+        return Decisions(np.array(columns)[stage], tokens_in, tokens_out, stage)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return self._decide(context, rows, self._answers(context), self.max_words)
@@ -275,9 +261,9 @@ def _reliable(text: str, max_words: int) -> bool:
 
 class RidgeUtility(Policy):
     """A linear floor for the routers: ridge regression of every arm's utility on the Lite
-    features (every column standardized on train), route = the arm of highest predicted utility.
-    The penalty `alpha` is the one of `RIDGE_ALPHAS` whose routing has the best dev utility
-    (ties go to the larger penalty)."""
+    features, preprocessed exactly as the routers' (`router_standardizer`), route = the arm of
+    highest predicted utility. The penalty `alpha` is the one of `RIDGE_ALPHAS` whose routing has
+    the best dev utility (ties go to the larger penalty)."""
 
     name = "ridge_utility"
     live_variant = "lite"
@@ -285,7 +271,7 @@ class RidgeUtility(Policy):
     def fit(self, context: EvalContext) -> None:
         train, dev = context.rows("train"), context.rows("dev")
         features = context.features("lite")
-        self.standardizer = Standardizer.fit(features[train], "train", embedding_dim=0)
+        self.standardizer = router_standardizer(features[train], "train")
         x_train, x_dev = self.standardizer.transform(features[train]), self.standardizer.transform(features[dev])
         dev_utility = context.utility[dev]
         best = (-np.inf, None)
@@ -340,7 +326,10 @@ class RouterPolicy(Policy):
             return self.checkpoint.router.log_probs(torch.as_tensor(x)).exp().numpy()
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        return Decisions.single(self.probabilities(context, rows).argmax(axis=1))
+        actions = self.probabilities(context, rows).argmax(axis=1)
+        if needs_probes(self.checkpoint.variant):
+            return context.probed_decisions(rows, actions)
+        return Decisions.single(actions)
 
 
 def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
@@ -349,8 +338,7 @@ def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> d
     dev = context.rows("dev")
     utility = context.utility[dev]
     benchmarks = context.table.benchmarks[dev]
-    router_actions = router.decide(context, dev).actions
-    router_utility = utility[np.arange(len(dev)), router_actions]
+    router_utility = context.realized_utility(dev, router.decide(context, dev))
     rule = {}
     for benchmark in np.unique(benchmarks):
         mask = benchmarks == benchmark
@@ -378,13 +366,11 @@ class FallbackPolicy(Policy):
         self.rule = dev_fallback(context, self.router)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        decisions = self.router.decide(context, rows)
         benchmarks = context.table.benchmarks[rows]
-        actions = decisions.actions.copy()
-        for benchmark, choice in self.rule.items():
-            if choice != "router":
-                actions[benchmarks == benchmark] = context.arm(choice)
-        return Decisions(actions, decisions.extra_tokens)
+        fixed = np.array([self.rule.get(b, "router") for b in benchmarks], dtype=object)
+        routed = fixed == "router"
+        fixed_actions = np.array([0 if choice == "router" else context.arm(choice) for choice in fixed])
+        return self.router.decide(context, rows).where(routed, fixed_actions)
 
     async def answer_live(self, query: LiveQuery) -> ArmAnswer:
         choice = self.rule.get(query.benchmark, "router")

@@ -148,7 +148,8 @@ def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFra
 
 
 def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
-                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False) -> pd.DataFrame:
+                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
+                  accounting: str = "deploy") -> pd.DataFrame:
     """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
     and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). A host
     without train and dev queries is refused; the features must be computed
@@ -157,7 +158,8 @@ def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_
     from forge_core.routing.outcome_table import load_outcome_table
 
     require_train_and_dev(load_outcome_table(store, host, n_arms))
-    points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark)
+    points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark,
+                           accounting)
     return pareto_frame(points, checkpoint_ids)
 
 
@@ -215,26 +217,46 @@ def crossfit_frame(report: dict) -> pd.DataFrame:
 
 
 def routing_gain_frame(reports: Sequence[dict], policies: Sequence[str] = GAIN_POLICIES) -> pd.DataFrame:
-    """Along the cost weights of the given crossfit reports (one stage), each policy's utility
-    gain over that weight's best fixed arm with its 95% interval, and the share of the oracle's
-    gain it recovers; sorted by total weight."""
+    """Along the cost weights of the given crossfit reports (one stage, one accounting), each
+    policy's utility gain with its paired 95% interval over two references: that weight's best
+    fixed arm (with the share of the oracle's gain it recovers) and the linear floor
+    `ridge_utility`; sorted by total weight."""
     rows = []
     for report in reports:
         best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+        floor = report["policies"].get(report.get("floor_policy", ""), {}).get("macro_utility")
         oracle_gain = report["policies"][ORACLE]["macro_utility"] - best
+        weights = {"weights": f"{report['lambda_in']:g} / {report['lambda_out']:g}",
+                   "lambda_total": report["lambda_in"] + report["lambda_out"]}
         for name in policies:
             row = report["policies"].get(name)
             if row is None:
                 continue
             gain = row["macro_utility"] - best
-            rows.append({"weights": f"{report['lambda_in']:g} / {report['lambda_out']:g}",
-                         "lambda_total": report["lambda_in"] + report["lambda_out"], "policy": name,
-                         "best_fixed_arm": report["best_fixed_arm"], "gain": gain,
-                         "gain_low": row["ci_utility_vs_best_fixed"][0], "gain_high": row["ci_utility_vs_best_fixed"][1],
-                         "oracle_gain": oracle_gain, "oracle_share": gain / oracle_gain if oracle_gain > 0 else np.nan})
-    frame = pd.DataFrame(rows, columns=["weights", "lambda_total", "policy", "best_fixed_arm", "gain", "gain_low",
-                                        "gain_high", "oracle_gain", "oracle_share"])
-    return frame.sort_values(["lambda_total", "policy"]).reset_index(drop=True)
+            rows.append({**weights, "policy": name, "reference": "best fixed arm", "against": report["best_fixed_arm"],
+                         "gain": gain, "gain_low": row["ci_utility_vs_best_fixed"][0],
+                         "gain_high": row["ci_utility_vs_best_fixed"][1],
+                         "oracle_share": gain / oracle_gain if oracle_gain > 0 else np.nan})
+            if "ci_utility_vs_floor" in row and floor is not None:
+                rows.append({**weights, "policy": name, "reference": "ridge floor", "against": report["floor_policy"],
+                             "gain": row["macro_utility"] - floor, "gain_low": row["ci_utility_vs_floor"][0],
+                             "gain_high": row["ci_utility_vs_floor"][1], "oracle_share": np.nan})
+    frame = pd.DataFrame(rows, columns=["weights", "lambda_total", "policy", "reference", "against", "gain",
+                                        "gain_low", "gain_high", "oracle_share"])
+    return frame.sort_values(["reference", "lambda_total", "policy"]).reset_index(drop=True)
+
+
+def seed_spread_frame(spread: dict) -> pd.DataFrame:
+    """`crossfit.seed_spread` as one row per policy: the gain over the best fixed arm at each split
+    seed with its interval, the spread, and whether it is decidable (above zero at every seed),
+    against the best fixed arm and against the ridge floor."""
+    rows = []
+    for name, row in spread["policies"].items():
+        cells = {f"seed {seed}": f"{gain:+.3f} [{low:+.3f}, {high:+.3f}]"
+                 for seed, gain, (low, high) in zip(spread["split_seeds"], row["gains"], row["intervals"])}
+        rows.append({"policy": name, **cells, "spread": row["spread"], "decidable": row["decidable"],
+                     "decidable vs floor": row["decidable_vs_floor"]})
+    return pd.DataFrame(rows)
 
 
 def crossfit_arms(store: Store, run_id: str, policy: str) -> pd.DataFrame:

@@ -461,6 +461,13 @@ class Standardizer:
                    np.array(data["std"], dtype=np.float64))
 
 
+def router_standardizer(features: np.ndarray, split: str = "train") -> Standardizer:
+    """The routers' preprocessing (the linear floor shares it), fitted on train rows: the question
+    embedding (the leading columns, as wide as FORGE_EMBEDDER's) as it is, every structured column
+    standardized."""
+    return Standardizer.fit(features, split, embedding_dim=load_embedder().dim)
+
+
 # ---------------------------------------------------------------- computing and storing
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.data.catalog import check_benchmarks
+from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.utility import CostNormalizer, pareto_utility
 from forge_core.store import Store
 
@@ -33,7 +34,8 @@ class OutcomeTable:
     tokens_in: np.ndarray  # [N, K]
     tokens_out: np.ndarray  # [N, K]
     latency_ms: np.ndarray  # [N, K]
-    probe_tokens: np.ndarray  # [N] tokens of the four probe calls (NaN when a query has no probes)
+    sample_tokens_in: np.ndarray  # [N] input tokens of the three sample probes (NaN: no complete probes)
+    sample_tokens_out: np.ndarray  # [N] their output tokens (the greedy probe is the direct:no_think call)
     probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
     answers: np.ndarray  # [N, K] the generated answer texts (object array)
 
@@ -41,6 +43,11 @@ class OutcomeTable:
     def benchmarks(self) -> np.ndarray:
         """[N] benchmark of each row."""
         return np.array([benchmark for benchmark, _ in self.keys])
+
+    @property
+    def has_probes(self) -> np.ndarray:
+        """[N] True where a query has all four probes stored."""
+        return ~np.isnan(self.sample_tokens_in)
 
     @property
     def cost(self) -> np.ndarray:
@@ -56,7 +63,8 @@ class OutcomeTable:
         return OutcomeTable(
             self.host, self.arms, tuple(self.keys[i] for i in indices), self.splits[indices],
             self.f1[indices], self.em[indices], self.tokens_in[indices], self.tokens_out[indices],
-            self.latency_ms[indices], self.probe_tokens[indices], self.probe_latency_ms[indices],
+            self.latency_ms[indices], self.sample_tokens_in[indices], self.sample_tokens_out[indices],
+            self.probe_latency_ms[indices],
             self.answers[indices],
         )
 
@@ -97,14 +105,14 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
         raise ValueError(f"host '{host}' has no query with all {n_arms} arms stored")
     keys = list(wide.index)
     splits = _split_labels(store, keys, split_seed)
-    probe_tokens, probe_latency = _probe_costs(store, host, keys)
+    sample_in, sample_out, probe_latency = _probe_costs(store, host, keys)
     f1, em, tokens_in, tokens_out, latency = (
         wide[field][list(arms)].to_numpy(dtype=np.float64)
         for field in ("f1", "em", "tokens_in", "tokens_out", "latency_ms"))
     answers = outcomes.pivot(index=["benchmark", "example_id"], columns="arm", values="answer")
     answers = answers.loc[wide.index, list(arms)].to_numpy(dtype=object)
     return OutcomeTable(host, arms, tuple(keys), splits, f1, em, tokens_in, tokens_out, latency,
-                        probe_tokens, probe_latency, answers)
+                        sample_in, sample_out, probe_latency, answers)
 
 
 def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:
@@ -113,14 +121,21 @@ def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:
     return np.array([lookup.get(key, "unassigned") for key in keys])
 
 
-def _probe_costs(store: Store, host: str, keys: list[Key]) -> tuple[np.ndarray, np.ndarray]:
+def _probe_costs(store: Store, host: str, keys: list[Key]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per key: input and output tokens of the three sample probes and the slowest probe's latency,
+    NaN where a query lacks one of its four probes. The greedy probe's tokens are not summed: it is
+    the same request as the direct:no_think arm, whose outcome the table holds."""
     probes = store.probe_outcomes(host)
     probes = probes[probes["error"].isna()] if not probes.empty else probes
     if probes.empty:
-        return np.full(len(keys), np.nan), np.full(len(keys), np.nan)
-    probes = probes.assign(tokens=probes["tokens_in"] + probes["tokens_out"])
+        missing = np.full(len(keys), np.nan)
+        return missing, missing.copy(), missing.copy()
+    samples = probes["probe"].isin(SAMPLE_PROBES)
+    probes = probes.assign(sample_in=probes["tokens_in"].where(samples, 0),
+                           sample_out=probes["tokens_out"].where(samples, 0))
     grouped = probes.groupby(["benchmark", "example_id"]).agg(
-        n=("probe", "count"), tokens=("tokens", "sum"), latency=("latency_ms", "max"))
-    complete = grouped[grouped["n"] >= 4]
+        n=("probe", "count"), sample_in=("sample_in", "sum"), sample_out=("sample_out", "sum"),
+        latency=("latency_ms", "max"))
+    complete = grouped[grouped["n"] >= 1 + len(SAMPLE_PROBES)]
     frame = complete.reindex(pd.MultiIndex.from_tuples(keys, names=["benchmark", "example_id"]))
-    return frame["tokens"].to_numpy(dtype=np.float64), frame["latency"].to_numpy(dtype=np.float64)
+    return tuple(frame[column].to_numpy(dtype=np.float64) for column in ("sample_in", "sample_out", "latency"))

@@ -19,6 +19,10 @@ from numpy.typing import ArrayLike, NDArray
 DEFAULT_LAMBDA_IN = 0.10
 DEFAULT_LAMBDA_OUT = 0.20
 FIT_SPLIT = "train"
+ACCOUNTINGS = {  # what each accounting charges a decision; "deploy" is the default everywhere
+    "deploy": "every host call a decision needs on a new query (probes, earlier cascade calls, the answer)",
+    "answer": "the answering call only (the paper's Cached cost: excludes probes and earlier calls)",
+}
 
 
 def _token_array(tokens: ArrayLike, name: str) -> NDArray[np.float64]:
@@ -84,6 +88,12 @@ def check_cost_weights(lambda_in: float, lambda_out: float) -> None:
     """Refuse cost weights that are negative or not finite numbers."""
     if not (np.isfinite(lambda_in) and np.isfinite(lambda_out) and lambda_in >= 0 and lambda_out >= 0):
         raise ValueError("cost weights lambda_in and lambda_out must be finite and non-negative")
+
+
+def check_accounting(accounting: str) -> None:
+    """Refuse an accounting other than "deploy" or "answer"."""
+    if accounting not in ACCOUNTINGS:
+        raise ValueError(f"accounting is {' or '.join(ACCOUNTINGS)}, not '{accounting}'")
 
 
 def pareto_utility(

@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 
 from forge_core import config
 from forge_core.arms import alphabet
@@ -509,7 +510,7 @@ class Store:
         added = {}
         for table in EXPORTED_TABLES:
             path = directory / f"{table}.parquet"
-            if not path.exists():
+            if not path.exists() or self._skip_older_export(table, directory):
                 continue
             frame = pd.read_parquet(path)
             with self.transaction() as connection:
@@ -519,6 +520,23 @@ class Store:
                 after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
             added[table] = after - before + replaced
         return added
+
+    def _skip_older_export(self, table: str, directory: Path) -> bool:
+        """True for the crossfit tables of an export made before deployment accounting (they
+        charged no probe: rerun them); an older export of any other table is refused."""
+        source = "crossfit_results" if table.startswith("crossfit_") else table
+        path = directory / f"{source}.parquet"
+        if not path.exists():
+            return False
+        with self.connect() as connection:
+            columns = [row[0] for row in connection.execute(f"DESCRIBE {_known_table(source)}").fetchall()]
+        if pq.read_schema(path).names == columns:
+            return False
+        if source == "crossfit_results":
+            log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; rerun them "
+                        "with `forge eval --protocol crossfit`", directory)
+            return True
+        raise StoreError(f"{path} has the columns of another FORGE version: export it again with this one")
 
     def load_export_once(self, directory: Path) -> dict[str, int] | None:
         """`load_exported`, unless this exact export (same file contents) was loaded into this
@@ -697,7 +715,7 @@ class Store:
     def write_fresh_result(self, result: FreshResult) -> None:
         """Store one finished (policy, query) of a Fresh Online run."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO fresh_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            connection.execute("INSERT OR REPLACE INTO fresh_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                list(row_values(result)))
 
     def fresh_results(self, run_id: str) -> pd.DataFrame:
@@ -727,10 +745,11 @@ class Store:
 
     def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
         """Every policy's out-of-fold decisions of one fold, in one transaction (a fold is stored
-        whole or not at all). Columns: policy, benchmark, example_id, arm, f1, utility, tokens."""
+        whole or not at all). Columns: policy, benchmark, example_id, arm, f1, deploy_utility,
+        answer_utility, deploy_tokens, answer_tokens, calls."""
         frame = rows.assign(run_id=run_id, fold=fold, finished_at=utc_now())
-        frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "utility",
-                       "tokens", "finished_at"]]
+        frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "deploy_utility",
+                       "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at"]]
         with self.transaction() as connection:
             connection.execute("DELETE FROM crossfit_results WHERE run_id = ? AND fold = ?", [run_id, fold])
             _insert_rows(connection, "crossfit_results", frame)

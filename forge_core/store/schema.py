@@ -64,10 +64,24 @@ MIGRATIONS: tuple[str, ...] = (
         f1 DOUBLE, utility DOUBLE, tokens DOUBLE, finished_at TIMESTAMP,
         PRIMARY KEY (run_id, policy, benchmark, example_id));
     """,
+    # Deployment accounting: a decision's every host call. Runs stored before it charged no probe
+    # and mixed the two accountings, so they go (rerun them with `forge eval --protocol crossfit`).
+    """
+    DELETE FROM crossfit_runs;
+    DROP TABLE crossfit_results;
+    CREATE TABLE crossfit_results (
+        run_id VARCHAR, fold INTEGER, policy VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        f1 DOUBLE, deploy_utility DOUBLE, answer_utility DOUBLE, deploy_tokens DOUBLE, answer_tokens DOUBLE,
+        calls INTEGER, finished_at TIMESTAMP,
+        PRIMARY KEY (run_id, policy, benchmark, example_id));
+    ALTER TABLE fresh_results ADD COLUMN answer_tokens_in INTEGER;
+    ALTER TABLE fresh_results ADD COLUMN answer_tokens_out INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
-    "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results")
+    "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
+    "fresh_results")
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",

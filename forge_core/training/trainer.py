@@ -26,7 +26,7 @@ from forge_core.hosts.registry import config_hash, get_host_config, make_host, s
 from forge_core.records import ArmOutcome
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from forge_core.routing.embedders import embedder_name, load_embedder
-from forge_core.routing.features import Standardizer, assemble_features, feature_names
+from forge_core.routing.features import Standardizer, assemble_features, feature_names, router_standardizer
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import (
@@ -108,7 +108,7 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
         raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
     table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
     if variant == "full":
-        table = table.subset(~np.isnan(table.probe_tokens))
+        table = table.subset(table.has_probes)
         if not len(table):
             raise ValueError(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
     raw = assemble_features(store, host, variant, table.keys)
@@ -116,7 +116,7 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
         raise ValueError(f"host '{host}' needs complete train and dev queries: run `forge enumerate --split train` and `--split dev`")
-    standardizer = Standardizer.fit(raw[train], "train", embedding_dim=embedding_dim)
+    standardizer = router_standardizer(raw[train], "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_dim)), embedder_name())
 
