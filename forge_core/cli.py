@@ -619,6 +619,11 @@ def checkpoints_command(
     Console().print(table)
 
 
+AccountingOption = Annotated[str, typer.Option(
+    help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
+         "answer); answer: the paper's Cached cost, the answering call only (excludes probes).")]
+
+
 @app.command("eval")
 def eval_command(
     host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
@@ -637,9 +642,7 @@ def eval_command(
     stage: Annotated[int, typer.Option(help="Crossfit: 1, or 2 (Stage 2 on top; Stage-1 parents reported too).")] = 1,
     stage2_steps: Annotated[int, typer.Option(help="Crossfit: Stage-2 steps per fold and router.")] = 1000,
     split_seed: Annotated[int, typer.Option(help="Split seed (crossfit: seeds the folds and inner dev parts).")] = 0,
-    accounting: Annotated[str, typer.Option(
-        help="deploy: charge every host call a decision needs (probes, earlier cascade calls, the answer); "
-             "answer: the paper's Cached cost, the answering call only (excludes probes).")] = "deploy",
+    accounting: AccountingOption = "deploy",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes of a
@@ -823,6 +826,7 @@ def sweep_command(
     arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    accounting: AccountingOption = "deploy",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
@@ -837,7 +841,7 @@ def sweep_command(
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
         settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
-                                      benchmarks=tuple(benchmark) if benchmark else None)
+                                      benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
         result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
     if as_json:
         print_json(result)

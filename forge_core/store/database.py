@@ -533,8 +533,9 @@ class Store:
         if pq.read_schema(path).names == columns:
             return False
         if source == "crossfit_results":
-            log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; rerun them "
-                        "with `forge eval --protocol crossfit`", directory)
+            if table == source:  # said once for the pair
+                log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; "
+                            "rerun them with `forge eval --protocol crossfit`", directory)
             return True
         raise StoreError(f"{path} has the columns of another FORGE version: export it again with this one")
 
