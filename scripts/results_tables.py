@@ -1,0 +1,109 @@
+"""The README's result tables, as Markdown, from the JSON that `forge eval ... --json` printed.
+
+    python scripts/results_tables.py cached DEPLOY.json ANSWER.json
+    python scripts/results_tables.py crossfit RUN.json [RUN.json ...]     # one run per cost weight
+    python scripts/results_tables.py seeds RUN.json [RUN.json ...]        # the last run of each weight
+    python scripts/results_tables.py fresh FRESH.json
+
+`scripts/crossfit_demo.sh` writes the crossfit files to data/crossfit/.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from forge_core.evaluation.reports import crossfit_policy_kind
+
+
+def _order(policies: dict) -> list[str]:
+    """Fixed arms, baselines, the floor, the FORGE routers, the oracle."""
+    def rank(name: str) -> tuple[int, str]:
+        kind = crossfit_policy_kind(name)
+        return ({"fixed arm": 0, "baseline": 1, "router": 3, "oracle": 4}[kind] - (name == "ridge_utility") + 1, name)
+    return sorted(policies, key=rank)
+
+
+def _ci(interval: list[float] | None) -> str:
+    return "" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+
+
+def _weights(report: dict) -> str:
+    return f"λ {report['lambda_in']:g} / {report['lambda_out']:g}"
+
+
+def cached(deploy: dict, answer: dict) -> str:
+    """Cached protocol: F1, both costs, calls, utility under both accountings, F1 vs Raw."""
+    lines = ["| policy | macro F1 | k tok, deploy | k tok, answer | calls | utility, deploy | utility, answer "
+             "| F1 vs Always-Raw, 95% CI |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, row in deploy["policies"].items():
+        lines.append(f"| `{name}` | {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['answer_cost_k']:.3f} "
+                     f"| {row['calls_per_query']:.2f} | {row['macro_utility']:.3f} "
+                     f"| {answer['policies'][name]['macro_utility']:.3f} | {_ci(row['ci_vs_always_raw'])} |")
+    return "\n".join(lines)
+
+
+def crossfit(reports: list[dict]) -> str:
+    """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals."""
+    header = " | ".join(f"{_weights(r)}: utility, vs best fixed, vs floor" for r in reports)
+    lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
+    for name in _order(reports[0]["policies"]):
+        cells = []
+        for report in reports:
+            row = report["policies"][name]
+            best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+            cells.append(f"{row['macro_utility']:.3f}, {row['macro_utility'] - best:+.3f} "
+                         f"{_ci(row['ci_utility_vs_best_fixed'])}, {_ci(row.get('ci_utility_vs_floor')) or '–'}")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    costs = " | ".join(f"{_weights(r)}: F1, k tok deploy / answer, calls" for r in reports)
+    lines += ["", f"| policy | {costs} |", "|---|" + "---|" * len(reports)]
+    for name in _order(reports[0]["policies"]):
+        cells = [f"{r['policies'][name]['macro_f1']:.3f}, {r['policies'][name]['deploy_cost_k']:.3f} / "
+                 f"{r['policies'][name]['answer_cost_k']:.3f}, {r['policies'][name]['calls_per_query']:.2f}"
+                 for r in reports]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def seeds(reports: list[dict], policies: tuple[str, ...] = ("forge_full", "forge_lite", "bge_bm25_kl",
+                                                             "ridge_utility", "forge_full_fallback")) -> str:
+    """Per weight and router: the gain over the best fixed arm at each split seed, spread, decidable."""
+    lines = ["| weights | policy | gain at each split seed [95% CI] | spread | decidable | decidable vs floor |",
+             "|---|---|---|---:|---|---|"]
+    for report in reports:
+        spread = report["across_split_seeds"]
+        for name in policies:
+            row = spread["policies"][name]
+            gains = "; ".join(f"{seed}: {gain:+.3f} {_ci(ci)}"
+                              for seed, gain, ci in zip(spread["split_seeds"], row["gains"], row["intervals"]))
+            floor = "–" if name == report["floor_policy"] else ("yes" if row["decidable_vs_floor"] else "no")
+            lines.append(f"| {_weights(report)} | `{name}` | {gains} | {row['spread']:.3f} "
+                         f"| {'yes' if row['decidable'] else 'no'} | {floor} |")
+    return "\n".join(lines)
+
+
+def fresh(report: dict) -> str:
+    """Fresh Online: F1 (live and cached), both costs, calls, utility, latency."""
+    lines = ["| policy | macro F1 | Cached F1, same queries | k tok, every call | k tok, answer | calls "
+             "| utility | latency p50 (s) | p95 (s) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, row in report["policies"].items():
+        lines.append(f"| `{name}` | {row['macro_f1']:.3f} | {row['cached_macro_f1']:.3f} | {row['deploy_cost_k']:.3f} "
+                     f"| {row['answer_cost_k']:.3f} | {row['calls_per_query']:.2f} | {row['macro_utility']:.3f} "
+                     f"| {row['latency_p50_ms'] / 1000:.2f} | {row['latency_p95_ms'] / 1000:.2f} |")
+    return "\n".join(lines)
+
+
+def main(kind: str, paths: list[str]) -> None:
+    reports = [json.loads(Path(path).read_text()) for path in paths]
+    tables = {"cached": lambda: cached(*reports), "crossfit": lambda: crossfit(reports),
+              "seeds": lambda: seeds(reports), "fresh": lambda: fresh(*reports)}
+    if kind not in tables:
+        raise SystemExit(f"kind is one of {', '.join(tables)}, not '{kind}'")
+    print(tables[kind]())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    main(sys.argv[1], sys.argv[2:])
