@@ -28,12 +28,9 @@ IGNORED = ("user", "metadata", "stream_options")  # accepted, no effect
 NO_OP_VALUES: dict[str, Any] = {"n": 1, "logprobs": False, "presence_penalty": 0, "frequency_penalty": 0,
                                 "logit_bias": {}, "response_format": {"type": "text"}, "modalities": ["text"],
                                 "tools": [], "functions": [], "store": False}
+NO_TOOLS = "FORGE answers with text: tools and function calling are not supported"
 WHY_REFUSED = {
-    "tools": "FORGE answers with text: tools and function calling are not supported",
-    "tool_choice": "FORGE answers with text: tools and function calling are not supported",
-    "functions": "FORGE answers with text: tools and function calling are not supported",
-    "function_call": "FORGE answers with text: tools and function calling are not supported",
-    "parallel_tool_calls": "FORGE answers with text: tools and function calling are not supported",
+    **dict.fromkeys(("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"), NO_TOOLS),
     "n": "FORGE makes one choice per request: `n` must be 1",
     "logprobs": "FORGE does not return log probabilities",
     "top_logprobs": "FORGE does not return log probabilities",
