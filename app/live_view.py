@@ -1,4 +1,5 @@
-"""The Live query page's results: a routed answer beside Always-Raw, and the session's history.
+"""The Live query page's results: a routed answer beside Always-Raw (an extra call that routing
+does not need, made for the comparison), and the session's history.
 
 It shows `forge_core.routing.live.RoutedAnswer` records; every number comes from the record.
 """
@@ -12,7 +13,7 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.routing.live import OVERRIDE, RoutedAnswer, session_totals
+from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, session_totals
 
 
 def routed_answer(result: RoutedAnswer) -> None:
@@ -27,7 +28,9 @@ def routed_answer(result: RoutedAnswer) -> None:
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
                       help="Retrieval, features (probes included) and the router's forward pass.")
     columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",
-                      help=f"{result.probe_calls} host calls before routing (a Full router's probes).")
+                      help=f"{result.probe_calls} host calls before routing (a Full router's probes); "
+                           f"{result.host_calls} host calls in all for this answer"
+                           f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
     columns[3].metric("Saved vs Always-Raw", f"{result.tokens_saved:,} tokens",
                       delta=f"{result.saved_percent:+.1f}%",
                       help=f"Always-Raw: {result.raw_cost.tokens:,} tokens ({result.raw_cost.source}); "
@@ -41,7 +44,10 @@ def routed_answer(result: RoutedAnswer) -> None:
             st.info(f"Not asked: Always-Raw's cost, {result.raw_cost.tokens:,} tokens, is its stored outcome "
                     "on this host. Switch on the comparison to see its answer.", icon=":material/database:")
         else:
-            _answer_column("Always-Raw: raw:no_think", result.raw_answer, result.raw_f1, result.golds)
+            title = "Always-Raw: raw:no_think"
+            if result.raw_cost.source == EXTRA_CALL:
+                title += " (an extra call that routing does not need)"
+            _answer_column(title, result.raw_answer, result.raw_f1, result.golds)
     if result.probabilities:
         st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
     with st.expander("Evidence"):

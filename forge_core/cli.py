@@ -365,17 +365,20 @@ def ask(
         help="support:thinking, e.g. raw:no_think (default raw:no_think; with --route: a hand-picked override).")] = None,
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
     route: Annotated[bool, typer.Option(
-        "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw.")] = False,
+        "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw "
+                        "(its stored cost, or an extra call that routing does not need).")] = False,
     router: Annotated[Optional[str], typer.Option(
         help="With --route: a checkpoint id (default: the newest Lite checkpoint of the host).")] = None,
     compare_raw: Annotated[bool, typer.Option(
-        "--compare-raw", help="With --route: also answer with raw:no_think and show both.")] = False,
+        "--compare-raw", help="With --route: also answer with raw:no_think and show both (an extra call that "
+                              "routing does not need).")] = False,
     example: Annotated[Optional[str], typer.Option(
         help="A stored example id of --benchmark: its question, scored against its gold answers.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
-    with --route, a trained router picks the arm and Always-Raw's cost is shown beside it."""
+    with --route, a trained router picks the arm and Always-Raw's cost is shown beside it (a
+    demonstration: unless stored, it takes an extra call that routing does not need)."""
     from forge_core.arms import parse_arm
     from forge_core.hosts.registry import get_host_config, serving
     from forge_core.routing.live import check_question
@@ -401,7 +404,7 @@ def ask(
     retriever = load_retriever(store, benchmark)
     with serving(host_config) as served:
         result = ask_routed(store, served, retriever, question, benchmark, router=loaded, arm=chosen_arm,
-                            example=stored_example, compare_raw=compare_raw)
+                            example=stored_example, always_raw="answer" if compare_raw else "cost")
     if as_json:
         print_json(result.to_json())
         return
@@ -458,15 +461,18 @@ def _print_answer(out: Console, answer: Any, title: str, suffix: str = "") -> No
 
 def _print_routed(result: Any) -> None:
     """A routed answer beside Always-Raw, for people."""
+    from forge_core.routing.live import EXTRA_CALL
+
     out = Console()
     chosen = "picked by hand" if not result.probabilities else (
         f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
     if result.probe_calls:
         chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
-    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host}: {chosen})", f1)
-    if result.raw_answer is not None and result.raw_answer is not result.answer:
-        out.rule("Always-Raw answer (raw:no_think)")
+    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host}: {chosen})",
+                  f"{f1}\nrouting and answering: {result.host_calls} host calls, {result.tokens} tokens")
+    if result.raw_cost.source == EXTRA_CALL:
+        out.rule("Always-Raw (raw:no_think): an extra call that routing does not need")
         raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"
         out.print(f"{result.raw_answer.answer}\nscored answer: {result.raw_answer.extracted}{raw_f1}",
                   highlight=False)
@@ -951,14 +957,19 @@ def serve_command(
     api_key_env: Annotated[Optional[str], typer.Option(
         help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
     bind: Annotated[str, typer.Option(help="Address to bind; anything but 127.0.0.1 exposes the server.")] = "127.0.0.1",
+    shadow_raw: Annotated[float, typer.Option(
+        "--shadow-raw", help="Share of requests (0 to 1, evenly spread) that also send raw:no_think after their "
+                             "response, to estimate the saving against Always-Raw at /metrics.")] = 0.0,
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
-    Live query path), /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
+    Live query path) with only the host calls the decision needs, /v1/models, /metrics
+    (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
     from forge_core.server.app import ServeSettings, build_app
 
-    settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env)
+    settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
+                             shadow_raw=shadow_raw)
     application = build_app(open_store(), settings)
     if bind != "127.0.0.1":
         console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"

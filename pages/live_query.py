@@ -1,6 +1,6 @@
 """Live query: one click routes a question with a trained router, answers it with the chosen arm
-on a host, and sets it beside what Always-Raw answers and costs; a session history keeps the
-running totals."""
+on a host, and sets it beside what Always-Raw answers and costs (a demonstration: an extra call
+that routing does not need); a session history keeps the running totals."""
 
 import streamlit as st
 
@@ -16,7 +16,8 @@ NO_ROUTER = ("No trained router yet: run `forge train --stage 1` or use the Trai
 
 st.title("Live query")
 st.caption("Type or pick a question and press one button: the router picks the arm, the host answers with it, "
-           "and Always-Raw (raw:no_think) answers beside it.")
+           "and Always-Raw (raw:no_think) answers beside it, for comparison: an extra call that routing does not "
+           "need (`forge serve` never makes it).")
 store = data.store()
 with ui.user_errors():
     stats = data.benchmark_stats(store)
@@ -49,10 +50,10 @@ if picked:
     question = example.question if example else ""
 else:
     question = st.text_area("Your question", placeholder="e.g. Who directed the film that won Best Picture in 1998?")
-compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side", value=picked,
-                        key=f"compare_raw_{picked}",
+compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side: an extra call that routing "
+                        "does not need", value=picked, key=f"compare_raw_{picked}",
                         help="On by default for benchmark questions. Off: Always-Raw's cost comes from its stored "
-                             "outcome when there is one, else from one extra call.")
+                             "outcome when there is one, else from the same extra call.")
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
     choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]
@@ -69,7 +70,8 @@ if asked:
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
             result = ask_routed(store, served, retriever, question, benchmark, router=router,
-                                arm=parse_arm(override) if by_hand else None, example=example, compare_raw=compare_raw)
+                                arm=parse_arm(override) if by_hand else None, example=example,
+                                always_raw="answer" if compare_raw else "cost")
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])

@@ -1,5 +1,6 @@
 """A test double: a local HTTP server speaking the OpenAI chat-completions protocol that answers
-every request with a deterministic text, optionally slowly or with scripted failures."""
+every request with a deterministic text, optionally slowly or with scripted failures, and keeps
+every request body it received."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FailureRule = Callable[[dict[str, Any], int], int | None]  # (body, attempt for this prompt) -> status
+DelayRule = Callable[[dict[str, Any]], float]  # body -> seconds to wait before answering
 
 
 class AnsweringServer:
     """Answers "answer <hash>" with usage counted from the prompt's characters; thread-based."""
 
-    def __init__(self, delay_s: float = 0.0, fail: FailureRule | None = None) -> None:
+    def __init__(self, delay_s: float | DelayRule = 0.0, fail: FailureRule | None = None) -> None:
         self.delay_s = delay_s
         self.fail = fail
         self.attempts: dict[str, int] = {}
+        self.received: list[tuple[float, dict[str, Any]]] = []  # (time.monotonic(), body) of every request
         self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -39,17 +42,26 @@ class AnsweringServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    @staticmethod
+    def usage(body: dict[str, Any]) -> dict[str, int]:
+        """The usage the double reports for a request body: prompt tokens from its size, 2 out."""
+        prompt_tokens = len(AnsweringServer._prompt(body)) // 4
+        return {"prompt_tokens": prompt_tokens, "completion_tokens": 2, "total_tokens": prompt_tokens + 2}
+
+    @staticmethod
+    def _prompt(body: dict[str, Any]) -> str:
+        return json.dumps(body["messages"]) + str(body.get("seed")) + str(body.get("temperature"))
+
     def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        prompt = json.dumps(body["messages"]) + str(body.get("seed")) + str(body.get("temperature"))
-        key = hashlib.sha1(prompt.encode()).hexdigest()[:8]
+        key = hashlib.sha1(self._prompt(body).encode()).hexdigest()[:8]
         with self.lock:
             attempt = self.attempts[key] = self.attempts.get(key, 0) + 1
         status = self.fail(body, attempt) if self.fail else None
         if status:
             return status, {"error": {"message": "scripted failure"}}
         text = f"answer {key}"
-        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 2, "total_tokens": len(prompt) // 4 + 2}
-        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}], "usage": usage}
+        return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+                     "usage": self.usage(body)}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -60,7 +72,10 @@ class AnsweringServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                threading.Event().wait(server.delay_s)
+                with server.lock:
+                    server.received.append((time.monotonic(), body))
+                delay = server.delay_s(body) if callable(server.delay_s) else server.delay_s
+                threading.Event().wait(delay)
                 status, payload = server.reply(body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)

@@ -163,17 +163,19 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     metrics = {m.label: m for m in app.metric}
     assert metrics["Arm (picked by hand)"].value == "summary:no_think"
     assert "extra call" in metrics["Saved vs Always-Raw"].proto.help
+    assert "Always-Raw: raw:no_think (an extra call that routing does not need)" in [h.value for h in app.subheader]
     assert metrics["Mean F1 (routed)"].value == "–"
 
     by_label(app.radio, "Question").set_value("Pick one from the benchmark").run()
     by_label(app.selectbox, "Split").set_value("train").run()
-    assert by_label(app.toggle, "Answer with Always-Raw too (raw:no_think), side by side").value  # on by default
+    toggle = "Answer with Always-Raw too (raw:no_think), side by side: an extra call that routing does not need"
+    assert by_label(app.toggle, toggle).value  # on by default
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error
     f1s = [m.value for m in app.metric if m.label == "F1"]
     assert len(f1s) == 2 and "–" not in f1s  # both answers scored against the gold answers
 
-    by_label(app.toggle, "Answer with Always-Raw too (raw:no_think), side by side").set_value(False)
+    by_label(app.toggle, toggle).set_value(False)
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error
     saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]

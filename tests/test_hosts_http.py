@@ -664,6 +664,20 @@ def test_request_key_is_stable_and_discriminating() -> None:
     assert len(request_key(QUESTION)) == 64
 
 
+def test_stop_reaches_both_wire_bodies_and_an_unset_stop_changes_no_key(serve) -> None:
+    stopped = GenerationRequest(QUESTION.messages, max_tokens=64, stop=("\n", "END"))
+    openai_server = serve(Reply(body=chat_completion()))
+    generate(openai_host(openai_server), stopped)
+    anthropic_server = serve(Reply(body=anthropic_message("Paris")))
+    generate(anthropic_host(anthropic_server), stopped)
+
+    assert openai_server.requests[0].body["stop"] == ["\n", "END"]
+    assert anthropic_server.requests[0].body["stop_sequences"] == ["\n", "END"]
+    # the key QUESTION had before `stop` existed: stored recordings stay valid
+    assert request_key(QUESTION) == "546fc12fc51c51d797367fbff4a7928c3a993adbb0d821dd68fdebf8c8aa455a"
+    assert request_key(stopped) != request_key(QUESTION)
+
+
 def test_replay_host_requires_the_recording_file(tmp_path: Path) -> None:
     with pytest.raises(HostError, match="no recording file"):
         ReplayHost(tmp_path / "missing.jsonl", host_config(None, kind="replay"))

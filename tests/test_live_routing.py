@@ -37,15 +37,20 @@ def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[S
     router = load_checkpoint(store, checkpoint_id)
     retriever = load_retriever(store, BENCHMARK)
     result = ask_routed(store, double_host, retriever, "  Who founded the city of Rome?  ", BENCHMARK, router=router,
-                        compare_raw=True)
+                        always_raw="answer")
     assert result.question == "Who founded the city of Rome?" and result.router == checkpoint_id
     assert result.arm == max(result.probabilities, key=result.probabilities.get)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
     assert (result.probe_calls, result.probe_tokens, result.f1) == (0, 0, None)  # Lite; a typed question
     assert result.raw_answer is not None and result.raw_cost.tokens_in == result.raw_answer.tokens_in
     assert result.tokens_saved == result.raw_cost.tokens - result.answer.tokens_in - result.answer.tokens_out
+    assert (result.host_calls, result.tokens) == (1, result.answer.tokens_in + result.answer.tokens_out)
     view = result.to_json()
     assert view["raw_cost_tokens"] == result.raw_cost.tokens and view["always_raw"]["answer"].startswith("answer ")
+
+    alone = ask_routed(store, double_host, retriever, "Who founded the city of Rome?", BENCHMARK, router=router)
+    assert (alone.raw_cost, alone.raw_answer, alone.tokens_saved, alone.host_calls) == (None, None, None, 1)
+    assert alone.to_json()["raw_cost_tokens"] is None and session_totals([alone]).raw_tokens == 0
 
 
 def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_host: HostConfig) -> None:
@@ -55,7 +60,7 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     stored = store.arm_outcomes("synthetic-host", BENCHMARK).set_index(["example_id", "arm"])
     row = stored.loc[(example.example_id, "raw:no_think")]
     result = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("direct:no_think"),
-                        example=example)
+                        example=example, always_raw="cost")
     assert (result.router, result.arm, result.probabilities, result.raw_answer) == (OVERRIDE, "direct:no_think", {},
                                                                                       None)
     assert result.raw_cost.source == "stored outcome"
@@ -63,7 +68,7 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
 
     raw = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("raw:no_think"),
-                     example=example)
+                     example=example, always_raw="cost")
     assert raw.raw_cost.source == "this answer" and raw.raw_answer is raw.answer and raw.tokens_saved == 0
     totals = session_totals([result, raw])
     assert totals.questions == 2 and totals.tokens == result.tokens + raw.tokens
@@ -78,6 +83,8 @@ def test_bad_requests_are_refused(trained_store: tuple[Store, str], double_host:
         ask_routed(store, double_host, retriever, " \n ", BENCHMARK, arm=parse_arm("raw:no_think"))
     with pytest.raises(ValueError, match="not both or neither"):
         ask_routed(store, double_host, retriever, "Q?", BENCHMARK)
+    with pytest.raises(ValueError, match="always_raw must be one of off, cost, answer"):
+        ask_routed(store, double_host, retriever, "Q?", BENCHMARK, arm=parse_arm("raw:no_think"), always_raw="yes")
     with pytest.raises(ValueError, match="no reasoning budget"):
         ask_routed(store, double_host, retriever, "Q?", BENCHMARK, arm=parse_arm("raw:think_low"))
     assert default_router_id(store, "synthetic-host") == checkpoint_id

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from forge_core import config
 from forge_core.arms import Arm
 from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
-from forge_core.evidence.prompts import build_request
+from forge_core.evidence.prompts import ClientChat, build_request
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
 from forge_core.evidence.scoring import extract_fever_label, score_answer
 from forge_core.evidence.support import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
-from forge_core.hosts.base import Host
+from forge_core.hosts.base import Generation, GenerationRequest, Host
 from forge_core.store import Store
 
 
@@ -86,10 +86,14 @@ def extract_answer(text: str, arm: Arm, is_fever: bool) -> str:
     return answer
 
 
-async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bool) -> ArmAnswer:
-    """Ask the host one question under one arm."""
-    support_text = evidence.support_text(arm.support)
-    generation = await host.generate(build_request(evidence.question, support_text, arm, is_fever))
+def arm_request(evidence: Evidence, arm: Arm, is_fever: bool, chat: ClientChat | None = None) -> GenerationRequest:
+    """The host request of one arm on one question, with a chat client's additions if any."""
+    request = build_request(evidence.question, evidence.support_text(arm.support), arm, is_fever)
+    return chat.apply(request) if chat else request
+
+
+def arm_answer(arm: Arm, generation: Generation, support_text: str, is_fever: bool) -> ArmAnswer:
+    """The `ArmAnswer` of one generation under `arm`."""
     return ArmAnswer(
         arm=arm.name,
         answer=generation.text,
@@ -101,6 +105,13 @@ async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bo
         support_text=support_text,
         attempts=generation.attempts,
     )
+
+
+async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bool,
+                          chat: ClientChat | None = None) -> ArmAnswer:
+    """Ask the host one question under one arm (in a chat client's conversation, if any)."""
+    generation = await host.generate(arm_request(evidence, arm, is_fever, chat))
+    return arm_answer(arm, generation, evidence.support_text(arm.support), is_fever)
 
 
 def score_arm_answer(answer: ArmAnswer, golds: tuple[str, ...], is_fever: bool) -> tuple[float, float]:

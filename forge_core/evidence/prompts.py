@@ -5,6 +5,12 @@ last the arm's answering instruction. Arms with the same support therefore share
 to that instruction, which lets a host's prompt cache reuse the evidence when they run back to
 back.
 
+A chat client of `forge serve` adds to this layout (`ClientChat`): its system text goes after
+FORGE's, in the same first system message, separated by a blank line; its earlier turns go
+between that system message and the arm's user message, unchanged; its generation settings
+replace the arm's, the answer cap lowered but never raised. Without a client the request is
+exactly the arm's.
+
 Answer caps: 64 tokens for plain arms (the paper's cap). CoT arms may write their reasoning
 before the final line: we cap them at 256 tokens, which fits the short step-by-step reasoning
 a small host writes for multi-hop questions while bounding the cost on a CPU host. Every
@@ -16,6 +22,7 @@ reasoning budget of 1,024 / 4,096 tokens and keep the 64-token cap for the visib
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from forge_core.arms import Arm
 from forge_core.hosts.base import GenerationRequest
@@ -54,6 +61,32 @@ def user_message(question: str, support_text: str, thinking: str, is_fever: bool
     return "\n\n".join(parts)
 
 
+@dataclass(frozen=True)
+class ClientChat:
+    """What a chat client brings to an arm's prompt (`forge serve`): its system text, the turns
+    before its question, and its generation settings (None: the arm's own)."""
+
+    system: str = ""  # appended to FORGE's system message after a blank line
+    history: tuple[dict[str, str], ...] = ()  # the turns before the question, in order
+    max_tokens: int | None = None  # lowers the arm's answer cap, never raises it
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+
+    def apply(self, request: GenerationRequest) -> GenerationRequest:
+        """The arm's request with this client's system text, history and settings."""
+        system, question = request.messages
+        if self.system:
+            system = {"role": "system", "content": f"{system['content']}\n\n{self.system}"}
+        cap = request.max_tokens if self.max_tokens is None else min(self.max_tokens, request.max_tokens)
+        return dataclasses.replace(
+            request, messages=(system, *self.history, question), max_tokens=cap,
+            temperature=request.temperature if self.temperature is None else self.temperature,
+            top_p=request.top_p if self.top_p is None else self.top_p,
+            seed=request.seed if self.seed is None else self.seed, stop=self.stop)
+
+
 def build_request(question: str, support_text: str, arm: Arm, is_fever: bool) -> GenerationRequest:
     """The greedy host request for one arm on one query."""
     messages = (
@@ -65,9 +98,13 @@ def build_request(question: str, support_text: str, arm: Arm, is_fever: bool) ->
                              thinking_budget=arm.thinking_budget)
 
 
+def greedy_probe_request(question: str, is_fever: bool) -> GenerationRequest:
+    """The greedy probe: the direct:no_think request itself."""
+    return build_request(question, "", Arm("direct", "no_think"), is_fever)
+
+
 def sample_probe_request(question: str, probe: str, is_fever: bool) -> GenerationRequest:
     """A self-consistency probe: the Direct prompt sampled at temperature 0.7, top-p 0.9, 24 tokens,
     seeded by the sample's number so reruns draw the same samples."""
-    greedy = build_request(question, "", Arm("direct", "no_think"), is_fever)
-    return dataclasses.replace(greedy, temperature=SAMPLE_TEMPERATURE, top_p=SAMPLE_TOP_P,
-                               max_tokens=SAMPLE_MAX_TOKENS, seed=SAMPLE_PROBES.index(probe) + 1)
+    return dataclasses.replace(greedy_probe_request(question, is_fever), temperature=SAMPLE_TEMPERATURE,
+                               top_p=SAMPLE_TOP_P, max_tokens=SAMPLE_MAX_TOKENS, seed=SAMPLE_PROBES.index(probe) + 1)

@@ -11,7 +11,7 @@ Provider rules this client follows:
 - Without thinking, `top_p` is sent only when it differs from 1, because recent models refuse
   requests that set both `temperature` and `top_p`; such a model answers a request with
   top_p < 1 with HTTP 400 (a `HostError` at once).
-- No seed parameter exists; `request.seed` is not sent.
+- No seed parameter exists; `request.seed` is not sent. Stop sequences go in `stop_sequences`.
 - Usage: tokens_in = `input_tokens` plus any prompt-cache tokens (`cache_creation_input_tokens`,
   `cache_read_input_tokens`), tokens_out = `output_tokens`. Anthropic does not report thinking
   tokens separately (they are inside `output_tokens`), so `tokens_reasoning` is 0.
@@ -49,6 +49,8 @@ def messages_body(config: HostConfig, request: GenerationRequest) -> dict[str, A
     body: dict[str, Any] = {"model": config.model, "messages": conversation}
     if system:
         body["system"] = system
+    if request.stop is not None:
+        body["stop_sequences"] = list(request.stop)
     budget = request.thinking_budget
     if config.thinking == "anthropic" and budget is not None:
         body["max_tokens"] = request.max_tokens + budget

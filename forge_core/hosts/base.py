@@ -25,6 +25,7 @@ class GenerationRequest:
     top_p: float = 1.0  # nucleus sampling mass
     thinking_budget: int | None = None  # host reasoning budget in tokens; None = thinking off
     seed: int | None = None  # sampling seed where the provider honours one
+    stop: tuple[str, ...] | None = None  # stop sequences; None = none (left out of bodies and keys)
 
 
 @dataclass(frozen=True)

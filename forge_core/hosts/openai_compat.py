@@ -99,6 +99,8 @@ def chat_completion_body(config: HostConfig, request: GenerationRequest) -> dict
         body["top_p"] = request.top_p
     if request.seed is not None:
         body["seed"] = request.seed
+    if request.stop is not None:
+        body["stop"] = list(request.stop)
     body.update(THINKING_FIELDS[config.thinking](request))
     return body
 

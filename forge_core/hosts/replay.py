@@ -24,8 +24,13 @@ logger = logging.getLogger(__name__)
 
 
 def _request_fields(request: GenerationRequest) -> dict[str, Any]:
-    """The request as plain JSON values, floats normalized so 0 and 0.0 hash alike."""
+    """The request as plain JSON values, floats normalized so 0 and 0.0 hash alike; `stop` only
+    when set, so requests without one keep the keys they were recorded under."""
     fields = asdict(request)
+    if request.stop is None:
+        del fields["stop"]
+    else:
+        fields["stop"] = list(request.stop)
     fields["messages"] = [dict(message) for message in request.messages]
     fields["temperature"] = float(request.temperature)
     fields["top_p"] = float(request.top_p)

@@ -1,14 +1,20 @@
 """One question, live: route it with a trained router, answer it under the chosen arm on a host,
-and set it beside what Always-Raw costs (and answers) for it.
+and, when asked, set it beside what Always-Raw costs (and answers) for it.
 
 `route_and_answer` is the one routing-and-answering path: the Live query page, `forge ask --route`
 and `forge serve` all call it. Routing retrieves, computes the question's features (running the
 four host probes for a Full router) and reads the router's probability of every arm; an explicit
-arm override skips the router. The Always-Raw comparison takes the token counts of the
-`raw:no_think` arm for the same question on the same host, always the host's own usage numbers:
-the answer itself when the arm is `raw:no_think`; the stored outcome when the question comes from
-the store, its Raw outcome on this host was enumerated and the Raw answer itself is not asked for
-(no extra call); otherwise one extra `raw:no_think` call, whose answer is kept.
+arm override skips the router. The answer makes only the calls the decision needs: one for a
+Lite or BGE+BM25 router or a fixed arm; the four probes and the answer for a Full router, whose
+greedy Direct probe is the answer itself (no fifth call) when the chosen arm's request is that
+probe's request (`direct:no_think`, with no chat client changing the request).
+
+The Always-Raw comparison (`always_raw`) is a demonstration, never needed for routing: "off" (the
+default, and `forge serve`'s) makes none; "cost" takes the token counts of the `raw:no_think` arm
+for the same question on the same host, always the host's own usage numbers: the answer itself
+when the arm is `raw:no_think`, the stored outcome when the question comes from the store and its
+Raw outcome on this host was enumerated (no extra call), otherwise one extra `raw:no_think` call;
+"answer" always has the Raw answer itself (one extra call unless the arm is `raw:no_think`).
 """
 
 from __future__ import annotations
@@ -21,16 +27,24 @@ import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from forge_core.arms import Arm, alphabet, parse_arm
-from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence, score_arm_answer
-from forge_core.evidence.prompts import build_request, sample_probe_request
+from forge_core.evidence.answering import (
+    ArmAnswer,
+    Evidence,
+    answer_with_arm,
+    arm_answer,
+    arm_request,
+    retrieve_evidence,
+    score_arm_answer,
+)
+from forge_core.evidence.prompts import ClientChat, greedy_probe_request, sample_probe_request
 from forge_core.evidence.retrieval import Retriever
-from forge_core.hosts.base import Host, HostConfig
+from forge_core.hosts.base import Generation, Host, HostConfig
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.registry import make_host
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
@@ -45,6 +59,9 @@ DIRECT_ARM = Arm("direct", "no_think")
 CHECK_QUESTION = "What is the capital of France?"
 MAX_QUESTION_CHARS = 4_000  # benchmark questions are under 300; a small host's context is 8,192 tokens
 OVERRIDE = "override"  # `RoutedAnswer.router` when the arm was picked by hand
+AlwaysRaw = Literal["off", "cost", "answer"]  # the Always-Raw comparison asked for (module docstring)
+ALWAYS_RAW_MODES: tuple[str, ...] = ("off", "cost", "answer")
+EXTRA_CALL = "extra call"  # `RawCost.source` of a raw:no_think call made only for the comparison
 _serving_lock = threading.Lock()
 
 
@@ -54,7 +71,7 @@ class RawCost:
 
     tokens_in: int
     tokens_out: int
-    source: str  # "this answer", "stored outcome" or "extra call"
+    source: str  # "this answer", "stored outcome" or EXTRA_CALL
 
     @property
     def tokens(self) -> int:
@@ -64,7 +81,7 @@ class RawCost:
 
 @dataclass(frozen=True)
 class RoutedAnswer:
-    """One question routed and answered live, beside Always-Raw."""
+    """One question routed and answered live, beside Always-Raw when the comparison was asked for."""
 
     question: str
     benchmark: str  # whose corpus the evidence comes from
@@ -77,9 +94,10 @@ class RoutedAnswer:
     probe_tokens_out: int  # their output tokens
     evidence: Evidence
     answer: ArmAnswer  # under the chosen arm
+    answer_is_probe: bool  # the greedy Direct probe was the answer: no host call of its own
     f1: float | None  # None for a typed question (no gold answers)
     golds: tuple[str, ...]
-    raw_cost: RawCost
+    raw_cost: RawCost | None  # None when no Always-Raw comparison was asked for
     raw_answer: ArmAnswer | None  # the Always-Raw answer when one was made live
     raw_f1: float | None
 
@@ -89,15 +107,17 @@ class RoutedAnswer:
         return self.probe_tokens_in + self.probe_tokens_out
 
     @property
+    def host_calls(self) -> int:
+        """Host calls made for the answer: the probes, and the answer unless it was the greedy probe."""
+        return self.probe_calls + (0 if self.answer_is_probe else 1)
+
+    @property
     def host_tokens(self) -> tuple[int, int]:
-        """(input, output) tokens of every host call made for this question: probes, the answer,
-        and the extra Always-Raw call when one was made."""
-        tokens_in = self.probe_tokens_in + self.answer.tokens_in
-        tokens_out = self.probe_tokens_out + self.answer.tokens_out
-        if self.raw_answer is not None and self.raw_answer is not self.answer:
-            tokens_in += self.raw_answer.tokens_in
-            tokens_out += self.raw_answer.tokens_out
-        return tokens_in, tokens_out
+        """(input, output) tokens of every host call made for the answer (probes and answer; the
+        Always-Raw comparison's extra call is not one of them)."""
+        if self.answer_is_probe:
+            return self.probe_tokens_in, self.probe_tokens_out
+        return self.probe_tokens_in + self.answer.tokens_in, self.probe_tokens_out + self.answer.tokens_out
 
     @property
     def arm(self) -> str:
@@ -106,23 +126,31 @@ class RoutedAnswer:
 
     @property
     def tokens(self) -> int:
-        """Tokens this question spent: the answer's in + out, plus the probes of a Full router."""
-        return self.answer.tokens_in + self.answer.tokens_out + self.probe_tokens
+        """Tokens this question spent: every host call made for the answer, in + out."""
+        return sum(self.host_tokens)
 
     @property
-    def tokens_saved(self) -> int:
-        """Always-Raw's tokens minus this question's (negative: routing cost more)."""
-        return self.raw_cost.tokens - self.tokens
+    def raw_tokens(self) -> int | None:
+        """Always-Raw's tokens for this question; None without the comparison."""
+        return None if self.raw_cost is None else self.raw_cost.tokens
 
     @property
-    def saved_percent(self) -> float:
-        """`tokens_saved` as a percentage of Always-Raw's tokens."""
+    def tokens_saved(self) -> int | None:
+        """Always-Raw's tokens minus this question's (negative: routing cost more); None without
+        the comparison."""
+        return None if self.raw_cost is None else self.raw_cost.tokens - self.tokens
+
+    @property
+    def saved_percent(self) -> float | None:
+        """`tokens_saved` as a percentage of Always-Raw's tokens; None without the comparison."""
+        if self.raw_cost is None:
+            return None
         return 100.0 * self.tokens_saved / self.raw_cost.tokens if self.raw_cost.tokens else 0.0
 
     def history_row(self) -> dict[str, Any]:
         """One row of a session's history table."""
         return {"question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.router,
-                "arm": self.arm, "tokens": self.tokens, "raw tokens": self.raw_cost.tokens,
+                "arm": self.arm, "tokens": self.tokens, "raw tokens": self.raw_tokens,
                 "saved": self.tokens_saved, "F1": self.f1, "raw F1": self.raw_f1,
                 "latency ms": round(self.answer.latency_ms, 1), "routing ms": round(self.routing_ms, 1)}
 
@@ -130,16 +158,20 @@ class RoutedAnswer:
         """The JSON view printed by `forge ask --route --json` and returned by `forge serve`."""
         answer = self.answer
         raw = self.raw_answer
+        saved = self.saved_percent
         return {
             "question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.router,
             "arm": self.arm, "probabilities": {arm: round(p, 6) for arm, p in self.probabilities.items()},
             "routing_ms": round(self.routing_ms, 1), "probe_calls": self.probe_calls,
-            "probe_tokens": self.probe_tokens, "answer": answer.extracted, "answer_text": answer.answer,
+            "probe_tokens": self.probe_tokens, "answer_is_probe": self.answer_is_probe,
+            "host_calls": self.host_calls, "tokens": self.tokens, "answer": answer.extracted,
+            "answer_text": answer.answer,
             "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out,
             "latency_ms": round(answer.latency_ms, 1), "f1": self.f1, "golds": list(self.golds),
             "evidence": [hit.document.title for hit in self.evidence.passages],
-            "raw_cost_tokens": self.raw_cost.tokens, "raw_cost_source": self.raw_cost.source,
-            "tokens_saved": self.tokens_saved, "saved_percent": round(self.saved_percent, 1),
+            "raw_cost_tokens": self.raw_tokens,
+            "raw_cost_source": None if self.raw_cost is None else self.raw_cost.source,
+            "tokens_saved": self.tokens_saved, "saved_percent": None if saved is None else round(saved, 1),
             "always_raw": None if raw is None else {
                 "answer": raw.extracted, "answer_text": raw.answer, "tokens_in": raw.tokens_in,
                 "tokens_out": raw.tokens_out, "latency_ms": round(raw.latency_ms, 1), "f1": self.raw_f1},
@@ -152,22 +184,21 @@ class SessionTotals:
 
     questions: int
     tokens: int  # spent by the routed answers (probes included)
-    raw_tokens: int  # what Always-Raw would have spent on the same questions
+    raw_tokens: int  # what Always-Raw would have spent on the questions compared with it
+    tokens_saved: int  # Always-Raw's tokens minus the routed ones, on those questions
     mean_f1: float | None  # over the questions with gold answers
     mean_raw_f1: float | None  # over those whose Raw answer was made live
 
-    @property
-    def tokens_saved(self) -> int:
-        """Always-Raw's tokens minus the routed ones."""
-        return self.raw_tokens - self.tokens
-
 
 def session_totals(answers: Sequence[RoutedAnswer]) -> SessionTotals:
-    """Tokens spent and saved against Always-Raw, and the mean F1 of each, over `answers`."""
+    """Tokens spent, and saved against Always-Raw (on the questions compared with it), and the
+    mean F1 of each, over `answers`."""
     f1s = [a.f1 for a in answers if a.f1 is not None]
     raw_f1s = [a.raw_f1 for a in answers if a.raw_f1 is not None]
-    return SessionTotals(len(answers), sum(a.tokens for a in answers), sum(a.raw_cost.tokens for a in answers),
-                         float(np.mean(f1s)) if f1s else None, float(np.mean(raw_f1s)) if raw_f1s else None)
+    compared = [a for a in answers if a.raw_cost is not None]
+    return SessionTotals(len(answers), sum(a.tokens for a in answers), sum(a.raw_cost.tokens for a in compared),
+                         sum(a.tokens_saved for a in compared), float(np.mean(f1s)) if f1s else None,
+                         float(np.mean(raw_f1s)) if raw_f1s else None)
 
 
 def check_question(question: str) -> str:
@@ -195,14 +226,17 @@ def default_router_id(store: Store, host: str) -> str:
 
 async def route_and_answer(store: Store, host: Host, retriever: Retriever, question: str, benchmark: str, *,
                            router: LoadedCheckpoint | None = None, arm: Arm | None = None,
-                           example: Example | None = None, compare_raw: bool = False) -> RoutedAnswer:
+                           example: Example | None = None, always_raw: AlwaysRaw = "off",
+                           chat: ClientChat | None = None) -> RoutedAnswer:
     """Route `question` with `router` (or take the override `arm`), answer it under the chosen arm
-    on `host` with evidence from `retriever`, and set it beside Always-Raw: its token cost always,
-    its answer too when `compare_raw` (see the module docstring). `example` is the stored example
-    the question comes from, if any (for F1 and the stored Raw cost)."""
+    on `host` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
+    and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
+    stored example the question comes from, if any (for F1 and the stored Raw cost)."""
     question = check_question(question)
     if (router is None) == (arm is None):
         raise ValueError("route with a router checkpoint or answer with an explicit arm, not both or neither")
+    if always_raw not in ALWAYS_RAW_MODES:
+        raise ValueError(f"always_raw must be one of {', '.join(ALWAYS_RAW_MODES)}, not {always_raw!r}")
     is_fever = is_fever_benchmark(benchmark)
     if router is not None:  # the router's own embedder, loaded once per process: routing time is not loading
         embedder = spec_for_name(router.lineage["embedder"])
@@ -211,40 +245,47 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
     started = time.perf_counter()
     evidence = retrieve_evidence(retriever, question)
     probabilities: dict[str, float] = {}
-    probes: list[ProbeOutcome] = []
+    probes: dict[str, Generation] = {}
     if router is not None:
         _check_alphabet(router.record["n_arms"], host.config)
         if needs_probes(router.variant):
             probes = await run_probes(host, question, is_fever)
-        features = features_for_question(question, retriever, evidence, probes or None, router.variant, embedder)
+        outcomes = probe_outcomes(host.config.name, probes)
+        features = features_for_question(question, retriever, evidence, outcomes or None, router.variant, embedder)
         probabilities = router_probabilities(router, features)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     if arm.thinking_budget and not host.config.supports_thinking:
         raise ValueError(f"host '{host.config.name}' has no reasoning budget; {arm.name} needs a thinking host")
-    answer = await answer_with_arm(host, evidence, arm, is_fever)
-    raw_cost, raw_answer = await _always_raw(store, host, evidence, answer, example, compare_raw, is_fever)
+    greedy = probes.get(GREEDY_PROBE)
+    answer_is_probe = greedy is not None and arm_request(evidence, arm, is_fever, chat) == greedy_probe_request(
+        question, is_fever)
+    if answer_is_probe:
+        answer = arm_answer(arm, greedy, "", is_fever)
+    else:
+        answer = await answer_with_arm(host, evidence, arm, is_fever, chat)
+    raw_cost, raw_answer = await _always_raw(store, host, evidence, answer, example, always_raw, is_fever, chat)
     golds = example.answers if example else ()
     return RoutedAnswer(
         question=question, benchmark=benchmark, host=host.config.name,
         router=router.checkpoint_id if router else OVERRIDE, probabilities=probabilities, routing_ms=routing_ms,
-        probe_calls=len(probes), probe_tokens_in=sum(p.tokens_in for p in probes),
-        probe_tokens_out=sum(p.tokens_out for p in probes), evidence=evidence,
-        answer=answer, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost, raw_answer=raw_answer,
-        raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
+        probe_calls=len(probes), probe_tokens_in=sum(p.tokens_in for p in probes.values()),
+        probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
+        answer_is_probe=answer_is_probe, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost,
+        raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
     )
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                router: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
-               compare_raw: bool = False) -> RoutedAnswer:
+               always_raw: AlwaysRaw = "off") -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the served host `config`."""
 
     async def run() -> RoutedAnswer:
         host = make_host(config)
         try:
             return await route_and_answer(store, host, retriever, question, benchmark, router=router, arm=arm,
-                                          example=example, compare_raw=compare_raw)
+                                          example=example, always_raw=always_raw)
         finally:
             await host.aclose()
 
@@ -284,13 +325,18 @@ def check_host(config: HostConfig) -> ArmAnswer:
     return asyncio.run(run())
 
 
-async def run_probes(host: Host, question: str, is_fever: bool) -> list[ProbeOutcome]:
-    """The greedy Direct probe and three samples, concurrently."""
-    requests = {GREEDY_PROBE: build_request(question, "", DIRECT_ARM, is_fever)}
+async def run_probes(host: Host, question: str, is_fever: bool) -> dict[str, Generation]:
+    """The greedy Direct probe and three samples, concurrently, by probe name."""
+    requests = {GREEDY_PROBE: greedy_probe_request(question, is_fever)}
     requests |= {probe: sample_probe_request(question, probe, is_fever) for probe in SAMPLE_PROBES}
     generations = await asyncio.gather(*(host.generate(r) for r in requests.values()))
-    return [ProbeOutcome(host.config.name, "", "", probe, g.text, g.tokens_in, g.tokens_out, g.latency_ms,
-                         None, "", utc_now()) for probe, g in zip(requests, generations)]
+    return dict(zip(requests, generations))
+
+
+def probe_outcomes(host: str, probes: dict[str, Generation]) -> list[ProbeOutcome]:
+    """The probes as the records the features are computed from."""
+    return [ProbeOutcome(host, "", "", probe, g.text, g.tokens_in, g.tokens_out, g.latency_ms, None, "", utc_now())
+            for probe, g in probes.items()]
 
 
 def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray) -> dict[str, float]:
@@ -308,15 +354,26 @@ def _check_alphabet(n_arms: int, config: HostConfig) -> None:
                          "budget: pick a 6-arm router")
 
 
-async def _always_raw(store: Store, host: Host, evidence: Evidence, answer: ArmAnswer, example: Example | None,
-                      compare_raw: bool, is_fever: bool) -> tuple[RawCost, ArmAnswer | None]:
+async def raw_comparison(host: Host, evidence: Evidence, answer: ArmAnswer, is_fever: bool,
+                         chat: ClientChat | None = None) -> tuple[RawCost, ArmAnswer]:
+    """Always-Raw's cost and answer for the question of `answer`: that answer itself when it is
+    Raw's, else one extra `raw:no_think` call (in the same chat, if any) that routing does not need."""
     if answer.arm == RAW_ARM.name:
         return RawCost(answer.tokens_in, answer.tokens_out, "this answer"), answer
-    stored = _stored_raw_cost(store, host.config.name, example) if example and not compare_raw else None
-    if stored:
-        return stored, None
-    raw = await answer_with_arm(host, evidence, RAW_ARM, is_fever)
-    return RawCost(raw.tokens_in, raw.tokens_out, "extra call"), raw
+    raw = await answer_with_arm(host, evidence, RAW_ARM, is_fever, chat)
+    return RawCost(raw.tokens_in, raw.tokens_out, EXTRA_CALL), raw
+
+
+async def _always_raw(store: Store, host: Host, evidence: Evidence, answer: ArmAnswer, example: Example | None,
+                      always_raw: AlwaysRaw, is_fever: bool,
+                      chat: ClientChat | None) -> tuple[RawCost | None, ArmAnswer | None]:
+    if always_raw == "off":
+        return None, None
+    if always_raw == "cost" and example and answer.arm != RAW_ARM.name:
+        stored = _stored_raw_cost(store, host.config.name, example)
+        if stored:
+            return stored, None
+    return await raw_comparison(host, evidence, answer, is_fever, chat)
 
 
 def _f1(answer: ArmAnswer, golds: tuple[str, ...], is_fever: bool) -> float | None:

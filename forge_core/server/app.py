@@ -1,15 +1,22 @@
 """An OpenAI-compatible HTTP server (Starlette on uvicorn) over `route_and_answer`.
 
-`POST /v1/chat/completions` takes the last user message as the question, routes it (model
-`forge`, `forge-lite`, `forge-full`) or answers it under a fixed arm (model
-`forge-arm-<arm>`, for comparison) through `forge_core.routing.live.route_and_answer`, the same
-function the dashboard and `forge ask --route` call, and answers with a standard
-`chat.completion` whose `usage` counts every host call made for it and an extra `forge` object
-(arm, probabilities, evidence titles, tokens, latency, routing time, Always-Raw's cost). With
-`stream: true` the answer comes as server-sent events in OpenAI's chunk format once the host has
-answered, the `forge` object in the last chunk. Errors use OpenAI's error JSON. The router,
-retriever, embedder and host client are loaded once, in the background (503 until then), and
-shared by every request in flight.
+`POST /v1/chat/completions` routes the last user message (model `forge`, `forge-lite`,
+`forge-full`) or answers it under a fixed arm (model `forge-arm-<arm>`, for comparison) through
+`forge_core.routing.live.route_and_answer`, the same function the dashboard and `forge ask
+--route` call, inside the client's conversation: its system messages join FORGE's, its earlier
+turns come before the arm's user message, and its `max_tokens`, `temperature`, `top_p`, `seed`
+and `stop` apply within the arm's cap; what FORGE cannot honour is refused with a 400 naming the
+field (`forge_core.server.chat_request`). Only the calls the decision needs are made: one for a
+Lite or BGE+BM25 router or a fixed arm, the four probes plus the answer for a Full router (no
+fifth call when the greedy probe is the answer); never an Always-Raw call for the response. The
+answer is a standard `chat.completion` whose `usage` counts those calls, plus a `forge` object
+(arm, probabilities, evidence titles, host calls, tokens, latency, routing time). With
+`stream: true` it comes as server-sent events in OpenAI's chunk format once the host has
+answered, the `forge` object in the last chunk. `--shadow-raw RATE` measures Always-Raw's cost
+on that share of the requests after their responses (`forge_core.server.shadow`), for the saving
+estimate at GET /metrics (`forge_core.server.metrics`). Errors use OpenAI's error JSON. The
+router, retriever, embedder and host client are loaded once, in the background (503 until then),
+and shared by every request in flight.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 import httpx
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -43,11 +51,13 @@ from forge_core.hosts.registry import get_host_config, make_host, serving
 from forge_core.routing.checkpoints import CheckpointError, LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import RoutedAnswer, route_and_answer
+from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.metrics import ServerMetrics
+from forge_core.server.shadow import ShadowSampler, shadow_raw
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
-ROUTER_MODEL = "forge"  # the router given to `forge serve --router`
+ROUTER_MODEL = DEFAULT_MODEL  # the router given to `forge serve --router`
 ARM_MODEL_PREFIX = "forge-arm-"
 VARIANT_MODELS = {"forge-lite": "lite", "forge-full": "full"}  # the host's newest checkpoint of each
 
@@ -60,6 +70,7 @@ class ServeSettings:
     benchmark: str = "hotpotqa"  # whose corpus evidence is retrieved from
     router: str = "lite"  # a checkpoint id, or lite/full: the host's newest checkpoint of that variant
     api_key_env: str | None = None  # the environment variable holding the key clients must send
+    shadow_raw: float = 0.0  # share of requests whose Always-Raw cost is measured after the response
 
 
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
@@ -102,6 +113,7 @@ class ServerState:
         self.key = api_key(settings)
         self.models = resolve_models(store, settings)
         self.metrics = ServerMetrics()
+        self.shadow = ShadowSampler(settings.shadow_raw)
         self.routers: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
         self.host: Host | None = None
@@ -164,30 +176,25 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         if refused:
             return refused
         try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(state, 400, "the body is not JSON", "invalid_request_error")
+            asked = await _read_chat_request(request)
+        except RefusedField as error:
+            return _error(state, 400, str(error), "invalid_request_error", error.param)
+        if asked.model not in state.models:
+            return _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
+                          "not_found_error", "model")
         try:
-            model, question, stream = _parse_chat_request(body)
-        except ValueError as error:
-            return _error(state, 400, str(error), "invalid_request_error")
-        if model not in state.models:
-            return _error(state, 404, f"unknown model '{model}' (GET /v1/models lists them)", "not_found_error")
-        target = state.models[model]
-        try:
-            result = await route_and_answer(
-                state.store, state.host, state.retriever, question, state.settings.benchmark,
-                router=state.routers[target] if isinstance(target, str) else None,
-                arm=target if isinstance(target, Arm) else None)
+            result = await _answer(state, asked)
         except ValueError as error:
             return _error(state, 400, str(error), "invalid_request_error")
         except HostError as error:
             return _error(state, 502, f"the host failed: {error}", "api_error")
-        state.metrics.record_answer(result.arm, sum(result.host_tokens), result.tokens_saved,
-                                    time.perf_counter() - started)
-        if stream:
-            return StreamingResponse(_chunks(model, result), media_type="text/event-stream")
-        return JSONResponse(_completion(model, result))
+        state.metrics.record_answer(result.arm, result.host_calls, result.tokens, time.perf_counter() - started)
+        shadow = None
+        if state.shadow.take():  # runs once the response has been sent
+            shadow = BackgroundTask(shadow_raw, state.host, state.metrics, asked.model, result, asked.chat)
+        if asked.stream:
+            return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream", background=shadow)
+        return JSONResponse(_completion(asked.model, result), background=shadow)
 
     async def metrics(_: Request) -> Response:
         return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
@@ -249,27 +256,27 @@ def _refusal(state: ServerState, request: Request) -> Response | None:
     return None
 
 
-def _parse_chat_request(body: Any) -> tuple[str, str, bool]:
-    """(model, question, stream) from a chat-completions body; the question is the last user message."""
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        raise ValueError("the body needs a `messages` list")
-    model = body.get("model", ROUTER_MODEL)
-    if not isinstance(model, str):
-        raise ValueError("`model` must be a string")
-    users = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
-    if not users:
-        raise ValueError("no user message: the last user message is the question")
-    content = users[-1].get("content")
-    if isinstance(content, list):  # content parts: the text ones, joined
-        content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-    if not isinstance(content, str):
-        raise ValueError("the user message's content must be text")
-    return model, content, bool(body.get("stream", False))
+async def _read_chat_request(request: Request) -> ChatRequest:
+    """The request's body as a `ChatRequest`; `RefusedField` when it is not JSON or not honourable."""
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise RefusedField("the body is not JSON", None) from None
+    return parse_chat_request(body)
 
 
-def _error(state: ServerState, status: int, message: str, kind: str) -> JSONResponse:
+async def _answer(state: ServerState, asked: ChatRequest) -> RoutedAnswer:
+    """Route (or take the fixed arm) and answer inside the client's conversation: no Always-Raw call."""
+    target = state.models[asked.model]
+    return await route_and_answer(
+        state.store, state.host, state.retriever, asked.question, state.settings.benchmark,
+        router=state.routers[target] if isinstance(target, str) else None,
+        arm=target if isinstance(target, Arm) else None, chat=asked.chat)
+
+
+def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
     state.metrics.record_error(status)
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": None}},
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": None}},
                         status_code=status)
 
 
