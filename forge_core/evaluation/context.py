@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -67,8 +68,6 @@ class EvalContext:
         structured = feature_names(variant, embedding_dim=0)
         return matrix[:, matrix.shape[1] - len(structured) + structured.index(name)]
 
-
-
     def call_cost(self, tokens_in: np.ndarray, tokens_out: np.ndarray) -> np.ndarray:
         """The utility charge of host calls with these token counts (the formula of every call)."""
         c_in, c_out = self.normalizer.transform(tokens_in, tokens_out)
@@ -85,7 +84,7 @@ class EvalContext:
             actions,
             table.sample_tokens_in[rows] + np.where(greedy_apart, table.tokens_in[rows, direct], 0.0),
             table.sample_tokens_out[rows] + np.where(greedy_apart, table.tokens_out[rows, direct], 0.0),
-            3 + greedy_apart.astype(np.int64))
+            len(SAMPLE_PROBES) + greedy_apart.astype(np.int64))
 
     def realized_utility(self, rows: np.ndarray, decisions: Decisions) -> np.ndarray:
         """[n] utility of each row's decision under the context's accounting."""
@@ -115,7 +114,6 @@ class Decisions:
         """These decisions where `keep`, else a single call of `actions` (no earlier calls)."""
         return Decisions(np.where(keep, self.actions, actions), np.where(keep, self.prior_tokens_in, 0.0),
                          np.where(keep, self.prior_tokens_out, 0.0), np.where(keep, self.prior_calls, 0))
-
 
 
 def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
