@@ -12,12 +12,11 @@ import streamlit as st
 
 from app import data
 from forge_core import jobs
-from forge_core.cli import USER_ERRORS
+from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
-from forge_core.routing.checkpoints import CheckpointError
 from forge_core.store import Store
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
@@ -25,7 +24,6 @@ EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store lo
                "outcomes), then reload this page.")
 NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forge enumerate`), "
                "or load the demo outcomes with `forge store load-demo`.")
-APP_ERRORS = (*USER_ERRORS, CheckpointError)  # shown as one message with the next step
 
 
 def no_checkpoints(host: str) -> str:
@@ -40,7 +38,7 @@ def user_errors(stop: bool = True) -> Iterator[None]:
     the page stops there."""
     try:
         yield
-    except APP_ERRORS as error:
+    except ForgeError as error:  # a user mistake or a missing step: one message with the next step
         st.error(str(error), icon=":material/error:")
         if stop:
             st.stop()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forge_core.errors import InvalidInput
+
 SUPPORTS: tuple[str, ...] = ("direct", "summary", "raw")
 THINKING_MODES: tuple[str, ...] = ("no_think", "cot", "think_low", "think_high")
 THINKING_BUDGETS: dict[str, int] = {"think_low": 1024, "think_high": 4096}
@@ -36,7 +38,7 @@ class Arm:
 def thinking_modes(n_arms: int) -> tuple[str, ...]:
     """The thinking modes of an alphabet of `n_arms` arms."""
     if n_arms not in ALPHABET_SIZES:
-        raise ValueError(f"an alphabet has 3, 6 or 12 arms, not {n_arms}")
+        raise InvalidInput(f"an alphabet has 3, 6 or 12 arms, not {n_arms}")
     return THINKING_MODES[: n_arms // len(SUPPORTS)]
 
 
@@ -50,7 +52,7 @@ def arm_index(arm: Arm, n_arms: int) -> int:
     """The action index of `arm` in the alphabet of `n_arms` arms."""
     modes = thinking_modes(n_arms)
     if arm.thinking not in modes:
-        raise ValueError(f"arm {arm.name} is not in the {n_arms}-arm alphabet")
+        raise InvalidInput(f"arm {arm.name} is not in the {n_arms}-arm alphabet")
     return SUPPORTS.index(arm.support) * len(modes) + modes.index(arm.thinking)
 
 
@@ -59,5 +61,5 @@ def parse_arm(name: str) -> Arm:
     support, _, thinking = name.partition(":")
     if support not in SUPPORTS or thinking not in THINKING_MODES:
         known = ", ".join(arm.name for arm in alphabet(12))
-        raise ValueError(f"unknown arm '{name}' (known: {known})")
+        raise InvalidInput(f"unknown arm '{name}' (known: {known})")
     return Arm(support, thinking)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from forge_core.errors import InvalidInput
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,7 +35,7 @@ def store_lock_wait_s() -> float:
     try:
         return float(configured) if configured else 60.0
     except ValueError:
-        raise ValueError(f"FORGE_STORE_LOCK_WAIT is a number of seconds, not '{configured}'") from None
+        raise InvalidInput(f"FORGE_STORE_LOCK_WAIT is a number of seconds, not '{configured}'") from None
 
 
 def models_dir() -> Path:

@@ -21,11 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from forge_core import config
 from forge_core.arms import thinking_modes
 from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.records import BENCHMARKS
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 from forge_core.routing.outcome_table import load_outcome_table
@@ -128,27 +127,27 @@ def validate_train_request(store: Store, request: TrainRequest) -> None:
     alphabet, a host without complete train and dev queries (or without probes for Full), a
     Stage 2 run without a Stage-1 checkpoint to start from."""
     if request.variant not in VARIANTS:
-        raise ValueError(f"unknown variant '{request.variant}' (known: {', '.join(VARIANTS)})")
+        raise InvalidInput(f"unknown variant '{request.variant}' (known: {', '.join(VARIANTS)})")
     thinking_modes(request.n_arms)
     if request.stage not in (1, 2):
-        raise ValueError(f"stage is 1 or 2, not {request.stage}")
+        raise InvalidInput(f"stage is 1 or 2, not {request.stage}")
     if request.stage1.arms not in (3, request.n_arms):
-        raise ValueError(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
+        raise InvalidInput(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
     table = load_outcome_table(store, request.host, request.n_arms, request.split_seed, request.benchmarks)
     if request.variant == "full":
         table = table.subset(table.has_probes)
         if not len(table):
-            raise ValueError(f"no complete query of host '{request.host}' has probes (Full features need them): "
+            raise MissingStep(f"no complete query of host '{request.host}' has probes (Full features need them): "
                              f"run `forge enumerate --host {request.host} --probes`, or train Lite")
     for split in ("train", "dev"):
         if not (table.splits == split).any():
-            raise ValueError(f"host '{request.host}' has no complete {split} queries on {request.n_arms} arms: "
+            raise MissingStep(f"host '{request.host}' has no complete {split} queries on {request.n_arms} arms: "
                              f"run `forge enumerate --host {request.host} --split {split}`")
     if request.parent is not None:
         load_checkpoint(store, request.parent)  # an unknown or damaged parent is refused by its id
     if request.stage == 2 and request.parent is None and latest_checkpoint(
             store, request.host, request.variant, stage=1, n_arms=request.n_arms) is None:
-        raise ValueError(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "
+        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "
                          f"{request.variant}, {request.n_arms} arms), or `forge train --stage 1 --variant {request.variant}`")
 
 

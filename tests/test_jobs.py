@@ -128,8 +128,8 @@ def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> Non
 
     seen = []
     monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
-    monkeypatch.setattr(cli, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
-    monkeypatch.setattr(cli, "compute_features_with_progress", lambda store, host, benchmarks=None: {})
+    monkeypatch.setattr(cli.train, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
+    monkeypatch.setattr(cli.train, "compute_features_with_progress", lambda store, host, benchmarks=None: {})
     monkeypatch.setattr(jobs_module, "validate_train_request", lambda store, request: None)
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, benchmarks=("mine", "popqa"),
                                                   stage1=Stage1Config(target="hard", arms=3, max_epochs=9, patience=2,

@@ -239,7 +239,7 @@ def test_an_export_loads_once_so_deleted_rows_stay_deleted(outcome_store: Store,
 
 
 def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_store: Store, tmp_path) -> None:
-    from forge_core.cli import load_demo_on_first_run
+    from forge_core.cli.dashboard import load_demo_on_first_run
     from forge_core.records import ArmOutcome
     from forge_core.store import utc_now
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forge_core.data.importers import QA_ONLY_FILES
+from forge_core.errors import InvalidInput
 from forge_core.records import BENCHMARKS
 from forge_core.store import Store
 
@@ -27,6 +28,6 @@ def check_benchmarks(store: Store, names: Sequence[str]) -> tuple[str, ...]:
     known = known_benchmarks(store)
     unknown = sorted(set(names) - set(known))
     if unknown:
-        raise ValueError(f"unknown benchmark(s): {', '.join(unknown)} (known: {', '.join(known)}; "
+        raise InvalidInput(f"unknown benchmark(s): {', '.join(unknown)} (known: {', '.join(known)}; "
                          "import your own with `forge data import-file`)")
     return tuple(names)

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forge_core.errors import InvalidInput
 from forge_core.records import FEVER_LABELS, Document, Example
 
 
-class ImportFormatError(Exception):
+class ImportFormatError(InvalidInput):
     """A benchmark file that cannot be read, with the file and line (or record) at fault."""
 
     def __init__(self, path: Path, line: int | None, reason: str) -> None:
@@ -348,5 +349,5 @@ def read_benchmark(name: str, root: Path) -> ImportedBenchmark:
     spec = BENCHMARK_FILES.get(name) or QA_ONLY_FILES.get(name)
     if spec is None:
         known = ", ".join([*BENCHMARK_FILES, *QA_ONLY_FILES])
-        raise ValueError(f"unknown benchmark '{name}' (known: {known})")
+        raise InvalidInput(f"unknown benchmark '{name}' (known: {known})")
     return read_benchmark_file(spec, root / spec.relative_path)

@@ -34,6 +34,7 @@ from forge_core.data.importers import (
     read_utf8,
     text_field,
 )
+from forge_core.errors import InvalidInput
 from forge_core.records import Document, Example
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
@@ -45,10 +46,10 @@ JSON_CELLS: tuple[str, ...] = ("answers", "contexts")  # CSV cells that may hold
 def check_benchmark_name(name: str) -> None:
     """Refuse a name that is not a short slug or that is a built-in benchmark's."""
     if not NAME_PATTERN.fullmatch(name):
-        raise ValueError(f"invalid benchmark name '{name}': use 1 to 40 lowercase letters, digits, '-' or '_', "
+        raise InvalidInput(f"invalid benchmark name '{name}': use 1 to 40 lowercase letters, digits, '-' or '_', "
                          "starting with a letter or digit")
     if name in BENCHMARK_FILES or name in QA_ONLY_FILES:
-        raise ValueError(f"'{name}' is a built-in benchmark: choose another --name")
+        raise InvalidInput(f"'{name}' is a built-in benchmark: choose another --name")
 
 
 def file_format(path: Path, requested: str | None = None) -> str:

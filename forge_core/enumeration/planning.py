@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from forge_core.arms import Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example
@@ -50,9 +51,9 @@ def parse_shard(text: str) -> tuple[int, int]:
     try:
         shard = int(index), int(count)
     except ValueError:
-        raise ValueError(f"--shard must look like 1/4, not '{text}'") from None
+        raise InvalidInput(f"--shard must look like 1/4, not '{text}'") from None
     if not 1 <= shard[0] <= shard[1]:
-        raise ValueError(f"--shard {text}: the part must be between 1 and {shard[1]}")
+        raise InvalidInput(f"--shard {text}: the part must be between 1 and {shard[1]}")
     return shard
 
 
@@ -83,18 +84,18 @@ class QueryWork:
 def validate_plan(store: Store, plan: EnumerationPlan) -> None:
     """Refuse a plan the CLI would refuse, with the same one-line reasons."""
     if plan.split not in SPLIT_CHOICES:
-        raise ValueError(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
     thinking_modes(plan.n_arms)
     if not plan.benchmarks:
-        raise ValueError("choose at least one benchmark")
+        raise InvalidInput("choose at least one benchmark")
     check_benchmarks(store, plan.benchmarks)
     if plan.split_seed not in SPLIT_SEEDS:
-        raise ValueError(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
+        raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
     _check_bounds(plan)
     _check_imported(store, plan.benchmarks)
     host_config = get_host_config(store, plan.host)
     if plan.n_arms == 12 and not host_config.supports_thinking:
-        raise ValueError(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
+        raise InvalidInput(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
     _check_same_configuration(store, plan.host, host_config)
 
 
@@ -104,14 +105,14 @@ def _check_bounds(plan: EnumerationPlan) -> None:
               "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
     for name, value in bounds.items():
         if value is not None and value < 1:
-            raise ValueError(f"--{name} must be at least 1, not {value}")
+            raise InvalidInput(f"--{name} must be at least 1, not {value}")
 
 
 
 def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
     missing = sorted(set(benchmarks) - set(store.benchmark_stats()))
     if missing:
-        raise ValueError(f"not imported: {', '.join(missing)} (run `forge data import`)")
+        raise MissingStep(f"not imported: {', '.join(missing)} (run `forge data import`)")
 
 
 
@@ -119,7 +120,7 @@ def _check_same_configuration(store: Store, host: str, host_config: HostConfig) 
     """Refuse to mix two models' outcomes under one host name: resuming trusts stored rows."""
     other = set(store.host_config_hashes(host)) - {config_hash(host_config)}
     if other:
-        raise ValueError(
+        raise InvalidInput(
             f"host '{host}' has stored outcomes from another configuration (kind, model or thinking "
             f"changed since); add this configuration under a new name with `forge host add`")
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.enumeration.runner import EnumerationReport, enumerate_on_host
+from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.store import Store
@@ -47,7 +48,7 @@ ORPHAN_CHECK_SECONDS = 1.0  # how often a process checks that its parent is aliv
 def check_processes(processes: int, concurrency: int) -> None:
     """Refuse a process count the plan cannot share out (each process needs a query in flight)."""
     if not 1 <= processes <= concurrency:
-        raise ValueError(f"--processes {processes}: choose between 1 and the queries in flight ({concurrency})")
+        raise InvalidInput(f"--processes {processes}: choose between 1 and the queries in flight ({concurrency})")
 
 
 def split_plan(plan: EnumerationPlan, processes: int) -> list[EnumerationPlan]:

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from forge_core.data.catalog import check_benchmarks
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
@@ -139,7 +140,7 @@ def umap_coordinates(embeddings: np.ndarray, n_neighbors: int = UMAP_NEIGHBORS, 
     makes UMAP single-threaded). n_neighbors is capped at n - 1."""
     n = len(embeddings)
     if n < MIN_QUERIES:
-        raise ValueError(f"an action map needs at least {MIN_QUERIES} queries, got {n}")
+        raise MissingStep(f"an action map needs at least {MIN_QUERIES} queries, got {n}")
     import umap  # imported here: numba compiles on first import (seconds)
 
     reducer = umap.UMAP(n_neighbors=min(n_neighbors, n - 1), min_dist=min_dist, metric=metric,
@@ -181,7 +182,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     checkpoint's own train queries set). Reads the stored features
     (`forge_core.routing.features.compute_features`)."""
     if split not in SPLITS:
-        raise ValueError(f"split is one of {', '.join(SPLITS)}, not '{split}'")
+        raise InvalidInput(f"split is one of {', '.join(SPLITS)}, not '{split}'")
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage
     table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
@@ -193,7 +194,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         table = table.subset(table.has_probes)
     shown = table if split == "all" else table.split(split)
     if len(shown) < MIN_QUERIES:
-        raise ValueError(f"host '{host}' has {len(shown)} complete {split} queries"
+        raise MissingStep(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
     context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import BASELINES, FallbackPolicy, FixedArm, Policy, RouterPolicy, build_baselines
 from forge_core.evaluation.statistics import (
@@ -143,7 +144,7 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     for name, variant in ROUTER_POLICIES.items():
         checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
-            raise ValueError(f"no {variant} router for host '{settings.host}' with these weights and seeds "
+            raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
                              f"on embedder '{embedder_name()}': "
                              f"`forge eval` trains it, or `forge train --variant {variant}`")
         policies.append(RouterPolicy(checkpoint, name))
@@ -211,7 +212,7 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
     rows = context.rows(split)
     if not len(rows):
-        raise ValueError(f"no complete {split} queries for host '{host}'")
+        raise InvalidInput(f"no complete {split} queries for host '{host}'")
     policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
@@ -254,11 +255,11 @@ class EvaluationSettings:
         check_cost_weights(self.lambda_in, self.lambda_out)
         check_accounting(self.accounting)
         if self.split not in EVALUATED_SPLITS:
-            raise ValueError(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
+            raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
                              "are fitted on train)")
         unknown = sorted(set(self.policy_names or ()) - set(known_policy_names()))
         if unknown:
-            raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
+            raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
                                  settings.split_seed, settings.benchmarks, settings.accounting)
     rows = context.rows(settings.split)
     if not len(rows):
-        raise ValueError(f"no complete {settings.split} queries for host '{host}'")
+        raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
     routers = router_policies(store, settings)
     policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import FALLBACK_ROUTER, ROUTER_POLICIES, score_decisions
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
@@ -69,11 +70,11 @@ class CrossfitSettings:
         check_cost_weights(self.lambda_in, self.lambda_out)
         check_accounting(self.accounting)
         if self.folds < 2:
-            raise ValueError(f"crossfit needs at least 2 folds, not {self.folds}")
+            raise InvalidInput(f"crossfit needs at least 2 folds, not {self.folds}")
         if self.stage not in (1, 2):
-            raise ValueError(f"stage is 1 or 2, not {self.stage}")
+            raise InvalidInput(f"stage is 1 or 2, not {self.stage}")
         if not 0 < self.dev_fraction < 1:
-            raise ValueError(f"dev_fraction must be in (0, 1), not {self.dev_fraction}")
+            raise InvalidInput(f"dev_fraction must be in (0, 1), not {self.dev_fraction}")
 
     def to_dict(self) -> dict:
         """JSON-ready settings (part of the run id)."""
@@ -87,7 +88,7 @@ def fold_assignment(benchmarks: np.ndarray, folds: int, seed: int) -> np.ndarray
     for benchmark in np.unique(benchmarks):
         rows = np.flatnonzero(benchmarks == benchmark)
         if len(rows) < folds:
-            raise ValueError(f"benchmark '{benchmark}' has {len(rows)} complete queries, fewer than {folds} folds")
+            raise InvalidInput(f"benchmark '{benchmark}' has {len(rows)} complete queries, fewer than {folds} folds")
         assignment[rng.permutation(rows)] = np.arange(len(rows)) % folds
     return assignment
 
@@ -252,11 +253,11 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
-        raise ValueError(f"no crossfit run '{run_id}'")
+        raise InvalidInput(f"no crossfit run '{run_id}'")
     settings = json.loads(run.iloc[0]["settings"])
     results = store.crossfit_results(run_id)
     if results["fold"].nunique() < settings["folds"]:
-        raise ValueError(f"crossfit run '{run_id}' has {results['fold'].nunique()} of {settings['folds']} folds: "
+        raise InvalidInput(f"crossfit run '{run_id}' has {results['fold'].nunique()} of {settings['folds']} folds: "
                          "rerun it to finish")
     accounting = settings["accounting"]
     per_policy = {name: frame.sort_values(["benchmark", "example_id"]).reset_index(drop=True)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import EvaluationSettings, EvaluationSetup, evaluation_setup, policy_outcomes
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.live_query import LiveQuery
@@ -67,7 +68,7 @@ def fresh_online_evaluation(
     benchmark in the split and report F1, EM, tokens, calls and latency per policy.
     `on_result(result, remaining)` follows progress."""
     if per_benchmark < 1:
-        raise ValueError("--per-benchmark must be at least 1")
+        raise InvalidInput("--per-benchmark must be at least 1")
     setup = evaluation_setup(store, settings)
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
     setup = dataclasses.replace(setup, rows=rows)

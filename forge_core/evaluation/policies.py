@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression, Ridge
 
+from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
 from forge_core.evaluation.live_query import LiveQuery
 from forge_core.evaluation.statistics import paired_bootstrap_ci
@@ -310,10 +311,10 @@ class RouterPolicy(Policy):
         self.checkpoint = load_checkpoint(context.store, self.checkpoint_id)
         self.embedder = spec_for_name(self.checkpoint.lineage["embedder"])
         if self.checkpoint.record["n_arms"] != len(context.table.arms):
-            raise ValueError(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
+            raise InvalidInput(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
                              f"the evaluation has {len(context.table.arms)}")
         if self.features(context).shape[1] != self.checkpoint.lineage["input_dim"]:
-            raise ValueError(f"checkpoint {self.checkpoint_id} was trained on other features")
+            raise InvalidInput(f"checkpoint {self.checkpoint_id} was trained on other features")
 
     def features(self, context: EvalContext) -> np.ndarray:
         """The raw features the checkpoint reads: its variant, under its embedder."""
@@ -399,5 +400,5 @@ def build_baselines(names: list[str] | None = None) -> list[Policy]:
     chosen = names or list(BASELINES)
     unknown = [n for n in chosen if n not in BASELINES]
     if unknown:
-        raise ValueError(f"unknown policies: {', '.join(unknown)} (known: {', '.join(BASELINES)})")
+        raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(BASELINES)})")
     return [BASELINES[n][0](*BASELINES[n][1:]) for n in chosen]

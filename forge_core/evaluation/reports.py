@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
@@ -129,7 +130,7 @@ def require_train_and_dev(table: OutcomeTable) -> None:
     routers are tuned on them)."""
     for split in ("train", "dev"):
         if not (table.splits == split).any():
-            raise ValueError(f"host '{table.host}' has no complete {split} queries on {len(table.arms)} arms: "
+            raise MissingStep(f"host '{table.host}' has no complete {split} queries on {len(table.arms)} arms: "
                              f"run `forge enumerate --host {table.host} --split {split}`")
 
 
@@ -264,5 +265,5 @@ def crossfit_arms(store: Store, run_id: str, policy: str) -> pd.DataFrame:
     results = store.crossfit_results(run_id)
     chosen = results[results["policy"] == policy]
     if chosen.empty:
-        raise ValueError(f"crossfit run '{run_id}' has no policy '{policy}'")
+        raise InvalidInput(f"crossfit run '{run_id}' has no policy '{policy}'")
     return chosen[["benchmark", "example_id", "arm"]].reset_index(drop=True)

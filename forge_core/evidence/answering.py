@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from forge_core import config
 from forge_core.arms import Arm
+from forge_core.errors import MissingStep
 from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
 from forge_core.evidence.prompts import ClientChat, build_request
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
@@ -64,7 +65,7 @@ class ArmAnswer:
 def _cached_retriever(store_path: str, benchmark: str) -> Retriever:
     documents = Store(store_path).documents(benchmark)
     if not documents:
-        raise ValueError(f"no corpus for '{benchmark}' in the store: run `forge data import`")
+        raise MissingStep(f"no corpus for '{benchmark}' in the store: run `forge data import`")
     return Retriever.from_documents(documents, cache_dir=config.cache_dir() / "bm25")
 
 

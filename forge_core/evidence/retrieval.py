@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from forge_core.errors import InvalidInput
 from forge_core.records import Document
 
 logger = logging.getLogger(__name__)
@@ -240,7 +241,7 @@ class _BM25Weights:
     @classmethod
     def compute(cls, token_lists: Sequence[Sequence[str]], params: BM25Params) -> _BM25Weights:
         if not token_lists:
-            raise ValueError("cannot build a BM25 index over an empty corpus")
+            raise InvalidInput("cannot build a BM25 index over an empty corpus")
         vocabulary: dict[str, int] = {}
         rows: list[int] = []
         columns: list[int] = []

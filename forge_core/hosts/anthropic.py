@@ -22,12 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
-from forge_core.hosts.http_retry import (
-    HttpHost,
-    MalformedResponse,
-    UnusableResponse,
-    token_count,
-)
+from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_VERSION = "2023-06-01"

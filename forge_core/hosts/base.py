@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from forge_core.errors import ForgeError
 
-class HostError(Exception):
+
+class HostError(ForgeError):
     """A host call that failed for good (after retries), with a one-line reason and the number
     of requests sent before giving up."""
 

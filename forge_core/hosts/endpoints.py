@@ -19,6 +19,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+from forge_core.errors import InvalidInput
+
 log = logging.getLogger(__name__)
 
 FAILURES_TO_REST = 3  # consecutive failed attempts that rest an endpoint
@@ -45,7 +47,7 @@ class EndpointPool:
     def __init__(self, base_urls: tuple[str, ...], capacity: int, *, failures_to_rest: int = FAILURES_TO_REST,
                  rest_seconds: float = REST_SECONDS) -> None:
         if not base_urls:
-            raise ValueError("an endpoint pool needs at least one base URL")
+            raise InvalidInput("an endpoint pool needs at least one base URL")
         self.endpoints = [Endpoint(url.rstrip("/")) for url in base_urls]
         self.capacity = max(1, capacity)
         self.failures_to_rest = failures_to_rest

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from forge_core.errors import ForgeError
+
 log = logging.getLogger(__name__)
 
 
-class ModelError(Exception):
+class ModelError(ForgeError):
     """A model that cannot be pulled or found, with the next step to take."""
 
 

@@ -22,12 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
-from forge_core.hosts.http_retry import (
-    HttpHost,
-    MalformedResponse,
-    UnusableResponse,
-    token_count,
-)
+from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
 
 LOW_EFFORT_MAX_BUDGET = 1024  # budgets up to this map to reasoning_effort "low", above to "high"
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 
+from forge_core.errors import InvalidInput
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.embedded import EmbeddedServer, running_server
@@ -33,7 +34,7 @@ def get_host_config(store: Store, name: str) -> HostConfig:
     stored = store.host_config(name)
     if stored is None:
         known = ", ".join([*BUILTIN_HOSTS, *store.host_names()])
-        raise ValueError(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
+        raise InvalidInput(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
     return host_config_from_dict(stored)
 
 
@@ -59,18 +60,18 @@ def list_host_configs(store: Store) -> list[HostConfig]:
 def save_host_config(store: Store, config: HostConfig) -> None:
     """Add or replace a stored host configuration (built-in names are reserved)."""
     if config.name in BUILTIN_HOSTS:
-        raise ValueError(f"'{config.name}' is a built-in host; choose another name")
+        raise InvalidInput(f"'{config.name}' is a built-in host; choose another name")
     if config.kind not in ("openai", "anthropic"):
-        raise ValueError(f"host kind must be 'openai' or 'anthropic', not '{config.kind}'")
+        raise InvalidInput(f"host kind must be 'openai' or 'anthropic', not '{config.kind}'")
     if config.kind == "openai" and not config.base_url:
-        raise ValueError(f"host '{config.name}' needs a base URL starting with http:// or https://")
+        raise InvalidInput(f"host '{config.name}' needs a base URL starting with http:// or https://")
     for url in config.base_urls:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"host '{config.name}': base URL '{url}' must start with http:// or https://")
+            raise InvalidInput(f"host '{config.name}': base URL '{url}' must start with http:// or https://")
     if len(set(config.base_urls)) < len(config.base_urls):
-        raise ValueError(f"host '{config.name}' lists a base URL twice")
+        raise InvalidInput(f"host '{config.name}' lists a base URL twice")
     if config.max_concurrency < 1:
-        raise ValueError(f"host '{config.name}' needs a concurrency of at least 1")
+        raise InvalidInput(f"host '{config.name}' needs a concurrency of at least 1")
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 

@@ -18,13 +18,14 @@ from typing import Any
 
 import torch
 
+from forge_core.errors import ForgeError
 from forge_core.routing.features import Standardizer
 from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import CostNormalizer
 from forge_core.store import Store
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ForgeError, ValueError):
     """A checkpoint that is missing, malformed or does not fit its spec (a user error: one line)."""
 
 

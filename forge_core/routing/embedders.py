@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from forge_core import config
+from forge_core.errors import InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def _split_spec(spec: str) -> tuple[str, str]:
     model, _, runtime = spec.partition("@")
     runtime = runtime or "torch"
     if runtime not in ("torch", ONNX_RUNTIME):
-        raise ValueError(f"unknown embedder runtime '@{runtime}' in '{spec}' (known: @{ONNX_RUNTIME}, or none for PyTorch)")
+        raise InvalidInput(f"unknown embedder runtime '@{runtime}' in '{spec}' (known: @{ONNX_RUNTIME}, or none for PyTorch)")
     return model, runtime
 
 
@@ -153,7 +154,7 @@ def spec_for_name(name: str) -> str:
         return embedder_spec()
     if _split_spec(name)[0] == MINILM:
         return name
-    raise ValueError(f"this router was trained on embedder '{name}': set {EMBEDDER_ENV} to that model to use it")
+    raise InvalidInput(f"this router was trained on embedder '{name}': set {EMBEDDER_ENV} to that model to use it")
 
 
 def _model_location(model: str) -> str:
@@ -202,7 +203,7 @@ def _pooling_check(location: Path) -> int:
     modules = [module["type"].rsplit(".", 1)[-1] for module in json.loads((location / "modules.json").read_text())]
     pooling = json.loads((location / "1_Pooling" / "config.json").read_text())
     if modules != ["Transformer", "Pooling", "Normalize"] or not pooling.get("pooling_mode_mean_tokens"):
-        raise ValueError(f"the @{ONNX_RUNTIME} runtime needs a mean-pooled, normalized sentence-transformers model; "
+        raise InvalidInput(f"the @{ONNX_RUNTIME} runtime needs a mean-pooled, normalized sentence-transformers model; "
                          f"{location} has {modules}")
     return int(json.loads((location / "sentence_bert_config.json").read_text())["max_seq_length"])
 
@@ -223,7 +224,7 @@ def _onnx_embedder(name: str, location: str, threads: int) -> OnnxEmbedder:
 
     directory = Path(location)
     if not directory.is_dir():
-        raise ValueError(f"the @{ONNX_RUNTIME} runtime exports a local model: '{location}' is not a directory")
+        raise InvalidInput(f"the @{ONNX_RUNTIME} runtime exports a local model: '{location}' is not a directory")
     max_length = _pooling_check(directory)
     safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
     path = config.cache_dir() / "embedders" / f"{safe_name}-{_weights_key(directory)}.onnx"

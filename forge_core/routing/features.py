@@ -88,6 +88,7 @@ from typing import Any
 import numpy as np
 
 from forge_core.data.catalog import known_benchmarks
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.evidence.answers import extract_plain_answer
 from forge_core.evidence.retrieval import Retriever
@@ -307,7 +308,7 @@ def probe_features_from_outcomes(question: str, outcomes: Sequence[ProbeOutcome]
     by_probe = {outcome.probe: outcome for outcome in outcomes if outcome.error is None}
     missing = [p for p in (GREEDY_PROBE, *SAMPLE_PROBES) if p not in by_probe]
     if missing:
-        raise ValueError(f"probe features need the {', '.join(missing)} probe(s) without error")
+        raise InvalidInput(f"probe features need the {', '.join(missing)} probe(s) without error")
     greedy = by_probe[GREEDY_PROBE]
     samples = [by_probe[p].answer for p in SAMPLE_PROBES]
     return probe_features(question, greedy.answer, greedy.tokens_out, samples)
@@ -318,7 +319,7 @@ def probe_features_from_outcomes(question: str, outcomes: Sequence[ProbeOutcome]
 
 def _check_variant(variant: str) -> tuple[str, ...]:
     if variant not in FEATURE_VARIANTS:
-        raise ValueError(f"unknown feature variant '{variant}' (known: {', '.join(FEATURE_VARIANTS)})")
+        raise InvalidInput(f"unknown feature variant '{variant}' (known: {', '.join(FEATURE_VARIANTS)})")
     return FEATURE_VARIANTS[variant]
 
 
@@ -370,7 +371,7 @@ def assemble_features(
     kinds = [block_kind(block, model) for block in blocks]
     missing = [key for key in keys if any((*key, kind) not in found for kind in kinds)]
     if missing:
-        raise ValueError(_missing_message(missing, len(keys), host, variant, model))
+        raise InvalidInput(_missing_message(missing, len(keys), host, variant, model))
     rows = [compose(variant, dict(zip(blocks, (found[(*key, kind)] for kind in kinds)))) for key in keys]
     return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
@@ -412,7 +413,7 @@ def features_for_question(
     blocks = independent_blocks([question], [evidence], load_embedder(embedder), passages)[0]
     if needs_probes(variant):
         if not probes:
-            raise ValueError(f"the {variant} variant needs the four probe outcomes of the question")
+            raise InvalidInput(f"the {variant} variant needs the four probe outcomes of the question")
         blocks["probe"] = probe_features_from_outcomes(question, probes)
     return compose(variant, blocks)
 
@@ -544,7 +545,7 @@ def compute_features(
     started = time.monotonic()
     hosts = store.hosts_with_outcomes()
     if host not in hosts:
-        raise ValueError(f"host '{host}' has no arm outcomes: run `forge enumerate --host {host}` first "
+        raise MissingStep(f"host '{host}' has no arm outcomes: run `forge enumerate --host {host}` first "
                          f"(hosts with outcomes: {', '.join(hosts) or 'none'})")
     model = embedder_name(embedder)
     candidates = _candidate_keys(store, host, benchmarks or known_benchmarks(store))

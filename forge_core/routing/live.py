@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from forge_core.arms import Arm, alphabet, parse_arm
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import (
     ArmAnswer,
     Evidence,
@@ -206,20 +207,26 @@ def check_question(question: str) -> str:
     with a control character (other than tab and newline) is refused with a one-line `ValueError`."""
     stripped = (question or "").strip()
     if not stripped:
-        raise ValueError("the question is empty: type a question")
+        raise InvalidInput("the question is empty: type a question")
     if len(stripped) > MAX_QUESTION_CHARS:
-        raise ValueError(f"the question has {len(stripped):,} characters; at most {MAX_QUESTION_CHARS:,} are accepted")
+        raise InvalidInput(f"the question has {len(stripped):,} characters; at most {MAX_QUESTION_CHARS:,} are accepted")
     control = next((c for c in stripped if unicodedata.category(c) == "Cc" and c not in "\t\n\r"), None)
     if control is not None:
-        raise ValueError(f"the question contains the control character {control!r}: remove it")
+        raise InvalidInput(f"the question contains the control character {control!r}: remove it")
     return stripped
+
+
+def check_arm(arm: Arm, host_config: HostConfig) -> None:
+    """Refuse a thinking arm on a host without a reasoning budget."""
+    if arm.thinking_budget and not host_config.supports_thinking:
+        raise InvalidInput(f"host '{host_config.name}' has no reasoning budget; {arm.name} needs a thinking host")
 
 
 def default_router_id(store: Store, host: str) -> str:
     """The newest Lite checkpoint trained on `host` (the default router)."""
     found = latest_checkpoint(store, host, "lite")
     if found is None:
-        raise ValueError(f"no Lite router for host '{host}': train one with "
+        raise MissingStep(f"no Lite router for host '{host}': train one with "
                          f"`forge train --stage 1 --host {host} --variant lite`, or pass --router")
     return found
 
@@ -234,9 +241,9 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
     question = check_question(question)
     if (router is None) == (arm is None):
-        raise ValueError("route with a router checkpoint or answer with an explicit arm, not both or neither")
+        raise InvalidInput("route with a router checkpoint or answer with an explicit arm, not both or neither")
     if always_raw not in ALWAYS_RAW_MODES:
-        raise ValueError(f"always_raw must be one of {', '.join(ALWAYS_RAW_MODES)}, not {always_raw!r}")
+        raise InvalidInput(f"always_raw must be one of {', '.join(ALWAYS_RAW_MODES)}, not {always_raw!r}")
     is_fever = is_fever_benchmark(benchmark)
     if router is not None:  # the router's own embedder, loaded once per process: routing time is not loading
         embedder = spec_for_name(router.lineage["embedder"])
@@ -255,8 +262,7 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
         probabilities = router_probabilities(router, features)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
-    if arm.thinking_budget and not host.config.supports_thinking:
-        raise ValueError(f"host '{host.config.name}' has no reasoning budget; {arm.name} needs a thinking host")
+    check_arm(arm, host.config)
     greedy = probes.get(GREEDY_PROBE)
     answer_is_probe = greedy is not None and arm_request(evidence, arm, is_fever, chat) == greedy_probe_request(
         question, is_fever)
@@ -350,7 +356,7 @@ def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray) -> 
 
 def _check_alphabet(n_arms: int, config: HostConfig) -> None:
     if n_arms > 6 and not config.supports_thinking:
-        raise ValueError(f"the router chooses among {n_arms} arms, but host '{config.name}' has no reasoning "
+        raise InvalidInput(f"the router chooses among {n_arms} arms, but host '{config.name}' has no reasoning "
                          "budget: pick a 6-arm router")
 
 

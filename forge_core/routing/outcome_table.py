@@ -14,6 +14,7 @@ import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.data.catalog import check_benchmarks
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.utility import CostNormalizer, pareto_utility
 from forge_core.store import Store
@@ -81,7 +82,7 @@ class OutcomeTable:
         """Cost maxima over this table's train rows (refuses to fit anywhere else)."""
         train = self.split("train")
         if not len(train):
-            raise ValueError(f"host '{self.host}' has no complete train queries: run `forge enumerate --split train`")
+            raise MissingStep(f"host '{self.host}' has no complete train queries: run `forge enumerate --split train`")
         return CostNormalizer.fit(train.tokens_in, train.tokens_out, split="train")
 
 
@@ -95,14 +96,14 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
         outcomes = outcomes[outcomes["benchmark"].isin(check_benchmarks(store, benchmarks))]
     if outcomes.empty:
         chosen = f" on {', '.join(benchmarks)}" if benchmarks is not None else ""
-        raise ValueError(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
+        raise MissingStep(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
                          "or `forge store load-demo`")
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
     wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
                                 values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")
     wide = wide.dropna()
     if wide.empty or not set(arms) <= set(wide["f1"].columns):
-        raise ValueError(f"host '{host}' has no query with all {n_arms} arms stored")
+        raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
     keys = list(wide.index)
     splits = _split_labels(store, keys, split_seed)
     sample_in, sample_out, probe_latency = _probe_costs(store, host, keys)

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from forge_core.arms import SUPPORTS, thinking_modes
+from forge_core.errors import InvalidInput
 
 N_SUPPORTS = len(SUPPORTS)
 HIDDEN = 256
@@ -189,5 +190,5 @@ ROUTERS: dict[str, Callable[..., Router]] = {
 def build_router(kind: str, input_dim: int, n_arms: int, **options: Any) -> Router:
     """A router of a registered `kind` over an alphabet of `n_arms` (3, 6 or 12) arms."""
     if kind not in ROUTERS:
-        raise ValueError(f"unknown router '{kind}' (known: {', '.join(sorted(ROUTERS))})")
+        raise InvalidInput(f"unknown router '{kind}' (known: {', '.join(sorted(ROUTERS))})")
     return ROUTERS[kind](input_dim, n_arms, **options)

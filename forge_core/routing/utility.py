@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from forge_core.errors import InvalidInput
+
 DEFAULT_LAMBDA_IN = 0.10
 DEFAULT_LAMBDA_OUT = 0.20
 FIT_SPLIT = "train"
@@ -53,7 +55,7 @@ class CostNormalizer:
         max_in = float(_token_array(tokens_in, "tokens_in").max())
         max_out = float(_token_array(tokens_out, "tokens_out").max())
         if max_in <= 0 or max_out <= 0:
-            raise ValueError("the training set has no input or no output tokens to normalize by")
+            raise InvalidInput("the training set has no input or no output tokens to normalize by")
         return cls(max_in, max_out)
 
     def transform(
@@ -87,13 +89,13 @@ class CostNormalizer:
 def check_cost_weights(lambda_in: float, lambda_out: float) -> None:
     """Refuse cost weights that are negative or not finite numbers."""
     if not (np.isfinite(lambda_in) and np.isfinite(lambda_out) and lambda_in >= 0 and lambda_out >= 0):
-        raise ValueError("cost weights lambda_in and lambda_out must be finite and non-negative")
+        raise InvalidInput("cost weights lambda_in and lambda_out must be finite and non-negative")
 
 
 def check_accounting(accounting: str) -> None:
     """Refuse an accounting other than "deploy" or "answer"."""
     if accounting not in ACCOUNTINGS:
-        raise ValueError(f"accounting is {' or '.join(ACCOUNTINGS)}, not '{accounting}'")
+        raise InvalidInput(f"accounting is {' or '.join(ACCOUNTINGS)}, not '{accounting}'")
 
 
 def pareto_utility(
@@ -116,7 +118,7 @@ def pareto_utility(
 def boltzmann_target(utility: ArrayLike, tau: float = 1.0) -> NDArray[np.float64]:
     """`softmax(U / tau)` over the last axis (arms), computed stably (max subtracted)."""
     if tau <= 0:
-        raise ValueError(f"tau must be positive, not {tau}")
+        raise InvalidInput(f"tau must be positive, not {tau}")
     scaled = np.asarray(utility, dtype=np.float64) / tau
     if not np.isfinite(scaled).all():
         raise ValueError("utilities must be finite")

@@ -44,11 +44,12 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from forge_core.arms import Arm, alphabet
+from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.registry import get_host_config, make_host, serving
-from forge_core.routing.checkpoints import CheckpointError, LoadedCheckpoint, latest_checkpoint, load_checkpoint
+from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import RoutedAnswer, route_and_answer
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
@@ -79,10 +80,10 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
     if settings.router in ("lite", "full"):
         router = latest_checkpoint(store, settings.host, settings.router)
         if router is None:
-            raise ValueError(f"no {settings.router} router for host '{settings.host}': train one with "
+            raise MissingStep(f"no {settings.router} router for host '{settings.host}': train one with "
                              f"`forge train --stage 1 --host {settings.host} --variant {settings.router}`")
     elif store.checkpoint(settings.router) is None:
-        raise ValueError(f"no checkpoint '{settings.router}' (see `forge checkpoints`)")
+        raise InvalidInput(f"no checkpoint '{settings.router}' (see `forge checkpoints`)")
     else:
         router = settings.router
     models: dict[str, str | Arm] = {ROUTER_MODEL: router}
@@ -100,7 +101,7 @@ def api_key(settings: ServeSettings) -> str | None:
         return None
     key = os.environ.get(settings.api_key_env, "")
     if not key:
-        raise ValueError(f"environment variable {settings.api_key_env} is not set (--api-key-env)")
+        raise InvalidInput(f"environment variable {settings.api_key_env} is not set (--api-key-env)")
     return key
 
 
@@ -131,7 +132,7 @@ class ServerState:
             served = await asyncio.to_thread(self._load_blocking)
             self.host = make_host(served)
             log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
-        except (ValueError, HostError, CheckpointError, OSError) as error:
+        except (ForgeError, OSError) as error:
             self.failure = str(error)
             log.error("could not load: %s", error)
 
@@ -184,10 +185,10 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
                           "not_found_error", "model")
         try:
             result = await _answer(state, asked)
-        except ValueError as error:
-            return _error(state, 400, str(error), "invalid_request_error")
         except HostError as error:
             return _error(state, 502, f"the host failed: {error}", "api_error")
+        except ForgeError as error:
+            return _error(state, 400, str(error), "invalid_request_error")
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, time.perf_counter() - started)
         shadow = None
         if state.shadow.take():  # runs once the response has been sent

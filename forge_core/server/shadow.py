@@ -16,6 +16,7 @@ import math
 import threading
 from fractions import Fraction
 
+from forge_core.errors import InvalidInput
 from forge_core.evidence.prompts import ClientChat
 from forge_core.hosts.base import Host, HostError
 from forge_core.records import is_fever_benchmark
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 def check_shadow_rate(rate: float) -> float:
     """`rate` when it is a share in [0, 1]; a one-line `ValueError` otherwise."""
     if not 0.0 <= rate <= 1.0:  # NaN fails too
-        raise ValueError(f"--shadow-raw must be a share between 0 and 1, not {rate}")
+        raise InvalidInput(f"--shadow-raw must be a share between 0 and 1, not {rate}")
     return rate
 
 

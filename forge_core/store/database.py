@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from forge_core import config
 from forge_core.arms import alphabet
+from forge_core.errors import ForgeError, InvalidInput
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Document, Example, FreshResult, ProbeOutcome, SplitAssignment
 from forge_core.store.schema import EXPORTED_TABLES, MIGRATIONS, SCHEMA_VERSION, TABLES
 
@@ -46,7 +47,7 @@ TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
 
 
-class StoreError(Exception):
+class StoreError(ForgeError):
     """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
 
 
@@ -585,13 +586,13 @@ class Store:
                 "SELECT checkpoint_id FROM checkpoints WHERE list_contains(?, checkpoint_id)", [ids]).fetchall()}
             unknown = [i for i in ids if i not in known]
             if unknown:
-                raise ValueError(f"no checkpoint {', '.join(unknown)}")
+                raise InvalidInput(f"no checkpoint {', '.join(unknown)}")
             children = connection.execute(
                 "SELECT checkpoint_id, parent FROM checkpoints WHERE list_contains(?, parent) "
                 "AND NOT list_contains(?, checkpoint_id)", [ids, ids]).fetchall()
             if children:
                 child, parent = children[0]
-                raise ValueError(f"checkpoint {parent} is the parent of {child}: delete both or neither")
+                raise InvalidInput(f"checkpoint {parent} is the parent of {child}: delete both or neither")
             connection.execute("DELETE FROM checkpoints WHERE list_contains(?, checkpoint_id)", [ids])
 
     def checkpoint(self, checkpoint_id: str) -> tuple[dict[str, Any], bytes] | None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from forge_core.errors import InvalidInput
+
 # Curve panels: (log key, panel title, series name), in display order.
 STAGE1_CURVES: tuple[tuple[str, str, str], ...] = (
     ("train_loss", "KL loss", "train"),
@@ -92,7 +94,7 @@ def default_comparison(frame: pd.DataFrame) -> tuple[str, str]:
     compared with itself."""
     ids = list(frame["checkpoint_id"])
     if not ids:
-        raise ValueError("no checkpoints to compare")
+        raise InvalidInput("no checkpoints to compare")
     newest = ids[0]
     parent = frame.iloc[0]["parent"]
     if isinstance(parent, str) and parent in ids[1:]:

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
+from forge_core.errors import InvalidInput
 from forge_core.routing.routers import N_SUPPORTS, Router
 from forge_core.routing.utility import boltzmann_target, oracle_actions
 
@@ -49,11 +50,11 @@ class Stage1Config:
 
     def __post_init__(self) -> None:
         if self.target not in ("soft", "hard"):
-            raise ValueError(f"target is 'soft' or 'hard', not '{self.target}'")
+            raise InvalidInput(f"target is 'soft' or 'hard', not '{self.target}'")
         if min(self.batch_size, self.max_epochs, self.patience) < 1:
-            raise ValueError("batch_size, max_epochs and patience must be at least 1")
+            raise InvalidInput("batch_size, max_epochs and patience must be at least 1")
         if self.lr <= 0 or self.weight_decay < 0 or self.tau <= 0:
-            raise ValueError("lr and tau must be positive, weight_decay non-negative")
+            raise InvalidInput("lr and tau must be positive, weight_decay non-negative")
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def train_stage1(
     `on_epoch` is called after each epoch (progress bars).
     """
     if config.arms not in (N_SUPPORTS, router.n_arms):
-        raise ValueError(f"arms is 3 or the router's {router.n_arms}, not {config.arms}")
+        raise InvalidInput(f"arms is 3 or the router's {router.n_arms}, not {config.arms}")
     x, target = _prepare(router, x_train, u_train, config)
     x_dev_t, target_dev = _prepare(router, x_dev, u_dev, config)
     if config.arms == N_SUPPORTS:

@@ -53,6 +53,7 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
+from forge_core.errors import InvalidInput
 from forge_core.routing.routers import N_SUPPORTS, Router
 
 logger = logging.getLogger(__name__)
@@ -91,16 +92,16 @@ class Stage2Config:
 
     def __post_init__(self) -> None:
         if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"loss_type is one of {LOSS_TYPES}, not '{self.loss_type}'")
+            raise InvalidInput(f"loss_type is one of {LOSS_TYPES}, not '{self.loss_type}'")
         counts = (self.steps, self.batch_queries, self.inner_steps)
         if min(*counts, self.beta_update_every, self.log_every) < 1 or self.num_generations < 2:
-            raise ValueError("step counts must be at least 1 and num_generations at least 2")
+            raise InvalidInput("step counts must be at least 1 and num_generations at least 2")
         if not 0 < self.epsilon < 1 or self.lr <= 0 or self.dpo_beta <= 0:
-            raise ValueError("epsilon must be in (0, 1); lr and dpo_beta positive")
+            raise InvalidInput("epsilon must be in (0, 1); lr and dpo_beta positive")
         if min(self.beta, self.entropy_coef, self.weight_decay) < 0:
-            raise ValueError("beta, entropy_coef and weight_decay must be non-negative")
+            raise InvalidInput("beta, entropy_coef and weight_decay must be non-negative")
         if not 0 <= self.kl_target_low < self.kl_target_high or self.beta_factor <= 1:
-            raise ValueError("need 0 <= kl_target_low < kl_target_high and beta_factor > 1")
+            raise InvalidInput("need 0 <= kl_target_low < kl_target_high and beta_factor > 1")
 
 
 @dataclass

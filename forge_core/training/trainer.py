@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from forge_core.arms import parse_arm, thinking_modes
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
 from forge_core.records import ArmOutcome
@@ -66,11 +67,11 @@ class TrainRequest:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant '{self.variant}' (known: {', '.join(VARIANTS)})")
+            raise InvalidInput(f"unknown variant '{self.variant}' (known: {', '.join(VARIANTS)})")
         if self.stage not in (1, 2):
-            raise ValueError(f"stage is 1 or 2, not {self.stage}")
+            raise InvalidInput(f"stage is 1 or 2, not {self.stage}")
         if self.rewards not in ("table", "live"):
-            raise ValueError(f"rewards are 'table' or 'live', not '{self.rewards}'")
+            raise InvalidInput(f"rewards are 'table' or 'live', not '{self.rewards}'")
         thinking_modes(self.n_arms)  # validates the alphabet size
         check_cost_weights(self.lambda_in, self.lambda_out)
 
@@ -105,17 +106,17 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     """Complete queries (of `benchmarks` when given) with their stored features, standardized on
     train (compute the features first: `forge_core.routing.features.compute_features`)."""
     if variant not in VARIANTS:
-        raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
+        raise InvalidInput(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
     table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
     if variant == "full":
         table = table.subset(table.has_probes)
         if not len(table):
-            raise ValueError(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
+            raise MissingStep(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
     raw = assemble_features(store, host, variant, table.keys)
     embedding_dim = load_embedder().dim
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
-        raise ValueError(f"host '{host}' needs complete train and dev queries: run `forge enumerate --split train` and `--split dev`")
+        raise MissingStep(f"host '{host}' needs complete train and dev queries: run `forge enumerate --split train` and `--split dev`")
     standardizer = router_standardizer(raw[train], "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_dim)), embedder_name())
@@ -201,7 +202,7 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
         router, log_rows, request, metrics["selected_step"] = _run_stage2(store, data, utility, request, on_log)
         stage_config = request.stage2
     else:
-        raise ValueError(f"stage is 1 or 2, not {request.stage}")
+        raise InvalidInput(f"stage is 1 or 2, not {request.stage}")
     record = {
         "stage": request.stage, "host": request.host, "variant": request.variant, "n_arms": request.n_arms,
         "parent": request.parent, "lineage": _lineage(request, data, host_hashes, stage_config),
@@ -256,10 +257,10 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
 def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
     parent_id = request.parent or latest_checkpoint(store, request.host, request.variant, stage=1, n_arms=request.n_arms)
     if parent_id is None:
-        raise ValueError(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant {request.variant}` first")
+        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant {request.variant}` first")
     parent = load_checkpoint(store, parent_id)
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
-        raise ValueError(f"checkpoint {parent_id} was trained on other features or another alphabet")
+        raise InvalidInput(f"checkpoint {parent_id} was trained on other features or another alphabet")
     request = dataclasses.replace(request, parent=parent_id, router=parent.lineage["router"])
     router = build_router(request.router, data.features.shape[1], request.n_arms)
     router.load_state_dict(parent.router.state_dict())
@@ -269,7 +270,7 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
     elif request.rewards == "live":
         reward_fn = LiveRewards(store, request, data, train).reward_fn
     else:
-        raise ValueError(f"rewards are 'table' or 'live', not '{request.rewards}'")
+        raise InvalidInput(f"rewards are 'table' or 'live', not '{request.rewards}'")
     rows: list[dict[str, Any]] = []
 
     def on_row(row: dict[str, Any]) -> None:

@@ -1,0 +1,48 @@
+"""The `forge` command line: the same work as the dashboard, without a browser. One module per
+command group (`data`, `store`, `host`, `train`, `evaluate`, `enumerate`, `ask`, `serve`,
+`dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from forge_core.cli import ask, dashboard, data, enumerate, evaluate, host, serve, store, train
+from forge_core.cli.output import console
+from forge_core.errors import ForgeError
+
+app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(data.data_app, name="data")
+app.add_typer(store.store_app, name="store")
+app.add_typer(host.host_app, name="host")
+app.add_typer(data.index_app, name="index")
+app.command("ask")(ask.ask)
+app.command("features")(train.features_command)
+app.command("train")(train.train_command)
+app.command("checkpoints")(train.checkpoints_command)
+app.command("eval")(evaluate.eval_command)
+app.command("sweep")(evaluate.sweep_command)
+app.command("enumerate")(enumerate.enumerate_command)
+app.command("serve")(serve.serve_command)
+app.command("app")(dashboard.app_command)
+
+
+def main() -> None:
+    """Entry point: run the CLI. A `ForgeError` (a user mistake or a missing step) becomes one line
+    on stderr and exit code 2; any other exception is a bug and keeps its traceback. Ctrl-C exits
+    with 130 after the command has stored what it finished."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = app(standalone_mode=False)
+    except ForgeError as error:
+        console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+    except (KeyboardInterrupt, typer.Abort):
+        console.print("interrupted")
+        raise SystemExit(130) from None
+    except typer.TyperException as error:  # usage errors, in standalone_mode=False
+        error.show()
+        raise SystemExit(getattr(error, "exit_code", 2)) from None
+    raise SystemExit(result if isinstance(result, int) else 0)

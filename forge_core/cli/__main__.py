@@ -1,0 +1,5 @@
+"""`python -m forge_core.cli`."""
+
+from forge_core.cli import main
+
+main()

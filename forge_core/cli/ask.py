@@ -1,0 +1,117 @@
+"""`forge ask`: one question answered on a host, under a hand-picked arm or a router's."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from forge_core.cli.output import open_store, print_json
+from forge_core.errors import InvalidInput
+from forge_core.store import Store
+
+
+def ask(
+    question: Annotated[Optional[str], typer.Argument(
+        help="The question (or the claim, for fever); with --example, taken from the store.")] = None,
+    benchmark: Annotated[str, typer.Option(
+        help="Whose corpus to retrieve from: a built-in benchmark or one imported with `data import-file`.")] = "hotpotqa",
+    arm: Annotated[Optional[str], typer.Option(
+        help="support:thinking, e.g. raw:no_think (default raw:no_think; with --route: a hand-picked override).")] = None,
+    host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
+    route: Annotated[bool, typer.Option(
+        "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw "
+                        "(its stored cost, or an extra call that routing does not need).")] = False,
+    router: Annotated[Optional[str], typer.Option(
+        help="With --route: a checkpoint id (default: the newest Lite checkpoint of the host).")] = None,
+    compare_raw: Annotated[bool, typer.Option(
+        "--compare-raw", help="With --route: also answer with raw:no_think and show both (an extra call that "
+                              "routing does not need).")] = False,
+    example: Annotated[Optional[str], typer.Option(
+        help="A stored example id of --benchmark: its question, scored against its gold answers.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
+    with --route, a trained router picks the arm and Always-Raw's cost is shown beside it (a
+    demonstration: unless stored, it takes an extra call that routing does not need)."""
+    from forge_core.arms import parse_arm
+    from forge_core.data.catalog import check_benchmarks
+    from forge_core.evidence.answering import load_retriever
+    from forge_core.hosts.registry import get_host_config, serving
+    from forge_core.routing.checkpoints import load_checkpoint
+    from forge_core.routing.live import ask_routed, check_arm, check_question, default_router_id
+
+    if not route and (router or compare_raw):
+        raise InvalidInput("--router and --compare-raw go with --route")
+    store = open_store()
+    check_benchmarks(store, [benchmark])
+    stored_example = _stored_example(store, benchmark, example) if example else None
+    question = check_question(stored_example.question if stored_example else question or "")
+    host_config = get_host_config(store, host)
+    chosen_arm = parse_arm(arm or "raw:no_think") if arm or not route else None
+    if chosen_arm is not None:
+        check_arm(chosen_arm, host_config)  # before an embedded server is started for nothing
+    loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))
+    always_raw = "off" if not route else "answer" if compare_raw else "cost"
+    with serving(host_config) as served:
+        result = ask_routed(store, served, load_retriever(store, benchmark), question, benchmark, router=loaded,
+                            arm=chosen_arm, example=stored_example, always_raw=always_raw)
+    if not route:
+        _print_plain(result, host_config.name, as_json)
+    elif as_json:
+        print_json(result.to_json())
+    else:
+        _print_routed(result)
+
+
+def _stored_example(store: Store, benchmark: str, example_id: str) -> Any:
+    found = store.examples(benchmark, [example_id])
+    if not found:
+        raise InvalidInput(f"no example '{example_id}' in {benchmark}")
+    return found[0]
+
+
+def _print_plain(result: Any, host: str, as_json: bool) -> None:
+    """`forge ask` without --route: the answer under the given arm."""
+    answer = result.answer
+    if as_json:
+        print_json({"answer": answer.extracted, "arm": answer.arm, "tokens_in": answer.tokens_in,
+                    "tokens_out": answer.tokens_out, "latency_ms": round(answer.latency_ms, 1),
+                    "support_text": answer.support_text, "raw_answer": answer.answer, "f1": result.f1})
+        return
+    f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
+    _print_answer(Console(), answer, f"answer ({answer.arm} on {host})", f1)
+
+
+def _print_answer(out: Console, answer: Any, title: str, suffix: str = "") -> None:
+    """An answer's evidence, text, scored answer, tokens and latency, for people."""
+    if answer.support_text:
+        out.rule("evidence")
+        out.print(answer.support_text, highlight=False)
+    out.rule(title)
+    out.print(answer.answer, highlight=False)
+    out.print(f"\nscored answer: {answer.extracted}\ntokens in {answer.tokens_in}, out {answer.tokens_out}, "
+              f"latency {answer.latency_ms:.0f} ms{suffix}", highlight=False)
+
+
+def _print_routed(result: Any) -> None:
+    """A routed answer beside Always-Raw, for people."""
+    from forge_core.routing.live import EXTRA_CALL
+
+    out = Console()
+    chosen = "picked by hand" if not result.probabilities else (
+        f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+    if result.probe_calls:
+        chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
+    f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
+    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host}: {chosen})",
+                  f"{f1}\nrouting and answering: {result.host_calls} host calls, {result.tokens} tokens")
+    if result.raw_cost.source == EXTRA_CALL:
+        out.rule("Always-Raw (raw:no_think): an extra call that routing does not need")
+        raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"
+        out.print(f"{result.raw_answer.answer}\nscored answer: {result.raw_answer.extracted}{raw_f1}",
+                  highlight=False)
+    out.print(f"Always-Raw would cost {result.raw_cost.tokens} tokens ({result.raw_cost.source}); "
+              f"saved {result.tokens_saved:+d} tokens ({result.saved_percent:+.1f}%)", highlight=False)
+

@@ -1,0 +1,49 @@
+"""`forge app`: the Streamlit dashboard."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forge_core import config
+from forge_core.cli.output import console, open_store
+from forge_core.store import Store
+
+
+def load_demo_on_first_run(store: Store, demo: Path) -> None:
+    """Load the committed demo outcomes into a store that has none yet (once per export)."""
+    if store.hosts_with_outcomes():
+        return
+    added = store.load_export_once(demo)
+    if added:
+        console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in added.items()) + ")")
+
+
+def app_command(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,
+) -> None:
+    """Start the dashboard (Streamlit) on http://127.0.0.1:PORT until Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+
+    load_demo_on_first_run(open_store(), config.demo_dir())
+    root = config.PROJECT_ROOT
+    command = [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--server.headless", "true", "--browser.gatherUsageStats", "false",
+               "--client.toolbarMode", "minimal"]
+    python_path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    console.print(f"FORGE dashboard on http://127.0.0.1:{port} (Ctrl-C to stop)")
+    process = subprocess.Popen(command, cwd=root, env={**os.environ, "PYTHONPATH": python_path})
+    signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        process.send_signal(signal.SIGINT)
+        code = process.wait()
+    raise typer.Exit(code)
+

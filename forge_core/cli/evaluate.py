@@ -1,0 +1,270 @@
+"""`forge eval` (the Cached, Crossfit and Fresh Online protocols) and `forge sweep`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge_core.cli.output import (
+    BENCHMARK_SUBSET_HELP,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+    spinner_progress,
+)
+from forge_core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.crossfit import CrossfitSettings
+
+AccountingOption = Annotated[str, typer.Option(
+    help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
+         "answer); answer: the paper's Cached cost, the answering call only (excludes probes).")]
+
+
+PROTOCOL_OPTIONS = {  # the options that apply to one protocol only; given with another, they are refused
+    "cached": ("--repeats",),
+    "crossfit": ("--folds", "--stage", "--stage2-steps"),
+    "fresh": ("--per-benchmark",),
+}
+
+
+def eval_command(
+    host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
+    split: Annotated[Optional[str], typer.Option(help="Cached and fresh: dev or test (default test).")] = None,
+    protocol: Annotated[str, typer.Option(
+        help="cached (the enumeration table, fixed split), crossfit (out-of-fold over every complete query) "
+             "or fresh (live host calls).")] = "cached",
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
+    policy: Annotated[Optional[list[str]], typer.Option(
+        help="Cached and fresh: only these policies (repeatable).")] = None,
+    repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 split seeds x 3 training seeds.")] = False,
+    per_benchmark: Annotated[Optional[int], typer.Option(
+        help="Fresh: queries per benchmark, each answered live (default 10).")] = None,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    folds: Annotated[Optional[int], typer.Option(help="Crossfit: number of folds (default 5).")] = None,
+    stage: Annotated[Optional[int], typer.Option(
+        help="Crossfit: 1 (default), or 2 (Stage 2 on top; Stage-1 parents reported too).")] = None,
+    stage2_steps: Annotated[Optional[int], typer.Option(
+        help="Crossfit: Stage-2 steps per fold and router (default 1000).")] = None,
+    split_seed: Annotated[int, typer.Option(help="Split seed (crossfit: seeds the folds and inner dev parts).")] = 0,
+    accounting: AccountingOption = "deploy",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes of a
+    fixed split (cached), out of fold over every complete query (crossfit: resumable, results
+    stored), or by running every policy live on the host (fresh: every call counted and timed;
+    resumable, finished answers are kept in the store). Costs and utilities charge what a
+    deployment pays unless `--accounting answer`."""
+    if protocol not in PROTOCOL_OPTIONS:
+        raise InvalidInput(f"--protocol is cached, crossfit or fresh, not '{protocol}'")
+    given = {"--repeats": repeats, "--folds": folds, "--stage": stage, "--stage2-steps": stage2_steps,
+             "--per-benchmark": per_benchmark}
+    if protocol == "crossfit":
+        given |= {"--split": split, "--policy": policy, "--benchmark": benchmark}
+    foreign = [name for name, value in given.items()
+               if value not in (None, False) and name not in PROTOCOL_OPTIONS[protocol]]
+    if foreign:
+        why = " (it pools every benchmark's queries of every split and reports every policy)" * (protocol == "crossfit")
+        raise InvalidInput(f"{', '.join(foreign)} does not apply to --protocol {protocol}{why}")
+    if protocol == "crossfit":
+        from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS, CrossfitSettings
+        from forge_core.training.stage2 import Stage2Config
+
+        _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
+                                        accounting=accounting, folds=folds or 5, stage=stage or 1,
+                                        split_seed=split_seed,
+                                        stage2=Stage2Config(steps=stage2_steps or CROSSFIT_STAGE2_STEPS)), as_json)
+        return
+    from forge_core.evaluation.cached import EvaluationSettings
+
+    settings = EvaluationSettings(host, split or "test", arms, lambda_in, lambda_out,
+                                  tuple(policy) if policy else None, split_seed=split_seed,
+                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
+    if repeats:
+        _eval_repeats(settings, as_json)
+        return
+    _prepare_evaluation(settings)
+    if protocol == "fresh":
+        _eval_fresh(settings, 10 if per_benchmark is None else per_benchmark, as_json)
+    else:
+        _eval_cached(settings, as_json)
+
+
+def _prepare_evaluation(settings: EvaluationSettings) -> None:
+    """Features and missing routers, with a progress bar: the step before an evaluation reads."""
+    from forge_core.evaluation.cached import prepare_evaluation
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("features, then missing routers", total=None)
+        prepare_evaluation(open_store(), settings, on_features=lambda done, total: progress.update(
+            task, completed=done, total=total))
+
+
+def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
+    from forge_core.evaluation.cached import repeated_evaluation
+
+    with spinner_progress() as progress:
+        task = progress.add_task("runs", total=9)
+        report = repeated_evaluation(open_store(), settings, on_run=lambda *_: progress.advance(task))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "macro F1", "macro EM", "cost (k tok)", "utility",
+                  title=f"{settings.host}, {settings.split}, 3 x 3 runs")
+    for name, row in report["policies"].items():
+        table.add_row(name, *(f"{row[m + '_mean']:.4f} ± {row[m + '_sd']:.4f}"
+                              for m in ("macro_f1", "macro_em", "cost_k", "macro_utility")))
+    Console().print(table)
+
+
+def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
+    from forge_core.evaluation.cached import evaluate
+
+    with spinner_progress() as progress:
+        task = progress.add_task("evaluating", total=None)
+        report = evaluate(open_store(), settings,
+                          on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
+    if as_json:
+        print_json(report)
+        return
+    from forge_core.routing.utility import ACCOUNTINGS
+
+    table = Table("policy", "macro F1", "macro EM", "k tok (deploy)", "k tok (answer)", "calls", "utility",
+                  "oracle agr.", "F1 vs Raw, 95% CI",
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, cached",
+                  caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
+    for name, row in report["policies"].items():
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['deploy_cost_k']:.3f}",
+                      f"{row['answer_cost_k']:.3f}", f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      f"{row['oracle_agreement']:.3f}", _ci_text(row))
+    Console().print(table)
+
+
+def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
+    from forge_core.evaluation.fresh_online import fresh_online_evaluation
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("preparing", total=None)
+
+        def on_result(result: Any, remaining: int) -> None:
+            done = progress.tasks[0].completed + 1
+            progress.update(task, total=done + remaining, completed=done,
+                            description=f"live answers ({result.policy})")
+
+        report = fresh_online_evaluation(open_store(), settings, per_benchmark, on_result=on_result)
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "F1", "EM", "k tok", "calls", "p50 s", "p95 s", "cached F1", "F1 vs Raw",
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, "
+                        f"fresh online (run {report['run_id']})",
+                  caption="k tok: thousands of tokens per query over every call; p50/p95: end-to-end latency; "
+                          "cached F1: the Cached protocol on the same queries; F1 vs Raw: paired 95% CI")
+    for name, row in report["policies"].items():
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['latency_p50_ms'] / 1000:.2f}",
+                      f"{row['latency_p95_ms'] / 1000:.2f}", f"{row['cached_macro_f1']:.4f}", _ci_text(row))
+    Console().print(table)
+    for name, why in report["not_run"].items():
+        console.print(f"{name}: not run live ({why})")
+
+
+def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
+    from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
+    from forge_core.routing.utility import ACCOUNTINGS
+
+    store = open_store()
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("folds", total=settings.folds)
+        report = run_crossfit(
+            store, settings, on_fold=lambda done, total: progress.update(task, completed=done),
+            on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
+    report["across_split_seeds"] = split_seed_spread(store, report)
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
+                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI",
+                  title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
+                        f"{settings.split_seed}, {report['queries']} queries, best fixed arm {report['best_fixed_arm']} "
+                        f"(run {report['run_id']})",
+                  caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
+    for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
+        table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
+                      _interval(row.get("ci_utility_vs_floor")))
+    Console().print(table)
+    _print_seed_spread(report["across_split_seeds"])
+
+
+def _print_seed_spread(spread: dict) -> None:
+    if len(spread["split_seeds"]) < 2:
+        return
+    seeds = spread["split_seeds"]
+    table = Table("policy", *(f"gain, seed {s}" for s in seeds), "spread", "decidable",
+                  title=f"Utility gain over each seed's best fixed arm, split seeds {', '.join(map(str, seeds))}",
+                  caption="decidable: the 95% interval is above zero at every split seed")
+    for name, row in spread["policies"].items():
+        cells = [f"{gain:+.3f} {_interval(ci)}" for gain, ci in zip(row["gains"], row["intervals"])]
+        table.add_row(name, *cells, f"{row['spread']:.3f}", "yes" if row["decidable"] else "no")
+    Console().print(table)
+
+
+def _interval(ci: list[float] | None) -> str:
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+
+
+def _ci_text(row: dict) -> str:
+    return _interval(row["ci_vs_always_raw"])
+
+
+def _floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(value) for value in text.split(",") if value.strip()]
+    except ValueError:
+        raise InvalidInput(f"{option} takes comma-separated numbers, e.g. 0,0.1,0.2") from None
+
+
+def sweep_command(
+    host: Annotated[str, typer.Option(help="Whose outcomes to use.")] = "embedded",
+    lambda_in: Annotated[str, typer.Option(help="Comma-separated input-cost weights.")] = "0,0.1,0.3",
+    lambda_out: Annotated[str, typer.Option(help="Comma-separated output-cost weights.")] = "0,0.2,0.5",
+    split: Annotated[str, typer.Option(help="dev or test.")] = "test",
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    accounting: AccountingOption = "deploy",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
+    Pareto frontier (routers retrained with Stage 1 at every point)."""
+    from forge_core.evaluation.cached import EvaluationSettings, lambda_sweep
+
+    grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
+    with spinner_progress() as progress:
+        task = progress.add_task("sweeping", total=len(grid))
+
+        def on_point(li: float, lo: float) -> None:
+            progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
+
+        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
+                                      benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
+        result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
+    if as_json:
+        print_json(result)
+        return
+    table = Table("policy", "lambda_in", "lambda_out", "cost (k tok)", "macro F1", "utility", "frontier")
+    for index, point in enumerate(result["points"]):
+        table.add_row(point["policy"], f"{point['lambda_in']:g}", f"{point['lambda_out']:g}", f"{point['cost_k']:.3f}",
+                      f"{point['macro_f1']:.4f}", f"{point['macro_utility']:.4f}", "*" if index in result["frontier"] else "")
+    Console().print(table)
+

@@ -1,0 +1,68 @@
+"""Output helpers of the `forge` command line: the console, progress bars, JSON and summaries, the store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from forge_core import config
+from forge_core.store import Store
+
+console = Console(stderr=True)
+
+
+BENCHMARK_SUBSET_HELP = ("Only the queries of this benchmark, built-in or imported with `data import-file` "
+                         "(repeatable; default: every benchmark of the host).")
+
+
+class _RateColumn(ProgressColumn):
+    """Items per second so far (rich's own speed estimate)."""
+
+    def render(self, task: Any) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.2f}/s")
+
+
+def counting_progress(transient: bool = False) -> Progress:
+    """A progress bar for long work: done/total, rate, elapsed time and ETA."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=transient,
+                    disable=not console.is_terminal)
+
+
+def spinner_progress() -> Progress:
+    """A transient progress line for work of unknown or small size (off when stderr is no terminal,
+    so logs and captured output hold only what the command reports)."""
+    return Progress(console=console, transient=True, disable=not console.is_terminal)
+
+
+def open_store() -> Store:
+    """The store at FORGE_STORE (default data/forge.duckdb)."""
+    return Store(config.store_path())
+
+
+def print_json(value: Any) -> None:
+    """One JSON object on stdout."""
+    sys.stdout.write(json.dumps(value) + "\n")
+
+
+def print_summary(summary: dict[str, Any], as_json: bool) -> None:
+    """A flat summary: one JSON object on stdout, or `key=value` pairs on stderr."""
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(" ".join(f"{key}={value}" for key, value in summary.items()))
+

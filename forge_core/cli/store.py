@@ -1,0 +1,117 @@
+"""`forge store`: coverage, export, import (merge) and the demo data of the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge_core import config
+from forge_core.cli.output import console, open_store, print_json, print_summary
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.store import EXPORTED_TABLES
+
+store_app = typer.Typer(help="Coverage, export and demo data of the store.", no_args_is_help=True)
+
+
+@store_app.command("coverage")
+def store_coverage(
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    arms: Annotated[Optional[int], typer.Option(help="K (default: 12 on thinking hosts, else 6).")] = None,
+) -> None:
+    """Per host: queries whose K arms all have a non-error outcome, with and without probes."""
+    from forge_core.evaluation.reports import default_alphabet_size
+
+    store = open_store()
+    coverage = store.coverage({host: default_alphabet_size(store, host) if arms is None else arms
+                               for host in store.hosts_with_outcomes()})
+    if as_json:
+        print_json({"hosts": coverage})
+        return
+    if not coverage:
+        console.print("No outcomes yet: run `forge enumerate` (or `forge store load-demo`).")
+    for host, summary in coverage.items():
+        table = Table("benchmark", "complete", "with probes", title=f"{host}: {summary['arms']} arms")
+        for benchmark, row in summary["by_benchmark"].items():
+            table.add_row(benchmark, str(row["complete"]), str(row["with_probes"]))
+        table.add_row("all", str(summary["queries_complete"]), str(summary["with_probes"]))
+        Console().print(table)
+        Console().print("by split: " + ", ".join(f"{k} {v}" for k, v in summary["by_split"].items()))
+
+
+@store_app.command("export")
+def store_export(
+    out: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+) -> None:
+    """Write outcomes, probes, features, checkpoints and crossfit results to zstd Parquet (the
+    committed demo data)."""
+    counts = open_store().export_tables(out or config.demo_dir())
+    console.print(", ".join(f"{table}: {n} rows" for table, n in counts.items()))
+
+
+@store_app.command("load-demo")
+def store_load_demo(
+    source: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+    again: Annotated[bool, typer.Option("--again", help="Add its rows even if this export was loaded before.")] = False,
+) -> None:
+    """Add the committed demo outcomes to the store once per export (rows already there are kept)."""
+    store, directory = open_store(), source or config.demo_dir()
+    if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
+        raise InvalidInput(f"no exported tables (*.parquet of `forge store export`) in {directory}")
+    added = store.load_exported(directory) if again else store.load_export_once(directory)
+    if added is None:
+        console.print("this demo export is already loaded (`--again` adds its rows once more)")
+        return
+    console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
+
+
+@store_app.command("import")
+def store_import(
+    source: Annotated[Path, typer.Argument(help="A directory written by `forge store export`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Merge another store's export into this one (e.g. machines that enumerated parts of one plan):
+    new rows are added, an answered outcome replaces a stored error, answered rows are never
+    replaced. Import the same benchmark files first (`forge data import`)."""
+    if not source.is_dir():
+        raise InvalidInput(f"no export directory {source}")
+    if not any((source / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
+        raise InvalidInput(f"{source} holds no exported tables (write one with `forge store export --out DIR`)")
+    merged = open_store().load_exported(source, replace_errors=True)
+    print_summary({f"{table} added": n for table, n in merged.items()}, as_json)
+
+
+@store_app.command("summary")
+def store_summary(
+    host: Annotated[str, typer.Option(help="Whose outcomes.")] = "embedded",
+    split: Annotated[Optional[str], typer.Option(help="Only this split (default: every complete query).")] = None,
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Per benchmark: mean F1 and tokens of every arm, and of the utility oracle (costs normalized
+    by train maxima, so the oracle needs complete train queries)."""
+    from forge_core.evaluation.reports import policy_summary
+    from forge_core.routing.outcome_table import load_outcome_table
+
+    table = load_outcome_table(open_store(), host, arms)
+    try:
+        normalizer = table.fit_normalizer()
+    except ValueError as error:
+        normalizer = None
+        console.print(f"no oracle: {error}")
+    if split is not None:
+        table = table.split(split)
+        if not len(table):
+            raise MissingStep(f"host '{host}' has no complete {split} queries")
+    frame = policy_summary(table, normalizer)
+    if as_json:
+        print_json({"host": host, "split": split or "all", "rows": frame.to_dict("records")})
+        return
+    out = Table("benchmark", "policy", "queries", "F1", "tokens in", "tokens out", title=f"{host} ({split or 'all'})")
+    for row in frame.itertuples():
+        out.add_row(row.benchmark, row.policy, str(row.queries), f"{row.f1:.3f}", f"{row.tokens_in:.0f}",
+                    f"{row.tokens_out:.0f}")
+    Console().print(out)

@@ -1,0 +1,125 @@
+"""`forge features`, `forge train` and `forge checkpoints`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge_core.cli.output import (
+    BENCHMARK_SUBSET_HELP,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+    print_summary,
+    spinner_progress,
+)
+from forge_core.store import Store
+
+
+def features_command(
+    host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = "embedded",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Compute the router features of every enumerated query (only what is missing)."""
+    print_summary(compute_features_with_progress(open_store(), host), as_json)
+
+
+def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """`compute_features` with a progress bar: the explicit step before training and evaluation."""
+    from forge_core.routing.features import compute_features
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("features", total=None)
+        return compute_features(store, host, benchmarks, on_progress=lambda done, total: progress.update(
+            task, completed=done, total=total))
+
+
+def train_command(
+    stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = 1,
+    variant: Annotated[str, typer.Option(help="full, lite or bge.")] = "full",
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = "embedded",
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
+    tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = 1.0,
+    algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = "grpo",
+    rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",
+    router: Annotated[str, typer.Option(help="factorized, or flat (the ablation).")] = "factorized",
+    target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
+    warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
+    max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = 50,
+    patience: Annotated[int, typer.Option(help="Stage 1: epochs without a better dev loss before stopping.")] = 7,
+    steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = 5000,
+    beta: Annotated[float, typer.Option(help="Stage 2: initial weight of the KL anchor to Stage 1.")] = 0.05,
+    entropy_coef: Annotated[float, typer.Option(help="Stage 2: weight of the entropy bonus.")] = 0.01,
+    log_every: Annotated[int, typer.Option(help="Stage 2: steps per logged row.")] = 50,
+    parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
+    seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Train a router on the store's outcomes and save a checkpoint with its lineage."""
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.stage2 import Stage2Config
+    from forge_core.training.trainer import TrainRequest, train_router_job
+
+    request = TrainRequest(
+        host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
+        lambda_out=lambda_out, rewards=rewards, parent=parent, split_seed=split_seed,
+        benchmarks=tuple(benchmark) if benchmark else None,
+        stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed, max_epochs=max_epochs,
+                            patience=patience),
+        stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
+                            log_every=log_every),
+    )
+    from forge_core.jobs import validate_train_request
+
+    store = open_store()
+    validate_train_request(store, request)
+    compute_features_with_progress(store, host, request.benchmarks)
+    with spinner_progress() as progress:
+        task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
+
+        def on_log(row: dict) -> None:
+            done = row.get("step", row.get("epoch", 0))
+            detail = ", ".join(f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float))
+            progress.update(task, completed=done, description=f"stage {stage}: {detail}")
+
+        checkpoint_id = train_router_job(store, request, on_log=on_log)
+    record = store.checkpoint(checkpoint_id)[0]
+    result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"checkpoint {checkpoint_id}: " + ", ".join(f"{k} {v:.4g}" for k, v in record["metrics"].items()))
+
+
+def checkpoints_command(
+    host: Annotated[Optional[str], typer.Option(help="Only this host's checkpoints.")] = None,
+    delete: Annotated[Optional[list[str]], typer.Option(help="Delete this checkpoint (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """List router checkpoints with their lineage summary and dev metrics, or delete some."""
+    if delete:
+        open_store().delete_checkpoints(delete)
+        console.print(f"deleted {len(set(delete))} checkpoint(s)")
+        return
+    frame = open_store().checkpoints(host)
+    rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
+             "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics)}
+            for r in frame.itertuples()]
+    if as_json:
+        print_json({"checkpoints": rows})
+        return
+    table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1")
+    for r in rows:
+        table.add_row(r["checkpoint_id"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]), r["parent"] or "",
+                      f"{r['metrics'].get('dev_utility', 0):.4f}", f"{r['metrics'].get('dev_f1', 0):.4f}")
+    Console().print(table)
+
