@@ -25,9 +25,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from answering_server import AnsweringServer
-from conftest import copy_store, synthetic_outcomes
+from conftest import copy_store, require_demo_export, synthetic_outcomes
 
-from forge_core import config, jobs
+from forge_core import jobs
 from forge_core.data.importing import import_benchmarks
 from forge_core.evaluation.cached import EvaluationSettings, prepare_evaluation
 from forge_core.hosts.base import HostConfig
@@ -129,8 +129,7 @@ def test_kill_data_import(tmp_path: Path, benchmarks_root: Path) -> None:
 
 
 def test_kill_store_load_demo(tmp_path: Path) -> None:
-    if not (config.demo_dir() / "arm_outcomes.parquet").exists():
-        pytest.skip("no committed demo export")
+    require_demo_export()
     reference, killed = Store(tmp_path / "reference.duckdb"), Store(tmp_path / "killed.duckdb")
     command = forge("store", "load-demo")
     duration = run_to_end(reference, command)
