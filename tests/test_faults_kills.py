@@ -2,11 +2,16 @@
 uninterrupted run leaves it.
 
 Per command: one uninterrupted reference run on a copy of the same starting store, then on
-another copy a series of runs each killed at a random moment (seeded) between a quarter and all
-of the reference run's duration, each resuming what the previous left, then one run to the end.
-After every kill: no duplicate key, no half-written checkpoint. At the end: the same rows as the
-reference (timestamps, latencies and job ids aside), and no job left "running" by a dead process
-(`forge_core.jobs` reports those as interrupted). Counts: 20 kills of `forge enumerate`, 5 each of
+another copy a series of runs each killed with SIGKILL, each resuming what the previous left,
+then one run to the end. Each kill is aimed at a seeded random moment between a tenth and a half
+of the work the run has left (estimated from the compared tables' rows against the
+reference's, after the command's start-up time, measured as a rerun with nothing left to do), and
+must land: a run that ends by itself before its kill fails the test, and after each kill the
+process must have died by SIGKILL (return code -9) with work left (fewer compared rows than the
+reference). After every kill: no duplicate key, no half-written checkpoint. At the end: the same
+rows as the reference (timestamps, latencies and job ids aside), and no job left "running" by a
+dead process (`forge_core.jobs` reports those as interrupted). Each test prints "N of N kills
+landed" (`pytest -m kills -s` shows it). Counts: 20 kills of `forge enumerate`, 5 each of
 `forge data import`, `forge store load-demo`, `forge train --stage 1`, `forge train --stage 2`
 and `forge eval --protocol fresh`. About 40 command runs, so they are deselected from the default
 run and `scripts/test.sh` runs them as a second step (`pytest -m kills`).
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -57,17 +63,37 @@ def run_to_end(store: Store, command: list[str]) -> float:
     return time.monotonic() - started
 
 
-def kill_at_random(store: Store, command: list[str], kills: int, duration: float, rng: random.Random,
-                   check: Callable[[Store], None]) -> None:
-    """`kills` runs of the command, each killed with SIGKILL at a random moment, each resuming the
-    previous; `check` runs on the store after every kill."""
-    for _ in range(kills):
+def rows(store: Store, names: tuple[str, ...]) -> int:
+    """Rows in the named tables (names from this file only)."""
+    with store.connect() as connection:
+        return sum(connection.execute(f"SELECT count(*) FROM {name}").fetchone()[0] for name in names)
+
+
+def kill_at_random(store: Store, command: list[str], kills: int, rng: random.Random, check: Callable[[Store], None],
+                   reference: Store, names: tuple[str, ...], duration: float, startup: float = 0.0) -> int:
+    """`kills` runs of the command on `store`, each resuming the previous and killed with SIGKILL
+    at a random moment between a tenth and a half of its estimated work (`duration` of
+    the reference run after `startup`, times the share of `names`' rows still missing); `check`
+    runs after every kill. Fails unless every kill lands: the run still going when the kill comes,
+    dead by SIGKILL, with rows still missing. Prints and returns the count of kills that landed."""
+    target, start = rows(reference, names), rows(store, names)
+    landed = 0
+    for run in range(1, kills + 1):
+        left = (target - rows(store, names)) / (target - start)
+        moment = startup + rng.uniform(0.1, 0.5) * left * (duration - startup)
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env={**os.environ, "FORGE_STORE": str(store.path)})
-        time.sleep(rng.uniform(duration / 4, duration))
-        process.kill()
-        process.wait()
+        try:
+            code = process.wait(timeout=moment)
+            pytest.fail(f"run {run} ended by itself (exit {code}) before its kill at {moment:.2f} s: no kill landed")
+        except subprocess.TimeoutExpired:
+            process.kill()
+        assert process.wait() == -signal.SIGKILL, f"run {run}: not killed by SIGKILL"
+        assert rows(store, names) < target, f"run {run}: killed at {moment:.2f} s after its work was done"
         check(store)
+        landed += 1
+    print(f"{' '.join(command[3:5])}: {landed} of {kills} kills landed")
+    return landed
 
 
 def table(store: Store, name: str) -> pd.DataFrame:
@@ -82,6 +108,19 @@ def table(store: Store, name: str) -> pd.DataFrame:
 def assert_same_tables(store: Store, reference: Store, names: tuple[str, ...]) -> None:
     for name in names:
         pd.testing.assert_frame_equal(table(store, name), table(reference, name), obj=name)
+
+
+def kill_and_resume(reference: Store, killed: Store, command: list[str], kills: int, seed: int,
+                    names: tuple[str, ...], resumes: bool = True) -> None:
+    """The reference run, `kills` killed runs on the other store (see `kill_at_random`), one run
+    to the end, then the same `names` tables as the reference. A command that `resumes` from its
+    stored rows has its start-up time measured as a rerun on the finished reference; one that
+    starts again (training) is killed within its whole duration."""
+    duration = run_to_end(reference, command)
+    startup = run_to_end(reference, command) if resumes else 0.0
+    kill_at_random(killed, command, kills, random.Random(seed), no_duplicates, reference, names, duration, startup)
+    run_to_end(killed, command)
+    assert_same_tables(killed, reference, names)
 
 
 def no_duplicates(store: Store) -> None:
@@ -122,20 +161,14 @@ def two_copies(source: Store, tmp_path: Path) -> tuple[Store, Store]:
 def test_kill_data_import(tmp_path: Path, benchmarks_root: Path) -> None:
     reference, killed = Store(tmp_path / "reference.duckdb"), Store(tmp_path / "killed.duckdb")
     command = forge("data", "import", "--benchmarks-dir", str(benchmarks_root))
-    duration = run_to_end(reference, command)
-    kill_at_random(killed, command, 5, duration, random.Random(SEED), no_duplicates)
-    run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("imports", "examples", "documents", "split_manifests", "splits"))
+    kill_and_resume(reference, killed, command, 5, SEED, ("imports", "examples", "documents", "split_manifests", "splits"))
 
 
 def test_kill_store_load_demo(tmp_path: Path) -> None:
     require_demo_export()
     reference, killed = Store(tmp_path / "reference.duckdb"), Store(tmp_path / "killed.duckdb")
     command = forge("store", "load-demo")
-    duration = run_to_end(reference, command)
-    kill_at_random(killed, command, 5, duration, random.Random(SEED + 1), no_duplicates)
-    run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("arm_outcomes", "probe_outcomes", "features", "checkpoints"))
+    kill_and_resume(reference, killed, command, 5, SEED + 1, ("arm_outcomes", "probe_outcomes", "features", "checkpoints"))
 
 
 def test_kill_enumeration(tmp_path: Path, benchmarks_root: Path) -> None:
@@ -148,20 +181,15 @@ def test_kill_enumeration(tmp_path: Path, benchmarks_root: Path) -> None:
                                                max_retries=2, max_concurrency=4))
         command = forge("enumerate", "--host", "test-host", "--split", "train", "--benchmark", "fever",
                         "--per-benchmark", "30", "--concurrency", "4")
-        duration = run_to_end(reference, command)
-        kill_at_random(killed, command, 20, duration, random.Random(SEED + 2), no_duplicates)
-        run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("arm_outcomes",))
+        kill_and_resume(reference, killed, command, 20, SEED + 2, ("arm_outcomes",))
     no_job_left_running(killed)
 
 
 def kill_training(outcomes: Store, tmp_path: Path, command: list[str], seed: int) -> None:
     """Kill a training command 5 times, resume it, and compare with an uninterrupted run."""
     reference, killed = two_copies(outcomes, tmp_path)
-    duration = run_to_end(reference, command)
-    kill_at_random(killed, command, 5, duration, random.Random(seed), no_duplicates)
-    run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("checkpoints",))  # content-hashed ids: the very same router
+    # content-hashed ids: the very same router; training starts again after a kill
+    kill_and_resume(reference, killed, command, 5, seed, ("checkpoints",), resumes=False)
     no_job_left_running(killed)
 
 
@@ -184,8 +212,5 @@ def test_kill_fresh_online_evaluation(trained_outcomes: Store, tmp_path: Path) -
         command = forge("eval", "--host", HOST, "--protocol", "fresh", "--per-benchmark", "4",
                         "--policy", "always_direct", "--policy", "always_raw", "--policy", "forge_lite",
                         "--policy", "frugal_cascade")
-        duration = run_to_end(reference, command)
-        kill_at_random(killed, command, 5, duration, random.Random(SEED + 5), no_duplicates)
-        run_to_end(killed, command)
-    assert_same_tables(killed, reference, ("fresh_results",))
+        kill_and_resume(reference, killed, command, 5, SEED + 5, ("fresh_results",))
 
