@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +13,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FailureRule = Callable[[dict[str, Any], int], int | None]  # (body, attempt for this prompt) -> status
+RequestHook = Callable[[int], bool]  # (number of this request, from 1) -> True to drop it unanswered
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Says nothing when a client goes away mid-request (the kill tests kill clients)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class AnsweringServer:
@@ -22,8 +32,10 @@ class AnsweringServer:
         self.fail = fail
         self.attempts: dict[str, int] = {}
         self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
+        self.received = 0  # requests received so far, answered or not
+        self.on_request: RequestHook | None = None  # called as each request arrives, before the delay
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
@@ -60,6 +72,13 @@ class AnsweringServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with server.lock:
+                    server.received += 1
+                    number = server.received
+                hook = server.on_request
+                if hook and hook(number):
+                    self.close_connection = True  # dropped: no answer
+                    return
                 threading.Event().wait(server.delay_s)
                 status, payload = server.reply(body)
                 data = json.dumps(payload).encode()
