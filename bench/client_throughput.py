@@ -13,11 +13,17 @@ on real imported train queries into a temporary store, at each concurrency in `-
 `--calls-at-1` calls (at 200 ms a call, 3,000 calls would take 10 minutes and say nothing more).
 With `--processes P` each level runs in min(P, concurrency) client processes sharing the plan
 (`forge enumerate --processes`; `seconds` then spans every process's calls). With `--endpoints N`
-(N > 1) it also compares one endpoint against N endpoints of the same host,
-each limited to `--per-endpoint` requests in flight (default 16), at full load on each.
+(N > 1) it also compares one endpoint against N endpoints, each limited to `--per-endpoint`
+requests in flight (default 16), at full load on each. That comparison is a client-side check:
+the N endpoints are N ports of the one test-double process on this machine, so it shows that the
+client spreads its calls over the endpoints and keeps each one's limit, not what N real hosts
+would serve.
 
-Prints one JSON line last: per concurrency, calls, seconds, calls per second, the ideal rate and
-the ratio to it, and the client's CPU seconds; with endpoints, both rates and their ratio.
+Prints one JSON line last: per concurrency, calls, seconds (first call started to last call
+finished), calls per second, the ideal rate and the ratio to it, and the client's CPU seconds;
+with endpoints, both rates and their ratio; and `wall_s_process_start_to_last_row`, the wall time
+from this process's start (interpreter, imports, server start and check, benchmark import) to
+the last row of the last run written to the store.
 Run: `.venv/bin/python bench/client_throughput.py [--latency 0.2] [--calls 3000] [--endpoints 4] [--processes 2]`.
 """
 
@@ -177,6 +183,14 @@ def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int
             "cpu_s": round(_cpu_seconds() - cpu_started, 1)}
 
 
+def seconds_since_process_start() -> float:
+    """Wall seconds since this process started (Linux: its start time in /proc/self/stat, in
+    clock ticks since boot, against /proc/uptime)."""
+    fields_after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    started = int(fields_after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+    return float(Path("/proc/uptime").read_text().split()[0]) - started
+
+
 def _cpu_seconds() -> float:
     """CPU time of this process and of its ended child processes (the client processes)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -239,6 +253,8 @@ def main() -> None:
             result["concurrency"] = run_levels(store, ports[0], args)
             if args.endpoints > 1:
                 result["endpoints"] = run_endpoints(store, ports, args)
+            # each run returns once its writer has flushed its last row
+            result["wall_s_process_start_to_last_row"] = round(seconds_since_process_start(), 2)
         result["load_average_after"] = os.getloadavg()
         print(json.dumps(result))
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,15 @@ from typing import Any
 
 FailureRule = Callable[[dict[str, Any], int], int | None]  # (body, attempt for this prompt) -> status
 DelayRule = Callable[[dict[str, Any]], float]  # body -> seconds to wait before answering
+RequestHook = Callable[[int], bool]  # (number of this request, from 1) -> True to drop it unanswered
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Says nothing when a client goes away mid-request (the kill tests kill clients)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class AnsweringServer:
@@ -25,8 +35,9 @@ class AnsweringServer:
         self.attempts: dict[str, int] = {}
         self.received: list[tuple[float, dict[str, Any]]] = []  # (time.monotonic(), body) of every request
         self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
+        self.on_request: RequestHook | None = None  # called as each request arrives, before the delay
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
@@ -74,6 +85,11 @@ class AnsweringServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with server.lock:
                     server.received.append((time.monotonic(), body))
+                    number = len(server.received)
+                hook = server.on_request
+                if hook and hook(number):
+                    self.close_connection = True  # dropped: no answer
+                    return
                 delay = server.delay_s(body) if callable(server.delay_s) else server.delay_s
                 threading.Event().wait(delay)
                 status, payload = server.reply(body)

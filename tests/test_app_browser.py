@@ -19,10 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import copy_store
+from conftest import copy_store, require_module, require_or_skip, require_tiny_model
 
-from forge_core import config
-from forge_core.hosts.models import is_pulled
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
 from forge_core.store import Store
@@ -45,8 +43,8 @@ def free_port() -> int:
 
 def require_browser() -> None:
     if not CHROMIUM.exists():
-        pytest.skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
-    pytest.importorskip("playwright.sync_api", reason="playwright is a test extra: pip install -e '.[test]'")
+        require_or_skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
+    require_module("playwright.sync_api", "playwright is a test extra: pip install -e '.[test]'")
 
 
 @contextlib.contextmanager
@@ -75,8 +73,7 @@ def dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]
     """`forge app` on a copy of the synthetic-outcome store with a trained Lite checkpoint; yields
     its URL, then stops it with SIGTERM and checks that the embedded server it started went with it."""
     require_browser()
-    if not is_pulled(TINY.model, config.models_dir()):
-        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m` (scripts/setup.sh does)")
+    require_tiny_model()
     store = copy_store(trained_store[0], tmp_path / "live")
     cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
     with running_dashboard(store.path, tmp_path / "app.log") as url:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import require_tiny_model
 
 from forge_core import config
 from forge_core.arms import parse_arm
@@ -67,8 +68,7 @@ def test_greedy_answers_are_deterministic_from_the_same_cache_state(tiny_server:
 
 
 def test_forge_ask_json_on_the_tiny_model(imported_store: Store) -> None:
-    if not is_pulled("smollm2-135m", config.models_dir()):
-        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m`")
+    require_tiny_model()
     env = {**os.environ, "FORGE_STORE": str(imported_store.path)}
     command = [sys.executable, "-m", "forge_core.cli", "ask", "Which magazine was started first, Arthur's Magazine "
                "or First for Women?", "--benchmark", "hotpotqa", "--arm", "raw:no_think", "--host", "embedded-tiny", "--json"]

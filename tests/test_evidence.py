@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import require_or_skip
 
 from forge_core.config import benchmarks_dir
 from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
@@ -138,7 +139,7 @@ def hotpotqa_cases() -> list[tuple[str, list[Document]]]:
     """The first 150 HotpotQA questions with their BM25 top-3 passages from the full corpus."""
     path = benchmarks_dir() / BENCHMARK_FILES["hotpotqa"].relative_path
     if not path.exists():
-        pytest.skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
+        require_or_skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
     hotpotqa = read_benchmark("hotpotqa", benchmarks_dir())
     retriever = Retriever.from_documents(hotpotqa.documents)
     cases = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import copy_store
+from conftest import copy_store, require_demo_export
 
 from forge_core import cli, config
 from forge_core.store import Store
@@ -82,8 +82,7 @@ CASES: list[tuple[list[str], str]] = [
 def demo_store(imported_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
     """The five benchmarks and the committed demo outcomes (features and checkpoints included)."""
     store = copy_store(imported_store, tmp_path_factory.mktemp("bad-input"))
-    if not (config.demo_dir() / "arm_outcomes.parquet").exists():
-        pytest.skip("no committed demo export")
+    require_demo_export()
     store.load_exported(config.demo_dir())
     return store
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 from answering_server import AnsweringServer
-from conftest import copy_store
+from conftest import copy_store, require_demo_export
 from streamlit.testing.v1 import AppTest
 
 from forge_core import config, jobs
@@ -54,8 +54,7 @@ def test_every_page_loads_on_an_empty_store() -> None:
 
 def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    if not (config.demo_dir() / "arm_outcomes.parquet").exists():
-        pytest.skip("no committed demo export")
+    require_demo_export()
     store = copy_store(imported_store, tmp_path)
     assert store.load_export_once(config.demo_dir())["arm_outcomes"] > 0
     monkeypatch.setenv("FORGE_STORE", str(store.path))

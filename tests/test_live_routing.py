@@ -10,13 +10,12 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from conftest import require_tiny_model
 from answering_server import AnsweringServer
 
-from forge_core import config
 from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.models import is_pulled
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.live import OVERRIDE, ask_routed, default_router_id, session_totals
 from forge_core.store import Store
@@ -98,8 +97,7 @@ def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> None:
-    if not is_pulled("smollm2-135m", config.models_dir()):
-        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m`")
+    require_tiny_model()
     store, checkpoint_id = trained_store
     example_id = store.split_ids(BENCHMARK, "test")[0]
     result = forge(store, "ask", "--route", "--router", checkpoint_id, "--compare-raw", "--host", "embedded-tiny",

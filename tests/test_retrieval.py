@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_or_skip
 from rank_bm25 import BM25Okapi
 
 from forge_core.config import benchmarks_dir
@@ -124,7 +125,7 @@ def hotpotqa_sample() -> tuple[list[Document], list[str]]:
     """
     path = benchmarks_dir() / BENCHMARK_FILES["hotpotqa"].relative_path
     if not path.exists():
-        pytest.skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
+        require_or_skip(f"HotpotQA benchmark file not found at {path} (set FORGE_BENCHMARKS_DIR)")
     hotpotqa = read_benchmark("hotpotqa", benchmarks_dir())
     wanted = {True: 160, False: 140}
     sample = []

@@ -19,12 +19,10 @@ from typing import Any
 import httpx
 import pytest
 from answering_server import AnsweringServer
-from conftest import copy_store
+from conftest import copy_store, require_module, require_tiny_model
 
-from forge_core import config
 from forge_core.arms import alphabet
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.models import is_pulled
 from forge_core.evidence.prompts import QA_INSTRUCTION, SYSTEM_PROMPT
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing import live
@@ -33,7 +31,7 @@ from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
-openai = pytest.importorskip("openai", reason="the openai client is a test extra: pip install -e '.[test]'")
+openai = require_module("openai", "the openai client is a test extra: pip install -e '.[test]'")
 BENCHMARK = "musique"
 QUESTION = "Who founded the city of Rome?"
 IN_FLIGHT = 24
@@ -161,8 +159,7 @@ def test_forge_serve_refuses_bad_settings(double_store: tuple[Store, str]) -> No
 
 
 def test_openai_client_on_the_tiny_host(double_store: tuple[Store, str]) -> None:
-    if not is_pulled("smollm2-135m", config.models_dir()):
-        pytest.skip("tiny model not pulled: run `forge host pull smollm2-135m`")
+    require_tiny_model()
     store, checkpoint_id = double_store
     with serving_in_thread(store, ServeSettings(host="embedded-tiny", benchmark=BENCHMARK, router=checkpoint_id)) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", timeout=300)
