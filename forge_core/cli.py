@@ -424,22 +424,18 @@ def _ask_with_arm(store: Store, host_config: Any, question: str, benchmark: str,
     import asyncio
 
     from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence
-    from forge_core.hosts.registry import make_host, serving
+    from forge_core.hosts.lifetime import hosted
     from forge_core.records import is_fever_benchmark
 
     if chosen_arm.thinking_budget and not host_config.supports_thinking:
         raise ValueError(f"host '{host_config.name}' has no reasoning budget; {chosen_arm.name} needs a thinking host")
     evidence = retrieve_evidence(load_retriever(store, benchmark), question)
 
-    async def run(served: Any) -> Any:
-        client = make_host(served)
-        try:
+    async def run() -> Any:
+        async with hosted(host_config) as client:
             return await answer_with_arm(client, evidence, chosen_arm, is_fever=is_fever_benchmark(benchmark))
-        finally:
-            await client.aclose()
 
-    with serving(host_config) as served:
-        result = asyncio.run(run(served))
+    result = asyncio.run(run())
     if as_json:
         print_json({"answer": result.extracted, "arm": result.arm, "tokens_in": result.tokens_in,
                     "tokens_out": result.tokens_out, "latency_ms": round(result.latency_ms, 1),

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store, synthetic_outcomes
+from support.answering_server import AnsweringServer
 
 from forge_core import config, jobs
 from forge_core.data.importing import import_benchmarks

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core import config
 from forge_core.arms import parse_arm

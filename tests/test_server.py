@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store
+from support.answering_server import AnsweringServer
 
 from forge_core import config
 from forge_core.arms import alphabet
