@@ -22,9 +22,9 @@ from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
+from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import list_host_configs
 from forge_core.records import Example
-from forge_core.routing import live
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -205,10 +205,10 @@ def embedder() -> Embedder:
     return loaded
 
 
-@st.cache_resource(show_spinner="Starting the host (first use only)…", validate=live.is_serving)
+@st.cache_resource(show_spinner="Starting the host (first use only)…", validate=is_serving)
 def served_host(host_config: HostConfig) -> HostConfig:
     """The host with a live URL; an embedded model is started once and kept while the app runs."""
-    return live.serve_for_session(host_config)
+    return serve_for_session(host_config)
 
 
 def refresh() -> None:

@@ -20,20 +20,18 @@ from forge_core import config
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.enumeration.runner import enumerate_arms
-from forge_core.hosts.registry import get_host_config, make_host, serving
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import get_host_config, serving
 from forge_core.store import Store
 
 CONFIGURATIONS = [(c, p) for c in (1, 2, 4) for p in (True, False)]
 
 
 async def run_one(store: Store, plan: EnumerationPlan, served) -> float:
-    host = make_host(served)
-    try:
+    async with hosted(served) as host:
         started = time.perf_counter()
         report = await enumerate_arms(store, plan, host)
         seconds = time.perf_counter() - started
-    finally:
-        await host.aclose()
     if report.errors:
         raise RuntimeError(f"{len(report.errors)} failed calls: {report.errors[0]}")
     return report.calls * 3600.0 / seconds

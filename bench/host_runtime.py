@@ -54,11 +54,10 @@ def wait_healthy(base_url: str, timeout_s: float = 180.0) -> None:
 
 
 async def time_calls(base_url: str, model: str, questions: list, store: Store) -> dict:
-    host = OpenAICompatibleHost(HostConfig(name="bench", kind="openai", model=model, base_url=base_url,
-                                           max_concurrency=1, timeout_s=600))
+    config = HostConfig(name="bench", kind="openai", model=model, base_url=base_url, max_concurrency=1, timeout_s=600)
     calls, tokens_in, tokens_out = 0, 0, 0
     started = time.perf_counter()
-    try:
+    async with OpenAICompatibleHost(config) as host:
         for benchmark, question in questions:
             evidence = retrieve_evidence(load_retriever(store, benchmark), question)
             for arm in alphabet(6):  # prefix-aware order, as enumeration runs them
@@ -66,8 +65,6 @@ async def time_calls(base_url: str, model: str, questions: list, store: Store) -
                 calls += 1
                 tokens_in += answer.tokens_in
                 tokens_out += answer.tokens_out
-    finally:
-        await host.aclose()
     seconds = time.perf_counter() - started
     return {"seconds": round(seconds, 2), "calls": calls, "seconds_per_call": round(seconds / calls, 3),
             "tokens_in": tokens_in, "tokens_out": tokens_out}

@@ -35,7 +35,8 @@ from forge_core.arms import alphabet, parse_arm
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.embedded import EmbeddedServer
-from forge_core.hosts.registry import BUILTIN_HOSTS, make_host
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.store import Store
 
 UBATCH_1 = ("--n_ubatch", "1")
@@ -67,9 +68,8 @@ def sample_outcomes(store: Store, host: str, n: int, seed: int) -> list[dict]:
 
 async def rerun_all(store: Store, served: HostConfig, rows: list[dict], label: str) -> dict[tuple, Rerun]:
     """Every row's call made again, in the rows' order, on one served host."""
-    host = make_host(served)
     reruns = {}
-    try:
+    async with hosted(served) as host:
         for number, row in enumerate(rows, start=1):
             example = store.examples(row["benchmark"], [row["example_id"]])[0]
             evidence = retrieve_evidence(load_retriever(store, row["benchmark"]), example.question)
@@ -80,8 +80,6 @@ async def rerun_all(store: Store, served: HostConfig, rows: list[dict], label: s
             key = (row["benchmark"], row["example_id"], row["arm"])
             reruns[key] = Rerun(key, answer.answer, f1, (answer.tokens_in, answer.tokens_out), seconds)
             print(f"{label} {number}/{len(rows)}", file=sys.stderr)
-    finally:
-        await host.aclose()
     return reruns
 
 

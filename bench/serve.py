@@ -1,6 +1,6 @@
 """`forge serve` overhead: what the server adds to the host calls of a request (client-measured
 latency minus the host calls' own latency, from the `forge` object) at p50 and p95, and requests
-per second with many in flight. The host is the test double of tests/answering_server.py (an
+per second with many in flight. The host is the test double of tests/support/answering_server.py (an
 OpenAI-compatible server answering at once), so the figures are FORGE's: HTTP, parsing, BM25,
 embedding, features, the router, the host client and the response. Runs on a copy of the store
 (FORGE_STORE), with the router given (default: the embedded host's newest Lite checkpoint).
@@ -31,7 +31,7 @@ from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from answering_server import AnsweringServer  # the test double, as the fast host
+from support.answering_server import AnsweringServer  # the test double, as the fast host
 
 DOUBLE = "bench-double"
 

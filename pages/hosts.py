@@ -5,11 +5,11 @@ import dataclasses
 import streamlit as st
 
 from app import data, ui
+from forge_core.evidence.host_check import CHECK_QUESTION, check_host
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, with_base_urls
-from forge_core.routing.live import CHECK_QUESTION, check_host
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
 REMOTE_KINDS = ("openai", "anthropic")

@@ -13,7 +13,7 @@ from forge_core.records import ArmOutcome
 from forge_core.store import Store
 
 APP_BENCHMARKS = ("2wikimultihopqa", "musique")
-FAKE_HOST = "fake"  # an OpenAI-compatible test double (tests/answering_server.py)
+FAKE_HOST = "fake"  # an OpenAI-compatible test double (tests/support/answering_server.py)
 QUERIES_PER_SPLIT = {"train": 3, "test": 2}
 FAKE_HOST_HASH = config_hash(HostConfig(name=FAKE_HOST, kind="openai", model="m"))  # enumerating resumes it
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import streamlit as st
-from answering_server import AnsweringServer
 from app_store import FAKE_HOST, build_app_store
 from conftest import copy_store
 from streamlit.testing.v1 import AppTest
+from support.answering_server import AnsweringServer
 
 from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks

@@ -25,20 +25,17 @@ def generate(config_: HostConfig, request: GenerationRequest, received: list[dic
     """One call through our client; with `received`, every response body the client got from the
     server is appended to it (recorded on the wire, before our parser reads it)."""
     async def go():
-        host = OpenAICompatibleHost(config_)
-        if received is not None:
-            connections = next(iter(host._http._connections.values()))
-            send = connections.post
+        async with OpenAICompatibleHost(config_) as host:
+            if received is not None:
+                connections = next(iter(host._http._connections.values()))
+                send = connections.post
 
-            async def record(url: str, body: dict, headers: dict):
-                reply = await send(url, body, headers)
-                received.append(json.loads(reply.body))
-                return reply
-            connections.post = record
-        try:
+                async def record(url: str, body: dict, headers: dict):
+                    reply = await send(url, body, headers)
+                    received.append(json.loads(reply.body))
+                    return reply
+                connections.post = record
             return await host.generate(request)
-        finally:
-            await host.aclose()
     return asyncio.run(go())
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core.hosts.base import GenerationRequest, HostConfig, HostError
 from forge_core.hosts.endpoints import EndpointPool
@@ -29,11 +29,8 @@ def replicas(urls: list[str], concurrency: int, retries: int = 3) -> HostConfig:
 
 def answer_all(config: HostConfig, n: int) -> list:
     async def go():
-        host = OpenAICompatibleHost(config, retry_base_delay_s=0.001)
-        try:
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as host:
             return await asyncio.gather(*(host.generate(request(i)) for i in range(n)))
-        finally:
-            await host.aclose()
     return asyncio.run(go())
 
 

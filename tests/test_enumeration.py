@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, order_work, plan_work
@@ -39,11 +39,8 @@ def host_config(url: str, retries: int = 2) -> HostConfig:
 
 def run(store: Store, plan: EnumerationPlan, config: HostConfig):
     async def go():
-        host = OpenAICompatibleHost(config, retry_base_delay_s=0.001)
-        try:
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as host:
             return await enumerate_arms(store, plan, host)
-        finally:
-            await host.aclose()
     return asyncio.run(go())
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, plan_work

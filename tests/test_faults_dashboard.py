@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
-from answering_server import AnsweringServer
 from conftest import copy_store, require_demo_export
 from streamlit.testing.v1 import AppTest
+from support.answering_server import AnsweringServer
 
 from forge_core import config, jobs
 from forge_core.config import PROJECT_ROOT

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fault_server import RETRY_AFTER_S, FaultServer
+from support.fault_server import RETRY_AFTER_S, FaultServer
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
@@ -36,11 +36,8 @@ def enumerate_once(store: Store, base_url: str):
                         max_concurrency=16)
 
     async def go():
-        host = OpenAICompatibleHost(config, retry_base_delay_s=0.05, retry_max_delay_s=1.0)
-        try:
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.05, retry_max_delay_s=1.0) as host:
             return await enumerate_arms(store, PLAN, host)
-        finally:
-            await host.aclose()
 
     return asyncio.run(go())
 

@@ -51,9 +51,9 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store, require_demo_export, synthetic_outcomes
 from kill_tap import TAP_PREFIX
+from support.answering_server import AnsweringServer
 
 from forge_core import jobs
 from forge_core.data.importers import BENCHMARK_FILES

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store
+from support.answering_server import AnsweringServer
 from test_enumeration import host_config as enumeration_host
 from test_enumeration import run as run_enumeration
 from test_faults_kills import assert_same_tables, forge, no_duplicates, no_job_left_running, run_to_end, table

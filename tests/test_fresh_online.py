@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store
+from support.answering_server import AnsweringServer
 
 from forge_core.evaluation.cached import EvaluationSettings, prepare_evaluation
 from forge_core.evaluation.fresh_online import fresh_online_evaluation

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.replay import RecordingHost, ReplayHost, request_key
 
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
 from forge_core.hosts.http_retry import HttpHost, parse_retry_after
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.hosts.replay import RecordingHost, ReplayHost, request_key
 
 TINY_BACKOFF_S = 0.001
 QUESTION = GenerationRequest(
@@ -596,10 +596,8 @@ def test_record_then_replay_gives_identical_generations(serve, tmp_path: Path) -
     recorder = RecordingHost(openai_host(server), path)
 
     async def record() -> list[Generation]:
-        try:
+        async with recorder:
             return [await recorder.generate(QUESTION), await recorder.generate(other)]
-        finally:
-            await recorder.aclose()
 
     recorded = asyncio.run(record())
     replay = ReplayHost(path, host_config(None, kind="replay"))

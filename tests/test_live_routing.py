@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import require_tiny_model
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever

@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from answering_server import AnsweringServer
 from conftest import copy_store, require_module, require_tiny_model
+from support.answering_server import AnsweringServer
 
 from forge_core.arms import alphabet
 from forge_core.hosts.base import HostConfig

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from answering_server import AnsweringServer
+from support.answering_server import AnsweringServer
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, parse_shard, plan_work

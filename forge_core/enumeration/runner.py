@@ -36,7 +36,8 @@ from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_ca
 from forge_core.evidence.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
-from forge_core.hosts.registry import config_hash, make_host
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import config_hash
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, utc_now
 from forge_core.store.outcome_writer import OutcomeWriter
@@ -255,12 +256,9 @@ async def enumerate_on_host(
     on_progress: Callable[[EnumerationReport], None] | None = None,
     before_calls: Callable[[], object] | None = None,
 ) -> EnumerationReport:
-    """`enumerate_arms` with a client made from a served host configuration and closed after."""
-    client = make_host(host)
-    try:
+    """`enumerate_arms` on a client for the host configuration `host` (see `hosted`)."""
+    async with hosted(host) as client:
         return await enumerate_arms(store, plan, client, on_progress, before_calls)
-    finally:
-        await client.aclose()
 
 
 def _close_job(store: Store, report: EnumerationReport) -> None:

@@ -37,7 +37,8 @@ from forge_core.evaluation.policies import Policy
 from forge_core.evaluation.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import Example, FreshResult
 from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store, utc_now
@@ -79,8 +80,7 @@ def fresh_online_evaluation(
     todo = _missing(store, run_id, live, _examples(store, setup.context, rows))
     if todo:
         log.info("fresh online run %s: %d policy-query answers to make", run_id, len(todo))
-        with serving(config) as served:
-            asyncio.run(_answer_all(store, served, setup.context, run_id, todo, on_result))
+        asyncio.run(_answer_all(store, config, setup.context, run_id, todo, on_result))
     results = store.fresh_results(run_id)
     report = fresh_report(results, setup, live, {name: o.f1 for name, o in cached.items()})
     skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
@@ -132,16 +132,13 @@ async def _answer_all(store: Store, config: HostConfig, context: EvalContext, ru
     retrievers = {b: load_retriever(store, b) for b in dict.fromkeys(e.benchmark for _, e in todo)}
     for retriever in retrievers.values():  # the embedder and passage vectors before the first timed query
         passage_vectors(retriever)
-    host = make_host(config)
-    try:
+    async with hosted(config) as host:
         for done, (policy, example) in enumerate(todo, start=1):
             query = LiveQuery(example, host, retrievers[example.benchmark], context)
             result = await answer_fresh(policy, query, run_id)
             store.write_fresh_result(result)
             if on_result:
                 on_result(result, len(todo) - done)
-    finally:
-        await host.aclose()
 
 
 def fresh_report(results: pd.DataFrame, setup: EvaluationSetup, policies: list[Policy],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, Self
 
 from forge_core.errors import ForgeError
 
@@ -48,7 +48,7 @@ class HostConfig:
     """A named, stored host configuration. Never holds a secret: only the env variable's name."""
 
     name: str  # unique name, e.g. "embedded"
-    kind: str  # "openai" (any OpenAI-compatible server), "anthropic", "embedded" or "replay"
+    kind: str  # "openai" (any OpenAI-compatible server), "anthropic" or "embedded"
     model: str  # model name sent to the provider (or GGUF key for embedded hosts)
     base_url: str = ""  # e.g. "http://127.0.0.1:8080/v1"; empty for embedded hosts until served
     replica_urls: tuple[str, ...] = ()  # further base URLs serving the same model (replicas)
@@ -70,7 +70,8 @@ class HostConfig:
 
 
 class Host(Protocol):
-    """Anything that turns a `GenerationRequest` into a `Generation`."""
+    """Anything that turns a `GenerationRequest` into a `Generation`. A class that subclasses
+    `Host` is also an async context manager: `async with host:` closes it on leaving."""
 
     config: HostConfig
 
@@ -81,3 +82,11 @@ class Host(Protocol):
     async def aclose(self) -> None:
         """Release connections and other resources."""
         ...
+
+    async def __aenter__(self) -> Self:
+        """The host itself."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the host, whether the block finished or raised."""
+        await self.aclose()

@@ -22,12 +22,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
-from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
+from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.endpoints import Endpoint, EndpointPool
 
 logger = logging.getLogger(__name__)
@@ -278,8 +277,8 @@ class RetryingJsonClient:
             await shards.aclose()
 
 
-class HttpHost(ABC):
-    """Base of the HTTP hosts: URL, API key, retries and the async context manager.
+class HttpHost(Host, ABC):
+    """Base of the HTTP hosts: URL, API key and retries (`async with` comes from `Host`).
 
     A subclass names its endpoint and thinking controls and supplies the wire format:
     `request_body`, `auth_headers` and `parse_response`. `retry_base_delay_s` sets the first
@@ -338,14 +337,3 @@ class HttpHost(ABC):
     async def aclose(self) -> None:
         """Release connections."""
         await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()

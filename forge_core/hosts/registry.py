@@ -78,8 +78,9 @@ def save_host_config(store: Store, config: HostConfig) -> None:
 @contextlib.contextmanager
 def serving(config: HostConfig) -> Iterator[HostConfig]:
     """The configuration with a live base URL: embedded hosts reuse a running server or start one
-    for the duration of the block; remote hosts pass through unchanged."""
-    if config.kind != "embedded":
+    for the duration of the block; remote hosts and configurations served before (those with a
+    base URL) pass through unchanged."""
+    if config.kind != "embedded" or config.base_url:
         yield config
         return
     running = running_server(config.model)

@@ -20,9 +20,6 @@ Raw outcome on this host was enumerated (no extra call), otherwise one extra `ra
 from __future__ import annotations
 
 import asyncio
-import atexit
-import dataclasses
-import threading
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -46,8 +43,7 @@ from forge_core.evidence.answering import (
 from forge_core.evidence.prompts import ClientChat, greedy_probe_request, sample_probe_request
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Generation, Host, HostConfig
-from forge_core.hosts.embedded import EmbeddedServer, running_server
-from forge_core.hosts.registry import make_host
+from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint
 from forge_core.routing.embedders import load_embedder, spec_for_name
@@ -56,14 +52,11 @@ from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
-DIRECT_ARM = Arm("direct", "no_think")
-CHECK_QUESTION = "What is the capital of France?"
 MAX_QUESTION_CHARS = 4_000  # benchmark questions are under 300; a small host's context is 8,192 tokens
 OVERRIDE = "override"  # `RoutedAnswer.router` when the arm was picked by hand
 AlwaysRaw = Literal["off", "cost", "answer"]  # the Always-Raw comparison asked for (module docstring)
 ALWAYS_RAW_MODES: tuple[str, ...] = ("off", "cost", "answer")
 EXTRA_CALL = "extra call"  # `RawCost.source` of a raw:no_think call made only for the comparison
-_serving_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -285,48 +278,13 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                router: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
                always_raw: AlwaysRaw = "off") -> RoutedAnswer:
-    """`route_and_answer` from synchronous code, on the served host `config`."""
+    """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
+    an embedded server)."""
 
     async def run() -> RoutedAnswer:
-        host = make_host(config)
-        try:
+        async with hosted(config) as host:
             return await route_and_answer(store, host, retriever, question, benchmark, router=router, arm=arm,
                                           example=example, always_raw=always_raw)
-        finally:
-            await host.aclose()
-
-    return asyncio.run(run())
-
-
-def serve_for_session(config: HostConfig) -> HostConfig:
-    """The configuration with a live base URL. Embedded hosts reuse a running server or start
-    one that lives until this process exits; remote hosts pass through unchanged."""
-    if config.kind != "embedded":
-        return config
-    with _serving_lock:
-        running = running_server(config.model)
-        if running is None:
-            server = EmbeddedServer(config.model)
-            server.start()
-            atexit.register(server.stop)
-            running = server.info
-    return dataclasses.replace(config, base_url=running.base_url)
-
-
-def is_serving(config: HostConfig) -> bool:
-    """False when a served embedded host's server has gone (the URL must be refreshed)."""
-    return config.kind != "embedded" or running_server(config.model) is not None
-
-
-def check_host(config: HostConfig) -> ArmAnswer:
-    """A short real call to a served host: a one-line question on the Direct arm."""
-
-    async def run() -> ArmAnswer:
-        host = make_host(config)
-        try:
-            return await answer_with_arm(host, Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False)
-        finally:
-            await host.aclose()
 
     return asyncio.run(run())
 

@@ -48,7 +48,8 @@ from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host, HostError
-from forge_core.hosts.registry import get_host_config, make_host, serving
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import get_host_config
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import RoutedAnswer, route_and_answer
@@ -119,7 +120,7 @@ class ServerState:
         self.retriever: Retriever | None = None
         self.host: Host | None = None
         self.failure: str | None = None
-        self._exit = contextlib.ExitStack()
+        self._host_lifetime = contextlib.AsyncExitStack()
 
     @property
     def ready(self) -> bool:
@@ -127,28 +128,26 @@ class ServerState:
         return self.host is not None
 
     async def load(self) -> None:
-        """Start or reach the host, load the retriever, embedder and routers (in a worker thread)."""
+        """Start or reach the host, then load the retriever, embedder and routers (in a worker thread)."""
         try:
-            served = await asyncio.to_thread(self._load_blocking)
-            self.host = make_host(served)
+            config = get_host_config(self.store, self.settings.host)
+            host = await self._host_lifetime.enter_async_context(hosted(config))
+            await asyncio.to_thread(self._load_blocking)
+            self.host = host
             log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
         except (ForgeError, OSError) as error:
             self.failure = str(error)
             log.error("could not load: %s", error)
 
-    def _load_blocking(self) -> Any:
-        served = self._exit.enter_context(serving(get_host_config(self.store, self.settings.host)))
+    def _load_blocking(self) -> None:
         self.retriever = load_retriever(self.store, self.settings.benchmark)
         load_embedder().embed(["warm-up"])
         for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:
             self.routers[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
-        return served
 
     async def close(self) -> None:
         """Close the host client and stop an embedded server this process started."""
-        if self.host is not None:
-            await self.host.aclose()
-        await asyncio.to_thread(self._exit.close)
+        await self._host_lifetime.aclose()
 
 
 def build_app(store: Store, settings: ServeSettings) -> Starlette:

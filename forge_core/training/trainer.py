@@ -23,7 +23,8 @@ import torch
 from forge_core.arms import parse_arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
-from forge_core.hosts.registry import config_hash, get_host_config, make_host, serving
+from forge_core.hosts.lifetime import hosted
+from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from forge_core.routing.embedders import embedder_name, load_embedder
@@ -302,12 +303,8 @@ class LiveRewards:
         return self.utility[query_indices[:, None], actions]
 
     async def _fetch(self, pairs: list[tuple[int, int]]) -> None:
-        with serving(self.host_config) as served:
-            host = make_host(served)
-            try:
-                await asyncio.gather(*(self._fetch_one(host, q, a) for q, a in pairs))
-            finally:
-                await host.aclose()
+        async with hosted(self.host_config) as host:
+            await asyncio.gather(*(self._fetch_one(host, q, a) for q, a in pairs))
 
     async def _fetch_one(self, host: Any, query: int, action: int) -> None:
         benchmark, example_id = self.data.table.keys[self.rows[query]]

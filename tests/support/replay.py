@@ -1,4 +1,4 @@
-"""Record a host's answers to a JSONL file and replay them later without the model.
+"""A test double: record a host's answers to a JSONL file and replay them later without the model.
 
 One line per call: `{"key", "host", "model", "request", "generation"}`, where `key` is
 `request_key(request)`. A recording file belongs to one host: the key covers the request only.
@@ -54,7 +54,7 @@ def _append_line(path: Path, line: str) -> None:
         os.close(descriptor)
 
 
-class RecordingHost:
+class RecordingHost(Host):
     """Forwards every request to `inner` and appends (request, generation) to a JSONL file.
 
     Failed calls are not recorded: the `HostError` reaches the caller unchanged.
@@ -101,7 +101,7 @@ def _load_recordings(path: Path) -> dict[str, list[Generation]]:
     return dict(recordings)
 
 
-class ReplayHost:
+class ReplayHost(Host):
     """Answers from a `RecordingHost` file by request key; never calls a model."""
 
     def __init__(self, path: str | Path, config: HostConfig) -> None:
