@@ -38,7 +38,7 @@ def ask(
     from forge_core.arms import parse_arm
     from forge_core.data.catalog import check_benchmarks
     from forge_core.evidence.answering import load_retriever
-    from forge_core.hosts.registry import get_host_config, serving
+    from forge_core.hosts.registry import get_host_config
     from forge_core.routing.checkpoints import load_checkpoint
     from forge_core.routing.live import ask_routed, check_arm, check_question, default_router_id
 
@@ -54,9 +54,8 @@ def ask(
         check_arm(chosen_arm, host_config)  # before an embedded server is started for nothing
     loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))
     always_raw = "off" if not route else "answer" if compare_raw else "cost"
-    with serving(host_config) as served:
-        result = ask_routed(store, served, load_retriever(store, benchmark), question, benchmark, router=loaded,
-                            arm=chosen_arm, example=stored_example, always_raw=always_raw)
+    result = ask_routed(store, host_config, load_retriever(store, benchmark), question, benchmark, router=loaded,
+                        arm=chosen_arm, example=stored_example, always_raw=always_raw)
     if not route:
         _print_plain(result, host_config.name, as_json)
     elif as_json:
