@@ -71,7 +71,8 @@ def test_find_checkpoints_selects_by_columns_newest_first(tmp_path: Path) -> Non
     save(store, "ckpt-c", lambda_in=0.3)
     save(store, "ckpt-d", benchmarks=["musique"])
     save(store, "ckpt-e", variant="full", store_snapshot="snap-b")
-    assert list(store.find_checkpoints("h", variant="lite")["checkpoint_id"]) == ["ckpt-d", "ckpt-c", "ckpt-b", "ckpt-a"]
+    lite = store.find_checkpoints("h", variant="lite")
+    assert list(lite["checkpoint_id"]) == ["ckpt-d", "ckpt-c", "ckpt-b", "ckpt-a"]
     assert list(store.find_checkpoints("h", variant="lite", lambda_in=0.1, benchmarks=None)["checkpoint_id"]) == [
         "ckpt-b", "ckpt-a"]
     assert list(store.find_checkpoints("h", benchmarks=["musique"])["checkpoint_id"]) == ["ckpt-d"]

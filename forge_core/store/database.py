@@ -420,8 +420,8 @@ class Store(StoreFile):
 
     def find_checkpoints(self, host: str, **columns: Any) -> pd.DataFrame:
         """The checkpoints of a host whose columns equal the given values (None matches NULL only),
-        newest first: checkpoint_id, created_at, stage, store_snapshot, metrics. Columns: stage,
-        variant, n_arms and the lineage keys of `CHECKPOINT_LINEAGE_COLUMNS`."""
+        newest first: checkpoint_id, created_at, stage, store_snapshot, metrics. Selectable: stage,
+        variant, n_arms and `CHECKPOINT_LINEAGE_COLUMNS`."""
         unknown = sorted(set(columns) - _CHECKPOINT_FILTERS)
         if unknown:
             raise ValueError(f"checkpoints have no column {', '.join(unknown)} to select by")
