@@ -262,11 +262,7 @@ def cancel_job(store: Store, row: dict[str, Any]) -> None:
 
 def recent_errors(store: Store, host: str, limit: int = 5) -> list[str]:
     """The host's latest failed calls still stored as error rows, one line each, newest first."""
-    outcomes = store.arm_outcomes(host)
-    if outcomes.empty:
-        return []
-    failed = outcomes[outcomes["error"].notna()].sort_values("finished_at", ascending=False).head(limit)
-    return [f"{r.benchmark}/{r.example_id} {r.arm}: {r.error}" for r in failed.itertuples()]
+    return [f"{r.benchmark}/{r.example_id} {r.arm}: {r.error}" for r in store.recent_arm_errors(host, limit)]
 
 
 def log_tail(path: Path, lines: int = 5) -> str:

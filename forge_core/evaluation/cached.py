@@ -175,18 +175,13 @@ def prepare_evaluation(store: Store, settings: EvaluationSettings,
 
 
 def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
-    frame = store.checkpoints(host)
-    if frame.empty:
-        return None
-    frame = frame.assign(lineage=frame["lineage"].map(json.loads), metrics=frame["metrics"].map(json.loads))
-    match = frame[frame["lineage"].map(lambda lineage: all(lineage.get(k) == v for k, v in wanted.items()))]
+    match = store.find_checkpoints(host, **wanted)
     if match.empty:
         return None
     candidates = match[match["stage"] == match["stage"].max()]  # newest first
     # dev utilities compare only on the same data: that of the newest candidate
-    snapshots = candidates["lineage"].map(lambda lineage: lineage["store_snapshot"])
-    candidates = candidates[snapshots == snapshots.iloc[0]]
-    dev_utility = candidates["metrics"].map(lambda metrics: metrics.get("dev_utility", -np.inf))
+    candidates = candidates[candidates["store_snapshot"] == candidates["store_snapshot"].iloc[0]]
+    dev_utility = candidates["metrics"].map(lambda metrics: json.loads(metrics).get("dev_utility", -np.inf))
     return str(candidates.loc[dev_utility.idxmax(), "checkpoint_id"])
 
 

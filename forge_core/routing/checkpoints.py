@@ -91,10 +91,6 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
 def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
                       n_arms: int | None = None) -> str | None:
     """The newest checkpoint id matching the filters, or None."""
-    frame = store.checkpoints(host)
-    frame = frame[frame["variant"] == variant]
-    if stage is not None:
-        frame = frame[frame["stage"] == stage]
-    if n_arms is not None:
-        frame = frame[frame["n_arms"] == n_arms]
-    return None if frame.empty else str(frame.iloc[0]["checkpoint_id"])
+    filters = {name: value for name, value in (("stage", stage), ("n_arms", n_arms)) if value is not None}
+    found = store.find_checkpoints(host, variant=variant, **filters)
+    return None if found.empty else str(found["checkpoint_id"].iloc[0])

@@ -345,12 +345,7 @@ def _f1(answer: ArmAnswer, golds: tuple[str, ...], is_fever: bool) -> float | No
 
 
 def _stored_raw_cost(store: Store, host: str, example: Example) -> RawCost | None:
-    outcomes = store.arm_outcomes(host, example.benchmark)
-    if outcomes.empty:
+    outcome = store.arm_outcome(host, example.benchmark, example.example_id, RAW_ARM.name)
+    if outcome is None or outcome.error is not None:
         return None
-    match = outcomes[(outcomes["example_id"] == example.example_id) & (outcomes["arm"] == RAW_ARM.name)
-                     & outcomes["error"].isna()]
-    if match.empty:
-        return None
-    row = match.iloc[0]
-    return RawCost(int(row["tokens_in"]), int(row["tokens_out"]), "stored outcome")
+    return RawCost(outcome.tokens_in, outcome.tokens_out, "stored outcome")

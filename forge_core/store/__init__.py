@@ -1,9 +1,12 @@
-"""The DuckDB store: schema and migrations (`schema`), and every SQL statement FORGE runs (`database`).
+"""The DuckDB store: the `Store` facade and every SQL statement (`database`), opening and migrating
+the file (`connection`), exports and their loading (`exports`), the schema (`schema`).
 
 Import the store as `from forge_core.store import Store`.
 """
 
-from forge_core.store.database import Store, StoreError, dumps, export_fingerprint, utc_now
+from forge_core.store.connection import StoreError, utc_now
+from forge_core.store.database import Store, dumps
+from forge_core.store.exports import export_fingerprint
 from forge_core.store.schema import EXPORTED_TABLES, SCHEMA_VERSION
 
 __all__ = ["EXPORTED_TABLES", "SCHEMA_VERSION", "Store", "StoreError", "dumps", "export_fingerprint", "utc_now"]

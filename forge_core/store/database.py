@@ -1,83 +1,26 @@
-"""The DuckDB store: schema, migrations and every SQL statement FORGE runs.
-
-DuckDB lets one process hold a database file read-write and blocks the others meanwhile. FORGE
-therefore never keeps a connection open: every operation opens the file, does its work inside a
-transaction and closes it again, retrying for a while when another process holds the lock. A long
-job (enumeration, training) writes in small batches, so the dashboard can read in between.
-"""
+"""The `Store` facade: every SQL statement FORGE runs on examples, hosts, outcomes, features,
+checkpoints, jobs and results. Opening the file and migrating it live in `connection`, exports and
+their loading in `exports`; `Store` offers them all as one object."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
 import functools
-import hashlib
 import json
-import logging
 import operator
-import os
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pandas as pd
-import pyarrow.parquet as pq
 
-from forge_core import config
 from forge_core.arms import alphabet
-from forge_core.errors import ForgeError, InvalidInput
+from forge_core.errors import InvalidInput
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Document, Example, FreshResult, ProbeOutcome, SplitAssignment
-from forge_core.store.schema import EXPORTED_TABLES, MIGRATIONS, SCHEMA_VERSION, TABLES
-
-log = logging.getLogger(__name__)
-
-
-# Errors of duckdb.connect that pass: another process's lock, or (within this process) a file
-# still attached by a database another thread is closing.
-TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
-    duckdb.IOException, getattr(duckdb, "ResourceInUseException", duckdb.IOException))
-
-
-# A write refused by the disk: full, over quota, read-only, or failing.
-DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
-
-
-class StoreError(ForgeError):
-    """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
-
-
-def _disk_refusal(error: BaseException) -> str | None:
-    """The OS's words for a write the disk refused ("no space left on device"), or None. DuckDB
-    reports them inside its own errors (a COMMIT that could not write the write-ahead log is a
-    TransactionException ending in the OS's message)."""
-    if isinstance(error, OSError):
-        return os.strerror(error.errno).lower() if error.errno in DISK_ERRNOS else None
-    if isinstance(error, duckdb.Error):
-        return next((os.strerror(code).lower() for code in DISK_ERRNOS if os.strerror(code) in str(error)), None)
-    return None
-
-
-def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
-    """The first row of a result, consuming the rest: DuckDB refuses further work on a
-    connection while a result is unfinished."""
-    rows = result.fetchall()
-    return rows[0] if rows else None
-
-
-def export_fingerprint(directory: Path) -> str:
-    """A short sha256 of the exported Parquet files' names and contents."""
-    digest = hashlib.sha256()
-    for table in EXPORTED_TABLES:
-        path = directory / f"{table}.parquet"
-        if path.exists():
-            digest.update(table.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+from forge_core.store.connection import StoreError, StoreFile, first_row, insert_rows, utc_now
+from forge_core.store.exports import export_tables, load_export_once, load_exported
+from forge_core.store.schema import CHECKPOINT_LINEAGE_COLUMNS, EXPORTED_TABLES, FILL_CHECKPOINT_LINEAGE
 
 
 def row_values(record: Any) -> tuple:
@@ -93,125 +36,11 @@ def _field_getter(record_type: type) -> Callable[[Any], tuple]:
     return getter if len(names) > 1 else lambda record: (getter(record),)
 
 
-def utc_now() -> datetime:
-    """Naive UTC timestamp, as DuckDB's TIMESTAMP stores it."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+_CHECKPOINT_FILTERS = frozenset({"stage", "variant", "n_arms", *CHECKPOINT_LINEAGE_COLUMNS})
 
 
-_THREAD_LOCKS: dict[str, threading.RLock] = {}
-_THREAD_LOCKS_GUARD = threading.Lock()
-
-
-def _thread_lock(path: Path) -> threading.RLock:
-    """The in-process lock of a store file (re-entrant: a thread may nest connections)."""
-    key = str(path.resolve())
-    with _THREAD_LOCKS_GUARD:
-        return _THREAD_LOCKS.setdefault(key, threading.RLock())
-
-
-class Store:
+class Store(StoreFile):
     """A DuckDB file holding examples, corpora, splits, hosts, outcomes, features and checkpoints."""
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._migrated = False
-
-    # ------------------------------------------------------------ connections and schema
-
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection, waiting while another process holds the file.
-
-        Threads of one process take turns on a file (one connection at a time): DuckDB shares
-        one database instance between a process's connections to a file, and a thread closing
-        the last one races with another opening or scanning a registered frame (the dashboard
-        runs overlapping script runs and fragments in threads)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _thread_lock(self.path):
-            connection = self._open_with_wait()
-            try:
-                if not self._migrated:
-                    self._migrate(connection)
-                yield connection
-            finally:
-                connection.close()
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection inside one transaction: all of it lands, or none of it. A write the disk
-        refuses (full, read-only, failing) is a `StoreError` naming the store and the reason."""
-        with self.connect() as connection, self._atomic(connection):
-            yield connection
-
-    @contextlib.contextmanager
-    def _atomic(self, connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
-        """One transaction on an open connection (see `transaction`)."""
-        connection.execute("BEGIN TRANSACTION")
-        try:
-            yield
-            connection.execute("COMMIT")
-        except BaseException as error:
-            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already rolled back
-                connection.execute("ROLLBACK")
-            refusal = _disk_refusal(error)
-            if refusal:
-                raise StoreError(f"cannot write the store {self.path}: {refusal}; nothing of this "
-                                 "write was stored (free space, or set FORGE_STORE to a store on another disk, "
-                                 "then run the command again: it continues where it stopped)") from None
-            raise
-
-    def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
-        """Connect, waiting while another process holds the file's lock, or while another thread
-        of this process is closing its last connection (DuckDB then reports the file as still
-        attached: the dashboard runs overlapping script runs in threads)."""
-        wait_s = config.store_lock_wait_s()
-        deadline = time.monotonic() + wait_s
-        delay = 0.05
-        while True:
-            try:
-                return duckdb.connect(str(self.path))
-            except TRANSIENT_OPEN_ERRORS as error:
-                message = " ".join(str(error).split())
-                locked = "lock" in message.lower() or "already attached" in message.lower()
-                if locked and time.monotonic() > deadline:
-                    raise StoreError(f"the store {self.path} is held by another process; waited {wait_s:g} s "
-                                     f"(stop that process or try again; {message})") from None
-                if not locked:
-                    raise StoreError(f"cannot open the store {self.path} (can this user write to its folder? "
-                                     f"set FORGE_STORE to move it): {message}") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
-    def _migrate(self, connection: duckdb.DuckDBPyConnection) -> None:
-        version = self._schema_version(connection)
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the store {self.path} has schema version {version}, newer than this FORGE "
-                f"({SCHEMA_VERSION}); upgrade FORGE or use another store"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._atomic(connection):
-                connection.execute(MIGRATIONS[target - 1])
-                connection.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
-                )
-            log.info("store %s migrated to schema version %d", self.path, target)
-        self._migrated = True
-
-    @staticmethod
-    def _schema_version(connection: duckdb.DuckDBPyConnection) -> int:
-        has_meta = _first(connection.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-        ))[0]
-        if not has_meta:
-            return 0
-        row = _first(connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
-        return int(row[0]) if row else 0
-
-    def schema_version(self) -> int:
-        """The schema version of the file (migrating it first if it is older)."""
-        with self.connect() as connection:
-            return self._schema_version(connection)
 
     # ------------------------------------------------------------ benchmark imports
 
@@ -230,7 +59,7 @@ class Store:
         its splits and outcomes would no longer match what is stored.
         """
         with self.transaction() as connection:
-            row = _first(connection.execute(
+            row = first_row(connection.execute(
                 "SELECT source_sha256 FROM imports WHERE benchmark = ?", [benchmark]
             ))
             if row and row[0] == source_sha256:
@@ -254,12 +83,12 @@ class Store:
     def _insert_examples(connection: duckdb.DuckDBPyConnection, examples: Sequence[Example]) -> None:
         rows = [(e.benchmark, e.example_id, position, e.question, list(e.answers), list(e.evidence))
                 for position, e in enumerate(examples)]
-        _insert_rows(connection, "examples", pd.DataFrame(rows))
+        insert_rows(connection, "examples", pd.DataFrame(rows))
 
     @staticmethod
     def _insert_documents(connection: duckdb.DuckDBPyConnection, documents: Sequence[Document]) -> None:
         rows = [(d.benchmark, d.doc_id, position, d.title, d.text) for position, d in enumerate(documents)]
-        _insert_rows(connection, "documents", pd.DataFrame(rows))
+        insert_rows(connection, "documents", pd.DataFrame(rows))
 
     @staticmethod
     def _insert_splits(connection: duckdb.DuckDBPyConnection, assignment: SplitAssignment) -> None:
@@ -273,7 +102,7 @@ class Store:
         )
         rows = [(assignment.benchmark, assignment.split_seed, example_id, split)
                 for example_id, split in assignment.splits.items()]
-        _insert_rows(connection, "splits", pd.DataFrame(rows))
+        insert_rows(connection, "splits", pd.DataFrame(rows))
 
     # ------------------------------------------------------------ reading examples and corpora
 
@@ -350,7 +179,7 @@ class Store:
     def host_config(self, name: str) -> dict[str, Any] | None:
         """A stored host configuration, or None."""
         with self.connect() as connection:
-            row = _first(connection.execute("SELECT config FROM hosts WHERE name = ?", [name]))
+            row = first_row(connection.execute("SELECT config FROM hosts WHERE name = ?", [name]))
         return json.loads(row[0]) if row else None
 
     def host_names(self) -> list[str]:
@@ -361,7 +190,7 @@ class Store:
     def delete_host_config(self, name: str) -> bool:
         """Remove a stored host configuration; False when there was none."""
         with self.transaction() as connection:
-            found = _first(connection.execute("SELECT count(*) FROM hosts WHERE name = ?", [name]))[0]
+            found = first_row(connection.execute("SELECT count(*) FROM hosts WHERE name = ?", [name]))[0]
             connection.execute("DELETE FROM hosts WHERE name = ?", [name])
         return bool(found)
 
@@ -389,7 +218,7 @@ class Store:
         with self.transaction() as connection:
             for table, outcomes in (("arm_outcomes", arms), ("probe_outcomes", probes)):
                 frame = pd.DataFrame([row_values(outcome) for outcome in outcomes], dtype=object)
-                _insert_rows(connection, table, frame, replace=True)
+                insert_rows(connection, table, frame, replace=True)
 
     def record_greedy_probes_from_direct(self, host: str) -> None:
         """Store every error-free `direct:no_think` outcome that has no greedy probe yet as that
@@ -440,6 +269,22 @@ class Store:
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY benchmark, example_id, arm", params).fetchdf()
 
+    def arm_outcome(self, host: str, benchmark: str, example_id: str, arm: str) -> ArmOutcome | None:
+        """The stored outcome of one (query, arm) on a host (an error row included), or None."""
+        with self.connect() as connection:
+            row = first_row(connection.execute(
+                "SELECT * FROM arm_outcomes WHERE host = ? AND benchmark = ? AND example_id = ? AND arm = ?",
+                [host, benchmark, example_id, arm]))
+        return ArmOutcome(*row) if row else None
+
+    def recent_arm_errors(self, host: str, limit: int) -> list[ArmOutcome]:
+        """A host's latest `limit` arm outcomes still stored as error rows, newest first."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT * FROM arm_outcomes WHERE host = ? AND error IS NOT NULL "
+                "ORDER BY finished_at DESC NULLS LAST, benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
+        return [ArmOutcome(*row) for row in rows]
+
     def outcome_benchmarks(self, host: str) -> list[str]:
         """The benchmarks a host has at least one arm outcome on, sorted."""
         with self.connect() as connection:
@@ -487,71 +332,6 @@ class Store:
             return [r[0] for r in connection.execute(
                 "SELECT DISTINCT host FROM arm_outcomes ORDER BY host").fetchall()]
 
-    # ------------------------------------------------------------ demo export and load
-
-    def export_tables(self, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
-        """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
-        directory.mkdir(parents=True, exist_ok=True)
-        counts = {}
-        for table in tables:
-            with self.connect() as connection:
-                frame = connection.execute(f"SELECT * FROM {_known_table(table)} ORDER BY ALL").fetchdf()
-            temporary = directory / f".{table}.parquet.tmp"
-            frame.to_parquet(temporary, compression="zstd", index=False)
-            os.replace(temporary, directory / f"{table}.parquet")
-            counts[table] = len(frame)
-        return counts
-
-    def load_exported(self, directory: Path, replace_errors: bool = False) -> dict[str, int]:
-        """Add the rows of exported Parquet files (`export_tables`) that the store lacks, one
-        transaction per table; never replaces an answered row, never duplicates one. With
-        `replace_errors` (merging machines' enumerations), an imported answered arm or probe
-        outcome also replaces this store's error row for that key. Returns rows added (or
-        replaced) per table."""
-        added = {}
-        for table in EXPORTED_TABLES:
-            path = directory / f"{table}.parquet"
-            if not path.exists() or self._skip_older_export(table, directory):
-                continue
-            frame = pd.read_parquet(path)
-            with self.transaction() as connection:
-                before = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-                replaced = _delete_errors_answered_in(connection, table, frame) if replace_errors else 0
-                _insert_rows(connection, table, frame)
-                after = _first(connection.execute(f"SELECT count(*) FROM {_known_table(table)}"))[0]
-            added[table] = after - before + replaced
-        return added
-
-    def _skip_older_export(self, table: str, directory: Path) -> bool:
-        """True for the crossfit tables of an export made before deployment accounting (they
-        charged no probe: rerun them); an older export of any other table is refused."""
-        source = "crossfit_results" if table.startswith("crossfit_") else table
-        path = directory / f"{source}.parquet"
-        if not path.exists():
-            return False
-        with self.connect() as connection:
-            columns = [row[0] for row in connection.execute(f"DESCRIBE {_known_table(source)}").fetchall()]
-        if pq.read_schema(path).names == columns:
-            return False
-        if source == "crossfit_results":
-            if table == source:  # said once for the pair
-                log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; "
-                            "rerun them with `forge eval --protocol crossfit`", directory)
-            return True
-        raise StoreError(f"{path} has the columns of another FORGE version: export it again with this one")
-
-    def load_export_once(self, directory: Path) -> dict[str, int] | None:
-        """`load_exported`, unless this exact export (same file contents) was loaded into this
-        store before: then None, so rows a user deleted since (a checkpoint, say) stay deleted."""
-        key = "loaded_export:" + export_fingerprint(directory)
-        with self.connect() as connection:
-            if _first(connection.execute("SELECT count(*) FROM meta WHERE key = ?", [key]))[0]:
-                return None
-        added = self.load_exported(directory)
-        with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, utc_now().isoformat()])
-        return added
-
     def host_config_hashes(self, host: str) -> list[str]:
         """The distinct host configuration hashes a host's outcomes were produced under."""
         with self.connect() as connection:
@@ -565,18 +345,36 @@ class Store:
                 "SELECT benchmark, example_id, split FROM splits WHERE split_seed = ?", [split_seed]
             ).fetchdf()
 
+    # ------------------------------------------------------------ exports (the functions of `exports`)
+
+    def export_tables(self, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
+        """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
+        return export_tables(self, directory, tables)
+
+    def load_exported(self, directory: Path, replace_errors: bool = False) -> dict[str, int]:
+        """Add the rows of exported Parquet files that the store lacks; with `replace_errors`, an
+        imported answered outcome also replaces an error row. Returns rows added per table."""
+        return load_exported(self, directory, replace_errors)
+
+    def load_export_once(self, directory: Path) -> dict[str, int] | None:
+        """`load_exported`, unless this exact export was loaded into this store before: then None."""
+        return load_export_once(self, directory)
+
     # ------------------------------------------------------------ checkpoints
 
     def save_checkpoint(self, record: dict[str, Any], state: bytes) -> None:
         """Store a router checkpoint: its metadata record and the serialized weights (ids are
-        content hashes, so saving the same checkpoint twice keeps one)."""
+        content hashes, so saving the same checkpoint twice keeps one), with the lineage keys it
+        is selected by copied into their columns."""
         with self.transaction() as connection:
             connection.execute(
-                "INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "INSERT INTO checkpoints (checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, "
+                "metrics, training_log, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [record["checkpoint_id"], utc_now(), record["stage"], record["host"], record["variant"],
                  record["n_arms"], record.get("parent"), dumps(record["lineage"]), dumps(record["metrics"]),
                  dumps(record["training_log"]), state],
             )
+            connection.execute(FILL_CHECKPOINT_LINEAGE, [[record["checkpoint_id"]]])
 
     def delete_checkpoints(self, checkpoint_ids: Sequence[str]) -> None:
         """Delete checkpoints; refuses unknown ids and a parent whose child stays."""
@@ -599,7 +397,8 @@ class Store:
         """A checkpoint's metadata record and weights, or None."""
         with self.connect() as connection:
             frame = connection.execute(
-                "SELECT * FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]).fetchdf()
+                "SELECT checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, metrics, "
+                "training_log, state FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]).fetchdf()
         if not len(frame):
             return None
         row = _parent_none_when_null(frame).to_dict("records")[0]
@@ -619,6 +418,19 @@ class Store:
         with self.connect() as connection:
             frame = connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
         return _parent_none_when_null(frame)
+
+    def find_checkpoints(self, host: str, **columns: Any) -> pd.DataFrame:
+        """The checkpoints of a host whose columns equal the given values (None matches NULL only),
+        newest first: checkpoint_id, created_at, stage, store_snapshot, metrics. Selectable: stage,
+        variant, n_arms and `CHECKPOINT_LINEAGE_COLUMNS`."""
+        unknown = sorted(set(columns) - _CHECKPOINT_FILTERS)
+        if unknown:
+            raise ValueError(f"checkpoints have no column {', '.join(unknown)} to select by")
+        conditions = "".join(f" AND {name} IS NOT DISTINCT FROM ?" for name in columns)
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT checkpoint_id, created_at, stage, store_snapshot, metrics FROM checkpoints "
+                f"WHERE host = ?{conditions} ORDER BY created_at DESC", [host, *columns.values()]).fetchdf()
 
     # ------------------------------------------------------------ jobs
 
@@ -680,7 +492,7 @@ class Store:
             return 0
         frame = pd.DataFrame(list(rows))
         with self.transaction() as connection:
-            _insert_rows(connection, "features", frame, replace=True)
+            insert_rows(connection, "features", frame, replace=True)
         return len(frame)
 
     def feature_rows(
@@ -754,7 +566,7 @@ class Store:
                        "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at"]]
         with self.transaction() as connection:
             connection.execute("DELETE FROM crossfit_results WHERE run_id = ? AND fold = ?", [run_id, fold])
-            _insert_rows(connection, "crossfit_results", frame)
+            insert_rows(connection, "crossfit_results", frame)
 
     def crossfit_results(self, run_id: str) -> pd.DataFrame:
         """The stored out-of-fold decisions of a run."""
@@ -783,46 +595,7 @@ class Store:
         with self.connect() as connection:
             tables = [r[0] for r in connection.execute(
                 "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
-            return {t: _first(connection.execute(f'SELECT count(*) FROM "{t}"'))[0] for t in tables}
-
-
-def _known_table(table: str) -> str:
-    """A table name checked against the schema's (identifiers cannot be SQL parameters)."""
-    if table not in TABLES:
-        raise ValueError(f"unknown table '{table}'")
-    return table
-
-
-def _insert_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
-                 replace: bool = False) -> None:
-    """Insert a frame whose columns are the table's, in order: rows with a new key only, or with
-    `replace` every row, replacing those with the same key."""
-    if frame.empty:
-        return
-    connection.register("new_rows", frame)
-    if replace:
-        connection.execute(f"INSERT OR REPLACE INTO {_known_table(table)} SELECT * FROM new_rows")
-    else:
-        connection.execute(f"INSERT INTO {_known_table(table)} SELECT * FROM new_rows ON CONFLICT DO NOTHING")
-    connection.unregister("new_rows")
-
-
-_OUTCOME_KEYS = {"arm_outcomes": "arm", "probe_outcomes": "probe"}
-
-
-def _delete_errors_answered_in(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> int:
-    """Delete a table's error rows whose key has an answered row in `frame`; returns how many."""
-    if table not in _OUTCOME_KEYS or frame.empty:
-        return 0
-    last_key = _OUTCOME_KEYS[table]
-    answered = frame.loc[frame["error"].isna(), ["host", "benchmark", "example_id", last_key]]
-    connection.register("answered_keys", answered)
-    deleted = connection.execute(
-        f"DELETE FROM {table} t USING answered_keys a WHERE t.error IS NOT NULL AND t.host = a.host "
-        f"AND t.benchmark = a.benchmark AND t.example_id = a.example_id AND t.{last_key} = a.{last_key} "
-        "RETURNING 1").fetchall()
-    connection.unregister("answered_keys")
-    return len(deleted)
+            return {t: first_row(connection.execute(f'SELECT count(*) FROM "{t}"'))[0] for t in tables}
 
 
 def _coverage_summary(rows: list[tuple], n_arms: int) -> dict[str, Any]:

@@ -77,11 +77,45 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE fresh_results ADD COLUMN answer_tokens_in INTEGER;
     ALTER TABLE fresh_results ADD COLUMN answer_tokens_out INTEGER;
     """,
+    # The lineage keys that select checkpoints become columns, filled from the lineage JSON.
+    """
+    ALTER TABLE checkpoints ADD COLUMN lambda_in DOUBLE;
+    ALTER TABLE checkpoints ADD COLUMN lambda_out DOUBLE;
+    ALTER TABLE checkpoints ADD COLUMN split_seed INTEGER;
+    ALTER TABLE checkpoints ADD COLUMN seed INTEGER;
+    ALTER TABLE checkpoints ADD COLUMN embedder VARCHAR;
+    ALTER TABLE checkpoints ADD COLUMN store_snapshot VARCHAR;
+    ALTER TABLE checkpoints ADD COLUMN benchmarks VARCHAR[];
+    UPDATE checkpoints SET
+        lambda_in = CAST(lineage ->> '$.lambda_in' AS DOUBLE),
+        lambda_out = CAST(lineage ->> '$.lambda_out' AS DOUBLE),
+        split_seed = CAST(lineage ->> '$.split_seed' AS INTEGER),
+        seed = CAST(lineage ->> '$.seed' AS INTEGER),
+        embedder = lineage ->> '$.embedder',
+        store_snapshot = lineage ->> '$.store_snapshot',
+        benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[]);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
     "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
     "fresh_results")
+# The checkpoint columns copied from its lineage JSON (schema version 6 added them); with stage,
+# variant and n_arms, the columns checkpoints are selected by.
+CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
+    "lambda_in", "lambda_out", "split_seed", "seed", "embedder", "store_snapshot", "benchmarks")
+# Copies the lineage keys of the checkpoints with the given ids into those columns.
+FILL_CHECKPOINT_LINEAGE = """
+    UPDATE checkpoints SET
+        lambda_in = CAST(lineage ->> '$.lambda_in' AS DOUBLE),
+        lambda_out = CAST(lineage ->> '$.lambda_out' AS DOUBLE),
+        split_seed = CAST(lineage ->> '$.split_seed' AS INTEGER),
+        seed = CAST(lineage ->> '$.seed' AS INTEGER),
+        embedder = lineage ->> '$.embedder',
+        store_snapshot = lineage ->> '$.store_snapshot',
+        benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[])
+    WHERE list_contains(?, checkpoint_id)
+    """
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",

@@ -1,0 +1,201 @@
+"""Opening the store file: waiting out other processes' locks, transactions, migrations, and the
+small statement helpers every store module shares.
+
+DuckDB lets one process hold a database file read-write and blocks the others meanwhile. FORGE
+therefore never keeps a connection open: every operation opens the file, does its work inside a
+transaction and closes it again, retrying for a while when another process holds the lock. A long
+job (enumeration, training) writes in small batches, so the dashboard can read in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from forge_core import config
+from forge_core.errors import ForgeError
+from forge_core.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
+
+log = logging.getLogger(__name__)
+
+
+# Errors of duckdb.connect that pass: another process's lock, or (within this process) a file
+# still attached by a database another thread is closing.
+TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
+    duckdb.IOException, getattr(duckdb, "ResourceInUseException", duckdb.IOException))
+
+
+# A write refused by the disk: full, over quota, read-only, or failing.
+DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
+
+
+class StoreError(ForgeError):
+    """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
+
+
+def _disk_refusal(error: BaseException) -> str | None:
+    """The OS's words for a write the disk refused ("no space left on device"), or None. DuckDB
+    reports them inside its own errors (a COMMIT that could not write the write-ahead log is a
+    TransactionException ending in the OS's message)."""
+    if isinstance(error, OSError):
+        return os.strerror(error.errno).lower() if error.errno in DISK_ERRNOS else None
+    if isinstance(error, duckdb.Error):
+        return next((os.strerror(code).lower() for code in DISK_ERRNOS if os.strerror(code) in str(error)), None)
+    return None
+
+
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+def _thread_lock(path: Path) -> threading.RLock:
+    """The in-process lock of a store file (re-entrant: a thread may nest connections)."""
+    key = str(path.resolve())
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(key, threading.RLock())
+
+
+class StoreFile:
+    """A DuckDB store file: short-lived connections and transactions on it, migrated on first use."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._migrated = False
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection, waiting while another process holds the file.
+
+        Threads of one process take turns on a file (one connection at a time): DuckDB shares
+        one database instance between a process's connections to a file, and a thread closing
+        the last one races with another opening or scanning a registered frame (the dashboard
+        runs overlapping script runs and fragments in threads)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _thread_lock(self.path):
+            connection = self._open_with_wait()
+            try:
+                if not self._migrated:
+                    self._migrate(connection)
+                yield connection
+            finally:
+                connection.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection inside one transaction: all of it lands, or none of it. A write the disk
+        refuses (full, read-only, failing) is a `StoreError` naming the store and the reason."""
+        with self.connect() as connection, self._atomic(connection):
+            yield connection
+
+    def schema_version(self) -> int:
+        """The schema version of the file (migrating it first if it is older)."""
+        with self.connect() as connection:
+            return self._schema_version(connection)
+
+    @contextlib.contextmanager
+    def _atomic(self, connection: duckdb.DuckDBPyConnection) -> Iterator[None]:
+        """One transaction on an open connection (see `transaction`)."""
+        connection.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            connection.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has already rolled back
+                connection.execute("ROLLBACK")
+            refusal = _disk_refusal(error)
+            if refusal:
+                raise StoreError(f"cannot write the store {self.path}: {refusal}; nothing of this "
+                                 "write was stored (free space, or set FORGE_STORE to a store on another disk, "
+                                 "then run the command again: it continues where it stopped)") from None
+            raise
+
+    def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting while another process holds the file's lock, or while another thread
+        of this process is closing its last connection (DuckDB then reports the file as still
+        attached: the dashboard runs overlapping script runs in threads)."""
+        wait_s = config.store_lock_wait_s()
+        deadline = time.monotonic() + wait_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except TRANSIENT_OPEN_ERRORS as error:
+                message = " ".join(str(error).split())
+                locked = "lock" in message.lower() or "already attached" in message.lower()
+                if locked and time.monotonic() > deadline:
+                    raise StoreError(f"the store {self.path} is held by another process; waited {wait_s:g} s "
+                                     f"(stop that process or try again; {message})") from None
+                if not locked:
+                    raise StoreError(f"cannot open the store {self.path} (can this user write to its folder? "
+                                     f"set FORGE_STORE to move it): {message}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _migrate(self, connection: duckdb.DuckDBPyConnection) -> None:
+        version = self._schema_version(connection)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.path} has schema version {version}, newer than this FORGE "
+                f"({SCHEMA_VERSION}); upgrade FORGE or use another store"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._atomic(connection):
+                connection.execute(MIGRATIONS[target - 1])
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(target)]
+                )
+            log.info("store %s migrated to schema version %d", self.path, target)
+        self._migrated = True
+
+    @staticmethod
+    def _schema_version(connection: duckdb.DuckDBPyConnection) -> int:
+        has_meta = first_row(connection.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+        ))[0]
+        if not has_meta:
+            return 0
+        row = first_row(connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
+        return int(row[0]) if row else 0
+
+
+def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:
+    """The first row of a result, consuming the rest: DuckDB refuses further work on a
+    connection while a result is unfinished."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
+def known_table(table: str) -> str:
+    """A table name checked against the schema's (identifiers cannot be SQL parameters)."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table '{table}'")
+    return table
+
+
+def insert_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame,
+                replace: bool = False) -> None:
+    """Insert a frame whose columns are the table's, in order: rows with a new key only, or with
+    `replace` every row, replacing those with the same key."""
+    if frame.empty:
+        return
+    connection.register("new_rows", frame)
+    if replace:
+        connection.execute(f"INSERT OR REPLACE INTO {known_table(table)} SELECT * FROM new_rows")
+    else:
+        connection.execute(f"INSERT INTO {known_table(table)} SELECT * FROM new_rows ON CONFLICT DO NOTHING")
+    connection.unregister("new_rows")
+
+
+def utc_now() -> datetime:
+    """Naive UTC timestamp, as DuckDB's TIMESTAMP stores it."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
