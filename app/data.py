@@ -16,6 +16,7 @@ import streamlit as st
 
 from forge_core import config, jobs
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
+from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.crossfit import finished_crossfit_reports
@@ -118,7 +119,7 @@ def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     """A checkpoint's record (lineage, metrics, training log), without its weights."""
     found = store.checkpoint(checkpoint_id)
     if found is None:
-        raise ValueError(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
+        raise InvalidInput(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
     return found[0]
 
 

@@ -5,6 +5,7 @@ import dataclasses
 import streamlit as st
 
 from app import data, ui
+from forge_core.errors import InvalidInput
 from forge_core.evidence.host_check import CHECK_QUESTION, check_host
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import HostConfig
@@ -49,7 +50,7 @@ with st.form("host"):
     if st.form_submit_button("Save", type="primary"):
         with ui.user_errors(stop=False):
             if not name.strip() or not model.strip():
-                raise ValueError("a host needs a name and a model")
+                raise InvalidInput("a host needs a name and a model")
             edited = dataclasses.replace(  # an edit keeps the fields the form does not show
                 current, name=name.strip(), kind=kind, model=model.strip(), thinking=thinking,
                 api_key_env=api_key_env.strip(), max_concurrency=concurrency)

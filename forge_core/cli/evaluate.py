@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -25,44 +26,104 @@ if TYPE_CHECKING:
 AccountingOption = Annotated[str, typer.Option(
     help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
          "answer); answer: the paper's Cached cost, the answering call only (excludes probes).")]
+HostOption = Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")]
+SplitOption = Annotated[str, typer.Option(help="dev or test.")]
+ArmsOption = Annotated[int, typer.Option(help="Alphabet size.")]
+LambdaInOption = Annotated[float, typer.Option(help="Input-token cost weight.")]
+LambdaOutOption = Annotated[float, typer.Option(help="Output-token cost weight.")]
+PolicyOption = Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")]
+BenchmarkOption = Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)]
+SplitSeedOption = Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+FoldsOption = Annotated[int, typer.Option(help="Number of folds (stratified by benchmark).")]
+StageOption = Annotated[int, typer.Option(help="1, or 2 (Stage 2 on top; Stage-1 parents reported too).")]
+Stage2StepsOption = Annotated[int, typer.Option(help="Stage-2 steps per fold and router.")]
+PerBenchmarkOption = Annotated[int, typer.Option(help="Queries per benchmark, each answered live.")]
 
-
-PROTOCOL_OPTIONS = {  # the options that apply to one protocol only; given with another, they are refused
+eval_app = typer.Typer(
+    help="Compare FORGE routers with the baselines and the oracle: `cached` on the enumerated outcomes of a "
+         "fixed split, `crossfit` out of fold over every complete query (resumable, results stored), `fresh` "
+         "by running every policy live on the host (every call counted and timed; resumable). Costs and "
+         "utilities charge what a deployment pays unless `--accounting answer`. Without a subcommand, "
+         "`--protocol` picks one (the older spelling).",
+    invoke_without_command=True)
+PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only one protocol takes
     "cached": ("--repeats",),
     "crossfit": ("--folds", "--stage", "--stage2-steps"),
     "fresh": ("--per-benchmark",),
 }
 
 
+@eval_app.command("cached")
+def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
+                lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+                repeats: Annotated[bool, typer.Option(
+                    help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
+                benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
+                accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
+    """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries."""
+    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
+    if repeats:
+        _eval_repeats(settings, as_json)
+        return
+    _prepare_evaluation(settings)
+    _eval_cached(settings, as_json)
+
+
+@eval_app.command("crossfit")
+def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6, lambda_in: LambdaInOption = 0.10,
+                  lambda_out: LambdaOutOption = 0.20, folds: FoldsOption = 5, stage: StageOption = 1,
+                  stage2_steps: Stage2StepsOption = 1000,
+                  split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
+                  accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
+    """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
+    benchmark and split pooled, every policy reported); resumable, results stored."""
+    from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.training.stage2 import Stage2Config
+
+    _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
+                                    accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
+                                    stage2=Stage2Config(steps=stage2_steps)), as_json)
+
+
+@eval_app.command("fresh")
+def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
+               lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+               per_benchmark: PerBenchmarkOption = 10, benchmark: BenchmarkOption = None,
+               split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
+               as_json: JsonOption = False) -> None:
+    """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
+    host, every call counted and timed (resumable: finished answers are kept in the store)."""
+    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
+    _prepare_evaluation(settings)
+    _eval_fresh(settings, per_benchmark, as_json)
+
+
+@eval_app.callback()
 def eval_command(
-    host: Annotated[str, typer.Option(help="Whose outcomes to evaluate on.")] = "embedded",
+    context: typer.Context,
+    host: HostOption = "embedded",
     split: Annotated[Optional[str], typer.Option(help="Cached and fresh: dev or test (default test).")] = None,
-    protocol: Annotated[str, typer.Option(
-        help="cached (the enumeration table, fixed split), crossfit (out-of-fold over every complete query) "
-             "or fresh (live host calls).")] = "cached",
-    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
-    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
-    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
-    policy: Annotated[Optional[list[str]], typer.Option(
-        help="Cached and fresh: only these policies (repeatable).")] = None,
-    repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 split seeds x 3 training seeds.")] = False,
-    per_benchmark: Annotated[Optional[int], typer.Option(
-        help="Fresh: queries per benchmark, each answered live (default 10).")] = None,
-    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    protocol: Annotated[str, typer.Option(help="cached, crossfit or fresh (or name it as a subcommand).")] = "cached",
+    arms: ArmsOption = 6,
+    lambda_in: LambdaInOption = 0.10,
+    lambda_out: LambdaOutOption = 0.20,
+    policy: PolicyOption = None,
+    repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 x 3 runs.")] = False,
+    per_benchmark: Annotated[Optional[int], typer.Option(help="Fresh: queries per benchmark (default 10).")] = None,
+    benchmark: BenchmarkOption = None,
     folds: Annotated[Optional[int], typer.Option(help="Crossfit: number of folds (default 5).")] = None,
-    stage: Annotated[Optional[int], typer.Option(
-        help="Crossfit: 1 (default), or 2 (Stage 2 on top; Stage-1 parents reported too).")] = None,
-    stage2_steps: Annotated[Optional[int], typer.Option(
-        help="Crossfit: Stage-2 steps per fold and router (default 1000).")] = None,
-    split_seed: Annotated[int, typer.Option(help="Split seed (crossfit: seeds the folds and inner dev parts).")] = 0,
+    stage: Annotated[Optional[int], typer.Option(help="Crossfit: 1 (default) or 2.")] = None,
+    stage2_steps: Annotated[Optional[int], typer.Option(help="Crossfit: Stage-2 steps (default 1000).")] = None,
+    split_seed: SplitSeedOption = 0,
     accounting: AccountingOption = "deploy",
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Compare FORGE routers with the baselines and the oracle: on the enumerated outcomes of a
-    fixed split (cached), out of fold over every complete query (crossfit: resumable, results
-    stored), or by running every policy live on the host (fresh: every call counted and timed;
-    resumable, finished answers are kept in the store). Costs and utilities charge what a
-    deployment pays unless `--accounting answer`."""
+    """`forge eval [--protocol P] ...`: the protocol's subcommand, with only the options it takes."""
+    if context.invoked_subcommand is not None:
+        if any(context.get_parameter_source(name) == ParameterSource.COMMANDLINE for name in context.params):
+            raise InvalidInput(f"give the options after `forge eval {context.invoked_subcommand}`")
+        return
     if protocol not in PROTOCOL_OPTIONS:
         raise InvalidInput(f"--protocol is cached, crossfit or fresh, not '{protocol}'")
     given = {"--repeats": repeats, "--folds": folds, "--stage": stage, "--stage2-steps": stage2_steps,
@@ -72,30 +133,25 @@ def eval_command(
     foreign = [name for name, value in given.items()
                if value not in (None, False) and name not in PROTOCOL_OPTIONS[protocol]]
     if foreign:
-        why = " (it pools every benchmark's queries of every split and reports every policy)" * (protocol == "crossfit")
-        raise InvalidInput(f"{', '.join(foreign)} does not apply to --protocol {protocol}{why}")
+        raise InvalidInput(f"{', '.join(foreign)} does not apply to `forge eval {protocol}` (see its --help)")
+    common = {"host": host, "arms": arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
+              "split_seed": split_seed, "accounting": accounting, "as_json": as_json}
     if protocol == "crossfit":
-        from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS, CrossfitSettings
-        from forge_core.training.stage2 import Stage2Config
+        eval_crossfit(folds=folds or 5, stage=stage or 1, stage2_steps=stage2_steps or 1000, **common)
+    elif protocol == "fresh":
+        eval_fresh(split=split or "test", policy=policy, per_benchmark=10 if per_benchmark is None else per_benchmark,
+                   benchmark=benchmark, **common)
+    else:
+        eval_cached(split=split or "test", policy=policy, repeats=repeats, benchmark=benchmark, **common)
 
-        _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
-                                        accounting=accounting, folds=folds or 5, stage=stage or 1,
-                                        split_seed=split_seed,
-                                        stage2=Stage2Config(steps=stage2_steps or CROSSFIT_STAGE2_STEPS)), as_json)
-        return
+
+def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: float, policy: list[str] | None,
+              benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
     from forge_core.evaluation.cached import EvaluationSettings
 
-    settings = EvaluationSettings(host, split or "test", arms, lambda_in, lambda_out,
-                                  tuple(policy) if policy else None, split_seed=split_seed,
-                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
-    if repeats:
-        _eval_repeats(settings, as_json)
-        return
-    _prepare_evaluation(settings)
-    if protocol == "fresh":
-        _eval_fresh(settings, 10 if per_benchmark is None else per_benchmark, as_json)
-    else:
-        _eval_cached(settings, as_json)
+    return EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
+                              split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
+                              accounting=accounting)
 
 
 def _prepare_evaluation(settings: EvaluationSettings) -> None:
