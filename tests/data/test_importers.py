@@ -57,7 +57,8 @@ def test_qa_only_lists(benchmarks_root: Path, name: str, count: int) -> None:
 
 
 def test_popqa_titles_recovered_per_source() -> None:
-    r1 = popqa_passage_document({"source": "search-r1-wiki18", "text": '(Title: "Lisa McRee") Lisa McRee is a journalist.'})
+    r1 = popqa_passage_document({"source": "search-r1-wiki18",
+                                 "text": '(Title: "Lisa McRee") Lisa McRee is a journalist.'})
     psi = popqa_passage_document({"source": "psi-rag", "text": "George Rankin - \n George James Rankin was a soldier."})
     crag = popqa_passage_document({"source": "crag-correct", "text": "Henry Feilden was a politician."})
     assert (r1.title, r1.text) == ("Lisa McRee", "Lisa McRee is a journalist.")

@@ -31,7 +31,8 @@ def store(tmp_path: Path, benchmarks_root: Path) -> Store:
 
 
 def test_plan_interleaves_benchmarks_and_counts_calls(store: Store) -> None:
-    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique", "fever"), per_benchmark=3, probes=True)
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique", "fever"), per_benchmark=3,
+                           probes=True)
     work = plan_work(store, plan)
     assert [w.example.benchmark for w in work] == ["musique", "fever"] * 3
     assert count_calls(work) == 6 * (6 + 3)  # greedy probe reuses direct:no_think

@@ -179,7 +179,8 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
     assert oracle["costly"]["macro_utility"] < oracle["cheap"]["macro_utility"]
-    router = {name: frame.set_index("policy").loc[checkpoint_id] for name, frame in (("cheap", cheap), ("costly", costly))}
+    router = {name: frame.set_index("policy").loc[checkpoint_id]
+              for name, frame in (("cheap", cheap), ("costly", costly))}
     assert router["cheap"]["cost_k"] == router["costly"]["cost_k"]  # a checkpoint keeps its decisions
     by_benchmark = pareto_report(store, "synthetic-host", "test", 0.1, 0.2, [checkpoint_id], by_benchmark=True)
     assert set(by_benchmark["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}

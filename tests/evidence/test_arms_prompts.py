@@ -40,7 +40,8 @@ SNAPSHOTS = {
     "Answer the question with a short answer (a few words), without explanation. Let us think step by step. "
     "Write your reasoning briefly, then give the final answer on the last line in the form \"Answer: <short answer>\".",
     ("direct:no_think", True): "Claim: Who wrote Dune?\n\nDecide whether the claim is supported by facts, refuted by "
-    "facts, or whether there is not enough information. Reply with exactly one label: SUPPORTS, REFUTES or NOT ENOUGH INFO.",
+    "facts, or whether there is not enough information. Reply with exactly one label: SUPPORTS, REFUTES or NOT ENOUGH "
+    "INFO.",
     ("direct:cot", True): "Claim: Who wrote Dune?\n\nDecide whether the claim is supported by facts, refuted by "
     "facts, or whether there is not enough information. Reply with exactly one label: SUPPORTS, REFUTES or NOT ENOUGH "
     "INFO. Let us think step by step. Write your reasoning briefly, then give the final answer on the last line in the "
@@ -62,7 +63,8 @@ def test_requests_caps_budgets_and_shared_prefix() -> None:
     high = build_request("Q?", support, parse_arm("raw:think_high"), False)
     assert plain.messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert (plain.max_tokens, cot.max_tokens, low.max_tokens) == (ANSWER_MAX_TOKENS, COT_MAX_TOKENS, ANSWER_MAX_TOKENS)
-    assert (plain.thinking_budget, cot.thinking_budget, low.thinking_budget, high.thinking_budget) == (None, None, 1024, 4096)
+    budgets = (plain.thinking_budget, cot.thinking_budget, low.thinking_budget, high.thinking_budget)
+    assert budgets == (None, None, 1024, 4096)
     assert plain.temperature == 0.0
     instruction_start = plain.messages[1]["content"].index("Answer the question")
     assert cot.messages[1]["content"][:instruction_start] == plain.messages[1]["content"][:instruction_start]

@@ -55,7 +55,8 @@ def test_enumeration_survives_every_host_fault(tmp_path: Path, benchmarks_root: 
         faults_seen = dict(server.counts)
         ok = outcomes[outcomes["error"].isna()]
         errors = outcomes[outcomes["error"].notna()]
-        scored_from_failed = int((~ok["answer"].isin(server.good_answers)).sum() + ok["answer"].str.contains("FAULTY").sum())
+        scored_from_failed = int((~ok["answer"].isin(server.good_answers)).sum()
+                                 + ok["answer"].str.contains("FAULTY").sum())
         assert errors["f1"].isna().all() and errors["em"].isna().all()  # error rows carry no score
 
         server.set_faults((("ok", 1.0),))

@@ -365,8 +365,8 @@ def test_kill_data_import(tmp_path: Path, benchmarks_root: Path) -> None:
     reference, killed = Store(tmp_path / "reference.duckdb"), Store(tmp_path / "killed.duckdb")
     command = forge("data", "import", "--benchmarks-dir", str(benchmarks_root))
     trigger = AfterLine(r"([\w-]+): \d+ examples, \d+ documents", benchmark_line)
-    kill_and_resume(reference, killed, command, 5, SEED, ("imports", "examples", "documents", "split_manifests", "splits"),
-                    trigger)
+    tables = ("imports", "examples", "documents", "split_manifests", "splits")
+    kill_and_resume(reference, killed, command, 5, SEED, tables, trigger)
 
 
 def test_kill_store_load_demo(tmp_path: Path) -> None:

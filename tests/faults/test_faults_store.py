@@ -44,7 +44,8 @@ def test_a_store_held_by_another_process_is_a_clear_bounded_wait(tmp_path: Path)
         assert holder.stdout.readline().strip() == "holding"
         started = time.monotonic()
         result = subprocess.run([sys.executable, "-m", "forge_core.cli", "data", "stats"], capture_output=True,
-                                text=True, env={**os.environ, "FORGE_STORE": str(store.path), "FORGE_STORE_LOCK_WAIT": "2"})
+                                text=True,
+                                env={**os.environ, "FORGE_STORE": str(store.path), "FORGE_STORE_LOCK_WAIT": "2"})
         waited = time.monotonic() - started
     finally:
         holder.kill()
@@ -79,8 +80,8 @@ def test_a_damaged_checkpoint_is_refused_by_its_id_and_the_rest_stay_usable(trai
     with pytest.raises(CheckpointError, match=f"checkpoint '{damaged}' is invalid"):
         load_checkpoint(store, damaged)
     assert others and all(load_checkpoint(store, other).router is not None for other in others)
-    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "train", "--stage", "2", "--host", "synthetic-host",
-                             "--parent", damaged], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "train", "--stage", "2",
+                             "--host", "synthetic-host", "--parent", damaged], capture_output=True, text=True,
                             env={**os.environ, "FORGE_STORE": str(store.path)})
     assert result.returncode == 2 and f"checkpoint '{damaged}' is invalid" in result.stderr
     assert "Traceback" not in result.stderr
@@ -128,7 +129,8 @@ def on_a_full_disk(store: Store, full_at: int, *arguments: str) -> subprocess.Co
     """Run `forge arguments` on the store with a disk full from the `full_at`-th commit on
     (tests/faults/full_disk.py; 0: never full)."""
     return subprocess.run([sys.executable, str(Path(__file__).with_name("full_disk.py")), str(full_at), *arguments],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "FORGE_STORE": str(store.path)})
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "FORGE_STORE": str(store.path)})
 
 
 def commits_of(store: Store, *arguments: str) -> int:
@@ -213,8 +215,9 @@ def test_a_really_full_disk_is_a_store_error_and_the_rows_before_it_stay(tmp_pat
         with pytest.raises(StoreError, match=f"cannot write the store {store.path}: no space left on device"):
             for batches in range(1, 100):
                 now = utc_now()
-                store.write_outcomes([ArmOutcome("h", "b", f"q{batches}-{i}", "direct:no_think", "x" * 300, "x", 0.5, 0.0,
-                                                 1, 1, 0, 1.0, None, 1, "c", now, now) for i in range(500)], [])
+                store.write_outcomes([ArmOutcome("h", "b", f"q{batches}-{i}", "direct:no_think", "x" * 300, "x",
+                                                 0.5, 0.0, 1, 1, 0, 1.0, None, 1, "c", now, now)
+                                      for i in range(500)], [])
         stored = store.arm_outcomes("h")
         assert len(stored) == (batches - 1) * 500 > 0 and stored["example_id"].is_unique  # whole batches only
         subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)  # space freed

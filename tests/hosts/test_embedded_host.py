@@ -41,7 +41,8 @@ def generate(config_: HostConfig, request: GenerationRequest, received: list[dic
 
 
 def test_token_counts_equal_the_servers_usage(tiny_server: HostConfig) -> None:
-    request = build_request("Who wrote Dune?", "[1] Dune\nDune is a novel by Frank Herbert.", parse_arm("raw:no_think"), False)
+    request = build_request("Who wrote Dune?", "[1] Dune\nDune is a novel by Frank Herbert.", parse_arm("raw:no_think"),
+                            False)
     received: list[dict] = []
     ours = generate(tiny_server, request, received)
     assert len(received) == 1  # one request, no retry: the usage below is that call's
@@ -69,7 +70,8 @@ def test_forge_ask_json_on_the_tiny_model(imported_store: Store) -> None:
     require_tiny_model()
     env = {**os.environ, "FORGE_STORE": str(imported_store.path)}
     command = [sys.executable, "-m", "forge_core.cli", "ask", "Which magazine was started first, Arthur's Magazine "
-               "or First for Women?", "--benchmark", "hotpotqa", "--arm", "raw:no_think", "--host", "embedded-tiny", "--json"]
+               "or First for Women?", "--benchmark", "hotpotqa", "--arm", "raw:no_think", "--host", "embedded-tiny",
+               "--json"]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)

@@ -112,7 +112,8 @@ def test_errors_are_openai_json_with_the_right_status(double_url: str, double_st
         assert failed.status_code == 502 and "the host failed" in failed.json()["error"]["message"]
 
     monkeypatch.setenv("FORGE_MODELS_DIR", str(tmp_path))  # the tiny model is absent: loading fails
-    with serving_in_thread(store, ServeSettings(host="embedded-tiny", benchmark=BENCHMARK, router=checkpoint_id)) as url:
+    settings = ServeSettings(host="embedded-tiny", benchmark=BENCHMARK, router=checkpoint_id)
+    with serving_in_thread(store, settings) as url:
         unavailable = httpx.post(f"{url}/v1/chat/completions", json={"messages": [{"role": "user", "content": "Q?"}]})
         assert unavailable.status_code == 503 and "could not load" in unavailable.json()["error"]["message"]
 
@@ -135,7 +136,8 @@ def test_lite_router_sends_one_host_call_per_request_and_metrics(double_url: str
     responses = asyncio.run(ask_all())
     assert [r.status_code for r in responses] == [200] * IN_FLIGHT
     after = httpx.get(f"{double_url}/metrics").text
-    assert counter(after, 'forge_requests_total{status="200"}') - counter(before, 'forge_requests_total{status="200"}') == IN_FLIGHT
+    ok_requests = 'forge_requests_total{status="200"}'
+    assert counter(after, ok_requests) - counter(before, ok_requests) == IN_FLIGHT
     assert counter(after, "forge_arm_chosen_total") - counter(before, "forge_arm_chosen_total") == IN_FLIGHT
     assert len(double.received) - received == IN_FLIGHT  # N requests in, N host calls out
     assert counter(after, "forge_host_calls_total") - counter(before, "forge_host_calls_total") == IN_FLIGHT
@@ -163,7 +165,8 @@ def test_forge_serve_refuses_bad_settings(double_store: tuple[Store, str]) -> No
 def test_openai_client_on_the_tiny_host(double_store: tuple[Store, str]) -> None:
     require_tiny_model()
     store, checkpoint_id = double_store
-    with serving_in_thread(store, ServeSettings(host="embedded-tiny", benchmark=BENCHMARK, router=checkpoint_id)) as url:
+    settings = ServeSettings(host="embedded-tiny", benchmark=BENCHMARK, router=checkpoint_id)
+    with serving_in_thread(store, settings) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", timeout=300)
         completion = client.chat.completions.create(model="forge", messages=[{"role": "user", "content": QUESTION}])
         assert completion.usage.prompt_tokens >= completion.model_extra["forge"]["tokens_in"] > 0
@@ -187,7 +190,8 @@ def ask(client: Any, model: str, question: str, **settings: Any) -> Any:
 def test_full_router_sends_probes_and_answer_reusing_the_greedy_probe(
         double_store: tuple[Store, str], double: AnsweringServer, full_router: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    with serving_in_thread(double_store[0], ServeSettings(host="double", benchmark=BENCHMARK, router=full_router)) as url:
+    settings = ServeSettings(host="double", benchmark=BENCHMARK, router=full_router)
+    with serving_in_thread(double_store[0], settings) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
         for number in range(4):
             received = len(double.received)

@@ -26,8 +26,10 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
             for example in store.examples(benchmark, ids):
                 long_question = len(example.question.split()) > 12
                 for arm in alphabet(6):
-                    base = {"direct": 0.6 if not long_question else 0.1, "summary": 0.45, "raw": 0.8 if long_question else 0.3}
-                    f1 = float(np.clip(base[arm.support] + rng.normal(0, 0.05) - (0.05 if arm.thinking == "cot" else 0), 0, 1))
+                    base = {"direct": 0.6 if not long_question else 0.1, "summary": 0.45,
+                            "raw": 0.8 if long_question else 0.3}
+                    cot_penalty = 0.05 if arm.thinking == "cot" else 0
+                    f1 = float(np.clip(base[arm.support] + rng.normal(0, 0.05) - cot_penalty, 0, 1))
                     tokens_in = {"direct": 60, "summary": 260, "raw": 700}[arm.support] + int(rng.integers(0, 40))
                     tokens_out = 8 if arm.thinking == "no_think" else 150
                     arm_rows.append(ArmOutcome(

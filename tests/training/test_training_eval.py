@@ -191,14 +191,14 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
 
 
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
-    import dataclasses
+    from dataclasses import replace
 
     from forge_core.evaluation.cached import repeated_evaluation
 
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite"))
     report = repeated_evaluation(outcome_store, settings, split_seeds=(0, 1), seeds=(0, 1))
     for name in ("forge_lite", "always_raw"):
-        runs = [evaluate(outcome_store, dataclasses.replace(settings, split_seed=split_seed, seed=seed))["policies"][name]
+        runs = [evaluate(outcome_store, replace(settings, split_seed=split_seed, seed=seed))["policies"][name]
                 for split_seed in (0, 1) for seed in (0, 1)]
         summary = report["policies"][name]
         assert summary["runs"] == 4
