@@ -49,7 +49,8 @@ def arm_probabilities(probabilities: dict[str, float], chosen: str) -> go.Figure
 
 # One colour family per support form (direct blue, summary green, raw red), darker for less thinking.
 ARM_COLORS = {
-    "direct:no_think": "#1f4e9c", "direct:cot": "#4c78a8", "direct:think_low": "#7fa6d6", "direct:think_high": "#b3cde8",
+    "direct:no_think": "#1f4e9c", "direct:cot": "#4c78a8",
+    "direct:think_low": "#7fa6d6", "direct:think_high": "#b3cde8",
     "summary:no_think": "#2a7d3b", "summary:cot": "#54a24b", "summary:think_low": "#88c77f",
     "summary:think_high": "#bfe3b4",
     "raw:no_think": "#b8322f", "raw:cot": "#e45756", "raw:think_low": "#f28e8b", "raw:think_high": "#f8c3c1",
@@ -155,8 +156,8 @@ def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
     )
     figure.update_traces(marker_size=13)
     frontier = frame[frame["on_frontier"]].sort_values("cost_k")
-    figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines", name="frontier (deployable)",
-                                line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
+    figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines",
+                                name="frontier (deployable)", line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
     figure.update_layout(height=560, margin={"t": 40}, legend_title_text="")
     return figure
 
@@ -167,7 +168,8 @@ def routing_gain(frame: pd.DataFrame) -> go.Figure:
     references = list(dict.fromkeys(frame["reference"]))
     figure = make_subplots(rows=1, cols=len(references), shared_yaxes=True, horizontal_spacing=0.06,
                            subplot_titles=[f"over the {reference}" for reference in references])
-    colors = {policy: RUN_COLORS[index % len(RUN_COLORS)] for index, policy in enumerate(dict.fromkeys(frame["policy"]))}
+    policies = dict.fromkeys(frame["policy"])
+    colors = {policy: RUN_COLORS[index % len(RUN_COLORS)] for index, policy in enumerate(policies)}
     for column, reference in enumerate(references, start=1):
         for policy, rows in frame[frame["reference"] == reference].groupby("policy", sort=False):
             color = colors[policy]

@@ -245,8 +245,8 @@ def main() -> None:
     try:
         ports = port_queue.get(timeout=60)
         highest = max([*args.concurrency, args.per_endpoint * args.endpoints])
-        result = {"latency_s": args.latency, "processes": args.processes, "load_average_before": os.getloadavg(), "cpus": os.cpu_count(),
-                  "server_check": check_server(context, ports, args.latency, highest)}
+        result = {"latency_s": args.latency, "processes": args.processes, "load_average_before": os.getloadavg(),
+                  "cpus": os.cpu_count(), "server_check": check_server(context, ports, args.latency, highest)}
         with tempfile.TemporaryDirectory() as scratch:
             store = Store(Path(scratch) / "throughput.duckdb")
             import_benchmarks(store, config.benchmarks_dir())

@@ -63,8 +63,9 @@ def main() -> None:
     keys = list(load_outcome_table(store, args.host, 6).keys)
     cosines = embedding_cosines(store, args.host, keys, args.candidate, args.reference)
     frame = store.checkpoints(args.host)
+    reference = embedder_name(args.reference)
     routers = [row.checkpoint_id for row in frame.itertuples()
-               if json.loads(row.lineage)["embedder"] == embedder_name(args.reference) and row.variant in ("lite", "full")]
+               if json.loads(row.lineage)["embedder"] == reference and row.variant in ("lite", "full")]
     result = {
         "host": args.host, "candidate": embedder_name(args.candidate), "reference": embedder_name(args.reference),
         "questions": len(keys), "cosine_min": round(float(cosines.min()), 6),

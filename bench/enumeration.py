@@ -43,7 +43,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=4, help="dev queries per configuration")
     args = parser.parse_args()
     results = {}
-    with tempfile.TemporaryDirectory() as scratch, serving(get_host_config(Store(config.store_path()), args.host)) as served:
+    host_config = get_host_config(Store(config.store_path()), args.host)
+    with tempfile.TemporaryDirectory() as scratch, serving(host_config) as served:
         for concurrency, prefix_order in CONFIGURATIONS:
             store = Store(Path(scratch) / f"c{concurrency}-{prefix_order}.duckdb")
             import_benchmarks(store, config.benchmarks_dir(), ["hotpotqa", "popqa"])

@@ -119,7 +119,8 @@ def _share(flags: list[bool]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="embedded", choices=[n for n, c in BUILTIN_HOSTS.items() if c.kind == "embedded"])
+    parser.add_argument("--host", default="embedded",
+                        choices=[n for n, c in BUILTIN_HOSTS.items() if c.kind == "embedded"])
     parser.add_argument("--n", type=int, default=60, help="outcomes to rerun (rounded up to a multiple of 6)")
     parser.add_argument("--ubatch-n", type=int, default=0, help="calls to run on a one-token-batch server too")
     parser.add_argument("--seed", type=int, default=0)
@@ -132,7 +133,8 @@ def main() -> None:
     report = {
         "bench": "reproducibility", "host": args.host, "store": str(store.path), "seed": args.seed,
         "against_store": against_store(stored, first),
-        "default_server": {"calls": len(stored), "same_in_both_orders": _share([identical(first[k], second[k]) for k in first]),
+        "default_server": {"calls": len(stored),
+                           "same_in_both_orders": _share([identical(first[k], second[k]) for k in first]),
                            "seconds_per_call": round(float(np.mean([r.seconds for r in first.values()])), 2)},
     }
     if args.ubatch_n:

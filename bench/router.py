@@ -30,8 +30,8 @@ from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import compute_features, features_for_question
-from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.routing.live import router_probabilities
+from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
 from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
@@ -134,7 +134,8 @@ def main() -> None:
     train = data.rows("train")
     utility = data.table.utility(data.normalizer, 0.10, 0.20)[train]
     parent = load_checkpoint(store, full_checkpoint)
-    stage2_config = Stage2Config(steps=args.stage2_steps, batch_queries=32, num_generations=8, log_every=args.stage2_steps)
+    stage2_config = Stage2Config(steps=args.stage2_steps, batch_queries=32, num_generations=8,
+                                 log_every=args.stage2_steps)
     router = load_checkpoint(store, full_checkpoint).router
     started = time.perf_counter()
     train_stage2(router, parent.router, data.features[train], table_reward_fn(utility), stage2_config)

@@ -85,7 +85,8 @@ def main() -> None:
             asyncio.run(sequential(url, questions[:5]))  # warm-up
             overhead = asyncio.run(sequential(url, questions))
             rps = asyncio.run(concurrent(url, questions, args.in_flight))
-    result = {"router": router, "requests": len(questions), "overhead_p50_ms": round(float(np.percentile(overhead, 50)), 2),
+    result = {"router": router, "requests": len(questions),
+              "overhead_p50_ms": round(float(np.percentile(overhead, 50)), 2),
               "overhead_p95_ms": round(float(np.percentile(overhead, 95)), 2), "requests_per_s": round(rps, 1),
               "in_flight": args.in_flight, "load_average_before": load_before, "load_average_after": os.getloadavg()}
     print(json.dumps(result))

@@ -148,7 +148,8 @@ def validate_train_request(store: Store, request: TrainRequest) -> None:
     if request.stage == 2 and request.parent is None and latest_checkpoint(
             store, request.host, request.variant, stage=1, n_arms=request.n_arms) is None:
         raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "
-                         f"{request.variant}, {request.n_arms} arms), or `forge train --stage 1 --variant {request.variant}`")
+                          f"{request.variant}, {request.n_arms} arms), "
+                          f"or `forge train --stage 1 --variant {request.variant}`")
 
 
 def train_command(request: TrainRequest) -> list[str]:

@@ -33,7 +33,8 @@ with st.form("host"):
     name_column, kind_column = st.columns(2)
     name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
     kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind),
-                                 help="openai: any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
+                                 help="openai: any OpenAI-compatible server "
+                                      "(vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
     base_urls = st.text_area(
         "Base URLs", "\n".join(current.base_urls), placeholder="http://127.0.0.1:8000/v1",
         help="One per line. Several URLs are replicas of the same model (e.g. vLLM data-parallel "

@@ -39,7 +39,8 @@ answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes pro
 accounting = "answer" if answer_only else "deploy"
 lambda_in_column, lambda_out_column = st.columns(2)
 lambda_in = lambda_in_column.slider("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01,
-                                    help="Weight of the normalized input-token cost in U = F1 − λ_in c_in − λ_out c_out.")
+                                    help="Weight of the normalized input-token cost in "
+                                         "U = F1 − λ_in c_in − λ_out c_out.")
 lambda_out = lambda_out_column.slider("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT, 0.01,
                                       help="Weight of the normalized output-token cost.")
 

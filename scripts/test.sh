@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the tests: the default suite (slow, Qwen-model and kill tests deselected; see pyproject.toml),
-# then the fault suite's kill -9 tests as a second step. Arguments run pytest with them instead.
+# Run the tests: the lint (`ruff check .`, configured in pyproject.toml), the default suite (slow,
+# Qwen-model and kill tests deselected; see pyproject.toml), then the fault suite's kill -9 tests
+# as a second step. Arguments run pytest with them instead (no lint, no kill step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -15,6 +16,8 @@ fi
 if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
+# Lint first: a finding fails the run (and `.ci/run`) before the tests start.
+.venv/bin/ruff check .
 .venv/bin/python -m pytest
 # The fault suite's kill -9 tests, as their own step (deselected from the default run above).
 exec .venv/bin/python -m pytest -m kills

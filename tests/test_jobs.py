@@ -171,7 +171,7 @@ def test_train_requests_are_validated_with_the_next_step(outcome_store: Store) -
 
 
 def test_training_without_dev_queries_names_the_split(tmp_path, outcome_store: Store) -> None:
-    from conftest import copy_store, synthetic_outcomes
+    from support.stores import copy_store, synthetic_outcomes
 
     store = copy_store(outcome_store, tmp_path)
     synthetic_outcomes(store, "train-only", {"train": 5, "test": 5}, ("musique",))

@@ -16,9 +16,11 @@ def ask(
     question: Annotated[Optional[str], typer.Argument(
         help="The question (or the claim, for fever); with --example, taken from the store.")] = None,
     benchmark: Annotated[str, typer.Option(
-        help="Whose corpus to retrieve from: a built-in benchmark or one imported with `data import-file`.")] = "hotpotqa",
+        help="Whose corpus to retrieve from: a built-in benchmark or one imported with "
+             "`data import-file`.")] = "hotpotqa",
     arm: Annotated[Optional[str], typer.Option(
-        help="support:thinking, e.g. raw:no_think (default raw:no_think; with --route: a hand-picked override).")] = None,
+        help="support:thinking, e.g. raw:no_think (default raw:no_think; "
+             "with --route: a hand-picked override).")] = None,
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
     route: Annotated[bool, typer.Option(
         "--route", help="Route with a trained router, answer with its arm, and compare with Always-Raw "

@@ -51,7 +51,8 @@ def enumerate_command(
     store = open_store()
     host_config = get_host_config(store, host)
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
-                           benchmarks=tuple(benchmark or imported_routable_benchmarks(store)), split_seed=split_seed, limit=limit,
+                           benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
+                           split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
     validate_plan(store, plan)

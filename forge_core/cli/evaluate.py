@@ -250,8 +250,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
                   "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI",
                   title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
-                        f"{settings.split_seed}, {report['queries']} queries, best fixed arm {report['best_fixed_arm']} "
-                        f"(run {report['run_id']})",
+                        f"{settings.split_seed}, {report['queries']} queries, "
+                        f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})",
                   caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
     for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
@@ -321,6 +321,7 @@ def sweep_command(
     table = Table("policy", "lambda_in", "lambda_out", "cost (k tok)", "macro F1", "utility", "frontier")
     for index, point in enumerate(result["points"]):
         table.add_row(point["policy"], f"{point['lambda_in']:g}", f"{point['lambda_out']:g}", f"{point['cost_k']:.3f}",
-                      f"{point['macro_f1']:.4f}", f"{point['macro_utility']:.4f}", "*" if index in result["frontier"] else "")
+                      f"{point['macro_f1']:.4f}", f"{point['macro_utility']:.4f}",
+                      "*" if index in result["frontier"] else "")
     Console().print(table)
 

@@ -17,7 +17,8 @@ def serve_command(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8100,
     api_key_env: Annotated[Optional[str], typer.Option(
         help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
-    bind: Annotated[str, typer.Option(help="Address to bind; anything but 127.0.0.1 exposes the server.")] = "127.0.0.1",
+    bind: Annotated[str, typer.Option(
+        help="Address to bind; anything but 127.0.0.1 exposes the server.")] = "127.0.0.1",
     shadow_raw: Annotated[float, typer.Option(
         "--shadow-raw", help="Share of requests (0 to 1, evenly spread) that also send raw:no_think after their "
                              "response, to estimate the saving against Always-Raw at /metrics.")] = 0.0,

@@ -29,7 +29,8 @@ def features_command(
     print_summary(compute_features_with_progress(open_store(), host), as_json)
 
 
-def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[str, ...] | None = None) -> dict[str, Any]:
+def compute_features_with_progress(store: Store, host: str,
+                                   benchmarks: tuple[str, ...] | None = None) -> dict[str, Any]:
     """`compute_features` with a progress bar: the explicit step before training and evaluation."""
     from forge_core.routing.features import compute_features
 

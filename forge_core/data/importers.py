@@ -258,7 +258,8 @@ QA_ONLY_FILES: dict[str, BenchmarkFile] = {
     spec.name: spec
     for spec in (
         BenchmarkFile("hotpotqa-qa", "qa_only/hotpotqa_dev_qa.json", _qa_only_parser("hotpotqa-qa"), json_array=True),
-        BenchmarkFile("2wikimultihopqa-qa", "qa_only/2wikimultihopqa_dev_qa.jsonl", _qa_only_parser("2wikimultihopqa-qa")),
+        BenchmarkFile("2wikimultihopqa-qa", "qa_only/2wikimultihopqa_dev_qa.jsonl",
+                      _qa_only_parser("2wikimultihopqa-qa")),
         BenchmarkFile("musique-qa", "qa_only/musique_dev_qa.jsonl", _qa_only_parser("musique-qa")),
         BenchmarkFile("popqa-qa", "qa_only/popqa_qa.jsonl", _qa_only_parser("popqa-qa")),
     )
@@ -286,7 +287,8 @@ def read_utf8(path: Path) -> str:
     except UnicodeDecodeError as error:
         decoded = error.object  # the bytes after any byte-order mark: `start` counts from there
         line = decoded[: error.start].count(b"\n") + 1
-        raise ImportFormatError(path, line, f"not UTF-8 (byte {decoded[error.start]:#04x}): save the file as UTF-8") from None
+        message = f"not UTF-8 (byte {decoded[error.start]:#04x}): save the file as UTF-8"
+        raise ImportFormatError(path, line, message) from None
 
 
 def json_records(path: Path, json_array: bool) -> Iterator[tuple[int, Record]]:

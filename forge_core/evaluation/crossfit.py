@@ -286,8 +286,9 @@ def crossfit_report(store: Store, run_id: str) -> dict:
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(
                 paired_bootstrap_ci(utility(name), utility(FLOOR_POLICY), benchmarks))
-    return {"protocol": "crossfit", "run_id": run_id, "settings": settings, "host": settings["host"], "accounting": accounting,
-            "folds": settings["folds"], "stage": settings["stage"], "split_seed": settings["split_seed"],
+    return {"protocol": "crossfit", "run_id": run_id, "settings": settings, "host": settings["host"],
+            "accounting": accounting, "folds": settings["folds"], "stage": settings["stage"],
+            "split_seed": settings["split_seed"],
             "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
             "queries": int(len(benchmarks)), "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
             "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies}
@@ -317,7 +318,8 @@ def seed_spread(reports: list[dict]) -> dict:
             "gains": gains, "intervals": intervals, "spread": max(gains) - min(gains),
             "decidable": all(low > 0 for low, _ in intervals),
             "floor_intervals": floor, "decidable_vs_floor": all(ci is not None and ci[0] > 0 for ci in floor)}
-    return {"split_seeds": [r["split_seed"] for r in reports], "best_fixed_arms": [r["best_fixed_arm"] for r in reports],
+    return {"split_seeds": [r["split_seed"] for r in reports],
+            "best_fixed_arms": [r["best_fixed_arm"] for r in reports],
             "policies": policies}
 
 

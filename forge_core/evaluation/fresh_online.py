@@ -120,7 +120,8 @@ def _examples(store: Store, context: EvalContext, rows: np.ndarray) -> list[Exam
     return [by_key[key] for key in keys]
 
 
-def _missing(store: Store, run_id: str, policies: list[Policy], examples: list[Example]) -> list[tuple[Policy, Example]]:
+def _missing(store: Store, run_id: str, policies: list[Policy],
+             examples: list[Example]) -> list[tuple[Policy, Example]]:
     done = store.fresh_results(run_id)
     finished = set(zip(done["policy"], done["benchmark"], done["example_id"]))
     return [(policy, example) for policy in policies for example in examples
@@ -164,7 +165,10 @@ def _policy_summary(frame: pd.DataFrame, benchmarks: np.ndarray, context: EvalCo
     calls, latency = frame["calls"].to_numpy(float), frame["latency_ms"].to_numpy(float)
     arms = context.table.arms
     actions = np.array([arms.index(arm) for arm in frame["arm"]])
-    charged = ("tokens_in", "tokens_out") if context.accounting == "deploy" else ("answer_tokens_in", "answer_tokens_out")
+    if context.accounting == "deploy":
+        charged = ("tokens_in", "tokens_out")
+    else:
+        charged = ("answer_tokens_in", "answer_tokens_out")
     utility = f1 - context.call_cost(*(frame[column].to_numpy(float) for column in charged))
     return {
         "macro_f1": macro(f1, benchmarks),

@@ -3,11 +3,12 @@
 `HttpHost` is the base of `OpenAICompatibleHost` and `AnthropicHost`; each supplies only its wire
 format. Requests go to the least-loaded healthy endpoint of the host (`forge_core.hosts.endpoints`:
 one base URL, or several replicas of one model, each taking `max_concurrency` requests at once);
-a retry may go to another endpoint. Retried: timeouts, connection errors, HTTP 429, HTTP 5xx (including Anthropic's 529) and
-bodies the provider's parser rejects as malformed (`MalformedResponse`), with exponential backoff
-and jitter, never shorter than the server's Retry-After (up to the policy's longest wait). Any
-other 4xx, or a body rejected as `UnusableResponse` (one no retry would fix), fails at once. Every
-failure reaches the caller as a one-line `HostError` that never contains the API key.
+a retry may go to another endpoint. Retried: timeouts, connection errors, HTTP 429, HTTP 5xx
+(including Anthropic's 529) and bodies the provider's parser rejects as malformed
+(`MalformedResponse`), with exponential backoff and jitter, never shorter than the server's
+Retry-After (up to the policy's longest wait). Any other 4xx, or a body rejected as
+`UnusableResponse` (one no retry would fix), fails at once. Every failure reaches the caller as a
+one-line `HostError` that never contains the API key.
 """
 
 from __future__ import annotations
@@ -325,7 +326,8 @@ class HttpHost(Host, ABC):
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""
         api_key = read_api_key(self.config)
-        post = JsonPost(self.endpoint, self.request_body(request), self.auth_headers(api_key), self.parse_response, api_key)
+        post = JsonPost(self.endpoint, self.request_body(request), self.auth_headers(api_key), self.parse_response,
+                        api_key)
         generation, latency_ms, attempts = await self._http.post(post)
         return replace(generation, latency_ms=latency_ms, attempts=attempts)
 

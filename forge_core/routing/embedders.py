@@ -136,7 +136,8 @@ def _split_spec(spec: str) -> tuple[str, str]:
     model, _, runtime = spec.partition("@")
     runtime = runtime or "torch"
     if runtime not in ("torch", ONNX_RUNTIME):
-        raise InvalidInput(f"unknown embedder runtime '@{runtime}' in '{spec}' (known: @{ONNX_RUNTIME}, or none for PyTorch)")
+        raise InvalidInput(f"unknown embedder runtime '@{runtime}' in '{spec}' "
+                           f"(known: @{ONNX_RUNTIME}, or none for PyTorch)")
     return model, runtime
 
 

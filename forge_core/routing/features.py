@@ -498,7 +498,8 @@ def _independent_rows(store: Store, keys: Sequence[tuple[str, str]], embedder: s
     for benchmark, kept in passages.items():  # the top-1 passages not kept yet, in one pass
         kept.ensure([e.passages[0].document for (b, _), e in zip(keys, evidences) if b == benchmark and e.passages])
     rows = []
-    for (benchmark, example_id), blocks in zip(keys, independent_blocks(texts, evidences, load_embedder(embedder), passages)):
+    blocks_per_key = independent_blocks(texts, evidences, load_embedder(embedder), passages)
+    for (benchmark, example_id), blocks in zip(keys, blocks_per_key):
         for block in INDEPENDENT_BLOCKS:
             rows.append((SHARED_HOST, benchmark, example_id, block_kind(block, embedder_name(embedder)), blocks[block]))
     return rows

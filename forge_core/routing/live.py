@@ -202,7 +202,8 @@ def check_question(question: str) -> str:
     if not stripped:
         raise InvalidInput("the question is empty: type a question")
     if len(stripped) > MAX_QUESTION_CHARS:
-        raise InvalidInput(f"the question has {len(stripped):,} characters; at most {MAX_QUESTION_CHARS:,} are accepted")
+        raise InvalidInput(f"the question has {len(stripped):,} characters; "
+                           f"at most {MAX_QUESTION_CHARS:,} are accepted")
     control = next((c for c in stripped if unicodedata.category(c) == "Cc" and c not in "\t\n\r"), None)
     if control is not None:
         raise InvalidInput(f"the question contains the control character {control!r}: remove it")

@@ -96,7 +96,8 @@ class ServerMetrics:
             lines = _family("forge_requests_total", "counter", "Chat-completion requests by HTTP status.",
                             [(f'{{status="{status}"}}', count) for status, count in sorted(self.requests.items())])
             lines += _family("forge_arm_chosen_total", "counter",
-                             "Answered requests by the arm they were answered with.", [(f'{{arm="{arm}"}}', count) for arm, count in sorted(self.arms.items())])
+                             "Answered requests by the arm they were answered with.",
+                             [(f'{{arm="{arm}"}}', count) for arm, count in sorted(self.arms.items())])
             lines += _family("forge_host_calls_total", "counter",
                              "Host calls made for answered requests (probes and answers; no shadow call).",
                              [("", self.host_calls)])

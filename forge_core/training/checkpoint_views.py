@@ -63,7 +63,8 @@ def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
             "created": row.created_at,
             "host": row.host,
             "stage": int(row.stage),
-            "algorithm": config.get("loss_type", "grpo") if int(row.stage) == 2 else f"KL ({config.get('target', 'soft')})",
+            "algorithm": (config.get("loss_type", "grpo") if int(row.stage) == 2
+                          else f"KL ({config.get('target', 'soft')})"),
             "parent": row.parent if isinstance(row.parent, str) else "",
             "variant": row.variant,
             "arms": int(row.n_arms),

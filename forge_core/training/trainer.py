@@ -117,7 +117,8 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     embedding_dim = load_embedder().dim
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
-        raise MissingStep(f"host '{host}' needs complete train and dev queries: run `forge enumerate --split train` and `--split dev`")
+        raise MissingStep(f"host '{host}' needs complete train and dev queries: "
+                          "run `forge enumerate --split train` and `--split dev`")
     standardizer = router_standardizer(raw[train], "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_dim)), embedder_name())
@@ -165,7 +166,8 @@ def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str
         torch.set_num_threads(threads)
 
 
-def train_router_job(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
+def train_router_job(store: Store, request: TrainRequest,
+                     on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
     """`train_router` as a job: a jobs-table row, every log row stored as it comes (the dashboard
     draws the curves from them while training runs), the checkpoint id in the final message."""
     job_id = f"train-{uuid.uuid4().hex[:10]}"
@@ -256,9 +258,11 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
 
 
 def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
-    parent_id = request.parent or latest_checkpoint(store, request.host, request.variant, stage=1, n_arms=request.n_arms)
+    parent_id = request.parent or latest_checkpoint(store, request.host, request.variant, stage=1,
+                                                    n_arms=request.n_arms)
     if parent_id is None:
-        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant {request.variant}` first")
+        raise MissingStep("Stage 2 starts from a Stage-1 checkpoint: "
+                          f"run `forge train --stage 1 --variant {request.variant}` first")
     parent = load_checkpoint(store, parent_id)
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
         raise InvalidInput(f"checkpoint {parent_id} was trained on other features or another alphabet")

@@ -151,7 +151,8 @@ class FaultServer:
             writer.write(_response(200, payload, content_type))
         elif behaviour == "429_retry_after":
             self._last_429[key] = loop_time
-            writer.write(_response(429, b'{"error": {"message": "slow down"}}', extra=f"Retry-After: {RETRY_AFTER_S}\r\n"))
+            writer.write(_response(429, b'{"error": {"message": "slow down"}}',
+                                   extra=f"Retry-After: {RETRY_AFTER_S}\r\n"))
         elif behaviour in ("429", "500", "502", "503"):
             writer.write(_response(int(behaviour), b'{"error": {"message": "scripted failure"}}'))
         elif behaviour == "reset_mid_body":

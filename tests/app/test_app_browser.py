@@ -1,0 +1,197 @@
+"""Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a benchmark
+question routed and answered in one click on the tiny embedded host beside Always-Raw, the
+Pareto page following a cost-weight slider moved with the keyboard, and every page opened from
+the sidebar, run to its end without an error block."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from forge_core.hosts.registry import BUILTIN_HOSTS
+from forge_core.jobs import process_alive
+from forge_core.store import Store
+
+from support.resources import require_module, require_or_skip, require_tiny_model
+from support.stores import copy_store
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+STARTUP_TIMEOUT_S = 60
+ANSWER_TIMEOUT_S = 180  # the tiny host answers in seconds, but a loaded machine can take minutes
+TINY = BUILTIN_HOSTS["embedded-tiny"]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def require_browser() -> None:
+    if not CHROMIUM.exists():
+        require_or_skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
+    require_module("playwright.sync_api", "playwright is a test extra: pip install -e '.[test]'")
+
+
+@contextlib.contextmanager
+def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
+    """`forge app` on a store until the block ends (SIGTERM); yields its URL once healthy."""
+    port = free_port()
+    forge = Path(sys.executable).with_name("forge")
+    process = subprocess.Popen([str(forge), "app", "--port", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=log_path.open("w"), start_new_session=True,
+                               env={**os.environ, "FORGE_STORE": str(store_path)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _healthy(url):
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]:
+    """`forge app` on a copy of the synthetic-outcome store with a trained Lite checkpoint; yields
+    its URL, then stops it with SIGTERM and checks that the embedded server it started went with it."""
+    require_browser()
+    require_tiny_model()
+    store = copy_store(trained_store[0], tmp_path / "live")
+    cache_dir = Path(os.environ["FORGE_CACHE_DIR"])
+    with running_dashboard(store.path, tmp_path / "app.log") as url:
+        yield url
+    state = cache_dir / "servers" / f"{TINY.model}.json"
+    if state.exists():  # the app started the tiny server: it must be gone with the app
+        pid = json.loads(state.read_text())["pid"]
+        deadline = time.monotonic() + 15
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert not process_alive(pid), "the embedded server outlived the dashboard"
+
+
+@pytest.fixture
+def trained_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]:
+    """`forge app` on a copy of the synthetic-outcome store with a trained checkpoint (features
+    computed, so the Pareto page scores at once)."""
+    require_browser()
+    store = copy_store(trained_store[0], tmp_path / "trained")
+    with running_dashboard(store.path, tmp_path / "app.log") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def browser_page() -> Iterator[Any]:
+    """A page of Debian's chromium (headless), closed with the browser when the block ends."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 1100})
+        finally:
+            browser.close()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.timeout(400)  # the fixture trains a checkpoint when no earlier test has
+def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    with browser_page() as page:
+        page.goto(dashboard)
+        expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+        expect(page.get_by_text("Complete queries", exact=True)).to_be_visible()  # the metric label
+
+        page.get_by_role("link", name="Live query").click()
+        expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
+        page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
+        page.get_by_role("option", name="embedded-tiny").click()
+        page.get_by_text("Pick one from the benchmark").click()
+        expect(page.get_by_test_id("stSelectbox").filter(has_text="Example")).to_be_visible()
+        page.get_by_role("button", name="Route and answer").click()  # the one action
+
+        expect(page.get_by_text("Saved vs Always-Raw")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        expect(page.get_by_role("heading", name="Always-Raw: raw:no_think")).to_be_visible()
+        chosen = page.get_by_test_id("stMetric").filter(has_text="Chosen arm").get_by_test_id("stMetricValue")
+        assert chosen.inner_text() in {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot",
+                                       "raw:no_think", "raw:cot"}
+        expect(page.get_by_role("heading", name=f"Routed: {chosen.inner_text()}")).to_be_visible()
+        tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in").get_by_test_id("stMetricValue")
+        expect(tokens_in).to_have_count(2)  # the routed answer and Always-Raw's
+        assert all(int(value.replace(",", "")) > 0 for value in tokens_in.all_inner_texts())
+        f1s = page.get_by_test_id("stMetric").filter(has_text="F1").get_by_test_id("stMetricValue")
+        assert all(value != "–" for value in f1s.all_inner_texts())  # a benchmark question: both scored
+        expect(page.get_by_role("heading", name="Session history")).to_be_visible()
+        expect(page.get_by_role("button", name="Download the history (CSV)")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "live_query.png"), full_page=True)
+    assert (tmp_path / "live_query.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(300)  # the fixture trains a checkpoint when no earlier test has
+def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    with browser_page() as page:
+        page.goto(f"{trained_dashboard}/pareto")
+        expect(page.get_by_role("heading", name="Pareto")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+        oracle_utility = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id(
+            "stMetricValue")
+        expect(oracle_utility).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+        before = oracle_utility.inner_text()
+
+        slider = page.get_by_test_id("stSlider").filter(has_text="lambda_in")
+        thumb = slider.get_by_role("slider")
+        expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.10")
+        thumb.focus()
+        for _ in range(5):  # 0.10 -> 0.15 in steps of 0.01 (each step may rerun the page)
+            thumb.press("ArrowRight")
+        expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.15")
+        expect(oracle_utility).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
+        assert float(oracle_utility.inner_text()) < float(before)  # dearer input tokens: lower utility
+        page.screenshot(path=str(tmp_path / "pareto.png"), full_page=True)
+    assert (tmp_path / "pareto.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(300)  # the fixture trains a checkpoint when no earlier test has
+def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: str, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    pages = ["Overview", "Enumerate", "Hosts", "Live query", "Train", "Pareto", "Action map"]
+    with browser_page() as page:
+        page.goto(trained_dashboard)
+        expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+        for title in pages:
+            page.get_by_role("link", name=title).click()
+            expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=60_000)
+            app = page.get_by_test_id("stApp")
+            expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=ANSWER_TIMEOUT_S * 1000)
+            expect(page.get_by_test_id("stException")).to_have_count(0)  # no traceback block on the page
+            page.screenshot(path=str(tmp_path / f"{title}.png"), full_page=True)
+    assert all((tmp_path / f"{title}.png").stat().st_size > 10_000 for title in pages)

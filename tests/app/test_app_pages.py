@@ -1,0 +1,440 @@
+"""A Streamlit AppTest per dashboard page, on a small store, an empty store, and a fake host."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from forge_core.config import PROJECT_ROOT
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import get_host_config, save_host_config
+from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
+from forge_core.store import Store
+
+from support.answering_server import AnsweringServer
+from support.app_store import FAKE_HOST, build_app_store
+from support.stores import copy_store
+
+PAGES = PROJECT_ROOT / "pages"
+TIMEOUT_S = 120  # the machine may be busy: page runs that call a host or a job are generous
+
+
+@pytest.fixture(scope="module")
+def fake_host() -> Iterator[AnsweringServer]:
+    with AnsweringServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def app_store_path(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Path,
+                   fake_host: AnsweringServer) -> Path:
+    path = tmp_path_factory.mktemp("app") / "store.duckdb"
+    build_app_store(path, benchmarks_root, fake_host.base_url)
+    return path
+
+
+@pytest.fixture
+def app_store(app_store_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """The small store, as the dashboard's store for this test."""
+    monkeypatch.setenv("FORGE_STORE", str(app_store_path))
+    return Store(app_store_path)
+
+
+def page(name: str) -> AppTest:
+    """A page script, run once on fresh query results (the tests change the store between runs)."""
+    st.cache_data.clear()
+    return AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT_S).run()
+
+
+def by_label(widgets, label: str):
+    """The one widget with this label."""
+    matches = [widget for widget in widgets if widget.label == label]
+    assert len(matches) == 1, f"{label!r}: {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def texts(elements) -> str:
+    """All the text of a sequence of message elements."""
+    return "\n".join(element.value for element in elements)
+
+
+def test_navigation_runs_every_page(app_store: Store) -> None:
+    app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
+    assert not app.exception and app.title[0].value == "Overview"
+    for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
+                          ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map")]:
+        app.switch_page(f"../pages/{script}").run()
+        assert not app.exception, script
+        assert app.title[0].value == title
+
+
+@pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
+                                    "action_map.py"])
+def test_empty_store_says_what_to_do(script: str) -> None:
+    app = page(script)
+    assert not app.exception
+    assert "The store is empty: run `forge data import`" in texts(app.info)
+
+
+def test_overview_without_outcomes_points_to_enumeration(benchmarks_root: Path) -> None:
+    import_benchmarks(Store(os.environ["FORGE_STORE"]), benchmarks_root, ["2wikimultihopqa"])
+    app = page("overview.py")
+    assert not app.exception
+    assert "No outcomes yet" in texts(app.info)
+    assert len(app.dataframe) == 2  # benchmarks, coverage
+
+
+def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
+    app = page("overview.py")
+    assert not app.exception
+    assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
+    assert app.metric[0].value == "2" and app.metric[3].value == "10"
+    assert len(app.dataframe) == 3  # benchmarks, coverage, the summary table
+    charts = app.get("plotly_chart")
+    assert len(charts) == 3  # cost/quality, F1 per arm, tokens per arm
+    assert "oracle" in charts[0].proto.spec and "raw:cot" in charts[0].proto.spec
+    assert not app.info  # train outcomes exist, so the oracle is drawn
+    by_label(app.selectbox, "Split").set_value("test").run()
+    assert not app.exception and "4 complete queries" in texts(app.caption)
+
+
+def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
+    app = page("hosts.py")
+    assert not app.exception
+    assert set(app.dataframe[0].value["name"]) >= {"embedded", "embedded-tiny", FAKE_HOST}
+
+    by_label(app.text_input, "Name").set_value("remote")
+    by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1\n\nhttp://127.0.0.1:10/v1\n")
+    by_label(app.text_input, "Model").set_value("qwen3")
+    by_label(app.selectbox, "Thinking control").set_value("vllm-qwen3")
+    by_label(app.text_input, "API key environment variable").set_value("FORGE_TEST_KEY")
+    by_label(app.button, "Save").click().run()
+    assert not app.exception and "Host 'remote' saved." in texts(app.success)
+    row = app.dataframe[0].value.set_index("name").loc["remote"]
+    assert (row["thinking"], row["API key variable"], row["key"]) == ("vllm-qwen3", "FORGE_TEST_KEY", "missing")
+    assert get_host_config(app_store, "remote").base_urls == ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
+
+    by_label(app.text_input, "Name").set_value("broken")
+    by_label(app.text_input, "Model").set_value("")
+    by_label(app.button, "Save").click().run()
+    assert "a host needs a name and a model" in texts(app.error)
+
+    by_label(app.selectbox, "Host to test").set_value(FAKE_HOST)
+    by_label(app.button, "Test").click().run()
+    assert not app.exception and not app.error
+    assert texts(app.success).startswith("**Answer:** answer ")
+    assert [m.label for m in app.metric] == ["Tokens in", "Tokens out", "Latency"]
+    assert int(app.metric[1].value) == 2
+    app_store.delete_host_config("remote")
+
+
+def test_host_failure_is_one_message(app_store: Store) -> None:
+    save_host_config(app_store, HostConfig(name="dead", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                                           max_retries=0, timeout_s=5.0))
+    app = page("hosts.py")
+    by_label(app.selectbox, "Host to test").set_value("dead")
+    by_label(app.button, "Test").click().run()
+    assert not app.exception and len(app.error) == 1 and "\n" not in app.error[0].value
+    app_store.delete_host_config("dead")
+
+
+def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
+    app = page("live_query.py")
+    assert not app.exception
+    assert "No trained router yet" in texts(app.info)
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Benchmark (corpus to retrieve from)").set_value("musique")
+    by_label(app.text_area, "Your question").set_value("   ")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and texts(app.error) == "the question is empty: type a question"
+
+    by_label(app.text_area, "Your question").set_value("Who founded the city?")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error
+    assert [s.value.startswith("answer ") for s in app.success] == [True, True]  # routed and Always-Raw
+    metrics = {m.label: m for m in app.metric}
+    assert metrics["Arm (picked by hand)"].value == "summary:no_think"
+    assert "extra call" in metrics["Saved vs Always-Raw"].proto.help
+    assert "Always-Raw: raw:no_think (an extra call that routing does not need)" in [h.value for h in app.subheader]
+    assert metrics["Mean F1 (routed)"].value == "–"
+
+    by_label(app.radio, "Question").set_value("Pick one from the benchmark").run()
+    by_label(app.selectbox, "Split").set_value("train").run()
+    toggle = "Answer with Always-Raw too (raw:no_think), side by side: an extra call that routing does not need"
+    assert by_label(app.toggle, toggle).value  # on by default
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error
+    f1s = [m.value for m in app.metric if m.label == "F1"]
+    assert len(f1s) == 2 and "–" not in f1s  # both answers scored against the gold answers
+
+    by_label(app.toggle, toggle).set_value(False)
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error
+    saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]
+    assert "245 tokens (stored outcome)" in saved.proto.help  # 240 in + 5 out, as stored
+    assert "Not asked" in texts(app.info)
+    history = app.dataframe[-1].value
+    assert history["arm"].tolist() == ["summary:no_think"] * 3
+    assert history["raw tokens"].iloc[-1] == 245
+    totals = {m.label: m.value for m in app.metric}
+    assert totals["Questions"] == "3"
+    assert totals["Saved in the session"] == f"{(history['raw tokens'] - history['tokens']).sum():,} tokens"
+    assert len(app.get("download_button")) == 1
+
+
+def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
+    app = page("enumerate.py")
+    assert not app.exception and app.header[0].value == "Jobs"
+    assert "No enumeration jobs yet" in texts(app.info)
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Split").set_value("dev")
+    by_label(app.selectbox, "Alphabet").set_value(3)
+    by_label(app.multiselect, "Benchmarks").set_value(["musique"])
+    by_label(app.number_input, "Queries per benchmark").set_value(2)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception and not app.error
+    assert "Job started: 6 missing calls planned." in texts(app.success)
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = app_store.jobs("enumerate")
+        if len(jobs) and jobs["status"][0] == "finished":
+            break
+        time.sleep(1)
+    app.run()
+    table = app.dataframe[0].value
+    assert (table["status"][0], table["done"][0], table["planned"][0]) == ("finished", 6, 6)
+
+    by_label(app.button, "Start job").click().run()
+    assert "Nothing to do: every planned call is already stored." in texts(app.success)
+    by_label(app.button, "Resume").click().run()
+    assert not app.exception
+
+
+def test_enumerate_refuses_twelve_arms_on_a_plain_host(app_store: Store) -> None:
+    app = page("enumerate.py")
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Alphabet").set_value(12)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception
+    assert "has no reasoning budget" in texts(app.error)
+
+
+def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
+    with AnsweringServer(delay_s=0.5) as slow:
+        save_host_config(app_store, HostConfig(name="slow", kind="openai", model="m", base_url=slow.base_url,
+                                               max_retries=0, timeout_s=10.0))
+        plan = EnumerationPlan(host="slow", split="dev", n_arms=6, benchmarks=("musique",), per_benchmark=10,
+                               concurrency=1)
+        started = start_enumeration_job(plan, app_store.path, app_store.path.parent / "jobs")
+        deadline = time.monotonic() + TIMEOUT_S
+        while (job_for_process(app_store, started) or {}).get("done", 0) < 1:
+            assert time.monotonic() < deadline, log_tail(started.log_path)
+            time.sleep(0.5)
+        app = page("enumerate.py")
+        assert not app.exception
+        assert "of 60 calls" in app.get("progress")[0].proto.text
+        by_label(app.button, "Cancel").click().run()
+        job_id = job_for_process(app_store, started)["job_id"]
+        while app_store.job(job_id)["status"] in ("running", "cancelling"):
+            assert time.monotonic() < deadline, log_tail(started.log_path)
+            time.sleep(0.5)
+    assert app_store.job(job_id)["status"] == "stopped: cancelled"
+    app_store.delete_host_config("slow")
+
+
+# ---------------------------------------------------------------- Train, Pareto, Action map
+
+SYNTHETIC_HOST = "synthetic-host"
+
+
+@pytest.fixture
+def trained_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> tuple[Store, str]:
+    """A private copy of the synthetic-outcome store with its Lite Stage-1 checkpoint, as the
+    dashboard's store, and that checkpoint's id."""
+    store = copy_store(trained_store[0], tmp_path / "trained-app")
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    return store, trained_store[1]
+
+
+def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, str], fake_host: AnsweringServer) -> None:
+    store, checkpoint_id = trained_app
+    save_host_config(store, HostConfig(name=FAKE_HOST, kind="openai", model="m", base_url=fake_host.base_url,
+                                       max_retries=0, timeout_s=10.0))
+    app = page("live_query.py")
+    assert not app.exception
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
+    assert by_label(app.selectbox, "Router").value == checkpoint_id  # the only checkpoint
+    by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    result = app.session_state["live_history"][-1]
+    assert result.router == checkpoint_id and result.arm == max(result.probabilities, key=result.probabilities.get)
+    assert abs(sum(result.probabilities.values()) - 1) < 1e-5
+    assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
+    assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
+    assert len(app.get("plotly_chart")) == 1
+    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
+
+    by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and {m.label: m.value for m in app.metric}["Arm (picked by hand)"] == "direct:cot"
+    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id, "override"]
+
+
+def metric_values(app: AppTest) -> dict[str, str]:
+    return {metric.label: metric.value for metric in app.metric}
+
+
+def frame_with(app: AppTest, column: str) -> pd.DataFrame:
+    """The one dataframe on the page with this column."""
+    frames = [frame.value for frame in app.dataframe if column in frame.value.columns]
+    assert len(frames) == 1, [list(frame.value.columns) for frame in app.dataframe]
+    return frames[0]
+
+
+def test_training_pages_without_dev_queries_or_checkpoints_say_what_to_do(app_store: Store) -> None:
+    pareto = page("pareto.py")
+    assert not pareto.exception
+    assert "no complete dev queries" in texts(pareto.error)
+    assert "`forge enumerate --host fake --split dev`" in texts(pareto.error)
+    assert "No router checkpoints for host 'fake' yet: train one on the Train page" in texts(pareto.info)
+
+    action_map = page("action_map.py")
+    assert not action_map.exception
+    assert "`forge train --stage 1 --host fake`" in texts(action_map.info)
+
+    train = page("train.py")
+    assert not train.exception
+    assert "No training runs yet" in texts(train.info) and "No router checkpoints for host" in texts(train.info)
+    by_label(train.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(train.selectbox, "Features").set_value("lite")
+    by_label(train.button, "Start training").click().run()
+    assert not train.exception and "`forge enumerate --host fake --split dev`" in texts(train.error)
+    train.segmented_control[0].set_value(2).run()
+    by_label(train.button, "Start training").click().run()
+    assert not train.exception and train.error
+
+
+def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tuple[Store, str]) -> None:
+    store, parent = trained_app
+    app = page("train.py")
+    assert not app.exception, app.exception
+    assert f"checkpoint `{parent}`" in texts(app.success)  # the fixture's run, finished
+    assert {"train loss", "dev loss", "dev oracle agreement"} <= set(metric_values(app))
+    assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [parent]
+
+    by_label(app.selectbox, "Features").set_value("lite")
+    app.segmented_control[0].set_value(2).run()
+    assert by_label(app.selectbox, "Parent checkpoint").options[1].startswith(parent)
+    by_label(app.selectbox, "Algorithm").set_value("rloo")
+    by_label(app.number_input, "Steps").set_value(20)
+    by_label(app.button, "Start training").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    assert "Training started: Stage 2, lite, 6 arms on synthetic-host." in texts(app.success)
+
+    deadline = time.monotonic() + 4 * TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = store.jobs("train")
+        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
+            break
+        time.sleep(1)
+    assert jobs["status"][0] == "finished", jobs["message"][0]
+    child = jobs["message"][0]
+    app = page("train.py")
+    assert not app.exception
+    assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [child, parent]
+    assert f"Finished after 20 steps: checkpoint `{child}`." in texts(app.success)
+    assert {"reward", "KL to Stage 1", "entropy", "beta"} <= set(metric_values(app))
+    assert by_label(app.selectbox, "Checkpoint A").value == parent  # the newest and its parent
+    assert by_label(app.selectbox, "Checkpoint B").value == child
+    diff = frame_with(app, "field").set_index("field")
+    assert diff.loc["stage", "a"] == "1" and diff.loc["stage", "b"] == "2"
+    assert diff.loc["parent", "b"] == parent and diff.loc["config.loss_type", "b"] == "rloo"
+    metrics = frame_with(app, "metric").set_index("metric")
+    assert metrics.loc["dev queries", "a"] == metrics.loc["dev queries", "b"] == 60
+    charts = app.get("plotly_chart")
+    assert len(charts) == 2  # the run's curves, the comparison's overlay
+    assert "KL to Stage 1" in charts[1].proto.spec and "dev oracle agreement" in charts[1].proto.spec
+
+
+def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("pareto.py")
+    assert not app.exception, app.exception
+    assert by_label(app.multiselect, "Router checkpoints").value == [checkpoint_id]
+    before = metric_values(app)
+    spec = app.get("plotly_chart")[0].proto.spec
+    assert "oracle" in spec and checkpoint_id in spec and "frontier" in spec
+    by_label(app.slider, "lambda_in").set_value(1.0)
+    by_label(app.slider, "lambda_out").set_value(1.0).run()
+    assert not app.exception
+    after = metric_values(app)
+    assert float(after["Oracle utility"]) < float(before["Oracle utility"])
+    assert after["Oracle cost"] != before["Oracle cost"]
+
+    by_label(app.toggle, "One chart per benchmark").set_value(True).run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 33  # 11 policies x 3
+    app.segmented_control[0].set_value("utility").run()
+    assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
+
+
+def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:
+    from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
+    from forge_core.training.stage1 import Stage1Config
+
+    store, _ = trained_app
+    app = page("pareto.py")
+    app.segmented_control[0].set_value("crossfit").run()
+    assert not app.exception, app.exception
+    assert "No finished crossfit run for host 'synthetic-host' yet" in texts(app.info)
+    for weight in (0.1, 0.6):
+        run_crossfit(store, CrossfitSettings("synthetic-host", lambda_in=weight, lambda_out=weight, folds=2,
+                                             stage1=Stage1Config(max_epochs=5)))
+    app = page("pareto.py")
+    app.segmented_control[0].set_value("crossfit").run()
+    assert not app.exception, app.exception
+    assert len(by_label(app.selectbox, "Crossfit run").options) == 2
+    metrics = metric_values(app)
+    assert metrics["Best fixed arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
+    table = app.dataframe[0].value
+    assert not table.loc[table["policy"] == "oracle", "on_frontier"].any()  # a reference, not a frontier point
+    assert (table["f1_low"] <= table["macro_f1"]).all() and (table["macro_f1"] <= table["f1_high"]).all()
+    pareto_spec, gain_spec = (chart.proto.spec for chart in app.get("plotly_chart"))
+    assert "frontier (deployable)" in pareto_spec and "error_y" in pareto_spec
+    assert "ridge_utility" in gain_spec and "forge_lite" in gain_spec and "toself" in gain_spec
+    assert "share of the oracle's gain" in texts(app.markdown)
+
+    action_map = page("action_map.py")
+    assert not action_map.exception, action_map.exception
+    by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
+    assert not action_map.exception, action_map.exception
+    assert len(action_map.get("plotly_chart")) == 4  # router, oracle, cluster mix, crossfit decisions
+    assert "ridge_utility's out-of-fold arm" in texts(action_map.caption)
+
+
+def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("action_map.py")
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
+    metrics = metric_values(app)
+    assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
+    charts = app.get("plotly_chart")
+    assert len(charts) == 3  # router map, oracle map, cluster mix
+    assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome
+    summary = app.dataframe[0].value
+    assert len(summary) == 6 and summary["queries"].sum() == 60
+    by_label(app.selectbox, "Split").set_value("all").run()
+    assert not app.exception and metric_values(app)["Queries"] == "240"

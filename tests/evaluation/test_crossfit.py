@@ -1,0 +1,128 @@
+"""Cross-fitted evaluation and the ridge_utility baseline, on the synthetic-outcome store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from forge_core.evaluation.context import evaluation_context
+from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_report, fold_assignment, fold_splits, run_crossfit
+from forge_core.evaluation.policies import RidgeUtility
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+
+HOST = "synthetic-host"
+FAST = CrossfitSettings(HOST, folds=3, stage1=Stage1Config(max_epochs=15))
+
+
+def test_ridge_utility_learns_the_planted_rule(outcome_store: Store) -> None:
+    context = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    policy = RidgeUtility()
+    policy.fit(context)
+    test = context.rows("test")
+    actions = policy.decide(context, test).actions
+    routed = context.utility[test][np.arange(len(test)), actions].mean()
+    best_fixed = context.utility[test].mean(axis=0).max()
+    assert routed > best_fixed + 0.05  # long questions to Raw, short ones to Direct
+
+
+def test_folds_are_stratified_and_disjoint() -> None:
+    benchmarks = np.array(["a"] * 10 + ["b"] * 7)
+    assignment = fold_assignment(benchmarks, 3, seed=0)
+    for benchmark, size in (("a", 10), ("b", 7)):
+        counts = np.bincount(assignment[benchmarks == benchmark], minlength=3)
+        assert counts.max() - counts.min() <= 1 and counts.sum() == size
+    splits = fold_splits(benchmarks, assignment, 1, 0.25, seed=0)
+    assert set(np.flatnonzero(splits == "test")) == set(np.flatnonzero(assignment == 1))
+    assert (splits == "dev").sum() >= 2 and set(splits) == {"train", "dev", "test"}
+    with pytest.raises(ValueError, match="fewer than 3 folds"):
+        fold_assignment(np.array(["a", "a"]), 3, seed=0)
+
+
+def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp_path) -> None:
+    from support.stores import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    checkpoints_before = len(store.checkpoints())
+    calls: list[str] = []
+
+    def interrupt_in_second_fold(name: str) -> None:
+        calls.append(name)
+        if name == "forge_lite" and calls.count("forge_lite") == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_crossfit(store, FAST, on_policy=interrupt_in_second_fold)
+    runs = store.crossfit_runs(HOST)
+    assert runs.iloc[0]["folds_done"] == 1  # the first fold was stored whole, the second not at all
+    folds_seen: list[int] = []
+    report = run_crossfit(store, FAST, on_fold=lambda done, total: folds_seen.append(done))
+    assert folds_seen == [1, 2, 3]
+    results = store.crossfit_results(report["run_id"])
+    queries = report["queries"]
+    per_policy = results.groupby("policy").size()
+    assert (per_policy == queries).all()  # one out-of-fold decision per query and policy
+    assert len(store.checkpoints()) == checkpoints_before  # crossfit routers are never checkpoints
+    assert store.jobs("crossfit").iloc[0]["status"] == "finished"
+
+    policies = report["policies"]
+    assert {"ridge_utility", "forge_full", "forge_lite", "bge_bm25_kl", "oracle", "always_raw"} <= set(policies)
+    assert policies["always_raw"]["ci_f1_vs_always_raw"] == [0.0, 0.0]
+    best = report["best_fixed_policy"]
+    assert policies[best]["ci_utility_vs_best_fixed"] == [0.0, 0.0]
+    assert report["best_fixed_arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
+    assert not policies["oracle"]["deployable"]
+    # the planted rule is learnable out of fold: ridge and the Lite router beat every fixed arm
+    for name in ("ridge_utility", "forge_lite"):
+        assert policies[name]["ci_utility_vs_best_fixed"][0] > 0
+    assert crossfit_report(store, report["run_id"]) == report  # read back, not recomputed
+
+
+def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
+    from forge_core.evaluation.cached import ROUTER_POLICIES
+    from forge_core.training.stage2 import Stage2Config
+
+    from support.stores import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    settings = CrossfitSettings(HOST, folds=2, stage=2, stage1=Stage1Config(max_epochs=5),
+                                stage2=Stage2Config(steps=20, log_every=10))
+    report = run_crossfit(store, settings)
+    policies = report["policies"]
+    assert {"forge_full", "forge_full_stage1", "forge_lite_stage1", "bge_bm25_kl_stage1"} <= set(policies)
+    # Stage 2 starts from its parent and keeps its best inner-dev state: 20 small steps leave the
+    # routed arms and the utility close to the parent's (a router not started from it would not be)
+    arms = store.crossfit_results(report["run_id"]).set_index(["policy", "benchmark", "example_id"])["arm"]
+    for name in ROUTER_POLICIES:
+        parent = f"{name}_stage1"
+        assert (arms[name].sort_index() == arms[parent].sort_index()).mean() >= 0.9, name
+        assert policies[name]["macro_utility"] >= policies[parent]["macro_utility"] - 0.02, name
+
+
+def test_crossfit_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        CrossfitSettings(folds=1)
+    with pytest.raises(ValueError, match="stage is 1 or 2"):
+        CrossfitSettings(stage=3)
+
+
+def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from support.stores import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    command = [sys.executable, "-m", "forge_core.cli", "eval", "--host", HOST, "--protocol", "crossfit"]
+    result = subprocess.run(command + ["--folds", "2", "--lambda-in", "0.6", "--lambda-out", "0.6", "--json"],
+                            capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["protocol"] == "crossfit" and report["folds"] == 2 and report["lambda_in"] == 0.6
+    for row in report["policies"].values():
+        assert {"macro_f1", "macro_utility", "cost_k", "ci_f1_vs_always_raw", "ci_utility_vs_best_fixed"} <= set(row)
+    bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr

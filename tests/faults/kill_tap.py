@@ -1,0 +1,32 @@
+"""`forge` with a progress tap, for the kill tests: `python tests/faults/kill_tap.py <forge arguments>`
+runs the real command and prints `kill-tap: insert <table>` to stderr as each insert into a store
+table begins (inside its transaction). Commands such as `forge store load-demo` print nothing
+until they end; this line is what lets a test kill them during their work rather than at a
+guessed moment. Nothing else changes: the insert itself is the store module's own."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from typing import Any
+
+from forge_core.store import database
+
+TAP_PREFIX = "kill-tap: insert "
+
+
+def tapped(insert_rows: Any) -> Any:
+    """`insert_rows` preceded by one flushed stderr line naming the table."""
+
+    def insert_rows_with_tap(connection: Any, table: str, *args: Any, **kwargs: Any) -> None:
+        sys.stderr.write(f"{TAP_PREFIX}{table}\n")
+        sys.stderr.flush()
+        insert_rows(connection, table, *args, **kwargs)
+
+    return insert_rows_with_tap
+
+
+if __name__ == "__main__":
+    database._insert_rows = tapped(database._insert_rows)
+    sys.argv = ["forge", *sys.argv[1:]]
+    runpy.run_module("forge_core.cli", run_name="__main__", alter_sys=True)

@@ -1,0 +1,118 @@
+"""The one routing-and-answering function (`route_and_answer`) against a test-double host, its
+session totals, and `forge ask --route` on the real tiny host."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from forge_core.arms import parse_arm
+from forge_core.evidence.answering import load_retriever
+from forge_core.hosts.base import HostConfig
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.live import OVERRIDE, ask_routed, default_router_id, session_totals
+from forge_core.store import Store
+
+from support.answering_server import AnsweringServer
+from support.resources import require_tiny_model
+
+BENCHMARK = "musique"
+
+
+@pytest.fixture(scope="module")
+def double_host() -> Iterator[HostConfig]:
+    """An OpenAI-compatible test double answering "answer <hash>" with usage from the prompt size."""
+    with AnsweringServer() as server:
+        yield HostConfig(name="synthetic-host", kind="openai", model="m", base_url=server.base_url, max_retries=0)
+
+
+def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[Store, str],
+                                                          double_host: HostConfig) -> None:
+    store, checkpoint_id = trained_store
+    router = load_checkpoint(store, checkpoint_id)
+    retriever = load_retriever(store, BENCHMARK)
+    result = ask_routed(store, double_host, retriever, "  Who founded the city of Rome?  ", BENCHMARK, router=router,
+                        always_raw="answer")
+    assert result.question == "Who founded the city of Rome?" and result.router == checkpoint_id
+    assert result.arm == max(result.probabilities, key=result.probabilities.get)
+    assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+    assert (result.probe_calls, result.probe_tokens, result.f1) == (0, 0, None)  # Lite; a typed question
+    assert result.raw_answer is not None and result.raw_cost.tokens_in == result.raw_answer.tokens_in
+    assert result.tokens_saved == result.raw_cost.tokens - result.answer.tokens_in - result.answer.tokens_out
+    assert (result.host_calls, result.tokens) == (1, result.answer.tokens_in + result.answer.tokens_out)
+    view = result.to_json()
+    assert view["raw_cost_tokens"] == result.raw_cost.tokens and view["always_raw"]["answer"].startswith("answer ")
+
+    alone = ask_routed(store, double_host, retriever, "Who founded the city of Rome?", BENCHMARK, router=router)
+    assert (alone.raw_cost, alone.raw_answer, alone.tokens_saved, alone.host_calls) == (None, None, None, 1)
+    assert alone.to_json()["raw_cost_tokens"] is None and session_totals([alone]).raw_tokens == 0
+
+
+def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_host: HostConfig) -> None:
+    store, _ = trained_store
+    example = store.examples(BENCHMARK, store.split_ids(BENCHMARK, "train")[:1])[0]
+    retriever = load_retriever(store, BENCHMARK)
+    stored = store.arm_outcomes("synthetic-host", BENCHMARK).set_index(["example_id", "arm"])
+    row = stored.loc[(example.example_id, "raw:no_think")]
+    result = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("direct:no_think"),
+                        example=example, always_raw="cost")
+    assert (result.router, result.arm, result.probabilities, result.raw_answer) == (OVERRIDE, "direct:no_think", {},
+                                                                                      None)
+    assert result.raw_cost.source == "stored outcome"
+    assert result.raw_cost.tokens == row["tokens_in"] + row["tokens_out"]
+    assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
+
+    raw = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("raw:no_think"),
+                     example=example, always_raw="cost")
+    assert raw.raw_cost.source == "this answer" and raw.raw_answer is raw.answer and raw.tokens_saved == 0
+    totals = session_totals([result, raw])
+    assert totals.questions == 2 and totals.tokens == result.tokens + raw.tokens
+    assert totals.tokens_saved == result.tokens_saved  # the Raw question saved nothing
+    assert (totals.mean_f1, totals.mean_raw_f1) == (0.0, 0.0)
+
+
+def test_bad_requests_are_refused(trained_store: tuple[Store, str], double_host: HostConfig) -> None:
+    store, checkpoint_id = trained_store
+    retriever = load_retriever(store, BENCHMARK)
+    with pytest.raises(ValueError, match="the question is empty"):
+        ask_routed(store, double_host, retriever, " \n ", BENCHMARK, arm=parse_arm("raw:no_think"))
+    with pytest.raises(ValueError, match="not both or neither"):
+        ask_routed(store, double_host, retriever, "Q?", BENCHMARK)
+    with pytest.raises(ValueError, match="always_raw must be one of off, cost, answer"):
+        ask_routed(store, double_host, retriever, "Q?", BENCHMARK, arm=parse_arm("raw:no_think"), always_raw="yes")
+    with pytest.raises(ValueError, match="no reasoning budget"):
+        ask_routed(store, double_host, retriever, "Q?", BENCHMARK, arm=parse_arm("raw:think_low"))
+    assert default_router_id(store, "synthetic-host") == checkpoint_id
+    with pytest.raises(ValueError, match="no Lite router for host 'embedded-tiny'"):
+        default_router_id(store, "embedded-tiny")
+
+
+def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forge_core.cli", *args], check=False, capture_output=True, text=True,
+                          env={**os.environ, "FORGE_STORE": str(store.path)}, timeout=600)
+
+
+def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> None:
+    require_tiny_model()
+    store, checkpoint_id = trained_store
+    example_id = store.split_ids(BENCHMARK, "test")[0]
+    result = forge(store, "ask", "--route", "--router", checkpoint_id, "--compare-raw", "--host", "embedded-tiny",
+                   "--benchmark", BENCHMARK, "--example", example_id, "--json")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert {"arm", "probabilities", "answer", "tokens_in", "tokens_out", "latency_ms", "routing_ms",
+            "raw_cost_tokens", "always_raw"} <= set(answer)
+    assert answer["arm"] == max(answer["probabilities"], key=answer["probabilities"].get)
+    assert answer["tokens_in"] > 0 and answer["f1"] is not None and answer["always_raw"]["f1"] is not None
+    assert answer["raw_cost_tokens"] == answer["always_raw"]["tokens_in"] + answer["always_raw"]["tokens_out"]
+
+    for args, message in [(["ask", " ", "--route"], "the question is empty"),
+                          (["ask", "Q?", "--route", "--host", "embedded-tiny"], "no Lite router for host"),
+                          (["ask", "Q?", "--compare-raw"], "go with --route")]:
+        refused = forge(store, *args)
+        assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr

@@ -1,0 +1,54 @@
+"""Store helpers for the tests: synthetic outcomes on real questions, and a private copy of a
+shared fixture's store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from forge_core.arms import alphabet
+from forge_core.records import ArmOutcome, ProbeOutcome
+from forge_core.store import Store, utc_now
+
+
+def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], benchmarks: tuple[str, ...]) -> None:
+    """Test data: arm and probe outcomes for real imported questions, with F1 following a rule a
+    router can learn (Raw helps long questions, Direct suffices for short ones) and token costs
+    growing with the evidence. Only for tests of training, policies and evaluation."""
+    rng = np.random.default_rng(0)
+    now = utc_now()
+    arm_rows, probe_rows = [], []
+    for benchmark in benchmarks:
+        for split, count in per_split.items():
+            ids = store.split_ids(benchmark, split)[:count]
+            for example in store.examples(benchmark, ids):
+                long_question = len(example.question.split()) > 12
+                for arm in alphabet(6):
+                    base = {"direct": 0.6 if not long_question else 0.1, "summary": 0.45,
+                            "raw": 0.8 if long_question else 0.3}
+                    cot_penalty = 0.05 if arm.thinking == "cot" else 0
+                    f1 = float(np.clip(base[arm.support] + rng.normal(0, 0.05) - cot_penalty, 0, 1))
+                    tokens_in = {"direct": 60, "summary": 260, "raw": 700}[arm.support] + int(rng.integers(0, 40))
+                    tokens_out = 8 if arm.thinking == "no_think" else 150
+                    arm_rows.append(ArmOutcome(
+                        host, benchmark, example.example_id, arm.name, f"answer {f1:.2f}", "x", f1, float(f1 > 0.5),
+                        tokens_in, tokens_out, 0, 100.0 + tokens_in, None, 1, "synthetic", now, now))
+                for probe in ("greedy", "sample1", "sample2", "sample3"):
+                    text = "I don't know" if long_question else example.answers[0]
+                    probe_rows.append(ProbeOutcome(host, benchmark, example.example_id, probe, text, 60, 5,
+                                                   80.0, None, "synthetic", now))
+    store.write_arm_outcome(*arm_rows)
+    store.write_probe_outcome(*probe_rows)
+
+
+def copy_store(source: Store, directory: Path) -> Store:
+    """A private copy of a store file (for tests that write to a shared fixture's data)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / source.path.name
+    shutil.copyfile(source.path, target)
+    wal = source.path.with_name(source.path.name + ".wal")
+    if wal.exists():
+        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+    return Store(target)
