@@ -1,6 +1,8 @@
-"""Background jobs started from the dashboard: `forge enumerate` and `forge train` as detached
-processes.
+"""Background jobs started from the dashboard: a Stage-0 plan or a training request, run by a
+detached process (`python -m forge_core.jobs run REQUEST.json`).
 
+A job runs the same request object the command line builds (`EnumerationPlan`, `TrainRequest`),
+written as JSON beside its log, so a knob lives in its dataclass, its CLI flag and its form only.
 The job is its own process: it writes its row in the jobs table and every outcome as it lands,
 in short transactions, so the dashboard keeps reading the store while it runs, and it outlives
 the dashboard's reruns and restarts. Cancelling asks it, through the jobs table, to stop after
@@ -9,6 +11,7 @@ its calls in flight; starting the same plan again runs only what is still missin
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -22,16 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from forge_core import config
-from forge_core.arms import thinking_modes
-from forge_core.enumeration.planning import EnumerationPlan
-from forge_core.errors import InvalidInput, MissingStep
+from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work, validate_plan
+from forge_core.enumeration.runner import enumerate_on_host
+from forge_core.errors import ForgeError, InvalidInput
+from forge_core.hosts.registry import get_host_config, serving
 from forge_core.records import BENCHMARKS
-from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
-from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import VARIANTS, TrainRequest
+from forge_core.training.trainer import TrainRequest, train_router_job
 
 log = logging.getLogger(__name__)
 
@@ -74,35 +77,18 @@ class JobProgress:
         return min(1.0, self.done / self.target) if self.target else 1.0
 
 
-def enumeration_command(plan: EnumerationPlan) -> list[str]:
-    """The `forge enumerate` command line that runs `plan` (with this interpreter)."""
-    command = [
-        sys.executable, "-m", "forge_core.cli", "enumerate", "--host", plan.host, "--split", plan.split,
-        "--arms", str(plan.n_arms), "--split-seed", str(plan.split_seed),
-        "--concurrency", str(plan.concurrency), "--probes" if plan.probes else "--no-probes",
-    ]
-    for benchmark in plan.benchmarks:
-        command += ["--benchmark", benchmark]
-    limits = {"--limit": plan.limit, "--per-benchmark": plan.per_benchmark,
-              "--max-calls": plan.max_calls, "--max-tokens": plan.max_tokens}
-    for option, value in limits.items():
-        if value is not None:
-            command += [option, str(value)]
-    if plan.shard != (1, 1):
-        command += ["--shard", "/".join(map(str, plan.shard))]
-    return command
-
-
 def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path) -> StartedJob:
-    """Spawn `forge enumerate` for `plan` on the store at `store_path`, detached from the caller
-    (own session, output to a log file); returns at once."""
-    return _spawn("enumerate", enumeration_command(plan), store_path, log_dir)
+    """Run `plan` on the store at `store_path` in a detached process (own session, output to a
+    log file); returns at once."""
+    return _spawn("enumerate", plan, store_path, log_dir)
 
 
-def _spawn(kind: str, command: list[str], store_path: Path, log_dir: Path) -> StartedJob:
+def _spawn(kind: str, request: EnumerationPlan | TrainRequest, store_path: Path, log_dir: Path) -> StartedJob:
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
     log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
+    request_path = write_request(request, log_path.with_suffix(".json"))
+    command = [sys.executable, "-m", "forge_core.jobs", "run", str(request_path)]
     environment = {**os.environ, "FORGE_STORE": str(store_path)}
     with log_path.open("w") as log_file:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
@@ -111,6 +97,56 @@ def _spawn(kind: str, command: list[str], store_path: Path, log_dir: Path) -> St
     threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
     log.info("started %s job pid %d: %s", kind, process.pid, " ".join(command))
     return StartedJob(process.pid, log_path, started_at, tuple(command))
+
+
+def write_request(request: EnumerationPlan | TrainRequest, path: Path) -> Path:
+    """The request as JSON at `path` (written atomically), for `python -m forge_core.jobs run`."""
+    kind = "train" if isinstance(request, TrainRequest) else "enumerate"
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps({"kind": kind, "request": dataclasses.asdict(request)}))
+    os.replace(temporary, path)
+    return path
+
+
+def read_request(path: Path) -> EnumerationPlan | TrainRequest:
+    """The request `write_request` wrote."""
+    written = json.loads(path.read_text())
+    if written.get("kind") == "train":
+        return request_from_params(written["request"])
+    if written.get("kind") == "enumerate":
+        return plan_from_params(written["request"])
+    raise InvalidInput(f"{path}: not a FORGE job request")
+
+
+def run_request(store: Store, request: EnumerationPlan | TrainRequest) -> None:
+    """Run one job's request in this process, logging its progress (the job's row in the jobs
+    table is written by the enumeration or the training itself)."""
+    if isinstance(request, TrainRequest):
+        request.check(store)
+        compute_features(store, request.host, request.benchmarks)
+        train_router_job(store, request, on_log=lambda row: log.info("%s", row))
+        return
+    validate_plan(store, request)
+    if count_calls(plan_work(store, request)) == 0:
+        log.info("nothing to do: every planned call is already stored")
+        return
+    with serving(get_host_config(store, request.host)) as served:
+        report = asyncio.run(enumerate_on_host(store, request, served))
+    log.info("job %s: %s, %d calls, %d errors", report.job_id, report.status, report.calls, len(report.errors))
+
+
+def main(arguments: list[str]) -> int:
+    """`python -m forge_core.jobs run REQUEST.json`: run a job on the store at FORGE_STORE."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if len(arguments) != 2 or arguments[0] != "run":
+        log.error("usage: python -m forge_core.jobs run REQUEST.json")
+        return 2
+    try:
+        run_request(Store(config.store_path()), read_request(Path(arguments[1])))
+    except ForgeError as error:
+        log.error("%s", error)
+        return 2
+    return 0
 
 
 # ---------------------------------------------------------------- training jobs
@@ -122,62 +158,10 @@ def stage2_log_every(steps: int) -> int:
     return max(1, min(50, steps // 20))
 
 
-def validate_train_request(store: Store, request: TrainRequest) -> None:
-    """Refuse, with the next step, a request the training would refuse: an unknown variant or
-    alphabet, a host without complete train and dev queries (or without probes for Full), a
-    Stage 2 run without a Stage-1 checkpoint to start from."""
-    if request.variant not in VARIANTS:
-        raise InvalidInput(f"unknown variant '{request.variant}' (known: {', '.join(VARIANTS)})")
-    thinking_modes(request.n_arms)
-    if request.stage not in (1, 2):
-        raise InvalidInput(f"stage is 1 or 2, not {request.stage}")
-    if request.stage1.arms not in (3, request.n_arms):
-        raise InvalidInput(f"Stage 1 trains on 3 arms or on all {request.n_arms}, not {request.stage1.arms}")
-    table = load_outcome_table(store, request.host, request.n_arms, request.split_seed, request.benchmarks)
-    if request.variant == "full":
-        table = table.subset(table.has_probes)
-        if not len(table):
-            raise MissingStep(f"no complete query of host '{request.host}' has probes (Full features need them): "
-                             f"run `forge enumerate --host {request.host} --probes`, or train Lite")
-    for split in ("train", "dev"):
-        if not (table.splits == split).any():
-            raise MissingStep(f"host '{request.host}' has no complete {split} queries on {request.n_arms} arms: "
-                             f"run `forge enumerate --host {request.host} --split {split}`")
-    if request.parent is not None:
-        load_checkpoint(store, request.parent)  # an unknown or damaged parent is refused by its id
-    if request.stage == 2 and request.parent is None and latest_checkpoint(
-            store, request.host, request.variant, stage=1, n_arms=request.n_arms) is None:
-        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, "
-                          f"{request.variant}, {request.n_arms} arms), "
-                          f"or `forge train --stage 1 --variant {request.variant}`")
-
-
-def train_command(request: TrainRequest) -> list[str]:
-    """The `forge train` command line that runs `request` (with this interpreter)."""
-    stage1, stage2 = request.stage1, request.stage2
-    command = [
-        sys.executable, "-m", "forge_core.cli", "train", "--stage", str(request.stage),
-        "--host", request.host, "--variant", request.variant, "--arms", str(request.n_arms),
-        "--router", request.router, "--lambda-in", repr(request.lambda_in), "--lambda-out", repr(request.lambda_out),
-        "--tau", repr(stage1.tau), "--split-seed", str(request.split_seed),
-        "--target", stage1.target, "--warm-arms", str(stage1.arms), "--max-epochs", str(stage1.max_epochs),
-        "--patience", str(stage1.patience),
-        "--algorithm", stage2.loss_type, "--steps", str(stage2.steps), "--beta", repr(stage2.beta),
-        "--entropy-coef", repr(stage2.entropy_coef), "--log-every", str(stage2.log_every),
-        "--rewards", request.rewards,
-        "--seed", str(stage1.seed if request.stage == 1 else stage2.seed),
-    ]
-    if request.parent:
-        command += ["--parent", request.parent]
-    for benchmark in request.benchmarks or ():
-        command += ["--benchmark", benchmark]
-    return command
-
-
 def start_train_job(request: TrainRequest, store_path: Path, log_dir: Path) -> StartedJob:
-    """Spawn `forge train` for `request` on the store at `store_path`, detached like an
-    enumeration job; its jobs-table row (kind "train") appears once the data is loaded."""
-    return _spawn("train", train_command(request), store_path, log_dir)
+    """Run `request` on the store at `store_path` in a detached process, like an enumeration job;
+    its jobs-table row (kind "train") appears once the data is loaded."""
+    return _spawn("train", request, store_path, log_dir)
 
 
 def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
@@ -272,3 +256,7 @@ def log_tail(path: Path, lines: int = 5) -> str:
         return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
     except OSError:
         return ""
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

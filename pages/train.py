@@ -8,7 +8,7 @@ import streamlit as st
 from app import charts, data, ui
 from app.train_view import runs_panel, start_training
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.jobs import stage2_log_every, validate_train_request
+from forge_core.jobs import stage2_log_every
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
     checkpoint_label,
@@ -100,7 +100,7 @@ if submitted:
                                    seed=seed, log_every=stage2_log_every(steps)))
     request = dataclasses.replace(request, benchmarks=tuple(benchmarks) or None)
     with ui.user_errors(stop=False):
-        validate_train_request(store, request)
+        request.check(store)
         start_training(store, request)
         st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}.")
 

@@ -1,4 +1,4 @@
-"""Dashboard jobs: the command a plan becomes, progress arithmetic, and jobs whose process has gone."""
+"""Dashboard jobs: the request a job runs, progress arithmetic, and jobs whose process has gone."""
 
 from __future__ import annotations
 
@@ -8,22 +8,23 @@ import os
 import subprocess
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from typer.testing import CliRunner
 
 from forge_core.enumeration.planning import EnumerationPlan, validate_plan
 from forge_core.jobs import (
     cancel_job,
-    enumeration_command,
     job_progress,
     plan_from_params,
     process_alive,
+    read_request,
     request_from_params,
+    run_request,
     stage2_log_every,
-    train_command,
-    validate_train_request,
+    start_enumeration_job,
+    write_request,
 )
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -40,13 +41,12 @@ def row(status: str = "running", done: int = 30, total: int = 120, max_calls: in
             "started_at": START, "updated_at": START + timedelta(seconds=60)}
 
 
-def test_enumeration_command_has_every_option_of_the_plan() -> None:
+def test_a_job_runs_the_plan_it_was_given(tmp_path) -> None:
     plan = EnumerationPlan(host="embedded", split="dev", n_arms=3, probes=True, benchmarks=("musique", "fever"),
-                           split_seed=1, per_benchmark=5, max_tokens=1000, concurrency=3)
-    assert enumeration_command(plan)[1:] == [
-        "-m", "forge_core.cli", "enumerate", "--host", "embedded", "--split", "dev", "--arms", "3",
-        "--split-seed", "1", "--concurrency", "3", "--probes", "--benchmark", "musique", "--benchmark", "fever",
-        "--per-benchmark", "5", "--max-tokens", "1000"]
+                           split_seed=1, per_benchmark=5, max_tokens=1000, concurrency=3, shard=(2, 3))
+    started = start_enumeration_job(plan, tmp_path / "store.duckdb", tmp_path / "jobs")
+    assert started.command[1:4] == ("-m", "forge_core.jobs", "run")
+    assert read_request(Path(started.command[4])) == plan  # every field of the plan, no command line between
 
 
 def test_plans_are_validated_with_the_next_step(tmp_path, benchmarks_root) -> None:
@@ -119,29 +119,28 @@ def train_request() -> TrainRequest:
                                             log_every=2))
 
 
-def test_train_command_runs_the_same_request_through_the_cli(monkeypatch) -> None:
-    """`forge train` given `train_command(request)` builds exactly `request` (every dashboard knob
-    has a CLI option)."""
-    import forge_core.cli as cli
+def test_a_training_job_trains_exactly_its_request(tmp_path, monkeypatch) -> None:
+    """Every knob of the Train page's request reaches the training: the job reads the request the
+    page wrote and runs it, without a command line in between."""
     import forge_core.jobs as jobs_module
-    import forge_core.training.trainer as training
 
     seen = []
-    monkeypatch.setattr(training, "train_router_job", lambda store, request, on_log=None: seen.append(request) or "c")
-    monkeypatch.setattr(cli.train, "open_store", lambda: SimpleNamespace(checkpoint=lambda _: ({"metrics": {}}, b"")))
-    monkeypatch.setattr(cli.train, "compute_features_with_progress", lambda store, host, benchmarks=None: {})
-    monkeypatch.setattr(jobs_module, "validate_train_request", lambda store, request: None)
+    monkeypatch.setattr(jobs_module, "train_router_job", lambda store, request, on_log=None: seen.append(request))
+    monkeypatch.setattr(jobs_module, "compute_features", lambda store, host, benchmarks=None: {})
+    monkeypatch.setattr(TrainRequest, "check", lambda self, store: None)
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, benchmarks=("mine", "popqa"),
                                                   stage1=Stage1Config(target="hard", arms=3, max_epochs=9, patience=2,
                                                                       seed=4, tau=2.0))):
-        command = train_command(request)
-        assert command[1:4] == ["-m", "forge_core.cli", "train"]
-        result = CliRunner().invoke(cli.app, command[3:])
-        assert result.exit_code == 0, result.output
-        seed = request.stage2.seed if request.stage == 2 else request.stage1.seed  # one --seed seeds both stages
-        expected = dataclasses.replace(request, stage1=dataclasses.replace(request.stage1, seed=seed),
-                                       stage2=dataclasses.replace(request.stage2, seed=seed))
-        assert seen[-1] == expected
+        run_request(SimpleNamespace(), read_request(write_request(request, tmp_path / "request.json")))
+        assert seen[-1] == request
+
+
+def test_python_m_jobs_refuses_a_file_that_is_no_request(tmp_path) -> None:
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"kind": "something"}))
+    result = subprocess.run([sys.executable, "-m", "forge_core.jobs", "run", str(path)], capture_output=True, text=True)
+    assert result.returncode == 2 and "not a FORGE job request" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_train_request_round_trips_through_the_jobs_table_params() -> None:
@@ -157,17 +156,17 @@ def test_stage2_log_every() -> None:
 
 def test_train_requests_are_validated_with_the_next_step(outcome_store: Store) -> None:
     host = "synthetic-host"
-    validate_train_request(outcome_store, TrainRequest(host=host, variant="lite"))
+    TrainRequest(host=host, variant="lite").check(outcome_store)
     with pytest.raises(ValueError, match="unknown variant"):
-        validate_train_request(outcome_store, TrainRequest(host=host, variant="huge"))
+        TrainRequest(host=host, variant="huge").check(outcome_store)
     with pytest.raises(ValueError, match="3 arms or on all 6"):
-        validate_train_request(outcome_store, TrainRequest(host=host, stage1=Stage1Config(arms=12)))
+        TrainRequest(host=host, stage1=Stage1Config(arms=12)).check(outcome_store)
     with pytest.raises(ValueError, match="no query with all 12 arms"):
-        validate_train_request(outcome_store, TrainRequest(host=host, n_arms=12))
+        TrainRequest(host=host, n_arms=12).check(outcome_store)
     with pytest.raises(ValueError, match="forge enumerate --host nobody"):
-        validate_train_request(outcome_store, TrainRequest(host="nobody"))
+        TrainRequest(host="nobody").check(outcome_store)
     with pytest.raises(ValueError, match="Stage 2 starts from a Stage-1 checkpoint"):
-        validate_train_request(outcome_store, TrainRequest(host=host, variant="bge", n_arms=3, stage=2))
+        TrainRequest(host=host, variant="bge", n_arms=3, stage=2).check(outcome_store)
 
 
 def test_training_without_dev_queries_names_the_split(tmp_path, outcome_store: Store) -> None:
@@ -176,4 +175,4 @@ def test_training_without_dev_queries_names_the_split(tmp_path, outcome_store: S
     store = copy_store(outcome_store, tmp_path)
     synthetic_outcomes(store, "train-only", {"train": 5, "test": 5}, ("musique",))
     with pytest.raises(ValueError, match="no complete dev queries .* `forge enumerate --host train-only --split dev`"):
-        validate_train_request(store, TrainRequest(host="train-only", variant="lite"))
+        TrainRequest(host="train-only", variant="lite").check(store)

@@ -79,10 +79,8 @@ def train_command(
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
     )
-    from forge_core.jobs import validate_train_request
-
     store = open_store()
-    validate_train_request(store, request)
+    request.check(store)
     compute_features_with_progress(store, host, request.benchmarks)
     with spinner_progress() as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)

@@ -75,6 +75,30 @@ class TrainRequest:
             raise InvalidInput(f"rewards are 'table' or 'live', not '{self.rewards}'")
         thinking_modes(self.n_arms)  # validates the alphabet size
         check_cost_weights(self.lambda_in, self.lambda_out)
+        if self.stage1.arms not in (3, self.n_arms):
+            raise InvalidInput(f"Stage 1 trains on 3 arms or on all {self.n_arms}, not {self.stage1.arms}")
+
+    def check(self, store: Store) -> None:
+        """Refuse, with the next step, what the training would refuse on this store: a host
+        without complete train and dev queries (or without probes for Full), an unknown parent, a
+        Stage 2 run without a Stage-1 checkpoint to start from. The one place a request is checked:
+        the CLI, the Train page and the jobs call it before training."""
+        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks)
+        if self.variant == "full" and not table.has_probes.any():
+            raise MissingStep(f"no complete query of host '{self.host}' has probes (Full features need them): "
+                              f"run `forge enumerate --host {self.host} --probes`, or train Lite")
+        if self.variant == "full":
+            table = table.subset(table.has_probes)
+        for split in ("train", "dev"):
+            if not (table.splits == split).any():
+                raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
+                                  f"run `forge enumerate --host {self.host} --split {split}`")
+        if self.parent is not None:
+            load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
+        if self.stage == 2 and self.parent is None and latest_checkpoint(
+                store, self.host, self.variant, stage=1, n_arms=self.n_arms) is None:
+            raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, {self.variant}, "
+                              f"{self.n_arms} arms), or `forge train --stage 1 --variant {self.variant}`")
 
 
 @dataclass(frozen=True)
