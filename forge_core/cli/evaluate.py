@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -121,7 +120,8 @@ def eval_command(
 ) -> None:
     """`forge eval [--protocol P] ...`: the protocol's subcommand, with only the options it takes."""
     if context.invoked_subcommand is not None:
-        if any(context.get_parameter_source(name) == ParameterSource.COMMANDLINE for name in context.params):
+        sources = (context.get_parameter_source(name) for name in context.params)
+        if any(source is not None and source.name == "COMMANDLINE" for source in sources):
             raise InvalidInput(f"give the options after `forge eval {context.invoked_subcommand}`")
         return
     if protocol not in PROTOCOL_OPTIONS:
