@@ -24,7 +24,6 @@ BUILTIN_HOSTS: dict[str, HostConfig] = {
         HostConfig(name="embedded-tiny", kind="embedded", model="smollm2-135m", max_concurrency=2, timeout_s=300.0),
     )
 }
-HOST_KINDS = ("openai", "anthropic", "embedded")
 
 
 def get_host_config(store: Store, name: str) -> HostConfig:

@@ -45,7 +45,6 @@ from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stag
 log = logging.getLogger(__name__)
 
 VARIANTS = ("full", "lite", "bge")
-ALGORITHMS = {"grpo": "grpo", "dr_grpo": "dr_grpo", "rloo": "rloo", "dpo": "dpo"}
 
 
 @dataclass(frozen=True)
