@@ -19,6 +19,8 @@ from forge_core.routing.embedders import load_embedder
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
+from support.stores import copy_store
+
 HOST = "synthetic-host"
 SAMPLE_TOKENS_IN, SAMPLE_TOKENS_OUT = 3 * 60, 3 * 5  # the synthetic probes: 60 in, 5 out each
 
@@ -80,16 +82,17 @@ def test_the_paper_view_charges_the_answering_call_only(context) -> None:
         EvaluationSettings(HOST, accounting="cached")
 
 
-def test_every_policy_reports_both_costs_and_its_calls(outcome_store: Store) -> None:
-    prepare_evaluation(outcome_store, EvaluationSettings(HOST))
-    report = evaluate(outcome_store, EvaluationSettings(HOST))
+def test_every_policy_reports_both_costs_and_its_calls(outcome_store: Store, tmp_path) -> None:
+    store = copy_store(outcome_store, tmp_path)  # the shared store stays without checkpoints
+    prepare_evaluation(store, EvaluationSettings(HOST))
+    report = evaluate(store, EvaluationSettings(HOST))
     policies = report["policies"]
     assert report["accounting"] == "deploy"
     full, lite = policies["forge_full"], policies["forge_lite"]
     assert full["calls_per_query"] >= 4 and lite["calls_per_query"] == 1
     assert full["deploy_cost_k"] - full["answer_cost_k"] >= (SAMPLE_TOKENS_IN + SAMPLE_TOKENS_OUT) / 1000
     assert lite["deploy_cost_k"] == lite["answer_cost_k"] == lite["cost_k"]
-    answer = evaluate(outcome_store, EvaluationSettings(HOST, accounting="answer"))["policies"]["forge_full"]
+    answer = evaluate(store, EvaluationSettings(HOST, accounting="answer"))["policies"]["forge_full"]
     assert answer["cost_k"] == answer["answer_cost_k"] == full["answer_cost_k"]
     assert answer["macro_utility"] > full["macro_utility"]  # the probes' price, no longer charged
 
@@ -110,7 +113,6 @@ def test_fallback_to_a_fixed_arm_drops_the_probes() -> None:
 
 
 def test_crossfit_charges_the_probes_and_compares_with_the_floor(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
 
     store = copy_store(outcome_store, tmp_path)
     env = {**os.environ, "FORGE_STORE": str(store.path)}
@@ -134,7 +136,6 @@ def test_crossfit_charges_the_probes_and_compares_with_the_floor(outcome_store: 
 
 
 def test_gains_are_decidable_only_above_zero_at_every_seed(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
 
     store = copy_store(outcome_store, tmp_path)
     reports = [run_crossfit(store, CrossfitSettings(HOST, folds=2, split_seed=seed,
@@ -152,7 +153,6 @@ def test_gains_are_decidable_only_above_zero_at_every_seed(outcome_store: Store,
 
 
 def test_crossfit_runs_of_an_older_export_are_not_loaded(outcome_store: Store, tmp_path, caplog) -> None:
-    from support.stores import copy_store
 
     store = copy_store(outcome_store, tmp_path / "a")
     export = tmp_path / "export"

@@ -135,5 +135,5 @@ def test_eval_cli_json_both_protocols_and_user_errors(routed_store: Store, tmp_p
     cached = json.loads(forge("--policy", "always_raw", "--policy", "oracle", "--json").stdout)
     assert cached["protocol"] == "cached" and set(cached["policies"]) == {"always_raw", "oracle"}
     refused = forge("--protocol", "fresh", "--repeats")
-    assert refused.returncode != 0 and "--repeats runs the cached protocol" in refused.stderr
+    assert refused.returncode != 0 and "--repeats does not apply to `forge eval fresh`" in refused.stderr
     assert "Traceback" not in refused.stderr

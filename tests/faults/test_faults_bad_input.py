@@ -41,7 +41,7 @@ CASES: list[tuple[list[str], str]] = [
     (["eval", "--protocol", "crossfit", "--folds", "1"], "folds"),
     (["eval", "--protocol", "crossfit", "--stage", "3"], "stage"),
     (["eval", "--protocol", "crossfit", "--lambda-in", "-1"], "lambda"),
-    (["eval", "--protocol", "crossfit", "--benchmark", "popqa"], "pools every benchmark"),
+    (["eval", "--protocol", "crossfit", "--benchmark", "popqa"], "--benchmark does not apply to `forge eval crossfit`"),
     (["eval", "--protocol", "fresh", "--per-benchmark", "0"], "at least 1"),
     (["eval", "--host", "nope"], "nope"),
     (["sweep", "--lambda-in", "a,b"], "comma-separated numbers"),
