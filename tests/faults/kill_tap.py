@@ -10,23 +10,23 @@ import runpy
 import sys
 from typing import Any
 
-from forge_core.store import database
+from forge_core.store import exports
 
 TAP_PREFIX = "kill-tap: insert "
 
 
-def tapped(insert_rows: Any) -> Any:
-    """`insert_rows` preceded by one flushed stderr line naming the table."""
+def tapped(insert: Any) -> Any:
+    """`insert` preceded by one flushed stderr line naming the table."""
 
-    def insert_rows_with_tap(connection: Any, table: str, *args: Any, **kwargs: Any) -> None:
+    def insert_with_tap(connection: Any, table: str, *args: Any, **kwargs: Any) -> None:
         sys.stderr.write(f"{TAP_PREFIX}{table}\n")
         sys.stderr.flush()
-        insert_rows(connection, table, *args, **kwargs)
+        insert(connection, table, *args, **kwargs)
 
-    return insert_rows_with_tap
+    return insert_with_tap
 
 
 if __name__ == "__main__":
-    database._insert_rows = tapped(database._insert_rows)
+    exports._insert_new_rows = tapped(exports._insert_new_rows)  # how `load-demo` inserts each table
     sys.argv = ["forge", *sys.argv[1:]]
     runpy.run_module("forge_core.cli", run_name="__main__", alter_sys=True)
