@@ -40,7 +40,7 @@ def compute_features_with_progress(store: Store, host: str,
             task, completed=done, total=total))
 
 
-def train_command(
+def train_router_command(
     stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = 1,
     variant: Annotated[str, typer.Option(help="full, lite or bge.")] = "full",
     arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
