@@ -1,5 +1,17 @@
 """The store's schema: one migration per version, applied in order by `Store` on first connect."""
 
+# Copies each checkpoint's lineage keys into the columns schema version 6 added (`MIGRATIONS`
+# fills every row with it, `FILL_CHECKPOINT_LINEAGE` the rows of the given ids).
+COPY_LINEAGE_COLUMNS = """
+    UPDATE checkpoints SET
+        lambda_in = CAST(lineage ->> '$.lambda_in' AS DOUBLE),
+        lambda_out = CAST(lineage ->> '$.lambda_out' AS DOUBLE),
+        split_seed = CAST(lineage ->> '$.split_seed' AS INTEGER),
+        seed = CAST(lineage ->> '$.seed' AS INTEGER),
+        embedder = lineage ->> '$.embedder',
+        store_snapshot = lineage ->> '$.store_snapshot',
+        benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[])"""
+
 # Each entry moves the schema one version up; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -86,15 +98,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE checkpoints ADD COLUMN embedder VARCHAR;
     ALTER TABLE checkpoints ADD COLUMN store_snapshot VARCHAR;
     ALTER TABLE checkpoints ADD COLUMN benchmarks VARCHAR[];
-    UPDATE checkpoints SET
-        lambda_in = CAST(lineage ->> '$.lambda_in' AS DOUBLE),
-        lambda_out = CAST(lineage ->> '$.lambda_out' AS DOUBLE),
-        split_seed = CAST(lineage ->> '$.split_seed' AS INTEGER),
-        seed = CAST(lineage ->> '$.seed' AS INTEGER),
-        embedder = lineage ->> '$.embedder',
-        store_snapshot = lineage ->> '$.store_snapshot',
-        benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[]);
-    """,
+    """ + COPY_LINEAGE_COLUMNS + ";",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -105,17 +109,7 @@ EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derive
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
     "lambda_in", "lambda_out", "split_seed", "seed", "embedder", "store_snapshot", "benchmarks")
 # Copies the lineage keys of the checkpoints with the given ids into those columns.
-FILL_CHECKPOINT_LINEAGE = """
-    UPDATE checkpoints SET
-        lambda_in = CAST(lineage ->> '$.lambda_in' AS DOUBLE),
-        lambda_out = CAST(lineage ->> '$.lambda_out' AS DOUBLE),
-        split_seed = CAST(lineage ->> '$.split_seed' AS INTEGER),
-        seed = CAST(lineage ->> '$.seed' AS INTEGER),
-        embedder = lineage ->> '$.embedder',
-        store_snapshot = lineage ->> '$.store_snapshot',
-        benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[])
-    WHERE list_contains(?, checkpoint_id)
-    """
+FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, checkpoint_id)"
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
