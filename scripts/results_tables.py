@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from forge_core.evaluation.reports import crossfit_policy_kind
@@ -44,26 +45,32 @@ def cached(deploy: dict, answer: dict) -> str:
     return "\n".join(lines)
 
 
-def crossfit(reports: list[dict]) -> str:
-    """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals."""
-    header = " | ".join(f"{_weights(r)}: utility, vs best fixed, vs floor" for r in reports)
+def _utility_cell(report: dict, name: str) -> str:
+    row = report["policies"][name]
+    best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+    return (f"{row['macro_utility']:.3f}, {row['macro_utility'] - best:+.3f} {_ci(row['ci_utility_vs_best_fixed'])}, "
+            f"{_ci(row.get('ci_utility_vs_floor')) or '–'}")
+
+
+def _cost_cell(report: dict, name: str) -> str:
+    row = report["policies"][name]
+    return (f"{row['macro_f1']:.3f}, {row['deploy_cost_k']:.3f} / {row['answer_cost_k']:.3f}, "
+            f"{row['calls_per_query']:.2f}")
+
+
+def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str], str]) -> list[str]:
+    header = " | ".join(f"{_weights(r)}: {what}" for r in reports)
     lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
     for name in _order(reports[0]["policies"]):
-        cells = []
-        for report in reports:
-            row = report["policies"][name]
-            best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
-            cells.append(f"{row['macro_utility']:.3f}, {row['macro_utility'] - best:+.3f} "
-                         f"{_ci(row['ci_utility_vs_best_fixed'])}, {_ci(row.get('ci_utility_vs_floor')) or '–'}")
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    costs = " | ".join(f"{_weights(r)}: F1, k tok deploy / answer, calls" for r in reports)
-    lines += ["", f"| policy | {costs} |", "|---|" + "---|" * len(reports)]
-    for name in _order(reports[0]["policies"]):
-        cells = [f"{r['policies'][name]['macro_f1']:.3f}, {r['policies'][name]['deploy_cost_k']:.3f} / "
-                 f"{r['policies'][name]['answer_cost_k']:.3f}, {r['policies'][name]['calls_per_query']:.2f}"
-                 for r in reports]
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append(f"| `{name}` | " + " | ".join(cell(report, name) for report in reports) + " |")
+    return lines
+
+
+def crossfit(reports: list[dict]) -> str:
+    """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals;
+    then F1, both costs and the calls."""
+    return "\n".join([*_per_weight_table(reports, "utility, vs best fixed, vs floor", _utility_cell), "",
+                      *_per_weight_table(reports, "F1, k tok deploy / answer, calls", _cost_cell)])
 
 
 def seeds(reports: list[dict], policies: tuple[str, ...] = ("forge_full", "forge_lite", "bge_bm25_kl",
