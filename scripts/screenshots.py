@@ -23,7 +23,7 @@ SETTLE_S = 4  # charts and fragments finish drawing
 # The second test question of hotpotqa: the demo store's default router sends it to summary:no_think,
 # so the shot shows a saving against Always-Raw (it sends the first to raw:no_think itself).
 LIVE_EXAMPLE = "Castle Hill is a plantation near"
-CROSSFIT_RUN = "λ_in 0.6 / λ_out 0.6, stage 2, split seed 0, deployment"  # scripts/crossfit_demo.sh, deployment accounting
+CROSSFIT_RUN = "λ_in 0.6 / λ_out 0.6, stage 2, split seed 0, deployment"  # a run of scripts/crossfit_demo.sh
 
 
 def open_page(page: Page, url: str, title: str) -> None:
