@@ -30,6 +30,7 @@ from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
 from forge_core.hosts.registry import get_host_config, serving
 from forge_core.records import BENCHMARKS
+from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config
@@ -175,6 +176,8 @@ def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
     values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
     if values.get("benchmarks") is not None:
         values["benchmarks"] = tuple(values["benchmarks"])
+    if values.get("conditioning") is not None:
+        values["conditioning"] = CostConditioning.from_dict(values["conditioning"])
     return TrainRequest(**values)
 
 

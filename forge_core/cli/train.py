@@ -63,9 +63,17 @@ def train_router_command(
     seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    conditioned: Annotated[bool, typer.Option(
+        "--conditioned", help="One router for every cost weight: the weights are router inputs, trained at "
+                              "weights drawn log-uniformly over --weight-range (lambda-in/out only set the "
+                              "reported dev metrics).")] = False,
+    weight_range: Annotated[tuple[float, float], typer.Option(help="--conditioned: smallest and largest trained "
+                                                                    "weight.")] = (0.02, 3.0),
+    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
+    from forge_core.routing.conditioning import CostConditioning
     from forge_core.training.stage1 import Stage1Config
     from forge_core.training.stage2 import Stage2Config
     from forge_core.training.trainer import TrainRequest, train_router_job
@@ -78,6 +86,7 @@ def train_router_command(
                             patience=patience),
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
+        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None,
     )
     store = open_store()
     request.check(store)
@@ -92,7 +101,8 @@ def train_router_command(
 
         checkpoint_id = train_router_job(store, request, on_log=on_log)
     record = store.checkpoint(checkpoint_id)[0]
-    result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
+    result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "conditioned": conditioned,
+              "metrics": record["metrics"]}
     if as_json:
         print_json(result)
     else:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_policies
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import BASELINES, FallbackPolicy, FixedArm, Policy, RouterPolicy, build_baselines
 from forge_core.evaluation.statistics import (
@@ -52,7 +53,7 @@ FALLBACK_ROUTER = "forge_full"  # the router the dev fallback rule wraps (`Fallb
 
 def known_policy_names() -> tuple[str, ...]:
     """Every policy name `forge eval --policy` accepts."""
-    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER))
+    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER), *CONDITIONED_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,10 @@ def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSe
     routers = router_policies(store, settings)
     policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
     policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]
+    conditioned = conditioned_policies(store, host, settings.n_arms, settings.split_seed, settings.seed,
+                                       settings.benchmarks, required=names or ())
+    policies += conditioned
+    routers += conditioned
     if names:
         policies = [p for p in policies if p.name in names]
     return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})

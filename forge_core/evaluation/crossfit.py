@@ -32,16 +32,18 @@ import torch
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import FALLBACK_ROUTER, ROUTER_POLICIES, score_decisions
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import fit_stage1_router, fit_stage2_router
+from forge_core.training.trainer import fit_stage1_router, fit_stage2_router, training_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ class CrossfitSettings:
     seed: int = 0  # router training seed
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
+    conditioning: CostConditioning | None = field(default_factory=CostConditioning)  # the *_cond routers (None: none)
 
     def __post_init__(self) -> None:
         check_cost_weights(self.lambda_in, self.lambda_out)
@@ -115,29 +118,39 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
 
 class FoldRouter(Policy):
     """A FORGE router trained in memory on the context's train rows (Stage 1, early-stopped on
-    its dev rows), or with `parent` a Stage-2 refinement of that parent's router."""
+    its dev rows), or with `parent` a Stage-2 refinement of that parent's router; with
+    `conditioning` a cost-conditioned one, trained at drawn weights and deciding at the context's."""
 
     def __init__(self, name: str, variant: str, stage1: Stage1Config, stage2: Stage2Config | None = None,
-                 parent: FoldRouter | None = None) -> None:
+                 parent: FoldRouter | None = None, conditioning: CostConditioning | None = None) -> None:
         self.name, self.live_variant = name, variant
-        self.stage1, self.stage2, self.parent = stage1, stage2, parent
+        self.stage1, self.stage2, self.parent, self.conditioning = stage1, stage2, parent, conditioning
 
     def fit(self, context: EvalContext) -> None:
         train, dev = context.rows("train"), context.rows("dev")
         if self.parent is not None:
             self.standardizer = self.parent.standardizer
             x = self.standardizer.transform(context.features(self.live_variant))
-            self.router = fit_stage2_router(self.parent.router, x[train], context.utility[train], x[dev],
-                                            context.utility[dev], self.stage2)
+            self.router = fit_stage2_router(self.parent.router, *self._rows(context, x, train, dev, self.stage2.seed),
+                                            self.stage2)
             return
         features = context.features(self.live_variant)
         self.standardizer = router_standardizer(features[train], "train")
         x = self.standardizer.transform(features)
-        self.router: Router = fit_stage1_router(x[train], context.utility[train], x[dev], context.utility[dev],
-                                                self.stage1)
+        self.router: Router = fit_stage1_router(*self._rows(context, x, train, dev, self.stage1.seed), self.stage1)
+
+    def _rows(self, context: EvalContext, x: np.ndarray, train: np.ndarray, dev: np.ndarray, seed: int) -> tuple:
+        """(x_train, u_train, x_dev, u_dev): at the context's weights, or conditioned at drawn ones."""
+        def rows(part: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+            return training_rows(x, context.utility, context.table, context.normalizer, part, self.conditioning,
+                                 seed + offset)
+
+        return (*rows(train, 0), *rows(dev, 1))
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features(self.live_variant)[rows])
+        if self.conditioning is not None:
+            x = self.conditioning.inputs(x, context.lambda_in, context.lambda_out)
         with torch.no_grad():
             actions = self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy()
         if needs_probes(self.live_variant):
@@ -147,20 +160,23 @@ class FoldRouter(Policy):
 
 def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
     """Fresh policies for one fold: every fixed arm of the alphabet, the baselines, the FORGE
-    routers (with `stage` 2 their Stage-1 parents too, named `<router>_stage1`) and the Full
-    router's dev fallback."""
+    routers and, unless `conditioning` is None, the cost-conditioned ones (with `stage` 2 their
+    Stage-1 parents too, named `<router>_stage1`) and the Full router's dev fallback."""
     fixed = [FixedArm(arm) for arm in arms]
     fixed_names = {policy.name for policy in fixed}
     policies: list[Policy] = fixed + [p for p in build_baselines() if p.name not in fixed_names]
     stage1 = dataclasses.replace(settings.stage1, seed=settings.seed)
     stage2 = dataclasses.replace(settings.stage2, seed=settings.seed)
-    for name, variant in ROUTER_POLICIES.items():
+    routers = [(name, variant, None) for name, variant in ROUTER_POLICIES.items()]
+    if settings.conditioning is not None:
+        routers += [(name, variant, settings.conditioning) for name, variant in CONDITIONED_POLICIES.items()]
+    for name, variant, conditioning in routers:
         if settings.stage == 2:
-            parent = FoldRouter(f"{name}_stage1", variant, stage1)
+            parent = FoldRouter(f"{name}_stage1", variant, stage1, conditioning=conditioning)
             policies.append(parent)
-            router = FoldRouter(name, variant, stage1, stage2, parent=parent)
+            router = FoldRouter(name, variant, stage1, stage2, parent=parent, conditioning=conditioning)
         else:
-            router = FoldRouter(name, variant, stage1)
+            router = FoldRouter(name, variant, stage1, conditioning=conditioning)
         policies.append(router)
         if name == FALLBACK_ROUTER:
             policies.append(FallbackPolicy(router))

@@ -15,7 +15,6 @@ import itertools
 from abc import ABC, abstractmethod
 
 import numpy as np
-import torch
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from forge_core.errors import InvalidInput
@@ -290,7 +289,8 @@ class RidgeUtility(Policy):
 
 
 class RouterPolicy(Policy):
-    """A trained router checkpoint: argmax of its policy on the standardized features."""
+    """A trained router checkpoint: argmax of its policy on the standardized features (a
+    cost-conditioned checkpoint decides at the context's cost weights)."""
 
     def __init__(self, checkpoint_id: str, name: str) -> None:
         self.checkpoint_id = checkpoint_id
@@ -313,7 +313,8 @@ class RouterPolicy(Policy):
         if self.checkpoint.record["n_arms"] != len(context.table.arms):
             raise InvalidInput(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
                              f"the evaluation has {len(context.table.arms)}")
-        if self.features(context).shape[1] != self.checkpoint.lineage["input_dim"]:
+        standardizer = self.checkpoint.standardizer
+        if self.features(context).shape[1] != standardizer.embedding_dim + len(standardizer.mean):
             raise InvalidInput(f"checkpoint {self.checkpoint_id} was trained on other features")
 
     def features(self, context: EvalContext) -> np.ndarray:
@@ -322,9 +323,7 @@ class RouterPolicy(Policy):
 
     def probabilities(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
         """[n, K] the router's action distribution."""
-        x = self.checkpoint.standardizer.transform(self.features(context)[rows])
-        with torch.no_grad():
-            return self.checkpoint.router.log_probs(torch.as_tensor(x)).exp().numpy()
+        return self.checkpoint.probabilities(self.features(context)[rows], context.lambda_in, context.lambda_out)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         actions = self.probabilities(context, rows).argmax(axis=1)

@@ -16,9 +16,11 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from forge_core.errors import ForgeError
+from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning
 from forge_core.routing.features import Standardizer
 from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import CostNormalizer
@@ -48,6 +50,31 @@ class LoadedCheckpoint:
     def lineage(self) -> dict[str, Any]:
         """Where the checkpoint came from."""
         return self.record["lineage"]
+
+    @property
+    def conditioning(self) -> CostConditioning | None:
+        """How a cost-conditioned router reads the weights; None for a router of one weight pair."""
+        return conditioning_of(self.lineage)
+
+    def router_inputs(self, features: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
+        """The router's inputs for raw features [n, d]: standardized, and for a cost-conditioned
+        router followed by the weight columns of (lambda_in, lambda_out); a router of one weight
+        pair ignores the weights."""
+        x = self.standardizer.transform(features)
+        conditioning = self.conditioning
+        return x if conditioning is None else conditioning.inputs(x, lambda_in, lambda_out)
+
+    def probabilities(self, features: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
+        """[n, K] the router's action distribution on raw features [n, d] at these weights."""
+        with torch.no_grad():
+            x = torch.as_tensor(self.router_inputs(features, lambda_in, lambda_out))
+            return self.router.log_probs(x).exp().numpy()
+
+
+def conditioning_of(lineage: dict[str, Any]) -> CostConditioning | None:
+    """The cost conditioning recorded in a lineage, or None (a router of one weight pair)."""
+    record = lineage.get("conditioning")
+    return None if record is None else CostConditioning.from_dict(record)
 
 
 def checkpoint_id_for(lineage: dict[str, Any], state_bytes: bytes) -> str:
@@ -80,17 +107,21 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
         router.load_state_dict(state, strict=True)
         standardizer = Standardizer.from_dict(lineage["standardizer"])
         normalizer = CostNormalizer.from_dict(lineage["normalizer"])
+        conditioning_of(lineage)
     except (KeyError, RuntimeError, ValueError, TypeError, pickle.UnpicklingError) as error:
         raise CheckpointError(f"checkpoint '{checkpoint_id}' is invalid: {error}") from None
-    if standardizer.embedding_dim + len(standardizer.mean) != lineage["input_dim"]:
+    extra = 0 if "conditioning" not in lineage else len(WEIGHT_COLUMNS)
+    if standardizer.embedding_dim + len(standardizer.mean) + extra != lineage["input_dim"]:
         raise CheckpointError(f"checkpoint '{checkpoint_id}': standardizer does not match the input size")
     router.eval()
     return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record)
 
 
 def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
-                      n_arms: int | None = None) -> str | None:
-    """The newest checkpoint id matching the filters, or None."""
+                      n_arms: int | None = None, conditioned: bool = False) -> str | None:
+    """The newest checkpoint id matching the filters, or None: among the routers of one weight
+    pair, or with `conditioned` among the cost-conditioned ones."""
     filters = {name: value for name, value in (("stage", stage), ("n_arms", n_arms)) if value is not None}
     found = store.find_checkpoints(host, variant=variant, **filters)
+    found = found[found["conditioned"] == conditioned]
     return None if found.empty else str(found["checkpoint_id"].iloc[0])

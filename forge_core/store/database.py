@@ -421,15 +421,17 @@ class Store(StoreFile):
 
     def find_checkpoints(self, host: str, **columns: Any) -> pd.DataFrame:
         """The checkpoints of a host whose columns equal the given values (None matches NULL only),
-        newest first: checkpoint_id, created_at, stage, store_snapshot, metrics. Selectable: stage,
-        variant, n_arms and `CHECKPOINT_LINEAGE_COLUMNS`."""
+        newest first: checkpoint_id, created_at, stage, store_snapshot, metrics, conditioned (a
+        cost-conditioned router: its lineage has a `conditioning`). Selectable: stage, variant,
+        n_arms and `CHECKPOINT_LINEAGE_COLUMNS`."""
         unknown = sorted(set(columns) - _CHECKPOINT_FILTERS)
         if unknown:
             raise ValueError(f"checkpoints have no column {', '.join(unknown)} to select by")
         conditions = "".join(f" AND {name} IS NOT DISTINCT FROM ?" for name in columns)
         with self.connect() as connection:
             return connection.execute(
-                "SELECT checkpoint_id, created_at, stage, store_snapshot, metrics FROM checkpoints "
+                "SELECT checkpoint_id, created_at, stage, store_snapshot, metrics, "
+                "json_exists(lineage, '$.conditioning') AS conditioned FROM checkpoints "
                 f"WHERE host = ?{conditions} ORDER BY created_at DESC", [host, *columns.values()]).fetchdf()
 
     # ------------------------------------------------------------ jobs

@@ -27,6 +27,7 @@ from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning, conditioned_rows
 from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import Standardizer, assemble_features, feature_names, router_standardizer
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -64,6 +65,7 @@ class TrainRequest:
     benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
+    conditioning: CostConditioning | None = None  # a cost-conditioned router (None: one for lambda_in/lambda_out)
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -74,6 +76,8 @@ class TrainRequest:
             raise InvalidInput(f"rewards are 'table' or 'live', not '{self.rewards}'")
         thinking_modes(self.n_arms)  # validates the alphabet size
         check_cost_weights(self.lambda_in, self.lambda_out)
+        if self.conditioning is not None and self.rewards != "table":
+            raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         if self.stage1.arms not in (3, self.n_arms):
             raise InvalidInput(f"Stage 1 trains on 3 arms or on all {self.n_arms}, not {self.stage1.arms}")
 
@@ -94,10 +98,22 @@ class TrainRequest:
                                   f"run `forge enumerate --host {self.host} --split {split}`")
         if self.parent is not None:
             load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
-        if self.stage == 2 and self.parent is None and latest_checkpoint(
-                store, self.host, self.variant, stage=1, n_arms=self.n_arms) is None:
-            raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, {self.variant}, "
-                              f"{self.n_arms} arms), or `forge train --stage 1 --variant {self.variant}`")
+        if self.stage == 2 and self.parent is None and self.default_parent(store) is None:
+            kind = " cost-conditioned" if self.conditioned else ""
+            raise MissingStep(f"Stage 2 starts from a{kind} Stage-1 checkpoint: train one first (Stage 1, "
+                              f"{self.variant}, {self.n_arms} arms), or `forge train --stage 1 --variant "
+                              f"{self.variant}{' --conditioned' if self.conditioned else ''}`")
+
+    @property
+    def conditioned(self) -> bool:
+        """Whether the router takes the cost weights as inputs (one router for every weight)."""
+        return self.conditioning is not None
+
+    def default_parent(self, store: Store) -> str | None:
+        """Stage 2's parent when none is named: the newest Stage-1 checkpoint of the variant and
+        alphabet, cost-conditioned or not as this request."""
+        return latest_checkpoint(store, self.host, self.variant, stage=1, n_arms=self.n_arms,
+                                 conditioned=self.conditioned)
 
 
 @dataclass(frozen=True)
@@ -147,10 +163,18 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
                         tuple(feature_names(variant, embedding_dim)), embedder_name())
 
 
-def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray) -> dict[str, float]:
+def _router_inputs(data: TrainingData, request: TrainRequest, rows: np.ndarray) -> np.ndarray:
+    """The router's inputs for `rows` at the request's weights (weight columns when conditioned)."""
+    if request.conditioning is None:
+        return data.features[rows]
+    return request.conditioning.inputs(data.features[rows], request.lambda_in, request.lambda_out)
+
+
+def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray,
+                 request: TrainRequest) -> dict[str, float]:
     dev = data.rows("dev")
     with torch.no_grad():
-        actions = router.log_probs(torch.as_tensor(data.features[dev])).argmax(dim=1).numpy()
+        actions = router.log_probs(torch.as_tensor(_router_inputs(data, request, dev))).argmax(dim=1).numpy()
     chosen = np.arange(len(dev))
     return {
         "dev_utility": float(utility[dev][chosen, actions].mean()),
@@ -163,6 +187,19 @@ def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarra
 
 
 def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], stage_config: Any) -> dict[str, Any]:
+    """Where a checkpoint comes from (hashed into its id). A cost-conditioned router's lineage has
+    a `conditioning` and no weights (lambda_in and lambda_out None); a router of one weight pair's
+    has no `conditioning` key at all, so its id is the one it had before conditioning existed."""
+    conditioning = request.conditioning
+    lineage = _weight_pair_lineage(request, data, host_hashes, stage_config)
+    if conditioning is None:
+        return lineage
+    lineage["input_dim"] += len(WEIGHT_COLUMNS)
+    return lineage | {"lambda_in": None, "lambda_out": None, "conditioning": conditioning.to_dict()}
+
+
+def _weight_pair_lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str],
+                         stage_config: Any) -> dict[str, Any]:
     return {
         "store_snapshot": data.snapshot_hash(), "host": request.host, "host_config_hashes": host_hashes,
         "variant": request.variant, "embedder": data.embedder, "feature_names": list(data.feature_names),
@@ -232,7 +269,7 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
     record = {
         "stage": request.stage, "host": request.host, "variant": request.variant, "n_arms": request.n_arms,
         "parent": request.parent, "lineage": _lineage(request, data, host_hashes, stage_config),
-        "metrics": _dev_metrics(router, data, utility) | metrics, "training_log": log_rows,
+        "metrics": _dev_metrics(router, data, utility, request) | metrics, "training_log": log_rows,
     }
     return save_checkpoint(store, router, record)
 
@@ -266,8 +303,25 @@ def fit_stage2_router(parent: Router, x_train: np.ndarray, u_train: np.ndarray, 
     return router
 
 
+def training_rows(x: np.ndarray, utility: np.ndarray, table: OutcomeTable, normalizer: CostNormalizer,
+                  rows: np.ndarray, conditioning: CostConditioning | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """What a router learns from on `rows`: their standardized features and utilities, or for a
+    cost-conditioned router their copies at drawn weights (`CostConditioning.expand`)."""
+    if conditioning is None:
+        return x[rows], utility[rows]
+    return conditioned_rows(conditioning, x, table, normalizer, rows, seed)
+
+
+def _split_rows(data: TrainingData, utility: np.ndarray, request: TrainRequest, seed: int):
+    """(x_train, u_train, x_dev, u_dev) of the request (dev draws seeded apart from train's)."""
+    def rows(split: str, offset: int) -> tuple[np.ndarray, np.ndarray]:
+        return training_rows(data.features, utility, data.table, data.normalizer, data.rows(split),
+                             request.conditioning, seed + offset)
+
+    return (*rows("train", 0), *rows("dev", 1))
+
+
 def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
-    train, dev = data.rows("train"), data.rows("dev")
     rows: list[dict[str, Any]] = []
 
     def on_epoch(epoch: Any) -> None:
@@ -275,26 +329,29 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
         if on_log:
             on_log(rows[-1])
 
-    router = fit_stage1_router(data.features[train], utility[train], data.features[dev], utility[dev],
-                               request.stage1, request.router, on_epoch)
+    router = fit_stage1_router(*_split_rows(data, utility, request, request.stage1.seed), request.stage1,
+                               request.router, on_epoch)
     return router, rows, request
 
 
 def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
-    parent_id = request.parent or latest_checkpoint(store, request.host, request.variant, stage=1,
-                                                    n_arms=request.n_arms)
+    parent_id = request.parent or request.default_parent(store)
     if parent_id is None:
         raise MissingStep("Stage 2 starts from a Stage-1 checkpoint: "
                           f"run `forge train --stage 1 --variant {request.variant}` first")
     parent = load_checkpoint(store, parent_id)
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
         raise InvalidInput(f"checkpoint {parent_id} was trained on other features or another alphabet")
+    if parent.conditioning != request.conditioning:
+        raise InvalidInput(f"checkpoint {parent_id} is {'not ' if parent.conditioning is None else ''}"
+                           "cost-conditioned (or on another weight range): Stage 2 keeps its parent's conditioning")
     request = dataclasses.replace(request, parent=parent_id, router=parent.lineage["router"])
-    router = build_router(request.router, data.features.shape[1], request.n_arms)
+    router = build_router(request.router, parent.router.input_dim, request.n_arms)
     router.load_state_dict(parent.router.state_dict())
     train = data.rows("train")
+    x_train, u_train, x_dev, u_dev = _split_rows(data, utility, request, request.stage2.seed)
     if request.rewards == "table":
-        reward_fn = table_reward_fn(utility[train])
+        reward_fn = table_reward_fn(u_train)
     elif request.rewards == "live":
         reward_fn = LiveRewards(store, request, data, train).reward_fn
     else:
@@ -306,8 +363,8 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
         if on_log:
             on_log(row)
 
-    result = train_stage2(router, parent.router, data.features[train], reward_fn, request.stage2, on_log=on_row,
-                          dev_utility=lambda candidate: _dev_metrics(candidate, data, utility)["dev_utility"])
+    result = train_stage2(router, parent.router, x_train, reward_fn, request.stage2, on_log=on_row,
+                          dev_utility=lambda candidate: dev_utility_of(candidate, x_dev, u_dev))
     return router, rows, request, result.selected_step
 
 
