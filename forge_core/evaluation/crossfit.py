@@ -43,7 +43,7 @@ from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, ch
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import fit_stage1_router, fit_stage2_router, training_rows
+from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router
 
 log = logging.getLogger(__name__)
 
@@ -127,25 +127,21 @@ class FoldRouter(Policy):
         self.stage1, self.stage2, self.parent, self.conditioning = stage1, stage2, parent, conditioning
 
     def fit(self, context: EvalContext) -> None:
-        train, dev = context.rows("train"), context.rows("dev")
         if self.parent is not None:
             self.standardizer = self.parent.standardizer
             x = self.standardizer.transform(context.features(self.live_variant))
-            self.router = fit_stage2_router(self.parent.router, *self._rows(context, x, train, dev, self.stage2.seed),
+            self.router = fit_stage2_router(self.parent.router, self._rows(context, x, self.stage2.seed, 2),
                                             self.stage2)
             return
         features = context.features(self.live_variant)
-        self.standardizer = router_standardizer(features[train], "train")
+        self.standardizer = router_standardizer(features[context.rows("train")], "train")
         x = self.standardizer.transform(features)
-        self.router: Router = fit_stage1_router(*self._rows(context, x, train, dev, self.stage1.seed), self.stage1)
+        self.router: Router = fit_stage1_router(self._rows(context, x, self.stage1.seed, 1), self.stage1)
 
-    def _rows(self, context: EvalContext, x: np.ndarray, train: np.ndarray, dev: np.ndarray, seed: int) -> tuple:
-        """(x_train, u_train, x_dev, u_dev): at the context's weights, or conditioned at drawn ones."""
-        def rows(part: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
-            return training_rows(x, context.utility, context.table, context.normalizer, part, self.conditioning,
-                                 seed + offset)
-
-        return (*rows(train, 0), *rows(dev, 1))
+    def _rows(self, context: EvalContext, x: np.ndarray, seed: int, stage: int) -> FitRows:
+        """The fold's train and dev rows: at the context's weights, or conditioned at drawn ones."""
+        return fit_rows(x, context.utility, context.table, context.normalizer, context.rows("train"),
+                        context.rows("dev"), self.conditioning, seed, stage)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features(self.live_variant)[rows])

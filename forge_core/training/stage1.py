@@ -8,6 +8,10 @@ exactly the cross-entropy `-log pi(argmax U)`).
   the thinking head is reset to uniform and receives no gradient, so pi(t|s) stays uniform.
 - `arms=K` (control, 6 on non-thinking hosts): the full K-arm policy against the K-arm target.
 
+With `epoch_rows`, each epoch after the first trains on fresh rows it returns (a cost-conditioned
+router sees every query at newly drawn cost weights each epoch; see
+`forge_core.routing.conditioning`); the dev rows stay fixed.
+
 AdamW, shuffled minibatches, early stopping on the dev loss (same loss as training), and the
 best dev state restored at the end. Deterministic for a given seed: dropout draws from a forked
 global RNG seeded with `seed`, shuffling from its own `torch.Generator`.
@@ -132,11 +136,13 @@ def train_stage1(
     u_dev: ArrayLike,
     config: Stage1Config = Stage1Config(),
     on_epoch: Callable[[Stage1Epoch], None] | None = None,
+    epoch_rows: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Stage1Result:
     """Train `router` in place on features x [N, d] and utilities u [N, K] (action order).
 
     Returns the best dev state (already loaded into `router`) and one `Stage1Epoch` per epoch;
-    `on_epoch` is called after each epoch (progress bars).
+    `on_epoch` is called after each epoch (progress bars). `epoch_rows(epoch)`, if given, returns
+    the (x, u) of epochs 2, 3, ... in place of (x_train, u_train).
     """
     if config.arms not in (N_SUPPORTS, router.n_arms):
         raise InvalidInput(f"arms is 3 or the router's {router.n_arms}, not {config.arms}")
@@ -156,6 +162,8 @@ def train_stage1(
         best_state = copy.deepcopy(router.state_dict())
 
         for epoch in range(1, config.max_epochs + 1):
+            if epoch_rows is not None and epoch > 1:
+                x, target = _prepare(router, *epoch_rows(epoch), config)
             router.train()
             total = 0.0
             for batch in torch.randperm(len(x), generator=shuffler).split(config.batch_size):

@@ -274,14 +274,44 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
     return save_checkpoint(store, router, record)
 
 
-def fit_stage1_router(x_train: np.ndarray, u_train: np.ndarray, x_dev: np.ndarray, u_dev: np.ndarray,
-                      config: Stage1Config, kind: str = "factorized",
+@dataclass(frozen=True)
+class FitRows:
+    """What a router is fitted on: router inputs and [N, K] utilities of the train and dev rows,
+    and for a cost-conditioned Stage 1 the fresh train rows of each later epoch."""
+
+    x_train: np.ndarray
+    u_train: np.ndarray
+    x_dev: np.ndarray
+    u_dev: np.ndarray
+    epoch_rows: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+
+
+def fit_rows(x: np.ndarray, utility: np.ndarray, table: OutcomeTable, normalizer: CostNormalizer, train: np.ndarray,
+             dev: np.ndarray, conditioning: CostConditioning | None, seed: int, stage: int) -> FitRows:
+    """The rows a router of `stage` is fitted on, from standardized features `x` and `utility` of
+    every table row: the `train` and `dev` rows as they are, or for a cost-conditioned router
+    their copies at seeded drawn weights (see `forge_core.routing.conditioning`)."""
+    if conditioning is None:
+        return FitRows(x[train], utility[train], x[dev], utility[dev])
+
+    def drawn(rows: np.ndarray, stream: int, copies: int) -> tuple[np.ndarray, np.ndarray]:
+        return conditioned_rows(conditioning, x, table, normalizer, rows, [seed, stream], copies)
+
+    dev_rows = drawn(dev, 0, conditioning.fixed_draws)
+    if stage == 2:
+        return FitRows(*drawn(train, 1, conditioning.fixed_draws), *dev_rows)
+    return FitRows(*drawn(train, 1, conditioning.draws), *dev_rows,
+                   epoch_rows=lambda epoch: drawn(train, epoch, conditioning.draws))
+
+
+def fit_stage1_router(rows: FitRows, config: Stage1Config, kind: str = "factorized",
                       on_epoch: Callable[[Any], None] | None = None) -> Router:
-    """A new router of `kind` trained with Stage 1 on standardized features and [N, K] utilities,
-    early-stopped on the dev rows (kept in memory; `train_router` stores checkpoints)."""
+    """A new router of `kind` trained with Stage 1 on `rows`, early-stopped on their dev rows
+    (kept in memory; `train_router` stores checkpoints)."""
     torch.manual_seed(config.seed)
-    router = build_router(kind, x_train.shape[1], u_train.shape[1])
-    train_stage1(router, x_train, u_train, x_dev, u_dev, config, on_epoch=on_epoch)
+    router = build_router(kind, rows.x_train.shape[1], rows.u_train.shape[1])
+    train_stage1(router, rows.x_train, rows.u_train, rows.x_dev, rows.u_dev, config, on_epoch=on_epoch,
+                 epoch_rows=rows.epoch_rows)
     return router
 
 
@@ -292,33 +322,19 @@ def dev_utility_of(router: Router, x_dev: np.ndarray, u_dev: np.ndarray) -> floa
     return float(u_dev[np.arange(len(x_dev)), actions].mean())
 
 
-def fit_stage2_router(parent: Router, x_train: np.ndarray, u_train: np.ndarray, x_dev: np.ndarray,
-                      u_dev: np.ndarray, config: Stage2Config) -> Router:
-    """A copy of `parent` refined with Stage 2 on replayed table rewards, keeping the state of
-    best dev utility (kept in memory; `train_router` stores checkpoints)."""
+def fit_stage2_router(parent: Router, rows: FitRows, config: Stage2Config) -> Router:
+    """A copy of `parent` refined with Stage 2 on the replayed table rewards of `rows`, keeping
+    the state of best dev utility (kept in memory; `train_router` stores checkpoints)."""
     router = build_router(parent.kind, parent.input_dim, parent.n_arms)
     router.load_state_dict(parent.state_dict())
-    train_stage2(router, parent, x_train, table_reward_fn(u_train), config,
-                 dev_utility=lambda candidate: dev_utility_of(candidate, x_dev, u_dev))
+    train_stage2(router, parent, rows.x_train, table_reward_fn(rows.u_train), config,
+                 dev_utility=lambda candidate: dev_utility_of(candidate, rows.x_dev, rows.u_dev))
     return router
 
 
-def training_rows(x: np.ndarray, utility: np.ndarray, table: OutcomeTable, normalizer: CostNormalizer,
-                  rows: np.ndarray, conditioning: CostConditioning | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """What a router learns from on `rows`: their standardized features and utilities, or for a
-    cost-conditioned router their copies at drawn weights (`CostConditioning.expand`)."""
-    if conditioning is None:
-        return x[rows], utility[rows]
-    return conditioned_rows(conditioning, x, table, normalizer, rows, seed)
-
-
-def _split_rows(data: TrainingData, utility: np.ndarray, request: TrainRequest, seed: int):
-    """(x_train, u_train, x_dev, u_dev) of the request (dev draws seeded apart from train's)."""
-    def rows(split: str, offset: int) -> tuple[np.ndarray, np.ndarray]:
-        return training_rows(data.features, utility, data.table, data.normalizer, data.rows(split),
-                             request.conditioning, seed + offset)
-
-    return (*rows("train", 0), *rows("dev", 1))
+def _request_rows(data: TrainingData, utility: np.ndarray, request: TrainRequest, seed: int) -> FitRows:
+    return fit_rows(data.features, utility, data.table, data.normalizer, data.rows("train"), data.rows("dev"),
+                    request.conditioning, seed, request.stage)
 
 
 def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
@@ -329,7 +345,7 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
         if on_log:
             on_log(rows[-1])
 
-    router = fit_stage1_router(*_split_rows(data, utility, request, request.stage1.seed), request.stage1,
+    router = fit_stage1_router(_request_rows(data, utility, request, request.stage1.seed), request.stage1,
                                request.router, on_epoch)
     return router, rows, request
 
@@ -349,23 +365,23 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
     router = build_router(request.router, parent.router.input_dim, request.n_arms)
     router.load_state_dict(parent.router.state_dict())
     train = data.rows("train")
-    x_train, u_train, x_dev, u_dev = _split_rows(data, utility, request, request.stage2.seed)
+    rows = _request_rows(data, utility, request, request.stage2.seed)
     if request.rewards == "table":
-        reward_fn = table_reward_fn(u_train)
+        reward_fn = table_reward_fn(rows.u_train)
     elif request.rewards == "live":
         reward_fn = LiveRewards(store, request, data, train).reward_fn
     else:
         raise InvalidInput(f"rewards are 'table' or 'live', not '{request.rewards}'")
-    rows: list[dict[str, Any]] = []
+    log_rows: list[dict[str, Any]] = []
 
     def on_row(row: dict[str, Any]) -> None:
-        rows.append(row)
+        log_rows.append(row)
         if on_log:
             on_log(row)
 
-    result = train_stage2(router, parent.router, x_train, reward_fn, request.stage2, on_log=on_row,
-                          dev_utility=lambda candidate: dev_utility_of(candidate, x_dev, u_dev))
-    return router, rows, request, result.selected_step
+    result = train_stage2(router, parent.router, rows.x_train, reward_fn, request.stage2, on_log=on_row,
+                          dev_utility=lambda candidate: dev_utility_of(candidate, rows.x_dev, rows.u_dev))
+    return router, log_rows, request, result.selected_step
 
 
 class LiveRewards:

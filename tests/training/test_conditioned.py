@@ -24,7 +24,7 @@ from forge_core.training.trainer import TrainRequest, _lineage, train_router
 
 HOST = "synthetic-host"
 CONDITIONED = TrainRequest(host=HOST, variant="lite", stage1=Stage1Config(max_epochs=30, patience=5),
-                           conditioning=CostConditioning(draws=6))
+                           conditioning=CostConditioning(fixed_draws=6))
 
 
 def _lineage_hash(request: TrainRequest) -> str:
@@ -57,7 +57,7 @@ def conditioned_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFac
 def test_conditioned_checkpoint_is_marked_and_kept_apart(conditioned_store: tuple[Store, str]) -> None:
     store, checkpoint_id = conditioned_store
     loaded = load_checkpoint(store, checkpoint_id)
-    assert loaded.conditioning == CostConditioning(draws=6)
+    assert loaded.conditioning == CostConditioning(fixed_draws=6)
     assert loaded.lineage["lambda_in"] is None and loaded.lineage["lambda_out"] is None
     assert loaded.lineage["input_dim"] == 394 + 2 and loaded.router.input_dim == 396
     assert latest_checkpoint(store, HOST, "lite", conditioned=True) == checkpoint_id
@@ -90,7 +90,7 @@ def test_conditioned_stage2_keeps_its_parents_conditioning(conditioned_store: tu
 
     store = copy_store(conditioned_store[0], tmp_path)
     parent = conditioned_store[1]
-    stage2 = TrainRequest(host=HOST, variant="lite", stage=2, conditioning=CostConditioning(draws=6),
+    stage2 = TrainRequest(host=HOST, variant="lite", stage=2, conditioning=CostConditioning(fixed_draws=6),
                           stage2=Stage2Config(steps=20, log_every=10))
     child = train_router(store, stage2)
     loaded = load_checkpoint(store, child)

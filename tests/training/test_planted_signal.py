@@ -22,7 +22,7 @@ import torch
 from forge_core.routing.routers import Router
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config, Stage2Result, table_reward_fn, train_stage2
-from forge_core.training.trainer import dev_utility_of, fit_stage1_router, fit_stage2_router
+from forge_core.training.trainer import FitRows, dev_utility_of, fit_stage1_router, fit_stage2_router
 
 N_FEATURES, N_ARMS = 4, 6
 SUPPORT_GAIN = 0.35  # utility of the planted support over the others
@@ -61,7 +61,7 @@ def _gains(router: torch.nn.Module, x: np.ndarray, u: np.ndarray) -> tuple[float
 @pytest.fixture(scope="module")
 def good_stage1(data) -> Router:
     """A Stage-1 router trained to convergence on the planted rule."""
-    return fit_stage1_router(*data["train"], *data["dev"], Stage1Config(lr=1e-3, max_epochs=40))
+    return fit_stage1_router(FitRows(*data["train"], *data["dev"]), Stage1Config(lr=1e-3, max_epochs=40))
 
 
 def _default_stage2(parent: Router, data, **changes) -> tuple[Router, Stage2Result]:
@@ -81,10 +81,10 @@ def test_stage1_recovers_the_planted_rule(data, good_stage1) -> None:
 
 
 def test_stage2_improves_a_poor_stage1(data) -> None:
-    poor = fit_stage1_router(*data["train"], *data["dev"], Stage1Config(lr=1e-5, max_epochs=1))
+    poor = fit_stage1_router(FitRows(*data["train"], *data["dev"]), Stage1Config(lr=1e-5, max_epochs=1))
     poor_gain, oracle_gain = _gains(poor, *data["test"])
     assert poor_gain < 0.5 * oracle_gain  # deliberately poor
-    refined = fit_stage2_router(poor, *data["train"], *data["dev"],
+    refined = fit_stage2_router(poor, FitRows(*data["train"], *data["dev"]),
                                 Stage2Config(steps=300, lr=1e-3, log_every=25, beta=0.0, kl_target_low=0.0))
     refined_gain, _ = _gains(refined, *data["test"])
     assert refined_gain >= poor_gain + 0.5 * (oracle_gain - poor_gain), (poor_gain, refined_gain, oracle_gain)
@@ -102,7 +102,7 @@ def test_default_stage2_keeps_a_good_stage1(data, good_stage1) -> None:
 
 
 def test_default_stage2_improves_a_poor_stage1_and_its_anchor_holds_it_closer(data) -> None:
-    poor = fit_stage1_router(*data["train"], *data["dev"], Stage1Config(lr=1e-5, max_epochs=1))
+    poor = fit_stage1_router(FitRows(*data["train"], *data["dev"]), Stage1Config(lr=1e-5, max_epochs=1))
     poor_gain, oracle_gain = _gains(poor, *data["test"])
     anchored, result = _default_stage2(poor, data)
     _, unanchored = _default_stage2(poor, data, beta=0.0)

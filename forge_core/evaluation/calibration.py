@@ -1,0 +1,214 @@
+"""Calibrate a cost-conditioned router to a target: at most T tokens a query, or at least a macro F1.
+
+The weights move along a ray `lambda_out = ratio * lambda_in` (the paper's ratio is 2). The
+protocol is crossfit's (`forge_core.evaluation.crossfit`): the complete queries are dealt into
+folds; for each fold a conditioned router is trained on the other folds' train part, and on their
+inner dev part the weights of the ray are scanned for the target:
+
+- a token budget T: the smallest weights whose dev macro tokens a query are at most T (the most
+  quality the budget buys);
+- a macro F1 floor F: the largest weights whose dev macro F1 is at least F (the fewest tokens
+  that keep it).
+
+A fold where no weight of the ray meets the target on dev takes the end of the ray nearest to it
+(and says so). The held-out fold is then decided at its fold's weights, so every query gets one
+out-of-fold decision, and the realized macro tokens and F1 come with paired-bootstrap 95%
+intervals, beside the target. Tokens are counted under the accounting (by default every host call
+a decision needs on a new query). The weights to deploy the stored conditioned router with are the
+folds' median along the ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.cached import score_decisions
+from forge_core.evaluation.context import EvalContext, evaluation_context
+from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.routing.conditioning import CostConditioning
+from forge_core.routing.features import compute_features
+from forge_core.routing.utility import check_accounting
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+
+log = logging.getLogger(__name__)
+
+RAY_POINTS = 41  # weights scanned along the ray on each fold's inner dev part
+CALIBRATED_VARIANTS = ("lite", "full")
+
+
+@dataclass(frozen=True)
+class CalibrationRequest:
+    """A target for the conditioned router (a token budget or an F1 floor) and the ray to search."""
+
+    budget_tokens: float | None = None  # at most this many tokens a query (macro over benchmarks)
+    min_f1: float | None = None  # at least this macro F1 (a fraction in [0, 1])
+    ratio: float = 2.0  # lambda_out / lambda_in along the searched ray
+    host: str = "embedded"  # whose outcomes and features
+    variant: str = "lite"  # the conditioned router's features: lite or full
+    n_arms: int = 6  # alphabet size
+    folds: int = 5  # crossfit folds (stratified by benchmark)
+    split_seed: int = 0  # seeds the folds and inner dev parts
+    dev_fraction: float = 0.2  # share of each training part held out as inner dev
+    seed: int = 0  # router training seed
+    accounting: str = "deploy"  # tokens of every call a decision needs ("deploy") or the answer's
+    conditioning: CostConditioning = field(default_factory=CostConditioning)
+    stage1: Stage1Config = field(default_factory=Stage1Config)
+
+    def __post_init__(self) -> None:
+        if (self.budget_tokens is None) == (self.min_f1 is None):
+            raise InvalidInput("give one target: a token budget (--budget-tokens) or a macro F1 floor (--min-f1)")
+        if self.budget_tokens is not None and not (np.isfinite(self.budget_tokens) and self.budget_tokens > 0):
+            raise InvalidInput(f"the token budget must be a positive number, not {self.budget_tokens}")
+        if self.min_f1 is not None and not 0 <= self.min_f1 <= 1:
+            raise InvalidInput(f"the F1 floor is a fraction in [0, 1], not {self.min_f1}")
+        if not (np.isfinite(self.ratio) and self.ratio > 0):
+            raise InvalidInput(f"the ratio lambda_out / lambda_in must be positive, not {self.ratio}")
+        if self.variant not in CALIBRATED_VARIANTS:
+            raise InvalidInput(f"calibrate a lite or full router, not '{self.variant}'")
+        if self.folds < 2:
+            raise InvalidInput(f"calibration needs at least 2 folds, not {self.folds}")
+        check_accounting(self.accounting)
+
+    @property
+    def target(self) -> str:
+        """The target in words."""
+        if self.budget_tokens is not None:
+            return f"at most {self.budget_tokens:g} tokens a query"
+        return f"macro F1 at least {self.min_f1:g}"
+
+    def ray(self) -> np.ndarray:
+        """[RAY_POINTS] lambda_in values, log-spaced, whose pair (lambda_in, ratio * lambda_in)
+        lies inside the conditioning's trained range."""
+        low = max(self.conditioning.low, self.conditioning.low / self.ratio)
+        high = min(self.conditioning.high, self.conditioning.high / self.ratio)
+        return np.geomspace(low, high, RAY_POINTS)
+
+    def check(self, store: Store) -> None:
+        """Refuse what the calibration would refuse on this store: no complete queries (or, for a
+        Full router, no probes), or too few of a benchmark for the folds."""
+        context = evaluation_context(store, self.host, self.n_arms, 0.1, 0.2, accounting=self.accounting)
+        if self.variant == "full" and not context.table.has_probes.any():
+            raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
+                              f"`forge enumerate --host {self.host} --probes`, or calibrate Lite")
+        fold_assignment(context.table.benchmarks, self.folds, self.split_seed)
+
+
+@dataclass(frozen=True)
+class FoldCalibration:
+    """One fold: the weights chosen on its inner dev part and what they gave there."""
+
+    fold: int
+    lambda_in: float
+    lambda_out: float
+    dev_tokens: float  # macro tokens a query on the inner dev part at those weights
+    dev_f1: float  # macro F1 there
+    met_on_dev: bool  # False: no weight of the ray met the target; the nearest end was taken
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """The calibrated weights and the out-of-fold tokens and F1 they realize."""
+
+    request: CalibrationRequest
+    lambda_in: float  # the folds' median along the ray: the weights to deploy with
+    lambda_out: float
+    tokens: float  # realized macro tokens a query, out of fold
+    tokens_ci: tuple[float, float]  # its paired-bootstrap 95% interval
+    f1: float  # realized macro F1, out of fold
+    f1_ci: tuple[float, float]
+    target_met: bool  # the realized value meets the target
+    queries: int
+    folds: tuple[FoldCalibration, ...]
+
+    def to_json(self) -> dict:
+        """A JSON-ready report: target beside realized."""
+        request = self.request
+        return {
+            "host": request.host, "variant": request.variant, "accounting": request.accounting,
+            "target": request.target, "budget_tokens": request.budget_tokens, "min_f1": request.min_f1,
+            "ratio": request.ratio, "lambda_in": self.lambda_in, "lambda_out": self.lambda_out,
+            "realized_tokens": self.tokens, "realized_tokens_ci": list(self.tokens_ci),
+            "realized_f1": self.f1, "realized_f1_ci": list(self.f1_ci), "target_met": self.target_met,
+            "queries": self.queries, "folds": [dataclasses.asdict(fold) for fold in self.folds],
+        }
+
+
+def _at(context: EvalContext, lambda_in: float, lambda_out: float) -> EvalContext:
+    """The context at other cost weights (same table, normalizer and features)."""
+    return dataclasses.replace(context, lambda_in=lambda_in, lambda_out=lambda_out)
+
+
+def _tokens_and_f1(context: EvalContext, router: FoldRouter, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    outcome = score_decisions(context, rows, router.name, router.decide(context, rows))
+    return outcome.tokens.astype(np.float64), outcome.f1
+
+
+def _choose(request: CalibrationRequest, lambdas: np.ndarray, tokens: np.ndarray, f1: np.ndarray) -> tuple[int, bool]:
+    """Index into the ray of the chosen weights, and whether they meet the target on dev."""
+    if request.budget_tokens is not None:
+        meets = np.flatnonzero(tokens <= request.budget_tokens)
+        return (int(meets[0]), True) if len(meets) else (len(lambdas) - 1, False)
+    meets = np.flatnonzero(f1 >= request.min_f1)
+    return (int(meets[-1]), True) if len(meets) else (0, False)
+
+
+def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int) -> tuple[FoldCalibration, FoldRouter]:
+    router = FoldRouter(f"forge_{request.variant}_cond", request.variant,
+                        dataclasses.replace(request.stage1, seed=request.seed), conditioning=request.conditioning)
+    router.fit(context)
+    dev = context.rows("dev")
+    benchmarks = context.table.benchmarks[dev]
+    lambdas = request.ray()
+    scanned = [_tokens_and_f1(_at(context, value, request.ratio * value), router, dev) for value in lambdas]
+    tokens = np.array([macro(t, benchmarks) for t, _ in scanned])
+    f1 = np.array([macro(f, benchmarks) for _, f in scanned])
+    index, met = _choose(request, lambdas, tokens, f1)
+    chosen = float(lambdas[index])
+    return FoldCalibration(fold, chosen, request.ratio * chosen, float(tokens[index]), float(f1[index]), met), router
+
+
+def run_calibration(store: Store, request: CalibrationRequest,
+                    on_fold: Callable[[int, int], None] | None = None) -> CalibrationResult:
+    """Calibrate as `request` asks (see the module docstring); `on_fold(done, total)` follows the
+    folds. Computes missing features first; trains in memory only (no checkpoint is stored)."""
+    request.check(store)
+    compute_features(store, request.host)
+    base = evaluation_context(store, request.host, request.n_arms, 0.1, 0.2, accounting=request.accounting)
+    benchmarks = base.table.benchmarks
+    assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
+    tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
+    folds = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the routers are small; see `train_router`
+    try:
+        for fold in range(request.folds):
+            splits = fold_splits(benchmarks, assignment, fold, request.dev_fraction, request.split_seed)
+            context = fold_context(base, splits)
+            calibration, router = _calibrate_fold(request, context, fold)
+            folds.append(calibration)
+            held_out = context.rows("test")
+            at_weights = _at(context, calibration.lambda_in, calibration.lambda_out)
+            tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
+            log.info("calibration fold %d: %s", fold, calibration)
+            if on_fold:
+                on_fold(fold + 1, request.folds)
+    finally:
+        torch.set_num_threads(threads)
+    zeros = np.zeros_like(tokens)
+    realized_tokens, realized_f1 = macro(tokens, benchmarks), macro(f1, benchmarks)
+    met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None
+           else realized_f1 >= request.min_f1)
+    lambda_in = float(np.median([fold.lambda_in for fold in folds]))
+    return CalibrationResult(
+        request, lambda_in, request.ratio * lambda_in, realized_tokens,
+        paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
+        bool(met), len(benchmarks), tuple(folds))
