@@ -19,6 +19,7 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_checkpoint
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
@@ -112,6 +113,18 @@ def recent_errors(store: Store, host: str) -> list[str]:
 def checkpoints(store: Store) -> pd.DataFrame:
     """Router checkpoints, newest first."""
     return store.checkpoints()
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, str]:
+    """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
+    -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
+    found = {}
+    for name, variant in sorted(CONDITIONED_POLICIES.items(), key=lambda item: item[1] != "lite"):
+        checkpoint_id = conditioned_checkpoint(store, host, variant, n_arms)
+        if checkpoint_id is not None:
+            found[checkpoint_id] = name
+    return found
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

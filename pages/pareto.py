@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from app import charts, data, ui
+from app import charts, data, ui, weights
+from app.calibration_view import calibration_panel
 from app.crossfit_view import show_crossfit
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.reports import pareto_highlights
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import checkpoint_label
 
 st.title("Pareto")
@@ -14,7 +14,9 @@ st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-q
            "chosen router checkpoints, scored on the same complete queries: macro F1 against the tokens a "
            "deployment pays per query (every host call a decision needs: a Full router's and Self-Routing's four "
            "probes, a cascade's earlier calls, the answer). Move the weights: the utilities, the tuned baselines, "
-           "the oracle and the frontier follow; checkpoints keep the weights they were trained with.")
+           "the oracle, the cost-conditioned routers (they decide at the sliders' weights, no retraining) and the "
+           "frontier follow; a per-weight checkpoint keeps the weights it was trained with. The oracle is a "
+           "reference, never on the frontier.")
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
@@ -37,19 +39,18 @@ answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes pro
                         help="Off: the deployment's accounting, every host call a decision needs, each charged with "
                              "the utility formula. On: only the answering call, as the paper's Cached cost.")
 accounting = "answer" if answer_only else "deploy"
-lambda_in_column, lambda_out_column = st.columns(2)
-lambda_in = lambda_in_column.slider("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01,
-                                    help="Weight of the normalized input-token cost in "
-                                         "U = F1 − λ_in c_in − λ_out c_out.")
-lambda_out = lambda_out_column.slider("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT, 0.01,
-                                      help="Weight of the normalized output-token cost.")
+calibration_panel(store, host, n_arms, accounting)
+lambda_in, lambda_out = weights.sliders("pareto")
 
 checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
 labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
+conditioned = data.conditioned_checkpoints(store, host, n_arms)
 chosen_column, color_column, facet_column = st.columns([4, 1, 1])
-chosen = chosen_column.multiselect("Router checkpoints", list(labels), default=list(labels)[:1],
-                                   format_func=labels.get)
+chosen = chosen_column.multiselect("Router checkpoints", list(labels),
+                                   default=list(conditioned) or list(labels)[:1], format_func=labels.get,
+                                   help="Default: the cost-conditioned routers (`forge train --conditioned`), which "
+                                        "decide at the sliders' weights.")
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")

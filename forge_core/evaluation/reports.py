@@ -136,13 +136,14 @@ def require_train_and_dev(table: OutcomeTable) -> None:
 
 def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFrame:
     """`evaluation.pareto_points` as one row per policy (and benchmark), with its kind and whether
-    it is on the Pareto frontier (lowest cost for the highest macro F1) of its benchmark facet."""
+    it is on the Pareto frontier (lowest cost for the highest macro F1) of the deployable policies
+    of its benchmark facet (the oracle, which sees every arm's score, is a reference, never on it)."""
     from forge_core.evaluation.statistics import pareto_frontier
 
     frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:1] + PARETO_COLUMNS[2:6]))
     frame.insert(1, "kind", [policy_kind(name, checkpoint_ids) for name in frame["policy"]])
     frame["on_frontier"] = False
-    for _, facet in frame.groupby("benchmark", sort=False):
+    for _, facet in frame[frame["kind"] != ORACLE].groupby("benchmark", sort=False):
         frontier = pareto_frontier(list(zip(facet["cost_k"], facet["macro_f1"])))
         frame.loc[facet.index[frontier], "on_frontier"] = True
     return frame[list(PARETO_COLUMNS)]

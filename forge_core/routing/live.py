@@ -3,8 +3,9 @@ and, when asked, set it beside what Always-Raw costs (and answers) for it.
 
 `route_and_answer` is the one routing-and-answering path: the Live query page, `forge ask --route`
 and `forge serve` all call it. Routing retrieves, computes the question's features (running the
-four host probes for a Full router) and reads the router's probability of every arm; an explicit
-arm override skips the router. The answer makes only the calls the decision needs: one for a
+four host probes for a Full router) and reads the router's probability of every arm (a
+cost-conditioned router at the cost weights given, `lambda_in` and `lambda_out`); an explicit arm
+override skips the router. The answer makes only the calls the decision needs: one for a
 Lite or BGE+BM25 router or a fixed arm; the four probes and the answer for a Full router, whose
 greedy Direct probe is the answer itself (no fifth call) when the chosen arm's request is that
 probe's request (`direct:no_think`, with no chat client changing the request).
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import torch
 
 from forge_core.arms import Arm, alphabet, parse_arm
 from forge_core.errors import InvalidInput, MissingStep
@@ -49,6 +49,7 @@ from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
@@ -94,6 +95,7 @@ class RoutedAnswer:
     raw_cost: RawCost | None  # None when no Always-Raw comparison was asked for
     raw_answer: ArmAnswer | None  # the Always-Raw answer when one was made live
     raw_f1: float | None
+    weights: tuple[float, float] | None = None  # (lambda_in, lambda_out) a cost-conditioned router decided at
 
     @property
     def probe_tokens(self) -> int:
@@ -144,6 +146,7 @@ class RoutedAnswer:
     def history_row(self) -> dict[str, Any]:
         """One row of a session's history table."""
         return {"question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.router,
+                "weights": "" if self.weights is None else f"{self.weights[0]:g} / {self.weights[1]:g}",
                 "arm": self.arm, "tokens": self.tokens, "raw tokens": self.raw_tokens,
                 "saved": self.tokens_saved, "F1": self.f1, "raw F1": self.raw_f1,
                 "latency ms": round(self.answer.latency_ms, 1), "routing ms": round(self.routing_ms, 1)}
@@ -228,8 +231,10 @@ def default_router_id(store: Store, host: str) -> str:
 async def route_and_answer(store: Store, host: Host, retriever: Retriever, question: str, benchmark: str, *,
                            router: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
-                           chat: ClientChat | None = None) -> RoutedAnswer:
-    """Route `question` with `router` (or take the override `arm`), answer it under the chosen arm
+                           chat: ClientChat | None = None, lambda_in: float = DEFAULT_LAMBDA_IN,
+                           lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
+    """Route `question` with `router` (or take the override `arm`; a cost-conditioned router decides
+    at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
     on `host` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
@@ -253,7 +258,7 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
             probes = await run_probes(host, question, is_fever)
         outcomes = probe_outcomes(host.config.name, probes)
         features = features_for_question(question, retriever, evidence, outcomes or None, router.variant, embedder)
-        probabilities = router_probabilities(router, features)
+        probabilities = router_probabilities(router, features, lambda_in, lambda_out)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, host.config)
@@ -273,19 +278,22 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
         probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
         answer_is_probe=answer_is_probe, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost,
         raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
+        weights=(lambda_in, lambda_out) if router is not None and router.conditioning is not None else None,
     )
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                router: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
-               always_raw: AlwaysRaw = "off") -> RoutedAnswer:
+               always_raw: AlwaysRaw = "off", lambda_in: float = DEFAULT_LAMBDA_IN,
+               lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
     an embedded server)."""
 
     async def run() -> RoutedAnswer:
         async with hosted(config) as host:
             return await route_and_answer(store, host, retriever, question, benchmark, router=router, arm=arm,
-                                          example=example, always_raw=always_raw)
+                                          example=example, always_raw=always_raw, lambda_in=lambda_in,
+                                          lambda_out=lambda_out)
 
     return asyncio.run(run())
 
@@ -304,11 +312,10 @@ def probe_outcomes(host: str, probes: dict[str, Generation]) -> list[ProbeOutcom
             for probe, g in probes.items()]
 
 
-def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray) -> dict[str, float]:
-    """Arm name -> probability for one feature vector."""
-    x = checkpoint.standardizer.transform(features.reshape(1, -1))
-    with torch.no_grad():
-        probabilities = checkpoint.router.log_probs(torch.as_tensor(x)).exp()[0].numpy()
+def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray, lambda_in: float = DEFAULT_LAMBDA_IN,
+                         lambda_out: float = DEFAULT_LAMBDA_OUT) -> dict[str, float]:
+    """Arm name -> probability for one feature vector (a cost-conditioned router's at these weights)."""
+    probabilities = checkpoint.probabilities(features.reshape(1, -1), lambda_in, lambda_out)[0]
     arms = alphabet(checkpoint.record["n_arms"])
     return {arm.name: float(p) for arm, p in zip(arms, probabilities)}
 

@@ -150,7 +150,7 @@ POINTS = {"points": [
 def test_pareto_frame_kinds_and_frontier() -> None:
     frame = pareto_frame(POINTS, ["ckpt-1"])
     assert list(frame["kind"]) == ["fixed arm", "fixed arm", "baseline", ORACLE, "router"]
-    assert list(frame["on_frontier"]) == [True, False, False, True, False]
+    assert list(frame["on_frontier"]) == [True, False, False, False, True]  # the oracle is a reference, off it
     assert policy_kind("my-run", ["my-run"]) == "router" and policy_kind("tiermem") == "baseline"
 
 
@@ -168,7 +168,7 @@ def test_pareto_highlights() -> None:
     highlights = pareto_highlights(pareto_frame(POINTS, ["ckpt-1"]))
     assert (highlights["oracle_utility"], highlights["oracle_f1"], highlights["oracle_cost_k"]) == (0.55, 0.6, 0.3)
     assert (highlights["best_policy"], highlights["best_utility"]) == ("ckpt-1", 0.5)
-    assert highlights["frontier"] == ["always_direct", ORACLE]
+    assert highlights["frontier"] == ["always_direct", "ckpt-1"]
 
 
 def test_pareto_report_moves_with_the_weights(trained_store) -> None:
