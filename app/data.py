@@ -19,7 +19,7 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_checkpoint
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_checkpoint, demo_questions
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
@@ -125,6 +125,14 @@ def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, s
         if checkpoint_id is not None:
             found[checkpoint_id] = name
     return found
+
+
+@st.cache_data(show_spinner="Finding questions whose arm moves with the weights…", max_entries=RESULTS_CACHE_ENTRIES,
+               hash_funcs=STORE_KEY)
+def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str) -> list[DemoQuestion]:
+    """Stored test questions whose arm under the conditioned checkpoint changes with the weights
+    (`version`: see `store_version`)."""
+    return demo_questions(store, host, checkpoint_id)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -4,7 +4,7 @@ that routing does not need); a session history keeps the running totals."""
 
 import streamlit as st
 
-from app import data, live_view, ui
+from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import alphabet, parse_arm
 from forge_core.routing.checkpoints import latest_checkpoint
 from forge_core.routing.live import ask_routed, check_question
@@ -30,18 +30,40 @@ host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
 labels = {row.checkpoint_id: f"{row.checkpoint_id} (stage {row.stage}, {row.host}, {row.variant}, {row.n_arms} arms)"
           for row in checkpoints.itertuples()}
+conditioned = data.conditioned_checkpoints(store, host, data.alphabet_size(store, host))
 if labels:
-    default = latest_checkpoint(store, host, "lite")
+    default = next(iter(conditioned), None) or latest_checkpoint(store, host, "lite")
     checkpoint_id = router_column.selectbox(
         "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
-        help="Default: the newest Lite checkpoint of the host. A Full router first runs four probes on the host.")
+        help="Default: the host's cost-conditioned Lite router (it decides at the weights below), else its newest "
+             "Lite checkpoint. A Full router first runs four probes on the host.")
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")
+record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
+router_is_conditioned = record is not None and "conditioning" in record["lineage"]
+lambda_in, lambda_out = weights.sliders("live")
+st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "
+           "Direct." if router_is_conditioned else
+           "This router was trained at one weight pair and ignores the sliders: pick a cost-conditioned router "
+           "(`forge train --conditioned`) to route at them.")
+if router_is_conditioned:
+    demo_view.demo_list(store, record["host"], checkpoint_id)
 
 example = None
-picked = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True) != "Type one"
-if picked:
+demo = demo_view.picked()
+picked = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True,
+                  index=1 if demo else 0) != "Type one"
+if picked and demo is not None:
+    benchmark = demo.benchmark
+    example = store.examples(demo.benchmark, [demo.example_id])[0]
+    question = example.question
+    demo_column, clear_column = st.columns([5, 1])
+    demo_column.info(f"Demo question ({demo.benchmark}): {question}", icon=":material/bolt:")
+    if clear_column.button("Clear", icon=":material/close:"):
+        st.session_state.pop(demo_view.PICKED_KEY)
+        st.rerun()
+elif picked:
     split_column, example_column = st.columns([1, 3])
     split = split_column.selectbox("Split", ["test", "dev", "train"])
     with ui.user_errors():
@@ -71,7 +93,8 @@ if asked:
         with st.spinner(f"Routing and answering on {host}…"):
             result = ask_routed(store, served, retriever, question, benchmark, router=router,
                                 arm=parse_arm(override) if by_hand else None, example=example,
-                                always_raw="answer" if compare_raw else "cost")
+                                always_raw="answer" if compare_raw else "cost", lambda_in=lambda_in,
+                                lambda_out=lambda_out)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])

@@ -86,7 +86,8 @@ def demo_questions(store: Store, host: str, checkpoint_id: str, split: str = "te
     keys = [context.table.keys[rows[i]] for i in picked]
     examples = {(e.benchmark, e.example_id): e for b in {k[0] for k in keys}
                 for e in store.examples(b, [k[1] for k in keys if k[0] == b])}
-    return [DemoQuestion(b, e, examples[(b, e)].question, tuple(arms[i])) for i, (b, e) in zip(picked, keys)]
+    return [DemoQuestion(b, e, examples[(b, e)].question, tuple(str(arm) for arm in arms[i]))
+            for i, (b, e) in zip(picked, keys)]
 
 
 def _round_robin(items: list[int], groups: list[str], limit: int) -> list[int]:

@@ -1,0 +1,40 @@
+"""The Live query page's demo list: stored questions whose arm, under the cost-conditioned router,
+changes as the weights rise; one click puts a question in the page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app import data, ui, weights
+from forge_core.evaluation.conditioned import WEIGHT_LADDER, DemoQuestion
+from forge_core.store import Store
+
+PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if any
+
+
+def picked() -> DemoQuestion | None:
+    """The demo question the user picked (None: none, or cleared)."""
+    return st.session_state.get(PICKED_KEY)
+
+
+def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
+    """The list, each question with its arm at rising weights and a button that picks it (and sets
+    the sliders to the lowest weights, where it starts)."""
+    with ui.user_errors(stop=False):
+        questions = data.demo_questions_of(store, data.store_version(store), host, checkpoint_id)
+        ladder = " → ".join(f"{lo:g}/{hi:g}" for lo, hi in WEIGHT_LADDER)
+        with st.expander("Demo questions: the router's arm changes as the weights rise", icon=":material/bolt:",
+                         expanded=picked() is None):
+            if not questions:
+                st.caption("No stored question of this host changes arm along the weights.")
+                return
+            st.caption(f"Test questions of the store, with the arm this router picks at λ_in/λ_out {ladder} "
+                       "(from their stored features). Pick one, answer it, then raise the weights and answer again.")
+            for index, question in enumerate(questions):
+                text_column, arms_column, button_column = st.columns([5, 4, 1])
+                text_column.markdown(f"**{question.benchmark}**: {question.question}")
+                arms_column.caption(" → ".join(question.arms))
+                if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:"):
+                    st.session_state[PICKED_KEY] = question
+                    weights.set_weights(*WEIGHT_LADDER[0])
+                    st.rerun()

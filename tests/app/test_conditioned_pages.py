@@ -1,0 +1,119 @@
+"""The pages with a cost-conditioned router (AppTest): the Pareto point that moves with the sliders,
+the sliders kept across pages, calibration to a budget, and a Live query whose arm rises with the
+weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.routing.conditioning import CostConditioning
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import TrainRequest, train_router
+
+from support.answering_server import AnsweringServer
+from support.app_store import FAKE_HOST
+from support.stores import copy_store
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 120
+HOST = "synthetic-host"
+
+
+@pytest.fixture(scope="module")
+def conditioned_app_store(tmp_path_factory: pytest.TempPathFactory,
+                          trained_store: tuple[Store, str]) -> tuple[Path, str]:
+    """A copy of the trained synthetic store with a cost-conditioned Lite router; its path and id."""
+    store = copy_store(trained_store[0], tmp_path_factory.mktemp("conditioned-app"))
+    checkpoint_id = train_router(store, TrainRequest(host=HOST, variant="lite", conditioning=CostConditioning(),
+                                                     stage1=Stage1Config(max_epochs=30, patience=5)))
+    return store.path, checkpoint_id
+
+
+@pytest.fixture
+def conditioned_app(conditioned_app_store: tuple[Path, str], tmp_path: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> tuple[Store, str]:
+    store = copy_store(Store(conditioned_app_store[0]), tmp_path)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    st.cache_data.clear()
+    return store, conditioned_app_store[1]
+
+
+def by_label(widgets, label: str):
+    matches = [widget for widget in widgets if widget.label == label]
+    assert len(matches) == 1, f"{label!r}: {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def navigation() -> AppTest:
+    return AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
+
+
+def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditioned_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = conditioned_app
+    app = navigation()
+    app.switch_page("../pages/pareto.py").run()
+    assert not app.exception, app.exception
+    assert by_label(app.multiselect, "Router checkpoints").value == [checkpoint_id]  # the conditioned one
+    slider = by_label(app.slider, "lambda_in")
+    assert slider.max == 3.0 and slider.value == pytest.approx(0.1)
+    before = app.dataframe[0].value.set_index("policy").loc[checkpoint_id]
+    by_label(app.slider, "lambda_in").set_value(3.0)
+    by_label(app.slider, "lambda_out").set_value(3.0).run()
+    assert not app.exception, app.exception
+    after = app.dataframe[0].value.set_index("policy").loc[checkpoint_id]
+    assert after["cost_k"] < 0.8 * before["cost_k"]  # dear tokens: the same checkpoint routes to cheaper arms
+    frame = app.dataframe[0].value
+    assert not frame.loc[frame["policy"] == "oracle", "on_frontier"].any()
+
+    app.switch_page("../pages/live_query.py").run()  # the weights follow the user to the next page
+    assert not app.exception, app.exception
+    assert by_label(app.slider, "lambda_in").value == 3.0 and by_label(app.slider, "lambda_out").value == 3.0
+    app.switch_page("../pages/pareto.py").run()
+    assert by_label(app.slider, "lambda_out").value == 3.0
+
+
+def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, str]) -> None:
+    app = navigation()
+    app.switch_page("../pages/pareto.py").run()
+    by_label(app.number_input, "T (tokens a query)").set_value(300.0)
+    by_label(app.button, "Calibrate").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    result = app.session_state["calibration_result"]
+    assert result.request.budget_tokens == 300.0 and result.queries == 240
+    assert result.tokens_ci[0] <= result.tokens <= result.tokens_ci[1]
+    assert by_label(app.slider, "lambda_in").value == pytest.approx(round(result.lambda_in, 2))
+    metrics = {metric.label: metric.value for metric in app.metric}
+    assert metrics["Realized tokens a query"] == f"{result.tokens:,.0f}"
+
+
+def test_a_demo_question_changes_arm_when_the_weights_rise(conditioned_app: tuple[Store, str]) -> None:
+    fake = AnsweringServer()
+    with fake:
+        store, checkpoint_id = conditioned_app
+        save_host_config(store, HostConfig(name=FAKE_HOST, kind="openai", model="m", base_url=fake.base_url,
+                                           max_retries=0, timeout_s=10.0))
+        app = navigation()
+        app.switch_page("../pages/live_query.py").run()
+        assert not app.exception, app.exception
+        by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
+        by_label(app.selectbox, "Router").set_value(checkpoint_id).run()
+        demo_buttons = [button for button in app.button if button.label == "Pick"]
+        assert demo_buttons, [e.value for e in app.caption]
+        demo_buttons[0].click().run()
+        assert app.session_state["weights_lambda_in"] == 0.02
+        by_label(app.button, "Route and answer").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        by_label(app.slider, "lambda_in").set_value(3.0)
+        by_label(app.slider, "lambda_out").set_value(3.0).run()
+        by_label(app.button, "Route and answer").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+    low, high = app.session_state["live_history"]
+    assert low.question == high.question and low.weights == (0.02, 0.04) and high.weights == (3.0, 3.0)
+    assert low.arm != high.arm and high.tokens < low.tokens
