@@ -20,6 +20,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_checkpoint, demo_questions
+from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
@@ -30,6 +31,7 @@ from forge_core.records import Example
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
 STORE_KEY = {Store: lambda store: str(store.path)}
@@ -168,15 +170,24 @@ def store_version(store: Store) -> int:
     return version
 
 
+@st.cache_resource(show_spinner="Loading outcomes and features…", max_entries=4, hash_funcs=STORE_KEY)
+def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounting: str) -> EvalContext:
+    """The host's evaluation context (features computed first), loaded once per store version and
+    shared by every weight the sliders visit, with its weight-free fits (`version`: see
+    `store_version`)."""
+    compute_features(store, host)
+    return evaluation_context(store, host, n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, accounting=accounting)
+
+
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
            checkpoint_ids: Sequence[str], by_benchmark: bool, accounting: str = "deploy") -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier under these weights and accounting
     (`version`: see `store_version`)."""
-    compute_features(store, host)
+    base = evaluation_base(store, version, host, n_arms, accounting)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
-                                 by_benchmark, accounting)
+                                 by_benchmark, accounting, base)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -29,7 +29,7 @@ from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import oracle_actions
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, oracle_actions
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,14 @@ def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, o
     return texts
 
 
+def map_weights(lineage: dict) -> tuple[float, float]:
+    """The cost weights a checkpoint's map is drawn at: those it was trained at, or for a
+    cost-conditioned router (trained at every weight) the defaults, 0.1 / 0.2."""
+    if lineage.get("conditioning") is not None:
+        return DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+    return lineage["lambda_in"], lineage["lambda_out"]
+
+
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
                        n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
@@ -197,7 +205,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise MissingStep(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    context = EvalContext(store, shown, normalizer, float(lineage["lambda_in"]), float(lineage["lambda_out"]))
+    context = EvalContext(store, shown, normalizer, *map(float, map_weights(lineage)))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))

@@ -200,12 +200,16 @@ def policy_outcomes(context: EvalContext, rows: np.ndarray, policies: Sequence[P
 
 def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
                   checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
-                  accounting: str = "deploy") -> dict:
+                  accounting: str = "deploy", base: EvalContext | None = None) -> dict:
     """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
-    oracle and the given checkpoints, without training anything; plus the frontier indices.
-    Each point: policy, benchmark ("all" unless `by_benchmark`), cost_k and macro_utility under
-    `accounting`, macro_f1."""
-    context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
+    oracle and the given checkpoints (a cost-conditioned one decides at these weights), without
+    training anything; plus the frontier indices. Each point: policy, benchmark ("all" unless
+    `by_benchmark`), cost_k and macro_utility under `accounting`, macro_f1. `base`: the host's
+    `evaluation_context` already loaded (any weights, this accounting and alphabet), whose
+    weight-free fits are reused: what a slider step recomputes is only what the weights change."""
+    if base is None:
+        base = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
+    context = base.at(lambda_in, lambda_out)
     rows = context.rows(split)
     if not len(rows):
         raise InvalidInput(f"no complete {split} queries for host '{host}'")

@@ -14,8 +14,10 @@ Features are read, never computed here: compute them first with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from forge_core.routing.utility import CostNormalizer, check_accounting
 from forge_core.store import Store
 
 LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
+T = TypeVar("T")
 
 
 @dataclass
@@ -40,6 +43,19 @@ class EvalContext:
     lambda_out: float
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
     _features: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (variant, embedder name)
+    _weight_free: dict[tuple, Any] = field(default_factory=dict)  # results the cost weights do not change
+
+    def at(self, lambda_in: float, lambda_out: float) -> EvalContext:
+        """This context under other cost weights: the same rows, normalizer, features and
+        weight-free results (moving the weights recomputes only what depends on them)."""
+        return dataclasses.replace(self, lambda_in=lambda_in, lambda_out=lambda_out)
+
+    def weight_free(self, key: tuple, compute: Callable[[], T]) -> T:
+        """`compute()` once for this context and its `at` copies: for a fit that does not depend
+        on the cost weights (a loaded checkpoint, a classifier on weight-free labels)."""
+        if key not in self._weight_free:
+            self._weight_free[key] = compute()
+        return self._weight_free[key]
 
     @property
     def utility(self) -> np.ndarray:

@@ -131,18 +131,24 @@ class ArmClassifier(Policy):
 
     live_variant = "lite"
     arm_names: tuple[str, ...] = ()
+    weight_free_labels = False  # True when the labels do not depend on the cost weights (the fit is reused)
 
     @abstractmethod
     def train_labels(self, context: EvalContext) -> np.ndarray:
         """[N] the index into `arm_names` each row should get."""
 
     def fit(self, context: EvalContext) -> None:
+        self.columns = np.array([context.arm(arm) for arm in self.arm_names])
+        fitted = (context.weight_free((self.name,), lambda: self._fit(context)) if self.weight_free_labels
+                  else self._fit(context))
+        self.constant, self.model, self.standardizer = fitted
+
+    def _fit(self, context: EvalContext) -> tuple[int | None, LogisticRegression | None, Standardizer | None]:
         train = context.rows("train")
         labels = self.train_labels(context)
-        self.columns = np.array([context.arm(arm) for arm in self.arm_names])
-        self.constant = int(labels[train][0]) if len(np.unique(labels[train])) < 2 else None
-        if self.constant is None:
-            self.model, self.standardizer = _classifier(structured_inputs(context), labels, train)
+        if len(np.unique(labels[train])) < 2:
+            return int(labels[train][0]), None, None
+        return None, *_classifier(structured_inputs(context), labels, train)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         if self.constant is not None:
@@ -157,6 +163,7 @@ class AdaptiveRAG(ArmClassifier):
 
     name = "adaptive_rag"
     arm_names = NOTHINK_ARMS
+    weight_free_labels = True  # correctness does not depend on the cost weights
 
     def train_labels(self, context: EvalContext) -> np.ndarray:
         correct = context.table.f1[:, [context.arm(arm) for arm in self.arm_names]] >= CORRECT_F1
@@ -263,29 +270,48 @@ class RidgeUtility(Policy):
     """A linear floor for the routers: ridge regression of every arm's utility on the Lite
     features, preprocessed exactly as the routers' (`router_standardizer`), route = the arm of
     highest predicted utility. The penalty `alpha` is the one of `RIDGE_ALPHAS` whose routing has
-    the best dev utility (ties go to the larger penalty)."""
+    the best dev utility (ties go to the larger penalty).
+
+    The ridge solution is linear in its targets, so the regression of U = F1 - lambda_in c_in -
+    lambda_out c_out is that of F1, c_in and c_out combined with the weights: those three are
+    fitted once per context (`EvalContext.weight_free`) and only the combination and the choice of
+    alpha follow the weights."""
 
     name = "ridge_utility"
     live_variant = "lite"
 
     def fit(self, context: EvalContext) -> None:
-        train, dev = context.rows("train"), context.rows("dev")
-        features = context.features("lite")
-        self.standardizer = router_standardizer(features[train], "train")
-        x_train, x_dev = self.standardizer.transform(features[train]), self.standardizer.transform(features[dev])
+        self.standardizer, models = context.weight_free((self.name,), lambda: self._fit_components(context))
+        self.weights = (context.lambda_in, context.lambda_out)
+        dev = context.rows("dev")
+        x_dev = self.standardizer.transform(context.features("lite")[dev])
         dev_utility = context.utility[dev]
         best = (-np.inf, None)
         for alpha in sorted(RIDGE_ALPHAS, reverse=True):
-            model = Ridge(alpha=alpha).fit(x_train, context.utility[train])
-            actions = model.predict(x_dev).argmax(axis=1)
+            actions = self._predicted_utility(models[alpha], x_dev).argmax(axis=1)
             value = dev_utility[np.arange(len(dev)), actions].mean()
             if value > best[0]:
-                best = (value, model)
+                best = (value, models[alpha])
         self.model = best[1]
+
+    @staticmethod
+    def _fit_components(context: EvalContext) -> tuple[Standardizer, dict[float, Ridge]]:
+        """The standardizer and, per alpha, a ridge fit of [F1 | c_in | c_out] on the train rows."""
+        train = context.rows("train")
+        features = context.features("lite")
+        standardizer = router_standardizer(features[train], "train")
+        c_in, c_out = context.normalizer.transform(context.table.tokens_in[train], context.table.tokens_out[train])
+        targets = np.hstack([context.table.f1[train], c_in, c_out])
+        x_train = standardizer.transform(features[train])
+        return standardizer, {alpha: Ridge(alpha=alpha).fit(x_train, targets) for alpha in RIDGE_ALPHAS}
+
+    def _predicted_utility(self, model: Ridge, x: np.ndarray) -> np.ndarray:
+        f1, c_in, c_out = np.split(model.predict(x), 3, axis=1)
+        return f1 - self.weights[0] * c_in - self.weights[1] * c_out
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features("lite")[rows])
-        return Decisions.single(self.model.predict(x).argmax(axis=1))
+        return Decisions.single(self._predicted_utility(self.model, x).argmax(axis=1))
 
 
 class RouterPolicy(Policy):
@@ -308,7 +334,8 @@ class RouterPolicy(Policy):
 
     def fit(self, context: EvalContext) -> None:
         """Load the checkpoint; it reads only features of the embedder it was trained on."""
-        self.checkpoint = load_checkpoint(context.store, self.checkpoint_id)
+        self.checkpoint = context.weight_free(("checkpoint", self.checkpoint_id),
+                                              lambda: load_checkpoint(context.store, self.checkpoint_id))
         self.embedder = spec_for_name(self.checkpoint.lineage["embedder"])
         if self.checkpoint.record["n_arms"] != len(context.table.arms):
             raise InvalidInput(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "

@@ -12,6 +12,7 @@ train queries; it is descriptive only (it sees the answers' scores).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,9 @@ from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
 from forge_core.store import Store
+
+if TYPE_CHECKING:
+    from forge_core.evaluation.context import EvalContext
 
 MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
 ORACLE = "oracle"  # policy name of the per-query utility oracle
@@ -151,17 +155,17 @@ def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFra
 
 def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
                   checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
-                  accounting: str = "deploy") -> pd.DataFrame:
+                  accounting: str = "deploy", base: EvalContext | None = None) -> pd.DataFrame:
     """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
     and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). A host
     without train and dev queries is refused; the features must be computed
-    (`forge_core.routing.features.compute_features`)."""
+    (`forge_core.routing.features.compute_features`). `base`: see `pareto_points`."""
     from forge_core.evaluation.cached import pareto_points
     from forge_core.routing.outcome_table import load_outcome_table
 
-    require_train_and_dev(load_outcome_table(store, host, n_arms))
+    require_train_and_dev(base.table if base is not None else load_outcome_table(store, host, n_arms))
     points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark,
-                           accounting)
+                           accounting, base)
     return pareto_frame(points, checkpoint_ids)
 
 

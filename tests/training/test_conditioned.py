@@ -101,3 +101,13 @@ def test_conditioned_stage2_keeps_its_parents_conditioning(conditioned_store: tu
                                          stage2=Stage2Config(steps=5)))
     with pytest.raises(InvalidInput, match="replays the table"):
         TrainRequest(host=HOST, stage=2, rewards="live", conditioning=CostConditioning())
+
+
+def test_action_map_of_a_conditioned_router_is_drawn_at_the_default_weights(
+        conditioned_store: tuple[Store, str]) -> None:
+    from forge_core.evaluation.action_map import compute_action_map, map_weights
+
+    store, checkpoint_id = conditioned_store
+    assert map_weights(load_checkpoint(store, checkpoint_id).lineage) == (0.1, 0.2)
+    action_map = compute_action_map(store, HOST, checkpoint_id, "test")
+    assert len(action_map.router_actions) == 60 and set(action_map.router_actions) <= set(range(6))
