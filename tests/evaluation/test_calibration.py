@@ -1,0 +1,51 @@
+"""Calibration of the cost-conditioned router to a token budget or an F1 floor, on the synthetic store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from forge_core.errors import InvalidInput
+from forge_core.evaluation.calibration import RAY_POINTS, CalibrationRequest, _choose, run_calibration
+from forge_core.routing.conditioning import CostConditioning
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+
+HOST = "synthetic-host"
+FAST = Stage1Config(max_epochs=15, patience=4)
+
+
+def test_the_ray_stays_in_the_trained_range_and_targets_are_checked() -> None:
+    ray = CalibrationRequest(budget_tokens=100, ratio=2.0, conditioning=CostConditioning(0.02, 3.0)).ray()
+    assert len(ray) == RAY_POINTS and ray[0] == pytest.approx(0.02) and ray[-1] == pytest.approx(1.5)
+    assert (np.diff(ray) > 0).all()
+    with pytest.raises(InvalidInput, match="give one target"):
+        CalibrationRequest()
+    with pytest.raises(InvalidInput, match="give one target"):
+        CalibrationRequest(budget_tokens=100, min_f1=0.3)
+    with pytest.raises(InvalidInput, match="fraction"):
+        CalibrationRequest(min_f1=30)
+    with pytest.raises(InvalidInput, match="ratio"):
+        CalibrationRequest(budget_tokens=100, ratio=0)
+
+
+def test_the_choice_along_the_ray() -> None:
+    lambdas = np.array([0.1, 0.2, 0.4, 0.8])
+    tokens, f1 = np.array([400.0, 300.0, 200.0, 100.0]), np.array([0.5, 0.45, 0.4, 0.2])
+    assert _choose(CalibrationRequest(budget_tokens=250), lambdas, tokens, f1) == (2, True)  # most quality in budget
+    assert _choose(CalibrationRequest(budget_tokens=50), lambdas, tokens, f1) == (3, False)  # cheapest end
+    assert _choose(CalibrationRequest(min_f1=0.42), lambdas, tokens, f1) == (1, True)  # fewest tokens above F
+    assert _choose(CalibrationRequest(min_f1=0.9), lambdas, tokens, f1) == (0, False)
+
+
+def test_a_tighter_budget_buys_fewer_tokens_out_of_fold(outcome_store: Store) -> None:
+    results = {budget: run_calibration(outcome_store, CalibrationRequest(
+        budget_tokens=budget, host=HOST, folds=3, stage1=FAST)) for budget in (150.0, 600.0)}
+    tight, loose = results[150.0], results[600.0]
+    assert tight.queries == 240 and len(tight.folds) == 3
+    assert tight.lambda_in > loose.lambda_in and tight.lambda_out == pytest.approx(2 * tight.lambda_in)
+    assert tight.tokens < loose.tokens and tight.f1 <= loose.f1
+    assert tight.tokens_ci[0] <= tight.tokens <= tight.tokens_ci[1] and tight.f1_ci[0] <= tight.f1 <= tight.f1_ci[1]
+    assert all(fold.dev_tokens <= 150.0 for fold in tight.folds if fold.met_on_dev)
+    report = tight.to_json()
+    assert report["target"] == "at most 150 tokens a query" and report["realized_tokens"] == tight.tokens
