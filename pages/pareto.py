@@ -74,6 +74,11 @@ columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tok
 columns[2].metric("Best policy by utility", highlights["best_policy"] or "–",
                   help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
+moving = overall[overall["policy"].isin([c for c in chosen if c in conditioned])]
+for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
+    column.metric(f"{conditioned[row.policy]} at these weights", f"{row.cost_k * 1000:,.0f} tokens a query",
+                  help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
+                       f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}.")
 st.plotly_chart(charts.pareto(shown, by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={

@@ -77,3 +77,18 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory, outcome_store: Store
     checkpoint_id = train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",
                                                          stage1=Stage1Config(max_epochs=5)))
     return store, checkpoint_id
+
+
+@pytest.fixture(scope="session")
+def conditioned_store(tmp_path_factory: pytest.TempPathFactory, trained_store: tuple[Store, str]) -> tuple[Store, str]:
+    """A copy of `trained_store` with a cost-conditioned Lite Stage-1 router beside its per-weight
+    one; the conditioned checkpoint's id. Read-only by convention (copy it to write)."""
+    from forge_core.routing.conditioning import CostConditioning
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.trainer import TrainRequest, train_router
+
+    store = copy_store(trained_store[0], tmp_path_factory.mktemp("conditioned"))
+    checkpoint_id = train_router(store, TrainRequest(host="synthetic-host", variant="lite",
+                                                     conditioning=CostConditioning(),
+                                                     stage1=Stage1Config(max_epochs=30, patience=5)))
+    return store, checkpoint_id

@@ -5,69 +5,25 @@ the sidebar, run to its end without an error block."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
 from forge_core.store import Store
 
-from support.resources import require_module, require_or_skip, require_tiny_model
+from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
+from support.resources import require_tiny_model
 from support.stores import copy_store
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-STARTUP_TIMEOUT_S = 60
-ANSWER_TIMEOUT_S = 180  # the tiny host answers in seconds, but a loaded machine can take minutes
 TINY = BUILTIN_HOSTS["embedded-tiny"]
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def require_browser() -> None:
-    if not CHROMIUM.exists():
-        require_or_skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
-    require_module("playwright.sync_api", "playwright is a test extra: pip install -e '.[test]'")
-
-
-@contextlib.contextmanager
-def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
-    """`forge app` on a store until the block ends (SIGTERM); yields its URL once healthy."""
-    port = free_port()
-    forge = Path(sys.executable).with_name("forge")
-    process = subprocess.Popen([str(forge), "app", "--port", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=log_path.open("w"), start_new_session=True,
-                               env={**os.environ, "FORGE_STORE": str(store_path)})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _healthy(url):
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
-            time.sleep(0.5)
-        yield url
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
 
 
 @pytest.fixture
@@ -97,26 +53,6 @@ def trained_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Itera
     store = copy_store(trained_store[0], tmp_path / "trained")
     with running_dashboard(store.path, tmp_path / "app.log") as url:
         yield url
-
-
-@contextlib.contextmanager
-def browser_page() -> Iterator[Any]:
-    """A page of Debian's chromium (headless), closed with the browser when the block ends."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1100})
-        finally:
-            browser.close()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.mark.timeout(400)  # the fixture trains a checkpoint when no earlier test has

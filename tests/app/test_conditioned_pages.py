@@ -12,10 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.routing.conditioning import CostConditioning
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST
@@ -23,26 +20,16 @@ from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120
-HOST = "synthetic-host"
-
-
-@pytest.fixture(scope="module")
-def conditioned_app_store(tmp_path_factory: pytest.TempPathFactory,
-                          trained_store: tuple[Store, str]) -> tuple[Path, str]:
-    """A copy of the trained synthetic store with a cost-conditioned Lite router; its path and id."""
-    store = copy_store(trained_store[0], tmp_path_factory.mktemp("conditioned-app"))
-    checkpoint_id = train_router(store, TrainRequest(host=HOST, variant="lite", conditioning=CostConditioning(),
-                                                     stage1=Stage1Config(max_epochs=30, patience=5)))
-    return store.path, checkpoint_id
 
 
 @pytest.fixture
-def conditioned_app(conditioned_app_store: tuple[Path, str], tmp_path: Path,
+def conditioned_app(conditioned_store: tuple[Store, str], tmp_path: Path,
                     monkeypatch: pytest.MonkeyPatch) -> tuple[Store, str]:
-    store = copy_store(Store(conditioned_app_store[0]), tmp_path)
+    """A private copy of the store with a conditioned Lite router, as the dashboard's store."""
+    store = copy_store(conditioned_store[0], tmp_path)
     monkeypatch.setenv("FORGE_STORE", str(store.path))
     st.cache_data.clear()
-    return store, conditioned_app_store[1]
+    return store, conditioned_store[1]
 
 
 def by_label(widgets, label: str):

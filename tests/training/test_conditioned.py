@@ -18,13 +18,10 @@ from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import Standardizer
 from forge_core.routing.utility import CostNormalizer
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
 from forge_core.training.trainer import TrainRequest, _lineage, train_router
 
 HOST = "synthetic-host"
-CONDITIONED = TrainRequest(host=HOST, variant="lite", stage1=Stage1Config(max_epochs=30, patience=5),
-                           conditioning=CostConditioning(fixed_draws=6))
 
 
 def _lineage_hash(request: TrainRequest) -> str:
@@ -46,18 +43,10 @@ def test_per_weight_lineages_hash_as_before_conditioning_existed() -> None:
         _lineage_hash(TrainRequest(variant="lite"))
 
 
-@pytest.fixture(scope="module")
-def conditioned_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, str]:
-    from support.stores import copy_store
-
-    store = copy_store(outcome_store, tmp_path_factory.mktemp("conditioned"))
-    return store, train_router(store, CONDITIONED)
-
-
 def test_conditioned_checkpoint_is_marked_and_kept_apart(conditioned_store: tuple[Store, str]) -> None:
     store, checkpoint_id = conditioned_store
     loaded = load_checkpoint(store, checkpoint_id)
-    assert loaded.conditioning == CostConditioning(fixed_draws=6)
+    assert loaded.conditioning == CostConditioning()
     assert loaded.lineage["lambda_in"] is None and loaded.lineage["lambda_out"] is None
     assert loaded.lineage["input_dim"] == 394 + 2 and loaded.router.input_dim == 396
     assert latest_checkpoint(store, HOST, "lite", conditioned=True) == checkpoint_id
@@ -90,7 +79,7 @@ def test_conditioned_stage2_keeps_its_parents_conditioning(conditioned_store: tu
 
     store = copy_store(conditioned_store[0], tmp_path)
     parent = conditioned_store[1]
-    stage2 = TrainRequest(host=HOST, variant="lite", stage=2, conditioning=CostConditioning(fixed_draws=6),
+    stage2 = TrainRequest(host=HOST, variant="lite", stage=2, conditioning=CostConditioning(),
                           stage2=Stage2Config(steps=20, log_every=10))
     child = train_router(store, stage2)
     loaded = load_checkpoint(store, child)

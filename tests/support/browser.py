@@ -1,0 +1,79 @@
+"""Real-browser helpers for the dashboard tests: `forge app` on a store, and a page of Debian's
+chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from support.resources import require_module, require_or_skip
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+STARTUP_TIMEOUT_S = 60
+ANSWER_TIMEOUT_S = 180  # the tiny host answers in seconds, but a loaded machine can take minutes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def require_browser() -> None:
+    """Skip (or fail, where resources are required) without chromium or playwright."""
+    if not CHROMIUM.exists():
+        require_or_skip("Debian chromium not installed (scripts/test.sh installs it with apt-get)")
+    require_module("playwright.sync_api", "playwright is a test extra: pip install -e '.[test]'")
+
+
+@contextlib.contextmanager
+def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
+    """`forge app` on a store until the block ends (SIGTERM); yields its URL once healthy."""
+    port = free_port()
+    forge = Path(sys.executable).with_name("forge")
+    process = subprocess.Popen([str(forge), "app", "--port", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=log_path.open("w"), start_new_session=True,
+                               env={**os.environ, "FORGE_STORE": str(store_path)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _healthy(url):
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def browser_page() -> Iterator[Any]:
+    """A page of Debian's chromium (headless), closed with the browser when the block ends."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 1100})
+        finally:
+            browser.close()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
+    except httpx.HTTPError:
+        return False
