@@ -5,7 +5,7 @@ that routing does not need); a session history keeps the running totals."""
 import streamlit as st
 
 from app import data, live_view, ui
-from forge_core.arms import alphabet, parse_arm
+from forge_core.arms import SUMMARY_NO_THINK, alphabet, parse_arm
 from forge_core.routing.checkpoints import latest_checkpoint
 from forge_core.routing.live import ask_routed, check_question
 
@@ -57,7 +57,7 @@ compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
     choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]
-    override = st.selectbox("Arm", choices, index=choices.index("summary:no_think") if checkpoint_id is None else 0)
+    override = st.selectbox("Arm", choices, index=choices.index(SUMMARY_NO_THINK) if checkpoint_id is None else 0)
 asked = st.button("Route and answer", type="primary", icon=":material/send:")
 
 if asked:

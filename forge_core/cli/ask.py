@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from forge_core.arms import RAW_NO_THINK
 from forge_core.cli.output import open_store, print_json
 from forge_core.errors import InvalidInput
 from forge_core.store import Store
@@ -51,7 +52,7 @@ def ask(
     stored_example = _stored_example(store, benchmark, example) if example else None
     question = check_question(stored_example.question if stored_example else question or "")
     host_config = get_host_config(store, host)
-    chosen_arm = parse_arm(arm or "raw:no_think") if arm or not route else None
+    chosen_arm = parse_arm(arm or RAW_NO_THINK) if arm or not route else None
     if chosen_arm is not None:
         check_arm(chosen_arm, host_config)  # before an embedded server is started for nothing
     loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))

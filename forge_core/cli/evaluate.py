@@ -19,8 +19,10 @@ from forge_core.cli.output import (
 from forge_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.evaluation.fresh_online import FreshRequest
+    from forge_core.evaluation.setup import EvaluationSettings
 
 AccountingOption = Annotated[str, typer.Option(
     help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
@@ -60,13 +62,19 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
                 benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
                 accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
-    """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries."""
-    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
+    """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries
+    (the Stage-1 routers still missing for these settings are trained first, and said so)."""
+    from forge_core.evaluation.cached import CachedRequest
+
+    request = CachedRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
+                                      accounting), repeats=repeats)
+    store = open_store()
+    request.check(store)
+    _prepare_evaluations(request.evaluations())
     if repeats:
-        _eval_repeats(settings, as_json)
-        return
-    _prepare_evaluation(settings)
-    _eval_cached(settings, as_json)
+        _eval_repeats(request, as_json)
+    else:
+        _eval_cached(request, as_json)
 
 
 @eval_app.command("crossfit")
@@ -93,9 +101,13 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
                as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
-    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
-    _prepare_evaluation(settings)
-    _eval_fresh(settings, per_benchmark, as_json)
+    from forge_core.evaluation.fresh_online import FreshRequest
+
+    request = FreshRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
+                                     accounting), per_benchmark)
+    request.check(open_store())
+    _prepare_evaluations([request.settings])
+    _eval_fresh(request, as_json)
 
 
 @eval_app.callback()
@@ -147,29 +159,35 @@ def eval_command(
 
 def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: float, policy: list[str] | None,
               benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
-    from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.setup import EvaluationSettings
 
     return EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
                               accounting=accounting)
 
 
-def _prepare_evaluation(settings: EvaluationSettings) -> None:
-    """Features and missing routers, with a progress bar: the step before an evaluation reads."""
-    from forge_core.evaluation.cached import prepare_evaluation
+def _prepare_evaluations(evaluations: list[EvaluationSettings]) -> None:
+    """The explicit step before an evaluation reads: features, and the Stage-1 routers still
+    missing for each of the settings, with a progress bar; says which routers it trained."""
+    from forge_core.evaluation.setup import prepare_evaluation
 
+    store, trained = open_store(), []
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features, then missing routers", total=None)
-        prepare_evaluation(open_store(), settings, on_features=lambda done, total: progress.update(
-            task, completed=done, total=total))
+        for settings in evaluations:
+            trained += prepare_evaluation(store, settings, on_features=lambda done, total: progress.update(
+                task, completed=done, total=total))
+    if trained:
+        console.print(f"trained {len(trained)} missing Stage-1 router(s) first: {', '.join(trained)}")
 
 
-def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation.cached import repeated_evaluation
+def _eval_repeats(request: CachedRequest, as_json: bool) -> None:
+    from forge_core.evaluation.cached import run_cached
 
+    settings = request.settings
     with spinner_progress() as progress:
-        task = progress.add_task("runs", total=9)
-        report = repeated_evaluation(open_store(), settings, on_run=lambda *_: progress.advance(task))
+        task = progress.add_task("runs", total=len(request.evaluations()))
+        report = run_cached(open_store(), request, on_run=lambda *_: progress.advance(task))
     if as_json:
         print_json(report)
         return
@@ -181,13 +199,14 @@ def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation.cached import evaluate
+def _eval_cached(request: CachedRequest, as_json: bool) -> None:
+    from forge_core.evaluation.cached import run_cached
 
+    settings = request.settings
     with spinner_progress() as progress:
         task = progress.add_task("evaluating", total=None)
-        report = evaluate(open_store(), settings,
-                          on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
+        report = run_cached(open_store(), request,
+                            on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
     if as_json:
         print_json(report)
         return
@@ -204,9 +223,10 @@ def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
-    from forge_core.evaluation.fresh_online import fresh_online_evaluation
+def _eval_fresh(request: FreshRequest, as_json: bool) -> None:
+    from forge_core.evaluation.fresh_online import run_fresh
 
+    settings = request.settings
     with counting_progress(transient=True) as progress:
         task = progress.add_task("preparing", total=None)
 
@@ -215,7 +235,7 @@ def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool)
             progress.update(task, total=done + remaining, completed=done,
                             description=f"live answers ({result.policy})")
 
-        report = fresh_online_evaluation(open_store(), settings, per_benchmark, on_result=on_result)
+        report = run_fresh(open_store(), request, on_result=on_result)
     if as_json:
         print_json(report)
         return
@@ -302,19 +322,23 @@ def sweep_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
-    Pareto frontier (routers retrained with Stage 1 at every point)."""
-    from forge_core.evaluation.cached import EvaluationSettings, lambda_sweep
+    Pareto frontier (a Stage-1 router is trained first at every point that has none)."""
+    from forge_core.evaluation.cached import SweepRequest, run_sweep
+    from forge_core.evaluation.setup import EvaluationSettings
 
-    grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
+    grid = tuple((li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out"))
+    settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
+                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
+    request = SweepRequest(grid, settings)
+    request.check(open_store())
+    _prepare_evaluations(request.evaluations())
     with spinner_progress() as progress:
         task = progress.add_task("sweeping", total=len(grid))
 
         def on_point(li: float, lo: float) -> None:
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
-        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
-                                      benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
-        result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
+        result = run_sweep(open_store(), request, on_point=on_point)
     if as_json:
         print_json(result)
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from forge_core.arms import Arm, alphabet, thinking_modes
+from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.errors import InvalidInput, MissingStep
@@ -174,7 +174,7 @@ def count_calls(work: list[QueryWork]) -> int:
 
 
 def has_direct(work: QueryWork) -> bool:
-    return any(arm.name == "direct:no_think" for arm in work.arms)
+    return any(arm.name == DIRECT_NO_THINK for arm in work.arms)
 
 
 
@@ -186,7 +186,7 @@ def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[Q
     units = []
     for arm in alphabet(n_arms):
         units += [dataclasses.replace(w, arms=(arm,), samples=(),
-                                      greedy_probe=w.greedy_probe and arm.name == "direct:no_think")
+                                      greedy_probe=w.greedy_probe and arm.name == DIRECT_NO_THINK)
                   for w in work if arm in w.arms]
     units += [dataclasses.replace(w, arms=(), greedy_probe=w.greedy_probe and not has_direct(w))
               for w in work if w.samples or (w.greedy_probe and not has_direct(w))]
