@@ -36,14 +36,7 @@ def enumerate_command(
     import asyncio
 
     from forge_core.data.catalog import imported_routable_benchmarks
-    from forge_core.enumeration.planning import (
-        EnumerationPlan,
-        concurrency_for,
-        count_calls,
-        parse_shard,
-        plan_work,
-        validate_plan,
-    )
+    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, parse_shard, plan_work
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving
@@ -55,7 +48,7 @@ def enumerate_command(
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
-    validate_plan(store, plan)
+    plan.check(store)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")

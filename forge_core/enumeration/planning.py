@@ -1,6 +1,6 @@
 """What Stage 0 runs: an enumeration plan, checked, and the calls it still needs.
 
-A plan names a host, a split, an alphabet and bounds. `validate_plan` refuses a plan the run
+A plan names a host, a split, an alphabet and bounds. `EnumerationPlan.check` refuses a plan the run
 would refuse, with one-line reasons (the CLI and the dashboard share it). `plan_work` lists the
 missing calls of every query: arms without a non-error outcome and, with probes, the missing
 probe samples; benchmarks are interleaved round-robin so that a partial run covers all of them.
@@ -43,6 +43,24 @@ class EnumerationPlan:
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
 
+    def check(self, store: Store) -> None:
+        """Refuse a plan the run would refuse, with one-line reasons (`ForgeError`), before any
+        host is started: the CLI, the dashboard and the jobs all call it."""
+        if self.split not in SPLIT_CHOICES:
+            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        thinking_modes(self.n_arms)
+        if not self.benchmarks:
+            raise InvalidInput("choose at least one benchmark")
+        check_benchmarks(store, self.benchmarks)
+        if self.split_seed not in SPLIT_SEEDS:
+            raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
+        _check_bounds(self)
+        _check_imported(store, self.benchmarks)
+        host_config = get_host_config(store, self.host)
+        if self.n_arms == 12 and not host_config.supports_thinking:
+            raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
+        _check_same_configuration(store, self.host, host_config)
+
 
 def parse_shard(text: str) -> tuple[int, int]:
     """`"i/n"` (1 <= i <= n) as (i, n): machine i of n takes queries i, i+n, i+2n, ... of each
@@ -57,7 +75,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     return shard
 
 
-
 def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
     slot is fastest with a query's arms back to back (prompt cache reuse, see
@@ -67,7 +84,6 @@ def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     if host_config.kind == "embedded":
         return 1
     return host_config.max_concurrency * max(1, len(host_config.base_urls))
-
 
 
 @dataclass(frozen=True)
@@ -80,26 +96,6 @@ class QueryWork:
     greedy_probe: bool
 
 
-
-def validate_plan(store: Store, plan: EnumerationPlan) -> None:
-    """Refuse a plan the CLI would refuse, with the same one-line reasons."""
-    if plan.split not in SPLIT_CHOICES:
-        raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
-    thinking_modes(plan.n_arms)
-    if not plan.benchmarks:
-        raise InvalidInput("choose at least one benchmark")
-    check_benchmarks(store, plan.benchmarks)
-    if plan.split_seed not in SPLIT_SEEDS:
-        raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
-    _check_bounds(plan)
-    _check_imported(store, plan.benchmarks)
-    host_config = get_host_config(store, plan.host)
-    if plan.n_arms == 12 and not host_config.supports_thinking:
-        raise InvalidInput(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
-    _check_same_configuration(store, plan.host, host_config)
-
-
-
 def _check_bounds(plan: EnumerationPlan) -> None:
     bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
               "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
@@ -108,12 +104,10 @@ def _check_bounds(plan: EnumerationPlan) -> None:
             raise InvalidInput(f"--{name} must be at least 1, not {value}")
 
 
-
 def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
     missing = sorted(set(benchmarks) - set(store.benchmark_stats()))
     if missing:
         raise MissingStep(f"not imported: {', '.join(missing)} (run `forge data import`)")
-
 
 
 def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
@@ -123,7 +117,6 @@ def _check_same_configuration(store: Store, host: str, host_config: HostConfig) 
         raise InvalidInput(
             f"host '{host}' has stored outcomes from another configuration (kind, model or thinking "
             f"changed since); add this configuration under a new name with `forge host add`")
-
 
 
 def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
@@ -136,7 +129,6 @@ def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
     per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
     interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
     return interleaved[: plan.limit] if plan.limit is not None else interleaved
-
 
 
 def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
@@ -160,11 +152,9 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
     return work
 
 
-
 def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
     longest = max((len(items) for items in lists), default=0)
     return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
-
 
 
 def count_calls(work: list[QueryWork]) -> int:
@@ -172,10 +162,8 @@ def count_calls(work: list[QueryWork]) -> int:
     return sum(len(w.arms) + len(w.samples) + (w.greedy_probe and not has_direct(w)) for w in work)
 
 
-
 def has_direct(work: QueryWork) -> bool:
     return any(arm.name == DIRECT_NO_THINK for arm in work.arms)
-
 
 
 def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:
