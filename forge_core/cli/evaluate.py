@@ -17,6 +17,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
@@ -57,7 +58,8 @@ PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only o
 
 @eval_app.command("cached")
 def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
-                lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+                lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+                policy: PolicyOption = None,
                 repeats: Annotated[bool, typer.Option(
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
                 benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
@@ -78,9 +80,9 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
 
 
 @eval_app.command("crossfit")
-def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6, lambda_in: LambdaInOption = 0.10,
-                  lambda_out: LambdaOutOption = 0.20, folds: FoldsOption = 5, stage: StageOption = 1,
-                  stage2_steps: Stage2StepsOption = 1000,
+def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
+                  lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+                  folds: FoldsOption = 5, stage: StageOption = 1, stage2_steps: Stage2StepsOption = 1000,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
                   accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
@@ -95,7 +97,8 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6, lambda_in
 
 @eval_app.command("fresh")
 def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
-               lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+               lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+               policy: PolicyOption = None,
                per_benchmark: PerBenchmarkOption = 10, benchmark: BenchmarkOption = None,
                split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
                as_json: JsonOption = False) -> None:
@@ -117,8 +120,8 @@ def eval_command(
     split: Annotated[Optional[str], typer.Option(help="Cached and fresh: dev or test (default test).")] = None,
     protocol: Annotated[str, typer.Option(help="cached, crossfit or fresh (or name it as a subcommand).")] = "cached",
     arms: ArmsOption = 6,
-    lambda_in: LambdaInOption = 0.10,
-    lambda_out: LambdaOutOption = 0.20,
+    lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
+    lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
     policy: PolicyOption = None,
     repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 x 3 runs.")] = False,
     per_benchmark: Annotated[Optional[int], typer.Option(help="Fresh: queries per benchmark (default 10).")] = None,
