@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from forge_core.evaluation.crossfit import CrossfitSettings
     from forge_core.evaluation.fresh_online import FreshRequest
     from forge_core.evaluation.setup import EvaluationSettings
+    from forge_core.evaluation.transfer import TransferRequest
 
 AccountingOption = Annotated[str, typer.Option(
     help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
@@ -53,7 +54,7 @@ PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only o
     "cached": ("--repeats",),
     "crossfit": ("--folds", "--stage", "--stage2-steps"),
     "fresh": ("--per-benchmark",),
-}
+}  # (`forge eval transfer` has no --protocol spelling)
 
 
 @eval_app.command("cached")
@@ -111,6 +112,31 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
     request.check(open_store())
     _prepare_evaluations([request.settings])
     _eval_fresh(request, as_json)
+
+
+@eval_app.command("transfer")
+def eval_transfer(
+    source: Annotated[str, typer.Option("--from", help="The source host: whose routers (trained on its data only).")],
+    target: Annotated[str, typer.Option("--to", help="The target host: whose queries, outcomes and costs.")],
+    split: SplitOption = "test", arms: ArmsOption = 6, lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
+    lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT, split_seed: SplitSeedOption = 0,
+    calibrate: Annotated[Optional[list[int]], typer.Option(
+        help="Also refit the transferred routers' last layers on K labelled target queries (repeatable: "
+             "--calibrate 25 --calibrate 50 ...).")] = None,
+    calibration_split: Annotated[str, typer.Option(
+        help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
+    accounting: AccountingOption = "deploy", as_json: JsonOption = False,
+) -> None:
+    """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
+    router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
+    with --calibrate, after a target-side calibration on K queries."""
+    from forge_core.evaluation.transfer import TransferRequest
+
+    request = TransferRequest(source, target, arms, lambda_in, lambda_out, split, split_seed, accounting,
+                              tuple(calibrate or ()), calibration_split)
+    request.check(open_store())
+    _prepare_evaluations(request.evaluations())
+    _eval_transfer(request, as_json)
 
 
 @eval_app.callback()
@@ -283,6 +309,29 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
                       _interval(row.get("ci_utility_vs_floor")))
     Console().print(table)
     _print_seed_spread(report["across_split_seeds"])
+
+
+def _eval_transfer(request: TransferRequest, as_json: bool) -> None:
+    from forge_core.evaluation.transfer import run_transfer
+    from forge_core.routing.utility import ACCOUNTINGS
+
+    with spinner_progress() as progress:
+        task = progress.add_task("transfer", total=None)
+        report = run_transfer(open_store(), request, on_step=lambda step: progress.update(task, description=step))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "kind", "macro F1", "k tok (deploy)", "calls", "utility", "vs Always-Raw, 95% CI",
+                  "vs best fixed, 95% CI", "vs target's router, 95% CI",
+                  title=f"{request.source_host} -> {request.target_host}, {request.split}, "
+                        f"{report['queries']} queries, best fixed arm {report['best_fixed_arm']}",
+                  caption=f"utility differences; utility charges {ACCOUNTINGS[request.accounting]}")
+    for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
+        table.add_row(name, row["kind"], f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      _interval(row["ci_utility_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
+                      _interval(row["ci_utility_vs_target_router"]))
+    Console().print(table)
 
 
 def _print_seed_spread(spread: dict) -> None:
