@@ -42,6 +42,7 @@ class EnumerationPlan:
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
+    queries_of: str | None = None  # only the queries this other host has every arm of (a second host, same queries)
 
     def check(self, store: Store) -> None:
         """Refuse a plan the run would refuse, with one-line reasons (`ForgeError`), before any
@@ -60,6 +61,8 @@ class EnumerationPlan:
         if self.n_arms == 12 and not host_config.supports_thinking:
             raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
         _check_same_configuration(store, self.host, host_config)
+        if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
+            raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -134,6 +137,9 @@ def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
 def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
     splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
     ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
+    if plan.queries_of is not None:
+        answered = store.finished_arms(plan.queries_of, benchmark)
+        ids = [i for i in ids if {arm.name for arm in arms} <= answered.get(i, set())]
     ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
     index, count = plan.shard
     ids = ids[index - 1 :: count]
