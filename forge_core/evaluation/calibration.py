@@ -29,9 +29,9 @@ import numpy as np
 import torch
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
