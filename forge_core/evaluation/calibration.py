@@ -148,7 +148,7 @@ def _at(context: EvalContext, lambda_in: float, lambda_out: float) -> EvalContex
 
 
 def _tokens_and_f1(context: EvalContext, router: FoldRouter, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    outcome = score_decisions(context, rows, router.name, router.decide(context, rows))
+    outcome = score_decisions(context, rows, router, router.decide(context, rows))
     return outcome.tokens.astype(np.float64), outcome.f1
 
 
