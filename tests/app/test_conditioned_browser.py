@@ -18,22 +18,20 @@ from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST
-from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
+from support.browser import (
+    ANSWER_TIMEOUT_S,
+    PARETO_STEP_DONE,
+    STARTUP_TIMEOUT_S,
+    browser_page,
+    require_browser,
+    running_dashboard,
+)
 from support.stores import copy_store
 
 STEP_BUDGET_S = 1.0  # the issue's bound for one slider step (chart and metrics updated, script done)
 STEPS_TIMED = 5
 
 pytestmark = pytest.mark.timeout(400)
-# True once the page has rerun after a slider step: the oracle's utility card shows a new value and the
-# script is done (checked every animation frame, so the measured step is not rounded up by polling)
-STEP_DONE = """before => {
-    const card = [...document.querySelectorAll('[data-testid="stMetric"]')]
-        .find(metric => metric.innerText.includes("Oracle utility"));
-    const value = card && card.querySelector('[data-testid="stMetricValue"]').innerText;
-    const idle = document.querySelector('[data-testid="stApp"]').dataset.testScriptState === "notRunning";
-    return value !== undefined && value !== before && idle;
-}"""
 
 
 @pytest.fixture
@@ -78,7 +76,7 @@ def test_a_slider_step_moves_the_conditioned_router_within_a_second(conditioned_
             before = oracle.inner_text()
             started = time.monotonic()
             thumb.press("ArrowRight")
-            page.wait_for_function(STEP_DONE, arg=before, polling="raf", timeout=ANSWER_TIMEOUT_S * 1000)
+            page.wait_for_function(PARETO_STEP_DONE, arg=before, polling="raf", timeout=ANSWER_TIMEOUT_S * 1000)
             durations.append(time.monotonic() - started)
         print(f"slider steps (s): {[round(d, 2) for d in durations]}, median {statistics.median(durations):.2f}")
         # the step's own cost: the quickest of the steps, the ones that did not wait for a busy CPU

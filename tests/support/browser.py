@@ -23,6 +23,16 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 STARTUP_TIMEOUT_S = 60
 ANSWER_TIMEOUT_S = 180  # the tiny host answers in seconds, but a loaded machine can take minutes
+# `page.wait_for_function(PARETO_STEP_DONE, arg=<the oracle utility shown>, polling="raf")`: true once the
+# Pareto page has rerun after a slider step (the oracle's utility card shows a new value and the script is
+# done), checked every animation frame so a measured step is not rounded up by polling
+PARETO_STEP_DONE = """before => {
+    const card = [...document.querySelectorAll('[data-testid="stMetric"]')]
+        .find(metric => metric.innerText.includes("Oracle utility"));
+    const value = card && card.querySelector('[data-testid="stMetricValue"]').innerText;
+    const idle = document.querySelector('[data-testid="stApp"]').dataset.testScriptState === "notRunning";
+    return value !== undefined && value !== before && idle;
+}"""
 
 
 def free_port() -> int:

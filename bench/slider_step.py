@@ -1,0 +1,74 @@
+"""Pareto slider steps in a real browser: how long one cost-weight step takes to update the page.
+
+Starts `forge app` on a copy of a store (default: the FORGE_STORE, e.g. the demo store), opens the
+Pareto page in Debian's chromium (Playwright), waits for the first render, then moves the
+lambda_in slider `--steps` times by 0.01 with the keyboard. A step counts from the key press until
+the page has rerun: the oracle's utility card shows a new value and the script is done, checked
+every animation frame (`tests/app/test_conditioned_browser.py` uses the same check). Each step is
+a new weight pair, so nothing is served from the result cache.
+
+Prints one JSON line: the first render's seconds, each step's seconds, their median, and the
+conditioned Lite router's tokens a query before and after the steps (empty without one).
+Run: `.venv/bin/python bench/slider_step.py [--store data/forge.duckdb] [--steps 10]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
+
+TIMEOUT_MS = 300_000
+
+
+def measure(store: Path, steps: int) -> dict:
+    """First render and per-step seconds of the Pareto page on a copy of `store`."""
+    from playwright.sync_api import expect
+
+    with tempfile.TemporaryDirectory() as directory:
+        copy = Path(directory) / "store.duckdb"
+        shutil.copy(store, copy)
+        with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
+            started = time.monotonic()
+            page.goto(f"{url}/pareto")
+            oracle = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id("stMetricValue")
+            expect(oracle).to_be_visible(timeout=TIMEOUT_MS)
+            expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                                   timeout=TIMEOUT_MS)
+            first_render = time.monotonic() - started
+            routed = page.get_by_test_id("stMetric").filter(has_text="forge_lite_cond at these weights")
+            before = routed.all_inner_texts()
+            thumb = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_role("slider")
+            thumb.focus()
+            durations = []
+            for _ in range(steps):
+                shown = oracle.inner_text()
+                step_started = time.monotonic()
+                thumb.press("ArrowRight")
+                page.wait_for_function(PARETO_STEP_DONE, arg=shown, polling="raf", timeout=TIMEOUT_MS)
+                durations.append(round(time.monotonic() - step_started, 3))
+            return {"store": str(store), "first_render_s": round(first_render, 2), "steps_s": durations,
+                    "median_s": statistics.median(durations), "conditioned_before": before,
+                    "conditioned_after": routed.all_inner_texts()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=ROOT / "data" / "forge.duckdb")
+    parser.add_argument("--steps", type=int, default=10)
+    arguments = parser.parse_args()
+    print(json.dumps(measure(arguments.store, arguments.steps)))
+
+
+if __name__ == "__main__":
+    main()
