@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -55,20 +56,20 @@ def host_serve(
 
 @host_app.command("list")
 def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False) -> None:
-    """Built-in and stored host configurations (API keys are never stored, only variable names)."""
+    """Built-in and stored host configurations with their depth maps (API keys are never stored, only
+    variable names); `--json` shows each host's depth map in full."""
     import dataclasses
 
     from forge_core.hosts.registry import list_host_configs
 
-    hosts = {h.name: dataclasses.asdict(h) for h in list_host_configs(open_store())}
+    configs = list_host_configs(open_store())
     if as_json:
-        print_json({"hosts": hosts})
+        print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json()} for h in configs}})
         return
-    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "api_key_env")
-    for host in hosts.values():
-        urls = "\n".join([host["base_url"], *host["replica_urls"]]).strip()
-        table.add_row(host["name"], host["kind"], host["model"], urls, str(host["max_concurrency"]),
-                      host["thinking"], host["api_key_env"])
+    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env")
+    for host in configs:
+        table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
+                      host.thinking, ", ".join(host.depth_map.depths), host.api_key_env)
     Console().print(table)
 
 
@@ -80,20 +81,40 @@ def host_add(
         help="e.g. http://127.0.0.1:8000/v1; repeat it for replicas of the same model (requests go to the "
              "least-loaded healthy one).")] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
-    thinking: Annotated[str, typer.Option(help="none, vllm-qwen3, openai-effort, deepseek or anthropic.")] = "none",
+    thinking: Annotated[str, typer.Option(
+        help="Depth-map preset: none, vllm, sglang, llamacpp, openai, openrouter, deepseek (openai kind); "
+             "anthropic-budget, anthropic-adaptive (anthropic kind); custom with --depth-map. See the README's "
+             "\"Thinking hosts\".")] = "none",
+    depth_map: Annotated[Optional[Path], typer.Option(
+        help="A custom depth map as JSON (the fields sent per depth); implies --thinking custom.")] = None,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.depth_maps import CUSTOM
     from forge_core.hosts.registry import save_host_config, with_base_urls
 
     if not model:
         raise InvalidInput("--model is required")
-    config = HostConfig(name=name, kind=kind, model=model, thinking=thinking, api_key_env=api_key_env,
-                        max_concurrency=concurrency)
+    if depth_map is not None and thinking not in ("none", CUSTOM):
+        raise InvalidInput(f"--depth-map replaces the preset: leave out --thinking {thinking} or say --thinking custom")
+    custom = read_depth_map(depth_map) if depth_map is not None else ""
+    config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
+                        api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom)
     save_host_config(open_store(), with_base_urls(config, base_url or []))
     console.print(f"host '{name}' saved")
+
+
+def read_depth_map(path: Path) -> str:
+    """A custom depth map file's canonical JSON, with one-line errors."""
+    from forge_core.hosts.depth_maps import canonical_json, parse_depth_map
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InvalidInput(f"cannot read the depth map {path}: {error.strerror}") from None
+    return canonical_json(parse_depth_map(text))
 
 
 @host_app.command("remove")
