@@ -30,6 +30,8 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    allow_unchecked_depths: Annotated[bool, typer.Option(
+        help="Run 12 arms on a host whose `forge host check` is missing or found a depth not honoured.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -54,7 +56,8 @@ def enumerate_command(
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
+                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
+                           allow_unchecked_depths=allow_unchecked_depths)
     validate_plan(store, plan)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from forge_core import config
-from forge_core.cli.output import console, open_store, print_json, spinner_progress
+from forge_core.cli.output import console, counting_progress, open_store, print_json, spinner_progress
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostError
 
@@ -115,6 +115,32 @@ def read_depth_map(path: Path) -> str:
     except OSError as error:
         raise InvalidInput(f"cannot read the depth map {path}: {error.strerror}") from None
     return canonical_json(parse_depth_map(text))
+
+
+@host_app.command("check")
+def host_check(
+    name: Annotated[str, typer.Argument(help="A host name (see `forge host list`).")],
+    questions: Annotated[int, typer.Option(help="Short questions sent at each depth.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Send each thinking depth of the host on short questions and report whether the host honours it
+    (stored with the host configuration; a 12-arm enumeration needs every depth honoured)."""
+    from forge_core.evidence.depth_check import HostCheckRequest, run_host_check
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task(f"checking {name}", total=None)
+        report = run_host_check(open_store(), HostCheckRequest(name, questions),
+                                on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("depth", "budget", "reasoning min/median/max", "counted by", "median latency", "verdict", "note",
+                  title=f"{name} ({report['thinking']}), {report['questions']} questions per depth")
+    for row in report["depths"]:
+        spread = f"{row['reasoning_min']} / {row['reasoning_median']:g} / {row['reasoning_max']}"
+        table.add_row(row["depth"], str(row["budget"] or "-"), spread, ", ".join(row["reasoning_methods"]),
+                      f"{row['latency_median_ms']:,.0f} ms", row["verdict"], row["note"])
+    Console().print(table)
 
 
 @host_app.command("remove")
