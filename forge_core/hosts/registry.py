@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from forge_core.errors import InvalidInput
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
+from forge_core.hosts.depth_maps import CUSTOM, canonical_json, parse_depth_map
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.store import Store
@@ -48,6 +49,21 @@ def with_base_urls(config: HostConfig, base_urls: Sequence[str]) -> HostConfig:
     `base_url`, the rest its replicas."""
     urls = [url.strip() for url in base_urls if url.strip()]
     return dataclasses.replace(config, base_url=urls[0] if urls else "", replica_urls=tuple(urls[1:]))
+
+
+def depth_map_text(config: HostConfig) -> str:
+    """The configuration's depth map as indented JSON, for showing and editing."""
+    return json.dumps(config.depth_map.as_json(), indent=2)
+
+
+def with_depth_map(config: HostConfig, thinking: str, edited_text: str) -> HostConfig:
+    """The configuration with the preset `thinking`, unless `edited_text` (the depth map as shown by
+    `depth_map_text`, perhaps edited) differs from the map of the configuration shown: then that
+    map, as a custom one (a custom map equal to a preset's is still custom, and hashed as such)."""
+    if edited_text.strip() == depth_map_text(config).strip():
+        return dataclasses.replace(config, thinking=thinking, custom_depth_map="" if thinking != CUSTOM
+                                   else config.custom_depth_map)
+    return dataclasses.replace(config, thinking=CUSTOM, custom_depth_map=canonical_json(parse_depth_map(edited_text)))
 
 
 def list_host_configs(store: Store) -> list[HostConfig]:

@@ -313,6 +313,20 @@ class Store(StoreFile):
             return [r[0] for r in connection.execute(
                 "SELECT DISTINCT benchmark FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
 
+    def reasoning_by_arm(self, host: str) -> pd.DataFrame:
+        """Per arm, over a host's answered outcomes: count, mean output and reasoning tokens (reasoning
+        is part of the output), and how the reasoning counts were obtained (NULL: stored before
+        they were recorded)."""
+        with self.connect() as connection:
+            return connection.execute(
+                """
+                SELECT arm, count(*) AS outcomes, avg(tokens_out) AS tokens_out,
+                       avg(tokens_reasoning) AS tokens_reasoning,
+                       string_agg(DISTINCT coalesce(reasoning_method, 'not recorded'), ', '
+                                  ORDER BY coalesce(reasoning_method, 'not recorded')) AS counted_by
+                FROM arm_outcomes WHERE host = ? AND error IS NULL GROUP BY arm ORDER BY arm
+                """, [host]).fetchdf()
+
     def probe_outcomes(self, host: str) -> pd.DataFrame:
         """All stored probe outcomes of a host."""
         with self.connect() as connection:
