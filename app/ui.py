@@ -127,7 +127,7 @@ def depth_check_frame(report: dict) -> pd.DataFrame:
         {"depth": row["depth"], "budget": row["budget"], "reasoning min": row["reasoning_min"],
          "reasoning median": row["reasoning_median"], "reasoning max": row["reasoning_max"],
          "counted by": ", ".join(row["reasoning_methods"]), "median latency (ms)": row["latency_median_ms"],
-         "verdict": row["verdict"], "note": row["note"]}
+         "verdict": row["verdict"], "with budget forcing": row["with_budget_forcing"], "note": row["note"]}
         for row in report["depths"]])
 
 

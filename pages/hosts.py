@@ -58,6 +58,10 @@ with st.form("host"):
         help="Per depth, the request fields sent (\"$budget\": the depth's budget, \"$cap\": the output cap) and "
              "whether temperature/top_p are sent; then where reasoning comes back. Leave it as shown to use the "
              "preset chosen above.")
+    budget_forcing = st.checkbox(
+        "Budget forcing", current.budget_forcing,
+        help="Stop reasoning at the budget, close the thinking block and continue for the answer (two calls, "
+             "both charged). For chat-completions engines that continue a partial assistant message (vLLM).")
     key_column, concurrency_column = st.columns(2)
     api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
                                         placeholder="e.g. OPENAI_API_KEY (the name, never the key)")
@@ -68,7 +72,7 @@ with st.form("host"):
                 raise InvalidInput("a host needs a name and a model")
             edited = dataclasses.replace(  # an edit keeps the fields the form does not show
                 current, name=name.strip(), kind=kind, model=model.strip(),
-                api_key_env=api_key_env.strip(), max_concurrency=concurrency)
+                api_key_env=api_key_env.strip(), max_concurrency=concurrency, budget_forcing=budget_forcing)
             edited = with_depth_map(edited, thinking, depth_map)
             save_host_config(store, with_base_urls(edited, base_urls.splitlines()))
             data.refresh()

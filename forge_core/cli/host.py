@@ -87,6 +87,9 @@ def host_add(
              "\"Thinking hosts\".")] = "none",
     depth_map: Annotated[Optional[Path], typer.Option(
         help="A custom depth map as JSON (the fields sent per depth); implies --thinking custom.")] = None,
+    budget_forcing: Annotated[bool, typer.Option(
+        help="Stop reasoning at the budget and continue for the answer (engines that continue a partial "
+             "assistant message: vLLM).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
 ) -> None:
@@ -101,7 +104,8 @@ def host_add(
         raise InvalidInput(f"--depth-map replaces the preset: leave out --thinking {thinking} or say --thinking custom")
     custom = read_depth_map(depth_map) if depth_map is not None else ""
     config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
-                        api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom)
+                        api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
+                        budget_forcing=budget_forcing)
     save_host_config(open_store(), with_base_urls(config, base_url or []))
     console.print(f"host '{name}' saved")
 
@@ -134,12 +138,14 @@ def host_check(
     if as_json:
         print_json(report)
         return
-    table = Table("depth", "budget", "reasoning min/median/max", "counted by", "median latency", "verdict", "note",
+    table = Table("depth", "budget", "reasoning min/median/max", "counted by", "median latency", "verdict",
+                  "with budget forcing", "note",
                   title=f"{name} ({report['thinking']}), {report['questions']} questions per depth")
     for row in report["depths"]:
         spread = f"{row['reasoning_min']} / {row['reasoning_median']:g} / {row['reasoning_max']}"
         table.add_row(row["depth"], str(row["budget"] or "-"), spread, ", ".join(row["reasoning_methods"]),
-                      f"{row['latency_median_ms']:,.0f} ms", row["verdict"], row["note"])
+                      f"{row['latency_median_ms']:,.0f} ms", row["verdict"], row["with_budget_forcing"] or "-",
+                      row["note"])
     Console().print(table)
 
 

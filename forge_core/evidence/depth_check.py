@@ -1,9 +1,10 @@
 """The depth check (`forge host check`): does a host do what each thinking depth asks?
 
 Each depth of the host's alphabet (no_think and cot; think_low and think_high on hosts with a
-reasoning budget) is sent on N short questions as the Direct arm, the way every answer is asked.
-Per depth the check reports the reasoning tokens (min/median/max) against the depth's budget,
-the latency, and a verdict:
+reasoning budget) is sent on N short questions as the Direct arm, the way every answer is asked,
+except that a thinking depth's output cap gets one more budget of headroom: an engine that ignores
+the budget then shows it, rather than being cut at the cap. Per depth the check reports the
+reasoning tokens (min/median/max) against the depth's budget, the latency, and a verdict:
 
 - `honoured`: an off depth (no_think, cot) produced no reasoning; a thinking depth reasoned and
   stayed within its budget x `OVER_BUDGET_FACTOR`.
@@ -15,6 +16,10 @@ the latency, and a verdict:
   of them broke its budget: the budget field had no effect. Equal counts within both budgets say
   nothing (the budgets did not bind on these questions) and stay `honoured`.
 
+On a chat-completions host without budget forcing, the thinking depths found `ignored` or
+`over budget` are sent again with budget forcing (`forge_core.hosts.budget_forcing`), and each
+row says what forcing would make of it (`with_budget_forcing`; None where not tried).
+
 The report is stored with the host configuration (keyed by its configuration hash, so an edited
 configuration needs a new check); a 12-arm enumeration refuses a host whose check is missing or
 did not find every depth honoured (`refuse_unchecked_depths`).
@@ -23,6 +28,7 @@ did not find every depth honoured (`refuse_unchecked_depths`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -30,8 +36,8 @@ from typing import Any
 
 from forge_core.arms import THINKING_BUDGETS, Arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm
-from forge_core.hosts.base import HostConfig
+from forge_core.evidence.answering import ArmAnswer, Evidence, arm_answer, arm_request
+from forge_core.hosts.base import Host, HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.store import Store
@@ -95,10 +101,26 @@ def run_host_check(store: Store, request: HostCheckRequest,
     questions = CHECK_QUESTIONS[: request.questions]
     answers = asyncio.run(_ask_every_depth(config, depths, questions, on_progress))
     results = classify([_result(depth, answers[depth]) for depth in depths])
+    forced = _forced_verdicts(config, results, questions, on_progress)
     report = {"host": config.name, "host_config_hash": config_hash(config), "thinking": config.thinking,
-              "questions": len(questions), "depths": [result.summary() for result in results]}
+              "budget_forcing": config.budget_forcing, "questions": len(questions),
+              "depths": [{**result.summary(), "with_budget_forcing": forced.get(result.depth)} for result in results]}
     store.save_host_check(config.name, report["host_config_hash"], report)
     return report
+
+
+def _forced_verdicts(config: HostConfig, results: list[DepthResult], questions: tuple[str, ...],
+                     on_progress: Callable[[int, int], None] | None) -> dict[str, str]:
+    """depth -> verdict under budget forcing, for the failed thinking depths of a chat-completions
+    host that does not force budgets yet."""
+    failed = tuple(r.depth for r in results if r.budget is not None and r.verdict in (IGNORED, OVER_BUDGET))
+    if not failed or config.budget_forcing or config.kind != "openai":
+        return {}
+    forcing = dataclasses.replace(config, budget_forcing=True)
+    answers = asyncio.run(_ask_every_depth(forcing, failed, questions, on_progress))
+    again = {depth: _result(depth, answers[depth]) for depth in failed}
+    rerun = classify([again.get(result.depth, result) for result in results])
+    return {result.depth: result.verdict for result in rerun if result.depth in failed}
 
 
 async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], questions: tuple[str, ...],
@@ -108,10 +130,18 @@ async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], question
     async with hosted(config) as host:
         for depth in depths:
             for question in questions:
-                answers[depth].append(await answer_with_arm(host, Evidence(question, ()), Arm("direct", depth), False))
+                answers[depth].append(await _ask(host, question, Arm("direct", depth)))
                 if on_progress:
                     on_progress(sum(map(len, answers.values())), total)
     return answers
+
+
+async def _ask(host: Host, question: str, arm: Arm) -> ArmAnswer:
+    """The Direct request of `arm`, with one more budget of output headroom at a thinking depth."""
+    request = arm_request(Evidence(question, ()), arm, False)
+    if arm.thinking_budget is not None:
+        request = dataclasses.replace(request, max_tokens=request.max_tokens + arm.thinking_budget)
+    return arm_answer(arm, await host.generate(request), "", False)
 
 
 def _result(depth: str, answers: list[ArmAnswer]) -> DepthResult:

@@ -83,6 +83,7 @@ class HostConfig:
     timeout_s: float = 120.0  # per-request timeout
     max_retries: int = 4  # retries on timeouts, 429 and 5xx
     custom_depth_map: str = ""  # with thinking "custom": the depth map's canonical JSON
+    budget_forcing: bool = False  # stop reasoning at the budget, close it, continue for the answer (vLLM)
 
     @property
     def protocol(self) -> str:

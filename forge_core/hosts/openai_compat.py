@@ -11,11 +11,20 @@ map names, else they are estimated from the reasoning text (`Generation.reasonin
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, reasoning_count
+from forge_core.hosts.budget_forcing import continuation_body, forced_generation, hit_the_cap, reasoning_call_body
 from forge_core.hosts.depth_maps import PRESETS, DepthMap
-from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
+from forge_core.hosts.http_retry import (
+    HttpHost,
+    JsonPost,
+    MalformedResponse,
+    UnusableResponse,
+    read_api_key,
+    token_count,
+)
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -60,7 +69,7 @@ def split_inline_reasoning(content: str) -> tuple[str, str]:
     return inside.strip(), after.strip() if closed else ""
 
 
-def _reasoning_text(message: dict[str, Any], depth_map: DepthMap) -> str:
+def _reasoning_field(message: dict[str, Any], depth_map: DepthMap) -> str:
     for name in depth_map.reasoning_fields:
         value = message.get(name)
         if isinstance(value, str) and value:
@@ -81,7 +90,16 @@ def parse_chat_completion(payload: Any, depth_map: DepthMap | None = None) -> Ge
     Visible text is `message.content` (None means "") without any leading `<think>` block;
     reasoning is taken from the fields the depth map names (default: the `none` preset's).
     """
-    depth_map = depth_map or PRESETS["none"]
+    return _generation(payload, depth_map or PRESETS["none"])[0]
+
+
+def parse_reasoning_call(payload: Any, depth_map: DepthMap) -> tuple[Generation, str, bool]:
+    """(generation, its reasoning text, whether it hit its output cap) of a budget-forcing call."""
+    generation, reasoning_text = _generation(payload, depth_map)
+    return generation, reasoning_text, hit_the_cap(payload)
+
+
+def _generation(payload: Any, depth_map: DepthMap) -> tuple[Generation, str]:
     message = _first_message(payload)
     content = message.get("content")
     if content is None:
@@ -94,8 +112,9 @@ def parse_chat_completion(payload: Any, depth_map: DepthMap | None = None) -> Ge
         raise UnusableResponse("response has no usage object; token counts are never guessed")
     tokens_out = token_count(usage, "completion_tokens")
     reported = _usage_detail(usage, depth_map.reasoning_tokens_path)
-    reasoning, method = reasoning_count(reported, _reasoning_text(message, depth_map) or inline_reasoning, tokens_out)
-    return Generation(
+    reasoning_text = _reasoning_field(message, depth_map) or inline_reasoning
+    reasoning, method = reasoning_count(reported, reasoning_text, tokens_out)
+    generation = Generation(
         text=text,
         tokens_in=token_count(usage, "prompt_tokens"),
         tokens_out=tokens_out,
@@ -103,6 +122,7 @@ def parse_chat_completion(payload: Any, depth_map: DepthMap | None = None) -> Ge
         raw_usage=usage,
         reasoning_method=method,
     )
+    return generation, reasoning_text
 
 
 class OpenAICompatibleHost(HttpHost):
@@ -126,3 +146,25 @@ class OpenAICompatibleHost(HttpHost):
     def parse_response(self, payload: Any) -> Generation:
         """A `Generation` without latency from a chat-completions body."""
         return parse_chat_completion(payload, self.config.depth_map)
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """Run one request (in two calls under budget forcing); raise `HostError` when it fails for good."""
+        if self.config.budget_forcing and request.thinking_budget is not None and self.config.supports_thinking:
+            return await self._generate_forced(request)
+        return await super().generate(request)
+
+    async def _generate_forced(self, request: GenerationRequest) -> Generation:
+        """Budget forcing (`forge_core.hosts.budget_forcing`): reasoning capped at the budget, then
+        continued for the answer when the cap was hit."""
+        api_key = read_api_key(self.config)
+        headers, body, depth_map = self.auth_headers(api_key), self.request_body(request), self.config.depth_map
+        first_call = JsonPost(self.endpoint, reasoning_call_body(body, request.thinking_budget), headers,
+                              lambda payload: parse_reasoning_call(payload, depth_map), api_key)
+        (first, reasoning_text, capped), latency_ms, attempts = await self._http.post(first_call)
+        first = replace(first, latency_ms=latency_ms, attempts=attempts)
+        if not capped:
+            return first
+        answer_call = JsonPost(self.endpoint, continuation_body(body, request, reasoning_text, first.text), headers,
+                               self.parse_response, api_key)
+        second, latency_ms, attempts = await self._http.post(answer_call)
+        return forced_generation(first, replace(second, latency_ms=latency_ms, attempts=attempts))

@@ -88,6 +88,8 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     if config.max_concurrency < 1:
         raise InvalidInput(f"host '{config.name}' needs a concurrency of at least 1")
     config.depth_map  # noqa: B018 -- resolving it refuses an unknown control or a bad custom map
+    if config.budget_forcing and not (config.kind == "openai" and config.supports_thinking):
+        raise InvalidInput(f"host '{config.name}': budget forcing needs an openai-kind host with thinking depths")
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 
@@ -121,8 +123,11 @@ def make_host(config: HostConfig) -> Host:
 def config_hash(config: HostConfig) -> str:
     """A short hash of what determines a host's answers (not its URLs, replicas or concurrency):
     kind, model and thinking control, plus the map itself for a custom depth map (a preset's
-    name stands for its fields, so configurations stored before depth maps keep their hash)."""
+    name stands for its fields, so configurations stored before depth maps keep their hash) and
+    budget forcing when it is on."""
     key = {"kind": config.kind, "model": config.model, "thinking": config.thinking}
     if config.custom_depth_map:
         key["depth_map"] = config.custom_depth_map
+    if config.budget_forcing:
+        key["budget_forcing"] = True
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

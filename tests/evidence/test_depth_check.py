@@ -26,14 +26,21 @@ from support.thinking_server import Engine, ThinkingServer
 TWELVE = ("no_think", "cot", "think_low", "think_high")
 
 
-def _verdicts(tmp_path: Path, engine: Engine, thinking: str, kind: str = "openai", custom: str = "",
-              questions: int = 2) -> dict[str, str]:
+def _report(tmp_path: Path, engine: Engine, thinking: str, kind: str = "openai", custom: str = "",
+            questions: int = 2) -> dict:
     store = Store(tmp_path / "store.duckdb")
     with ThinkingServer(engine) as server:
         save_host_config(store, HostConfig(name="t", kind=kind, model="m", base_url=server.base_url,
                                            thinking=thinking, custom_depth_map=custom, max_retries=0))
-        report = run_host_check(store, HostCheckRequest("t", questions))
-    return {row["depth"]: row["verdict"] for row in report["depths"]}
+        return run_host_check(store, HostCheckRequest("t", questions))
+
+
+def _verdicts(tmp_path: Path, *args, **kwargs) -> dict[str, str]:
+    return {row["depth"]: row["verdict"] for row in _report(tmp_path, *args, **kwargs)["depths"]}
+
+
+def _forced(tmp_path: Path, *args, **kwargs) -> dict[str, str | None]:
+    return {row["depth"]: row["with_budget_forcing"] for row in _report(tmp_path, *args, **kwargs)["depths"]}
 
 
 def _result(depth: str, budget: int | None, tokens: tuple[int, ...]) -> DepthResult:
@@ -79,6 +86,16 @@ def test_an_engine_that_ignores_budgets_is_caught(tmp_path: Path) -> None:
 def test_a_soft_budget_is_over_budget(tmp_path: Path) -> None:
     verdicts = _verdicts(tmp_path, Engine("sglang", overshoot=1.5), "sglang")
     assert verdicts["think_low"] == "over budget" and verdicts["think_high"] == "honoured"
+
+
+def test_budget_forcing_brings_an_ignored_budget_to_honoured_where_the_engine_continues(tmp_path: Path) -> None:
+    forced = _forced(tmp_path, Engine("vllm", honours_budget=False), "vllm")
+    assert forced == {"no_think": None, "cot": None, "think_low": "honoured", "think_high": "honoured"}
+
+
+def test_budget_forcing_does_not_help_an_engine_that_cannot_continue_a_message(tmp_path: Path) -> None:
+    forced = _forced(tmp_path, Engine("sglang", overshoot=1.5), "sglang")
+    assert forced["think_low"] in ("over budget", "ignored") and forced["think_high"] is None
 
 
 def test_a_map_without_the_off_field_cannot_turn_a_qwen3_style_engine_off(tmp_path: Path) -> None:

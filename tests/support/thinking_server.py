@@ -6,7 +6,10 @@ it reasons `min(natural, budget x overshoot)` tokens, or `natural` when it ignor
 Qwen3 templates, the chat engines think when `enable_thinking` is missing; `thinks_when_off`
 makes the off field itself ignored. Reasoning is returned the way each engine returns it (text
 of n word pieces, `usage.completion_tokens_details` for OpenAI, thinking blocks for Anthropic),
-and counted inside the output tokens, as every engine does.
+and counted inside the output tokens, as every engine does. The output cap is kept: reasoning
+that reaches it ends the call there (`finish_reason` "length", no answer). The vLLM double
+continues a partial assistant message (`continue_final_message`) holding a closed think block
+with the answer alone, as budget forcing needs.
 """
 
 from __future__ import annotations
@@ -95,28 +98,39 @@ class ThinkingServer:
 
     def reply(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The engine's response body to one request."""
+        cap = body.get("max_completion_tokens", body.get("max_tokens"))
         if path.endswith("/messages"):
-            return self._messages_reply(self._anthropic_reasoning(body))
+            return self._messages_reply(min(self._anthropic_reasoning(body), cap), cap)
         if self.engine.name == "openai":
-            n = self._openai_reasoning(body)
-            return self._chat_reply({"content": ANSWER}, n, {"completion_tokens_details": {"reasoning_tokens": n}})
-        n = self._chat_template_reasoning(body)
+            n = min(self._openai_reasoning(body), cap)
+            return self._chat_reply(n, cap, {}, {"completion_tokens_details": {"reasoning_tokens": n}})
+        n = 0 if self._continues_after_thinking(body) else min(self._chat_template_reasoning(body), cap)
         field = "reasoning" if self.engine.name == "vllm" else "reasoning_content"
-        message = {"content": ANSWER, field: " ".join(["step"] * n) if n else None}
-        return self._chat_reply(message, n, {})
+        return self._chat_reply(n, cap, {field: " ".join(["step"] * n) if n else None}, {})
+
+    def _continues_after_thinking(self, body: dict[str, Any]) -> bool:
+        last = body["messages"][-1]
+        return (self.engine.name == "vllm" and body.get("continue_final_message") is True
+                and last["role"] == "assistant" and "</think>" in last["content"])
 
     @staticmethod
-    def _chat_reply(message: dict[str, Any], reasoning: int, details: dict[str, Any]) -> dict[str, Any]:
-        usage = {"prompt_tokens": 20, "completion_tokens": reasoning + ANSWER_TOKENS,
-                 "total_tokens": 20 + reasoning + ANSWER_TOKENS, **details}
-        return {"choices": [{"index": 0, "message": {"role": "assistant", **message}}], "usage": usage}
+    def _chat_reply(reasoning: int, cap: int, fields: dict[str, Any], details: dict[str, Any]) -> dict[str, Any]:
+        answered = reasoning + ANSWER_TOKENS <= cap
+        out = reasoning + ANSWER_TOKENS if answered else reasoning
+        message = {"role": "assistant", "content": ANSWER if answered else None, **fields}
+        usage = {"prompt_tokens": 20, "completion_tokens": out, "total_tokens": 20 + out, **details}
+        return {"choices": [{"index": 0, "message": message, "finish_reason": "stop" if answered else "length"}],
+                "usage": usage}
 
     @staticmethod
-    def _messages_reply(reasoning: int) -> dict[str, Any]:
+    def _messages_reply(reasoning: int, cap: int) -> dict[str, Any]:
+        answered = reasoning + ANSWER_TOKENS <= cap
         thinking = {"type": "thinking", "thinking": " ".join(["step"] * reasoning), "signature": "s"}
         blocks = [thinking] if reasoning else []
-        return {"type": "message", "role": "assistant", "content": [*blocks, {"type": "text", "text": ANSWER}],
-                "usage": {"input_tokens": 20, "output_tokens": reasoning + ANSWER_TOKENS}}
+        text = [{"type": "text", "text": ANSWER}] if answered else []
+        return {"type": "message", "role": "assistant", "content": [*blocks, *text],
+                "stop_reason": "end_turn" if answered else "max_tokens",
+                "usage": {"input_tokens": 20, "output_tokens": reasoning + ANSWER_TOKENS * answered}}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
