@@ -75,3 +75,30 @@ def test_a_failed_check_refuses_twelve_arms_unless_overridden(
         assert code == 2 and "found think_low ignored, think_high ignored" in err
         code, out, _ = forge([*twelve, "--allow-unchecked-depths"], monkeypatch, capsys)
         assert code == 0 and json.loads(out)["calls"] == 12
+
+
+@pytest.mark.slow
+def test_twelve_arms_run_end_to_end_on_a_thinking_double(
+        store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Check, 12-arm enumeration with probes, Stage 1, Stage 2 and cached evaluation (about 30 s)."""
+    with ThinkingServer(Engine("vllm", natural_reasoning=600)) as server:
+        forge(["host", "add", "h", "--base-url", server.base_url, "--model", "m", "--thinking", "vllm"],
+              monkeypatch, capsys)
+        assert forge(["host", "check", "h", "--questions", "1"], monkeypatch, capsys)[0] == 0
+        for split, queries in (("train", 16), ("dev", 8), ("test", 8)):
+            code, out, _ = forge(["enumerate", "--host", "h", "--arms", "12", "--benchmark", "musique", "--split",
+                                  split, "--per-benchmark", str(queries), "--probes", "--json"], monkeypatch, capsys)
+            assert code == 0 and json.loads(out)["errors"] == 0
+    train = ["train", "--host", "h", "--arms", "12", "--variant", "lite", "--json"]
+    code, out, _ = forge([*train, "--max-epochs", "2"], monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["metrics"]["train_queries"] == 16
+    code, out, _ = forge([*train, "--stage", "2", "--steps", "4", "--log-every", "2"], monkeypatch, capsys)
+    assert code == 0 and json.loads(out)["stage"] == 2
+    code, out, _ = forge(["eval", "--host", "h", "--arms", "12", "--json"], monkeypatch, capsys)
+    report = json.loads(out)
+    assert code == 0 and len(report["arms"]) == 12 and report["queries"] == 8
+    assert {"forge_lite", "forge_full", "oracle"} <= set(report["policies"])
+    reasoning = store.reasoning_by_arm("h").set_index("arm")
+    assert reasoning.loc["raw:think_low", "tokens_reasoning"] == 600
+    assert reasoning.loc["raw:cot", "tokens_reasoning"] == 0
+    assert set(store.probe_outcomes("h")["tokens_reasoning"]) == {0}
