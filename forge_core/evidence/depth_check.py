@@ -1,7 +1,8 @@
 """The depth check (`forge host check`): does a host do what each thinking depth asks?
 
 Each depth of the host's alphabet (no_think and cot; think_low and think_high on hosts with a
-reasoning budget) is sent on N short questions as the Direct arm, the way every answer is asked,
+reasoning budget) is sent on N short questions as the Direct arm, the way every answer is asked
+(after one untimed warm-up call, so that a fresh server's first calls do not count as latency),
 except that a thinking depth's output cap gets one more budget of headroom: an engine that ignores
 the budget then shows it, rather than being cut at the cap. Per depth the check reports the
 reasoning tokens (min/median/max) against the depth's budget, the latency, and a verdict:
@@ -53,6 +54,7 @@ CHECK_QUESTIONS: tuple[str, ...] = (
 DEFAULT_QUESTIONS = 3
 OVER_BUDGET_FACTOR = 1.1  # reasoning above budget x this is over budget
 SAME_FRACTION = 0.1  # think_low and think_high within this fraction of each other are indistinguishable
+WARM_UP_ARM = Arm("direct", "no_think")  # one untimed call first: a fresh server pages its weights in
 HONOURED, CANNOT_TURN_OFF, OVER_BUDGET, IGNORED = "honoured", "cannot turn off", "over budget", "ignored"
 
 
@@ -75,6 +77,7 @@ class DepthResult:
                 "reasoning_median": statistics.median(tokens), "reasoning_max": max(tokens),
                 "reasoning_tokens": list(tokens), "reasoning_methods": sorted(set(self.reasoning_methods)),
                 "latency_median_ms": round(statistics.median(self.latency_ms), 1),
+                "latency_ms": [round(latency, 1) for latency in self.latency_ms],
                 "verdict": self.verdict, "note": self.note}
 
 
@@ -128,6 +131,7 @@ async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], question
     answers: dict[str, list[ArmAnswer]] = {depth: [] for depth in depths}
     total = len(depths) * len(questions)
     async with hosted(config) as host:
+        await host.generate(arm_request(Evidence(questions[0], ()), WARM_UP_ARM, False))  # untimed: loads the model
         for depth in depths:
             for question in questions:
                 answers[depth].append(await _ask(host, question, Arm("direct", depth)))
