@@ -58,6 +58,8 @@ with st.form("host"):
         help="Per depth, the request fields sent (\"$budget\": the depth's budget, \"$cap\": the output cap) and "
              "whether temperature/top_p are sent; then where reasoning comes back. Leave it as shown to use the "
              "preset chosen above.")
+    if current.depth_map.notes:
+        st.caption(f"{current.thinking}: {current.depth_map.notes}")
     budget_forcing = st.checkbox(
         "Budget forcing", current.budget_forcing,
         help="Stop reasoning at the budget, close the thinking block and continue for the answer (two calls, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Protocol, Self
@@ -68,6 +69,9 @@ class Generation:
     reasoning_method: str = REASONING_NONE  # how tokens_reasoning was obtained (REASONING_* above)
 
 
+_parsed_depth_map = functools.lru_cache(maxsize=32)(parse_depth_map)  # a custom map is read once, not per request
+
+
 @dataclass(frozen=True)
 class HostConfig:
     """A named, stored host configuration. Never holds a secret: only the env variable's name."""
@@ -94,7 +98,7 @@ class HostConfig:
     def depth_map(self) -> DepthMap:
         """What the host is sent per thinking depth: the preset named by `thinking`, or the custom map."""
         if self.thinking == CUSTOM:
-            depth_map = parse_depth_map(self.custom_depth_map or "null")
+            depth_map = _parsed_depth_map(self.custom_depth_map or "null")
             if depth_map.protocol != self.protocol:
                 raise InvalidInput(f"host '{self.name}': its depth map is for {depth_map.protocol} hosts")
             return depth_map
