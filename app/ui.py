@@ -12,6 +12,7 @@ import streamlit as st
 
 from app import data
 from forge_core import jobs
+from forge_core.arms import thinking_modes
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.hosts.base import HostConfig
@@ -107,7 +108,8 @@ def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None
     return pd.DataFrame([
         {"name": c.name, "source": "built-in" if c.name in BUILTIN_HOSTS else "stored", "kind": c.kind,
          "model": c.model, "base URLs": "\n".join(c.base_urls) or "(local)", "thinking": c.thinking,
-         "depths": ", ".join(c.depth_map.depths), "depth check": depth_check_verdict(checks.get(c.name)),
+         "depths": ", ".join(thinking_modes(12 if c.supports_thinking else 6)),
+         "depth check": depth_check_verdict(checks.get(c.name)),
          "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency}
         for c in configs
     ])

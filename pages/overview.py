@@ -101,10 +101,10 @@ st.caption("Over every answered outcome of the host. Reasoning tokens are part o
            "charged as output; 'counted by' says whether the provider reported them (usage), they were "
            "estimated from the returned reasoning text, or none came back.")
 reasoning = data.reasoning_summary(store, host)
-reasoning_chart, reasoning_table = st.columns(2)
-reasoning_chart.plotly_chart(charts.reasoning_per_arm(reasoning))
-reasoning_table.dataframe(reasoning, hide_index=True, column_config={
-    "tokens_out": st.column_config.NumberColumn("output tokens", format="%.1f"),
-    "tokens_reasoning": st.column_config.NumberColumn("reasoning tokens", format="%.1f"),
-    "reasoning_share": st.column_config.NumberColumn("reasoning share", format="percent"),
-    "counted_by": "counted by"})
+st.plotly_chart(charts.reasoning_per_arm(reasoning))
+with st.expander("Reasoning table"):
+    st.dataframe(reasoning, hide_index=True, column_config={
+        "tokens_out": st.column_config.NumberColumn("output tokens", format="%.1f"),
+        "tokens_reasoning": st.column_config.NumberColumn("reasoning tokens", format="%.1f"),
+        "reasoning_share": st.column_config.NumberColumn("reasoning share", format="percent"),
+        "counted_by": "counted by"})

@@ -60,6 +60,7 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
     variable names); `--json` shows each host's depth map in full."""
     import dataclasses
 
+    from forge_core.arms import thinking_modes
     from forge_core.hosts.registry import list_host_configs
 
     configs = list_host_configs(open_store())
@@ -69,7 +70,7 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
     table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env")
     for host in configs:
         table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
-                      host.thinking, ", ".join(host.depth_map.depths), host.api_key_env)
+                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env)
     Console().print(table)
 
 
