@@ -143,10 +143,11 @@ def host_check(
                   "with budget forcing", "note",
                   title=f"{name} ({report['thinking']}), {report['questions']} questions per depth")
     for row in report["depths"]:
-        spread = f"{row['reasoning_min']} / {row['reasoning_median']:g} / {row['reasoning_max']}"
-        table.add_row(row["depth"], str(row["budget"] or "-"), spread, ", ".join(row["reasoning_methods"]),
-                      f"{row['latency_median_ms']:,.0f} ms", row["verdict"], row["with_budget_forcing"] or "-",
-                      row["note"])
+        answered = row["reasoning_median"] is not None
+        spread = f"{row['reasoning_min']} / {row['reasoning_median']:g} / {row['reasoning_max']}" if answered else "-"
+        latency = f"{row['latency_median_ms']:,.0f} ms" if answered else "-"
+        table.add_row(row["depth"], str(row["budget"] or "-"), spread, ", ".join(row["reasoning_methods"]), latency,
+                      row["verdict"], row["with_budget_forcing"] or "-", row["note"])
     Console().print(table)
 
 

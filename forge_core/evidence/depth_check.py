@@ -12,6 +12,8 @@ reasoning tokens (min/median/max) against the depth's budget, the latency, and a
 - `cannot turn off`: an off depth produced reasoning (e.g. a Qwen3 template that thinks when the
   off field is missing or ignored).
 - `over budget`: a thinking depth exceeded its budget x `OVER_BUDGET_FACTOR` on some question.
+- `refused`: the host answered the depth's request with an error (e.g. a model that takes no
+  thinking budget: HTTP 400), named in the note.
 - `ignored`: a thinking depth produced no reasoning at all, or think_low and think_high were
   indistinguishable (every question's reasoning within `SAME_FRACTION` of each other) while one
   of them broke its budget: the budget field had no effect. Equal counts within both budgets say
@@ -38,7 +40,7 @@ from typing import Any
 from forge_core.arms import THINKING_BUDGETS, Arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import ArmAnswer, Evidence, arm_answer, arm_request
-from forge_core.hosts.base import Host, HostConfig
+from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.store import Store
@@ -56,6 +58,7 @@ OVER_BUDGET_FACTOR = 1.1  # reasoning above budget x this is over budget
 SAME_FRACTION = 0.1  # think_low and think_high within this fraction of each other are indistinguishable
 WARM_UP_ARM = Arm("direct", "no_think")  # one untimed call first: a fresh server pages its weights in
 HONOURED, CANNOT_TURN_OFF, OVER_BUDGET, IGNORED = "honoured", "cannot turn off", "over budget", "ignored"
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -67,16 +70,19 @@ class DepthResult:
     reasoning_tokens: tuple[int, ...]  # per question
     latency_ms: tuple[float, ...]  # per question
     reasoning_methods: tuple[str, ...]  # how the counts were obtained (usage, estimated, none)
+    error: str = ""  # the first failed call's reason; the depth is then refused
     verdict: str = ""
     note: str = ""
 
     def summary(self) -> dict[str, Any]:
-        """Reasoning min/median/max and median latency, with the verdict (the JSON report's row)."""
-        tokens = self.reasoning_tokens
-        return {"depth": self.depth, "budget": self.budget, "reasoning_min": min(tokens),
-                "reasoning_median": statistics.median(tokens), "reasoning_max": max(tokens),
+        """Reasoning min/median/max and median latency, with the verdict (the JSON report's row;
+        None where no call of the depth was answered)."""
+        tokens, latency = self.reasoning_tokens, self.latency_ms
+        return {"depth": self.depth, "budget": self.budget, "reasoning_min": min(tokens, default=None),
+                "reasoning_median": statistics.median(tokens) if tokens else None,
+                "reasoning_max": max(tokens, default=None),
                 "reasoning_tokens": list(tokens), "reasoning_methods": sorted(set(self.reasoning_methods)),
-                "latency_median_ms": round(statistics.median(self.latency_ms), 1),
+                "latency_median_ms": round(statistics.median(latency), 1) if latency else None,
                 "latency_ms": [round(latency, 1) for latency in self.latency_ms],
                 "verdict": self.verdict, "note": self.note}
 
@@ -127,8 +133,8 @@ def _forced_verdicts(config: HostConfig, results: list[DepthResult], questions: 
 
 
 async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], questions: tuple[str, ...],
-                           on_progress: Callable[[int, int], None] | None) -> dict[str, list[ArmAnswer]]:
-    answers: dict[str, list[ArmAnswer]] = {depth: [] for depth in depths}
+                           on_progress: Callable[[int, int], None] | None) -> dict[str, list[ArmAnswer | HostError]]:
+    answers: dict[str, list[ArmAnswer | HostError]] = {depth: [] for depth in depths}
     total = len(depths) * len(questions)
     async with hosted(config) as host:
         await host.generate(arm_request(Evidence(questions[0], ()), WARM_UP_ARM, False))  # untimed: loads the model
@@ -140,30 +146,39 @@ async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], question
     return answers
 
 
-async def _ask(host: Host, question: str, arm: Arm) -> ArmAnswer:
-    """The Direct request of `arm`, with one more budget of output headroom at a thinking depth."""
+async def _ask(host: Host, question: str, arm: Arm) -> ArmAnswer | HostError:
+    """The Direct request of `arm`, with one more budget of output headroom at a thinking depth;
+    a call that fails for good is returned as its error (the depth is refused)."""
     request = arm_request(Evidence(question, ()), arm, False)
     if arm.thinking_budget is not None:
         request = dataclasses.replace(request, max_tokens=request.max_tokens + arm.thinking_budget)
-    return arm_answer(arm, await host.generate(request), "", False)
+    try:
+        return arm_answer(arm, await host.generate(request), "", False)
+    except HostError as error:
+        return error
 
 
-def _result(depth: str, answers: list[ArmAnswer]) -> DepthResult:
+def _result(depth: str, outcomes: list[ArmAnswer | HostError]) -> DepthResult:
+    answers = [a for a in outcomes if isinstance(a, ArmAnswer)]
+    errors = [str(e) for e in outcomes if isinstance(e, HostError)]
     return DepthResult(depth, THINKING_BUDGETS.get(depth), tuple(a.tokens_reasoning for a in answers),
-                       tuple(a.latency_ms for a in answers), tuple(a.reasoning_method for a in answers))
+                       tuple(a.latency_ms for a in answers), tuple(a.reasoning_method for a in answers),
+                       error=errors[0] if errors else "")
 
 
 def classify(results: list[DepthResult]) -> list[DepthResult]:
     """The results with their verdicts (see the module docstring for the rules)."""
     by_depth = {result.depth: result for result in results}
     low, high = by_depth.get("think_low"), by_depth.get("think_high")
-    budget_ignored = low is not None and high is not None and _indistinguishable(low, high) and (
-        _over_budget(low) or _over_budget(high))
+    budget_ignored = (low is not None and high is not None and not (low.error or high.error)
+                      and _indistinguishable(low, high) and (_over_budget(low) or _over_budget(high)))
     return [_with_verdict(result, budget_ignored) for result in results]
 
 
 def _with_verdict(result: DepthResult, budget_ignored: bool) -> DepthResult:
     tokens = result.reasoning_tokens
+    if result.error:
+        return _verdict(result, REFUSED, result.error)
     if result.budget is None:
         if any(tokens):
             return _verdict(result, CANNOT_TURN_OFF, f"reasoned on {sum(map(bool, tokens))} of {len(tokens)} questions")

@@ -106,6 +106,14 @@ def test_a_map_without_the_off_field_cannot_turn_a_qwen3_style_engine_off(tmp_pa
     assert verdicts["no_think"] == "cannot turn off" and verdicts["cot"] == "cannot turn off"
 
 
+def test_a_model_that_refuses_budgets_is_refused_at_the_thinking_depths_and_named(tmp_path: Path) -> None:
+    report = _report(tmp_path, Engine("anthropic", refuses_budget_tokens=True), "anthropic-budget", "anthropic")
+    rows = {row["depth"]: row for row in report["depths"]}
+    assert [rows[d]["verdict"] for d in TWELVE] == ["honoured", "honoured", "refused", "refused"]
+    assert "HTTP 400" in rows["think_low"]["note"] and "not supported" in rows["think_low"]["note"]
+    assert rows["think_low"]["reasoning_median"] is None and rows["think_low"]["with_budget_forcing"] is None
+
+
 def test_an_engine_that_ignores_the_off_field_cannot_turn_off(tmp_path: Path) -> None:
     verdicts = _verdicts(tmp_path, Engine("anthropic", thinks_when_off=True), "anthropic-adaptive", "anthropic")
     assert verdicts["no_think"] == "cannot turn off" and verdicts["think_low"] == "honoured"

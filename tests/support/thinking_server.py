@@ -34,6 +34,7 @@ class Engine:
     honours_budget: bool = True  # False: budget fields are ignored
     overshoot: float = 1.0  # reasoning allowed past a budget (a soft budget: e.g. 1.5)
     thinks_when_off: bool = False  # True: the off field is ignored too
+    refuses_budget_tokens: bool = False  # Anthropic: HTTP 400 for `thinking.type` "enabled" (adaptive-only models)
 
 
 class ThinkingServer:
@@ -96,6 +97,13 @@ class ThinkingServer:
 
     # ------------------------------------------------------------ wire formats
 
+    def respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, body) for one request: an adaptive-only model refuses budgets."""
+        if self.engine.refuses_budget_tokens and (body.get("thinking") or {}).get("type") == "enabled":
+            return 400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                    "message": "thinking.type 'enabled' is not supported"}}
+        return 200, self.reply(path, body)
+
     def reply(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The engine's response body to one request."""
         cap = body.get("max_completion_tokens", body.get("max_tokens"))
@@ -142,8 +150,9 @@ class ThinkingServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with server.lock:
                     server.received.append(body)
-                data = json.dumps(server.reply(self.path, body)).encode()
-                self.send_response(200)
+                status, payload = server.respond(self.path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
