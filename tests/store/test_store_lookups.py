@@ -78,8 +78,10 @@ def test_find_checkpoints_selects_by_columns_newest_first(tmp_path: Path) -> Non
     assert list(store.find_checkpoints("h", benchmarks=["musique"])["checkpoint_id"]) == ["ckpt-d"]
     assert list(store.find_checkpoints("h", stage=2, seed=0, embedder="minilm")["checkpoint_id"]) == ["ckpt-b"]
     found = store.find_checkpoints("h", store_snapshot="snap-b", lambda_out=0.2, split_seed=0, n_arms=6)
-    assert found.columns.tolist() == ["checkpoint_id", "created_at", "stage", "store_snapshot", "metrics"]
-    assert found[["checkpoint_id", "stage", "store_snapshot"]].values.tolist() == [["ckpt-e", 1, "snap-b"]]
+    assert found.columns.tolist() == [
+        "checkpoint_id", "created_at", "stage", "store_snapshot", "metrics", "conditioned"]
+    assert found[["checkpoint_id", "stage", "store_snapshot", "conditioned"]].values.tolist() == [
+        ["ckpt-e", 1, "snap-b", False]]  # a lineage without `conditioning`: a router of one weight pair
     assert json.loads(found["metrics"].iloc[0]) == {"dev_utility": 0.5}
     assert store.find_checkpoints("other", variant="lite").empty
     with pytest.raises(ValueError, match="no column tau"):
@@ -138,7 +140,7 @@ def test_the_committed_demo_checkpoints_load_with_their_lineage_columns(tmp_path
     demo.mkdir()
     shutil.copy(config.demo_dir() / "checkpoints.parquet", demo)
     store = Store(tmp_path / "s.duckdb")
-    assert store.load_exported(demo) == {"checkpoints": 14}
+    assert store.load_exported(demo) == {"checkpoints": 16}  # 14 per-weight routers, 2 cost-conditioned
     with store.connect() as connection:
         rows = connection.execute(f"SELECT lineage, {LINEAGE_COLUMNS} FROM checkpoints").fetchall()
     for lineage_json, *columns in rows:
