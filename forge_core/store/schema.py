@@ -99,6 +99,17 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE checkpoints ADD COLUMN store_snapshot VARCHAR;
     ALTER TABLE checkpoints ADD COLUMN benchmarks VARCHAR[];
     """ + COPY_LINEAGE_COLUMNS + ";",
+    # Stage 0 priced and batched: a host's prices (kept apart from its configuration, so built-in
+    # hosts can have prices and configuration hashes do not change) and the provider batches
+    # submitted for it (so a rerun resumes polling rather than paying twice).
+    """
+    CREATE TABLE host_prices (
+        host VARCHAR PRIMARY KEY, usd_per_million_in DOUBLE, usd_per_million_out DOUBLE, updated_at TIMESTAMP);
+    CREATE TABLE batches (
+        batch_id VARCHAR PRIMARY KEY, provider VARCHAR, host VARCHAR, requests_sha256 VARCHAR,
+        requests INTEGER, status VARCHAR, completed INTEGER, failed INTEGER, estimated_usd DOUBLE,
+        created_at TIMESTAMP, updated_at TIMESTAMP, ingested_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -113,4 +124,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results"})
+    "crossfit_results", "host_prices", "batches"})
