@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary
+from forge_core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from forge_core.enumeration.estimate import StageZeroEstimate
+    from forge_core.enumeration.planning import EnumerationPlan, QueryWork
+    from forge_core.store import Store
 
 
 def enumerate_command(
@@ -30,6 +38,12 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    estimate: Annotated[bool, typer.Option(
+        help="Print what the missing calls will cost (calls, tokens, USD at the host's prices, batch price) "
+             "and make no call.")] = False,
+    budget_usd: Annotated[Optional[float], typer.Option(
+        help="Refuse a plan estimated above this many US dollars, and stop the run before its measured "
+             "spend would pass it (finished calls kept). Needs the host's prices.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -54,9 +68,17 @@ def enumerate_command(
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
+                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
+                           budget_usd=budget_usd)
     validate_plan(store, plan)
-    planned = count_calls(plan_work(store, plan))
+    work = plan_work(store, plan)
+    planned = count_calls(work)
+    if estimate or budget_usd is not None:
+        priced = estimate_with_progress(store, plan, work)
+        if estimate:
+            print_estimate(priced, as_json)
+            return
+        check_budget(priced, budget_usd)
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")
         if as_json:
@@ -83,7 +105,53 @@ def enumerate_command(
         raise typer.Exit(2) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
-    print_summary({"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
-                   "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)},
-                  as_json)
+    summary = {"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
+               "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)}
+    if report.spent_usd is not None:
+        summary["spent_usd"] = round(report.spent_usd, 4)
+    print_summary(summary, as_json)
+
+
+def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> StageZeroEstimate:
+    """The plan's estimate, counting its calls under a progress bar."""
+    from forge_core.enumeration.calls import planned_calls
+    from forge_core.enumeration.estimate import estimate_calls, input_counter
+    from forge_core.enumeration.planning import count_calls
+    from forge_core.hosts.registry import get_host_config
+
+    host_config = get_host_config(store, plan.host)
+    count, method = input_counter(store, host_config)
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("counting tokens", total=count_calls(work))
+        return estimate_calls(store, host_config, planned_calls(store, plan, work), count, method,
+                              on_call=lambda done: progress.update(task, completed=done))
+
+
+def check_budget(priced: StageZeroEstimate, budget_usd: float) -> None:
+    """Refuse a plan whose estimate is above the budget."""
+    if priced.usd is not None and priced.usd > budget_usd:
+        raise InvalidInput(f"the plan is estimated at {priced.usd:.2f} USD, above --budget-usd {budget_usd:g} "
+                           f"({priced.calls:,} calls; see --estimate)")
+
+
+def print_estimate(priced: StageZeroEstimate, as_json: bool) -> None:
+    """The estimate as a table (calls and tokens by arm and probe, then the totals and prices), or JSON."""
+    if as_json:
+        print_json(priced.as_dict())
+        return
+    table = Table("calls of", "calls", "input tokens", "expected output tokens", "output from", title=(
+        f"Stage 0 on '{priced.host}': what is still missing"))
+    for group in priced.groups:
+        table.add_row(group.name, f"{group.calls:,}", f"{group.tokens_in:,}", f"{group.tokens_out:,.0f}",
+                      group.output_source)
+    table.add_row("all", f"{priced.calls:,}", f"{priced.tokens_in:,}", f"{priced.tokens_out:,.0f}", "", style="bold")
+    Console().print(table)
+    console.print(f"input tokens: {priced.input_method}", highlight=False)
+    if priced.prices is None:
+        console.print(f"no prices for '{priced.host}': set them with `forge host edit {priced.host} "
+                      f"--price-in USD_PER_1M --price-out USD_PER_1M`", highlight=False)
+        return
+    console.print(f"price at {priced.prices.usd_per_million_in:g} / {priced.prices.usd_per_million_out:g} USD per "
+                  f"million tokens in / out: {priced.usd:,.2f} USD online, {priced.batch_usd:,.2f} USD "
+                  f"through a Batch API", highlight=False)
 

@@ -39,6 +39,7 @@ class EnumerationPlan:
     per_benchmark: int | None = None  # at most this many queries per benchmark
     max_calls: int | None = None  # stop after this many host calls
     max_tokens: int | None = None  # stop after this many input + output tokens
+    budget_usd: float | None = None  # refuse a plan estimated above it; stop before spend passes it
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
@@ -97,15 +98,18 @@ def validate_plan(store: Store, plan: EnumerationPlan) -> None:
     if plan.n_arms == 12 and not host_config.supports_thinking:
         raise InvalidInput(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
     _check_same_configuration(store, plan.host, host_config)
+    if plan.budget_usd is not None and store.host_prices(plan.host) is None:
+        raise MissingStep(f"--budget-usd needs the prices of '{plan.host}': "
+                          f"`forge host edit {plan.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
 
 
 
 def _check_bounds(plan: EnumerationPlan) -> None:
     bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
-              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
+              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency, "budget-usd": plan.budget_usd}
     for name, value in bounds.items():
-        if value is not None and value < 1:
-            raise InvalidInput(f"--{name} must be at least 1, not {value}")
+        if value is not None and not value >= (0 if name == "budget-usd" else 1):
+            raise InvalidInput(f"--{name} must be at least {0 if name == 'budget-usd' else 1}, not {value}")
 
 
 

@@ -336,14 +336,18 @@ class Store(StoreFile):
                 "ORDER BY finished_at DESC NULLS LAST, benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
         return [ArmOutcome(*row) for row in rows]
 
-    def mean_tokens_out(self, host: str) -> dict[str, float]:
-        """Mean output tokens of a host's answered calls, by arm name and probe name."""
+    def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
+        """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
+        over all benchmarks by (None, name)."""
         with self.connect() as connection:
             rows = connection.execute(
-                "SELECT arm, avg(tokens_out) FROM arm_outcomes WHERE host = $host AND error IS NULL GROUP BY arm "
-                "UNION ALL SELECT probe, avg(tokens_out) FROM probe_outcomes WHERE host = $host AND error IS NULL "
-                "GROUP BY probe", {"host": host}).fetchall()
-        return {name: float(mean) for name, mean in rows}
+                "WITH calls AS (SELECT benchmark, arm AS name, tokens_out FROM arm_outcomes "
+                "               WHERE host = $host AND error IS NULL "
+                "               UNION ALL SELECT benchmark, probe, tokens_out FROM probe_outcomes "
+                "               WHERE host = $host AND error IS NULL) "
+                "SELECT benchmark, name, avg(tokens_out) FROM calls GROUP BY GROUPING SETS ((benchmark, name), (name))",
+                {"host": host}).fetchall()
+        return {(benchmark, name): float(mean) for benchmark, name, mean in rows}
 
     def outcome_benchmarks(self, host: str) -> list[str]:
         """The benchmarks a host has at least one arm outcome on, sorted."""

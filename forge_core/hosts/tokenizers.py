@@ -1,0 +1,62 @@
+"""Counting a chat request's prompt tokens without a host call, with an embedded model's tokenizer.
+
+An embedded model's GGUF carries its tokenizer and chat template: loading its vocabulary alone
+(llama.cpp `vocab_only`, under a second) and rendering the messages with the template gives the
+prompt tokens its server reports in `usage`, exactly (llama-cpp-python's server renders and
+tokenizes the same way). For other hosts, whose tokenizer FORGE does not have, this is the named
+tokenizer that `forge_core.enumeration.estimate` scales by a measured ratio.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from forge_core import config
+from forge_core.hosts.models import ModelError, is_pulled, model_path
+
+COUNTING_MODELS = ("qwen2.5-coder-1.5b", "smollm2-135m")  # preferred order for hosts without their own
+
+
+@dataclass(frozen=True)
+class PromptTokenizer:
+    """The prompt-token counter of one embedded model (its GGUF's tokenizer and chat template)."""
+
+    model_key: str  # e.g. "qwen2.5-coder-1.5b"
+
+    def count(self, messages: Sequence[dict[str, str]]) -> int:
+        """Prompt tokens of these chat messages, as the model's server counts them."""
+        vocabulary, formatter = _loaded(str(model_path(self.model_key, config.models_dir())))
+        rendered = formatter(messages=[dict(message) for message in messages])
+        return len(vocabulary.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special,
+                                       special=True))
+
+
+def prompt_tokenizer(model_key: str | None = None) -> PromptTokenizer:
+    """The tokenizer of `model_key`, or of the first pulled of `COUNTING_MODELS`."""
+    keys = (model_key,) if model_key else COUNTING_MODELS
+    for key in keys:
+        if is_pulled(key, config.models_dir()):
+            return PromptTokenizer(key)
+    raise ModelError(f"no tokenizer to count prompt tokens: pull {' or '.join(keys)} (`forge host pull {keys[0]}`)")
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(path: str):
+    """(llama.cpp vocabulary, chat formatter) of a GGUF, loaded once per process."""
+    from llama_cpp import Llama
+    from llama_cpp._utils import suppress_stdout_stderr
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    if not Path(path).is_file():
+        raise ModelError(f"model file not found: {path}")
+    with suppress_stdout_stderr(disable=False):  # llama.cpp warns of a context a vocabulary never uses
+        vocabulary = Llama(path, vocab_only=True, verbose=False)
+    template = vocabulary.metadata["tokenizer.chat_template"]
+    eos = vocabulary._model.token_get_text(vocabulary.token_eos())
+    bos_id = vocabulary.token_bos()
+    bos = vocabulary._model.token_get_text(bos_id) if bos_id >= 0 else ""
+    formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
+    return vocabulary, formatter
