@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary
+from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary, spinner_progress
 from forge_core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -44,6 +45,15 @@ def enumerate_command(
     budget_usd: Annotated[Optional[float], typer.Option(
         help="Refuse a plan estimated above this many US dollars, and stop the run before its measured "
              "spend would pass it (finished calls kept). Needs the host's prices.")] = None,
+    to_batch: Annotated[Optional[Path], typer.Option(
+        help="Write every missing call as OpenAI batch lines to this JSONL file (split into FILE-001.jsonl, ... "
+             "past the Batch API's limits) and make no call; run it with a Batch API or `vllm run-batch`.")] = None,
+    from_batch: Annotated[Optional[Path], typer.Option(
+        help="Score and store a batch results file (OpenAI, vLLM or Anthropic lines); a stored answer is "
+             "skipped. The plan options are not used: each line's custom_id names its call.")] = None,
+    requests: Annotated[Optional[Path], typer.Option(
+        help="With --from-batch: the request lines the results answer; a line whose body differs from what "
+             "the plan would send now is refused (needed for Anthropic results).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -63,6 +73,11 @@ def enumerate_command(
     from forge_core.hosts.registry import get_host_config, serving
 
     store = open_store()
+    if from_batch is not None:
+        ingest_batch_results(store, from_batch, requests, as_json)
+        return
+    if requests is not None:
+        raise InvalidInput("--requests goes with --from-batch")
     host_config = get_host_config(store, host)
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
@@ -79,6 +94,9 @@ def enumerate_command(
             print_estimate(priced, as_json)
             return
         check_budget(priced, budget_usd)
+    if to_batch is not None:
+        write_batch_files(store, plan, work, to_batch, as_json)
+        return
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")
         if as_json:
@@ -110,6 +128,38 @@ def enumerate_command(
     if report.spent_usd is not None:
         summary["spent_usd"] = round(report.spent_usd, 4)
     print_summary(summary, as_json)
+
+
+def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork], path: Path, as_json: bool) -> None:
+    """`--to-batch`: the plan's missing calls as OpenAI batch lines."""
+    from forge_core.enumeration.batch_files import openai_batch_line, write_request_files
+    from forge_core.enumeration.calls import planned_calls
+    from forge_core.hosts.registry import get_host_config
+
+    host_config = get_host_config(store, plan.host)
+    if host_config.kind == "anthropic":
+        raise InvalidInput(f"--to-batch writes OpenAI batch lines; for the Anthropic host '{plan.host}' use "
+                           f"--batch anthropic")
+    calls = list(planned_calls(store, plan, work))
+    files = write_request_files(path, (openai_batch_line(host_config, call) for call in calls))
+    print_summary({"requests": len(calls), "files": [str(file) for file in files]}, as_json)
+
+
+def ingest_batch_results(store: Store, results_path: Path, requests_path: Path | None, as_json: bool) -> None:
+    """`--from-batch`: score and store a results file."""
+    from forge_core.enumeration.batch_files import anthropic_custom_id, ingest_results, parse_result_line, read_jsonl
+
+    request_lines = None if requests_path is None else {
+        line.get("custom_id"): line for _, line in read_jsonl(requests_path)}
+    anthropic_ids = None if request_lines is None else {anthropic_custom_id(cid): cid for cid in request_lines}
+    with spinner_progress() as progress:
+        progress.add_task(f"storing {results_path.name}", total=None)
+        results = (parse_result_line(line, anthropic_ids) for _, line in read_jsonl(results_path))
+        report = ingest_results(store, results, request_lines)
+    for line in report.refused[:20]:
+        console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
+    print_summary({"stored": report.stored, "errors": report.errors, "skipped": report.skipped,
+                   "refused": len(report.refused)}, as_json)
 
 
 def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> StageZeroEstimate:

@@ -24,7 +24,7 @@ from forge_core.records import SAMPLE_PROBES, Example
 from forge_core.store import Store
 
 GREEDY_SUFFIX = "+greedy"  # after `direct:no_think` in a custom_id: the call is also the greedy probe
-_SAFE = ":-_."  # characters kept as they are in a custom_id's parts
+_SAFE = ":-_.+"  # characters kept as they are in a custom_id's parts
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def validate_plan(store: Store, plan: EnumerationPlan) -> None:
     host_config = get_host_config(store, plan.host)
     if plan.n_arms == 12 and not host_config.supports_thinking:
         raise InvalidInput(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
-    _check_same_configuration(store, plan.host, host_config)
+    check_same_configuration(store, plan.host, host_config)
     if plan.budget_usd is not None and store.host_prices(plan.host) is None:
         raise MissingStep(f"--budget-usd needs the prices of '{plan.host}': "
                           f"`forge host edit {plan.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
@@ -120,7 +120,7 @@ def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
 
 
 
-def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
+def check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
     """Refuse to mix two models' outcomes under one host name: resuming trusts stored rows."""
     other = set(store.host_config_hashes(host)) - {config_hash(host_config)}
     if other:
