@@ -130,12 +130,13 @@ def test_anthropic_result_lines_are_read_through_the_request_lines(store: Store,
     assert set(fever[fever["error"].isna()]["extracted"]) == {"SUPPORTS"}
 
 
-@pytest.mark.parametrize("n_arms", [3, pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n_arms, benchmarks", [
+    (3, ("2wikimultihopqa",)), pytest.param(6, ("2wikimultihopqa", "fever"), marks=pytest.mark.slow)])
 def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_path: Path, tiny_server: HostConfig,
-                                                          n_arms: int) -> None:
+                                                          n_arms: int, benchmarks: tuple[str, ...]) -> None:
     """One plan on the real tiny host, online and as a batch file run by a local batch runner (the
-    6-arm plan adds the CoT arms, whose 256-token answers take a minute on the tiny host)."""
-    plan = _plan(host="embedded-tiny", per_benchmark=1, n_arms=n_arms)
+    slow case adds the CoT arms, whose 256-token answers take a minute on the tiny host, and FEVER)."""
+    plan = _plan(host="embedded-tiny", per_benchmark=1, n_arms=n_arms, benchmarks=benchmarks)
     online, batched = copy_store(store, tmp_path / "online"), copy_store(store, tmp_path / "batched")
 
     async def run_online():
@@ -143,7 +144,7 @@ def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_pat
             return await enumerate_arms(online, plan, host)
 
     report = asyncio.run(run_online())
-    assert report.calls == 2 * (n_arms + 3) and report.errors == []
+    assert report.calls == len(benchmarks) * (n_arms + 3) and report.errors == []
     requests = _write(batched, plan, tmp_path / "requests.jsonl")[0]
     assert run_batch_file(requests, tmp_path / "results.jsonl", tiny_server.base_url) == report.calls
     lines = {line["custom_id"]: line for _, line in read_jsonl(requests)}
@@ -155,7 +156,7 @@ def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_pat
     probe_columns = ["benchmark", "example_id", "probe", "answer", "tokens_in", "tokens_out"]
     probes = [store_.probe_outcomes("embedded-tiny")[probe_columns].reset_index(drop=True)
               for store_ in (online, batched)]
-    assert probes[0].equals(probes[1]) and len(probes[0]) == 2 * 4
+    assert probes[0].equals(probes[1]) and len(probes[0]) == len(benchmarks) * 4
     assert batched.arm_outcomes("embedded-tiny")["latency_ms"].isna().all()
     assert (online.arm_outcomes("embedded-tiny")["latency_ms"] > 0).all()
     assert ingest_results(batched, results, lines).skipped == report.calls
