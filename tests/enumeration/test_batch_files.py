@@ -19,6 +19,7 @@ from forge_core.enumeration.batch_files import (
     write_request_files,
 )
 from forge_core.enumeration.calls import CallKey, parse_custom_id, planned_calls
+from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_arms
 from forge_core.errors import InvalidInput
@@ -143,8 +144,12 @@ def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_pat
         async with OpenAICompatibleHost(tiny_server) as host:
             return await enumerate_arms(online, plan, host)
 
+    estimate = estimate_plan(online, plan)
     report = asyncio.run(run_online())
-    assert report.calls == len(benchmarks) * (n_arms + 3) and report.errors == []
+    assert report.calls == estimate.calls == len(benchmarks) * (n_arms + 3) and report.errors == []
+    stored_in = online.arm_outcomes("embedded-tiny")["tokens_in"].sum() + online.probe_outcomes("embedded-tiny").query(
+        "probe != 'greedy'")["tokens_in"].sum()
+    assert estimate.tokens_in == stored_in  # counted exactly, before any call
     requests = _write(batched, plan, tmp_path / "requests.jsonl")[0]
     assert run_batch_file(requests, tmp_path / "results.jsonl", tiny_server.base_url) == report.calls
     lines = {line["custom_id"]: line for _, line in read_jsonl(requests)}
