@@ -17,7 +17,7 @@ with ui.user_errors():
     ui.require_benchmarks(stats)
     host_configs = {host.name: host for host in data.host_configs(store)}
 
-with st.form("plan"):
+with st.container(border=True):
     host_column, split_column, arms_column, seed_column = st.columns(4)
     host = host_column.selectbox("Host", list(host_configs))
     split = split_column.selectbox("Split", SPLIT_CHOICES)
@@ -35,12 +35,15 @@ with st.form("plan"):
         help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
              "else the host's max_concurrency.")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
-    submitted = st.form_submit_button("Start job", type="primary", icon=":material/play_arrow:")
-
-if submitted:
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency))
+    with ui.user_errors(stop=False):
+        validate_plan(store, plan)
+        ui.plan_estimate(store, plan)
+    submitted = st.button("Start job", type="primary", icon=":material/play_arrow:")
+
+if submitted:
     with ui.user_errors(stop=False):
         validate_plan(store, plan)
         missing = data.missing_calls(store, plan)
