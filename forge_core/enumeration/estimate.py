@@ -86,12 +86,8 @@ class StageZeroEstimate:
             "calls_by_kind": {group.name: asdict(group) for group in self.groups},
             "usd_per_million_in": self.prices.usd_per_million_in if self.prices else None,
             "usd_per_million_out": self.prices.usd_per_million_out if self.prices else None,
-            "usd": _rounded(self.usd), "batch_usd": _rounded(self.batch_usd),
+            "usd": self.usd, "batch_usd": self.batch_usd,
         }
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def estimate_plan(store: Store, plan: EnumerationPlan,
