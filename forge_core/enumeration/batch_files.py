@@ -82,28 +82,38 @@ def anthropic_custom_id(custom_id: str) -> str:
     return "forge-" + hashlib.sha256(custom_id.encode()).hexdigest()[:40]
 
 
+def split_under_limits(lines: Iterable[dict[str, Any]], limits: FileLimits) -> list[list[dict[str, Any]]]:
+    """The lines in order, in as few parts as the limits allow (at least one part)."""
+    parts: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for line in lines:
+        length = len(_encoded(line))
+        if parts[-1] and (len(parts[-1]) >= limits.requests or size + length > limits.bytes):
+            parts.append([])
+            size = 0
+        parts[-1].append(line)
+        size += length
+    return parts
+
+
+def _encoded(line: dict[str, Any]) -> bytes:
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode()
+
+
 def write_request_files(path: Path, lines: Iterable[dict[str, Any]], limits: FileLimits = OPENAI_LIMITS) -> list[Path]:
     """Write the lines to `path`, or, past a file's limits, to `path`'s stem `-001`, `-002`, ...
     (each written atomically); returns the files written."""
-    parts: list[list[bytes]] = [[]]
-    size = 0
-    for line in lines:
-        encoded = (json.dumps(line, ensure_ascii=False) + "\n").encode()
-        if parts[-1] and (len(parts[-1]) >= limits.requests or size + len(encoded) > limits.bytes):
-            parts.append([])
-            size = 0
-        parts[-1].append(encoded)
-        size += len(encoded)
+    parts = split_under_limits(lines, limits)
     if len(parts) == 1:
         return [_write_atomically(path, parts[0])]
     return [_write_atomically(path.with_name(f"{path.stem}-{index:03d}{path.suffix}"), part)
             for index, part in enumerate(parts, start=1)]
 
 
-def _write_atomically(path: Path, lines: list[bytes]) -> Path:
+def _write_atomically(path: Path, lines: list[dict[str, Any]]) -> Path:
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as handle:
-        handle.writelines(lines)
+        handle.writelines(_encoded(line) for line in lines)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
