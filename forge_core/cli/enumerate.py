@@ -54,6 +54,10 @@ def enumerate_command(
     requests: Annotated[Optional[Path], typer.Option(
         help="With --from-batch: the request lines the results answer; a line whose body differs from what "
              "the plan would send now is refused (needed for Anthropic results).")] = None,
+    batch: Annotated[Optional[str], typer.Option(
+        help="openai or anthropic: submit the missing calls to the host provider's Batch API (half the price, "
+             "within 24 h), poll, download and store the results; a rerun resumes the stored batches.")] = None,
+    poll_seconds: Annotated[float, typer.Option(help="With --batch: seconds between status requests.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -93,7 +97,10 @@ def enumerate_command(
         if estimate:
             print_estimate(priced, as_json)
             return
-        check_budget(priced, budget_usd)
+        check_budget(priced, budget_usd, through_batch=batch is not None)
+    if batch is not None:
+        run_provider_batches(store, plan, batch, poll_seconds, as_json)
+        return
     if to_batch is not None:
         write_batch_files(store, plan, work, to_batch, as_json)
         return
@@ -177,11 +184,36 @@ def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[Query
                               on_call=lambda done: progress.update(task, completed=done))
 
 
-def check_budget(priced: StageZeroEstimate, budget_usd: float) -> None:
-    """Refuse a plan whose estimate is above the budget."""
-    if priced.usd is not None and priced.usd > budget_usd:
-        raise InvalidInput(f"the plan is estimated at {priced.usd:.2f} USD, above --budget-usd {budget_usd:g} "
-                           f"({priced.calls:,} calls; see --estimate)")
+def check_budget(priced: StageZeroEstimate, budget_usd: float, through_batch: bool) -> None:
+    """Refuse a plan whose estimate (at the batch price through a Batch API) is above the budget."""
+    usd = priced.batch_usd if through_batch else priced.usd
+    if usd is not None and usd > budget_usd:
+        raise InvalidInput(f"the plan is estimated at {usd:.2f} USD{' through a Batch API' if through_batch else ''}, "
+                           f"above --budget-usd {budget_usd:g} ({priced.calls:,} calls; see --estimate)")
+
+
+def run_provider_batches(store: Store, plan: EnumerationPlan, provider: str, poll_seconds: float,
+                         as_json: bool) -> None:
+    """`--batch`: submit, poll (with a progress bar and ETA per batch), download and store."""
+    from forge_core.enumeration.batch_api import batch_api, run_batches
+    from forge_core.hosts.registry import get_host_config
+
+    api = batch_api(provider, get_host_config(store, plan.host))
+    with counting_progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def show(submitted: Any, state: Any) -> None:
+            if submitted.batch_id not in tasks:
+                tasks[submitted.batch_id] = progress.add_task(f"{provider} batch {submitted.batch_id}", total=None)
+            progress.update(tasks[submitted.batch_id], total=state.total or None,
+                            completed=state.completed + state.failed,
+                            description=f"{provider} batch {submitted.batch_id}: {state.status}")
+
+        report = run_batches(store, plan, api, poll_seconds, on_progress=show)
+    for line in report.refused[:20]:
+        console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
+    print_summary({"submitted": report.submitted, "resumed": report.resumed, "stored": report.stored,
+                   "errors": report.errors, "skipped": report.skipped, "refused": len(report.refused)}, as_json)
 
 
 def print_estimate(priced: StageZeroEstimate, as_json: bool) -> None:

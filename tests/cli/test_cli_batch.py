@@ -13,6 +13,7 @@ import pytest
 from forge_core.data.importing import import_benchmarks
 from forge_core.store import Store
 
+from support.batch_api_server import BatchApiServer
 from support.resources import require_tiny_model
 
 FORGE = [sys.executable, "-m", "forge_core.cli"]
@@ -79,3 +80,27 @@ def test_to_batch_then_from_batch_twice(store: Store, tmp_path: Path) -> None:
     assert len(store.arm_outcomes("embedded-tiny")) == 12
     nothing = forge(*PLAN, "--probes", "--to-batch", str(tmp_path / "again.jsonl"), "--json")
     assert json.loads(nothing.stdout)["requests"] == 0
+
+
+def test_batch_openai_submits_stores_and_lists(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORGE_TEST_BATCH_KEY", "sk-cli-test")
+    with BatchApiServer() as server:
+        added = forge("host", "add", "gpt", "--model", "m", "--base-url", server.base_url,
+                      "--api-key-env", "FORGE_TEST_BATCH_KEY", "--price-in", "0.15", "--price-out", "0.6")
+        assert added.returncode == 0
+        plan = ["enumerate", "--host", "gpt", "--benchmark", "2wikimultihopqa", "--per-benchmark", "2"]
+        refused = forge(*plan, "--batch", "openai", "--budget-usd", "0.00001")
+        assert refused.returncode == 2 and "through a Batch API, above --budget-usd" in refused.stderr.replace("\n", "")
+        result = forge(*plan, "--batch", "openai", "--poll-seconds", "0", "--json")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {"submitted": ["batch_1"], "resumed": [], "stored": 12, "errors": 0,
+                                             "skipped": 0, "refused": 0}
+    [listed] = json.loads(forge("batches", "--json").stdout)["batches"]
+    assert (listed["batch_id"], listed["status"], listed["requests"], listed["completed"]) == ("batch_1", "ingested",
+                                                                                                12, 12)
+    assert listed["estimated_usd"] > 0
+    assert len(store.arm_outcomes("gpt")) == 12
+    cancel = forge("batches", "cancel", "batch_1")
+    assert cancel.returncode == 2 and "is ingested: nothing to cancel" in cancel.stderr
+    wrong = forge(*plan, "--batch", "anthropic")
+    assert wrong.returncode == 2 and "needs a host of kind anthropic" in wrong.stderr
