@@ -5,6 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.enumeration.estimate import check_budget
 from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for, validate_plan
 
 st.title("Enumerate")
@@ -29,15 +30,20 @@ with st.container(border=True):
     per_benchmark = columns[1].number_input("Queries per benchmark", min_value=1, value=None, placeholder="no limit")
     max_calls = columns[2].number_input("Max host calls", min_value=1, value=None, placeholder="no limit")
     max_tokens = columns[3].number_input("Max tokens", min_value=1, value=None, placeholder="no limit")
-    concurrency_column, probes_column = st.columns(2)
+    concurrency_column, budget_column, probes_column = st.columns(3)
     concurrency = concurrency_column.selectbox(
         "Queries in flight", [None, 1, 2, 4, 8], format_func=lambda c: "host default" if c is None else str(c),
         help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
              "else the host's max_concurrency.")
+    budget_usd = budget_column.number_input(
+        "Budget (USD)", min_value=0.0, value=None, placeholder="no limit", format="%.2f",
+        help="Refuse a plan estimated above it, and stop the job before its measured spend would pass it "
+             "(at the host's prices, set on the Hosts page).")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
-                           max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency))
+                           max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
+                           budget_usd=budget_usd)
     with ui.user_errors(stop=False):
         validate_plan(store, plan)
         ui.plan_estimate(store, plan)
@@ -47,6 +53,8 @@ if submitted:
     with ui.user_errors(stop=False):
         validate_plan(store, plan)
         missing = data.missing_calls(store, plan)
+        if budget_usd is not None and missing:
+            check_budget(data.plan_estimate(store, plan), budget_usd)
         if missing == 0:
             st.success("Nothing to do: every planned call is already stored.")
         else:

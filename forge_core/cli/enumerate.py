@@ -64,6 +64,7 @@ def enumerate_command(
     import asyncio
 
     from forge_core.data.catalog import imported_routable_benchmarks
+    from forge_core.enumeration.estimate import check_budget
     from forge_core.enumeration.planning import (
         EnumerationPlan,
         concurrency_for,
@@ -182,14 +183,6 @@ def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[Query
         task = progress.add_task("counting tokens", total=count_calls(work))
         return estimate_calls(store, host_config, planned_calls(store, plan, work), count, method,
                               on_call=lambda done: progress.update(task, completed=done))
-
-
-def check_budget(priced: StageZeroEstimate, budget_usd: float, through_batch: bool) -> None:
-    """Refuse a plan whose estimate (at the batch price through a Batch API) is above the budget."""
-    usd = priced.batch_usd if through_batch else priced.usd
-    if usd is not None and usd > budget_usd:
-        raise InvalidInput(f"the plan is estimated at {usd:.2f} USD{' through a Batch API' if through_batch else ''}, "
-                           f"above --budget-usd {budget_usd:g} ({priced.calls:,} calls; see --estimate)")
 
 
 def run_provider_batches(store: Store, plan: EnumerationPlan, provider: str, poll_seconds: float,

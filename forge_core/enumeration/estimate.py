@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 from forge_core.enumeration.calls import CallKey, PlannedCall, call_request, planned_calls
 from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.hosts.base import GenerationRequest, HostConfig
 from forge_core.hosts.registry import get_host_config
@@ -115,6 +116,14 @@ def estimate_calls(store: Store, host_config: HostConfig, calls: Iterable[Planne
     groups = tuple(CallGroup(name, calls, tokens_in, round(tokens_out, 1), source)
                    for name, (calls, tokens_in, tokens_out, source) in sorted(totals.items(), key=_group_order))
     return StageZeroEstimate(host_config.name, groups, input_method, store.host_prices(host_config.name))
+
+
+def check_budget(estimate: StageZeroEstimate, budget_usd: float, through_batch: bool = False) -> None:
+    """Refuse a plan whose estimate (at the batch price through a Batch API) is above the budget."""
+    usd = estimate.batch_usd if through_batch else estimate.usd
+    if usd is not None and usd > budget_usd:
+        raise InvalidInput(f"the plan is estimated at {usd:.2f} USD{' through a Batch API' if through_batch else ''}, "
+                           f"above --budget-usd {budget_usd:g} ({estimate.calls:,} calls; see --estimate)")
 
 
 def _group_order(item: tuple[str, list]) -> tuple[int, str]:

@@ -225,6 +225,7 @@ def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
 
 def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -> None:
     save_host_prices(app_store, HostPrices(FAKE_HOST, 1.0, 2.0))
+    jobs_before = len(app_store.jobs("enumerate"))
     app = page("enumerate.py")
     by_label(app.selectbox, "Host").set_value(FAKE_HOST)
     by_label(app.selectbox, "Split").set_value("dev")
@@ -241,6 +242,10 @@ def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -
     larger = estimate_plan(app_store, dataclasses.replace(plan, per_benchmark=3))
     assert larger.calls > expected.calls
     assert {m.label: m.value for m in app.metric}["Missing calls"] == f"{larger.calls:,}"  # follows the selection
+    by_label(app.number_input, "Budget (USD)").set_value(0.0)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception and "above --budget-usd 0" in texts(app.error)
+    assert len(app_store.jobs("enumerate")) == jobs_before
     app_store.delete_host_prices(FAKE_HOST)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from forge_core import config
 from forge_core.records import ArmOutcome
-from forge_core.store import Store
+from forge_core.store import SCHEMA_VERSION, Store
 from forge_core.store.schema import MIGRATIONS
 
 LINEAGE_COLUMNS = "lambda_in, lambda_out, split_seed, seed, embedder, store_snapshot, benchmarks"
@@ -116,7 +116,7 @@ EXPECTED_OLD = [("ckpt-old", 0.1, 0.25, 0, 3, "minilm", "snap-a", ["fever"]),
 def test_the_migration_fills_the_lineage_columns_of_earlier_checkpoints(tmp_path: Path) -> None:
     store_before_lineage_columns(tmp_path / "old.duckdb")
     store = Store(tmp_path / "old.duckdb")
-    assert store.schema_version() == 6
+    assert store.schema_version() == SCHEMA_VERSION  # migrated from 5 to the latest
     assert lineage_columns(store) == EXPECTED_OLD
     assert list(store.find_checkpoints("h", seed=3, embedder=None)["checkpoint_id"]) == ["ckpt-older"]
 
