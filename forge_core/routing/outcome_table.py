@@ -34,7 +34,7 @@ class OutcomeTable:
     em: np.ndarray  # [N, K]
     tokens_in: np.ndarray  # [N, K]
     tokens_out: np.ndarray  # [N, K]
-    latency_ms: np.ndarray  # [N, K]
+    latency_ms: np.ndarray  # [N, K]; NaN for outcomes stored from a batch (no latency)
     sample_tokens_in: np.ndarray  # [N] input tokens of the three sample probes (NaN: no complete probes)
     sample_tokens_out: np.ndarray  # [N] their output tokens (the greedy probe is the direct:no_think call)
     probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
@@ -99,9 +99,10 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
         raise MissingStep(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
                          "or `forge store load-demo`")
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
-    wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
+    wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm", dropna=False,
                                 values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")
-    wide = wide.dropna()
+    # complete = every arm scored; latency may be missing (outcomes stored from a batch have none)
+    wide = wide.dropna(subset=[column for column in wide.columns if column[0] != "latency_ms"])
     if wide.empty or not set(arms) <= set(wide["f1"].columns):
         raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
     keys = list(wide.index)

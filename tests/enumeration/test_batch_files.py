@@ -6,6 +6,7 @@ import asyncio
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from forge_core.data.importing import import_benchmarks
@@ -26,6 +27,7 @@ from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.openai_compat import OpenAICompatibleHost, chat_completion_body
 from forge_core.hosts.registry import get_host_config, save_host_config
+from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
 
 from support.batch_runner import run_batch_file
@@ -106,6 +108,15 @@ def test_results_are_stored_once_errors_become_error_rows(store: Store, tmp_path
     again = ingest_results(store, (parse_result_line(r) for r in results), requests)
     assert (again.stored, again.errors, again.skipped) == (0, 1, len(lines) - 1)
     assert count_calls(plan_work(store, plan)) == 1  # only the failed call is planned again
+
+
+def test_batch_outcomes_make_complete_queries_for_training(store: Store, tmp_path: Path) -> None:
+    """No latency, yet every query with its arms scored is complete (routers train on batch outcomes)."""
+    lines = [line for _, line in read_jsonl(_write(store, _plan(), tmp_path / "requests.jsonl")[0])]
+    ingest_results(store, (parse_result_line(_answer(line)) for line in lines))
+    table = load_outcome_table(store, "remote", 6)
+    assert len(table.keys) == 4 and np.isnan(table.latency_ms).all() and not np.isnan(table.f1).any()
+    assert (table.sample_tokens_in == 3 * 100).all()
 
 
 def test_a_changed_request_is_refused_by_its_custom_id(store: Store, tmp_path: Path) -> None:
