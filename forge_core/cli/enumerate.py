@@ -77,6 +77,10 @@ def enumerate_command(
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving
 
+    modes = [name for name, chosen in (("--estimate", estimate), ("--to-batch", to_batch), ("--from-batch", from_batch),
+                                       ("--batch", batch)) if chosen]
+    if len(modes) > 1:
+        raise InvalidInput(f"choose one of {' and '.join(modes)}")
     store = open_store()
     if from_batch is not None:
         ingest_batch_results(store, from_batch, requests, as_json)

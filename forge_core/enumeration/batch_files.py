@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,8 +41,6 @@ from forge_core.hosts.openai_compat import chat_completion_body, parse_chat_comp
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, utc_now
-
-log = logging.getLogger(__name__)
 
 CHAT_COMPLETIONS_URL = "/v1/chat/completions"
 WRITE_CHUNK = 512  # outcomes stored per transaction while ingesting

@@ -53,6 +53,7 @@ def test_prices_estimate_and_budget(store: Store) -> None:
     (["host", "edit", "embedded-tiny", "--price-out", "-1"], "--price-out must be"),
     (["host", "edit", "nowhere", "--price-in", "1"], "unknown host 'nowhere'"),
     ([*PLAN, "--requests", "x.jsonl"], "--requests goes with --from-batch"),
+    ([*PLAN, "--estimate", "--to-batch", "x.jsonl"], "choose one of --estimate and --to-batch"),
     ([*PLAN, "--budget-usd", "5"], "--budget-usd needs the prices of 'embedded-tiny'"),
     (["enumerate", "--from-batch", "missing.jsonl"], "cannot read missing.jsonl"),
 ])
