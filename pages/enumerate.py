@@ -6,7 +6,7 @@ from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.estimate import check_budget
-from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for, validate_plan
+from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for
 
 st.title("Enumerate")
 st.caption("Stage 0: every (query, arm) outcome lands in the store the moment it is answered. A job runs "
@@ -45,13 +45,13 @@ with st.container(border=True):
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
                            budget_usd=budget_usd)
     with ui.user_errors(stop=False):
-        validate_plan(store, plan)
+        plan.check(store)
         ui.plan_estimate(store, plan)
     submitted = st.button("Start job", type="primary", icon=":material/play_arrow:")
 
 if submitted:
     with ui.user_errors(stop=False):
-        validate_plan(store, plan)
+        plan.check(store)
         missing = data.missing_calls(store, plan)
         if budget_usd is not None and missing:
             check_budget(data.plan_estimate(store, plan), budget_usd)

@@ -39,6 +39,9 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    queries_of: Annotated[Optional[str], typer.Option(
+        help="Only the queries this other host has every arm of: a second host on the same queries "
+             "(e.g. for `forge eval transfer`).")] = None,
     estimate: Annotated[bool, typer.Option(
         help="Print what the missing calls will cost (calls, tokens, USD at the host's prices, batch price) "
              "and make no call.")] = False,
@@ -65,14 +68,7 @@ def enumerate_command(
 
     from forge_core.data.catalog import imported_routable_benchmarks
     from forge_core.enumeration.estimate import check_budget
-    from forge_core.enumeration.planning import (
-        EnumerationPlan,
-        concurrency_for,
-        count_calls,
-        parse_shard,
-        plan_work,
-        validate_plan,
-    )
+    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, parse_shard, plan_work
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving
@@ -93,8 +89,8 @@ def enumerate_command(
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
-                           budget_usd=budget_usd)
-    validate_plan(store, plan)
+                           queries_of=queries_of, budget_usd=budget_usd)
+    plan.check(store)
     work = plan_work(store, plan)
     planned = count_calls(work)
     if estimate or budget_usd is not None:

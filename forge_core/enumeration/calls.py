@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from forge_core.arms import Arm, parse_arm
+from forge_core.arms import DIRECT_NO_THINK, Arm, parse_arm
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, has_direct, order_work, plan_work
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import Evidence, arm_request, load_retriever, retrieve_evidence
@@ -59,7 +59,7 @@ def parse_custom_id(custom_id: str) -> CallKey:
     name = name.removesuffix(GREEDY_SUFFIX)
     if name not in SAMPLE_PROBES:
         _arm(name, custom_id)
-    if greedy and name != "direct:no_think":
+    if greedy and name != DIRECT_NO_THINK:
         raise InvalidInput(f"custom_id '{custom_id}': only direct:no_think is also the greedy probe")
     return CallKey(host, benchmark, example_id, name, greedy)
 
@@ -100,9 +100,9 @@ def planned_calls(store: Store, plan: EnumerationPlan, work: list[QueryWork] | N
     for unit in order_work(work, plan.n_arms, plan.prefix_order):
         example = unit.example
         evidence = retrieve_evidence(retrievers[example.benchmark], example.question)
-        names = [(arm.name, unit.greedy_probe and arm.name == "direct:no_think") for arm in unit.arms]
+        names = [(arm.name, unit.greedy_probe and arm.name == DIRECT_NO_THINK) for arm in unit.arms]
         if unit.greedy_probe and not has_direct(unit):
-            names.append(("direct:no_think", True))
+            names.append((DIRECT_NO_THINK, True))
         names += [(probe, False) for probe in unit.samples]
         for name, greedy in names:
             key = CallKey(plan.host, example.benchmark, example.example_id, name, greedy)

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forge_core.arms import Arm
+from forge_core.arms import DIRECT_NO_THINK, Arm
 from forge_core.enumeration.budget import SpendBudget
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
 from forge_core.evidence.answering import (
@@ -206,7 +206,7 @@ class _Run:
         for arm in work.arms:
             if self.stopping:
                 return
-            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == "direct:no_think")
+            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == DIRECT_NO_THINK)
         if work.greedy_probe and not has_direct(work):
             await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
         samples = [(probe, sample_probe_request(evidence.question, probe, example.is_fever)) for probe in work.samples]

@@ -13,7 +13,7 @@ from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.batch_files import ingest_results, openai_batch_line, parse_result_line
 from forge_core.enumeration.calls import planned_calls
 from forge_core.enumeration.estimate import BATCH_DISCOUNT, estimate_plan
-from forge_core.enumeration.planning import EnumerationPlan, validate_plan
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.enumeration.runner import enumerate_arms
 from forge_core.errors import MissingStep
 from forge_core.hosts.base import HostConfig
@@ -75,9 +75,9 @@ def test_stored_calls_give_the_output_means_and_the_input_ratio(store: Store) ->
 def test_a_budget_needs_prices_and_the_host_configuration_hash_ignores_them(store: Store) -> None:
     config = get_host_config(store, "remote")
     with pytest.raises(MissingStep, match="--price-in"):
-        validate_plan(store, _plan(budget_usd=1.0))
+        _plan(budget_usd=1.0).check(store)
     save_host_prices(store, HostPrices("remote", 1.0, 1.0))
-    validate_plan(store, _plan(budget_usd=1.0))
+    _plan(budget_usd=1.0).check(store)
     assert config_hash(get_host_config(store, "remote")) == config_hash(config)
 
 
