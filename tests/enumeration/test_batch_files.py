@@ -169,10 +169,17 @@ def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_pat
 
     arms = [store_.arm_outcomes("embedded-tiny")[COMPARED].reset_index(drop=True) for store_ in (online, batched)]
     assert arms[0].equals(arms[1])
+    # The greedy probe is compared whole; the three samples (temperature 0.7, seeded) by their
+    # prompts only: llama.cpp's seeded sampling also depends on its prompt-cache state, which the
+    # online run's three concurrent samples leave in no fixed order (their texts differed in 1 of
+    # 5 runs here), while a batch runs them one after another.
     probe_columns = ["benchmark", "example_id", "probe", "answer", "tokens_in", "tokens_out"]
     probes = [store_.probe_outcomes("embedded-tiny")[probe_columns].reset_index(drop=True)
               for store_ in (online, batched)]
-    assert probes[0].equals(probes[1]) and len(probes[0]) == len(benchmarks) * 4
+    assert len(probes[0]) == len(probes[1]) == len(benchmarks) * 4
+    greedy = [frame[frame["probe"] == "greedy"].reset_index(drop=True) for frame in probes]
+    assert greedy[0].equals(greedy[1])
+    assert probes[0][probe_columns[:3] + ["tokens_in"]].equals(probes[1][probe_columns[:3] + ["tokens_in"]])
     assert batched.arm_outcomes("embedded-tiny")["latency_ms"].isna().all()
     assert (online.arm_outcomes("embedded-tiny")["latency_ms"] > 0).all()
     assert ingest_results(batched, results, lines).skipped == report.calls
