@@ -7,9 +7,10 @@ online client posts (`forge_core.hosts.openai_compat.chat_completion_body`, thin
 included). Files are split under a provider's limits (`FileLimits`) and written atomically.
 
 In (`ingest_results`): OpenAI and vLLM output lines (`{"custom_id", "response": {"status_code",
-"body"}, "error"}`) and Anthropic Message Batches result lines (`{"custom_id", "result": {"type",
-"message" | "error"}}`). Each answered line is scored like an online answer (the same extraction
-and F1, `forge_core.evidence.answering`) and stored; a failed line becomes an error row, as a
+"body"}, "error"}`, or older vLLM's `"response"` holding the completion itself) and Anthropic
+Message Batches result lines (`{"custom_id", "result": {"type", "message" | "error"}}`). Each
+answered line is scored like an online answer (the same extraction and F1,
+`forge_core.evidence.answering`) and stored; a failed line becomes an error row, as a
 failed online call does. Batch results carry no latency: their outcomes are stored with
 `latency_ms` NULL, which marks them as batch outcomes. Ingesting is idempotent: a call whose
 answer is stored already is skipped. With the request lines (`--requests`), a line whose body
@@ -166,6 +167,8 @@ def _openai_result(custom_id: str, response: Any, error: Any) -> BatchResult:
         return BatchResult(custom_id, None, f"batch error: {_error_text(error)}")
     if not isinstance(response, dict):
         return BatchResult(custom_id, None, "batch error: no response")
+    if "status_code" not in response and "choices" in response:  # older vLLM: the completion itself
+        return _parsed(custom_id, parse_chat_completion, response)
     body = response.get("body")
     if response.get("status_code") != 200:
         detail = _error_text(body.get("error")) if isinstance(body, dict) and body.get("error") else ""

@@ -119,6 +119,19 @@ def test_batch_outcomes_make_complete_queries_for_training(store: Store, tmp_pat
     assert (table.sample_tokens_in == 3 * 100).all()
 
 
+def test_result_lines_of_each_engine_parse_alike() -> None:
+    completion = {"choices": [{"message": {"content": "Paris"}}], "usage": {"prompt_tokens": 9, "completion_tokens": 1}}
+    current = parse_result_line({"custom_id": "a", "response": {"status_code": 200, "body": completion}})
+    older_vllm = parse_result_line({"custom_id": "a", "response": completion, "error": None})
+    assert current == older_vllm and current.generation.text == "Paris" and current.generation.tokens_in == 9
+    no_usage = parse_result_line({"custom_id": "a", "response": {"status_code": 200, "body": {
+        "choices": [{"message": {"content": "Paris"}}]}}})
+    assert no_usage.generation is None and "usage" in no_usage.error
+    expired = parse_result_line({"custom_id": "a", "response": None,
+                                 "error": {"code": "batch_expired", "message": "too late"}})
+    assert expired.error == "batch error: batch_expired: too late"
+
+
 def test_a_changed_request_is_refused_by_its_custom_id(store: Store, tmp_path: Path) -> None:
     lines = [line for _, line in read_jsonl(_write(store, _plan(), tmp_path / "requests.jsonl")[0])]
     lines[0]["body"]["max_tokens"] = 999
