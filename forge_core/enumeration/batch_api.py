@@ -71,6 +71,10 @@ class BatchApiError(ForgeError):
     """A provider's Batch API refused or failed a request, in one line."""
 
 
+class BatchFailed(BatchApiError):
+    """The provider reports the batch itself as failed (e.g. its input refused): nothing to resume."""
+
+
 @dataclass(frozen=True)
 class BatchState:
     """A batch's progress as its provider reports it."""
@@ -191,7 +195,7 @@ class OpenAIBatches:
         batch = self.http.request("GET", f"/batches/{batch_id}", "retrieve").json()
         if batch["status"] == "failed":
             errors = (batch.get("errors") or {}).get("data") or [{}]
-            raise BatchApiError(f"openai batch {batch_id} failed: {errors[0].get('message', 'no reason given')}")
+            raise BatchFailed(f"openai batch {batch_id} failed: {errors[0].get('message', 'no reason given')}")
         lines = []
         for file_id in (batch.get("output_file_id"), batch.get("error_file_id")):
             if file_id:
@@ -330,7 +334,7 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
         time.sleep(poll_seconds)
     try:
         lines = api.result_lines(batch.batch_id)
-    except BatchApiError:
+    except BatchFailed:  # a download that failed leaves the batch to resume; a failed batch is final
         store.save_batch(replace(batch, status="failed", updated_at=utc_now()))
         raise
     ingested = _ingest(store, api.provider, batch, lines)

@@ -118,6 +118,22 @@ def test_a_crash_after_create_resumes_the_same_batch(store: Store) -> None:
     assert report.stored == 27 and count_calls(plan_work(store, plan)) == 0
 
 
+def test_a_failed_download_leaves_the_batch_to_resume_and_a_refused_batch_is_final(store: Store) -> None:
+    with BatchApiServer(broken_downloads=5) as server:  # every attempt of the first download fails
+        plan = _plan(_host(store, server).name)
+        with pytest.raises(BatchApiError, match="download: HTTP 500"):
+            _run(store, plan)
+        assert [b.status for b in store.batches(plan.host)] == ["completed"]  # not final: resumed next time
+        report = _run(store, plan)
+        assert (report.resumed, report.submitted, report.stored, server.creates) == (["batch_1"], [], 27, 1)
+    with BatchApiServer(refuse_input=True) as server:
+        save_host_config(store, HostConfig(name="refused", kind="openai", model="m", base_url=server.base_url))
+        plan = _plan("refused")
+        with pytest.raises(BatchApiError, match="failed: line 1 is not valid"):
+            _run(store, plan)
+        assert [b.status for b in store.batches(plan.host)] == ["failed"]
+
+
 def test_anthropic_batch_maps_its_ids_back(store: Store) -> None:
     with BatchApiServer() as server:
         plan = _plan(_host(store, server, "anthropic").name)

@@ -6,8 +6,9 @@ A batch advances one step per status request: `in_progress` with half its reques
 ended. Each request is answered like `AnsweringServer` answers ("answer <hash>", prompt tokens
 from the prompt's size, 2 out). Scripted behaviours: `rate_limited_creates` (that many creates
 answered 429 with `Retry-After: 0` first), `failing` (custom ids, or Anthropic ids, answered with
-an error line), `expire_after` (the batch expires with only that many requests done). It records
-every create and the authorization headers it saw.
+an error line), `expire_after` (the batch expires with only that many requests done),
+`refuse_input` (an OpenAI batch ends as `failed`, its input refused), `broken_downloads` (that
+many result downloads answered 500). It records every create and the authorization headers it saw.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ class BatchApiServer:
     """OpenAI and Anthropic batch endpoints over scripted, instant answers."""
 
     def __init__(self, rate_limited_creates: int = 0, failing: frozenset[str] = frozenset(),
-                 expire_after: int | None = None) -> None:
+                 expire_after: int | None = None, refuse_input: bool = False, broken_downloads: int = 0) -> None:
         self.rate_limited_creates = rate_limited_creates
         self.failing = failing
         self.expire_after = expire_after
+        self.refuse_input = refuse_input
+        self.broken_downloads = broken_downloads
         self.files: dict[str, str] = {}  # file id -> content
         self.batches: dict[str, dict[str, Any]] = {}  # batch id -> {"provider", "lines", "polls", "cancelled"}
         self.creates = 0  # batches created
@@ -101,6 +104,9 @@ class BatchApiServer:
                       "expired": total - done if ended and not batch["cancelled"] else 0}
             return {"id": batch_id, "type": "message_batch", "processing_status": status, "request_counts": counts,
                     "results_url": f"{self.base_url}/messages/batches/{batch_id}/results" if ended else None}
+        if self.refuse_input and batch["polls"] > 1:
+            return {"id": batch_id, "object": "batch", "status": "failed", "request_counts": {"total": 0},
+                    "errors": {"data": [{"code": "invalid_json_line", "message": "line 1 is not valid"}]}}
         ended = status in ("completed", "expired", "cancelled")
         view = {"id": batch_id, "object": "batch", "status": status,
                 "request_counts": {"total": total, "completed": done - failed,
@@ -181,6 +187,9 @@ class BatchApiServer:
             return status, body, {}
         if method == "POST" and parts == ["files"]:
             return 200, self._upload(headers, raw), {}
+        if parts[-1] in ("content", "results") and self.broken_downloads > 0:
+            self.broken_downloads -= 1
+            return 500, {"error": {"message": "download failed"}}, {}
         if parts[0] == "files" and parts[-1] == "content":
             return 200, self.files[parts[1]], {}
         if parts[:2] == ["messages", "batches"]:
