@@ -178,7 +178,7 @@ def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[Query
     from forge_core.hosts.registry import get_host_config
 
     host_config = get_host_config(store, plan.host)
-    count, method = input_counter(store, host_config)
+    count, method = input_counter(store, host_config, ask_server=True)
     with counting_progress(transient=True) as progress:
         task = progress.add_task("counting tokens", total=count_calls(work))
         return estimate_calls(store, host_config, planned_calls(store, plan, work), count, method,

@@ -2,7 +2,8 @@
 
 - Calls: every missing call of the plan (`forge_core.enumeration.calls`), by arm and probe.
 - Input tokens: counted on the very requests the run would send. On an embedded host, exactly,
-  with its model's own tokenizer and chat template (what its server reports in `usage`). On any
+  with its model's own tokenizer and chat template (what its server reports in `usage`). On an
+  OpenAI-compatible host that serves vLLM's `/tokenize`, exactly, by the host itself. On any
   other host, with a named tokenizer (an embedded model's, `forge_core.hosts.tokenizers`) scaled
   by the ratio of the host's own `usage` to that tokenizer on its stored calls (up to
   `RATIO_SAMPLE` of them); without stored calls, unscaled, and the method says so.
@@ -25,12 +26,14 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.hosts.base import GenerationRequest, HostConfig
+from forge_core.hosts.openai_compat import chat_completion_body
 from forge_core.hosts.registry import get_host_config
-from forge_core.hosts.tokenizers import PromptTokenizer, prompt_tokenizer
+from forge_core.hosts.tokenizers import PromptTokenizer, prompt_tokenizer, server_tokenizer
 from forge_core.records import HostPrices
 from forge_core.store import Store
 
 BATCH_DISCOUNT = 0.5  # batch price / online price at OpenAI and Anthropic
+PROBE_REQUEST = GenerationRequest(messages=({"role": "user", "content": "How many tokens?"},), max_tokens=1)
 RATIO_SAMPLE = 200  # stored calls used to measure a remote host's tokens per named-tokenizer token
 
 
@@ -95,7 +98,7 @@ def estimate_plan(store: Store, plan: EnumerationPlan,
                   on_call: Callable[[int], object] | None = None) -> StageZeroEstimate:
     """The estimate of a (validated) plan's missing calls; `on_call(n)` after each counted call."""
     host_config = get_host_config(store, plan.host)
-    count, input_method = input_counter(store, host_config)
+    count, input_method = input_counter(store, host_config, ask_server=True)
     return estimate_calls(store, host_config, planned_calls(store, plan), count, input_method, on_call)
 
 
@@ -136,12 +139,18 @@ def output_cap(request: GenerationRequest) -> int:
     return request.max_tokens + (request.thinking_budget or 0)
 
 
-def input_counter(store: Store, host_config: HostConfig) -> tuple[Callable[[GenerationRequest], int], str]:
-    """How to count a request's input tokens on this host, and that method in words."""
+def input_counter(store: Store, host_config: HostConfig,
+                  ask_server: bool = False) -> tuple[Callable[[GenerationRequest], int], str]:
+    """How to count a request's input tokens on this host, and that method in words. With
+    `ask_server`, an OpenAI-compatible host that has vLLM's `/tokenize` counts them itself."""
     if host_config.kind == "embedded":
         tokenizer = PromptTokenizer(host_config.model)
         return (lambda request: tokenizer.count(request.messages),
                 f"exact: {host_config.model}'s own tokenizer and chat template (what its server reports)")
+    server = server_tokenizer(host_config, chat_completion_body(host_config, PROBE_REQUEST)) if ask_server else None
+    if server is not None:
+        return (lambda request: server.count(chat_completion_body(host_config, request)),
+                f"exact: the host's own /tokenize ({server.url})")
     tokenizer = prompt_tokenizer()
     ratio, measured = _usage_ratio(store, host_config.name, tokenizer)
     if not measured:

@@ -11,6 +11,7 @@ from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.batch_api import BatchApiError, batch_api, cancel_batch, run_batches
 from forge_core.enumeration.batch_files import anthropic_custom_id
 from forge_core.enumeration.calls import planned_calls
+from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
@@ -74,6 +75,21 @@ def test_openai_batch_runs_to_the_store_with_its_id_and_price(store: Store) -> N
         for table in tables:
             text = connection.execute(f"SELECT * FROM {table}").fetchdf().to_csv()  # noqa: S608 (test)
             assert KEY not in text, table
+
+
+@pytest.mark.parametrize("tokenize", [True, False])
+def test_a_vllm_host_counts_its_own_prompt_tokens(store: Store, tokenize: bool) -> None:
+    with BatchApiServer(tokenize=tokenize) as server:
+        plan = _plan(_host(store, server).name)
+        estimate = estimate_plan(store, plan)
+        _run(store, plan)
+    stored = store.arm_outcomes(plan.host)["tokens_in"].sum() + store.probe_outcomes(plan.host).query(
+        "probe != 'greedy'")["tokens_in"].sum()
+    if tokenize:
+        assert estimate.input_method.startswith("exact: the host's own /tokenize")
+        assert estimate.tokens_in == stored
+    else:  # no /tokenize (404): the named tokenizer, unscaled
+        assert "unscaled" in estimate.input_method and estimate.tokens_in != stored
 
 
 def test_a_partly_failed_batch_stores_error_rows_and_the_rerun_sends_only_those(store: Store) -> None:

@@ -8,7 +8,8 @@ from the prompt's size, 2 out). Scripted behaviours: `rate_limited_creates` (tha
 answered 429 with `Retry-After: 0` first), `failing` (custom ids, or Anthropic ids, answered with
 an error line), `expire_after` (the batch expires with only that many requests done),
 `refuse_input` (an OpenAI batch ends as `failed`, its input refused), `broken_downloads` (that
-many result downloads answered 500). It records every create and the authorization headers it saw.
+many result downloads answered 500), `tokenize` (serve vLLM's `POST /tokenize`, counting prompts as
+its answers' usage does). It records every create and the authorization headers it saw.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ class BatchApiServer:
     """OpenAI and Anthropic batch endpoints over scripted, instant answers."""
 
     def __init__(self, rate_limited_creates: int = 0, failing: frozenset[str] = frozenset(),
-                 expire_after: int | None = None, refuse_input: bool = False, broken_downloads: int = 0) -> None:
+                 expire_after: int | None = None, refuse_input: bool = False, broken_downloads: int = 0,
+                 tokenize: bool = False) -> None:
+        self.tokenize = tokenize
         self.rate_limited_creates = rate_limited_creates
         self.failing = failing
         self.expire_after = expire_after
@@ -185,6 +188,9 @@ class BatchApiServer:
             payload = json.loads(raw)
             status, body = self.openai_create(payload) if parts == ["batches"] else self.anthropic_create(payload)
             return status, body, {}
+        if method == "POST" and parts == ["tokenize"] and self.tokenize:
+            count = self.completion(json.loads(raw))["prompt_tokens"]
+            return 200, {"count": count, "max_model_len": 8192, "tokens": list(range(count))}, {}
         if method == "POST" and parts == ["files"]:
             return 200, self._upload(headers, raw), {}
         if parts[-1] in ("content", "results") and self.broken_downloads > 0:
