@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from forge_core import config
-from forge_core.hosts.base import HostConfig
+from forge_core.hosts.base import HostConfig, HostError
 from forge_core.hosts.http_retry import read_api_key
 from forge_core.hosts.models import ModelError, is_pulled, model_path
 
@@ -75,10 +75,13 @@ class ServerTokenizer:
 
 def server_tokenizer(host: HostConfig, probe_body: dict) -> ServerTokenizer | None:
     """The host's `/tokenize` when it answers one probe with a count, else None (most hosted APIs
-    have none)."""
+    have none; a host whose key variable is unset is not asked: an estimate needs no key)."""
     if host.kind != "openai" or not host.base_url:
         return None
-    tokenizer = ServerTokenizer(host)
+    try:
+        tokenizer = ServerTokenizer(host)
+    except HostError:
+        return None
     try:
         tokenizer.count(probe_body)
     except (httpx.HTTPError, ValueError, KeyError, TypeError):

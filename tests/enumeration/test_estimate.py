@@ -57,6 +57,15 @@ def test_without_stored_calls_output_is_the_caps_and_input_is_counted_unscaled(s
     assert priced.as_dict()["calls_by_kind"]["raw:cot"]["output_source"] == "cap"
 
 
+def test_an_estimate_needs_no_api_key(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_tiny_model()
+    monkeypatch.delenv("FORGE_TEST_UNSET_KEY", raising=False)
+    save_host_config(store, HostConfig(name="keyed", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                                       api_key_env="FORGE_TEST_UNSET_KEY"))
+    estimate = estimate_plan(store, _plan(host="keyed"))
+    assert estimate.calls == 3 * 9 and "unscaled" in estimate.input_method
+
+
 def test_stored_calls_give_the_output_means_and_the_input_ratio(store: Store) -> None:
     require_tiny_model()
     first = _plan(per_benchmark=1)
