@@ -277,7 +277,8 @@ ProgressCallback = Callable[[SubmittedBatch, BatchState], object]
 
 def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds: float = POLL_SECONDS,
                 on_progress: ProgressCallback | None = None) -> BatchRunReport:
-    """Finish the host's unfinished batches, then submit, poll and store the plan's missing calls."""
+    """Finish the host's unfinished batches, then submit the plan's missing calls (one batch per
+    part under the provider's limits, all submitted before any is polled), poll and store them."""
     report = BatchRunReport()
     for batch in store.batches(plan.host):
         if batch.provider == api.provider and batch.status not in FINAL_STATUSES:
@@ -288,8 +289,9 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
         return report
     lines = [api.request_line(call) for call in calls]
     by_id = {call.key.custom_id: call for call in calls}
-    for part in split_under_limits(lines, api.limits):
-        batch = _submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part])
+    submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part])
+                 for part in split_under_limits(lines, api.limits)]  # all parts run side by side
+    for batch in submitted:
         report.submitted.append(batch.batch_id)
         _finish(store, api, batch, poll_seconds, on_progress, report)
     return report

@@ -9,7 +9,7 @@ import pytest
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.batch_api import BatchApiError, batch_api, cancel_batch, run_batches
-from forge_core.enumeration.batch_files import anthropic_custom_id
+from forge_core.enumeration.batch_files import FileLimits, anthropic_custom_id
 from forge_core.enumeration.calls import planned_calls
 from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
@@ -90,6 +90,19 @@ def test_a_vllm_host_counts_its_own_prompt_tokens(store: Store, tokenize: bool) 
         assert estimate.tokens_in == stored
     else:  # no /tokenize (404): the named tokenizer, unscaled
         assert "unscaled" in estimate.input_method and estimate.tokens_in != stored
+
+
+def test_a_plan_past_the_limits_goes_in_several_batches_submitted_together(store: Store) -> None:
+    with BatchApiServer() as server:
+        plan = _plan(_host(store, server).name)
+        api = batch_api("openai", get_host_config(store, plan.host), retry_base_s=0.001)
+        api.limits = FileLimits(requests=10, bytes=10**9)
+        creates_at_first_poll = []
+        report = run_batches(store, plan, api, poll_seconds=0.0,
+                             on_progress=lambda batch, state: creates_at_first_poll.append(server.creates))
+    assert report.submitted == ["batch_1", "batch_2", "batch_3"] and creates_at_first_poll[0] == 3
+    assert [len(server.batches[b]["lines"]) for b in report.submitted] == [10, 10, 7]
+    assert report.stored == 27 and count_calls(plan_work(store, plan)) == 0
 
 
 def test_a_partly_failed_batch_stores_error_rows_and_the_rerun_sends_only_those(store: Store) -> None:
