@@ -40,10 +40,14 @@ with st.container(border=True):
         help="Refuse a plan estimated above it, and stop the job before its measured spend would pass it "
              "(at the host's prices, set on the Hosts page).")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
+    allow_unchecked = probes_column.checkbox(
+        "12 arms without an honoured depth check",
+        help="12 arms need a depth check of the host that found every thinking depth honoured (Hosts page, or "
+             "`forge host check NAME`); tick to run anyway.")
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
-                           budget_usd=budget_usd)
+                           allow_unchecked_depths=allow_unchecked, budget_usd=budget_usd)
     with ui.user_errors(stop=False):
         plan.check(store)
         ui.plan_estimate(store, plan)

@@ -39,6 +39,8 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    allow_unchecked_depths: Annotated[bool, typer.Option(
+        help="Run 12 arms on a host whose `forge host check` is missing or found a depth not honoured.")] = False,
     queries_of: Annotated[Optional[str], typer.Option(
         help="Only the queries this other host has every arm of: a second host on the same queries "
              "(e.g. for `forge eval transfer`).")] = None,
@@ -89,7 +91,8 @@ def enumerate_command(
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
-                           queries_of=queries_of, budget_usd=budget_usd)
+                           allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of,
+                           budget_usd=budget_usd)
     plan.check(store)
     work = plan_work(store, plan)
     planned = count_calls(work)
@@ -140,7 +143,7 @@ def enumerate_command(
 
 def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork], path: Path, as_json: bool) -> None:
     """`--to-batch`: the plan's missing calls as OpenAI batch lines."""
-    from forge_core.enumeration.batch_files import openai_batch_line, write_request_files
+    from forge_core.enumeration.batch_files import check_batchable, openai_batch_line, write_request_files
     from forge_core.enumeration.calls import planned_calls
     from forge_core.hosts.registry import get_host_config
 
@@ -148,6 +151,7 @@ def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork]
     if host_config.kind == "anthropic":
         raise InvalidInput(f"--to-batch writes OpenAI batch lines; for the Anthropic host '{plan.host}' use "
                            f"--batch anthropic")
+    check_batchable(host_config, plan.n_arms)
     calls = list(planned_calls(store, plan, work))
     files = write_request_files(path, (openai_batch_line(host_config, call) for call in calls))
     print_summary({"requests": len(calls), "files": [str(file) for file in files]}, as_json)

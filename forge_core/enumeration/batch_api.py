@@ -39,6 +39,7 @@ from forge_core.enumeration.batch_files import (
     FileLimits,
     IngestReport,
     anthropic_custom_id,
+    check_batchable,
     ingest_results,
     openai_batch_line,
     parse_result_line,
@@ -91,6 +92,7 @@ class BatchApi(Protocol):
 
     provider: str
     limits: FileLimits
+    host: HostConfig
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:
         """The line FORGE keeps for a call (FORGE's custom_id and the body sent)."""
@@ -279,6 +281,7 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
                 on_progress: ProgressCallback | None = None) -> BatchRunReport:
     """Finish the host's unfinished batches, then submit the plan's missing calls (one batch per
     part under the provider's limits, all submitted before any is polled), poll and store them."""
+    check_batchable(api.host, plan.n_arms)
     report = BatchRunReport()
     for batch in store.batches(plan.host):
         if batch.provider == api.provider and batch.status not in FINAL_STATUSES:

@@ -68,6 +68,14 @@ def request_body(config: HostConfig, call: PlannedCall) -> dict[str, Any]:
     return chat_completion_body(config, call.request)
 
 
+def check_batchable(config: HostConfig, n_arms: int) -> None:
+    """Refuse a plan a batch cannot run as the online client would: under budget forcing a thinking
+    request is two calls, the second built from the first's answer."""
+    if config.budget_forcing and config.supports_thinking and n_arms == 12:
+        raise InvalidInput(f"host '{config.name}' uses budget forcing (two calls per thinking request, the second "
+                           f"built from the first): run its 12-arm plan online")
+
+
 def openai_batch_line(config: HostConfig, call: PlannedCall) -> dict[str, Any]:
     """One OpenAI batch input line for a call."""
     return {"custom_id": call.key.custom_id, "method": "POST", "url": CHAT_COMPLETIONS_URL,
@@ -142,11 +150,19 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 @dataclass(frozen=True)
 class BatchResult:
-    """One result line: the call it answers, and its generation or why it failed."""
+    """One result line: the call it answers, and its response body or why it failed."""
 
     custom_id: str
-    generation: Generation | None
+    protocol: str  # "openai" (OpenAI and vLLM lines) or "anthropic"
+    payload: Any  # the chat completion or Messages body; None when the line failed
     error: str | None
+
+    def generation(self, config: HostConfig) -> Generation:
+        """The body parsed as the online client parses it for this host (its depth map's reasoning
+        fields included); raises `UnusableResponse`/`MalformedResponse` on a body it cannot use."""
+        if self.protocol == "anthropic":
+            return parse_message(self.payload)
+        return parse_chat_completion(self.payload, config.depth_map)
 
 
 def parse_result_line(line: dict[str, Any], anthropic_ids: dict[str, str] | None = None) -> BatchResult:
@@ -164,32 +180,25 @@ def parse_result_line(line: dict[str, Any], anthropic_ids: dict[str, str] | None
 
 def _openai_result(custom_id: str, response: Any, error: Any) -> BatchResult:
     if error:
-        return BatchResult(custom_id, None, f"batch error: {_error_text(error)}")
+        return BatchResult(custom_id, "openai", None, f"batch error: {_error_text(error)}")
     if not isinstance(response, dict):
-        return BatchResult(custom_id, None, "batch error: no response")
+        return BatchResult(custom_id, "openai", None, "batch error: no response")
     if "status_code" not in response and "choices" in response:  # older vLLM: the completion itself
-        return _parsed(custom_id, parse_chat_completion, response)
+        return BatchResult(custom_id, "openai", response, None)
     body = response.get("body")
     if response.get("status_code") != 200:
         detail = _error_text(body.get("error")) if isinstance(body, dict) and body.get("error") else ""
-        return BatchResult(custom_id, None, f"HTTP {response.get('status_code')}: {detail}".strip())
-    return _parsed(custom_id, parse_chat_completion, body)
+        return BatchResult(custom_id, "openai", None, f"HTTP {response.get('status_code')}: {detail}".strip())
+    return BatchResult(custom_id, "openai", body, None)
 
 
 def _anthropic_result(custom_id: str, result: Any) -> BatchResult:
     kind = result.get("type") if isinstance(result, dict) else None
     if kind == "succeeded":
-        return _parsed(custom_id, parse_message, result.get("message"))
+        return BatchResult(custom_id, "anthropic", result.get("message"), None)
     if kind == "errored":
-        return BatchResult(custom_id, None, f"batch error: {_error_text(result.get('error'))}")
-    return BatchResult(custom_id, None, f"batch request {kind or 'without a result'}")
-
-
-def _parsed(custom_id: str, parse, body: Any) -> BatchResult:
-    try:
-        return BatchResult(custom_id, parse(body), None)
-    except (MalformedResponse, UnusableResponse, HostError) as error:
-        return BatchResult(custom_id, None, f"unusable response: {error}")
+        return BatchResult(custom_id, "anthropic", None, f"batch error: {_error_text(result.get('error'))}")
+    return BatchResult(custom_id, "anthropic", None, f"batch request {kind or 'without a result'}")
 
 
 def _error_text(error: Any) -> str:
@@ -227,9 +236,9 @@ def ingest_results(store: Store, results: Iterable[BatchResult],
         if outcome is None:
             report.skipped += 1
             continue
-        arms += outcome[0]
-        probes += outcome[1]
-        if result.error:
+        arms += outcome.arms
+        probes += outcome.probes
+        if outcome.failed:
             report.errors += 1
         else:
             report.stored += 1
@@ -281,8 +290,9 @@ class _IngestContext:
         if key.greedy_probe:
             probes.setdefault(key.example_id, set()).add(GREEDY_PROBE)
 
-    def outcome(self, key: CallKey, result: BatchResult, requests: dict[str, dict[str, Any]] | None):
-        """([arm outcomes], [probe outcomes]) of one result, or None when it is stored already."""
+    def outcome(self, key: CallKey, result: BatchResult,
+                requests: dict[str, dict[str, Any]] | None) -> _ResultOutcomes | None:
+        """The rows of one result, or None when its answer is stored already."""
         config = self.host(key.host)
         example = self.example(key)
         answered, greedy_stored = self.stored(key)
@@ -292,9 +302,11 @@ class _IngestContext:
         call = PlannedCall(key, example, evidence, call_request(key, example, evidence))
         if requests is not None:
             _check_request(config, call, requests.get(key.custom_id))
-        if result.error is None:
-            self.mark(key)
-        return _outcomes(config, call, result, store_answer=not answered)
+        generation, error = _generation(result, config)
+        if generation is None:
+            return _ResultOutcomes(*_error_rows(config, key, error), failed=True)
+        self.mark(key)
+        return _ResultOutcomes(*_answer_rows(config, call, generation, store_answer=not answered), failed=False)
 
 
 def _check_request(config: HostConfig, call: PlannedCall, line: dict[str, Any] | None) -> None:
@@ -306,24 +318,49 @@ def _check_request(config: HostConfig, call: PlannedCall, line: dict[str, Any] |
                            f"now (prompt, settings or host changed); it is not stored")
 
 
-def _outcomes(config: HostConfig, call: PlannedCall, result: BatchResult,
-              store_answer: bool) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
-    key, example, now, host_hash = call.key, call.example, utc_now(), config_hash(config)
-    generation = result.generation
+@dataclass(frozen=True)
+class _ResultOutcomes:
+    """The rows one result line stores."""
+
+    arms: list[ArmOutcome]
+    probes: list[ProbeOutcome]
+    failed: bool  # an error row (the line failed, or its body was unusable)
+
+
+def _generation(result: BatchResult, config: HostConfig) -> tuple[Generation | None, str]:
+    """(the result's generation, "") or (None, why it failed)."""
+    if result.error is not None:
+        return None, result.error
+    try:
+        return result.generation(config), ""
+    except (MalformedResponse, UnusableResponse, HostError) as error:
+        return None, f"unusable response: {error}"
+
+
+def _error_rows(config: HostConfig, key: CallKey, error: str) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
+    """The error row of a failed call, as the online run stores one (no score, no tokens)."""
+    now, host_hash = utc_now(), config_hash(config)
     if key.is_probe:
-        if generation is None:
-            return [], [ProbeOutcome(key.host, key.benchmark, key.example_id, key.name, "", 0, 0, None,
-                                     result.error, host_hash, now)]
+        return [], [ProbeOutcome(key.host, key.benchmark, key.example_id, key.name, "", 0, 0, None, error, host_hash,
+                                 now, 0)]
+    return [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, "", "", None, None, 0, 0, 0, None, error, 1,
+                       host_hash, now, now)], []
+
+
+def _answer_rows(config: HostConfig, call: PlannedCall, generation: Generation,
+                 store_answer: bool) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
+    """The rows of an answered call, scored as online (latency None: a batch reports none)."""
+    key, example, now, host_hash = call.key, call.example, utc_now(), config_hash(config)
+    if key.is_probe:
         return [], [ProbeOutcome(key.host, key.benchmark, key.example_id, key.name, generation.text,
-                                 generation.tokens_in, generation.tokens_out, None, None, host_hash, now)]
-    if generation is None:
-        return [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, "", "", None, None, 0, 0, 0, None,
-                           result.error, 1, host_hash, now, now)], []
+                                 generation.tokens_in, generation.tokens_out, None, None, host_hash, now,
+                                 generation.tokens_reasoning, generation.reasoning_method)]
     answer = arm_answer(call.arm, generation, call.evidence.support_text(call.arm.support), example.is_fever)
     f1, em = score_arm_answer(answer, example.answers, example.is_fever)
     arms = [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, answer.answer, answer.extracted, f1, em,
                        answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, None, None, 1, host_hash,
-                       now, now)] if store_answer else []
+                       now, now, answer.reasoning_method)] if store_answer else []
     probes = [ProbeOutcome(key.host, key.benchmark, key.example_id, GREEDY_PROBE, answer.answer, answer.tokens_in,
-                           answer.tokens_out, None, None, host_hash, now)] if key.greedy_probe else []
+                           answer.tokens_out, None, None, host_hash, now, answer.tokens_reasoning,
+                           answer.reasoning_method)] if key.greedy_probe else []
     return arms, probes

@@ -25,6 +25,7 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.enumeration.runner import enumerate_arms
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
+from forge_core.hosts.http_retry import UnusableResponse
 from forge_core.hosts.openai_compat import OpenAICompatibleHost, chat_completion_body
 from forge_core.hosts.registry import get_host_config, save_host_config
 from forge_core.routing.outcome_table import load_outcome_table
@@ -120,16 +121,19 @@ def test_batch_outcomes_make_complete_queries_for_training(store: Store, tmp_pat
 
 
 def test_result_lines_of_each_engine_parse_alike() -> None:
+    config = HostConfig(name="remote", kind="openai", model="m", base_url="http://127.0.0.1:9/v1")
     completion = {"choices": [{"message": {"content": "Paris"}}], "usage": {"prompt_tokens": 9, "completion_tokens": 1}}
     current = parse_result_line({"custom_id": "a", "response": {"status_code": 200, "body": completion}})
     older_vllm = parse_result_line({"custom_id": "a", "response": completion, "error": None})
-    assert current == older_vllm and current.generation.text == "Paris" and current.generation.tokens_in == 9
+    assert current == older_vllm
+    assert (current.generation(config).text, current.generation(config).tokens_in) == ("Paris", 9)
     no_usage = parse_result_line({"custom_id": "a", "response": {"status_code": 200, "body": {
         "choices": [{"message": {"content": "Paris"}}]}}})
-    assert no_usage.generation is None and "usage" in no_usage.error
+    with pytest.raises(UnusableResponse, match="usage"):
+        no_usage.generation(config)
     expired = parse_result_line({"custom_id": "a", "response": None,
                                  "error": {"code": "batch_expired", "message": "too late"}})
-    assert expired.error == "batch error: batch_expired: too late"
+    assert expired.error == "batch error: batch_expired: too late" and expired.payload is None
 
 
 def test_a_changed_request_is_refused_by_its_custom_id(store: Store, tmp_path: Path) -> None:
