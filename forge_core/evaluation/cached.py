@@ -24,6 +24,7 @@ import numpy as np
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import evaluation_context
+from forge_core.evaluation.grounding import gold_recall_matrix, grounding_summary
 from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup
@@ -87,11 +88,13 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     raw = FixedArm(RAW_NO_THINK)
     reference = outcomes.get(raw.name) or score_decisions(context, rows, raw, raw.decide(context, rows))
+    recall, benchmarks = gold_recall_matrix(store, context.table)[rows], context.table.benchmarks[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
         "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
         "arms": list(context.table.arms),
-        "policies": {name: summarize(o, context, rows, reference) for name, o in outcomes.items()},
+        "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
+                     for name, o in outcomes.items()},
     }
 
 

@@ -54,6 +54,7 @@ class RewardAuditRequest:
     folds: int = 5
     split_seed: int = 0  # seeds the folds
     seed: int = 0  # router training seed
+    max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
 
     def __post_init__(self) -> None:
         check_reward_source(self.reward, proxies_only=True)
@@ -112,7 +113,7 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
     out-of-fold decisions, and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
     benchmarks = context.table.benchmarks
     assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
-    stage1 = Stage1Config(seed=request.seed)
+    stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
     utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
     f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
     threads = torch.get_num_threads()

@@ -1,7 +1,7 @@
 """The consensus reward: how much an arm's answer agrees with the query's other stored answers.
 
-For each (query, arm): the mean token F1 (label equality on FEVER, where arms store the label) of the arm's scored answer
-against the scored answers of the query's other arms and of its self-consistency samples (the
+For each (query, arm): the mean token F1 (label equality on FEVER, where arms store the label) of
+the arm's scored answer against the scored answers of the query's other arms and of its self-consistency samples (the
 greedy probe is the `direct:no_think` arm itself, so it is not counted twice). No host call: it is
 computed from the stored outcomes when asked (a few seconds), so it is never stale and needs no
 table. A query whose answers all agree gives every arm 1.0; a lone answer gets 0.0.

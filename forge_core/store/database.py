@@ -586,11 +586,12 @@ class Store(StoreFile):
 
     # ------------------------------------------------------------ judge rewards
 
-    def write_reward_outcome(self, outcome: RewardOutcome) -> None:
-        """Store one judged (query, arm), replacing an earlier row of the same reward key."""
+    def write_reward_outcome(self, *outcomes: RewardOutcome) -> None:
+        """Store judged (query, arm) rows in one transaction, replacing earlier rows of the same key."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO reward_outcomes VALUES "
-                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(row_values(outcome)))
+            connection.executemany("INSERT OR REPLACE INTO reward_outcomes VALUES "
+                                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   [list(row_values(outcome)) for outcome in outcomes])
 
     def judged_outcomes(self, host: str, reward_key: str) -> set[tuple[str, str, str]]:
         """(benchmark, example_id, arm) of a host's outcomes judged without error under `reward_key`."""

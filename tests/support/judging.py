@@ -15,7 +15,8 @@ class RatingHost(Host):
     or replies `reply` when given; fails with a `HostError` on answers containing `fail_on`. Keeps
     every request it received."""
 
-    def __init__(self, config: HostConfig = DOUBLE_CONFIG, fail_on: str | None = None, reply: str | None = None) -> None:
+    def __init__(self, config: HostConfig = DOUBLE_CONFIG, fail_on: str | None = None,
+                 reply: str | None = None) -> None:
         self.config, self.fail_on, self.reply = config, fail_on, reply
         self.requests: list[GenerationRequest] = []
 
