@@ -89,7 +89,8 @@ class TrainRequest:
         without complete train and dev queries (or without probes for Full), an unknown parent, a
         Stage 2 run without a Stage-1 checkpoint to start from. The one place a request is checked:
         the CLI, the Train page and the jobs call it before training."""
-        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks)
+        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks,
+                                   labeled_only=self.training_reward == GOLD)
         if self.variant == "full" and not table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes (Full features need them): "
                               f"run `forge enumerate --host {self.host} --probes`, or train Lite")
@@ -100,8 +101,7 @@ class TrainRequest:
                 raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
                                   f"run `forge enumerate --host {self.host} --split {split}`")
         if self.training_reward != GOLD:
-            with_reward(store, prepare_training_data(store, self.host, self.variant, self.n_arms, self.split_seed,
-                                                     self.benchmarks), self.training_reward)
+            proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
         if self.parent is not None:
             load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
         if self.stage == 2 and self.parent is None and latest_checkpoint(
@@ -109,6 +109,13 @@ class TrainRequest:
             raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, {self.variant}, "
                               f"{self.n_arms} arms), or `forge train --stage 1 --variant {self.variant}`")
 
+
+    def training_data(self, store: Store) -> TrainingData:
+        """The data this request trains on: the complete queries, also those without gold answers
+        when the reward is a proxy (then with the proxy in place of F1)."""
+        data = prepare_training_data(store, self.host, self.variant, self.n_arms, self.split_seed, self.benchmarks,
+                                     labeled_only=self.training_reward == GOLD)
+        return with_reward(store, data, self.training_reward)
 
     @property
     def training_reward(self) -> str:
@@ -142,12 +149,13 @@ class TrainingData:
 
 
 def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0,
-                          benchmarks: Sequence[str] | None = None) -> TrainingData:
+                          benchmarks: Sequence[str] | None = None, labeled_only: bool = True) -> TrainingData:
     """Complete queries (of `benchmarks` when given) with their stored features, standardized on
-    train (compute the features first: `forge_core.routing.features.compute_features`)."""
+    train (compute the features first: `forge_core.routing.features.compute_features`); with
+    `labeled_only` False, queries without gold answers too (for training on a proxy reward)."""
     if variant not in VARIANTS:
         raise InvalidInput(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
-    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks, labeled_only)
     if variant == "full":
         table = table.subset(table.has_probes)
         if not len(table):
@@ -168,14 +176,21 @@ def with_reward(store: Store, data: TrainingData, source: str) -> TrainingData:
     one (gold: unchanged). Refuses a reward with no train or dev row."""
     if source == GOLD:
         return data
-    rewards = reward_matrix(store, data.table, source)
-    complete = ~np.isnan(rewards).any(axis=1)
-    for split in ("train", "dev"):
-        if not (complete & (data.table.splits == split)).any():
-            raise MissingStep(f"no {split} query of host '{data.table.host}' has a {source} reward on every arm: "
-                              f"run `forge rewards judge --host {data.table.host} --split {split}`")
+    rewards, complete = proxy_rewards(store, data.table, source)
     table = dataclasses.replace(data.table, f1=rewards).subset(complete)
     return dataclasses.replace(data, table=table, features=data.features[complete])
+
+
+def proxy_rewards(store: Store, table: OutcomeTable, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """[N, K] rewards of `source` for the table and [N] the rows with every arm's reward; refuses
+    a reward that no train or no dev row has on every arm."""
+    rewards = reward_matrix(store, table, source)
+    complete = ~np.isnan(rewards).any(axis=1)
+    for split in ("train", "dev"):
+        if not (complete & (table.splits == split)).any():
+            raise MissingStep(f"no {split} query of host '{table.host}' has a {source} reward on every arm: "
+                              f"run `forge rewards judge --host {table.host} --split {split}`")
+    return rewards, complete
 
 
 def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray) -> dict[str, float]:
@@ -256,8 +271,7 @@ def train_router_job(store: Store, request: TrainRequest,
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:
-    data = with_reward(store, prepare_training_data(store, request.host, request.variant, request.n_arms,
-                                                    request.split_seed, request.benchmarks), request.training_reward)
+    data = request.training_data(store)
     utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
     host_hashes = store.host_config_hashes(request.host)
     metrics: dict[str, Any] = {}
