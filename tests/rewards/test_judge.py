@@ -87,3 +87,16 @@ def test_plan_refuses_unknown_things(store) -> None:
     with pytest.raises(InvalidInput):
         JudgeRequest(host="synthetic-host", limit=0).check(store)
     assert plan_judging(store, JudgeRequest(host="synthetic-host", split="train", limit=1), "k")[0].arm
+
+
+def test_the_tiny_embedded_host_judges_real_outcomes(store, tiny_server) -> None:
+    from forge_core.hosts.lifetime import hosted
+
+    async def judge_with_tiny():
+        async with hosted(tiny_server) as judge:
+            return await judge_outcomes(store, JudgeRequest(host="synthetic-host", split="test", limit=1), judge)
+
+    report = asyncio.run(judge_with_tiny())
+    assert (report.judged, report.errors) == (6, [])
+    rows = store.reward_outcomes("synthetic-host", report.reward_key)
+    assert len(rows) == 6 and (rows["tokens_in"] > 0).all() and rows["reward"].between(0, 1).all()
