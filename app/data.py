@@ -20,6 +20,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -156,6 +157,16 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     compute_features(store, host)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                  by_benchmark, accounting)
+
+
+@st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
+                 lambda_out: float) -> dict:
+    """The per-arm audit of a proxy reward against gold, without the crossfit (seconds; `version`:
+    see `store_version`)."""
+    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
+                                 lambda_out=lambda_out, routers=())
+    return run_reward_audit(store, request)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -100,7 +100,8 @@ def arm_audit(table: OutcomeTable, proxy: np.ndarray) -> dict[str, dict]:
     either is constant)."""
     arms = {}
     for column, arm in enumerate(table.arms):
-        rho = spearmanr(proxy[:, column], table.f1[:, column]).statistic
+        values, gold = proxy[:, column], table.f1[:, column]
+        rho = np.nan if np.ptp(values) == 0 or np.ptp(gold) == 0 else spearmanr(values, gold).statistic
         arms[arm] = {"queries": int(len(proxy)), "mean_proxy": float(proxy[:, column].mean()),
                      "mean_gold_f1": float(table.f1[:, column].mean()),
                      "spearman": None if np.isnan(rho) else float(rho)}
