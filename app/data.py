@@ -20,6 +20,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
@@ -83,6 +84,13 @@ def alphabet_size(store: Store, host: str) -> int:
 def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
     """The host's complete queries on an alphabet."""
     return load_outcome_table(store, host, n_arms)
+
+
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
+def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
+    """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
+    table = load_outcome_table(store, host, n_arms)
+    return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -95,3 +95,13 @@ tokens_column.subheader("Token cost per arm")
 tokens_column.plotly_chart(charts.per_arm(summary, "tokens", charts.TOKENS_LABEL))
 with st.expander("Table"):
     st.dataframe(summary, hide_index=True)
+
+st.subheader("Gold evidence in the prompt")
+recall = data.gold_recall(store, host, n_arms, split)
+if recall.empty:
+    st.caption("No benchmark of these queries annotates its gold evidence.")
+else:
+    st.caption("Share of each query's annotated supporting facts, paragraphs or evidence found in the prompt of each "
+               "support form (`gold_recall`; Direct prompts hold none).")
+    st.dataframe(recall, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pandas as pd
 
 from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
@@ -68,6 +69,23 @@ def _cached_matrix_by_path(store_path: str, keys: tuple[tuple[str, str], ...], a
 
 def _cached_matrix(store: Store, keys: tuple[tuple[str, str], ...], arms: tuple[str, ...]) -> np.ndarray:
     return _cached_matrix_by_path(str(store.path), tuple(keys), tuple(arms))
+
+
+def gold_recall_frame(store: Store, table: OutcomeTable) -> pd.DataFrame:
+    """Mean gold recall of each support form's prompt per annotated benchmark, and their macro
+    mean: rows direct, summary, raw; columns the benchmarks and "macro" (empty without annotation)."""
+    recall = gold_recall_matrix(store, table)
+    supports = [parse_arm(arm).support for arm in table.arms]
+    columns = {}
+    for benchmark in np.unique(table.benchmarks):
+        rows = recall[table.benchmarks == benchmark]
+        if not np.isnan(rows).all():
+            columns[str(benchmark)] = {support: float(np.nanmean(rows[:, supports.index(support)]))
+                                       for support in ("direct", *GROUNDED_SUPPORTS)}
+    frame = pd.DataFrame(columns)
+    if not frame.empty:
+        frame["macro"] = frame.mean(axis=1)
+    return frame.rename_axis("support").reset_index()
 
 
 def grounding_summary(recall: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
