@@ -139,6 +139,12 @@ def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_jobs_of(store: Store, kind: str) -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest jobs of one kind with their progress."""
+    return jobs.recent_jobs(store, kind)
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def job_logs(store: Store, job_id: str) -> list[dict]:
     """A job's log rows so far (training epochs or steps)."""
     return store.job_logs(job_id)

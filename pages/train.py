@@ -6,9 +6,11 @@ import dataclasses
 import streamlit as st
 
 from app import charts, data, ui
-from app.train_view import runs_panel, start_training
+from app.train_view import runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.jobs import stage2_log_every
+from forge_core.rewards.judge_job import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
@@ -125,6 +127,24 @@ with ui.user_errors(stop=False):
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
+
+with st.form("judge"):
+    st.markdown(f"**Judge rewards**: a judge host rates {host}'s stored answers (a resumable background job, "
+                f"as `forge rewards judge`)")
+    columns = st.columns(3)
+    judge_host = columns[0].selectbox("Judge host", [configured.name for configured in data.host_configs(store)])
+    judge_split = columns[1].selectbox("Queries of split", SPLIT_CHOICES, index=SPLIT_CHOICES.index("all"))
+    judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
+    if st.form_submit_button("Start judging", icon=":material/gavel:"):
+        judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
+                                     limit=judge_limit or None)
+        with ui.user_errors(stop=False):
+            judge_request.check(store)
+            start_judging(store, judge_request)
+            st.success(f"Judging started: {judge_host} rates {host}'s answers.")
+judge_jobs = data.recent_jobs_of(store, "judge")
+if judge_jobs:
+    st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 
 st.header("Checkpoints")
 host_checkpoints = checkpoints[checkpoints["host"] == host]

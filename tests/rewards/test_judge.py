@@ -100,3 +100,21 @@ def test_the_tiny_embedded_host_judges_real_outcomes(store, tiny_server) -> None
     assert (report.judged, report.errors) == (6, [])
     rows = store.reward_outcomes("synthetic-host", report.reward_key)
     assert len(rows) == 6 and (rows["tokens_in"] > 0).all() and rows["reward"].between(0, 1).all()
+
+
+def test_a_judge_job_request_round_trips_and_runs_as_a_background_job(store, tmp_path) -> None:
+    from forge_core import jobs
+    from forge_core.hosts.registry import save_host_config
+
+    from support.answering_server import AnsweringServer
+    from support.enumeration import host_config
+
+    request = JudgeRequest(host="synthetic-host", judge_host="test-host", split="dev", limit=1,
+                           benchmarks=("musique",))
+    assert jobs.read_request(jobs.write_request(request, tmp_path / "judge.json")) == request
+    with AnsweringServer() as server:
+        save_host_config(store, host_config(server.base_url))
+        jobs.run_request(store, request)
+    (row, progress), = jobs.recent_jobs(store, "judge")
+    assert (progress.status, progress.done, progress.target) == ("finished", 6, 6)
+    assert set(store.reward_outcomes("synthetic-host")["benchmark"]) == {"musique"}
