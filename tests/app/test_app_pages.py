@@ -98,7 +98,10 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert not app.exception
     assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
-    assert len(app.dataframe) == 3  # benchmarks, coverage, the summary table
+    assert len(app.dataframe) == 4  # benchmarks, coverage, the summary table, gold evidence recall
+    recall = app.dataframe[3].value
+    assert list(recall["support"]) == ["direct", "summary", "raw"] and (recall.drop(columns="support") >= 0).all().all()
+    assert (recall.set_index("support").loc["direct"] == 0).all()
     charts = app.get("plotly_chart")
     assert len(charts) == 3  # cost/quality, F1 per arm, tokens per arm
     assert "oracle" in charts[0].proto.spec and "raw:cot" in charts[0].proto.spec
