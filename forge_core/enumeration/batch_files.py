@@ -356,7 +356,7 @@ def _answer_rows(config: HostConfig, call: PlannedCall, generation: Generation,
                                  generation.tokens_in, generation.tokens_out, None, None, host_hash, now,
                                  generation.tokens_reasoning, generation.reasoning_method)]
     answer = arm_answer(call.arm, generation, call.evidence.support_text(call.arm.support), example.is_fever)
-    f1, em = score_arm_answer(answer, example.answers, example.is_fever)
+    f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
     arms = [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, answer.answer, answer.extracted, f1, em,
                        answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, None, None, 1, host_hash,
                        now, now, answer.reasoning_method)] if store_answer else []
