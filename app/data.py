@@ -18,6 +18,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from forge_core import config, jobs
+from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
@@ -25,12 +26,14 @@ from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_checkpoint, demo_questions
 from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.evaluation.grounding import gold_recall_frame
+from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
-from forge_core.records import Example
+from forge_core.records import Example, HostPrices
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -78,6 +81,12 @@ def host_configs(store: Store) -> list[HostConfig]:
     return list_host_configs(store)
 
 
+def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices]:
+    """The prices of the hosts that have them, by host name."""
+    prices = {config.name: store.host_prices(config.name) for config in configs}
+    return {name: price for name, price in prices.items() if price is not None}
+
+
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def alphabet_size(store: Store, host: str) -> int:
     """The host's default alphabet size (12 on thinking hosts, else 6)."""
@@ -88,6 +97,13 @@ def alphabet_size(store: Store, host: str) -> int:
 def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
     """The host's complete queries on an alphabet."""
     return load_outcome_table(store, host, n_arms)
+
+
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
+def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
+    """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
+    table = load_outcome_table(store, host, n_arms)
+    return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
 def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
@@ -112,6 +128,12 @@ def split_examples(store: Store, benchmark: str, split: str) -> list[Example]:
 def missing_calls(store: Store, plan: EnumerationPlan) -> int:
     """Host calls a plan still needs."""
     return count_calls(plan_work(store, plan))
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner="Counting the plan's tokens…", hash_funcs=STORE_KEY)
+def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
+    """What the plan's missing calls will cost (see `forge_core.enumeration.estimate`)."""
+    return estimate_plan(store, plan)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -168,6 +190,12 @@ def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_jobs_of(store: Store, kind: str) -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest jobs of one kind with their progress."""
+    return jobs.recent_jobs(store, kind)
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def job_logs(store: Store, job_id: str) -> list[dict]:
     """A job's log rows so far (training epochs or steps)."""
     return store.job_logs(job_id)
@@ -218,6 +246,16 @@ def one_thread() -> Iterator[None]:
             yield
     finally:
         torch.set_num_threads(threads)
+
+
+@st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
+                 lambda_out: float) -> dict:
+    """The per-arm audit of a proxy reward against gold, without the crossfit (seconds; `version`:
+    see `store_version`)."""
+    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
+                                 lambda_out=lambda_out, routers=())
+    return run_reward_audit(store, request)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -82,4 +82,7 @@ for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
 st.plotly_chart(charts.pareto(shown, by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
-        name: st.column_config.NumberColumn(format="%.4f") for name in ("cost_k", "macro_f1", "macro_utility")})
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall")})
+    st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
+               "benchmarks that annotate it (none for PopQA).")

@@ -122,11 +122,32 @@ MIGRATIONS: tuple[str, ...] = (
         host VARCHAR, host_config_hash VARCHAR, checked_at TIMESTAMP, report JSON,
         PRIMARY KEY (host, host_config_hash));
     """,
+    # Judge rewards: a judge host's rating of one stored (query, arm) outcome; `reward_key` hashes
+    # the judge prompt and the judge host's configuration, so another judge adds rows, never replaces.
+    """
+    CREATE TABLE reward_outcomes (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR, reward_key VARCHAR,
+        source VARCHAR, judge_host VARCHAR, judge_config_hash VARCHAR, prompt_hash VARCHAR,
+        reward DOUBLE, verdict VARCHAR, tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE,
+        error VARCHAR, finished_at TIMESTAMP,
+        PRIMARY KEY (host, benchmark, example_id, arm, reward_key));
+    """,
+    # Stage 0 priced and batched: a host's prices (kept apart from its configuration, so built-in
+    # hosts can have prices and configuration hashes do not change) and the provider batches
+    # submitted for it (so a rerun resumes polling rather than paying twice).
+    """
+    CREATE TABLE host_prices (
+        host VARCHAR PRIMARY KEY, usd_per_million_in DOUBLE, usd_per_million_out DOUBLE, updated_at TIMESTAMP);
+    CREATE TABLE batches (
+        batch_id VARCHAR PRIMARY KEY, provider VARCHAR, host VARCHAR, requests_sha256 VARCHAR,
+        requests INTEGER, status VARCHAR, completed INTEGER, failed INTEGER, estimated_usd DOUBLE,
+        created_at TIMESTAMP, updated_at TIMESTAMP, ingested_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
     "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
-    "fresh_results")
+    "fresh_results", "reward_outcomes")
 # The checkpoint columns copied from its lineage JSON (schema version 6 added them); with stage,
 # variant and n_arms, the columns checkpoints are selected by.
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
@@ -143,4 +164,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks"})
+    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches"})

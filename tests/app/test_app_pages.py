@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -14,10 +15,12 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import get_host_config, save_host_config
+from forge_core.hosts.registry import get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
+from forge_core.records import HostPrices
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -98,7 +101,10 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert not app.exception
     assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
-    assert len(app.dataframe) == 4  # benchmarks, coverage, the summary table, reasoning per arm
+    assert len(app.dataframe) == 5  # benchmarks, coverage, the summary table, reasoning per arm, gold recall
+    recall = app.dataframe[4].value
+    assert list(recall["support"]) == ["direct", "summary", "raw"] and (recall.drop(columns="support") >= 0).all().all()
+    assert (recall.set_index("support").loc["direct"] == 0).all()
     charts = app.get("plotly_chart")
     assert len(charts) == 4  # cost/quality, F1 per arm, tokens per arm, reasoning per arm
     reasoning = app.dataframe[3].value
@@ -247,6 +253,45 @@ def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
     assert not app.exception
 
 
+def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -> None:
+    save_host_prices(app_store, HostPrices(FAKE_HOST, 1.0, 2.0))
+    jobs_before = len(app_store.jobs("enumerate"))
+    app = page("enumerate.py")
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Split").set_value("dev")
+    by_label(app.multiselect, "Benchmarks").set_value(["musique"])
+    by_label(app.number_input, "Queries per benchmark").set_value(2).run()
+    assert not app.exception and not app.error
+    metrics = {m.label: m.value for m in app.metric}
+    plan = EnumerationPlan(host=FAKE_HOST, split="dev", benchmarks=("musique",), per_benchmark=2, concurrency=4)
+    expected = estimate_plan(app_store, plan)
+    assert expected.calls > 0 and metrics["Missing calls"] == f"{expected.calls:,}"
+    assert metrics["Input tokens"] == f"{expected.tokens_in:,}"
+    assert metrics["Price"] == f"{expected.usd:,.2f} USD" and metrics["Batch price"] == f"{expected.batch_usd:,.2f} USD"
+    by_label(app.number_input, "Queries per benchmark").set_value(3).run()
+    larger = estimate_plan(app_store, dataclasses.replace(plan, per_benchmark=3))
+    assert larger.calls > expected.calls
+    assert {m.label: m.value for m in app.metric}["Missing calls"] == f"{larger.calls:,}"  # follows the selection
+    by_label(app.number_input, "Budget (USD)").set_value(0.0)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception and "above --budget-usd 0" in texts(app.error)
+    assert len(app_store.jobs("enumerate")) == jobs_before
+    app_store.delete_host_prices(FAKE_HOST)
+
+
+def test_hosts_page_sets_prices_of_a_built_in_host(app_store: Store) -> None:
+    app = page("hosts.py")
+    by_label(app.selectbox, "Host to price").set_value("embedded-tiny")
+    by_label(app.number_input, "USD per million input tokens").set_value(0.5)
+    by_label(app.number_input, "USD per million output tokens").set_value(1.5)
+    by_label(app.button, "Save prices").click().run()
+    assert not app.exception and "Prices of 'embedded-tiny' saved." in texts(app.success)
+    assert app_store.host_prices("embedded-tiny") == HostPrices("embedded-tiny", 0.5, 1.5)
+    row = app.dataframe[0].value.set_index("name").loc["embedded-tiny"]
+    assert (row["USD / 1M in"], row["USD / 1M out"]) == (0.5, 1.5)
+    app_store.delete_host_prices("embedded-tiny")
+
+
 def test_enumerate_refuses_twelve_arms_on_a_plain_host(app_store: Store) -> None:
     app = page("enumerate.py")
     by_label(app.selectbox, "Host").set_value(FAKE_HOST)
@@ -392,6 +437,29 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     charts = app.get("plotly_chart")
     assert len(charts) == 2  # the run's curves, the comparison's overlay
     assert "KL to Stage 1" in charts[1].proto.spec and "dev oracle agreement" in charts[1].proto.spec
+
+
+def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, str]) -> None:
+    store, gold_checkpoint = trained_app
+    app = page("train.py")
+    assert not app.exception, app.exception
+    audit = frame_with(app, "spearman with gold F1")
+    assert len(audit) == 6 and audit["mean gold F1"].between(0, 1).all()
+    assert "Proxy-best arm is a gold-best arm by F1" in texts(app.markdown)
+
+    by_label(app.selectbox, "Features").set_value("lite")
+    by_label(app.segmented_control, "Reward").set_value("consensus")
+    by_label(app.number_input, "Max epochs").set_value(3)
+    by_label(app.button, "Start training").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    deadline = time.monotonic() + 4 * TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = store.jobs("train")
+        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
+            break
+        time.sleep(1)
+    assert jobs["status"][0] == "finished", jobs["message"][0]
+    assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
 
 def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:
