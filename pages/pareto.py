@@ -4,10 +4,11 @@ import streamlit as st
 
 from app import charts, data, ui
 from app.crossfit_view import show_crossfit
+from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.reports import pareto_highlights
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
-from forge_core.training.checkpoint_views import checkpoint_label
+from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
@@ -46,10 +47,11 @@ lambda_out = lambda_out_column.slider("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT
 
 checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
-labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
+labels = checkpoint_names(checkpoints)
 chosen_column, color_column, facet_column = st.columns([4, 1, 1])
 chosen = chosen_column.multiselect("Router checkpoints", list(labels), default=list(labels)[:1],
-                                   format_func=labels.get)
+                                   format_func=labels.get,
+                                   help="Ids: " + "; ".join(f"{name} = {i}" for i, name in labels.items()))
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")
@@ -58,11 +60,13 @@ if not labels:
             icon=":material/model_training:")
 
 version = data.store_version(store)
-with ui.user_errors():
+with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
     overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False,
                           accounting)
     shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
                         True, accounting) if by_benchmark else overall
+
+show_decision_at_weights(data.crossfit_reports(store, version, host), lambda_in, lambda_out, accounting, host)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)
@@ -70,10 +74,11 @@ columns[0].metric("Oracle utility", f"{highlights['oracle_utility']:.4f}",
                   help="Macro mean utility of the per-query best arm (descriptive only: it sees the scores).")
 columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tokens",
                   help=f"Oracle F1 {highlights['oracle_f1']:.3f}.")
-columns[2].metric("Best policy by utility", highlights["best_policy"] or "–",
-                  help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
+best_policy = highlights["best_policy"] or "–"
+ui.name_metric(columns[2], "Best policy by utility", labels.get(best_policy, best_policy),
+               help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
-st.plotly_chart(charts.pareto(shown, by_benchmark, color_by), key="pareto-chart")
+st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f") for name in ("cost_k", "macro_f1", "macro_utility")})

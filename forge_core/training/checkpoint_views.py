@@ -89,6 +89,31 @@ def checkpoint_label(row: Mapping[str, Any]) -> str:
     return f"{row['checkpoint_id']} (stage {int(row['stage'])}, {row['variant']}, {int(row['n_arms'])} arms{detail})"
 
 
+VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}
+
+
+def checkpoint_name(row: Mapping[str, Any]) -> str:
+    """A human name of a checkpoint for legends and pickers, e.g. "Lite, stage 2, cond., 2026-11-24
+    13:35" ("cond." for a cost-conditioned router); the id belongs in the tooltip."""
+    lineage = _loads(row.get("lineage"))
+    parts = [VARIANT_NAMES.get(row["variant"], str(row["variant"])), f"stage {int(row['stage'])}"]
+    if lineage.get("conditioned"):
+        parts.append("cond.")
+    created = pd.Timestamp(row["created_at"]) if row.get("created_at") is not None else None
+    if created is not None:
+        parts.append(f"{created:%Y-%m-%d %H:%M}")
+    return ", ".join(parts)
+
+
+def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:
+    """`checkpoint_name` of every checkpoint of a `Store.checkpoints()` frame; two checkpoints that
+    would share a name get their short id appended, so every name is unique."""
+    names = {row["checkpoint_id"]: checkpoint_name(row) for row in frame.to_dict("records")}
+    counts = pd.Series(list(names.values())).value_counts()
+    return {checkpoint_id: (f"{name} ({checkpoint_id.removeprefix('ckpt-')[:6]})" if counts[name] > 1 else name)
+            for checkpoint_id, name in names.items()}
+
+
 def default_comparison(frame: pd.DataFrame) -> tuple[str, str]:
     """The pair to compare first in a newest-first checkpoint frame: (A, B) = (the newest
     checkpoint's parent when listed, else the second newest; the newest). One checkpoint is

@@ -125,3 +125,19 @@ def test_compare_curves_overlays_runs() -> None:
     curves = compare_curves({"A": STAGE1_LOG, "B": STAGE2_LOG, "C": []})
     assert curves.groupby("run").size().to_dict() == {"A": 6, "B": 10}
     assert compare_curves({"A": []}).empty
+
+
+def test_checkpoints_have_unique_human_names() -> None:
+    from forge_core.training.checkpoint_views import checkpoint_name, checkpoint_names
+
+    frame = pd.DataFrame({
+        "checkpoint_id": ["ckpt-aaaaaa111111", "ckpt-bbbbbb222222", "ckpt-cccccc333333"],
+        "created_at": pd.to_datetime(["2026-11-24 13:35:10", "2026-11-24 13:35:50", "2026-11-21 16:15:31"]),
+        "stage": [2, 2, 1], "variant": ["lite", "lite", "full"],
+        "lineage": ['{"conditioned": true}', "{}", "{}"]})
+    assert checkpoint_name(frame.iloc[0]) == "Lite, stage 2, cond., 2026-11-24 13:35"
+    assert checkpoint_names(frame) == {"ckpt-aaaaaa111111": "Lite, stage 2, cond., 2026-11-24 13:35",
+                                       "ckpt-bbbbbb222222": "Lite, stage 2, 2026-11-24 13:35",
+                                       "ckpt-cccccc333333": "Full, stage 1, 2026-11-21 16:15"}
+    twins = frame.assign(lineage="{}")
+    assert checkpoint_names(twins)["ckpt-aaaaaa111111"] == "Lite, stage 2, 2026-11-24 13:35 (aaaaaa)"
