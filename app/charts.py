@@ -172,14 +172,29 @@ def action_map(points: pd.DataFrame, policy: str, arms: tuple[str, ...], centroi
     """The queries on the UMAP plane coloured by one policy's arm (`policy`: router or oracle),
     cluster numbers at their centroids; hovering a point shows its question and outcomes."""
     figure = px.scatter(points, x="x", y="y", color=policy, category_orders={policy: list(arms)},
-                        color_discrete_map=ARM_COLORS, custom_data=["hover"], labels={policy: "arm"})
+                        color_discrete_map=ARM_COLORS, custom_data=["hover", "index"], labels={policy: "arm"})
+    return _map_layout(figure, centroids, "arm")
+
+
+AGREEMENT_COLORS = {"agree": "#54a24b", "disagree": "#e45756"}
+
+
+def agreement_map(points: pd.DataFrame, centroids: pd.DataFrame) -> go.Figure:
+    """The queries on the UMAP plane coloured by whether the router's arm is the oracle's."""
+    figure = px.scatter(points, x="x", y="y", color="agreement", category_orders={"agreement": ["agree", "disagree"]},
+                        color_discrete_map=AGREEMENT_COLORS, custom_data=["hover", "index"])
+    return _map_layout(figure, centroids, "router vs oracle")
+
+
+def _map_layout(figure: go.Figure, centroids: pd.DataFrame, legend_title: str) -> go.Figure:
     figure.update_traces(marker={"size": 7, "opacity": 0.85}, hovertemplate="%{customdata[0]}<extra></extra>")
     for row in centroids.itertuples():
         figure.add_annotation(x=row.x, y=row.y, text=f"<b>{row.cluster}</b>", showarrow=False,
                               font={"size": 15, "color": "#222"}, bgcolor="rgba(255,255,255,0.7)")
     figure.update_xaxes(title="UMAP 1", showticklabels=False)
     figure.update_yaxes(title="UMAP 2", showticklabels=False)
-    figure.update_layout(height=480, margin={"t": 30}, legend_title_text="arm", hoverlabel={"align": "left"})
+    figure.update_layout(height=480, margin={"t": 30}, legend_title_text=legend_title, hoverlabel={"align": "left"},
+                         legend={"orientation": "h", "yanchor": "top", "y": -0.08, "x": 0})
     return figure
 
 

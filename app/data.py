@@ -160,8 +160,9 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
-    """The host's finished crossfit runs as stored (`version`: see `store_version`)."""
-    return finished_crossfit_reports(store, host)
+    """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
+    computed once and kept under the cache directory (`crossfit/`)."""
+    return finished_crossfit_reports(store, host, config.cache_dir() / "crossfit")
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
@@ -170,14 +171,33 @@ def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.Da
     return reports.crossfit_arms(store, run_id, policy)
 
 
-@st.cache_data(show_spinner="Computing the UMAP of the question embeddings…", max_entries=RESULTS_CACHE_ENTRIES,
-               hash_funcs=STORE_KEY)
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
                benchmarks: tuple[str, ...] | None = None) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
-    when given (`version`: see `store_version`)."""
+    when given (`version`: see `store_version`); its UMAP is computed once per set of queries and
+    kept on disk under the cache directory (`umap/`), across app restarts and store writes."""
     compute_features(store, host)
-    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks)
+    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
+                              umap_cache=config.cache_dir() / "umap")
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def example(store: Store, benchmark: str, example_id: str) -> Example | None:
+    """One example (question and gold answers), or None."""
+    found = store.examples(benchmark, [example_id])
+    return found[0] if found else None
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arms: tuple[str, ...]) -> dict[str, str]:
+    """Arm name -> the host's stored answer text for one query (arms without an outcome left out)."""
+    answers = {}
+    for arm in arms:
+        outcome = store.arm_outcome(host, benchmark, example_id, arm)
+        if outcome is not None:
+            answers[arm] = outcome.answer if outcome.error is None else f"(error: {outcome.error})"
+    return answers
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -13,13 +13,19 @@ import streamlit as st
 from app import charts, data, ui
 from forge_core import config, jobs
 from forge_core.store import Store
-from forge_core.training.checkpoint_views import latest_values, training_curves
+from forge_core.training.checkpoint_views import (
+    DEV_METRICS,
+    latest_values,
+    reproduces_stored_checkpoint,
+    training_curves,
+)
 from forge_core.training.trainer import TrainRequest
 
 REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
 WATCHED_KEY = "watched_train_jobs"  # session state: job ids seen running, to rerun the page when they end
-LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss", "dev_oracle_agreement": "dev oracle agreement",
+LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss",
+               "dev_target_agreement": "dev target agreement (trained arms)",
                "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta",
                "dev_utility": "dev utility"}
 
@@ -30,13 +36,17 @@ def start_training(store: Store, request: TrainRequest) -> None:
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def runs_panel(store: Store) -> None:
-    """The run starting from this tab, then a chosen run (the newest by default) with its curves."""
+def runs_panel(store: Store, checkpoints: int) -> None:
+    """The run starting from this tab, then a chosen run (the newest by default) with its curves
+    (`checkpoints`: how many the store holds, to say where they came from when no run is listed)."""
     with ui.user_errors(stop=False):
         _starting(store)
         rows = data.recent_train_jobs(store)
         if not rows:
-            st.info("No training runs yet: start one above.")
+            st.info("No training runs in this store's jobs yet: start one above."
+                    + (f" The {checkpoints} checkpoints below came with the store (e.g. `forge store load-demo`) "
+                       "or from runs whose job rows are gone; their curves are in Compare two checkpoints."
+                       if checkpoints else ""))
             return
         _rerun_when_watched_job_ends(rows)
         labels = {row["job_id"]: _job_label(row, progress) for row, progress in rows}
@@ -82,13 +92,16 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         if progress.active:
             st.progress(progress.fraction, text=f"{progress.done:,} of {'' if request.stage == 2 else 'at most '}"
                                                 f"{progress.target:,} {unit}")
+            _cancel_button(store, row, progress)
         elif progress.status == "finished":
-            st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{progress.message}`.",
-                       icon=":material/check_circle:")
+            _finished(store, row, progress, unit)
+        elif progress.status == "cancelled":
+            st.warning(f"Run cancelled: {progress.message}.", icon=":material/cancel:")
         else:
             st.error(f"Run {progress.status}: {progress.message or 'no message'}", icon=":material/error:")
         latest = latest_values(logs)
         if latest:
+            st.caption(f"Last logged {unit[:-1]}:")
             columns = st.columns(len(latest))
             for column, (key, value) in zip(columns, latest.items()):
                 column.metric(LIVE_LABELS.get(key, key), f"{value:.4g}")
@@ -97,3 +110,33 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
             st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
         elif progress.active:
             st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
+
+
+def _cancel_button(store: Store, row: dict, progress: jobs.JobProgress) -> None:
+    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=":material/stop:",
+                 disabled=progress.status == "cancelling",
+                 help="Stop at the next logged epoch or step. A cancelled run stores no checkpoint: the state "
+                      "so far is discarded."):
+        jobs.cancel_job(store, row)
+        data.refresh()
+        st.rerun()
+
+
+def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) -> None:
+    """The finished run's checkpoint, whether it reproduces a stored one, and its dev metrics (the
+    kept state's: the same numbers as in Compare two checkpoints)."""
+    checkpoint_id = progress.message
+    record = data.checkpoint_record(store, checkpoint_id)
+    note = ""
+    if reproduces_stored_checkpoint(record["created_at"], row["started_at"]):
+        note = (f" It reproduces the checkpoint stored on {record['created_at']:%Y-%m-%d %H:%M} bit for bit "
+                "(same lineage and weights): the store keeps that one.")
+    st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{checkpoint_id}`.{note}",
+               icon=":material/check_circle:")
+    metrics = record["metrics"]
+    shown = [(label, metrics[key]) for key, label in DEV_METRICS[:4] if metrics.get(key) is not None]
+    if shown:
+        st.caption("The checkpoint's dev metrics (the state kept):")
+        columns = st.columns(len(shown))
+        for column, (label, value) in zip(columns, shown):
+            column.metric(label, f"{value:.4g}")

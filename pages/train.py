@@ -105,7 +105,7 @@ if submitted:
         st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}.")
 
 st.header("Runs")
-runs_panel(store)
+runs_panel(store, int((checkpoints["host"] == host).sum()))
 
 st.header("Checkpoints")
 host_checkpoints = checkpoints[checkpoints["host"] == host]

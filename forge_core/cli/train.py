@@ -91,6 +91,9 @@ def train_router_command(
             progress.update(task, completed=done, description=f"stage {stage}: {detail}")
 
         checkpoint_id = train_router_job(store, request, on_log=on_log)
+    if checkpoint_id is None:
+        console.print("training cancelled (a cancel request from the dashboard): no checkpoint stored")
+        raise typer.Exit(1)
     record = store.checkpoint(checkpoint_id)[0]
     result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "metrics": record["metrics"]}
     if as_json:

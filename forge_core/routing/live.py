@@ -73,6 +73,16 @@ class RawCost:
         return self.tokens_in + self.tokens_out
 
 
+def answer_verdict(f1: float | None) -> str:
+    """"right" (F1 1), "partly right" (0 < F1 < 1), "wrong" (F1 0) against the gold answers, or
+    "unscored" without gold answers (a typed question)."""
+    if f1 is None:
+        return "unscored"
+    if f1 >= 1.0:
+        return "right"
+    return "partly right" if f1 > 0.0 else "wrong"
+
+
 @dataclass(frozen=True)
 class RoutedAnswer:
     """One question routed and answered live, beside Always-Raw when the comparison was asked for."""
@@ -133,6 +143,20 @@ class RoutedAnswer:
         """Always-Raw's tokens minus this question's (negative: routing cost more); None without
         the comparison."""
         return None if self.raw_cost is None else self.raw_cost.tokens - self.tokens
+
+    @property
+    def probability_margin(self) -> float | None:
+        """The chosen arm's router probability minus the next most probable arm's (how decided the
+        router was); None under an override."""
+        if not self.probabilities:
+            return None
+        others = [p for arm, p in self.probabilities.items() if arm != self.arm]
+        return self.probabilities[self.arm] - max(others, default=0.0)
+
+    @property
+    def nothing_to_compare(self) -> bool:
+        """True when the answer is Always-Raw's own arm: the comparison is this very call."""
+        return self.arm == RAW_ARM.name
 
     @property
     def saved_percent(self) -> float | None:

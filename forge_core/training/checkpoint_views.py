@@ -2,8 +2,14 @@
 metrics side by side, and training curves in long form (one row per point) ready to plot.
 
 Curves come from a run's log rows (a checkpoint's `training_log`, or a running job's
-`job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_oracle_agreement),
+`job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_target_agreement),
 Stage 2 one row per `log_every` steps (reward_mean, loss, kl, entropy, beta, dev_utility).
+
+"Dev oracle agreement" has one definition: a checkpoint's metric, the share of dev queries whose
+argmax over the whole alphabet is the oracle's arm, for the state that was kept. A Stage-1 epoch
+logs a different number, the agreement with the training target's top arm over the arms it trains
+(the three NoThink arms by default) at that epoch; logs written before it had its own name call it
+`dev_oracle_agreement` and are read as `dev_target_agreement`.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from forge_core.errors import InvalidInput
 STAGE1_CURVES: tuple[tuple[str, str, str], ...] = (
     ("train_loss", "KL loss", "train"),
     ("dev_loss", "KL loss", "dev"),
-    ("dev_oracle_agreement", "dev oracle agreement", "dev"),
+    ("dev_target_agreement", "dev target agreement (trained arms)", "dev"),
 )
+LEGACY_EPOCH_KEYS = {"dev_oracle_agreement": "dev_target_agreement"}  # Stage-1 logs of earlier versions
 STAGE2_CURVES: tuple[tuple[str, str, str], ...] = (
     ("reward_mean", "reward (mean utility)", "reward"),
     ("loss", "loss", "loss"),
@@ -114,6 +121,13 @@ def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:
             for checkpoint_id, name in names.items()}
 
 
+def reproduces_stored_checkpoint(checkpoint_created_at: Any, run_started_at: Any) -> bool:
+    """True when a finished run's checkpoint was stored before the run started: checkpoint ids are
+    content hashes of lineage and weights, so the run reproduced a stored checkpoint bit for bit
+    (the store keeps the first)."""
+    return pd.Timestamp(checkpoint_created_at) < pd.Timestamp(run_started_at)
+
+
 def default_comparison(frame: pd.DataFrame) -> tuple[str, str]:
     """The pair to compare first in a newest-first checkpoint frame: (A, B) = (the newest
     checkpoint's parent when listed, else the second newest; the newest). One checkpoint is
@@ -178,6 +192,13 @@ def metrics_comparison(a: Mapping[str, Any], b: Mapping[str, Any]) -> pd.DataFra
     return pd.DataFrame(rows, columns=["metric", "a", "b", "b - a"])
 
 
+def _current(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A log row under today's keys (a Stage-1 row of an earlier version renamed)."""
+    if "step" in row:
+        return dict(row)
+    return {LEGACY_EPOCH_KEYS.get(key, key): value for key, value in row.items()}
+
+
 def log_stage(rows: Sequence[Mapping[str, Any]]) -> int:
     """1 for epoch rows (Stage 1), 2 for step rows (Stage 2)."""
     return 2 if rows and "step" in rows[0] else 1
@@ -189,6 +210,7 @@ def training_curves(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
     stage = log_stage(rows)
+    rows = [_current(row) for row in rows]
     x_key = "step" if stage == 2 else "epoch"
     curves = STAGE2_CURVES if stage == 2 else STAGE1_CURVES
     points = [
@@ -213,5 +235,5 @@ def latest_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     if not rows:
         return {}
     curves = STAGE2_CURVES if log_stage(rows) == 2 else STAGE1_CURVES
-    last = rows[-1]
+    last = _current(rows[-1])
     return {key: float(last[key]) for key, _, _ in curves if last.get(key) is not None}

@@ -77,6 +77,15 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
         assert policies[name]["ci_utility_vs_best_fixed"][0] > 0
     assert crossfit_report(store, report["run_id"]) == report  # read back, not recomputed
 
+    from forge_core.evaluation import crossfit as crossfit_module
+
+    cache = tmp_path / "reports"
+    assert crossfit_module.finished_crossfit_reports(store, HOST, cache) == [report]  # computed, then kept
+    assert [path.name for path in cache.iterdir()] == [f"{report['run_id']}.v{crossfit_module.REPORT_VERSION}.json"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
+        assert crossfit_module.cached_crossfit_report(store, report["run_id"], cache) == report
+
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
     from forge_core.evaluation.cached import ROUTER_POLICIES

@@ -105,7 +105,7 @@ def test_stage1_curves() -> None:
     loss = curves[curves["panel"] == "KL loss"]
     assert list(zip(loss["x"], loss["series"], loss["value"])) == [
         (1, "train", 0.5), (1, "dev", 0.6), (2, "train", 0.25), (2, "dev", 0.3)]
-    agreement = curves[curves["panel"] == "dev oracle agreement"]
+    agreement = curves[curves["panel"] == "dev target agreement (trained arms)"]
     assert list(agreement["value"]) == [0.4, 0.8]
 
 
@@ -115,7 +115,8 @@ def test_stage2_curves_and_latest_values() -> None:
     assert len(curves) == 10 and set(curves["x"]) == {10, 20}
     assert list(curves[curves["series"] == "beta"]["value"]) == [0.05, 0.075]
     assert latest_values(STAGE2_LOG) == {"reward_mean": 0.5, "loss": 0.2, "kl": 0.02, "entropy": 1.1, "beta": 0.075}
-    assert latest_values(STAGE1_LOG) == {"train_loss": 0.25, "dev_loss": 0.3, "dev_oracle_agreement": 0.8}
+    # a log of an earlier version: its epoch agreement is the target agreement, not the oracle agreement
+    assert latest_values(STAGE1_LOG) == {"train_loss": 0.25, "dev_loss": 0.3, "dev_target_agreement": 0.8}
     assert training_curves([]).empty and latest_values([]) == {}
     with_dev = training_curves([{**row, "dev_utility": 0.3} for row in STAGE2_LOG])
     assert list(with_dev[with_dev["panel"] == "dev utility (the best state is kept)"]["value"]) == [0.3, 0.3]
