@@ -115,6 +115,12 @@ def checkpoints(store: Store) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def default_router(store: Store, host: str) -> str | None:
+    """The checkpoint the user marked as the host's default router, or None."""
+    return store.default_router(host)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     """A checkpoint's record (lineage, metrics, training log), without its weights."""
     found = store.checkpoint(checkpoint_id)

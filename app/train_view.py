@@ -8,6 +8,7 @@ shows up in the list below.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import charts, data, ui
@@ -15,6 +16,7 @@ from forge_core import config, jobs
 from forge_core.store import Store
 from forge_core.training.checkpoint_views import (
     DEV_METRICS,
+    checkpoint_names,
     latest_values,
     reproduces_stored_checkpoint,
     training_curves,
@@ -140,3 +142,25 @@ def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) ->
         columns = st.columns(len(shown))
         for column, (label, value) in zip(columns, shown):
             column.metric(label, f"{value:.4g}")
+
+
+def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, marked: str | None) -> None:
+    """The host's default router (Live query, `forge ask --route`): which checkpoint is marked, and
+    a picker to mark another. A new training run never takes the mark over."""
+    names = checkpoint_names(checkpoints)
+    ids = list(names)
+    if marked is None:
+        st.caption(f"No default router is marked for '{host}': the newest Lite checkpoint is used, so each new "
+                   "Lite run takes over. Mark one to keep it.")
+    else:
+        st.caption(f"Default router of '{host}': **{names.get(marked, marked)}** (`{marked}`), marked by you; new "
+                   "runs do not take it over.")
+    pick_column, button_column = st.columns([4, 1], vertical_alignment="bottom")
+    choice = pick_column.selectbox("Default router", ids, index=ids.index(marked) if marked in ids else 0,
+                                   format_func=lambda i: f"{names[i]} ({i})")
+    if button_column.button("Mark as default", icon=":material/star:", disabled=choice == marked):
+        with ui.user_errors(stop=False):
+            store.set_default_router(host, choice)
+            data.refresh()
+            ui.flash(f"{names[choice]} ({choice}) is now the default router of '{host}'.")
+            st.rerun()

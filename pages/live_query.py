@@ -6,8 +6,9 @@ import streamlit as st
 
 from app import data, live_view, ui
 from forge_core.arms import alphabet, parse_arm
-from forge_core.routing.checkpoints import latest_checkpoint
+from forge_core.routing.checkpoints import default_router
 from forge_core.routing.live import ask_routed, check_question
+from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ROUTER_CHOICE = "the router's choice"
@@ -28,13 +29,16 @@ with ui.user_errors():
 host_column, benchmark_column, router_column = st.columns(3)
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
-labels = {row.checkpoint_id: f"{row.checkpoint_id} (stage {row.stage}, {row.host}, {row.variant}, {row.n_arms} arms)"
+names = checkpoint_names(checkpoints)
+labels = {row.checkpoint_id: f"{names[row.checkpoint_id]} on {row.host}, {row.n_arms} arms"
           for row in checkpoints.itertuples()}
 if labels:
-    default = latest_checkpoint(store, host, "lite")
+    default = default_router(store, host)
     checkpoint_id = router_column.selectbox(
         "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
-        help="Default: the newest Lite checkpoint of the host. A Full router first runs four probes on the host.")
+        help="Default: the checkpoint marked as the host's default on the Train page, else its newest Lite "
+             "checkpoint. A Full router first runs four probes on the host. Ids: "
+             + "; ".join(f"{label} = {i}" for i, label in labels.items()))
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")

@@ -6,7 +6,7 @@ import dataclasses
 import streamlit as st
 
 from app import charts, data, ui
-from app.train_view import runs_panel, start_training
+from app.train_view import default_router_mark, runs_panel, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.jobs import stage2_log_every
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
@@ -113,8 +113,10 @@ if host_checkpoints.empty:
     st.info(f"No router checkpoints for host '{host}' yet: start a run above, or `forge train --stage 1 "
             f"--host {host}`.", icon=":material/model_training:")
     st.stop()
-st.dataframe(checkpoint_table(host_checkpoints), hide_index=True,
+marked = data.default_router(store, host)
+st.dataframe(checkpoint_table(host_checkpoints, marked), hide_index=True,
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+default_router_mark(store, host, host_checkpoints, marked)
 
 st.subheader("Compare two checkpoints")
 labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}

@@ -88,6 +88,13 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
     return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record)
 
 
+def default_router(store: Store, host: str) -> str | None:
+    """The host's default router: the checkpoint the user marked (`Store.set_default_router`),
+    else the newest Lite checkpoint (which a new run takes over until a mark is set); None
+    without either."""
+    return store.default_router(host) or latest_checkpoint(store, host, "lite")
+
+
 def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
                       n_arms: int | None = None) -> str | None:
     """The newest checkpoint id matching the filters, or None."""

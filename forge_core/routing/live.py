@@ -45,7 +45,7 @@ from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Generation, Host, HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
-from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint
+from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
@@ -241,8 +241,9 @@ def check_arm(arm: Arm, host_config: HostConfig) -> None:
 
 
 def default_router_id(store: Store, host: str) -> str:
-    """The newest Lite checkpoint trained on `host` (the default router)."""
-    found = latest_checkpoint(store, host, "lite")
+    """The host's default router (`forge_core.routing.checkpoints.default_router`: the marked
+    checkpoint, else the newest Lite one)."""
+    found = default_router(store, host)
     if found is None:
         raise MissingStep(f"no Lite router for host '{host}': train one with "
                          f"`forge train --stage 1 --host {host} --variant lite`, or pass --router")

@@ -99,6 +99,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE checkpoints ADD COLUMN store_snapshot VARCHAR;
     ALTER TABLE checkpoints ADD COLUMN benchmarks VARCHAR[];
     """ + COPY_LINEAGE_COLUMNS + ";",
+    # The router a host uses by default, set by the user (a new training run never takes it over).
+    """
+    CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -113,4 +117,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results"})
+    "crossfit_results", "default_routers"})

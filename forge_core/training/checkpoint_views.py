@@ -58,15 +58,17 @@ def _loads(value: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
-def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: stage,
-    algorithm, parent, variant, arms, lambdas, tau, seeds, store snapshot, dev metrics."""
+def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.DataFrame:
+    """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: whether it is
+    the host's marked default router (`default_id`), stage, algorithm, parent, variant, arms,
+    lambdas, tau, seeds, store snapshot, dev metrics."""
     rows = []
     for row in frame.itertuples():
         lineage, metrics = _loads(row.lineage), _loads(row.metrics)
         config = lineage.get("config", {})
         rows.append({
             "checkpoint": row.checkpoint_id,
+            "default": row.checkpoint_id == default_id,
             "created": row.created_at,
             "host": row.host,
             "stage": int(row.stage),
@@ -83,8 +85,9 @@ def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
             "store snapshot": lineage.get("store_snapshot", ""),
             **{label: metrics.get(key) for key, label in DEV_METRICS},
         })
-    columns = ["checkpoint", "created", "host", "stage", "algorithm", "parent", "variant", "arms", "lambda_in",
-               "lambda_out", "tau", "seed", "split seed", "store snapshot", *(label for _, label in DEV_METRICS)]
+    columns = ["checkpoint", "default", "created", "host", "stage", "algorithm", "parent", "variant", "arms",
+               "lambda_in", "lambda_out", "tau", "seed", "split seed", "store snapshot",
+               *(label for _, label in DEV_METRICS)]
     return pd.DataFrame(rows, columns=columns)
 
 

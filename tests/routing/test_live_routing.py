@@ -125,3 +125,29 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
 
 def test_answer_verdicts() -> None:
     assert [answer_verdict(f1) for f1 in (None, 0.0, 0.4, 1.0)] == ["unscored", "wrong", "partly right", "right"]
+
+
+def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_store: tuple[Store, str],
+                                                                     tmp_path) -> None:
+    from forge_core.errors import InvalidInput
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.trainer import TrainRequest, train_router_job
+
+    from support.stores import copy_store
+
+    store, marked = copy_store(trained_store[0], tmp_path), trained_store[1]
+
+    def quick_run(seed: int) -> str:
+        return train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",
+                                                    stage1=Stage1Config(max_epochs=2, seed=seed)))
+
+    newer = quick_run(3)
+    assert default_router_id(store, "synthetic-host") == newer  # no mark: the newest Lite checkpoint
+    store.set_default_router("synthetic-host", marked)
+    quick_run(4)
+    assert store.default_router("synthetic-host") == marked
+    assert default_router_id(store, "synthetic-host") == marked  # the mark holds against a newer run
+    with pytest.raises(InvalidInput, match="no checkpoint"):
+        store.set_default_router("another-host", marked)
+    store.set_default_router("synthetic-host", None)
+    assert store.default_router("synthetic-host") is None

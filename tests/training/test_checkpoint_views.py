@@ -48,8 +48,9 @@ def checkpoints_frame() -> pd.DataFrame:
 
 
 def test_checkpoint_table_has_lineage_and_dev_metrics() -> None:
-    table = checkpoint_table(checkpoints_frame())
+    table = checkpoint_table(checkpoints_frame(), default_id="ckpt-a")
     first, second = table.to_dict("records")
+    assert (first["default"], second["default"]) == (False, True)  # the marked default router
     assert (first["checkpoint"], first["stage"], first["algorithm"], first["parent"]) == ("ckpt-b", 2, "rloo", "ckpt-a")
     assert (second["algorithm"], second["parent"], second["lambda_in"], second["tau"]) == ("KL (soft)", "", 0.1, 1.0)
     assert (second["store snapshot"], second["dev utility"], second["dev queries"]) == ("abc", 0.5, 60)
