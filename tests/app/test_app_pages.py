@@ -448,7 +448,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert not action_map.exception, action_map.exception
     by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
     assert not action_map.exception, action_map.exception
-    assert len(action_map.get("plotly_chart")) == 4  # router, oracle, cluster mix, crossfit decisions
+    assert len(action_map.get("plotly_chart")) == 5  # router, oracle, agreement, cluster mix, crossfit decisions
     assert "ridge_utility's out-of-fold arm" in texts(action_map.caption)
 
 
@@ -459,10 +459,22 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
     metrics = metric_values(app)
     assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
+    assert metrics["Agreement of Always-Direct (direct:no_think)"].endswith("%")  # the references, same weights
+    assert any(label.startswith("Agreement of best fixed arm (") for label in metrics)
+    assert "Ties in utility go to the lowest action index" in texts(app.caption)
     charts = app.get("plotly_chart")
-    assert len(charts) == 3  # router map, oracle map, cluster mix
+    assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
     assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome
-    summary = app.dataframe[0].value
+    assert '"disagree"' in charts[2].proto.spec or '"agree"' in charts[2].proto.spec
+    assert "Click a point on a map to open its query here." in texts(app.caption)
+    app.session_state["action_map_query"] = 0  # what a click on the first query leaves
+    app.run()
+    assert not app.exception, app.exception
+    outcomes = frame_with(app, "router probability")
+    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    assert outcomes["answer"].ne("–").all()  # every arm's stored answer
+    assert [tab.label for tab in app.tabs] == ["Direct", "Summary", "Raw"]
+    summary = frame_with(app, "queries")
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"
