@@ -81,7 +81,7 @@ def name_metric(container: Any, label: str, value: str, help: str | None = None)
     `st.metric` cuts long values)."""
     with container:
         st.caption(label, help=help)
-        st.markdown(f"**{value}**")
+        st.subheader(value, anchor=False)
 
 
 def format_duration(seconds: float | None) -> str:

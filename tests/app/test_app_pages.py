@@ -431,7 +431,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert not app.exception, app.exception
     assert len(by_label(app.selectbox, "Crossfit run").options) == 2
     assert "Best fixed arm" in texts(app.caption)  # a card shown whole, not cut as st.metric would
-    assert any(m.value in ("**direct:no_think**", "**summary:no_think**", "**raw:no_think**") for m in app.markdown)
+    assert any(h.value in ("direct:no_think", "summary:no_think", "raw:no_think") for h in app.subheader)
     table = app.dataframe[0].value
     assert not table.loc[table["policy"] == "oracle", "decidable"].any()
     decision = texts(app.success) + texts(app.info)  # the stated decision agrees with the decidable column
