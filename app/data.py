@@ -164,7 +164,8 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
                                  by_benchmark, accounting)
 
 
-@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+@st.cache_data(show_spinner="Reading the stored crossfit runs (a run's intervals are computed once, then kept)…",
+               max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
     """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
     computed once and kept under the cache directory (`crossfit/`)."""

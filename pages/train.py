@@ -12,6 +12,7 @@ from forge_core.jobs import stage2_log_every
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
     checkpoint_label,
+    checkpoint_names,
     checkpoint_table,
     compare_curves,
     default_comparison,
@@ -137,7 +138,8 @@ with metrics_column:
     st.markdown("**Dev metrics**")
     st.dataframe(metrics_comparison(a_record["metrics"], b_record["metrics"]), hide_index=True,
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in ("a", "b", "b - a")})
-curves = compare_curves({f"A {a_id}": a_record["training_log"], f"B {b_id}": b_record["training_log"]})
+names = checkpoint_names(host_checkpoints)
+curves = compare_curves({f"A: {names[a_id]}": a_record["training_log"], f"B: {names[b_id]}": b_record["training_log"]})
 if len(curves):
     st.markdown("**Training curves**")
     st.plotly_chart(charts.training_curves(curves, overlay=True), key="compare-curves")

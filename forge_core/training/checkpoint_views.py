@@ -92,11 +92,13 @@ def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.D
 
 
 def checkpoint_label(row: Mapping[str, Any]) -> str:
-    """A one-line name of a checkpoint for pickers, e.g. "ckpt-1a2b (stage 1, lite, 6 arms, dev U 0.412)"."""
+    """A one-line label of a checkpoint for the Train page's pickers, where ids matter: its human
+    name, id, arms and dev utility, e.g. "Lite, stage 1, 2026-11-23 13:31 · ckpt-1a2b · 6 arms ·
+    dev U 0.412"."""
     metrics = _loads(row.get("metrics"))
     utility = metrics.get("dev_utility")
-    detail = f", dev U {utility:.3f}" if utility is not None else ""
-    return f"{row['checkpoint_id']} (stage {int(row['stage'])}, {row['variant']}, {int(row['n_arms'])} arms{detail})"
+    detail = f" · dev U {utility:.3f}" if utility is not None else ""
+    return f"{checkpoint_name(row)} · {row['checkpoint_id']} · {int(row['n_arms'])} arms{detail}"
 
 
 VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}

@@ -351,7 +351,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
 
     by_label(app.selectbox, "Features").set_value("lite")
     app.segmented_control[0].set_value(2).run()
-    assert by_label(app.selectbox, "Parent checkpoint").options[1].startswith(parent)
+    assert f" · {parent} · " in by_label(app.selectbox, "Parent checkpoint").options[1]  # name · id · ...
     by_label(app.selectbox, "Algorithm").set_value("rloo")
     by_label(app.number_input, "Steps").set_value(20)
     by_label(app.button, "Start training").click().run()

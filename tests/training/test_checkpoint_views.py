@@ -59,7 +59,7 @@ def test_checkpoint_table_has_lineage_and_dev_metrics() -> None:
 
 def test_checkpoint_label() -> None:
     row = checkpoints_frame().to_dict("records")[0]
-    assert checkpoint_label(row) == "ckpt-b (stage 2, lite, 6 arms, dev U 0.550)"
+    assert checkpoint_label(row) == "Lite, stage 2, 2026-01-02 00:00 · ckpt-b · 6 arms · dev U 0.550"
 
 
 def test_default_comparison_is_the_newest_and_its_parent() -> None:
