@@ -151,3 +151,11 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
         store.set_default_router("another-host", marked)
     store.set_default_router("synthetic-host", None)
     assert store.default_router("synthetic-host") is None
+
+    marked_by_cli = forge(store, "checkpoints", "--set-default", newer)
+    assert marked_by_cli.returncode == 0, marked_by_cli.stderr
+    listed = json.loads(forge(store, "checkpoints", "--json").stdout)["checkpoints"]
+    assert [row["checkpoint_id"] for row in listed if row["default"]] == [newer]
+    refused = forge(store, "checkpoints", "--set-default", "ckpt-missing")
+    assert refused.returncode == 2 and "no checkpoint 'ckpt-missing'" in refused.stderr
+    assert "Traceback" not in refused.stderr
