@@ -22,7 +22,7 @@ import html
 import logging
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,26 +193,40 @@ def umap_coordinates(embeddings: np.ndarray, n_neighbors: int = UMAP_NEIGHBORS, 
     return np.asarray(coordinates, dtype=np.float64)
 
 
-def cached_umap_coordinates(embeddings: np.ndarray, cache_dir: Path | None, seed: int = 0) -> np.ndarray:
-    """`umap_coordinates`, computed once per distinct embedding matrix and seed: kept in
-    `cache_dir` as `umap-<sha256>.npy` (written atomically; the key hashes the matrix, the UMAP
-    settings and the seed, so other queries or another embedder get their own file). No cache
-    without `cache_dir`."""
+def cached_array(cache_dir: Path | None, name: str, key: str, data: np.ndarray,
+                 compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """`compute()`, kept in `cache_dir` as `<name>-<sha256>.npy` under a digest of `key` (the
+    settings) and `data` (the input), and read back on the next call with the same key and data.
+    Written atomically; no cache without `cache_dir`."""
     if cache_dir is None:
-        return umap_coordinates(embeddings, seed=seed)
-    matrix = np.ascontiguousarray(embeddings, dtype=np.float32)
-    digest = hashlib.sha256(f"{UMAP_NEIGHBORS}|{UMAP_MIN_DIST}|{UMAP_METRIC}|{seed}|{matrix.shape}".encode())
-    digest.update(matrix.tobytes())
-    path = Path(cache_dir) / f"umap-{digest.hexdigest()[:24]}.npy"
+        return compute()
+    digest = hashlib.sha256(f"{key}|{data.dtype}|{data.shape}".encode())
+    digest.update(np.ascontiguousarray(data).tobytes())
+    path = Path(cache_dir) / f"{name}-{digest.hexdigest()[:24]}.npy"
     if path.exists():
         return np.load(path, allow_pickle=False)
-    coordinates = umap_coordinates(matrix, seed=seed)
+    result = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
-    np.save(partial, coordinates, allow_pickle=False)
+    np.save(partial, result, allow_pickle=False)
     os.replace(partial, path)
-    log.info("UMAP of %d queries cached in %s", len(matrix), path)
-    return coordinates
+    log.info("%s of %d rows kept in %s", name, len(data), path)
+    return result
+
+
+def cached_umap_coordinates(embeddings: np.ndarray, cache_dir: Path | None, seed: int = 0) -> np.ndarray:
+    """`umap_coordinates`, computed once per distinct embedding matrix and seed (`cached_array`:
+    the key holds the UMAP settings, so other queries or another embedder get their own file)."""
+    matrix = np.ascontiguousarray(embeddings, dtype=np.float32)
+    return cached_array(cache_dir, "umap", f"{UMAP_NEIGHBORS}|{UMAP_MIN_DIST}|{UMAP_METRIC}|{seed}", matrix,
+                        lambda: umap_coordinates(matrix, seed=seed))
+
+
+def cached_clusters(coordinates: np.ndarray, cache_dir: Path | None, n_clusters: int = N_CLUSTERS,
+                    seed: int = 0) -> np.ndarray:
+    """`cluster_points`, computed once per set of map coordinates, k and seed (`cached_array`)."""
+    return cached_array(cache_dir, "clusters", f"kmeans|{n_clusters}|{seed}", np.asarray(coordinates),
+                        lambda: cluster_points(coordinates, n_clusters, seed))
 
 
 def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: int = 0) -> np.ndarray:
@@ -245,8 +259,8 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
     split), only those of `benchmarks` when given (costs still normalized by the maxima the
     checkpoint's own train queries set). Reads the stored features
-    (`forge_core.routing.features.compute_features`); the UMAP is read from `umap_cache` when it
-    was computed before (`cached_umap_coordinates`)."""
+    (`forge_core.routing.features.compute_features`); the UMAP and its clusters are read from
+    `umap_cache` when they were computed before (`cached_umap_coordinates`, `cached_clusters`)."""
     if split not in SPLITS:
         raise InvalidInput(f"split is one of {', '.join(SPLITS)}, not '{split}'")
     checkpoint = load_checkpoint(store, checkpoint_id)
@@ -272,7 +286,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     oracle = oracle_actions(context.utility)
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
-    clusters = cluster_points(coordinates, n_clusters, seed)
+    clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
     questions = _questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),

@@ -82,13 +82,15 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     assert np.array_equal(action_map.oracle_actions, oracle)
     assert action_map.agreement == pytest.approx(float((router == oracle).mean()), abs=0)
 
-    assert len(list(tmp_path.glob("umap-*.npy"))) == 1  # computed once, kept
+    assert len(list(tmp_path.glob("umap-*.npy"))) == len(list(tmp_path.glob("clusters-*.npy"))) == 1  # kept
     again = compute_action_map(store, HOST, checkpoint_id, "test")  # no cache: computed afresh, the same map
     assert np.array_equal(action_map.coordinates, again.coordinates)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("forge_core.evaluation.action_map.umap_coordinates", lambda *a, **k: pytest.fail("recomputed"))
+        patch.setattr("forge_core.evaluation.action_map.cluster_points", lambda *a, **k: pytest.fail("recomputed"))
         cached = compute_action_map(store, HOST, checkpoint_id, "test", umap_cache=tmp_path)
     assert np.array_equal(cached.coordinates, action_map.coordinates)
+    assert np.array_equal(cached.clusters, action_map.clusters)
 
     utility = test.utility(table.fit_normalizer(), 0.10, 0.20)
     best = int(np.argmax(utility.mean(axis=0)))
