@@ -43,12 +43,15 @@ def show_decision_at_weights(reports: list[dict], lambda_in: float, lambda_out: 
     if report is None:
         st.info(f"No decision at λ_in {lambda_in:g} / λ_out {lambda_out:g}: deciding needs out-of-fold intervals. "
                 f"Run `forge eval --host {host} --protocol crossfit --lambda-in {lambda_in:g} --lambda-out "
-                f"{lambda_out:g}`{'' if accounting == 'deploy' else ' --accounting answer'} (stored runs are at "
-                f"{_weights_list(reports)}).", icon=":material/help:")
+                f"{lambda_out:g}`{'' if accounting == 'deploy' else ' --accounting answer'} ({_stored(reports)}).",
+                icon=":material/help:")
         return
     show_decision(report)
 
 
-def _weights_list(reports: list[dict]) -> str:
-    weights = dict.fromkeys(f"{r['lambda_in']:g}/{r['lambda_out']:g}" for r in reports)
-    return ", ".join(weights) or "no weights yet"
+def _stored(reports: list[dict]) -> str:
+    """Where the stored runs are, e.g. "stored runs: 0.1/0.2, 0.6/0.6 (deploy)"."""
+    if not reports:
+        return "no crossfit run is stored for this host yet"
+    weights = dict.fromkeys(f"{r['lambda_in']:g}/{r['lambda_out']:g} ({r['accounting']})" for r in reports)
+    return "stored runs: " + ", ".join(weights)
