@@ -8,7 +8,7 @@ from app import charts, data, ui
 from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
 from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
-from forge_core.routing.utility import ACCOUNTINGS
+from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
 ACCOUNTING_LABELS = {"deploy": "deployment: every call charged", "answer": "answer only (paper; excludes probes)"}
@@ -25,8 +25,9 @@ def show_crossfit(store: Store, host: str) -> None:
     policies; the routing gain over the best fixed arm along the stored runs' cost weights."""
     reports = data.crossfit_reports(store, data.store_version(store), host)
     if not reports:
-        st.info(f"No finished crossfit run for host '{host}' yet: run `forge eval --host {host} --protocol crossfit "
-                "--lambda-in 0.1 --lambda-out 0.2` (one per cost weight; results are stored and shown here).",
+        st.info(f"No finished crossfit run for host '{host}' yet: run `forge eval crossfit --host {host} "
+                f"--lambda-in {DEFAULT_LAMBDA_IN} --lambda-out {DEFAULT_LAMBDA_OUT}` (one per cost weight; results "
+                "are stored and shown here).",
                 icon=":material/query_stats:")
         return
     report = st.selectbox("Crossfit run", reports, format_func=_label)

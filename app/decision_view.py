@@ -42,7 +42,7 @@ def show_decision_at_weights(reports: list[dict], lambda_in: float, lambda_out: 
     report = report_at_weights(reports, lambda_in, lambda_out, accounting)
     if report is None:
         st.info(f"No decision at λ_in {lambda_in:g} / λ_out {lambda_out:g}: deciding needs out-of-fold intervals. "
-                f"Run `forge eval --host {host} --protocol crossfit --lambda-in {lambda_in:g} --lambda-out "
+                f"Run `forge eval crossfit --host {host} --lambda-in {lambda_in:g} --lambda-out "
                 f"{lambda_out:g}`{'' if accounting == 'deploy' else ' --accounting answer'} ({_stored(reports)}).",
                 icon=":material/help:")
         return

@@ -16,6 +16,12 @@ THINKING_MODES: tuple[str, ...] = ("no_think", "cot", "think_low", "think_high")
 THINKING_BUDGETS: dict[str, int] = {"think_low": 1024, "think_high": 4096}
 ALPHABET_SIZES: tuple[int, ...] = (3, 6, 12)
 
+# The arms code names: the three NoThink arms (the warm-start alphabet and the fixed baselines).
+DIRECT_NO_THINK = "direct:no_think"  # the question alone; its request is also the greedy probe's
+SUMMARY_NO_THINK = "summary:no_think"  # the compressed passages
+RAW_NO_THINK = "raw:no_think"  # the raw passages: Always-Raw's arm
+NO_THINK_ARMS: tuple[str, ...] = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)
+
 
 @dataclass(frozen=True)
 class Arm:

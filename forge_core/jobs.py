@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from forge_core import config
-from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work, validate_plan
+from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
 from forge_core.hosts.registry import get_host_config, serving
@@ -121,12 +121,11 @@ def read_request(path: Path) -> EnumerationPlan | TrainRequest:
 def run_request(store: Store, request: EnumerationPlan | TrainRequest) -> None:
     """Run one job's request in this process, logging its progress (the job's row in the jobs
     table is written by the enumeration or the training itself)."""
+    request.check(store)
     if isinstance(request, TrainRequest):
-        request.check(store)
         compute_features(store, request.host, request.benchmarks)
         train_router_job(store, request, on_log=lambda row: log.info("%s", row))
         return
-    validate_plan(store, request)
     if count_calls(plan_work(store, request)) == 0:
         log.info("nothing to do: every planned call is already stored")
         return

@@ -5,7 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for, validate_plan
+from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for
 
 st.title("Enumerate")
 st.caption("Stage 0: every (query, arm) outcome lands in the store the moment it is answered. A job runs "
@@ -42,7 +42,7 @@ if submitted:
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency))
     with ui.user_errors(stop=False):
-        validate_plan(store, plan)
+        plan.check(store)
         missing = data.missing_calls(store, plan)
         if missing == 0:
             st.success("Nothing to do: every planned call is already stored.")

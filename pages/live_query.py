@@ -5,9 +5,9 @@ that routing does not need); a session history keeps the running totals."""
 import streamlit as st
 
 from app import data, live_view, ui
-from forge_core.arms import alphabet, parse_arm
+from forge_core.arms import SUMMARY_NO_THINK, alphabet
+from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import default_router
-from forge_core.routing.live import ask_routed, check_question
 from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
@@ -61,21 +61,23 @@ compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
     choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]
-    override = st.selectbox("Arm", choices, index=choices.index("summary:no_think") if checkpoint_id is None else 0)
+    override = st.selectbox("Arm", choices, index=choices.index(SUMMARY_NO_THINK) if checkpoint_id is None else 0)
 asked = st.button("Route and answer", type="primary", icon=":material/send:")
 
 if asked:
     with ui.user_errors(stop=False):
-        question = check_question(question)
-        served = data.served_host(configs[host])
         by_hand = override != ROUTER_CHOICE
+        request = AskRequest(question=question, benchmark=benchmark, host_name=host,
+                             arm=override if by_hand else None, checkpoint_id=None if by_hand else checkpoint_id,
+                             example_id=example.example_id if example else None,
+                             always_raw="answer" if compare_raw else "cost")
+        request.check(store)
+        served = data.served_host(configs[host])
         router = None if by_hand else data.router(store, checkpoint_id)
         retriever = data.retriever(store, benchmark)
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
-            result = ask_routed(store, served, retriever, question, benchmark, router=router,
-                                arm=parse_arm(override) if by_hand else None, example=example,
-                                always_raw="answer" if compare_raw else "cost")
+            result = run_ask(store, request, host_config=served, retriever=retriever, checkpoint=router)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])

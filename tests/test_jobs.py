@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from forge_core.enumeration.planning import EnumerationPlan, validate_plan
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.jobs import (
     cancel_job,
     job_progress,
@@ -59,19 +59,19 @@ def test_plans_are_validated_with_the_next_step(tmp_path, benchmarks_root) -> No
     import_benchmarks(store, benchmarks_root, ["musique"])
     save_host_config(store, HostConfig(name="h", kind="openai", model="m", base_url="http://127.0.0.1:1/v1"))
     plan = EnumerationPlan(host="h", benchmarks=("musique",))
-    validate_plan(store, plan)
+    plan.check(store)
     with pytest.raises(ValueError, match="--per-benchmark must be at least 1, not -1"):
-        validate_plan(store, dataclasses.replace(plan, per_benchmark=-1))
+        dataclasses.replace(plan, per_benchmark=-1).check(store)
     with pytest.raises(ValueError, match="--concurrency must be at least 1"):
-        validate_plan(store, dataclasses.replace(plan, concurrency=0))
+        dataclasses.replace(plan, concurrency=0).check(store)
     with pytest.raises(ValueError, match="split seed must be one of 0, 1, 2"):
-        validate_plan(store, dataclasses.replace(plan, split_seed=5))
+        dataclasses.replace(plan, split_seed=5).check(store)
     with pytest.raises(ValueError, match=r"not imported: popqa \(run `forge data import`\)"):
-        validate_plan(store, dataclasses.replace(plan, benchmarks=("musique", "popqa")))
+        dataclasses.replace(plan, benchmarks=("musique", "popqa")).check(store)
     store.write_arm_outcome(ArmOutcome("h", "musique", "q1", "raw:cot", "x", "x", 1.0, 1.0, 10, 2, 0, 5.0, None, 1,
                                        "another-model", START, START))
     with pytest.raises(ValueError, match="another configuration"):
-        validate_plan(store, plan)
+        plan.check(store)
 
 
 def test_plan_round_trips_through_the_jobs_table_params() -> None:

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from forge_core.arms import RAW_NO_THINK
 from forge_core.cli.output import open_store, print_json
 from forge_core.errors import InvalidInput
-from forge_core.store import Store
 
 
 def ask(
@@ -37,40 +37,20 @@ def ask(
     """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
     with --route, a trained router picks the arm and Always-Raw's cost is shown beside it (a
     demonstration: unless stored, it takes an extra call that routing does not need)."""
-    from forge_core.arms import parse_arm
-    from forge_core.data.catalog import check_benchmarks
-    from forge_core.evidence.answering import load_retriever
-    from forge_core.hosts.registry import get_host_config
-    from forge_core.routing.checkpoints import load_checkpoint
-    from forge_core.routing.live import ask_routed, check_arm, check_question, default_router_id
+    from forge_core.routing.ask import AskRequest, run_ask
 
     if not route and (router or compare_raw):
         raise InvalidInput("--router and --compare-raw go with --route")
-    store = open_store()
-    check_benchmarks(store, [benchmark])
-    stored_example = _stored_example(store, benchmark, example) if example else None
-    question = check_question(stored_example.question if stored_example else question or "")
-    host_config = get_host_config(store, host)
-    chosen_arm = parse_arm(arm or "raw:no_think") if arm or not route else None
-    if chosen_arm is not None:
-        check_arm(chosen_arm, host_config)  # before an embedded server is started for nothing
-    loaded = None if chosen_arm else load_checkpoint(store, router or default_router_id(store, host))
-    always_raw = "off" if not route else "answer" if compare_raw else "cost"
-    result = ask_routed(store, host_config, load_retriever(store, benchmark), question, benchmark, router=loaded,
-                        arm=chosen_arm, example=stored_example, always_raw=always_raw)
+    request = AskRequest(question=question or "", benchmark=benchmark, host_name=host,
+                         arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
+                         always_raw="off" if not route else "answer" if compare_raw else "cost")
+    result = run_ask(open_store(), request)
     if not route:
-        _print_plain(result, host_config.name, as_json)
+        _print_plain(result, host, as_json)
     elif as_json:
         print_json(result.to_json())
     else:
         _print_routed(result)
-
-
-def _stored_example(store: Store, benchmark: str, example_id: str) -> Any:
-    found = store.examples(benchmark, [example_id])
-    if not found:
-        raise InvalidInput(f"no example '{example_id}' in {benchmark}")
-    return found[0]
 
 
 def _print_plain(result: Any, host: str, as_json: bool) -> None:

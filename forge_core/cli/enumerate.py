@@ -30,20 +30,16 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    queries_of: Annotated[Optional[str], typer.Option(
+        help="Only the queries this other host has every arm of: a second host on the same queries "
+             "(e.g. for `forge eval transfer`).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
     from forge_core.data.catalog import imported_routable_benchmarks
-    from forge_core.enumeration.planning import (
-        EnumerationPlan,
-        concurrency_for,
-        count_calls,
-        parse_shard,
-        plan_work,
-        validate_plan,
-    )
+    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, parse_shard, plan_work
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving
@@ -54,8 +50,9 @@ def enumerate_command(
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
-                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard))
-    validate_plan(store, plan)
+                           concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
+                           queries_of=queries_of)
+    plan.check(store)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")

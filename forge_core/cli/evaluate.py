@@ -17,10 +17,14 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 if TYPE_CHECKING:
-    from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.evaluation.fresh_online import FreshRequest
+    from forge_core.evaluation.setup import EvaluationSettings
+    from forge_core.evaluation.transfer import TransferRequest
 
 AccountingOption = Annotated[str, typer.Option(
     help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
@@ -50,29 +54,36 @@ PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only o
     "cached": ("--repeats",),
     "crossfit": ("--folds", "--stage", "--stage2-steps"),
     "fresh": ("--per-benchmark",),
-}
+}  # (`forge eval transfer` has no --protocol spelling)
 
 
 @eval_app.command("cached")
 def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
-                lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+                lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+                policy: PolicyOption = None,
                 repeats: Annotated[bool, typer.Option(
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
                 benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
                 accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
-    """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries."""
-    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
+    """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries
+    (the Stage-1 routers still missing for these settings are trained first, and said so)."""
+    from forge_core.evaluation.cached import CachedRequest
+
+    request = CachedRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
+                                      accounting), repeats=repeats)
+    store = open_store()
+    request.check(store)
+    _prepare_evaluations(request.evaluations())
     if repeats:
-        _eval_repeats(settings, as_json)
-        return
-    _prepare_evaluation(settings)
-    _eval_cached(settings, as_json)
+        _eval_repeats(request, as_json)
+    else:
+        _eval_cached(request, as_json)
 
 
 @eval_app.command("crossfit")
-def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6, lambda_in: LambdaInOption = 0.10,
-                  lambda_out: LambdaOutOption = 0.20, folds: FoldsOption = 5, stage: StageOption = 1,
-                  stage2_steps: Stage2StepsOption = 1000,
+def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
+                  lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+                  folds: FoldsOption = 5, stage: StageOption = 1, stage2_steps: Stage2StepsOption = 1000,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
                   accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
@@ -87,15 +98,45 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6, lambda_in
 
 @eval_app.command("fresh")
 def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
-               lambda_in: LambdaInOption = 0.10, lambda_out: LambdaOutOption = 0.20, policy: PolicyOption = None,
+               lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+               policy: PolicyOption = None,
                per_benchmark: PerBenchmarkOption = 10, benchmark: BenchmarkOption = None,
                split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
                as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
-    settings = _settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed, accounting)
-    _prepare_evaluation(settings)
-    _eval_fresh(settings, per_benchmark, as_json)
+    from forge_core.evaluation.fresh_online import FreshRequest
+
+    request = FreshRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
+                                     accounting), per_benchmark)
+    request.check(open_store())
+    _prepare_evaluations([request.settings])
+    _eval_fresh(request, as_json)
+
+
+@eval_app.command("transfer")
+def eval_transfer(
+    source: Annotated[str, typer.Option("--from", help="The source host: whose routers (trained on its data only).")],
+    target: Annotated[str, typer.Option("--to", help="The target host: whose queries, outcomes and costs.")],
+    split: SplitOption = "test", arms: ArmsOption = 6, lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
+    lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT, split_seed: SplitSeedOption = 0,
+    calibrate: Annotated[Optional[list[int]], typer.Option(
+        help="Also refit the transferred routers' last layers on K labelled target queries (repeatable: "
+             "--calibrate 25 --calibrate 50 ...).")] = None,
+    calibration_split: Annotated[str, typer.Option(
+        help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
+    accounting: AccountingOption = "deploy", as_json: JsonOption = False,
+) -> None:
+    """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
+    router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
+    with --calibrate, after a target-side calibration on K queries."""
+    from forge_core.evaluation.transfer import TransferRequest
+
+    request = TransferRequest(source, target, arms, lambda_in, lambda_out, split, split_seed, accounting,
+                              tuple(calibrate or ()), calibration_split)
+    request.check(open_store())
+    _prepare_evaluations(request.evaluations())
+    _eval_transfer(request, as_json)
 
 
 @eval_app.callback()
@@ -105,8 +146,8 @@ def eval_command(
     split: Annotated[Optional[str], typer.Option(help="Cached and fresh: dev or test (default test).")] = None,
     protocol: Annotated[str, typer.Option(help="cached, crossfit or fresh (or name it as a subcommand).")] = "cached",
     arms: ArmsOption = 6,
-    lambda_in: LambdaInOption = 0.10,
-    lambda_out: LambdaOutOption = 0.20,
+    lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
+    lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
     policy: PolicyOption = None,
     repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 x 3 runs.")] = False,
     per_benchmark: Annotated[Optional[int], typer.Option(help="Fresh: queries per benchmark (default 10).")] = None,
@@ -147,29 +188,35 @@ def eval_command(
 
 def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: float, policy: list[str] | None,
               benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
-    from forge_core.evaluation.cached import EvaluationSettings
+    from forge_core.evaluation.setup import EvaluationSettings
 
     return EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
                               accounting=accounting)
 
 
-def _prepare_evaluation(settings: EvaluationSettings) -> None:
-    """Features and missing routers, with a progress bar: the step before an evaluation reads."""
-    from forge_core.evaluation.cached import prepare_evaluation
+def _prepare_evaluations(evaluations: list[EvaluationSettings]) -> None:
+    """The explicit step before an evaluation reads: features, and the Stage-1 routers still
+    missing for each of the settings, with a progress bar; says which routers it trained."""
+    from forge_core.evaluation.setup import prepare_evaluation
 
+    store, trained = open_store(), []
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features, then missing routers", total=None)
-        prepare_evaluation(open_store(), settings, on_features=lambda done, total: progress.update(
-            task, completed=done, total=total))
+        for settings in evaluations:
+            trained += prepare_evaluation(store, settings, on_features=lambda done, total: progress.update(
+                task, completed=done, total=total))
+    if trained:
+        console.print(f"trained {len(trained)} missing Stage-1 router(s) first: {', '.join(trained)}")
 
 
-def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation.cached import repeated_evaluation
+def _eval_repeats(request: CachedRequest, as_json: bool) -> None:
+    from forge_core.evaluation.cached import run_cached
 
+    settings = request.settings
     with spinner_progress() as progress:
-        task = progress.add_task("runs", total=9)
-        report = repeated_evaluation(open_store(), settings, on_run=lambda *_: progress.advance(task))
+        task = progress.add_task("runs", total=len(request.evaluations()))
+        report = run_cached(open_store(), request, on_run=lambda *_: progress.advance(task))
     if as_json:
         print_json(report)
         return
@@ -181,13 +228,14 @@ def _eval_repeats(settings: EvaluationSettings, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
-    from forge_core.evaluation.cached import evaluate
+def _eval_cached(request: CachedRequest, as_json: bool) -> None:
+    from forge_core.evaluation.cached import run_cached
 
+    settings = request.settings
     with spinner_progress() as progress:
         task = progress.add_task("evaluating", total=None)
-        report = evaluate(open_store(), settings,
-                          on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
+        report = run_cached(open_store(), request,
+                            on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
     if as_json:
         print_json(report)
         return
@@ -204,9 +252,10 @@ def _eval_cached(settings: EvaluationSettings, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool) -> None:
-    from forge_core.evaluation.fresh_online import fresh_online_evaluation
+def _eval_fresh(request: FreshRequest, as_json: bool) -> None:
+    from forge_core.evaluation.fresh_online import run_fresh
 
+    settings = request.settings
     with counting_progress(transient=True) as progress:
         task = progress.add_task("preparing", total=None)
 
@@ -215,7 +264,7 @@ def _eval_fresh(settings: EvaluationSettings, per_benchmark: int, as_json: bool)
             progress.update(task, total=done + remaining, completed=done,
                             description=f"live answers ({result.policy})")
 
-        report = fresh_online_evaluation(open_store(), settings, per_benchmark, on_result=on_result)
+        report = run_fresh(open_store(), request, on_result=on_result)
     if as_json:
         print_json(report)
         return
@@ -262,6 +311,29 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     _print_seed_spread(report["across_split_seeds"])
 
 
+def _eval_transfer(request: TransferRequest, as_json: bool) -> None:
+    from forge_core.evaluation.transfer import run_transfer
+    from forge_core.routing.utility import ACCOUNTINGS
+
+    with spinner_progress() as progress:
+        task = progress.add_task("transfer", total=None)
+        report = run_transfer(open_store(), request, on_step=lambda step: progress.update(task, description=step))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("policy", "kind", "macro F1", "k tok (deploy)", "calls", "utility", "vs Always-Raw, 95% CI",
+                  "vs best fixed, 95% CI", "vs target's router, 95% CI",
+                  title=f"{request.source_host} -> {request.target_host}, {request.split}, "
+                        f"{report['queries']} queries, best fixed arm {report['best_fixed_arm']}",
+                  caption=f"utility differences; utility charges {ACCOUNTINGS[request.accounting]}")
+    for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
+        table.add_row(name, row["kind"], f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}",
+                      f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
+                      _interval(row["ci_utility_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
+                      _interval(row["ci_utility_vs_target_router"]))
+    Console().print(table)
+
+
 def _print_seed_spread(spread: dict) -> None:
     if len(spread["split_seeds"]) < 2:
         return
@@ -302,19 +374,23 @@ def sweep_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
-    Pareto frontier (routers retrained with Stage 1 at every point)."""
-    from forge_core.evaluation.cached import EvaluationSettings, lambda_sweep
+    Pareto frontier (a Stage-1 router is trained first at every point that has none)."""
+    from forge_core.evaluation.cached import SweepRequest, run_sweep
+    from forge_core.evaluation.setup import EvaluationSettings
 
-    grid = [(li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out")]
+    grid = tuple((li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out"))
+    settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
+                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
+    request = SweepRequest(grid, settings)
+    request.check(open_store())
+    _prepare_evaluations(request.evaluations())
     with spinner_progress() as progress:
         task = progress.add_task("sweeping", total=len(grid))
 
         def on_point(li: float, lo: float) -> None:
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
-        settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
-                                      benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
-        result = lambda_sweep(open_store(), grid, settings, on_point=on_point)
+        result = run_sweep(open_store(), request, on_point=on_point)
     if as_json:
         print_json(result)
         return

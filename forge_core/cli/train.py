@@ -19,6 +19,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
 
@@ -46,8 +47,8 @@ def train_router_command(
     variant: Annotated[str, typer.Option(help="full, lite or bge.")] = "full",
     arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
     host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = "embedded",
-    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = 0.10,
-    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = 0.20,
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = DEFAULT_LAMBDA_IN,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
     tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = 1.0,
     algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = "grpo",
     rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",

@@ -1,6 +1,6 @@
 """What Stage 0 runs: an enumeration plan, checked, and the calls it still needs.
 
-A plan names a host, a split, an alphabet and bounds. `validate_plan` refuses a plan the run
+A plan names a host, a split, an alphabet and bounds. `EnumerationPlan.check` refuses a plan the run
 would refuse, with one-line reasons (the CLI and the dashboard share it). `plan_work` lists the
 missing calls of every query: arms without a non-error outcome and, with probes, the missing
 probe samples; benchmarks are interleaved round-robin so that a partial run covers all of them.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from forge_core.arms import Arm, alphabet, thinking_modes
+from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.errors import InvalidInput, MissingStep
@@ -42,6 +42,27 @@ class EnumerationPlan:
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
+    queries_of: str | None = None  # only the queries this other host has every arm of (a second host, same queries)
+
+    def check(self, store: Store) -> None:
+        """Refuse a plan the run would refuse, with one-line reasons (`ForgeError`), before any
+        host is started: the CLI, the dashboard and the jobs all call it."""
+        if self.split not in SPLIT_CHOICES:
+            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        thinking_modes(self.n_arms)
+        if not self.benchmarks:
+            raise InvalidInput("choose at least one benchmark")
+        check_benchmarks(store, self.benchmarks)
+        if self.split_seed not in SPLIT_SEEDS:
+            raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
+        _check_bounds(self)
+        _check_imported(store, self.benchmarks)
+        host_config = get_host_config(store, self.host)
+        if self.n_arms == 12 and not host_config.supports_thinking:
+            raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
+        _check_same_configuration(store, self.host, host_config)
+        if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
+            raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -57,7 +78,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     return shard
 
 
-
 def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     """Queries in flight: `requested`, or by default 1 on an embedded host, whose single llama.cpp
     slot is fastest with a query's arms back to back (prompt cache reuse, see
@@ -67,7 +87,6 @@ def concurrency_for(host_config: HostConfig, requested: int | None) -> int:
     if host_config.kind == "embedded":
         return 1
     return host_config.max_concurrency * max(1, len(host_config.base_urls))
-
 
 
 @dataclass(frozen=True)
@@ -80,26 +99,6 @@ class QueryWork:
     greedy_probe: bool
 
 
-
-def validate_plan(store: Store, plan: EnumerationPlan) -> None:
-    """Refuse a plan the CLI would refuse, with the same one-line reasons."""
-    if plan.split not in SPLIT_CHOICES:
-        raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
-    thinking_modes(plan.n_arms)
-    if not plan.benchmarks:
-        raise InvalidInput("choose at least one benchmark")
-    check_benchmarks(store, plan.benchmarks)
-    if plan.split_seed not in SPLIT_SEEDS:
-        raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
-    _check_bounds(plan)
-    _check_imported(store, plan.benchmarks)
-    host_config = get_host_config(store, plan.host)
-    if plan.n_arms == 12 and not host_config.supports_thinking:
-        raise InvalidInput(f"host '{plan.host}' has no reasoning budget: use 6 (or 3) arms")
-    _check_same_configuration(store, plan.host, host_config)
-
-
-
 def _check_bounds(plan: EnumerationPlan) -> None:
     bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
               "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
@@ -108,12 +107,10 @@ def _check_bounds(plan: EnumerationPlan) -> None:
             raise InvalidInput(f"--{name} must be at least 1, not {value}")
 
 
-
 def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
     missing = sorted(set(benchmarks) - set(store.benchmark_stats()))
     if missing:
         raise MissingStep(f"not imported: {', '.join(missing)} (run `forge data import`)")
-
 
 
 def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
@@ -123,7 +120,6 @@ def _check_same_configuration(store: Store, host: str, host_config: HostConfig) 
         raise InvalidInput(
             f"host '{host}' has stored outcomes from another configuration (kind, model or thinking "
             f"changed since); add this configuration under a new name with `forge host add`")
-
 
 
 def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
@@ -138,10 +134,12 @@ def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
     return interleaved[: plan.limit] if plan.limit is not None else interleaved
 
 
-
 def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: tuple[Arm, ...]) -> list[QueryWork]:
     splits = ("train", "dev", "test") if plan.split == "all" else (plan.split,)
     ids = [i for split in splits for i in store.split_ids(benchmark, split, plan.split_seed)]
+    if plan.queries_of is not None:
+        answered = store.finished_arms(plan.queries_of, benchmark)
+        ids = [i for i in ids if {arm.name for arm in arms} <= answered.get(i, set())]
     ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
     index, count = plan.shard
     ids = ids[index - 1 :: count]
@@ -160,11 +158,9 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
     return work
 
 
-
 def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
     longest = max((len(items) for items in lists), default=0)
     return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
-
 
 
 def count_calls(work: list[QueryWork]) -> int:
@@ -172,10 +168,8 @@ def count_calls(work: list[QueryWork]) -> int:
     return sum(len(w.arms) + len(w.samples) + (w.greedy_probe and not has_direct(w)) for w in work)
 
 
-
 def has_direct(work: QueryWork) -> bool:
-    return any(arm.name == "direct:no_think" for arm in work.arms)
-
+    return any(arm.name == DIRECT_NO_THINK for arm in work.arms)
 
 
 def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:
@@ -186,7 +180,7 @@ def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[Q
     units = []
     for arm in alphabet(n_arms):
         units += [dataclasses.replace(w, arms=(arm,), samples=(),
-                                      greedy_probe=w.greedy_probe and arm.name == "direct:no_think")
+                                      greedy_probe=w.greedy_probe and arm.name == DIRECT_NO_THINK)
                   for w in work if arm in w.arms]
     units += [dataclasses.replace(w, arms=(), greedy_probe=w.greedy_probe and not has_direct(w))
               for w in work if w.samples or (w.greedy_probe and not has_direct(w))]

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forge_core.arms import Arm
+from forge_core.arms import DIRECT_NO_THINK, Arm
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
 from forge_core.evidence.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
 from forge_core.evidence.prompts import sample_probe_request
@@ -184,7 +184,7 @@ class _Run:
         for arm in work.arms:
             if not self.reserve_call():
                 return
-            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == "direct:no_think")
+            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == DIRECT_NO_THINK)
         if work.greedy_probe and not has_direct(work) and self.reserve_call():
             await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
         reserved = [probe for probe in work.samples if self.reserve_call()]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forge_core.arms import DIRECT_NO_THINK
 from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
@@ -77,7 +78,7 @@ class EvalContext:
         """Decisions of a policy that runs the four probes before it decides: the three samples,
         and the greedy probe unless the answer is direct:no_think (the same request, made once)."""
         actions = np.asarray(actions, dtype=np.int64)
-        direct = self.arm("direct:no_think")
+        direct = self.arm(DIRECT_NO_THINK)
         greedy_apart = actions != direct
         table = self.table
         return Decisions(

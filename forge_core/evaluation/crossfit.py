@@ -32,9 +32,18 @@ import pandas as pd
 import torch
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.cached import FALLBACK_ROUTER, ROUTER_POLICIES, score_decisions
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
-from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
+from forge_core.evaluation.outcomes import score_decisions
+from forge_core.evaluation.policies import (
+    FIXED_ARM_KIND,
+    ORACLE_KIND,
+    ROUTER_KIND,
+    FallbackPolicy,
+    FixedArm,
+    Policy,
+    build_baselines,
+)
+from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
@@ -48,7 +57,7 @@ log = logging.getLogger(__name__)
 
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
-REPORT_VERSION = 1  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,11 @@ class CrossfitSettings:
             raise InvalidInput(f"stage is 1 or 2, not {self.stage}")
         if not 0 < self.dev_fraction < 1:
             raise InvalidInput(f"dev_fraction must be in (0, 1), not {self.dev_fraction}")
+
+    def check(self, store: Store) -> None:
+        """Refuse, with a one-line `ForgeError`, a host without stored outcomes (the settings
+        checked their own values)."""
+        check_evaluation(store, EvaluationSettings(self.host, n_arms=self.n_arms, accounting=self.accounting))
 
     def to_dict(self) -> dict:
         """JSON-ready settings (part of the run id)."""
@@ -118,6 +132,8 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
 class FoldRouter(Policy):
     """A FORGE router trained in memory on the context's train rows (Stage 1, early-stopped on
     its dev rows), or with `parent` a Stage-2 refinement of that parent's router."""
+
+    kind = ROUTER_KIND
 
     def __init__(self, name: str, variant: str, stage1: Stage1Config, stage2: Stage2Config | None = None,
                  parent: FoldRouter | None = None) -> None:
@@ -188,9 +204,10 @@ def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy],
         if on_policy:
             on_policy(policy.name)
         policy.fit(context)
-        outcome = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+        outcome = score_decisions(context, rows, policy, policy.decide(context, rows))
         frames.append(pd.DataFrame({
-            "policy": policy.name, "benchmark": [k[0] for k in keys], "example_id": [k[1] for k in keys],
+            "policy": policy.name, "kind": policy.kind, "benchmark": [k[0] for k in keys],
+            "example_id": [k[1] for k in keys],
             "arm": [context.table.arms[a] for a in outcome.actions], "f1": outcome.f1,
             "deploy_utility": outcome.deploy_utility, "answer_utility": outcome.answer_utility,
             "deploy_tokens": outcome.deploy_tokens, "answer_tokens": outcome.answer_tokens, "calls": outcome.calls}))
@@ -205,6 +222,7 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     `on_fold(done, total)` follows the folds, `on_policy(name)` the policies within a fold.
     Folds already stored under the run id are not recomputed. Computes missing features first.
     """
+    settings.check(store)
     compute_features(store, settings.host)
     base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
                               accounting=settings.accounting)
@@ -288,7 +306,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     def utility(name: str) -> np.ndarray:
         return per_policy[name][f"{accounting}_utility"].to_numpy()
 
-    fixed = [name for name, frame in per_policy.items() if _is_fixed_arm(name, frame)]
+    fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
     best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
     policies = {}
@@ -296,13 +314,14 @@ def crossfit_report(store: Store, run_id: str) -> dict:
         f1 = frame["f1"].to_numpy()
         costs = {kind: macro(frame[f"{kind}_tokens"].to_numpy(), benchmarks) / 1000.0 for kind in ("deploy", "answer")}
         policies[name] = {
+            "kind": frame["kind"].iloc[0],
             "macro_f1": macro(f1, benchmarks), "macro_utility": macro(utility(name), benchmarks),
             "cost_k": costs[accounting], "deploy_cost_k": costs["deploy"], "answer_cost_k": costs["answer"],
             "calls_per_query": macro(frame["calls"].to_numpy(dtype=np.float64), benchmarks),
             "ci_f1": list(paired_bootstrap_ci(f1, np.zeros_like(f1), benchmarks)),
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
             "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility(name), utility(best_fixed), benchmarks)),
-            "deployable": name != "oracle",
+            "deployable": frame["kind"].iloc[0] != ORACLE_KIND,
         }
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(
@@ -329,7 +348,7 @@ def seed_spread(reports: list[dict]) -> dict:
     policies = {}
     for name in reports[0]["policies"]:
         rows = [r["policies"].get(name) for r in reports]
-        if name == "oracle" or any(row is None for row in rows):
+        if any(row is None for row in rows) or rows[0]["kind"] == ORACLE_KIND:
             continue
         gains = [row["macro_utility"] - r["policies"][r["best_fixed_policy"]]["macro_utility"]
                  for row, r in zip(rows, reports)]
@@ -354,6 +373,3 @@ def split_seed_spread(store: Store, report: dict) -> dict:
                 and seed_key({"settings": json.loads(settings)}) == seed_key(report)]
     return seed_spread([report, *(crossfit_report(store, run_id) for run_id in siblings)])
 
-
-def _is_fixed_arm(name: str, frame: pd.DataFrame) -> bool:
-    return name.startswith("always_") and frame["arm"].nunique() == 1

@@ -4,16 +4,14 @@ The rule is the paper's dev fallback rule applied to cross-fitted results: a pol
 fixed arm decidably when the lower bound of the paired bootstrap 95% interval of its utility gain
 over that arm is above zero. Among the policies that do, the one of highest macro utility is the
 one to deploy; when none does, the best fixed arm is (a router that may not beat it is not worth
-its risk). The oracle is descriptive only and never a candidate; fixed arms never beat the best
-fixed arm.
+its risk). The oracle is descriptive only and never a candidate; nor are fixed arms, which never
+beat the best fixed arm.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-ORACLE = "oracle"
 
 
 @dataclass(frozen=True)
@@ -38,15 +36,13 @@ class Decision:
         return f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy})"
 
 
-def is_candidate(name: str, row: dict) -> bool:
-    """A policy that could be deployed instead of the best fixed arm (not the oracle, not a fixed arm)."""
-    return name != ORACLE and row.get("deployable", True) and not name.startswith("always_")
-
-
 def decidable_policies(report: dict) -> dict[str, bool]:
     """Per policy of a crossfit report: True when the 95% interval of its utility gain over the
-    run's best fixed arm lies above zero (the oracle and the fixed arms: False)."""
-    return {name: is_candidate(name, row) and row["ci_utility_vs_best_fixed"][0] > 0
+    run's best fixed arm lies above zero; the oracle and the fixed arms (by their `Policy.kind`)
+    are never candidates, so False."""
+    from forge_core.evaluation.policies import FIXED_ARM_KIND, ORACLE_KIND  # imports torch: only when deciding
+
+    return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND) and row["ci_utility_vs_best_fixed"][0] > 0
             for name, row in report["policies"].items()}
 
 

@@ -25,15 +25,17 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.cached import EvaluationSettings, EvaluationSetup, evaluation_setup, policy_outcomes
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.live_query import LiveQuery
+from forge_core.evaluation.outcomes import policy_outcomes
 from forge_core.evaluation.policies import Policy
+from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evaluation.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
@@ -59,17 +61,31 @@ async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshRe
                        query.tokens_in, query.tokens_out, latency_ms, utc_now(), answer.tokens_in, answer.tokens_out)
 
 
-def fresh_online_evaluation(
-    store: Store,
-    settings: EvaluationSettings = EvaluationSettings(),
-    per_benchmark: int = DEFAULT_PER_BENCHMARK,
-    on_result: Callable[[FreshResult, int], None] | None = None,
-) -> dict:
-    """Run every deployable policy live on the first `per_benchmark` complete queries of each
-    benchmark in the split and report F1, EM, tokens, calls and latency per policy.
-    `on_result(result, remaining)` follows progress."""
-    if per_benchmark < 1:
-        raise InvalidInput("--per-benchmark must be at least 1")
+@dataclass(frozen=True)
+class FreshRequest:
+    """`forge eval fresh`: every deployable policy answers the first `per_benchmark` complete
+    queries of each benchmark in the split live on the host."""
+
+    settings: EvaluationSettings = EvaluationSettings()
+    per_benchmark: int = DEFAULT_PER_BENCHMARK  # queries per benchmark, each answered live by every policy
+
+    def __post_init__(self) -> None:
+        if self.per_benchmark < 1:
+            raise InvalidInput(f"--per-benchmark must be at least 1, not {self.per_benchmark}")
+
+    def check(self, store: Store) -> None:
+        """Refuse, with a one-line `ForgeError`, a request the store cannot answer (the host must
+        be configured: its answers are made live)."""
+        check_evaluation(store, self.settings)
+        get_host_config(store, self.settings.host)
+
+
+def run_fresh(store: Store, request: FreshRequest,
+              on_result: Callable[[FreshResult, int], None] | None = None) -> dict:
+    """Run every deployable policy of the request live and report F1, EM, tokens, calls and
+    latency per policy; `on_result(result, remaining)` follows progress."""
+    request.check(store)
+    settings, per_benchmark = request.settings, request.per_benchmark
     setup = evaluation_setup(store, settings)
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
     setup = dataclasses.replace(setup, rows=rows)
@@ -153,7 +169,8 @@ def fresh_report(results: pd.DataFrame, setup: EvaluationSetup, policies: list[P
     frames = {p.name: results[results["policy"] == p.name].set_index(["benchmark", "example_id"]).reindex(keys)
               for p in policies}
     raw = frames.get("always_raw")
-    return {name: _policy_summary(frame, benchmarks, setup.context, raw, cached_f1[name])
+    kinds = {p.name: p.kind for p in policies}
+    return {name: {"kind": kinds[name], **_policy_summary(frame, benchmarks, setup.context, raw, cached_f1[name])}
             for name, frame in frames.items()}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forge_core.arms import parse_arm
+from forge_core.arms import DIRECT_NO_THINK, parse_arm
 from forge_core.evaluation.context import EvalContext
 from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
@@ -23,7 +23,7 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.store import utc_now
 
-DIRECT_ARM = "direct:no_think"
+DIRECT_ARM = DIRECT_NO_THINK
 
 
 @dataclass

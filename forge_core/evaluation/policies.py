@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from sklearn.linear_model import LogisticRegression, Ridge
 
+from forge_core.arms import DIRECT_NO_THINK, RAW_NO_THINK, SUMMARY_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
 from forge_core.evaluation.live_query import LiveQuery
@@ -30,13 +31,21 @@ from forge_core.routing.utility import oracle_actions
 
 RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
-FIXED_ARMS_FOR_FALLBACK = ("direct:no_think", "summary:no_think", "raw:no_think")
+FIXED_ARMS_FOR_FALLBACK = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)
+
+# What a policy is (`Policy.kind`), stored with its results and used to group it in reports and charts.
+FIXED_ARM_KIND = "fixed arm"  # always the same arm
+BASELINE_KIND = "baseline"  # a published routing baseline, or the linear floor `ridge_utility`
+ROUTER_KIND = "router"  # a FORGE router (a checkpoint, a router trained per fold, or its dev fallback)
+ORACLE_KIND = "oracle"  # the per-query utility oracle: a reference, not deployable
+POLICY_KINDS = (FIXED_ARM_KIND, BASELINE_KIND, ROUTER_KIND, ORACLE_KIND)
 
 
 class Policy(ABC):
     """Picks one arm per query; `fit` may only read train and dev rows."""
 
     name: str = ""
+    kind: str = BASELINE_KIND  # one of POLICY_KINDS
     live_variant: str | None = None  # the feature variant `decide` reads on a new query
     live_embedder: str | None = None  # the embedder of those features (None: FORGE_EMBEDDER's)
     deployable = True  # False for a descriptive policy that needs every arm's outcome
@@ -58,6 +67,8 @@ class Policy(ABC):
 class FixedArm(Policy):
     """Always the same arm (Always-Direct, Always-Summary, Always-Raw, or any arm)."""
 
+    kind = FIXED_ARM_KIND
+
     def __init__(self, arm: str) -> None:
         self.arm = arm
         self.name = "always_" + arm.replace(":no_think", "").replace(":", "_")
@@ -73,13 +84,14 @@ class Oracle(Policy):
     """The per-query utility-maximizing arm, read from the outcomes (descriptive only)."""
 
     name = "oracle"
+    kind = ORACLE_KIND
     deployable = False
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return Decisions.single(oracle_actions(context.utility[rows]))
 
 
-NOTHINK_ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
+NOTHINK_ARMS = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)
 
 
 class BM25Threshold(Policy):
@@ -169,7 +181,7 @@ class TierMem(ArmClassifier):
     predicts that Raw's utility beats Summary's."""
 
     name = "tiermem"
-    arm_names = ("summary:no_think", "raw:no_think")
+    arm_names = (SUMMARY_NO_THINK, RAW_NO_THINK)
 
     def train_labels(self, context: EvalContext) -> np.ndarray:
         summary, raw = (context.arm(arm) for arm in self.arm_names)
@@ -201,7 +213,7 @@ class SelfRouting(Policy):
 
     def _decide(self, context: EvalContext, rows: np.ndarray, threshold: float) -> Decisions:
         confident = self._confident(context, rows, threshold)
-        direct, raw = context.arm("direct:no_think"), context.arm("raw:no_think")
+        direct, raw = context.arm(DIRECT_NO_THINK), context.arm(RAW_NO_THINK)
         return context.probed_decisions(rows, np.where(confident, direct, raw))
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
@@ -210,7 +222,7 @@ class SelfRouting(Policy):
     async def answer_live(self, query: LiveQuery) -> ArmAnswer:
         context = await query.context("full")  # the greedy probe is the Direct answer itself
         confident = self._confident(context, LIVE_ROW, self.threshold)[0]
-        return await query.answer("direct:no_think" if confident else "raw:no_think")
+        return await query.answer(DIRECT_NO_THINK if confident else RAW_NO_THINK)
 
 
 class FrugalCascade(Policy):
@@ -292,6 +304,8 @@ class RidgeUtility(Policy):
 class RouterPolicy(Policy):
     """A trained router checkpoint: argmax of its policy on the standardized features."""
 
+    kind = ROUTER_KIND
+
     def __init__(self, checkpoint_id: str, name: str) -> None:
         self.checkpoint_id = checkpoint_id
         self.name = name
@@ -354,6 +368,8 @@ def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> d
 class FallbackPolicy(Policy):
     """A router used only on benchmarks where the dev fallback rule keeps it."""
 
+    kind = ROUTER_KIND
+
     def __init__(self, router: RouterPolicy) -> None:
         self.router = router
         self.name = self.name_for(router.name)
@@ -382,9 +398,9 @@ class FallbackPolicy(Policy):
 
 
 BASELINES: dict[str, type[Policy] | tuple] = {
-    "always_direct": (FixedArm, "direct:no_think"),
-    "always_summary": (FixedArm, "summary:no_think"),
-    "always_raw": (FixedArm, "raw:no_think"),
+    "always_direct": (FixedArm, DIRECT_NO_THINK),
+    "always_summary": (FixedArm, SUMMARY_NO_THINK),
+    "always_raw": (FixedArm, RAW_NO_THINK),
     "bm25_threshold": (BM25Threshold,),
     "adaptive_rag": (AdaptiveRAG,),
     "tiermem": (TierMem,),

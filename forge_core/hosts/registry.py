@@ -1,4 +1,5 @@
-"""Named host configurations: two built in (`embedded`, `embedded-tiny`), the rest in the store."""
+"""Named host configurations: three built in (`embedded`, `embedded-small`, `embedded-tiny`), the rest in the
+store."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ BUILTIN_HOSTS: dict[str, HostConfig] = {
     config.name: config
     for config in (
         HostConfig(name="embedded", kind="embedded", model="qwen2.5-coder-1.5b", max_concurrency=2, timeout_s=600.0),
+        HostConfig(name="embedded-small", kind="embedded", model="qwen2.5-coder-0.5b", max_concurrency=2,
+                   timeout_s=600.0),
         HostConfig(name="embedded-tiny", kind="embedded", model="smollm2-135m", max_concurrency=2, timeout_s=300.0),
     )
 }

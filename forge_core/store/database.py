@@ -582,11 +582,11 @@ class Store(StoreFile):
 
     def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
         """Every policy's out-of-fold decisions of one fold, in one transaction (a fold is stored
-        whole or not at all). Columns: policy, benchmark, example_id, arm, f1, deploy_utility,
+        whole or not at all). Columns: policy, kind, benchmark, example_id, arm, f1, deploy_utility,
         answer_utility, deploy_tokens, answer_tokens, calls."""
         frame = rows.assign(run_id=run_id, fold=fold, finished_at=utc_now())
         frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "deploy_utility",
-                       "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at"]]
+                       "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at", "kind"]]
         with self.transaction() as connection:
             connection.execute("DELETE FROM crossfit_results WHERE run_id = ? AND fold = ?", [run_id, fold])
             insert_rows(connection, "crossfit_results", frame)

@@ -14,7 +14,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from forge_core.store.connection import StoreError, StoreFile, first_row, known_table, utc_now
-from forge_core.store.schema import CHECKPOINT_LINEAGE_COLUMNS, EXPORTED_TABLES, FILL_CHECKPOINT_LINEAGE
+from forge_core.store.schema import (
+    CHECKPOINT_LINEAGE_COLUMNS,
+    EXPORTED_TABLES,
+    FILL_CHECKPOINT_LINEAGE,
+    FILL_CROSSFIT_KINDS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,8 @@ def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     names = pq.read_schema(path).names
     if names == columns or (source == "checkpoints" and names == _without_lineage_columns(columns)):
         return False
+    if source == "crossfit_results" and names == [column for column in columns if column != "kind"]:
+        return False  # before schema version 7: the kinds are filled on load
     if source == "crossfit_results":
         if table == source:  # said once for the pair
             log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; "
@@ -116,6 +123,8 @@ def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: p
     connection.unregister("new_rows")
     if table == "checkpoints" and not set(CHECKPOINT_LINEAGE_COLUMNS) <= set(frame.columns):
         connection.execute(FILL_CHECKPOINT_LINEAGE, [frame["checkpoint_id"].tolist()])
+    if table == "crossfit_results" and "kind" not in frame.columns:
+        connection.execute(FILL_CROSSFIT_KINDS)
 
 
 def _row_count(connection: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -12,6 +12,16 @@ COPY_LINEAGE_COLUMNS = """
         store_snapshot = lineage ->> '$.store_snapshot',
         benchmarks = CAST(lineage -> '$.benchmarks' AS VARCHAR[])"""
 
+# Fills the `kind` (`Policy.kind`) of crossfit rows stored before schema version 7 recorded it,
+# from the policy names of that time.
+FILL_CROSSFIT_KINDS = """
+    UPDATE crossfit_results SET kind = CASE
+        WHEN policy = 'oracle' THEN 'oracle'
+        WHEN starts_with(policy, 'always_') THEN 'fixed arm'
+        WHEN starts_with(policy, 'forge_') OR starts_with(policy, 'bge_bm25_kl') THEN 'router'
+        ELSE 'baseline' END
+    WHERE kind IS NULL"""
+
 # Each entry moves the schema one version up; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -99,6 +109,8 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE checkpoints ADD COLUMN store_snapshot VARCHAR;
     ALTER TABLE checkpoints ADD COLUMN benchmarks VARCHAR[];
     """ + COPY_LINEAGE_COLUMNS + ";",
+    # Each crossfit row records its policy's kind (`Policy.kind`).
+    "ALTER TABLE crossfit_results ADD COLUMN kind VARCHAR;" + FILL_CROSSFIT_KINDS + ";",
     # The router a host uses by default, set by the user (a new training run never takes it over).
     """
     CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);

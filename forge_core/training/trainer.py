@@ -240,11 +240,9 @@ def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[st
     if request.stage == 1:
         router, log_rows, request = _run_stage1(data, utility, request, on_log)
         stage_config: Any = request.stage1
-    elif request.stage == 2:
+    else:  # stage 2 (`TrainRequest` admits no other)
         router, log_rows, request, metrics["selected_step"] = _run_stage2(store, data, utility, request, on_log)
         stage_config = request.stage2
-    else:
-        raise InvalidInput(f"stage is 1 or 2, not {request.stage}")
     record = {
         "stage": request.stage, "host": request.host, "variant": request.variant, "n_arms": request.n_arms,
         "parent": request.parent, "lineage": _lineage(request, data, host_hashes, stage_config),
@@ -311,10 +309,8 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
     train = data.rows("train")
     if request.rewards == "table":
         reward_fn = table_reward_fn(utility[train])
-    elif request.rewards == "live":
+    else:  # "live" (`TrainRequest` admits no other)
         reward_fn = LiveRewards(store, request, data, train).reward_fn
-    else:
-        raise InvalidInput(f"rewards are 'table' or 'live', not '{request.rewards}'")
     rows: list[dict[str, Any]] = []
 
     def on_row(row: dict[str, Any]) -> None:

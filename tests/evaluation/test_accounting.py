@@ -11,10 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forge_core.evaluation.cached import EvaluationSettings, evaluate, prepare_evaluation, score_decisions
+from forge_core.evaluation.cached import evaluate
 from forge_core.evaluation.context import Decisions, evaluation_context
 from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit, seed_spread
-from forge_core.evaluation.policies import FrugalCascade, RidgeUtility, SelfRouting
+from forge_core.evaluation.outcomes import score_decisions
+from forge_core.evaluation.policies import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
+from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
 from forge_core.routing.embedders import load_embedder
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -39,7 +41,7 @@ def test_probes_are_charged_once_and_the_greedy_probe_is_the_direct_answer(conte
     assert decisions.prior_tokens_in[0] == SAMPLE_TOKENS_IN  # answering Direct: the greedy probe is the answer
     assert decisions.prior_tokens_in[1] == SAMPLE_TOKENS_IN + table.tokens_in[rows[1], direct]
     assert decisions.prior_tokens_out[1] == SAMPLE_TOKENS_OUT + table.tokens_out[rows[1], direct]
-    outcome = score_decisions(context, rows, "p", decisions)
+    outcome = score_decisions(context, rows, FixedArm("raw:no_think"), decisions)
     assert outcome.calls.tolist() == [4, 5, 5, 4]
     assert outcome.deploy_tokens[1] == table.cost[rows[1], raw] + SAMPLE_TOKENS_IN + SAMPLE_TOKENS_OUT \
         + table.cost[rows[1], direct]
@@ -66,7 +68,7 @@ def test_self_routing_pays_its_probes_and_its_direct_attempt(context) -> None:
     rows = context.rows("test")
     policy = SelfRouting()
     policy.fit(context)
-    outcome = score_decisions(context, rows, policy.name, policy.decide(context, rows))
+    outcome = score_decisions(context, rows, policy, policy.decide(context, rows))
     escalated = outcome.actions == context.arm("raw:no_think")
     assert set(outcome.calls[escalated]) <= {5} and set(outcome.calls[~escalated]) <= {4}
 

@@ -88,7 +88,7 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
 
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
-    from forge_core.evaluation.cached import ROUTER_POLICIES
+    from forge_core.evaluation.setup import ROUTER_POLICIES
     from forge_core.training.stage2 import Stage2Config
 
     from support.stores import copy_store

@@ -9,26 +9,27 @@ from forge_core.evaluation.decision import crossfit_decision, decidable_policies
 from forge_core.evaluation.reports import crossfit_frame, merge_identical_points
 
 
-def _row(utility: float, low: float, high: float) -> dict:
+def _row(utility: float, low: float, high: float, kind: str = "router") -> dict:
     return {"macro_utility": utility, "macro_f1": utility + 0.1, "cost_k": 0.2, "ci_f1": [0.0, 1.0],
-            "ci_utility_vs_best_fixed": [low, high], "deployable": True}
+            "ci_utility_vs_best_fixed": [low, high], "deployable": kind != "oracle", "kind": kind}
 
 
 def _report(policies: dict, lambda_in: float = 0.6, accounting: str = "deploy") -> dict:
     return {"lambda_in": lambda_in, "lambda_out": lambda_in, "accounting": accounting,
             "best_fixed_policy": "always_summary", "best_fixed_arm": "summary:no_think",
-            "policies": {"always_summary": _row(0.20, 0.0, 0.0), "always_raw": _row(0.10, -0.12, -0.08),
-                         "oracle": {**_row(0.60, 0.35, 0.45), "deployable": False}, **policies}}
+            "policies": {"always_summary": _row(0.20, 0.0, 0.0, "fixed arm"),
+                         "always_raw_cot": _row(0.25, 0.01, 0.09, "fixed arm"),  # cannot be: still never deployed
+                         "oracle": _row(0.60, 0.35, 0.45, "oracle"), **policies}}
 
 
 def test_the_decidable_policy_of_highest_utility_is_deployed() -> None:
     report = _report({"forge_lite": _row(0.235, 0.017, 0.051), "forge_full": _row(0.25, -0.01, 0.11),
-                      "ridge_utility": _row(0.21, 0.002, 0.018)})
+                      "ridge_utility": _row(0.21, 0.002, 0.018, "baseline")})
     decision = crossfit_decision(report)
     assert decision.deploy == "forge_lite" and decision.decidable  # forge_full is higher but its interval spans 0
     assert decision.gain == pytest.approx(0.035)
     assert decision.sentence() == "Deploy forge_lite: +0.035 utility [+0.017, +0.051] over summary:no_think"
-    assert decidable_policies(report) == {"always_summary": False, "always_raw": False, "oracle": False,
+    assert decidable_policies(report) == {"always_summary": False, "always_raw_cot": False, "oracle": False,
                                           "forge_lite": True, "forge_full": False, "ridge_utility": True}
 
 
@@ -46,7 +47,7 @@ def test_the_oracle_is_never_deployed() -> None:
 
 def test_the_crossfit_table_has_a_decidable_column() -> None:
     frame = crossfit_frame(_report({"forge_lite": _row(0.235, 0.017, 0.051)})).set_index("policy")
-    assert frame["decidable"].to_dict() == {"always_summary": False, "always_raw": False, "oracle": False,
+    assert frame["decidable"].to_dict() == {"always_summary": False, "always_raw_cot": False, "oracle": False,
                                             "forge_lite": True}
 
 

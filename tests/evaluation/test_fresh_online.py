@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from forge_core.evaluation.cached import EvaluationSettings, prepare_evaluation
-from forge_core.evaluation.fresh_online import fresh_online_evaluation
+from forge_core.evaluation.fresh_online import FreshRequest, run_fresh
+from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
@@ -47,7 +47,7 @@ def server_calls(server: AnsweringServer) -> int:
 def test_fresh_online_counts_every_call_the_host_received(routed_store: Store, tmp_path) -> None:
     with AnsweringServer() as server:
         store = served_store(routed_store, tmp_path, server.base_url)
-        report = fresh_online_evaluation(store, settings(POLICIES), per_benchmark=2)
+        report = run_fresh(store, FreshRequest(settings(POLICIES), 2))
     assert report["queries"] == 6 and report["protocol"] == "fresh"
     assert "oracle" in report["not_run"] and "oracle" not in report["policies"]
     results = store.fresh_results(report["run_id"])
@@ -76,11 +76,11 @@ def test_fresh_online_resumes_without_repeating_a_call(routed_store: Store, tmp_
     with AnsweringServer() as server:
         store = served_store(routed_store, tmp_path, server.base_url)
         with pytest.raises(KeyboardInterrupt):
-            fresh_online_evaluation(store, settings(policies), per_benchmark=1, on_result=interrupt_after_three)
+            run_fresh(store, FreshRequest(settings(policies), 1), on_result=interrupt_after_three)
         assert server_calls(server) == 3  # six answers planned, three finished and stored
-        report = fresh_online_evaluation(store, settings(policies), per_benchmark=1)
+        report = run_fresh(store, FreshRequest(settings(policies), 1))
         assert server_calls(server) == 6
-        subset = fresh_online_evaluation(store, settings(["always_raw"]), per_benchmark=1)
+        subset = run_fresh(store, FreshRequest(settings(["always_raw"]), 1))
         assert subset["run_id"] == report["run_id"] and server_calls(server) == 6  # nothing run twice
     assert len(store.fresh_results(report["run_id"])) == 6
     assert report["policies"]["always_raw"]["calls_per_query"] == 1.0
@@ -89,14 +89,14 @@ def test_fresh_online_resumes_without_repeating_a_call(routed_store: Store, tmp_
 def test_fresh_online_rejects_bad_settings(routed_store: Store, tmp_path) -> None:
     store = served_store(routed_store, tmp_path, "http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="at least 1"):
-        fresh_online_evaluation(store, EvaluationSettings(HOST), per_benchmark=0)
+        run_fresh(store, FreshRequest(EvaluationSettings(HOST), 0))
     with pytest.raises(ValueError, match="unknown policies: always_magic"):
-        fresh_online_evaluation(store, settings(["always_magic"]))
+        run_fresh(store, FreshRequest(settings(["always_magic"])))
 
 
 def test_fresh_online_on_the_real_tiny_host(routed_store: Store, tmp_path, tiny_server: HostConfig) -> None:
     store = served_store(routed_store, tmp_path, tiny_server.base_url)
-    report = fresh_online_evaluation(store, settings(["always_direct", "always_raw"]), per_benchmark=1)
+    report = run_fresh(store, FreshRequest(settings(["always_direct", "always_raw"]), 1))
     direct, raw = report["policies"]["always_direct"], report["policies"]["always_raw"]
     assert direct["calls_per_query"] == raw["calls_per_query"] == 1.0
     assert raw["cost_k"] > direct["cost_k"] > 0  # real usage counts: Raw carries three passages

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from forge_core.evaluation.policies import FallbackPolicy, RouterPolicy, build_baselines
 from forge_core.evaluation.reports import (
     MACRO,
     ORACLE,
@@ -17,7 +18,6 @@ from forge_core.evaluation.reports import (
     pareto_frame,
     pareto_highlights,
     pareto_report,
-    policy_kind,
     policy_summary,
     require_train_and_dev,
     store_coverage,
@@ -138,20 +138,32 @@ def test_coverage_counts_only_the_arms_of_the_alphabet() -> None:
         store.coverage({"embedded": 5})
 
 
+def _point(policy: str, kind: str, cost_k: float, macro_f1: float, macro_utility: float) -> dict:
+    return {"policy": policy, "kind": kind, "benchmark": "all", "cost_k": cost_k, "macro_f1": macro_f1,
+            "macro_utility": macro_utility}
+
+
 POINTS = {"points": [
-    {"policy": "always_direct", "benchmark": "all", "cost_k": 0.1, "macro_f1": 0.3, "macro_utility": 0.28},
-    {"policy": "always_raw", "benchmark": "all", "cost_k": 0.7, "macro_f1": 0.5, "macro_utility": 0.35},
-    {"policy": "bm25_threshold", "benchmark": "all", "cost_k": 0.5, "macro_f1": 0.45, "macro_utility": 0.36},
-    {"policy": ORACLE, "benchmark": "all", "cost_k": 0.3, "macro_f1": 0.6, "macro_utility": 0.55},
-    {"policy": "ckpt-1", "benchmark": "all", "cost_k": 0.3, "macro_f1": 0.55, "macro_utility": 0.5},
+    _point("always_direct", "fixed arm", 0.1, 0.3, 0.28),
+    _point("always_raw", "fixed arm", 0.7, 0.5, 0.35),
+    _point("bm25_threshold", "baseline", 0.5, 0.45, 0.36),
+    _point(ORACLE, ORACLE, 0.3, 0.6, 0.55),
+    _point("ckpt-1", "router", 0.3, 0.55, 0.5),
 ], "frontier": [0, 3], "queries": 10}
 
 
 def test_pareto_frame_kinds_and_frontier() -> None:
-    frame = pareto_frame(POINTS, ["ckpt-1"])
+    frame = pareto_frame(POINTS)
     assert list(frame["kind"]) == ["fixed arm", "fixed arm", "baseline", ORACLE, "router"]
     assert list(frame["on_frontier"]) == [True, False, False, True, False]
-    assert policy_kind("my-run", ["my-run"]) == "router" and policy_kind("tiermem") == "baseline"
+
+
+def test_policy_kinds_come_from_the_policy_classes() -> None:
+    kinds = {policy.name: policy.kind for policy in build_baselines()}
+    assert kinds["always_raw"] == "fixed arm" and kinds["oracle"] == ORACLE
+    assert kinds["tiermem"] == kinds["ridge_utility"] == "baseline"
+    assert RouterPolicy("ckpt", "my-run").kind == "router"
+    assert FallbackPolicy(RouterPolicy("ckpt", "forge_full")).kind == "router"
 
 
 def test_pareto_frame_frontier_per_benchmark() -> None:
@@ -165,7 +177,7 @@ def test_pareto_frame_frontier_per_benchmark() -> None:
 
 
 def test_pareto_highlights() -> None:
-    highlights = pareto_highlights(pareto_frame(POINTS, ["ckpt-1"]))
+    highlights = pareto_highlights(pareto_frame(POINTS))
     assert (highlights["oracle_utility"], highlights["oracle_f1"], highlights["oracle_cost_k"]) == (0.55, 0.6, 0.3)
     assert (highlights["best_policy"], highlights["best_utility"]) == ("ckpt-1", 0.5)
     assert highlights["frontier"] == ["always_direct", ORACLE]
@@ -196,10 +208,11 @@ def test_pareto_report_needs_dev_queries(tmp_path: Path) -> None:
 
 def _crossfit_report(lambda_in: float, gains: dict[str, float]) -> dict:
     """A crossfit report with the best fixed arm at utility 0.3 and the given policies' gains."""
-    def row(utility: float, cost: float, f1: float) -> dict:
-        return {"macro_utility": utility, "macro_f1": f1, "cost_k": cost, "ci_f1": [f1 - 0.02, f1 + 0.02],
+    def row(utility: float, cost: float, f1: float, kind: str = "router") -> dict:
+        return {"kind": kind, "macro_utility": utility, "macro_f1": f1, "cost_k": cost, "ci_f1": [f1 - 0.02, f1 + 0.02],
                 "ci_utility_vs_best_fixed": [utility - 0.3 - 0.01, utility - 0.3 + 0.01], "ci_f1_vs_always_raw": [0, 0]}
-    policies = {"always_raw": row(0.3, 0.4, 0.35), "always_direct": row(0.1, 0.1, 0.2), ORACLE: row(0.5, 0.05, 0.6)}
+    policies = {"always_raw": row(0.3, 0.4, 0.35, "fixed arm"), "always_direct": row(0.1, 0.1, 0.2, "fixed arm"),
+                ORACLE: row(0.5, 0.05, 0.6, ORACLE)}
     policies |= {name: row(0.3 + gain, 0.3, 0.36) for name, gain in gains.items()}
     return {"lambda_in": lambda_in, "lambda_out": lambda_in, "best_fixed_policy": "always_raw",
             "best_fixed_arm": "raw:no_think", "policies": policies}

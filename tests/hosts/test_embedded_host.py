@@ -17,6 +17,7 @@ from forge_core.hosts.base import GenerationRequest, HostConfig, HostError
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.models import is_pulled
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.store import Store
 
 from support.resources import require_tiny_model
@@ -95,11 +96,13 @@ def test_thinking_arm_on_non_thinking_host_is_refused(imported_store: Store) -> 
 
 
 @pytest.mark.qwen
-def test_qwen_answers_with_exact_usage() -> None:
-    if not is_pulled("qwen2.5-coder-1.5b", config.models_dir()):
-        pytest.skip("Qwen model not pulled: run `forge host pull qwen2.5-coder-1.5b`")
-    with EmbeddedServer("qwen2.5-coder-1.5b") as server:
-        served = HostConfig(name="embedded", kind="embedded", model="qwen2.5-coder-1.5b", base_url=server.info.base_url)
+@pytest.mark.parametrize("host", ["embedded", "embedded-small"])
+def test_qwen_answers_with_exact_usage(host: str) -> None:
+    model = BUILTIN_HOSTS[host].model
+    if not is_pulled(model, config.models_dir()):
+        pytest.skip(f"{model} not pulled: run `forge host pull {model}`")
+    with EmbeddedServer(model) as server:
+        served = HostConfig(name=host, kind="embedded", model=model, base_url=server.info.base_url)
         request = build_request("What is the capital of France?", "", parse_arm("direct:no_think"), False)
         generation = generate(served, request)
     assert "Paris" in generation.text and generation.tokens_in > 20

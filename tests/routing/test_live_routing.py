@@ -97,6 +97,37 @@ def test_bad_requests_are_refused(trained_store: tuple[Store, str], double_host:
         default_router_id(store, "embedded-tiny")
 
 
+def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
+        trained_store: tuple[Store, str], double_host: HostConfig, tmp_path) -> None:
+    from forge_core.errors import InvalidInput, MissingStep
+    from forge_core.hosts.registry import save_host_config
+    from forge_core.routing.ask import AskRequest, run_ask
+
+    from support.stores import copy_store
+
+    store = copy_store(trained_store[0], tmp_path)
+    save_host_config(store, double_host)
+    example_id = store.split_ids(BENCHMARK, "test")[0]
+    ask = AskRequest(benchmark=BENCHMARK, host_name="synthetic-host", example_id=example_id, always_raw="cost")
+    routed = run_ask(store, ask)
+    assert routed.router == trained_store[1] and routed.question == store.examples(BENCHMARK, [example_id])[0].question
+    assert routed.f1 is not None and routed.raw_cost is not None
+    by_hand = run_ask(store, AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think"))
+    assert (by_hand.router, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
+    with pytest.raises(InvalidInput, match="unknown benchmark"):
+        AskRequest("Q?", "nope", "synthetic-host").check(store)
+    with pytest.raises(InvalidInput, match="no example 'missing' in musique"):
+        AskRequest(benchmark=BENCHMARK, host_name="synthetic-host", example_id="missing").check(store)
+    with pytest.raises(InvalidInput, match="not both"):
+        AskRequest("Q?", BENCHMARK, arm="raw:no_think", checkpoint_id="ckpt")
+    with pytest.raises(InvalidInput, match="always_raw is one of"):
+        AskRequest("Q?", BENCHMARK, always_raw="yes")
+    with pytest.raises(InvalidInput, match="no reasoning budget"):
+        AskRequest("Q?", BENCHMARK, "synthetic-host", arm="raw:think_low").check(store)
+    with pytest.raises(MissingStep, match="no Lite router"):
+        AskRequest("Q?", BENCHMARK, "embedded-tiny").check(store)
+
+
 def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "forge_core.cli", *args], check=False, capture_output=True, text=True,
                           env={**os.environ, "FORGE_STORE": str(store.path)}, timeout=600)

@@ -14,7 +14,7 @@ import pytest
 from forge_core import config
 from forge_core.records import ArmOutcome
 from forge_core.store import Store
-from forge_core.store.schema import MIGRATIONS
+from forge_core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 LINEAGE_COLUMNS = "lambda_in, lambda_out, split_seed, seed, embedder, store_snapshot, benchmarks"
 
@@ -116,7 +116,7 @@ EXPECTED_OLD = [("ckpt-old", 0.1, 0.25, 0, 3, "minilm", "snap-a", ["fever"]),
 def test_the_migration_fills_the_lineage_columns_of_earlier_checkpoints(tmp_path: Path) -> None:
     store_before_lineage_columns(tmp_path / "old.duckdb")
     store = Store(tmp_path / "old.duckdb")
-    assert store.schema_version() == len(MIGRATIONS)  # migrated on open, past the lineage columns
+    assert store.schema_version() == SCHEMA_VERSION
     assert lineage_columns(store) == EXPECTED_OLD
     assert list(store.find_checkpoints("h", seed=3, embedder=None)["checkpoint_id"]) == ["ckpt-older"]
 
@@ -156,3 +156,20 @@ def test_a_new_checkpoints_export_round_trips(tmp_path: Path) -> None:
     with source.connect() as a, target.connect() as b:
         assert b.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall() == a.execute(
             "SELECT * FROM checkpoints ORDER BY ALL").fetchall()
+
+
+def test_the_migration_gives_earlier_crossfit_rows_their_policy_kind(tmp_path: Path) -> None:
+    connection = duckdb.connect(str(tmp_path / "old.duckdb"))
+    for migration in MIGRATIONS[:6]:
+        connection.execute(migration)
+    connection.execute("INSERT INTO meta VALUES ('schema_version', '6')")
+    policies = ("always_raw", "always_direct_cot", "oracle", "forge_full_fallback", "bge_bm25_kl", "ridge_utility",
+                "tiermem")
+    for policy in policies:
+        connection.execute("INSERT INTO crossfit_results VALUES ('run', 0, ?, 'b', 'q', 'raw:no_think', 1, 1, 1, "
+                           "1, 1, 1, NULL)", [policy])
+    connection.close()
+    kinds = Store(tmp_path / "old.duckdb").crossfit_results("run").set_index("policy")["kind"].to_dict()
+    assert kinds == {"always_raw": "fixed arm", "always_direct_cot": "fixed arm", "oracle": "oracle",
+                     "forge_full_fallback": "router", "bge_bm25_kl": "router", "ridge_utility": "baseline",
+                     "tiermem": "baseline"}

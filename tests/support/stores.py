@@ -13,10 +13,12 @@ from forge_core.records import ArmOutcome, ProbeOutcome
 from forge_core.store import Store, utc_now
 
 
-def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], benchmarks: tuple[str, ...]) -> None:
+def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], benchmarks: tuple[str, ...],
+                       direct_f1_long: float = 0.1) -> None:
     """Test data: arm and probe outcomes for real imported questions, with F1 following a rule a
     router can learn (Raw helps long questions, Direct suffices for short ones) and token costs
-    growing with the evidence. Only for tests of training, policies and evaluation."""
+    growing with the evidence. Only for tests of training, policies and evaluation.
+    `direct_f1_long` is Direct's F1 on long questions: raise it for a host that knows more."""
     rng = np.random.default_rng(0)
     now = utc_now()
     arm_rows, probe_rows = [], []
@@ -26,7 +28,7 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
             for example in store.examples(benchmark, ids):
                 long_question = len(example.question.split()) > 12
                 for arm in alphabet(6):
-                    base = {"direct": 0.6 if not long_question else 0.1, "summary": 0.45,
+                    base = {"direct": 0.6 if not long_question else direct_f1_long, "summary": 0.45,
                             "raw": 0.8 if long_question else 0.3}
                     cot_penalty = 0.05 if arm.thinking == "cot" else 0
                     f1 = float(np.clip(base[arm.support] + rng.normal(0, 0.05) - cot_penalty, 0, 1))

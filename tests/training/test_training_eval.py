@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from forge_core.evaluation.cached import EvaluationSettings, evaluate, prepare_evaluation
+from forge_core.evaluation.cached import evaluate
+from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
 from forge_core.evaluation.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
 from forge_core.routing.features import assemble_features
@@ -74,7 +75,7 @@ def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store, 
 
 
 def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(outcome_store: Store, tmp_path) -> None:
-    from forge_core.evaluation.cached import router_policies, train_missing_routers
+    from forge_core.evaluation.setup import router_policies, train_missing_routers
 
     from support.stores import copy_store
 
@@ -90,8 +91,8 @@ def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(
 
 def test_routers_only_read_features_of_their_embedder(outcome_store: Store, tmp_path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from forge_core.evaluation.cached import router_policies, train_missing_routers
     from forge_core.evaluation.context import evaluation_context
+    from forge_core.evaluation.setup import router_policies, train_missing_routers
 
     from support.stores import copy_store
 
@@ -178,11 +179,19 @@ def test_pareto_frontier() -> None:
     assert pareto_frontier(points) == [4, 0, 1, 5]
 
 
-def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
-    from forge_core.evaluation.cached import lambda_sweep
+def test_lambda_sweep_points_and_frontier(outcome_store: Store, tmp_path) -> None:
+    from forge_core.errors import MissingStep
+    from forge_core.evaluation.cached import SweepRequest, run_sweep
 
+    from support.stores import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite", "oracle"))
-    result = lambda_sweep(outcome_store, [(0.0, 0.0), (0.5, 0.5)], settings)
+    request = SweepRequest(((0.0, 0.0), (0.5, 0.5)), settings)
+    with pytest.raises(MissingStep, match="no full router"):  # the Cached protocol never trains
+        run_sweep(store, request)
+    assert sum(len(prepare_evaluation(store, point)) for point in request.evaluations()) == 6
+    result = run_sweep(store, request)
     assert len(result["points"]) == 6
     raw = [p for p in result["points"] if p["policy"] == "always_raw"]
     assert raw[0]["cost_k"] == raw[1]["cost_k"] and raw[0]["macro_utility"] > raw[1]["macro_utility"]
@@ -193,10 +202,13 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store) -> None:
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
     from dataclasses import replace
 
-    from forge_core.evaluation.cached import repeated_evaluation
+    from forge_core.evaluation.cached import CachedRequest, run_cached
 
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite"))
-    report = repeated_evaluation(outcome_store, settings, split_seeds=(0, 1), seeds=(0, 1))
+    request = CachedRequest(settings, repeats=True, repeat_seeds=(0, 1))
+    for evaluation in request.evaluations():
+        prepare_evaluation(outcome_store, evaluation)
+    report = run_cached(outcome_store, request)
     for name in ("forge_lite", "always_raw"):
         runs = [evaluate(outcome_store, replace(settings, split_seed=split_seed, seed=seed))["policies"][name]
                 for split_seed in (0, 1) for seed in (0, 1)]

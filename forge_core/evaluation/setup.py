@@ -1,0 +1,157 @@
+"""What an evaluation runs on: its settings, the checkpoint of every FORGE router it selects, and
+the one step that writes before an evaluation reads (`prepare_evaluation`: features and the
+Stage-1 routers still missing). The protocols (`cached`, `fresh_online`) only read."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from forge_core.data.catalog import check_benchmarks
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.context import EvalContext, evaluation_context
+from forge_core.evaluation.policies import BASELINES, FallbackPolicy, Policy, RouterPolicy, build_baselines
+from forge_core.routing.embedders import embedder_name
+from forge_core.routing.features import compute_features
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import TrainRequest, train_router
+
+log = logging.getLogger(__name__)
+
+EVALUATED_SPLITS = ("dev", "test")
+ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
+FALLBACK_ROUTER = "forge_full"  # the router the dev fallback rule wraps (`FallbackPolicy`)
+
+
+def known_policy_names() -> tuple[str, ...]:
+    """Every policy name `forge eval --policy` accepts."""
+    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER))
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """What an evaluation is asked for; every protocol (Cached, repeated, sweep, Fresh Online)
+    takes one."""
+
+    host: str = "embedded"  # whose outcomes, features and routers
+    split: str = "test"  # the split evaluated (dev or test)
+    n_arms: int = 6  # alphabet size: 3, 6 or 12
+    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
+    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
+    split_seed: int = 0  # which of the three train/dev/test splits
+    seed: int = 0  # training seed of routers fitted on the fly
+    benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
+    accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
+
+    def __post_init__(self) -> None:
+        check_cost_weights(self.lambda_in, self.lambda_out)
+        check_accounting(self.accounting)
+        if self.split not in EVALUATED_SPLITS:
+            raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
+                             "are fitted on train)")
+        unknown = sorted(set(self.policy_names or ()) - set(known_policy_names()))
+        if unknown:
+            raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
+
+
+def check_evaluation(store: Store, settings: EvaluationSettings) -> None:
+    """Refuse, with a one-line `ForgeError`, settings the store cannot evaluate: unknown
+    benchmarks, or a host without stored outcomes (the settings checked their own values)."""
+    if settings.benchmarks is not None:
+        check_benchmarks(store, settings.benchmarks)
+    if settings.host not in store.hosts_with_outcomes():
+        raise MissingStep(f"no outcomes for host '{settings.host}': run `forge enumerate --host {settings.host}` first")
+
+
+@dataclass(frozen=True)
+class EvaluationSetup:
+    """What an evaluation runs on: the context, the evaluated rows, the (unfitted) policies and
+    the checkpoint of every FORGE router, selected or not."""
+
+    context: EvalContext
+    rows: np.ndarray
+    policies: list[Policy]
+    router_checkpoints: dict[str, str]
+
+
+def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSetup:
+    """The complete queries of the split, and the baselines and FORGE routers (all, or the named
+    ones). It only reads: `prepare_evaluation` computes what it needs first."""
+    host, names = settings.host, settings.policy_names
+    context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                                 settings.split_seed, settings.benchmarks, settings.accounting)
+    rows = context.rows(settings.split)
+    if not len(rows):
+        raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
+    routers = router_policies(store, settings)
+    policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
+    policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]
+    if names:
+        policies = [p for p in policies if p.name in names]
+    return EvaluationSetup(context, rows, policies, {r.name: r.checkpoint_id for r in routers})
+
+
+def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
+    benchmarks = list(settings.benchmarks) if settings.benchmarks is not None else None
+    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
+            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
+            "benchmarks": benchmarks, "embedder": embedder_name()}
+
+
+def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
+    """The FORGE routers: per variant, the checkpoint of the latest stage (Stage 2 before Stage 1)
+    trained with the settings' cost weights, split seed and seed; among several trained on the
+    same data as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility. A
+    variant without one is refused: `prepare_evaluation` is the step that trains it."""
+    policies: list[Policy] = []
+    for name, variant in ROUTER_POLICIES.items():
+        checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
+        if checkpoint is None:
+            raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
+                             f"on embedder '{embedder_name()}': "
+                             f"`forge eval` trains it first, or `forge train --variant {variant}`")
+        policies.append(RouterPolicy(checkpoint, name))
+    return policies
+
+
+def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[str]:
+    """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
+    checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
+    trained = []
+    for name, variant in ROUTER_POLICIES.items():
+        if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
+            log.info("training a Stage-1 %s router for %s", variant, name)
+            trained.append(train_router(store, TrainRequest(
+                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.lambda_in,
+                lambda_out=settings.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
+                stage1=Stage1Config(seed=settings.seed))))
+    return trained
+
+
+def prepare_evaluation(store: Store, settings: EvaluationSettings,
+                       on_features: Callable[[int, int], None] | None = None) -> list[str]:
+    """The one step that writes before an evaluation reads: the features of every enumerated
+    query of the host (`on_features(done, total)` follows them), and the Stage-1 routers still
+    missing for these settings; returns the ids of the routers it trained."""
+    compute_features(store, settings.host, settings.benchmarks, on_progress=on_features)
+    return train_missing_routers(store, settings)
+
+
+def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
+    match = store.find_checkpoints(host, **wanted)
+    if match.empty:
+        return None
+    candidates = match[match["stage"] == match["stage"].max()]  # newest first
+    # dev utilities compare only on the same data: that of the newest candidate
+    candidates = candidates[candidates["store_snapshot"] == candidates["store_snapshot"].iloc[0]]
+    dev_utility = candidates["metrics"].map(lambda metrics: json.loads(metrics).get("dev_utility", -np.inf))
+    return str(candidates.loc[dev_utility.idxmax(), "checkpoint_id"])
+
+

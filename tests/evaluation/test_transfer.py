@@ -1,0 +1,85 @@
+"""Transfer between hosts: a source host's routers on a target host that knows more, zero-shot
+and calibrated on a few target queries (synthetic outcomes on real questions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from forge_core.errors import InvalidInput
+from forge_core.evaluation.context import evaluation_context
+from forge_core.evaluation.setup import prepare_evaluation, router_policies
+from forge_core.evaluation.transfer import TransferRequest, calibration_rows, run_transfer
+from forge_core.routing.features import compute_features
+from forge_core.store import Store
+
+from support.stores import copy_store, synthetic_outcomes
+
+SOURCE, TARGET = "synthetic-host", "knowing-host"
+
+
+@pytest.fixture(scope="module")
+def two_host_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """The outcome store plus a target host that answers long questions without evidence."""
+    store = copy_store(outcome_store, tmp_path_factory.mktemp("transfer"))
+    synthetic_outcomes(store, TARGET, {"train": 40, "dev": 20, "test": 20}, ("musique", "popqa", "2wikimultihopqa"),
+                       direct_f1_long=0.85)
+    compute_features(store, TARGET)
+    return store
+
+
+def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store) -> None:
+    request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(100,))
+    for settings in request.evaluations():
+        prepare_evaluation(two_host_store, settings)
+    report = run_transfer(two_host_store, request)
+    policies = report["policies"]
+    zero_shot, calibrated = policies["transfer_forge_lite"], policies["transfer_forge_lite_cal100"]
+    target_router = policies["target_forge_lite"]
+    # the source router sends long questions to Raw, which the target does not need: calibration fixes that
+    assert target_router["macro_utility"] > zero_shot["macro_utility"] + 0.05
+    assert calibrated["macro_utility"] > zero_shot["macro_utility"] + 0.05
+    assert calibrated["ci_utility_vs_target_router"][0] > -0.05
+    assert zero_shot["ci_utility_vs_target_router"][1] < 0
+    assert policies["transfer_forge_full"]["calls_per_query"] > 4  # its probes are the target's, and charged
+    assert report["calibration"]["transfer_forge_lite"][0]["k"] == 100
+    assert policies["oracle"]["deployable"] is False and report["queries"] == 60
+    # the transferred checkpoints are the source's, trained on source data only
+    source_ids = {p.checkpoint_id for p in router_policies(two_host_store, request.source_settings())}
+    assert all(two_host_store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
+
+
+def test_calibration_queries_never_come_from_the_evaluated_split(two_host_store: Store) -> None:
+    context = evaluation_context(two_host_store, TARGET, 6, 0.1, 0.2)
+    for draw in range(3):
+        rows = calibration_rows(context, "train", 25, draw)
+        assert len(rows) == 25 and set(context.table.splits[rows]) == {"train"}
+    assert list(calibration_rows(context, "train", 25, 0)) != list(calibration_rows(context, "train", 25, 1))
+    with pytest.raises(InvalidInput, match="never the evaluated one"):
+        TransferRequest(SOURCE, TARGET, calibrate=(25,), calibration_split="test")
+    with pytest.raises(InvalidInput, match="never the evaluated one"):
+        TransferRequest(SOURCE, TARGET, split="dev", calibrate=(25,), calibration_split="dev")
+    with pytest.raises(InvalidInput, match="the same"):
+        TransferRequest(SOURCE, SOURCE)
+    with pytest.raises(InvalidInput, match="at least 1"):
+        TransferRequest(SOURCE, TARGET, calibrate=(0,))
+
+
+def test_forge_eval_transfer_on_the_command_line(two_host_store: Store, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    store = copy_store(two_host_store, tmp_path)
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    command = [sys.executable, "-m", "forge_core.cli", "eval", "transfer", "--from", SOURCE, "--to", TARGET,
+               "--calibrate", "25", "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["source_host"], report["target_host"]) == (SOURCE, TARGET)
+    assert {"transfer_forge_lite", "transfer_forge_lite_cal25", "target_forge_lite", "always_raw"} <= set(
+        report["policies"])
+    missing = subprocess.run([*command[:8], "nowhere-host"], capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and "no outcomes for host 'nowhere-host'" in missing.stderr
+    assert "Traceback" not in missing.stderr
