@@ -133,5 +133,9 @@ def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None
     assert report["protocol"] == "crossfit" and report["folds"] == 2 and report["lambda_in"] == 0.6
     for row in report["policies"].values():
         assert {"macro_f1", "macro_utility", "cost_k", "ci_f1_vs_always_raw", "ci_utility_vs_best_fixed"} <= set(row)
+    from forge_core.evaluation.decision import crossfit_decision
+
+    decision = crossfit_decision(report)  # the stated decision, in the JSON as on the Pareto page
+    assert report["decision"]["sentence"] == decision.sentence() and report["decision"]["deploy"] == decision.deploy
     bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr
