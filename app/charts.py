@@ -35,6 +35,16 @@ def per_arm(summary: pd.DataFrame, value: str, label: str) -> go.Figure:
     return figure
 
 
+def reasoning_per_arm(reasoning: pd.DataFrame) -> go.Figure:
+    """Mean output tokens per arm, split into visible answer and reasoning."""
+    figure = go.Figure([
+        go.Bar(name="visible answer", x=reasoning["arm"], y=reasoning["tokens_out"] - reasoning["tokens_reasoning"]),
+        go.Bar(name="reasoning", x=reasoning["arm"], y=reasoning["tokens_reasoning"])])
+    figure.update_layout(barmode="stack", height=320, margin={"t": 30}, yaxis_title="mean output tokens",
+                         xaxis_title="arm")
+    return figure
+
+
 def arm_probabilities(probabilities: dict[str, float], chosen: str) -> go.Figure:
     """The router's probability per arm, the chosen arm highlighted."""
     arms = list(probabilities)

@@ -24,7 +24,7 @@ from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
-from forge_core.hosts.registry import list_host_configs
+from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.records import Example
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -82,6 +82,18 @@ def alphabet_size(store: Store, host: str) -> int:
 def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
     """The host's complete queries on an alphabet."""
     return load_outcome_table(store, host, n_arms)
+
+
+def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
+    """host name -> the stored depth check report of its current configuration (checked hosts only)."""
+    stored = {config.name: store.host_check(config.name, config_hash(config)) for config in configs}
+    return {name: found[1] for name, found in stored.items() if found is not None}
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
+    """Reasoning tokens per arm over the host's answered outcomes."""
+    return reports.reasoning_summary(store, host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import data
 from forge_core import jobs
+from forge_core.arms import thinking_modes
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.hosts.base import HostConfig
@@ -104,8 +105,10 @@ def benchmarks_frame(stats: dict[str, dict]) -> pd.DataFrame:
     ])
 
 
-def hosts_frame(configs: list[HostConfig]) -> pd.DataFrame:
-    """One row per host configuration; the API key is shown only as set or missing."""
+def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None) -> pd.DataFrame:
+    """One row per host configuration, with its depths and what its depth check found; the API key
+    is shown only as set or missing."""
+    checks = checks or {}
     def key_state(config: HostConfig) -> str:
         if not config.api_key_env:
             return "not needed"
@@ -114,9 +117,29 @@ def hosts_frame(configs: list[HostConfig]) -> pd.DataFrame:
     return pd.DataFrame([
         {"name": c.name, "source": "built-in" if c.name in BUILTIN_HOSTS else "stored", "kind": c.kind,
          "model": c.model, "base URLs": "\n".join(c.base_urls) or "(local)", "thinking": c.thinking,
+         "depths": ", ".join(thinking_modes(12 if c.supports_thinking else 6)),
+         "depth check": depth_check_verdict(checks.get(c.name)),
          "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency}
         for c in configs
     ])
+
+
+def depth_check_verdict(report: dict | None) -> str:
+    """A host's depth check in a few words: "not checked", "all honoured" or the failed depths."""
+    if report is None:
+        return "not checked"
+    failed = [f"{row['depth']} {row['verdict']}" for row in report["depths"] if row["verdict"] != "honoured"]
+    return ", ".join(failed) or f"all {len(report['depths'])} honoured"
+
+
+def depth_check_frame(report: dict) -> pd.DataFrame:
+    """One row per checked depth: budget, reasoning tokens min/median/max, latency and verdict."""
+    return pd.DataFrame([
+        {"depth": row["depth"], "budget": row["budget"], "reasoning min": row["reasoning_min"],
+         "reasoning median": row["reasoning_median"], "reasoning max": row["reasoning_max"],
+         "counted by": ", ".join(row["reasoning_methods"]), "median latency (ms)": row["latency_median_ms"],
+         "verdict": row["verdict"], "with budget forcing": row["with_budget_forcing"], "note": row["note"]}
+        for row in report["depths"]])
 
 
 def jobs_frame(rows: list[tuple[dict, JobProgress]]) -> pd.DataFrame:

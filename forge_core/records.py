@@ -76,14 +76,15 @@ class ArmOutcome:
     f1: float | None
     em: float | None
     tokens_in: int
-    tokens_out: int
-    tokens_reasoning: int
+    tokens_out: int  # every output token, reasoning included (accounting charges them all)
+    tokens_reasoning: int  # the reasoning part of tokens_out
     latency_ms: float
     error: str | None  # one-line reason when the call failed after its retries
     attempts: int
     host_config_hash: str
     started_at: datetime
     finished_at: datetime
+    reasoning_method: str | None = None  # how tokens_reasoning was obtained (usage, estimated, none)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class ProbeOutcome:
     error: str | None
     host_config_hash: str
     finished_at: datetime
+    tokens_reasoning: int | None = None  # the reasoning part of tokens_out (None: not recorded)
+    reasoning_method: str | None = None  # how tokens_reasoning was obtained (usage, estimated, none)
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,17 @@ with st.form("plan"):
         help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
              "else the host's max_concurrency.")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
+    allow_unchecked = probes_column.checkbox(
+        "12 arms without an honoured depth check",
+        help="12 arms need a depth check of the host that found every thinking depth honoured (Hosts page, or "
+             "`forge host check NAME`); tick to run anyway.")
     submitted = st.form_submit_button("Start job", type="primary", icon=":material/play_arrow:")
 
 if submitted:
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
-                           max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency))
+                           max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
+                           allow_unchecked_depths=allow_unchecked)
     with ui.user_errors(stop=False):
         plan.check(store)
         missing = data.missing_calls(store, plan)

@@ -6,13 +6,20 @@ import streamlit as st
 
 from app import data, ui
 from forge_core.errors import InvalidInput
+from forge_core.evidence.depth_check import CHECK_QUESTIONS, DEFAULT_QUESTIONS, HostCheckRequest, run_host_check
 from forge_core.evidence.host_check import CHECK_QUESTION, check_host
-from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, with_base_urls
+from forge_core.hosts.depth_maps import CUSTOM, PROTOCOL_PRESETS
+from forge_core.hosts.registry import (
+    BUILTIN_HOSTS,
+    depth_map_text,
+    get_host_config,
+    save_host_config,
+    with_base_urls,
+    with_depth_map,
+)
 
-THINKING_CONTROLS = tuple(dict.fromkeys([*OpenAICompatibleHost.thinking_controls, *AnthropicHost.thinking_controls]))
+THINKING_CONTROLS = tuple(dict.fromkeys([*PROTOCOL_PRESETS["openai"], *PROTOCOL_PRESETS["anthropic"], CUSTOM]))
 REMOTE_KINDS = ("openai", "anthropic")
 NEW_HOST = "New host"
 
@@ -23,7 +30,7 @@ store = data.store()
 ui.show_flash()
 with ui.user_errors():
     configs = data.host_configs(store)
-st.dataframe(ui.hosts_frame(configs), hide_index=True)
+st.dataframe(ui.hosts_frame(configs, data.depth_checks(store, configs)), hide_index=True)
 
 st.header("Add or edit a host")
 stored = [c.name for c in configs if c.name not in BUILTIN_HOSTS]
@@ -43,7 +50,20 @@ with st.form("host"):
     model = model_column.text_input("Model", current.model)
     thinking = thinking_column.selectbox("Thinking control", THINKING_CONTROLS,
                                          index=THINKING_CONTROLS.index(current.thinking),
-                                         help="none: no reasoning budget (6 arms); otherwise 12 arms.")
+                                         help="A depth-map preset (see the README's \"Thinking hosts\"); "
+                                              "none: no reasoning budget (6 arms). Editing the map below makes "
+                                              "it a custom one.")
+    depth_map = st.text_area(
+        "Depth map (JSON)", depth_map_text(current), height=260,
+        help="Per depth, the request fields sent (\"$budget\": the depth's budget, \"$cap\": the output cap) and "
+             "whether temperature/top_p are sent; then where reasoning comes back. Leave it as shown to use the "
+             "preset chosen above.")
+    if current.depth_map.notes:
+        st.caption(f"{current.thinking}: {current.depth_map.notes}")
+    budget_forcing = st.checkbox(
+        "Budget forcing", current.budget_forcing,
+        help="Stop reasoning at the budget, close the thinking block and continue for the answer (two calls, "
+             "both charged). For chat-completions engines that continue a partial assistant message (vLLM).")
     key_column, concurrency_column = st.columns(2)
     api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
                                         placeholder="e.g. OPENAI_API_KEY (the name, never the key)")
@@ -53,8 +73,9 @@ with st.form("host"):
             if not name.strip() or not model.strip():
                 raise InvalidInput("a host needs a name and a model")
             edited = dataclasses.replace(  # an edit keeps the fields the form does not show
-                current, name=name.strip(), kind=kind, model=model.strip(), thinking=thinking,
-                api_key_env=api_key_env.strip(), max_concurrency=concurrency)
+                current, name=name.strip(), kind=kind, model=model.strip(),
+                api_key_env=api_key_env.strip(), max_concurrency=concurrency, budget_forcing=budget_forcing)
+            edited = with_depth_map(edited, thinking, depth_map)
             save_host_config(store, with_base_urls(edited, base_urls.splitlines()))
             data.refresh()
             ui.flash(f"Host '{name.strip()}' saved.")
@@ -76,3 +97,23 @@ if st.button("Test", icon=":material/network_check:"):
         columns[0].metric("Tokens in", answer.tokens_in)
         columns[1].metric("Tokens out", answer.tokens_out)
         columns[2].metric("Latency", f"{answer.latency_ms:,.0f} ms")
+
+st.header("Check thinking depths")
+st.caption("Sends each depth of the host's alphabet on short questions and checks that the host does what the "
+           "depth asks: no reasoning when off, reasoning within the budget when on. A 12-arm enumeration needs "
+           "every depth honoured. The same as `forge host check NAME`.")
+checked_name = st.selectbox("Host to check", [c.name for c in configs])
+stored_check = data.depth_checks(store, configs).get(checked_name)
+questions = st.number_input("Questions per depth", 1, len(CHECK_QUESTIONS), DEFAULT_QUESTIONS)
+if st.button("Check depths", icon=":material/fact_check:"):
+    with ui.user_errors(stop=False), st.spinner(f"Checking {checked_name}…"):
+        progress = st.progress(0.0)
+        report = run_host_check(store, HostCheckRequest(checked_name, int(questions)),
+                                on_progress=lambda done, total: progress.progress(done / total))
+        data.refresh()
+        ui.flash(f"Depth check of '{checked_name}' stored: {ui.depth_check_verdict(report)}.")
+        st.rerun()
+if stored_check is None:
+    st.info(f"'{checked_name}' has no depth check for its current configuration.", icon=":material/info:")
+else:
+    st.dataframe(ui.depth_check_frame(stored_check), hide_index=True)

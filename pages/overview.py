@@ -95,3 +95,16 @@ tokens_column.subheader("Token cost per arm")
 tokens_column.plotly_chart(charts.per_arm(summary, "tokens", charts.TOKENS_LABEL))
 with st.expander("Table"):
     st.dataframe(summary, hide_index=True)
+
+st.subheader("Reasoning tokens per arm")
+st.caption("Over every answered outcome of the host. Reasoning tokens are part of the output tokens and are "
+           "charged as output; 'counted by' says whether the provider reported them (usage), they were "
+           "estimated from the returned reasoning text, or none came back.")
+reasoning = data.reasoning_summary(store, host)
+st.plotly_chart(charts.reasoning_per_arm(reasoning))
+with st.expander("Reasoning table"):
+    st.dataframe(reasoning, hide_index=True, column_config={
+        "tokens_out": st.column_config.NumberColumn("output tokens", format="%.1f"),
+        "tokens_reasoning": st.column_config.NumberColumn("reasoning tokens", format="%.1f"),
+        "reasoning_share": st.column_config.NumberColumn("reasoning share", format="percent"),
+        "counted_by": "counted by"})

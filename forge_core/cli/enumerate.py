@@ -30,6 +30,8 @@ def enumerate_command(
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
+    allow_unchecked_depths: Annotated[bool, typer.Option(
+        help="Run 12 arms on a host whose `forge host check` is missing or found a depth not honoured.")] = False,
     queries_of: Annotated[Optional[str], typer.Option(
         help="Only the queries this other host has every arm of: a second host on the same queries "
              "(e.g. for `forge eval transfer`).")] = None,
@@ -51,7 +53,7 @@ def enumerate_command(
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
-                           queries_of=queries_of)
+                           allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of)
     plan.check(store)
     planned = count_calls(plan_work(store, plan))
     if planned == 0:

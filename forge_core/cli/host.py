@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -9,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from forge_core import config
-from forge_core.cli.output import console, open_store, print_json, spinner_progress
+from forge_core.cli.output import console, counting_progress, open_store, print_json, spinner_progress
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostError
 
@@ -55,20 +56,21 @@ def host_serve(
 
 @host_app.command("list")
 def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False) -> None:
-    """Built-in and stored host configurations (API keys are never stored, only variable names)."""
+    """Built-in and stored host configurations with their depth maps (API keys are never stored, only
+    variable names); `--json` shows each host's depth map in full."""
     import dataclasses
 
+    from forge_core.arms import thinking_modes
     from forge_core.hosts.registry import list_host_configs
 
-    hosts = {h.name: dataclasses.asdict(h) for h in list_host_configs(open_store())}
+    configs = list_host_configs(open_store())
     if as_json:
-        print_json({"hosts": hosts})
+        print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json()} for h in configs}})
         return
-    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "api_key_env")
-    for host in hosts.values():
-        urls = "\n".join([host["base_url"], *host["replica_urls"]]).strip()
-        table.add_row(host["name"], host["kind"], host["model"], urls, str(host["max_concurrency"]),
-                      host["thinking"], host["api_key_env"])
+    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env")
+    for host in configs:
+        table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
+                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env)
     Console().print(table)
 
 
@@ -80,20 +82,73 @@ def host_add(
         help="e.g. http://127.0.0.1:8000/v1; repeat it for replicas of the same model (requests go to the "
              "least-loaded healthy one).")] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
-    thinking: Annotated[str, typer.Option(help="none, vllm-qwen3, openai-effort, deepseek or anthropic.")] = "none",
+    thinking: Annotated[str, typer.Option(
+        help="Depth-map preset: none, vllm, sglang, llamacpp, openai, openrouter, deepseek (openai kind); "
+             "anthropic-budget, anthropic-adaptive (anthropic kind); custom with --depth-map. See the README's "
+             "\"Thinking hosts\".")] = "none",
+    depth_map: Annotated[Optional[Path], typer.Option(
+        help="A custom depth map as JSON (the fields sent per depth); implies --thinking custom.")] = None,
+    budget_forcing: Annotated[bool, typer.Option(
+        help="Stop reasoning at the budget and continue for the answer (engines that continue a partial "
+             "assistant message: vLLM).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.depth_maps import CUSTOM
     from forge_core.hosts.registry import save_host_config, with_base_urls
 
     if not model:
         raise InvalidInput("--model is required")
-    config = HostConfig(name=name, kind=kind, model=model, thinking=thinking, api_key_env=api_key_env,
-                        max_concurrency=concurrency)
+    if depth_map is not None and thinking not in ("none", CUSTOM):
+        raise InvalidInput(f"--depth-map replaces the preset: leave out --thinking {thinking} or say --thinking custom")
+    custom = read_depth_map(depth_map) if depth_map is not None else ""
+    config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
+                        api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
+                        budget_forcing=budget_forcing)
     save_host_config(open_store(), with_base_urls(config, base_url or []))
     console.print(f"host '{name}' saved")
+
+
+def read_depth_map(path: Path) -> str:
+    """A custom depth map file's canonical JSON, with one-line errors."""
+    from forge_core.hosts.depth_maps import canonical_json, parse_depth_map
+
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InvalidInput(f"cannot read the depth map {path}: {error.strerror}") from None
+    return canonical_json(parse_depth_map(text))
+
+
+@host_app.command("check")
+def host_check(
+    name: Annotated[str, typer.Argument(help="A host name (see `forge host list`).")],
+    questions: Annotated[int, typer.Option(help="Short questions sent at each depth.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Send each thinking depth of the host on short questions and report whether the host honours it
+    (stored with the host configuration; a 12-arm enumeration needs every depth honoured)."""
+    from forge_core.evidence.depth_check import HostCheckRequest, run_host_check
+
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task(f"checking {name}", total=None)
+        report = run_host_check(open_store(), HostCheckRequest(name, questions),
+                                on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("depth", "budget", "reasoning min/median/max", "counted by", "median latency", "verdict",
+                  "with budget forcing", "note",
+                  title=f"{name} ({report['thinking']}), {report['questions']} questions per depth")
+    for row in report["depths"]:
+        answered = row["reasoning_median"] is not None
+        spread = f"{row['reasoning_min']} / {row['reasoning_median']:g} / {row['reasoning_max']}" if answered else "-"
+        latency = f"{row['latency_median_ms']:,.0f} ms" if answered else "-"
+        table.add_row(row["depth"], str(row["budget"] or "-"), spread, ", ".join(row["reasoning_methods"]), latency,
+                      row["verdict"], row["with_budget_forcing"] or "-", row["note"])
+    Console().print(table)
 
 
 @host_app.command("remove")

@@ -17,6 +17,7 @@ from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.depth_check import refuse_unchecked_depths
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example
@@ -42,6 +43,7 @@ class EnumerationPlan:
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
+    allow_unchecked_depths: bool = False  # 12 arms without a depth check that found every depth honoured
     queries_of: str | None = None  # only the queries this other host has every arm of (a second host, same queries)
 
     def check(self, store: Store) -> None:
@@ -60,6 +62,8 @@ class EnumerationPlan:
         host_config = get_host_config(store, self.host)
         if self.n_arms == 12 and not host_config.supports_thinking:
             raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
+        if self.n_arms == 12 and not self.allow_unchecked_depths:
+            refuse_unchecked_depths(store, host_config, thinking_modes(12))
         _check_same_configuration(store, self.host, host_config)
         if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
             raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")

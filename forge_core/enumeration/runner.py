@@ -142,12 +142,14 @@ class _Run:
             tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
             tokens_reasoning=answer.tokens_reasoning, latency_ms=answer.latency_ms, error=None,
             attempts=answer.attempts, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
+            reasoning_method=answer.reasoning_method,
         )
         self.writer.put(outcome)
         if greedy_probe:
             self.writer.put(ProbeOutcome(
                 self.plan.host, example.benchmark, example.example_id, GREEDY_PROBE, answer.answer,
-                answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now()))
+                answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now(),
+                answer.tokens_reasoning, answer.reasoning_method))
         self.record_call(answer.tokens_in + answer.tokens_out, None)
 
     def _error_outcome(self, example: Example, arm: Arm, error: HostError, started) -> ArmOutcome:
@@ -171,10 +173,11 @@ class _Run:
         except HostError as error:
             line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
             return ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe, "", 0, 0,
-                                0.0, str(error), self.host_hash, utc_now()), 0, line
+                                0.0, str(error), self.host_hash, utc_now(), 0), 0, line
         outcome = ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe,
                                generation.text, generation.tokens_in, generation.tokens_out,
-                               generation.latency_ms, None, self.host_hash, utc_now())
+                               generation.latency_ms, None, self.host_hash, utc_now(),
+                               generation.tokens_reasoning, generation.reasoning_method)
         return outcome, generation.tokens_in + generation.tokens_out, None
 
     async def run_query(self, work: QueryWork) -> None:

@@ -79,11 +79,13 @@ class LiveQuery:
         direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.host.generate, requests))
         now = utc_now()
         outcomes = [ProbeOutcome(host_name, self.benchmark, self.example.example_id, GREEDY_PROBE, direct.answer,
-                                 direct.tokens_in, direct.tokens_out, direct.latency_ms, None, "", now)]
+                                 direct.tokens_in, direct.tokens_out, direct.latency_ms, None, "", now,
+                                 direct.tokens_reasoning, direct.reasoning_method)]
         for probe, sample in zip(SAMPLE_PROBES, samples):
             self._count(sample.tokens_in, sample.tokens_out)
             outcomes.append(ProbeOutcome(host_name, self.benchmark, self.example.example_id, probe, sample.text,
-                                         sample.tokens_in, sample.tokens_out, sample.latency_ms, None, "", now))
+                                         sample.tokens_in, sample.tokens_out, sample.latency_ms, None, "", now,
+                                         sample.tokens_reasoning, sample.reasoning_method))
         return outcomes
 
     async def context(self, variant: str, embedder: str | None = None) -> LiveContext:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.decision import decidable_policies
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
@@ -26,6 +27,17 @@ from forge_core.store import Store
 MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
 ORACLE = "oracle"  # policy name of the per-query utility oracle
 SUMMARY_COLUMNS = ("policy", "kind", "benchmark", "queries", "f1", "tokens_in", "tokens_out", "tokens")
+
+
+def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
+    """Per arm, in action order, over the host's answered outcomes: outcomes, mean output tokens,
+    mean reasoning tokens (inside the output tokens: accounting charges both), the reasoning share
+    of the output, and how reasoning was counted."""
+    frame = store.reasoning_by_arm(host)
+    order = {arm.name: index for index, arm in enumerate(alphabet(12))}
+    frame = frame.assign(position=frame["arm"].map(order)).sort_values("position").drop(columns="position")
+    share = frame["tokens_reasoning"] / frame["tokens_out"].where(frame["tokens_out"] > 0)
+    return frame.assign(reasoning_share=share.fillna(0.0)).reset_index(drop=True)
 
 
 def default_alphabet_size(store: Store, host: str) -> int:

@@ -17,7 +17,7 @@ from forge_core.evidence.prompts import ClientChat, build_request
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
 from forge_core.evidence.scoring import extract_fever_label, score_answer
 from forge_core.evidence.support import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
-from forge_core.hosts.base import Generation, GenerationRequest, Host
+from forge_core.hosts.base import REASONING_NONE, Generation, GenerationRequest, Host
 from forge_core.store import Store
 
 
@@ -55,10 +55,11 @@ class ArmAnswer:
     extracted: str  # the scored answer (final line for CoT, label for FEVER)
     tokens_in: int
     tokens_out: int
-    tokens_reasoning: int
+    tokens_reasoning: int  # the reasoning part of tokens_out
     latency_ms: float
     support_text: str
     attempts: int = 1  # requests sent, retries included
+    reasoning_method: str = REASONING_NONE  # how tokens_reasoning was obtained
 
 
 @functools.lru_cache(maxsize=8)
@@ -105,6 +106,7 @@ def arm_answer(arm: Arm, generation: Generation, support_text: str, is_fever: bo
         latency_ms=generation.latency_ms,
         support_text=support_text,
         attempts=generation.attempts,
+        reasoning_method=generation.reasoning_method,
     )
 
 

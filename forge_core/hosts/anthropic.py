@@ -3,25 +3,26 @@
 Provider rules this client follows:
 
 - System messages go to the top-level `system` field (joined by blank lines), not `messages`.
-- Thinking (only when `config.thinking == "anthropic"` and `request.thinking_budget` is set):
-  `thinking: {"type": "enabled", "budget_tokens": N}`. Anthropic counts thinking inside
-  `max_tokens` and requires `budget_tokens < max_tokens`, so `max_tokens` = budget + answer cap;
-  it also rejects sampling changes while thinking, so `temperature` is sent as 1 and `top_p` is
-  left out. Anthropic's minimum budget is 1,024 tokens.
+- Thinking: the fields of the host's depth map (`forge_core.hosts.depth_maps`), e.g.
+  `thinking: {"type": "enabled", "budget_tokens": N}` (Anthropic-budget: counted inside
+  `max_tokens`, which must exceed the budget; minimum budget 1,024) or `thinking: {"type":
+  "adaptive"}` with `output_config.effort` (Anthropic-adaptive). Thinking depths send no sampling
+  (the map sets temperature 1, which thinking requires).
 - Without thinking, `top_p` is sent only when it differs from 1, because recent models refuse
   requests that set both `temperature` and `top_p`; such a model answers a request with
   top_p < 1 with HTTP 400 (a `HostError` at once).
 - No seed parameter exists; `request.seed` is not sent. Stop sequences go in `stop_sequences`.
 - Usage: tokens_in = `input_tokens` plus any prompt-cache tokens (`cache_creation_input_tokens`,
   `cache_read_input_tokens`), tokens_out = `output_tokens`. Anthropic does not report thinking
-  tokens separately (they are inside `output_tokens`), so `tokens_reasoning` is 0.
+  tokens separately (they are inside `output_tokens`), so `tokens_reasoning` is estimated from
+  the thinking blocks' text.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
+from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, reasoning_count
 from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -46,16 +47,12 @@ def messages_body(config: HostConfig, request: GenerationRequest) -> dict[str, A
         body["system"] = system
     if request.stop is not None:
         body["stop_sequences"] = list(request.stop)
-    budget = request.thinking_budget
-    if config.thinking == "anthropic" and budget is not None:
-        body["max_tokens"] = request.max_tokens + budget
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        body["temperature"] = 1.0
-        return body
-    body["max_tokens"] = request.max_tokens
-    body["temperature"] = request.temperature
-    if request.top_p != 1.0:
-        body["top_p"] = request.top_p
+    fields, sampling = config.depth_map.request_fields(request.max_tokens, request.thinking_budget)
+    if sampling:
+        body["temperature"] = request.temperature
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
+    body.update(fields)
     return body
 
 
@@ -67,7 +64,7 @@ def _prompt_tokens(usage: dict[str, Any]) -> int:
 def parse_message(payload: Any) -> Generation:
     """A `Generation` (latency not yet set) from a Messages API response body.
 
-    Visible text is the concatenation of the `text` content blocks; thinking blocks are left out.
+    Visible text is the concatenation of the `text` content blocks; thinking blocks are reasoning.
     """
     if not isinstance(payload, dict) or not isinstance(payload.get("content"), list):
         raise MalformedResponse("no content list in the response")
@@ -76,15 +73,23 @@ def parse_message(payload: Any) -> Generation:
         for block in payload["content"]
         if isinstance(block, dict) and block.get("type") == "text"
     )
+    thinking = "\n".join(
+        block.get("thinking") or ""
+        for block in payload["content"]
+        if isinstance(block, dict) and block.get("type") == "thinking"
+    )
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         raise UnusableResponse("response has no usage object; token counts are never guessed")
+    tokens_out = token_count(usage, "output_tokens")
+    reasoning, method = reasoning_count(None, thinking.strip(), tokens_out)
     return Generation(
         text=text,
         tokens_in=_prompt_tokens(usage),
-        tokens_out=token_count(usage, "output_tokens"),
-        tokens_reasoning=0,
+        tokens_out=tokens_out,
+        tokens_reasoning=reasoning,
         raw_usage=usage,
+        reasoning_method=method,
     )
 
 
@@ -97,7 +102,7 @@ class AnthropicHost(HttpHost):
 
     endpoint = "/messages"
     default_base_url = DEFAULT_BASE_URL
-    thinking_controls = ("none", "anthropic")
+    protocol = "anthropic"
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The Messages API body for one request."""

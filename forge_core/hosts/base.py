@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
 from typing import Protocol, Self
 
-from forge_core.errors import ForgeError
+from forge_core.errors import ForgeError, InvalidInput
+from forge_core.hosts.depth_maps import CUSTOM, DepthMap, parse_depth_map, preset_map
 
 
 class HostError(ForgeError):
@@ -30,17 +33,43 @@ class GenerationRequest:
     stop: tuple[str, ...] | None = None  # stop sequences; None = none (left out of bodies and keys)
 
 
+REASONING_FROM_USAGE = "usage"  # the provider's usage reported the reasoning tokens
+REASONING_ESTIMATED = "estimated"  # counted from the returned reasoning text (word pieces)
+REASONING_NONE = "none"  # no reasoning reported and none returned
+_WORD_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text by its word pieces (runs of word characters, single punctuation marks):
+    close to a BPE count for English reasoning text, used only where a provider reports none."""
+    return len(_WORD_PIECE.findall(text))
+
+
+def reasoning_count(reported: int | None, reasoning_text: str, tokens_out: int) -> tuple[int, str]:
+    """(reasoning tokens, how they were obtained): the provider's count when it reports one, else
+    an estimate from the reasoning text (never above the output tokens), else 0."""
+    if reported is not None:
+        return reported, REASONING_FROM_USAGE
+    if reasoning_text:
+        return min(estimate_tokens(reasoning_text), tokens_out), REASONING_ESTIMATED
+    return 0, REASONING_NONE
+
+
 @dataclass(frozen=True)
 class Generation:
     """What a host returned for one request, with exact token accounting from the provider."""
 
     text: str  # the visible answer text (reasoning excluded)
     tokens_in: int  # prompt tokens as the provider counted them
-    tokens_out: int  # completion tokens, reasoning included when the provider counts it there
-    tokens_reasoning: int = 0  # reasoning tokens when reported separately, else 0
+    tokens_out: int  # every output token: the visible answer's and the reasoning's
+    tokens_reasoning: int = 0  # the reasoning part of tokens_out
     latency_ms: float = 0.0  # wall time of the successful call
     raw_usage: dict = field(default_factory=dict)  # the provider's usage object, untouched
     attempts: int = 1  # requests sent to get it, retries included
+    reasoning_method: str = REASONING_NONE  # how tokens_reasoning was obtained (REASONING_* above)
+
+
+_parsed_depth_map = functools.lru_cache(maxsize=32)(parse_depth_map)  # a custom map is read once, not per request
 
 
 @dataclass(frozen=True)
@@ -52,11 +81,28 @@ class HostConfig:
     model: str  # model name sent to the provider (or GGUF key for embedded hosts)
     base_url: str = ""  # e.g. "http://127.0.0.1:8080/v1"; empty for embedded hosts until served
     replica_urls: tuple[str, ...] = ()  # further base URLs serving the same model (replicas)
-    thinking: str = "none"  # thinking control: none, vllm-qwen3, openai-effort, deepseek, anthropic
+    thinking: str = "none"  # thinking control: a depth-map preset (`depth_maps.PRESETS`) or "custom"
     api_key_env: str = ""  # name of the environment variable holding the API key, if any
     max_concurrency: int = 4  # requests in flight at once, per endpoint
     timeout_s: float = 120.0  # per-request timeout
     max_retries: int = 4  # retries on timeouts, 429 and 5xx
+    custom_depth_map: str = ""  # with thinking "custom": the depth map's canonical JSON
+    budget_forcing: bool = False  # stop reasoning at the budget, close it, continue for the answer (vLLM)
+
+    @property
+    def protocol(self) -> str:
+        """The wire protocol: "anthropic" for Anthropic hosts, else "openai" (chat completions)."""
+        return "anthropic" if self.kind == "anthropic" else "openai"
+
+    @property
+    def depth_map(self) -> DepthMap:
+        """What the host is sent per thinking depth: the preset named by `thinking`, or the custom map."""
+        if self.thinking == CUSTOM:
+            depth_map = _parsed_depth_map(self.custom_depth_map or "null")
+            if depth_map.protocol != self.protocol:
+                raise InvalidInput(f"host '{self.name}': its depth map is for {depth_map.protocol} hosts")
+            return depth_map
+        return preset_map(self.thinking, self.protocol)
 
     @property
     def base_urls(self) -> tuple[str, ...]:
@@ -65,8 +111,8 @@ class HostConfig:
 
     @property
     def supports_thinking(self) -> bool:
-        """True when the host exposes a reasoning budget (Think-Low / Think-High arms)."""
-        return self.thinking != "none"
+        """True when the host's depth map has Think-Low and Think-High (12 arms)."""
+        return self.depth_map.has_budget
 
 
 class Host(Protocol):

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 
+from forge_core.errors import InvalidInput
 from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.endpoints import Endpoint, EndpointPool
 
@@ -281,14 +282,14 @@ class RetryingJsonClient:
 class HttpHost(Host, ABC):
     """Base of the HTTP hosts: URL, API key and retries (`async with` comes from `Host`).
 
-    A subclass names its endpoint and thinking controls and supplies the wire format:
+    A subclass names its endpoint and protocol and supplies the wire format:
     `request_body`, `auth_headers` and `parse_response`. `retry_base_delay_s` sets the first
     backoff (tests use a few milliseconds).
     """
 
     endpoint: str = ""  # path appended to each base URL, e.g. "/chat/completions"
     default_base_url: str = ""  # used when the config leaves base_url empty
-    thinking_controls: tuple[str, ...] = ("none",)  # accepted values of config.thinking
+    protocol: str = "openai"  # the wire protocol a host config's depth map must be for
 
     def __init__(
         self,
@@ -297,11 +298,12 @@ class HttpHost(Host, ABC):
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 30.0,
     ) -> None:
-        if config.thinking not in self.thinking_controls:
-            known = ", ".join(self.thinking_controls)
-            raise HostError(
-                f"host {config.name!r}: thinking control {config.thinking!r} is not one of {known}"
-            )
+        if config.protocol != self.protocol:
+            raise HostError(f"host {config.name!r} of kind {config.kind!r} is not a {self.protocol} host")
+        try:
+            config.depth_map  # noqa: B018 -- resolve it now: a bad thinking control fails here, once
+        except InvalidInput as error:
+            raise HostError(str(error)) from None
         base_urls = config.base_urls or ((self.default_base_url,) if self.default_base_url else ())
         if not base_urls:
             raise HostError(f"host {config.name!r} has no base_url")

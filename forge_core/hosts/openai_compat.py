@@ -1,86 +1,32 @@
-"""Host for OpenAI-compatible chat-completions servers: vLLM, llama.cpp, Ollama, OpenAI, DeepSeek.
+"""Host for OpenAI-compatible chat-completions servers: vLLM, SGLang, llama.cpp, Ollama, OpenAI,
+OpenRouter, DeepSeek.
 
-Thinking controls (`HostConfig.thinking`), with `request.thinking_budget` set vs None:
-
-- "none": no thinking fields; the budget is ignored and `max_tokens` is the answer cap.
-- "vllm-qwen3": `chat_template_kwargs: {"enable_thinking": true|false}`; when on, vLLM's
-  top-level `thinking_token_budget` (honoured by vLLM servers started with a reasoning config).
-- "openai-effort": `reasoning_effort` "low" for budgets up to 1,024 tokens, else "high"; with no
-  budget the field is left out and the model's default effort applies (reasoning models cannot
-  all switch reasoning off). The cap goes in `max_completion_tokens`, and `temperature`/`top_p`
-  are not sent: OpenAI reasoning models reject values other than their defaults.
-- "deepseek": `thinking: {"type": "enabled"|"disabled"}`, plus `reasoning_effort` low/high as
-  for "openai-effort" when enabled.
-
-Whenever thinking is on, reasoning tokens count against the provider's output cap, so the cap
-sent is the answer cap plus the thinking budget; otherwise it is the answer cap alone.
+The thinking fields come from the host's depth map (`forge_core.hosts.depth_maps`): per depth,
+the exact fields merged into the body, and whether temperature and top_p are sent. Reasoning
+text comes back in the message fields the map names (`reasoning`, `reasoning_content`), or
+inline as a leading `<think>...</think>` block of the content when the server has no reasoning
+parser; it is never part of the visible answer. Reasoning tokens come from the usage detail the
+map names, else they are estimated from the reasoning text (`Generation.reasoning_method`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
-from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
+from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, reasoning_count
+from forge_core.hosts.budget_forcing import continuation_body, forced_generation, hit_the_cap, reasoning_call_body
+from forge_core.hosts.depth_maps import PRESETS, DepthMap
+from forge_core.hosts.http_retry import (
+    HttpHost,
+    JsonPost,
+    MalformedResponse,
+    UnusableResponse,
+    read_api_key,
+    token_count,
+)
 
-LOW_EFFORT_MAX_BUDGET = 1024  # budgets up to this map to reasoning_effort "low", above to "high"
-
-
-def _reasoning_effort(budget: int) -> str:
-    return "low" if budget <= LOW_EFFORT_MAX_BUDGET else "high"
-
-
-def _thinking_cap(request: GenerationRequest) -> int:
-    """Output cap when thinking is on: the answer cap plus the reasoning budget."""
-    return request.max_tokens + (request.thinking_budget or 0)
-
-
-def _no_thinking_fields(request: GenerationRequest) -> dict[str, Any]:
-    return {"max_tokens": request.max_tokens}
-
-
-def _vllm_qwen3_fields(request: GenerationRequest) -> dict[str, Any]:
-    budget = request.thinking_budget
-    if budget is None:
-        return {
-            "max_tokens": request.max_tokens,
-            "chat_template_kwargs": {"enable_thinking": False},
-        }
-    return {
-        "max_tokens": _thinking_cap(request),
-        "chat_template_kwargs": {"enable_thinking": True},
-        "thinking_token_budget": budget,
-    }
-
-
-def _openai_effort_fields(request: GenerationRequest) -> dict[str, Any]:
-    budget = request.thinking_budget
-    if budget is None:
-        return {"max_completion_tokens": request.max_tokens}
-    return {
-        "max_completion_tokens": _thinking_cap(request),
-        "reasoning_effort": _reasoning_effort(budget),
-    }
-
-
-def _deepseek_fields(request: GenerationRequest) -> dict[str, Any]:
-    budget = request.thinking_budget
-    if budget is None:
-        return {"max_tokens": request.max_tokens, "thinking": {"type": "disabled"}}
-    return {
-        "max_tokens": _thinking_cap(request),
-        "thinking": {"type": "enabled"},
-        "reasoning_effort": _reasoning_effort(budget),
-    }
-
-
-THINKING_FIELDS: dict[str, Callable[[GenerationRequest], dict[str, Any]]] = {
-    "none": _no_thinking_fields,
-    "vllm-qwen3": _vllm_qwen3_fields,
-    "openai-effort": _openai_effort_fields,
-    "deepseek": _deepseek_fields,
-}
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def chat_completion_body(config: HostConfig, request: GenerationRequest) -> dict[str, Any]:
@@ -89,14 +35,15 @@ def chat_completion_body(config: HostConfig, request: GenerationRequest) -> dict
         "model": config.model,
         "messages": [dict(message) for message in request.messages],
     }
-    if config.thinking != "openai-effort":
+    fields, sampling = config.depth_map.request_fields(request.max_tokens, request.thinking_budget)
+    if sampling:
         body["temperature"] = request.temperature
         body["top_p"] = request.top_p
     if request.seed is not None:
         body["seed"] = request.seed
     if request.stop is not None:
         body["stop"] = list(request.stop)
-    body.update(THINKING_FIELDS[config.thinking](request))
+    body.update(fields)
     return body
 
 
@@ -112,29 +59,70 @@ def _first_message(payload: Any) -> dict[str, Any]:
     return message
 
 
-def parse_chat_completion(payload: Any) -> Generation:
+def split_inline_reasoning(content: str) -> tuple[str, str]:
+    """(reasoning, visible answer) of a content that opens with a `<think>` block (a server with no
+    reasoning parser), else ("", content). An unclosed block is reasoning only."""
+    stripped = content.lstrip()
+    if not stripped.startswith(THINK_OPEN):
+        return "", content
+    inside, closed, after = stripped[len(THINK_OPEN):].partition(THINK_CLOSE)
+    return inside.strip(), after.strip() if closed else ""
+
+
+def _reasoning_field(message: dict[str, Any], depth_map: DepthMap) -> str:
+    for name in depth_map.reasoning_fields:
+        value = message.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _usage_detail(usage: dict[str, Any], path: str) -> int | None:
+    value: Any = usage
+    for part in path.split(".") if path else ():
+        value = value.get(part) if isinstance(value, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and path else None
+
+
+def parse_chat_completion(payload: Any, depth_map: DepthMap | None = None) -> Generation:
     """A `Generation` (latency not yet set) from a chat-completions response body.
 
-    Visible text is `message.content` (None means ""); `reasoning_content` is left out.
+    Visible text is `message.content` (None means "") without any leading `<think>` block;
+    reasoning is taken from the fields the depth map names (default: the `none` preset's).
     """
+    return _generation(payload, depth_map or PRESETS["none"])[0]
+
+
+def parse_reasoning_call(payload: Any, depth_map: DepthMap) -> tuple[Generation, str, bool]:
+    """(generation, its reasoning text, whether it hit its output cap) of a budget-forcing call."""
+    generation, reasoning_text = _generation(payload, depth_map)
+    return generation, reasoning_text, hit_the_cap(payload)
+
+
+def _generation(payload: Any, depth_map: DepthMap) -> tuple[Generation, str]:
     message = _first_message(payload)
-    text = message.get("content")
-    if text is None:
-        text = ""
-    if not isinstance(text, str):
+    content = message.get("content")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
         raise MalformedResponse("choices[0].message.content is not a string")
+    inline_reasoning, text = split_inline_reasoning(content)
     usage = payload.get("usage")
     if not isinstance(usage, dict):
         raise UnusableResponse("response has no usage object; token counts are never guessed")
-    details = usage.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return Generation(
+    tokens_out = token_count(usage, "completion_tokens")
+    reported = _usage_detail(usage, depth_map.reasoning_tokens_path)
+    reasoning_text = _reasoning_field(message, depth_map) or inline_reasoning
+    reasoning, method = reasoning_count(reported, reasoning_text, tokens_out)
+    generation = Generation(
         text=text,
         tokens_in=token_count(usage, "prompt_tokens"),
-        tokens_out=token_count(usage, "completion_tokens"),
-        tokens_reasoning=reasoning if isinstance(reasoning, int) else 0,
+        tokens_out=tokens_out,
+        tokens_reasoning=reasoning,
         raw_usage=usage,
+        reasoning_method=method,
     )
+    return generation, reasoning_text
 
 
 class OpenAICompatibleHost(HttpHost):
@@ -145,7 +133,7 @@ class OpenAICompatibleHost(HttpHost):
     """
 
     endpoint = "/chat/completions"
-    thinking_controls = tuple(THINKING_FIELDS)
+    protocol = "openai"
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         """The chat-completions body for one request."""
@@ -157,4 +145,26 @@ class OpenAICompatibleHost(HttpHost):
 
     def parse_response(self, payload: Any) -> Generation:
         """A `Generation` without latency from a chat-completions body."""
-        return parse_chat_completion(payload)
+        return parse_chat_completion(payload, self.config.depth_map)
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """Run one request (in two calls under budget forcing); raise `HostError` when it fails for good."""
+        if self.config.budget_forcing and request.thinking_budget is not None and self.config.supports_thinking:
+            return await self._generate_forced(request)
+        return await super().generate(request)
+
+    async def _generate_forced(self, request: GenerationRequest) -> Generation:
+        """Budget forcing (`forge_core.hosts.budget_forcing`): reasoning capped at the budget, then
+        continued for the answer when the cap was hit."""
+        api_key = read_api_key(self.config)
+        headers, body, depth_map = self.auth_headers(api_key), self.request_body(request), self.config.depth_map
+        first_call = JsonPost(self.endpoint, reasoning_call_body(body, request.thinking_budget), headers,
+                              lambda payload: parse_reasoning_call(payload, depth_map), api_key)
+        (first, reasoning_text, capped), latency_ms, attempts = await self._http.post(first_call)
+        first = replace(first, latency_ms=latency_ms, attempts=attempts)
+        if not capped:
+            return first
+        answer_call = JsonPost(self.endpoint, continuation_body(body, request, reasoning_text, first.text), headers,
+                               self.parse_response, api_key)
+        second, latency_ms, attempts = await self._http.post(answer_call)
+        return forced_generation(first, replace(second, latency_ms=latency_ms, attempts=attempts))

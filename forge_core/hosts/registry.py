@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from forge_core.errors import InvalidInput
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
+from forge_core.hosts.depth_maps import CUSTOM, canonical_json, parse_depth_map
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.store import Store
@@ -53,6 +54,21 @@ def with_base_urls(config: HostConfig, base_urls: Sequence[str]) -> HostConfig:
     return dataclasses.replace(config, base_url=urls[0] if urls else "", replica_urls=tuple(urls[1:]))
 
 
+def depth_map_text(config: HostConfig) -> str:
+    """The configuration's depth map as indented JSON, for showing and editing."""
+    return json.dumps(config.depth_map.as_json(), indent=2)
+
+
+def with_depth_map(config: HostConfig, thinking: str, edited_text: str) -> HostConfig:
+    """The configuration with the preset `thinking`, unless `edited_text` (the depth map as shown by
+    `depth_map_text`, perhaps edited) differs from the map of the configuration shown: then that
+    map, as a custom one (a custom map equal to a preset's is still custom, and hashed as such)."""
+    if edited_text.strip() == depth_map_text(config).strip():
+        return dataclasses.replace(config, thinking=thinking, custom_depth_map="" if thinking != CUSTOM
+                                   else config.custom_depth_map)
+    return dataclasses.replace(config, thinking=CUSTOM, custom_depth_map=canonical_json(parse_depth_map(edited_text)))
+
+
 def list_host_configs(store: Store) -> list[HostConfig]:
     """Built-in hosts first, then the stored ones by name."""
     stored = [host_config_from_dict(store.host_config(name)) for name in store.host_names()]
@@ -74,6 +90,9 @@ def save_host_config(store: Store, config: HostConfig) -> None:
         raise InvalidInput(f"host '{config.name}' lists a base URL twice")
     if config.max_concurrency < 1:
         raise InvalidInput(f"host '{config.name}' needs a concurrency of at least 1")
+    config.depth_map  # noqa: B018 -- resolving it refuses an unknown control or a bad custom map
+    if config.budget_forcing and not (config.kind == "openai" and config.supports_thinking):
+        raise InvalidInput(f"host '{config.name}': budget forcing needs an openai-kind host with thinking depths")
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 
@@ -105,6 +124,13 @@ def make_host(config: HostConfig) -> Host:
 
 
 def config_hash(config: HostConfig) -> str:
-    """A short hash of what determines a host's answers (not its URLs, replicas or concurrency)."""
+    """A short hash of what determines a host's answers (not its URLs, replicas or concurrency):
+    kind, model and thinking control, plus the map itself for a custom depth map (a preset's
+    name stands for its fields, so configurations stored before depth maps keep their hash) and
+    budget forcing when it is on."""
     key = {"kind": config.kind, "model": config.model, "thinking": config.thinking}
+    if config.custom_depth_map:
+        key["depth_map"] = config.custom_depth_map
+    if config.budget_forcing:
+        key["budget_forcing"] = True
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

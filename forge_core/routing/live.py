@@ -325,7 +325,8 @@ async def run_probes(host: Host, question: str, is_fever: bool) -> dict[str, Gen
 
 def probe_outcomes(host: str, probes: dict[str, Generation]) -> list[ProbeOutcome]:
     """The probes as the records the features are computed from."""
-    return [ProbeOutcome(host, "", "", probe, g.text, g.tokens_in, g.tokens_out, g.latency_ms, None, "", utc_now())
+    return [ProbeOutcome(host, "", "", probe, g.text, g.tokens_in, g.tokens_out, g.latency_ms, None, "", utc_now(),
+                         g.tokens_reasoning, g.reasoning_method)
             for probe, g in probes.items()]
 
 

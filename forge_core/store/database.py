@@ -9,6 +9,7 @@ import functools
 import json
 import operator
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,11 @@ def _field_getter(record_type: type) -> Callable[[Any], tuple]:
     names = [field.name for field in dataclasses.fields(record_type)]
     getter = operator.attrgetter(*names)
     return getter if len(names) > 1 else lambda record: (getter(record),)
+
+
+def _placeholders(record_type: type) -> str:
+    """One `?` per field of a record dataclass (its table's columns, in order)."""
+    return ", ".join("?" * len(dataclasses.fields(record_type)))
 
 
 _CHECKPOINT_FILTERS = frozenset({"stage", "variant", "n_arms", *CHECKPOINT_LINEAGE_COLUMNS})
@@ -194,13 +200,29 @@ class Store(StoreFile):
             connection.execute("DELETE FROM hosts WHERE name = ?", [name])
         return bool(found)
 
+    # ------------------------------------------------------------ host depth checks
+
+    def save_host_check(self, host: str, host_config_hash: str, report: dict[str, Any]) -> None:
+        """Store a host configuration's depth check (`forge host check`), replacing an earlier one."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO host_checks VALUES (?, ?, ?, ?)",
+                               [host, host_config_hash, utc_now(), dumps(report)])
+
+    def host_check(self, host: str, host_config_hash: str) -> tuple[datetime, dict[str, Any]] | None:
+        """(when, report) of the stored depth check of this host configuration, or None."""
+        with self.connect() as connection:
+            row = first_row(connection.execute(
+                "SELECT checked_at, report FROM host_checks WHERE host = ? AND host_config_hash = ?",
+                [host, host_config_hash]))
+        return (row[0], json.loads(row[1])) if row else None
+
     # ------------------------------------------------------------ arm and probe outcomes
 
     def write_arm_outcome(self, *outcomes: ArmOutcome) -> None:
         """Store finished (query, arm) runs in one transaction, replacing earlier error rows."""
         with self.transaction() as connection:
             connection.executemany(
-                "INSERT OR REPLACE INTO arm_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO arm_outcomes VALUES ({_placeholders(ArmOutcome)})",
                 [list(row_values(outcome)) for outcome in outcomes],
             )
 
@@ -208,7 +230,7 @@ class Store(StoreFile):
         """Store finished probe calls in one transaction."""
         with self.transaction() as connection:
             connection.executemany(
-                "INSERT OR REPLACE INTO probe_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO probe_outcomes VALUES ({_placeholders(ProbeOutcome)})",
                 [list(row_values(outcome)) for outcome in outcomes],
             )
 
@@ -228,7 +250,7 @@ class Store(StoreFile):
                 """
                 INSERT OR REPLACE INTO probe_outcomes
                 SELECT host, benchmark, example_id, $probe, answer, tokens_in, tokens_out,
-                       latency_ms, NULL, host_config_hash, finished_at
+                       latency_ms, NULL, host_config_hash, finished_at, tokens_reasoning, reasoning_method
                 FROM arm_outcomes a
                 WHERE host = $host AND arm = 'direct:no_think' AND error IS NULL
                   AND NOT EXISTS (SELECT 1 FROM probe_outcomes p
@@ -290,6 +312,20 @@ class Store(StoreFile):
         with self.connect() as connection:
             return [r[0] for r in connection.execute(
                 "SELECT DISTINCT benchmark FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
+
+    def reasoning_by_arm(self, host: str) -> pd.DataFrame:
+        """Per arm, over a host's answered outcomes: count, mean output and reasoning tokens (reasoning
+        is part of the output), and how the reasoning counts were obtained (NULL: stored before
+        they were recorded)."""
+        with self.connect() as connection:
+            return connection.execute(
+                """
+                SELECT arm, count(*) AS outcomes, avg(tokens_out) AS tokens_out,
+                       avg(tokens_reasoning) AS tokens_reasoning,
+                       string_agg(DISTINCT coalesce(reasoning_method, 'not recorded'), ', '
+                                  ORDER BY coalesce(reasoning_method, 'not recorded')) AS counted_by
+                FROM arm_outcomes WHERE host = ? AND error IS NULL GROUP BY arm ORDER BY arm
+                """, [host]).fetchdf()
 
     def probe_outcomes(self, host: str) -> pd.DataFrame:
         """All stored probe outcomes of a host."""

@@ -19,6 +19,7 @@ from forge_core.store.schema import (
     EXPORTED_TABLES,
     FILL_CHECKPOINT_LINEAGE,
     FILL_CROSSFIT_KINDS,
+    LATER_COLUMNS,
 )
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,8 @@ def load_export_once(store: StoreFile, directory: Path) -> dict[str, int] | None
 
 def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     """True for the crossfit tables of an export made before deployment accounting (they
-    charged no probe: rerun them); checkpoints exported before their lineage columns load (the
-    columns are filled on load); an older export of any other table is refused."""
+    charged no probe: rerun them); exports made before a table's later columns load (checkpoints'
+    lineage columns are filled on load, the others stay NULL); another older export is refused."""
     source = "crossfit_results" if table.startswith("crossfit_") else table
     path = directory / f"{source}.parquet"
     if not path.exists():
@@ -96,7 +97,7 @@ def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     with store.connect() as connection:
         columns = [row[0] for row in connection.execute(f"DESCRIBE {known_table(source)}").fetchall()]
     names = pq.read_schema(path).names
-    if names == columns or (source == "checkpoints" and names == _without_lineage_columns(columns)):
+    if names == columns or names == _without_later_columns(source, columns):
         return False
     if source == "crossfit_results" and names == [column for column in columns if column != "kind"]:
         return False  # before schema version 7: the kinds are filled on load
@@ -108,9 +109,9 @@ def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     raise StoreError(f"{path} has the columns of another FORGE version: export it again with this one")
 
 
-def _without_lineage_columns(columns: list[str]) -> list[str]:
-    """The checkpoints columns of a store before schema version 6 added the lineage columns."""
-    return [column for column in columns if column not in CHECKPOINT_LINEAGE_COLUMNS]
+def _without_later_columns(table: str, columns: list[str]) -> list[str]:
+    """A table's columns before the columns added after its first release (`LATER_COLUMNS`)."""
+    return [column for column in columns if column not in LATER_COLUMNS.get(table, ())]
 
 
 def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:

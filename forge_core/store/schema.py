@@ -111,6 +111,17 @@ MIGRATIONS: tuple[str, ...] = (
     """ + COPY_LINEAGE_COLUMNS + ";",
     # Each crossfit row records its policy's kind (`Policy.kind`).
     "ALTER TABLE crossfit_results ADD COLUMN kind VARCHAR;" + FILL_CROSSFIT_KINDS + ";",
+    # Reasoning on record: how each outcome's reasoning tokens were obtained, probes' reasoning
+    # tokens, and each host configuration's depth check (`forge host check`). Rows stored before
+    # keep NULL there: not recorded.
+    """
+    ALTER TABLE arm_outcomes ADD COLUMN reasoning_method VARCHAR;
+    ALTER TABLE probe_outcomes ADD COLUMN tokens_reasoning INTEGER;
+    ALTER TABLE probe_outcomes ADD COLUMN reasoning_method VARCHAR;
+    CREATE TABLE host_checks (
+        host VARCHAR, host_config_hash VARCHAR, checked_at TIMESTAMP, report JSON,
+        PRIMARY KEY (host, host_config_hash));
+    """,
     # The router a host uses by default, set by the user (a new training run never takes it over).
     """
     CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
@@ -124,9 +135,16 @@ EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derive
 # variant and n_arms, the columns checkpoints are selected by.
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
     "lambda_in", "lambda_out", "split_seed", "seed", "embedder", "store_snapshot", "benchmarks")
+# Columns added to exported tables after their first release: an export made before one of them
+# loads with NULL there (not recorded).
+LATER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "checkpoints": CHECKPOINT_LINEAGE_COLUMNS,
+    "arm_outcomes": ("reasoning_method",),
+    "probe_outcomes": ("tokens_reasoning", "reasoning_method"),
+}
 # Copies the lineage keys of the checkpoints with the given ids into those columns.
 FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, checkpoint_id)"
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "default_routers"})
+    "crossfit_results", "host_checks", "default_routers"})

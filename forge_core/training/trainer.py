@@ -356,7 +356,7 @@ class LiveRewards:
         self.store.write_arm_outcome(ArmOutcome(
             self.request.host, benchmark, example_id, arm.name, answer.answer, answer.extracted, f1, em,
             answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, answer.latency_ms, None, 1,
-            config_hash(self.host_config), started, utc_now()))
+            config_hash(self.host_config), started, utc_now(), answer.reasoning_method))
         c_in, c_out = self.data.normalizer.transform(np.array([answer.tokens_in]), np.array([answer.tokens_out]))
         self.utility[query, action] = f1 - self.request.lambda_in * c_in[0] - self.request.lambda_out * c_out[0]
         self.known[query, action] = True

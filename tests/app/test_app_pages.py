@@ -98,9 +98,12 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert not app.exception
     assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
-    assert len(app.dataframe) == 3  # benchmarks, coverage, the summary table
+    assert len(app.dataframe) == 4  # benchmarks, coverage, the summary table, reasoning per arm
     charts = app.get("plotly_chart")
-    assert len(charts) == 3  # cost/quality, F1 per arm, tokens per arm
+    assert len(charts) == 4  # cost/quality, F1 per arm, tokens per arm, reasoning per arm
+    reasoning = app.dataframe[3].value
+    assert list(reasoning["arm"]) == ["direct:no_think", "direct:cot", "summary:no_think", "summary:cot",
+                                      "raw:no_think", "raw:cot"]
     assert "oracle" in charts[0].proto.spec and "raw:cot" in charts[0].proto.spec
     assert not app.info  # train outcomes exist, so the oracle is drawn
     by_label(app.selectbox, "Split").set_value("test").run()
@@ -135,6 +138,30 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     assert [m.label for m in app.metric] == ["Tokens in", "Tokens out", "Latency"]
     assert int(app.metric[1].value) == 2
     app_store.delete_host_config("remote")
+
+
+def test_hosts_edits_a_depth_map_and_checks_depths(app_store: Store) -> None:
+    app = page("hosts.py")
+    by_label(app.text_input, "Name").set_value("mapped")
+    by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1")
+    by_label(app.text_input, "Model").set_value("qwen3")
+    shown = by_label(app.text_area, "Depth map (JSON)").value
+    by_label(app.text_area, "Depth map (JSON)").set_value(shown.replace('"$cap"', '"$cap", "n": 1', 1))
+    by_label(app.button, "Save").click().run()
+    assert not app.exception and "Host 'mapped' saved." in texts(app.success)
+    saved = get_host_config(app_store, "mapped")
+    assert saved.thinking == "custom" and saved.depth_map.depths["no_think"].fields["n"] == 1
+    app_store.delete_host_config("mapped")
+
+    app = page("hosts.py")
+    by_label(app.selectbox, "Host to check").set_value(FAKE_HOST)
+    assert f"'{FAKE_HOST}' has no depth check" in texts(app.run().info)
+    by_label(app.number_input, "Questions per depth").set_value(1)
+    by_label(app.button, "Check depths").click().run()
+    assert not app.exception and not app.error and "stored: all 2 honoured" in texts(app.success)
+    checked = app.dataframe[-1].value
+    assert list(checked["depth"]) == ["no_think", "cot"] and set(checked["verdict"]) == {"honoured"}
+    assert app.dataframe[0].value.set_index("name").loc[FAKE_HOST, "depth check"] == "all 2 honoured"
 
 
 def test_host_failure_is_one_message(app_store: Store) -> None:

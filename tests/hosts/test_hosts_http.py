@@ -499,7 +499,9 @@ def test_anthropic_success_moves_system_and_concatenates_text(serve, monkeypatch
     generation = generate(anthropic_host(server, api_key_env="FORGE_TEST_ANTHROPIC_KEY"))
 
     assert generation.text == "Paris"
-    assert (generation.tokens_in, generation.tokens_out, generation.tokens_reasoning) == (20, 5, 0)
+    # the thinking block "The capital is Paris." is 5 word pieces, inside output_tokens
+    assert (generation.tokens_in, generation.tokens_out, generation.tokens_reasoning) == (20, 5, 5)
+    assert generation.reasoning_method == "estimated"
     [sent] = server.requests
     assert sent.path == "/v1/messages"
     assert sent.headers["x-api-key"] == "ak-secret"
