@@ -319,9 +319,12 @@ def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path
     assert store.checkpoints(HOST).empty
 
 
-def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store) -> None:
+def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store, tmp_path) -> None:
     from forge_core.training.trainer import train_router_job
 
+    from support.stores import copy_store
+
+    outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
     before = set(outcome_store.checkpoints()["checkpoint_id"])
 
     def cancel_at_epoch_2(row: dict) -> None:
@@ -337,9 +340,13 @@ def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store) -> 
     assert set(outcome_store.checkpoints()["checkpoint_id"]) == before
 
 
-def test_a_rerun_that_reproduces_a_checkpoint_is_recognised(outcome_store: Store) -> None:
+def test_a_rerun_that_reproduces_a_checkpoint_is_recognised(outcome_store: Store, tmp_path) -> None:
     from forge_core.training.checkpoint_views import reproduces_stored_checkpoint
     from forge_core.training.trainer import train_router_job
+
+    from support.stores import copy_store
+
+    outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
 
     request = TrainRequest(host=HOST, variant="bge", stage1=Stage1Config(max_epochs=3, seed=11))
     first, second = (train_router_job(outcome_store, request) for _ in range(2))
