@@ -20,6 +20,8 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.evaluation.grounding import gold_recall_frame
+from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -82,6 +84,13 @@ def alphabet_size(store: Store, host: str) -> int:
 def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
     """The host's complete queries on an alphabet."""
     return load_outcome_table(store, host, n_arms)
+
+
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
+def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
+    """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
+    table = load_outcome_table(store, host, n_arms)
+    return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
 def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
@@ -148,6 +157,12 @@ def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def recent_jobs_of(store: Store, kind: str) -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest jobs of one kind with their progress."""
+    return jobs.recent_jobs(store, kind)
+
+
+@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def job_logs(store: Store, job_id: str) -> list[dict]:
     """A job's log rows so far (training epochs or steps)."""
     return store.job_logs(job_id)
@@ -174,6 +189,16 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     compute_features(store, host)
     return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                  by_benchmark, accounting)
+
+
+@st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
+                 lambda_out: float) -> dict:
+    """The per-arm audit of a proxy reward against gold, without the crossfit (seconds; `version`:
+    see `store_version`)."""
+    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
+                                 lambda_out=lambda_out, routers=())
+    return run_reward_audit(store, request)
 
 
 @st.cache_data(show_spinner="Reading the stored crossfit runs (a run's intervals are computed once, then kept)…",

@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
+from forge_core.rewards.judge_job import JudgeRequest
 from forge_core.store import Store
 from forge_core.training.checkpoint_views import (
     DEV_METRICS,
@@ -30,6 +31,11 @@ LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss",
                "dev_target_agreement": "dev target agreement (trained arms)",
                "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta",
                "dev_utility": "dev utility"}
+
+
+def start_judging(store: Store, request: JudgeRequest) -> None:
+    """Spawn a judge run (its progress shows in the Rewards section's jobs table)."""
+    jobs.start_judge_job(request, store.path, config.cache_dir() / "jobs")
 
 
 def start_training(store: Store, request: TrainRequest) -> None:

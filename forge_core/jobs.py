@@ -1,7 +1,8 @@
-"""Background jobs started from the dashboard: a Stage-0 plan or a training request, run by a
-detached process (`python -m forge_core.jobs run REQUEST.json`).
+"""Background jobs started from the dashboard: a Stage-0 plan, a training request or a judge run,
+run by a detached process (`python -m forge_core.jobs run REQUEST.json`).
 
-A job runs the same request object the command line builds (`EnumerationPlan`, `TrainRequest`),
+A job runs the same request object the command line builds (`EnumerationPlan`, `TrainRequest`,
+`JudgeRequest`),
 written as JSON beside its log, so a knob lives in its dataclass, its CLI flag and its form only.
 The job is its own process: it writes its row in the jobs table and every outcome as it lands,
 in short transactions, so the dashboard keeps reading the store while it runs, and it outlives
@@ -28,8 +29,10 @@ from forge_core import config
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
+from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config, serving
 from forge_core.records import BENCHMARKS
+from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config
@@ -83,7 +86,11 @@ def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path
     return _spawn("enumerate", plan, store_path, log_dir)
 
 
-def _spawn(kind: str, request: EnumerationPlan | TrainRequest, store_path: Path, log_dir: Path) -> StartedJob:
+JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
+_REQUEST_KINDS: dict[type, str] = {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
+
+
+def _spawn(kind: str, request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
     log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
@@ -99,18 +106,22 @@ def _spawn(kind: str, request: EnumerationPlan | TrainRequest, store_path: Path,
     return StartedJob(process.pid, log_path, started_at, tuple(command))
 
 
-def write_request(request: EnumerationPlan | TrainRequest, path: Path) -> Path:
+def write_request(request: JobRequest, path: Path) -> Path:
     """The request as JSON at `path` (written atomically), for `python -m forge_core.jobs run`."""
-    kind = "train" if isinstance(request, TrainRequest) else "enumerate"
+    kind = _REQUEST_KINDS[type(request)]
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps({"kind": kind, "request": dataclasses.asdict(request)}))
     os.replace(temporary, path)
     return path
 
 
-def read_request(path: Path) -> EnumerationPlan | TrainRequest:
+def read_request(path: Path) -> JobRequest:
     """The request `write_request` wrote."""
     written = json.loads(path.read_text())
+    if written.get("kind") == "judge":
+        values = dict(written["request"])
+        values["benchmarks"] = tuple(values["benchmarks"]) if values.get("benchmarks") is not None else None
+        return JudgeRequest(**values)
     if written.get("kind") == "train":
         return request_from_params(written["request"])
     if written.get("kind") == "enumerate":
@@ -118,10 +129,13 @@ def read_request(path: Path) -> EnumerationPlan | TrainRequest:
     raise InvalidInput(f"{path}: not a FORGE job request")
 
 
-def run_request(store: Store, request: EnumerationPlan | TrainRequest) -> None:
+def run_request(store: Store, request: JobRequest) -> None:
     """Run one job's request in this process, logging its progress (the job's row in the jobs
-    table is written by the enumeration or the training itself)."""
+    table is written by the enumeration, the training or the judging itself)."""
     request.check(store)
+    if isinstance(request, JudgeRequest):
+        _run_judging(store, request)
+        return
     if isinstance(request, TrainRequest):
         compute_features(store, request.host, request.benchmarks)
         train_router_job(store, request, on_log=lambda row: log.info("%s", row))
@@ -132,6 +146,21 @@ def run_request(store: Store, request: EnumerationPlan | TrainRequest) -> None:
     with serving(get_host_config(store, request.host)) as served:
         report = asyncio.run(enumerate_on_host(store, request, served))
     log.info("job %s: %s, %d calls, %d errors", report.job_id, report.status, report.calls, len(report.errors))
+
+
+def _run_judging(store: Store, request: JudgeRequest) -> None:
+    async def judge() -> Any:
+        async with hosted(get_host_config(store, request.judge_host)) as client:
+            return await judge_outcomes(store, request, client)
+
+    report = asyncio.run(judge())
+    log.info("job %s: %s, %d judged, %d errors", report.job_id, report.status, report.judged, len(report.errors))
+
+
+def start_judge_job(request: JudgeRequest, store_path: Path, log_dir: Path) -> StartedJob:
+    """Run a judge request on the store at `store_path` in a detached process; its jobs-table row
+    (kind "judge") appears once the judge host is ready."""
+    return _spawn("judge", request, store_path, log_dir)
 
 
 def main(arguments: list[str]) -> int:

@@ -124,3 +124,25 @@ class FreshResult:
     finished_at: datetime
     answer_tokens_in: int  # of the answering call alone
     answer_tokens_out: int
+
+
+@dataclass(frozen=True)
+class RewardOutcome:
+    """A judge host's rating of one stored (query, arm) outcome; an error row has no reward."""
+
+    host: str  # the host whose answer was judged
+    benchmark: str
+    example_id: str
+    arm: str
+    reward_key: str  # identity of the reward: source, judge prompt and judge host configuration
+    source: str  # "judge"
+    judge_host: str
+    judge_config_hash: str
+    prompt_hash: str  # of the judge prompt template
+    reward: float | None  # in [0, 1]
+    verdict: str  # the judge's raw reply
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    error: str | None
+    finished_at: datetime

@@ -108,3 +108,13 @@ with st.expander("Reasoning table"):
         "tokens_reasoning": st.column_config.NumberColumn("reasoning tokens", format="%.1f"),
         "reasoning_share": st.column_config.NumberColumn("reasoning share", format="percent"),
         "counted_by": "counted by"})
+
+st.subheader("Gold evidence in the prompt")
+recall = data.gold_recall(store, host, n_arms, split)
+if recall.empty:
+    st.caption("No benchmark of these queries annotates its gold evidence.")
+else:
+    st.caption("Share of each query's annotated supporting facts, paragraphs or evidence found in the prompt of each "
+               "support form (`gold_recall`; Direct prompts hold none).")
+    st.dataframe(recall, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})

@@ -81,4 +81,7 @@ columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join
 st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
-        name: st.column_config.NumberColumn(format="%.4f") for name in ("cost_k", "macro_f1", "macro_utility")})
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall")})
+    st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
+               "benchmarks that annotate it (none for PopQA).")

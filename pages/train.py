@@ -6,9 +6,12 @@ import dataclasses
 import streamlit as st
 
 from app import charts, data, ui
-from app.train_view import default_router_mark, runs_panel, start_training
+from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.jobs import stage2_log_every
+from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
     checkpoint_label,
@@ -18,6 +21,7 @@ from forge_core.training.checkpoint_views import (
     default_comparison,
     lineage_diff,
     metrics_comparison,
+    reward_audit_table,
 )
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import LOSS_TYPES, Stage2Config
@@ -56,6 +60,10 @@ with st.form("run"):
                                          help="Weight of the normalized output-token cost.")
     tau = columns[2].number_input("tau", 0.01, 10.0, DEFAULTS_1.tau, 0.1, help="Boltzmann temperature.")
     seed = columns[3].number_input("Seed", 0, 10_000, 0, help="Seeds dropout, shuffling and sampling.")
+    reward = st.segmented_control(
+        "Reward", REWARD_SOURCES, default=GOLD,
+        help="What F1 stands for in U: gold F1, the judge's ratings (`forge rewards judge`) or the consensus of "
+             "the query's answers. Audit a proxy in Rewards below before trusting it.") or GOLD
     benchmarks = st.multiselect("Benchmarks", data.host_benchmarks(store, host), placeholder="every benchmark",
                                 help="Train on these benchmarks' queries only (empty: every benchmark of the host).")
     if stage == 1:
@@ -89,12 +97,12 @@ with st.form("run"):
 if submitted:
     if stage == 1:
         request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
-                               lambda_out=lambda_out, stage1=Stage1Config(
+                               lambda_out=lambda_out, reward=reward, stage1=Stage1Config(
                                    tau=tau, target=target, arms=warm_arms, max_epochs=max_epochs,
                                    patience=patience, seed=seed))
     else:
         request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=2, lambda_in=lambda_in,
-                               lambda_out=lambda_out, rewards=rewards,
+                               lambda_out=lambda_out, rewards=rewards, stage2_reward=reward,
                                parent=None if parent == NEWEST_PARENT else parent,
                                stage1=Stage1Config(tau=tau), stage2=Stage2Config(
                                    steps=steps, loss_type=algorithm, beta=beta, entropy_coef=entropy_coef,
@@ -107,6 +115,37 @@ if submitted:
 
 st.header("Runs")
 runs_panel(store, int((checkpoints["host"] == host).sum()))
+
+st.header("Rewards")
+st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both. The cross-fitted "
+           "regret of routers trained on it (`regret_vs_gold`) comes from `forge rewards audit --reward NAME`.")
+proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
+with ui.user_errors(stop=False):
+    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, DEFAULT_LAMBDA_IN,
+                              DEFAULT_LAMBDA_OUT)
+    st.dataframe(reward_audit_table(audit), hide_index=True)
+    for key, label in (("best_arm_match", "by F1"), ("best_utility_arm_match", "by utility at λ 0.10/0.20")):
+        match = audit[key]
+        st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
+                    f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
+
+with st.form("judge"):
+    st.markdown(f"**Judge rewards**: a judge host rates {host}'s stored answers (a resumable background job, "
+                f"as `forge rewards judge`)")
+    columns = st.columns(3)
+    judge_host = columns[0].selectbox("Judge host", [configured.name for configured in data.host_configs(store)])
+    judge_split = columns[1].selectbox("Queries of split", SPLIT_CHOICES, index=SPLIT_CHOICES.index("all"))
+    judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
+    if st.form_submit_button("Start judging", icon=":material/gavel:"):
+        judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
+                                     limit=judge_limit or None)
+        with ui.user_errors(stop=False):
+            judge_request.check(store)
+            start_judging(store, judge_request)
+            st.success(f"Judging started: {judge_host} rates {host}'s answers.")
+judge_jobs = data.recent_jobs_of(store, "judge")
+if judge_jobs:
+    st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 
 st.header("Checkpoints")
 host_checkpoints = checkpoints[checkpoints["host"] == host]

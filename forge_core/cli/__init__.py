@@ -1,5 +1,5 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
-command group (`data`, `store`, `host`, `train`, `evaluate`, `enumerate`, `ask`, `serve`,
+command group (`data`, `store`, `host`, `train`, `evaluate`, `rewards`, `enumerate`, `ask`, `serve`,
 `dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 
 import typer
 
-from forge_core.cli import ask, dashboard, data, enumerate, evaluate, host, serve, store, train
+from forge_core.cli import ask, dashboard, data, enumerate, evaluate, host, rewards, serve, store, train
 from forge_core.cli.output import console
 from forge_core.errors import ForgeError
 
@@ -22,6 +22,7 @@ app.command("ask")(ask.ask)
 app.command("features")(train.features_command)
 app.command("train")(train.train_router_command)
 app.command("checkpoints")(train.checkpoints_command)
+app.add_typer(rewards.rewards_app, name="rewards")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("sweep")(evaluate.sweep_command)
 app.command("enumerate")(enumerate.enumerate_command)

@@ -52,6 +52,9 @@ def train_router_command(
     tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = 1.0,
     algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = "grpo",
     rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",
+    reward: Annotated[str, typer.Option(
+        help="Stage 1 reward: gold (F1), judge (`forge rewards judge`) or consensus (no call).")] = "gold",
+    stage2_reward: Annotated[str, typer.Option(help="Stage 2 reward: gold, judge or consensus.")] = "gold",
     router: Annotated[str, typer.Option(help="factorized, or flat (the ablation).")] = "factorized",
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
     warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
@@ -74,7 +77,8 @@ def train_router_command(
 
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
-        lambda_out=lambda_out, rewards=rewards, parent=parent, split_seed=split_seed,
+        lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
+        split_seed=split_seed,
         benchmarks=tuple(benchmark) if benchmark else None,
         stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed, max_epochs=max_epochs,
                             patience=patience),

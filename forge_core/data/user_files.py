@@ -1,11 +1,13 @@
 """Read a user's own questions (and an optional corpus) into an `ImportedBenchmark`.
 
 A question file holds one record per question: `question`, `answers` (a string or a list of
-strings), an optional `id` (a string or an integer; by default `line-N`) and optional `contexts`
-(a list of `{title, text}` passages). A corpus file holds `{title, text}` records. Every passage
-of either goes into the benchmark's retrieval corpus, which each of its questions retrieves from.
-Formats: JSON lines, CSV (list cells written as JSON) and Parquet, told by the file extension or
-named explicitly. Every problem is an `ImportFormatError` naming the file, line and field.
+strings; left out or null for a question without gold answers: its outcomes are enumerated and can
+be judged or scored by consensus, never by F1), an optional `id` (a string or an integer; by
+default `line-N`) and optional `contexts` (a list of `{title, text}` passages). A corpus file holds
+`{title, text}` records. Every passage of either goes into the benchmark's retrieval corpus, which
+each of its questions retrieves from. Formats: JSON lines, CSV (list cells written as JSON) and
+Parquet, told by the file extension or named explicitly. Every problem is an `ImportFormatError`
+naming the file, line and field.
 """
 
 from __future__ import annotations
@@ -120,9 +122,9 @@ def _example_id(record: Record, line: int) -> str:
 
 
 def _answers(record: Record) -> tuple[str, ...]:
-    if "answers" not in record:
-        raise RecordError("missing field 'answers'")
-    value = record["answers"]
+    value = record.get("answers")
+    if value is None:
+        return ()  # a question without gold answers
     if not isinstance(value, (str, list)) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
         raise RecordError("field 'answers' must be a string or a list of strings")
     return answers_field(value, "answers")

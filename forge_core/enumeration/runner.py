@@ -135,7 +135,7 @@ class _Run:
             self.writer.put(self._error_outcome(example, arm, error, started))
             self.record_call(0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
             return
-        f1, em = score_arm_answer(answer, example.answers, example.is_fever)
+        f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
         outcome = ArmOutcome(
             host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
             arm=arm.name, answer=answer.answer, extracted=answer.extracted, f1=f1, em=em,

@@ -24,6 +24,7 @@ import numpy as np
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import evaluation_context
+from forge_core.evaluation.grounding import gold_recall_matrix, grounding_summary
 from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup
@@ -87,11 +88,13 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     raw = FixedArm(RAW_NO_THINK)
     reference = outcomes.get(raw.name) or score_decisions(context, rows, raw, raw.decide(context, rows))
+    recall, benchmarks = gold_recall_matrix(store, context.table)[rows], context.table.benchmarks[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
         "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
         "arms": list(context.table.arms),
-        "policies": {name: summarize(o, context, rows, reference) for name, o in outcomes.items()},
+        "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
+                     for name, o in outcomes.items()},
     }
 
 
@@ -151,7 +154,7 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
     oracle and the given checkpoints, without training anything; plus the frontier indices.
     Each point: policy, kind, benchmark ("all" unless `by_benchmark`), cost_k and macro_utility
-    under `accounting`, macro_f1."""
+    under `accounting`, macro_f1, gold_recall (None where no benchmark has evidence annotations)."""
     context = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
     rows = context.rows(split)
     if not len(rows):
@@ -159,18 +162,25 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
+    recall = gold_recall_matrix(store, context.table)[rows]
     points = []
     for outcome in outcomes.values():
         if by_benchmark:
             for benchmark in np.unique(benchmarks):
                 mask = benchmarks == benchmark
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
-                                     outcome.f1[mask].mean(), outcome.utility[mask].mean()))
+                                     outcome.f1[mask].mean(), outcome.utility[mask].mean())
+                              | _gold_recall(recall[mask], outcome.actions[mask], benchmarks[mask]))
         else:
             points.append(_point(outcome, "all", macro(outcome.tokens, benchmarks),
-                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks)))
+                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks))
+                          | _gold_recall(recall, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(rows))}
+
+
+def _gold_recall(recall: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
+    return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"]}
 
 
 def _point(outcome: PolicyOutcome, benchmark: str, tokens: float, f1: float, utility: float) -> dict:

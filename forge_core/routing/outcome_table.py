@@ -87,9 +87,11 @@ class OutcomeTable:
 
 
 def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int = 0,
-                       benchmarks: Sequence[str] | None = None) -> OutcomeTable:
+                       benchmarks: Sequence[str] | None = None, labeled_only: bool = True) -> OutcomeTable:
     """The complete queries of a host on the `n_arms` alphabet, sorted by benchmark and id; only
-    those of `benchmarks` when given (default: every benchmark the host has outcomes on)."""
+    those of `benchmarks` when given (default: every benchmark the host has outcomes on). With
+    `labeled_only` False, queries without gold answers stay in, their F1 and EM NaN (training on a
+    proxy reward replaces them)."""
     arms = tuple(arm.name for arm in alphabet(n_arms))
     outcomes = store.arm_outcomes(host)
     if benchmarks is not None:
@@ -99,11 +101,18 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
         raise MissingStep(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
                          "or `forge store load-demo`")
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
-    wide = outcomes.pivot_table(index=["benchmark", "example_id"], columns="arm",
-                                values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"], aggfunc="first")
-    wide = wide.dropna()
+    wide = outcomes.pivot(index=["benchmark", "example_id"], columns="arm",
+                          values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"])  # one row per key
     if wide.empty or not set(arms) <= set(wide["f1"].columns):
         raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
+    measured = ("f1", "em", "tokens_in", "tokens_out", "latency_ms")[0 if labeled_only else 2:]
+    complete = wide.dropna(subset=[(field, arm) for field in measured for arm in arms])
+    if complete.empty and labeled_only and wide["tokens_in"][list(arms)].notna().all(axis=1).any():
+        raise InvalidInput(f"host '{host}' has no query with gold answers and all {n_arms} arms stored: "
+                           "train on a proxy reward (--reward consensus or judge)")
+    if complete.empty:
+        raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
+    wide = complete
     keys = list(wide.index)
     splits = _split_labels(store, keys, split_seed)
     sample_in, sample_out, probe_latency = _probe_costs(store, host, keys)

@@ -18,7 +18,16 @@ import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput
-from forge_core.records import GREEDY_PROBE, ArmOutcome, Document, Example, FreshResult, ProbeOutcome, SplitAssignment
+from forge_core.records import (
+    GREEDY_PROBE,
+    ArmOutcome,
+    Document,
+    Example,
+    FreshResult,
+    ProbeOutcome,
+    RewardOutcome,
+    SplitAssignment,
+)
 from forge_core.store.connection import StoreError, StoreFile, first_row, insert_rows, utc_now
 from forge_core.store.exports import export_tables, load_export_once, load_exported
 from forge_core.store.schema import CHECKPOINT_LINEAGE_COLUMNS, EXPORTED_TABLES, FILL_CHECKPOINT_LINEAGE
@@ -633,6 +642,42 @@ class Store(StoreFile):
             return connection.execute(
                 "SELECT * FROM crossfit_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
             ).fetchdf()
+
+    # ------------------------------------------------------------ judge rewards
+
+    def write_reward_outcome(self, *outcomes: RewardOutcome) -> None:
+        """Store judged (query, arm) rows in one transaction, replacing earlier rows of the same key."""
+        with self.transaction() as connection:
+            connection.executemany("INSERT OR REPLACE INTO reward_outcomes VALUES "
+                                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   [list(row_values(outcome)) for outcome in outcomes])
+
+    def judged_outcomes(self, host: str, reward_key: str) -> set[tuple[str, str, str]]:
+        """(benchmark, example_id, arm) of a host's outcomes judged without error under `reward_key`."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT benchmark, example_id, arm FROM reward_outcomes WHERE host = ? AND reward_key = ? "
+                "AND error IS NULL", [host, reward_key]).fetchall()
+        return {tuple(row) for row in rows}
+
+    def reward_outcomes(self, host: str, reward_key: str | None = None) -> pd.DataFrame:
+        """A host's stored judge rewards (errors included), optionally of one reward key."""
+        query = "SELECT * FROM reward_outcomes WHERE host = ?"
+        params: list[Any] = [host]
+        if reward_key is not None:
+            query += " AND reward_key = ?"
+            params.append(reward_key)
+        with self.connect() as connection:
+            return connection.execute(query + " ORDER BY benchmark, example_id, arm, reward_key", params).fetchdf()
+
+    def reward_keys(self, host: str) -> pd.DataFrame:
+        """The judge rewards stored for a host: one row per reward key with its judge, prompt hash,
+        rows and newest row, newest first."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT reward_key, judge_host, judge_config_hash, prompt_hash, count(*) AS n_rows, "
+                "count(reward) AS n_rewards, max(finished_at) AS latest FROM reward_outcomes WHERE host = ? "
+                "GROUP BY ALL ORDER BY latest DESC", [host]).fetchdf()
 
     # ------------------------------------------------------------ job logs
 

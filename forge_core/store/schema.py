@@ -122,6 +122,16 @@ MIGRATIONS: tuple[str, ...] = (
         host VARCHAR, host_config_hash VARCHAR, checked_at TIMESTAMP, report JSON,
         PRIMARY KEY (host, host_config_hash));
     """,
+    # Judge rewards: a judge host's rating of one stored (query, arm) outcome; `reward_key` hashes
+    # the judge prompt and the judge host's configuration, so another judge adds rows, never replaces.
+    """
+    CREATE TABLE reward_outcomes (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR, reward_key VARCHAR,
+        source VARCHAR, judge_host VARCHAR, judge_config_hash VARCHAR, prompt_hash VARCHAR,
+        reward DOUBLE, verdict VARCHAR, tokens_in INTEGER, tokens_out INTEGER, latency_ms DOUBLE,
+        error VARCHAR, finished_at TIMESTAMP,
+        PRIMARY KEY (host, benchmark, example_id, arm, reward_key));
+    """,
     # The router a host uses by default, set by the user (a new training run never takes it over).
     """
     CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
@@ -130,7 +140,7 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
     "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
-    "fresh_results")
+    "fresh_results", "reward_outcomes")
 # The checkpoint columns copied from its lineage JSON (schema version 6 added them); with stage,
 # variant and n_arms, the columns checkpoints are selected by.
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
@@ -147,4 +157,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks", "default_routers"})
+    "crossfit_results", "host_checks", "reward_outcomes", "default_routers"})

@@ -26,6 +26,7 @@ from forge_core.evidence.answering import answer_with_arm, load_retriever, retri
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
+from forge_core.rewards.sources import GOLD, check_reward_source, reward_matrix
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import Standardizer, assemble_features, feature_names, router_standardizer
@@ -59,6 +60,8 @@ class TrainRequest:
     lambda_in: float = DEFAULT_LAMBDA_IN
     lambda_out: float = DEFAULT_LAMBDA_OUT
     rewards: str = "table"  # Stage 2: "table" (replay) or "live" (host calls for missing outcomes)
+    reward: str = GOLD  # Stage 1's reward in the utility: gold (F1), judge or consensus
+    stage2_reward: str = GOLD  # Stage 2's reward (table replay only for judge and consensus)
     parent: str | None = None  # Stage 2: the Stage-1 checkpoint to start from (default: newest match)
     split_seed: int = 0
     benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
@@ -72,6 +75,10 @@ class TrainRequest:
             raise InvalidInput(f"stage is 1 or 2, not {self.stage}")
         if self.rewards not in ("table", "live"):
             raise InvalidInput(f"rewards are 'table' or 'live', not '{self.rewards}'")
+        check_reward_source(self.reward)
+        check_reward_source(self.stage2_reward)
+        if self.stage == 2 and self.rewards == "live" and self.stage2_reward != GOLD:
+            raise InvalidInput("live Stage-2 rewards are gold F1: use the table replay for judge or consensus")
         thinking_modes(self.n_arms)  # validates the alphabet size
         check_cost_weights(self.lambda_in, self.lambda_out)
         if self.stage1.arms not in (3, self.n_arms):
@@ -82,7 +89,8 @@ class TrainRequest:
         without complete train and dev queries (or without probes for Full), an unknown parent, a
         Stage 2 run without a Stage-1 checkpoint to start from. The one place a request is checked:
         the CLI, the Train page and the jobs call it before training."""
-        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks)
+        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks,
+                                   labeled_only=self.training_reward == GOLD)
         if self.variant == "full" and not table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes (Full features need them): "
                               f"run `forge enumerate --host {self.host} --probes`, or train Lite")
@@ -92,12 +100,27 @@ class TrainRequest:
             if not (table.splits == split).any():
                 raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
                                   f"run `forge enumerate --host {self.host} --split {split}`")
+        if self.training_reward != GOLD:
+            proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
         if self.parent is not None:
             load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
         if self.stage == 2 and self.parent is None and latest_checkpoint(
                 store, self.host, self.variant, stage=1, n_arms=self.n_arms) is None:
             raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: train one first (Stage 1, {self.variant}, "
                               f"{self.n_arms} arms), or `forge train --stage 1 --variant {self.variant}`")
+
+
+    def training_data(self, store: Store) -> TrainingData:
+        """The data this request trains on: the complete queries, also those without gold answers
+        when the reward is a proxy (then with the proxy in place of F1)."""
+        data = prepare_training_data(store, self.host, self.variant, self.n_arms, self.split_seed, self.benchmarks,
+                                     labeled_only=self.training_reward == GOLD)
+        return with_reward(store, data, self.training_reward)
+
+    @property
+    def training_reward(self) -> str:
+        """The reward this request's stage trains on."""
+        return self.stage2_reward if self.stage == 2 else self.reward
 
 
 @dataclass(frozen=True)
@@ -126,12 +149,13 @@ class TrainingData:
 
 
 def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0,
-                          benchmarks: Sequence[str] | None = None) -> TrainingData:
+                          benchmarks: Sequence[str] | None = None, labeled_only: bool = True) -> TrainingData:
     """Complete queries (of `benchmarks` when given) with their stored features, standardized on
-    train (compute the features first: `forge_core.routing.features.compute_features`)."""
+    train (compute the features first: `forge_core.routing.features.compute_features`); with
+    `labeled_only` False, queries without gold answers too (for training on a proxy reward)."""
     if variant not in VARIANTS:
         raise InvalidInput(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
-    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks, labeled_only)
     if variant == "full":
         table = table.subset(table.has_probes)
         if not len(table):
@@ -145,6 +169,28 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     standardizer = router_standardizer(raw[train], "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_dim)), embedder_name())
+
+
+def with_reward(store: Store, data: TrainingData, source: str) -> TrainingData:
+    """The training data with `source`'s rewards in place of F1, on the rows whose every arm has
+    one (gold: unchanged). Refuses a reward with no train or dev row."""
+    if source == GOLD:
+        return data
+    rewards, complete = proxy_rewards(store, data.table, source)
+    table = dataclasses.replace(data.table, f1=rewards).subset(complete)
+    return dataclasses.replace(data, table=table, features=data.features[complete])
+
+
+def proxy_rewards(store: Store, table: OutcomeTable, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """[N, K] rewards of `source` for the table and [N] the rows with every arm's reward; refuses
+    a reward that no train or no dev row has on every arm."""
+    rewards = reward_matrix(store, table, source)
+    complete = ~np.isnan(rewards).any(axis=1)
+    for split in ("train", "dev"):
+        if not (complete & (table.splits == split)).any():
+            raise MissingStep(f"no {split} query of host '{table.host}' has a {source} reward on every arm: "
+                              f"run `forge rewards judge --host {table.host} --split {split}`")
+    return rewards, complete
 
 
 def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray) -> dict[str, float]:
@@ -172,7 +218,16 @@ def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], 
         "benchmarks": list(request.benchmarks) if request.benchmarks is not None else None, "stage": request.stage,
         "config": dataclasses.asdict(stage_config), "parent": request.parent,
         "standardizer": data.standardizer.to_dict(), "normalizer": data.normalizer.to_dict(),
-    }
+    } | _reward_lineage(request)
+
+
+def _reward_lineage(request: TrainRequest) -> dict[str, str]:
+    """The reward a checkpoint was trained on, in its lineage (`reward` for Stage 1, `stage2_reward`
+    for Stage 2, whose parent's lineage holds the Stage-1 one); gold is left out, so checkpoints
+    trained on gold keep the ids they had before rewards were a choice."""
+    if request.training_reward == GOLD:
+        return {}
+    return {"stage2_reward" if request.stage == 2 else "reward": request.training_reward}
 
 
 def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
@@ -232,8 +287,7 @@ def train_router_job(store: Store, request: TrainRequest,
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:
-    data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed,
-                                 request.benchmarks)
+    data = request.training_data(store)
     utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
     host_hashes = store.host_config_hashes(request.host)
     metrics: dict[str, Any] = {}

@@ -98,7 +98,10 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert not app.exception
     assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
-    assert len(app.dataframe) == 4  # benchmarks, coverage, the summary table, reasoning per arm
+    assert len(app.dataframe) == 5  # benchmarks, coverage, the summary table, reasoning per arm, gold recall
+    recall = app.dataframe[4].value
+    assert list(recall["support"]) == ["direct", "summary", "raw"] and (recall.drop(columns="support") >= 0).all().all()
+    assert (recall.set_index("support").loc["direct"] == 0).all()
     charts = app.get("plotly_chart")
     assert len(charts) == 4  # cost/quality, F1 per arm, tokens per arm, reasoning per arm
     reasoning = app.dataframe[3].value
@@ -416,6 +419,29 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert "is now the default router of 'synthetic-host'" in texts(app.success)
     table = frame_with(app, "checkpoint").set_index("checkpoint")
     assert table.loc[parent, "default"] and not table.loc[child, "default"]
+
+
+def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, str]) -> None:
+    store, gold_checkpoint = trained_app
+    app = page("train.py")
+    assert not app.exception, app.exception
+    audit = frame_with(app, "spearman with gold F1")
+    assert len(audit) == 6 and audit["mean gold F1"].between(0, 1).all()
+    assert "Proxy-best arm is a gold-best arm by F1" in texts(app.markdown)
+
+    by_label(app.selectbox, "Features").set_value("lite")
+    by_label(app.segmented_control, "Reward").set_value("consensus")
+    by_label(app.number_input, "Max epochs").set_value(3)
+    by_label(app.button, "Start training").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    deadline = time.monotonic() + 4 * TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = store.jobs("train")
+        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
+            break
+        time.sleep(1)
+    assert jobs["status"][0] == "finished", jobs["message"][0]
+    assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
 
 def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:

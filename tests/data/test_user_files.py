@@ -101,7 +101,6 @@ def _set(key: str, value: object) -> Callable[[list], list]:
 JSONL_CASES = {
     "missing question": (_drop("question"), "bad.jsonl:3: missing field 'question'"),
     "empty question": (_set("question", "  "), "bad.jsonl:3: field 'question' must be a non-empty string"),
-    "missing answers": (_drop("answers"), "bad.jsonl:3: missing field 'answers'"),
     "empty answers": (_set("answers", []), "bad.jsonl:3: missing answer: field 'answers' is empty"),
     "answers of the wrong type": (_set("answers", 42),
                                   "bad.jsonl:3: field 'answers' must be a string or a list of strings"),
@@ -156,10 +155,20 @@ def test_bad_json_non_utf8_and_unknown_format(tmp_path: Path, monkeypatch, capsy
                    "unknown format ('xml')")
 
 
+def test_a_record_without_answers_is_a_question_without_gold(tmp_path: Path) -> None:
+    records = city_records()
+    del records[0]["answers"]
+    records[1]["answers"] = None
+    read = read_user_file(write_jsonl(tmp_path / "capitals.jsonl", records), "capitals")
+    assert read.examples[0].answers == () and read.examples[1].answers == () and read.examples[2].answers == ("Madrid",)
+
+
 def test_bad_csv_parquet_and_corpus_files(tmp_path: Path, monkeypatch, capsys) -> None:
     csv_path = tmp_path / "bad.csv"
-    csv_path.write_text("question,answers\nWhat is the capital of Italy?,Rome\nWhat is the capital of Spain?,\n")
-    assert_refused(monkeypatch, capsys, tmp_path, [str(csv_path), "--name", "x"], "bad.csv:3: missing field 'answers'")
+    csv_path.write_text('question,answers\nWhat is the capital of Italy?,Rome\n'
+                        'What is the capital of Spain?,"[""Madrid"", 7]"\n')
+    assert_refused(monkeypatch, capsys, tmp_path, [str(csv_path), "--name", "x"],
+                   "bad.csv:3: field 'answers' must be a string or a list of strings")
     parquet_path = tmp_path / "bad.parquet"
     records = city_records()
     records[4]["answers"] = []

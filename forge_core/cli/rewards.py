@@ -1,0 +1,148 @@
+"""`forge rewards`: label-free rewards (`judge`, `consensus`) and their `audit` against gold."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from forge_core.cli.output import (
+    BENCHMARK_SUBSET_HELP,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+    print_summary,
+)
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their audit against gold.",
+                          no_args_is_help=True)
+
+
+@rewards_app.command("judge")
+def judge_command(
+    host: Annotated[str, typer.Option(help="The host whose stored answers are judged.")] = "embedded",
+    judge_host: Annotated[str, typer.Option(help="The host that judges them (any configured host).")] = "embedded",
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "all",
+    limit: Annotated[Optional[int], typer.Option(help="At most this many queries (all their arms).")] = None,
+    arms: Annotated[int, typer.Option(help="Alphabet whose arms are judged: 3, 6 or 12.")] = 6,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 1,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+) -> None:
+    """Rate every stored answer still unjudged with the judge host, storing each rating as it lands
+    (resumable: run the same command again to continue)."""
+    import asyncio
+
+    from forge_core.hosts.lifetime import hosted
+    from forge_core.hosts.registry import get_host_config
+    from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
+
+    store = open_store()
+    request = JudgeRequest(host=host, judge_host=judge_host, split=split,
+                           benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
+                           limit=limit, concurrency=concurrency)
+    request.check(store)
+    judge_config = get_host_config(store, judge_host)
+
+    async def run() -> Any:
+        async with hosted(judge_config) as judge:
+            with counting_progress() as progress:
+                task = progress.add_task("judging", total=None)
+
+                def show(report: Any) -> None:
+                    progress.update(task, completed=report.judged, total=report.planned,
+                                    description=f"judging ({len(report.errors)} errors)")
+
+                return await judge_outcomes(store, request, judge, on_progress=show)
+
+    try:
+        report = asyncio.run(run())
+    except KeyboardInterrupt:
+        console.print("interrupted: every finished rating is stored; run the same command again to continue")
+        raise typer.Exit(130) from None
+    for line in report.errors[:20]:
+        console.print(f"[yellow]error[/yellow] {line}", highlight=False)
+    print_summary({"job_id": report.job_id, "reward_key": report.reward_key, "planned": report.planned,
+                   "judged": report.judged, "unrated": report.unrated, "errors": len(report.errors),
+                   "status": report.status, "seconds": round(report.seconds, 1)}, as_json)
+
+
+@rewards_app.command("consensus")
+def consensus_command(
+    host: Annotated[str, typer.Option(help="The host whose stored answers are compared.")] = "embedded",
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Per arm: the mean consensus reward over the host's complete queries (computed from the stored
+    answers, no host call; training and the audit compute it the same way)."""
+    from forge_core.arms import alphabet
+    from forge_core.rewards.consensus import consensus_rewards
+
+    names = [arm.name for arm in alphabet(arms)]
+    rows = consensus_rewards(open_store(), host, names)
+    means = rows.groupby("arm")["reward"].mean().reindex(names)
+    summary = {"host": host, "queries": int(rows[["benchmark", "example_id"]].drop_duplicates().shape[0]),
+               "mean_reward": {arm: None if means[arm] != means[arm] else round(float(means[arm]), 4) for arm in names}}
+    if as_json:
+        print_json(summary)
+        return
+    console.print(f"{summary['queries']} queries of host '{host}'")
+    for arm, value in summary["mean_reward"].items():
+        console.print(f"  {arm:<18} {value}")
+
+
+@rewards_app.command("audit")
+def audit_command(
+    reward: Annotated[str, typer.Option(help="The proxy to audit: judge or consensus.")] = "consensus",
+    host: Annotated[str, typer.Option(help="Whose outcomes (they need gold answers).")] = "embedded",
+    judge_key: Annotated[Optional[str], typer.Option(help="Judge rewards of this key (default: the newest).")] = None,
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = DEFAULT_LAMBDA_IN,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
+    router: Annotated[Optional[list[str]], typer.Option(
+        help="Router trained on gold and on the proxy in every fold (repeatable: forge_lite, forge_full, "
+             "bge_bm25_kl; default forge_lite).")] = None,
+    no_crossfit: Annotated[bool, typer.Option("--no-crossfit", help="Only the per-arm audit (seconds).")] = False,
+    folds: Annotated[int, typer.Option(help="Crossfit folds.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
+    whose proxy-best arm is gold-best, and the gold utility lost by routers trained on the proxy
+    (`regret_vs_gold`, cross-fitted, with its paired 95% interval)."""
+    from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+
+    routers = () if no_crossfit else tuple(router or ("forge_lite",))
+    request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms, lambda_in=lambda_in,
+                                 lambda_out=lambda_out, routers=routers, folds=folds)
+    store = open_store()
+    request.check(store)
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("audit folds", total=folds if routers else None)
+        report = run_reward_audit(store, request, on_fold=lambda done, total: progress.update(task, completed=done))
+    if as_json:
+        print_json(report)
+    else:
+        _print_audit(report)
+
+
+def _print_audit(report: dict[str, Any]) -> None:
+    console.print(f"{report['reward']} vs gold F1 on {report['queries']} queries of host '{report['host']}'")
+    table = Table("arm", "spearman", "mean proxy", "mean gold F1")
+    for arm, row in report["arms"].items():
+        rho = "-" if row["spearman"] is None else f"{row['spearman']:.3f}"
+        table.add_row(arm, rho, f"{row['mean_proxy']:.3f}", f"{row['mean_gold_f1']:.3f}")
+    console.print(table)
+    for key, label in (("best_arm_match", "proxy-best arm is gold-best (F1)"),
+                       ("best_utility_arm_match", "proxy-best arm is gold-best (utility)")):
+        match = report[key]
+        console.print(f"{label}: {match['share']:.3f} [{match['ci'][0]:.3f}, {match['ci'][1]:.3f}]")
+    for name, row in report["routers"].items():
+        low, high = row["ci_regret_vs_gold"]
+        console.print(f"{name}: utility gold-trained {row['gold_trained']['macro_utility']:.4f}, "
+                      f"{report['reward']}-trained {row['proxy_trained']['macro_utility']:.4f}, "
+                      f"regret_vs_gold {row['regret_vs_gold']:+.4f} [{low:+.4f}, {high:+.4f}]")
+    console.print(report["verdict"])

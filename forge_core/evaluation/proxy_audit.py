@@ -1,0 +1,181 @@
+"""`forge rewards audit`: how far a proxy reward (judge or consensus) can be trusted, measured on
+the queries that also have gold answers.
+
+Two views. Per arm: Spearman's rank correlation of the proxy with gold F1 over the queries, and per
+query whether the proxy-best arm is a gold-best arm (ties in gold all count as best; a proxy tie goes
+to the first arm in action order), by reward alone and by utility at the chosen cost weights, with
+bootstrap 95% intervals (queries resampled within benchmarks). And cross-fitted: per router variant,
+one router trained on gold utility and one on proxy utility in every fold (same folds, features and
+settings as `forge eval --protocol crossfit`), both scored on the held-out fold with gold F1 and the
+deployment's accounting; `regret_vs_gold` is the macro utility of the proxy-trained router minus the
+gold-trained one's, with its paired 95% interval. Routers live in memory only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.context import EvalContext, evaluation_context
+from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.outcomes import score_decisions
+from forge_core.evaluation.setup import ROUTER_POLICIES
+from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key, reward_matrix
+from forge_core.routing.features import compute_features
+from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
+from forge_core.store import Store
+from forge_core.training.stage1 import Stage1Config
+
+log = logging.getLogger(__name__)
+
+MIN_AUDIT_QUERIES = 10  # below this, correlations and intervals say nothing
+
+
+@dataclass(frozen=True)
+class RewardAuditRequest:
+    """Which proxy to audit on which host, and the cross-fit of its routers."""
+
+    host: str = "embedded"
+    reward: str = "consensus"  # judge or consensus
+    judge_key: str | None = None  # judge rewards of this key (default: the newest)
+    n_arms: int = 6
+    lambda_in: float = DEFAULT_LAMBDA_IN
+    lambda_out: float = DEFAULT_LAMBDA_OUT
+    routers: tuple[str, ...] = ("forge_lite",)  # routers trained on gold and on the proxy ("" none: no crossfit)
+    folds: int = 5
+    split_seed: int = 0  # seeds the folds
+    seed: int = 0  # router training seed
+    max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
+
+    def __post_init__(self) -> None:
+        check_reward_source(self.reward, proxies_only=True)
+        check_cost_weights(self.lambda_in, self.lambda_out)
+        unknown = sorted(set(self.routers) - set(ROUTER_POLICIES))
+        if unknown:
+            raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(ROUTER_POLICIES)})")
+        if self.folds < 2:
+            raise InvalidInput(f"the audit's crossfit needs at least 2 folds, not {self.folds}")
+
+    def check(self, store: Store) -> None:
+        """Refuse a host without outcomes, or judge rewards that were never computed."""
+        if self.host not in store.hosts_with_outcomes():
+            raise MissingStep(f"host '{self.host}' has no stored outcomes: run `forge enumerate --host {self.host}`")
+        if self.reward == JUDGE and self.judge_key is None:
+            latest_judge_key(store, self.host)
+
+
+def audit_context(store: Store, request: RewardAuditRequest) -> tuple[EvalContext, np.ndarray]:
+    """The evaluation context of the queries with every arm's proxy reward known, and that proxy."""
+    context = evaluation_context(store, request.host, request.n_arms, request.lambda_in, request.lambda_out)
+    proxy = reward_matrix(store, context.table, request.reward, request.judge_key)
+    complete = ~np.isnan(proxy).any(axis=1)
+    if complete.sum() < MIN_AUDIT_QUERIES:
+        raise MissingStep(f"only {int(complete.sum())} queries of host '{request.host}' have a {request.reward} "
+                          f"reward on every arm: the audit needs at least {MIN_AUDIT_QUERIES}")
+    table = context.table.subset(complete)
+    return EvalContext(store, table, table.fit_normalizer(), request.lambda_in, request.lambda_out), proxy[complete]
+
+
+def best_match(table: OutcomeTable, proxy: np.ndarray, gold_values: np.ndarray, proxy_values: np.ndarray) -> dict:
+    """Share of queries whose proxy-best arm is a gold-best arm, with its bootstrap 95% interval."""
+    chosen = proxy_values.argmax(axis=1)
+    gold_best = gold_values.max(axis=1)
+    match = np.isclose(gold_values[np.arange(len(chosen)), chosen], gold_best).astype(np.float64)
+    benchmarks = table.benchmarks
+    return {"share": macro(match, benchmarks),
+            "ci": list(paired_bootstrap_ci(match, np.zeros_like(match), benchmarks))}
+
+
+def arm_audit(table: OutcomeTable, proxy: np.ndarray) -> dict[str, dict]:
+    """Per arm: queries, mean proxy, mean gold F1 and Spearman's rho of proxy with gold (None when
+    either is constant)."""
+    arms = {}
+    for column, arm in enumerate(table.arms):
+        values, gold = proxy[:, column], table.f1[:, column]
+        rho = np.nan if np.ptp(values) == 0 or np.ptp(gold) == 0 else spearmanr(values, gold).statistic
+        arms[arm] = {"queries": int(len(proxy)), "mean_proxy": float(proxy[:, column].mean()),
+                     "mean_gold_f1": float(table.f1[:, column].mean()),
+                     "spearman": None if np.isnan(rho) else float(rho)}
+    return arms
+
+
+def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRequest,
+                 on_fold: Callable[[int, int], None] | None = None) -> dict[str, dict]:
+    """Per router: macro gold F1 and utility of its gold-trained and proxy-trained versions over the
+    out-of-fold decisions, and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
+    benchmarks = context.table.benchmarks
+    assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
+    stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
+    utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
+    f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for fold in range(request.folds):
+            gold = fold_context(context, fold_splits(benchmarks, assignment, fold, 0.2, request.split_seed))
+            trained_on = {"gold": gold, "proxy": dataclasses.replace(
+                gold, table=dataclasses.replace(gold.table, f1=proxy))}
+            rows = gold.rows("test")
+            for (name, reward) in utilities:
+                router = FoldRouter(f"{name}_{reward}", ROUTER_POLICIES[name], stage1)
+                router.fit(trained_on[reward])
+                outcome = score_decisions(gold, rows, router, router.decide(gold, rows))
+                utilities[(name, reward)][rows] = outcome.deploy_utility
+                f1[(name, reward)][rows] = outcome.f1
+            if on_fold:
+                on_fold(fold + 1, request.folds)
+    finally:
+        torch.set_num_threads(threads)
+    report = {}
+    for name in request.routers:
+        gold_u, proxy_u = utilities[(name, "gold")], utilities[(name, "proxy")]
+        report[name] = {
+            "gold_trained": {"macro_f1": macro(f1[(name, "gold")], benchmarks),
+                             "macro_utility": macro(gold_u, benchmarks)},
+            "proxy_trained": {"macro_f1": macro(f1[(name, "proxy")], benchmarks),
+                              "macro_utility": macro(proxy_u, benchmarks)},
+            "regret_vs_gold": macro(proxy_u, benchmarks) - macro(gold_u, benchmarks),
+            "ci_regret_vs_gold": list(paired_bootstrap_ci(proxy_u, gold_u, benchmarks))}
+    return report
+
+
+def verdict(regret: dict[str, dict], reward: str) -> str:
+    """One line: whether the proxy-trained routers lose utility against gold-trained ones."""
+    if not regret:
+        return "no router was cross-fitted: see the per-arm correlations"
+    worse = [name for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
+    if worse:
+        return (f"not good enough at these weights: {', '.join(worse)} trained on {reward} lose utility "
+                "against gold training (interval below zero)")
+    return f"good enough at these weights: routers trained on {reward} lose no significant utility against gold"
+
+
+def run_reward_audit(store: Store, request: RewardAuditRequest,
+                     on_fold: Callable[[int, int], None] | None = None) -> dict:
+    """The audit report (see the module docstring); computes missing features first."""
+    request.check(store)
+    if request.routers:
+        compute_features(store, request.host)
+    context, proxy = audit_context(store, request)
+    table = context.table
+    gold_utility = context.utility
+    c_in, c_out = context.normalizer.transform(table.tokens_in, table.tokens_out)
+    proxy_utility = pareto_utility(proxy, c_in, c_out, request.lambda_in, request.lambda_out)
+    regret = proxy_regret(context, proxy, request, on_fold) if request.routers else {}
+    return {"host": request.host, "reward": request.reward,
+            "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
+                                               else None),
+            "queries": int(len(table)), "lambda_in": request.lambda_in, "lambda_out": request.lambda_out,
+            "folds": request.folds, "arms": arm_audit(table, proxy),
+            "best_arm_match": best_match(table, proxy, table.f1, proxy),
+            "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
+            "routers": regret, "verdict": verdict(regret, request.reward)}

@@ -1,0 +1,70 @@
+"""The consensus reward: how much an arm's answer agrees with the query's other stored answers.
+
+For each (query, arm): the mean token F1 (label equality on FEVER, where arms store the label) of
+the arm's scored answer against the scored answers of the query's other arms and of its self-consistency samples (the
+greedy probe is the `direct:no_think` arm itself, so it is not counted twice). No host call: it is
+computed from the stored outcomes when asked (a few seconds), so it is never stale and needs no
+table. A query whose answers all agree gives every arm 1.0; a lone answer gets 0.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from forge_core.evidence.answers import extract_plain_answer
+from forge_core.evidence.scoring import extract_fever_label, token_f1
+from forge_core.records import SAMPLE_PROBES, is_fever_benchmark
+from forge_core.store import Store
+
+
+def agreement(answer: str, others: Sequence[str], is_fever: bool) -> float:
+    """Mean token F1 of `answer` against each of `others` (on FEVER: the same non-empty label
+    scores 1); 0.0 when there is none."""
+    if not others:
+        return 0.0
+    if is_fever:
+        return float(np.mean([float(bool(answer) and answer == other) for other in others]))
+    return float(np.mean([token_f1(answer, (other,)) for other in others]))
+
+
+def query_consensus(arm_answers: dict[str, str], sample_answers: Sequence[str], is_fever: bool) -> dict[str, float]:
+    """Arm -> consensus reward of one query, from its arms' scored answers and its sample answers."""
+    rewards = {}
+    for arm, answer in arm_answers.items():
+        others = [other for name, other in arm_answers.items() if name != arm] + list(sample_answers)
+        rewards[arm] = agreement(answer, others, is_fever)
+    return rewards
+
+
+def sample_answer(text: str, is_fever: bool) -> str:
+    """A self-consistency sample's text as an answer is scored (its first line, or its label)."""
+    answer = extract_plain_answer(text)
+    return (extract_fever_label(answer) or "") if is_fever else answer
+
+
+def consensus_rewards(store: Store, host: str, arms: Sequence[str]) -> pd.DataFrame:
+    """benchmark, example_id, arm, reward for every query of `host` with all `arms` answered."""
+    outcomes = store.arm_outcomes(host)
+    outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
+    samples = _sample_answers(store, host)
+    rows = []
+    for (benchmark, example_id), group in outcomes.groupby(["benchmark", "example_id"], sort=True):
+        if len(group) < len(arms):
+            continue
+        is_fever = is_fever_benchmark(benchmark)
+        answers = dict(zip(group["arm"], group["extracted"].fillna("")))
+        sampled = [sample_answer(text, is_fever) for text in samples.get((benchmark, example_id), ())]
+        for arm, reward in query_consensus(answers, sampled, is_fever).items():
+            rows.append((benchmark, example_id, arm, reward))
+    return pd.DataFrame(rows, columns=["benchmark", "example_id", "arm", "reward"])
+
+
+def _sample_answers(store: Store, host: str) -> dict[tuple[str, str], list[str]]:
+    probes = store.probe_outcomes(host)
+    if probes.empty:
+        return {}
+    probes = probes[probes["error"].isna() & probes["probe"].isin(SAMPLE_PROBES)]
+    return {key: list(group["answer"].fillna("")) for key, group in probes.groupby(["benchmark", "example_id"])}

@@ -1,0 +1,238 @@
+"""`forge rewards judge`: a judge host rates a host's stored outcomes, as a resumable job.
+
+The work is every error-free outcome of the chosen queries that has no judge row under the
+reward's identity (`judge_reward_key`); queries are taken round-robin over benchmarks, so a
+limited run covers every benchmark. Each rating is stored the moment it lands, in its own short
+transaction: Ctrl-C, a cancel or kill -9 loses at most the calls in flight, and the same command
+run again judges only what is missing. Progress goes to the jobs table (kind "judge") and a callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from forge_core.arms import alphabet, parse_arm, thinking_modes
+from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
+from forge_core.enumeration.planning import SPLIT_CHOICES
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.hosts.base import Host, HostError
+from forge_core.hosts.registry import config_hash, get_host_config
+from forge_core.records import RewardOutcome, is_fever_benchmark
+from forge_core.rewards.judge import JUDGE_SOURCE, judge_prompt_hash, judge_request, judge_reward_key, parse_rating
+from forge_core.store import Store, utc_now
+
+log = logging.getLogger(__name__)
+
+JOB_UPDATE_SECONDS = 2.0
+MAX_FAILURES_IN_A_ROW = 10  # then the judge host is likely down
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Which stored outcomes to judge, and by which host."""
+
+    host: str = "embedded"  # the host whose answers are judged
+    judge_host: str = "embedded"  # the host that judges them
+    split: str = "all"  # train, dev, test or all
+    benchmarks: tuple[str, ...] | None = None  # default: every imported benchmark
+    n_arms: int = 6  # the alphabet whose arms are judged
+    split_seed: int = 0
+    limit: int | None = None  # at most this many queries in all
+    concurrency: int = 1  # judge calls in flight at once
+
+    def check(self, store: Store) -> None:
+        """Refuse, in one line, what the job would refuse: unknown hosts, split or benchmarks, a
+        host without stored outcomes, a limit below 1."""
+        if self.split not in SPLIT_CHOICES:
+            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        thinking_modes(self.n_arms)
+        if self.benchmarks is not None:
+            check_benchmarks(store, self.benchmarks)
+        if self.limit is not None and self.limit < 1:
+            raise InvalidInput("--limit must be at least 1")
+        if self.concurrency < 1:
+            raise InvalidInput("--concurrency must be at least 1")
+        get_host_config(store, self.judge_host)
+        if self.host not in store.hosts_with_outcomes():
+            raise MissingStep(f"host '{self.host}' has no stored outcomes to judge: run `forge enumerate --host "
+                              f"{self.host}` or `forge store load-demo`")
+
+    def chosen_benchmarks(self, store: Store) -> tuple[str, ...]:
+        """The benchmarks whose outcomes are judged."""
+        return self.benchmarks if self.benchmarks is not None else imported_routable_benchmarks(store)
+
+
+@dataclass(frozen=True)
+class JudgeWork:
+    """One stored outcome to judge."""
+
+    benchmark: str
+    example_id: str
+    arm: str
+    question: str
+    answer: str  # the scored (extracted) answer
+
+
+@dataclass
+class JudgeReport:
+    """What a judge run did; `errors` lists one line per failed call."""
+
+    job_id: str
+    reward_key: str
+    planned: int
+    judged: int = 0
+    unrated: int = 0  # replies without a rating (stored as 0)
+    errors: list[str] = field(default_factory=list)
+    status: str = "running"
+    seconds: float = 0.0
+
+
+def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[JudgeWork]:
+    """The outcomes still to judge, query by query, benchmarks round-robin, within the limit."""
+    arms = {arm.name for arm in alphabet(request.n_arms)}
+    outcomes = store.arm_outcomes(request.host)
+    outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)
+                        & outcomes["benchmark"].isin(request.chosen_benchmarks(store))]
+    if request.split != "all":
+        splits = store.split_table(request.split_seed)
+        chosen = splits[splits["split"] == request.split][["benchmark", "example_id"]]
+        outcomes = outcomes.merge(chosen, on=["benchmark", "example_id"])
+    keys = _round_robin(outcomes)[:request.limit]
+    judged = store.judged_outcomes(request.host, reward_key)
+    questions = _questions(store, keys)
+    by_key = {key: group for key, group in outcomes.groupby(["benchmark", "example_id"])}
+    work = []
+    for key in keys:
+        for row in by_key[key].sort_values("arm").itertuples():
+            if (row.benchmark, row.example_id, row.arm) not in judged:
+                work.append(JudgeWork(row.benchmark, row.example_id, row.arm, questions[key], row.extracted or ""))
+    return work
+
+
+def _round_robin(outcomes: pd.DataFrame) -> list[tuple[str, str]]:
+    """The distinct (benchmark, example_id) keys, alternating benchmarks, ids sorted within one."""
+    per_benchmark = [sorted(set(group["example_id"])) for _, group in outcomes.groupby("benchmark", sort=True)]
+    names = sorted(set(outcomes["benchmark"]))
+    keys = []
+    for position in range(max((len(ids) for ids in per_benchmark), default=0)):
+        keys.extend((name, ids[position]) for name, ids in zip(names, per_benchmark) if position < len(ids))
+    return keys
+
+
+def _questions(store: Store, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    questions = {}
+    for benchmark in sorted({benchmark for benchmark, _ in keys}):
+        ids = [example_id for name, example_id in keys if name == benchmark]
+        questions.update({(e.benchmark, e.example_id): e.question for e in store.examples(benchmark, ids)})
+    return questions
+
+
+class _JudgeRun:
+    """One judge run: shared state of its workers."""
+
+    def __init__(self, store: Store, request: JudgeRequest, judge: Host, report: JudgeReport,
+                 on_progress: Callable[[JudgeReport], None] | None) -> None:
+        self.store, self.request, self.judge, self.report, self.on_progress = store, request, judge, report, on_progress
+        self.judge_hash = config_hash(judge.config)
+        self.prompt_hash = judge_prompt_hash()
+        self.failures_in_a_row = 0
+        self.stopping = False
+        self.last_update = 0.0
+
+    def support_text(self, work: JudgeWork) -> str:
+        """The evidence the answering host saw under the work's arm ("" for Direct)."""
+        support = parse_arm(work.arm).support
+        if support == "direct":
+            return ""
+        evidence = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
+        return evidence.support_text(support)
+
+    async def judge_one(self, work: JudgeWork) -> None:
+        """Judge one outcome and store the row at once."""
+        verdict, reward, tokens_in, tokens_out, latency, error = "(empty answer)", 0.0, 0, 0, 0.0, None
+        if work.answer.strip():
+            support = await asyncio.to_thread(self.support_text, work)
+            request = judge_request(work.question, work.answer, support, is_fever_benchmark(work.benchmark))
+            try:
+                generation = await self.judge.generate(request)
+                verdict, tokens_in, tokens_out = generation.text, generation.tokens_in, generation.tokens_out
+                latency, reward = generation.latency_ms, parse_rating(generation.text)
+            except HostError as failure:
+                verdict, reward, error = "", None, str(failure)
+            if error is None and reward is None:
+                self.report.unrated += 1
+                reward = 0.0
+        row = RewardOutcome(self.request.host, work.benchmark, work.example_id, work.arm, self.report.reward_key,
+                            JUDGE_SOURCE, self.request.judge_host, self.judge_hash, self.prompt_hash, reward, verdict,
+                            tokens_in, tokens_out, latency, error, utc_now())
+        await asyncio.to_thread(self.store.write_reward_outcome, row)
+        await self.record(work, error)
+
+    async def record(self, work: JudgeWork, error: str | None) -> None:
+        """Count a finished call; publish progress and notice a cancel at most every 2 s."""
+        self.report.judged += 1
+        self.failures_in_a_row = self.failures_in_a_row + 1 if error else 0
+        if error:
+            self.report.errors.append(f"{work.benchmark}/{work.example_id} {work.arm}: {error}")
+        if self.failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
+            self.stop(f"{MAX_FAILURES_IN_A_ROW} judge calls failed in a row (is the judge host up?)")
+        if self.on_progress:
+            self.on_progress(self.report)
+        if time.monotonic() - self.last_update >= JOB_UPDATE_SECONDS:
+            self.last_update = time.monotonic()
+            await asyncio.to_thread(self.publish)
+
+    def publish(self) -> None:
+        """Write progress to the jobs table and notice a cancel request."""
+        self.store.update_job(self.report.job_id, self.report.judged, len(self.report.errors))
+        job = self.store.job(self.report.job_id)
+        if job and job["status"] == "cancelling":
+            self.stop("cancelled")
+
+    def stop(self, reason: str) -> None:
+        """Start no new call; calls in flight finish and are stored."""
+        if not self.stopping:
+            log.info("judging stopping: %s", reason)
+            self.stopping = True
+            self.report.status = "stopped: " + reason
+
+
+async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
+                         on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
+    """Judge every missing outcome of the request with the client `judge`; returns what was done."""
+    reward_key = judge_reward_key(config_hash(judge.config))
+    work = plan_judging(store, request, reward_key)
+    report = JudgeReport(job_id=f"judge-{uuid.uuid4().hex[:10]}", reward_key=reward_key, planned=len(work))
+    store.create_job(report.job_id, "judge", dataclasses.asdict(request), len(work), os.getpid())
+    run = _JudgeRun(store, request, judge, report, on_progress)
+    queue: asyncio.Queue = asyncio.Queue()
+    for unit in work:
+        queue.put_nowait(unit)
+    started = time.monotonic()
+    try:
+        await asyncio.gather(*(_worker(run, queue) for _ in range(request.concurrency)))
+    except BaseException as error:
+        report.status = "failed" if isinstance(error, Exception) else "interrupted"
+        raise
+    finally:
+        report.seconds = time.monotonic() - started
+        if report.status == "running":
+            report.status = "finished"
+        store.update_job(report.job_id, report.judged, len(report.errors))
+        store.finish_job(report.job_id, report.status, f"{report.judged} judged, {len(report.errors)} errors")
+    return report
+
+
+async def _worker(run: _JudgeRun, queue: asyncio.Queue) -> None:
+    while not queue.empty() and not run.stopping:
+        await run.judge_one(queue.get_nowait())

@@ -1,0 +1,68 @@
+"""Reward sources as matrices aligned with an outcome table: `gold` (token F1), `consensus` and
+`judge`. Training and the audit read rewards only through `reward_matrix`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.rewards.consensus import consensus_rewards
+from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.store import Store
+
+GOLD, JUDGE, CONSENSUS = "gold", "judge", "consensus"
+REWARD_SOURCES: tuple[str, ...] = (GOLD, JUDGE, CONSENSUS)
+PROXY_SOURCES: tuple[str, ...] = (JUDGE, CONSENSUS)
+
+
+def check_reward_source(source: str, proxies_only: bool = False) -> str:
+    """`source` if it names a reward source (a proxy when `proxies_only`), else `InvalidInput`."""
+    known = PROXY_SOURCES if proxies_only else REWARD_SOURCES
+    if source not in known:
+        raise InvalidInput(f"unknown reward '{source}' (known: {', '.join(known)})")
+    return source
+
+
+def latest_judge_key(store: Store, host: str) -> str:
+    """The reward key of the host's most recently written judge rewards."""
+    keys = store.reward_keys(host)
+    if keys.empty:
+        raise MissingStep(f"host '{host}' has no judge rewards: run `forge rewards judge --host {host}`")
+    return str(keys.iloc[0]["reward_key"])
+
+
+def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str | None = None) -> np.ndarray:
+    """[N, K] rewards of the table's rows and arms under `source`, NaN where one is missing (judge
+    rows not yet judged, or judged with an error); gold is the table's own F1."""
+    check_reward_source(source)
+    if source == GOLD:
+        return table.f1.copy()
+    if source == CONSENSUS:
+        rows = consensus_rewards(store, table.host, table.arms)
+    else:
+        rows = store.reward_outcomes(table.host, judge_key or latest_judge_key(store, table.host))
+        rows = rows[rows["error"].isna()][["benchmark", "example_id", "arm", "reward"]]
+    return _aligned(rows, table)
+
+
+def _aligned(rows: pd.DataFrame, table: OutcomeTable) -> np.ndarray:
+    matrix = np.full(table.f1.shape, np.nan)
+    if rows.empty:
+        return matrix
+    position = {key: index for index, key in enumerate(table.keys)}
+    column = {arm: index for index, arm in enumerate(table.arms)}
+    for benchmark, example_id, arm, reward in rows.itertuples(index=False):
+        row, col = position.get((benchmark, example_id)), column.get(arm)
+        if row is not None and col is not None and reward is not None:
+            matrix[row, col] = reward
+    return matrix
+
+
+def with_rewards(table: OutcomeTable, rewards: np.ndarray) -> OutcomeTable:
+    """The table's rows with every arm's reward known, with `rewards` in place of F1 (what
+    the utility, hence training, reads)."""
+    complete = ~np.isnan(rewards).any(axis=1)
+    return dataclasses.replace(table, f1=rewards).subset(complete)

@@ -1,0 +1,55 @@
+"""The proxy audit: a proxy equal to gold costs nothing, an inverted one is flagged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.records import RewardOutcome
+from forge_core.store import Store, utc_now
+
+from support.stores import copy_store
+
+
+def write_judge_rewards(store: Store, host: str, reward_key: str, transform) -> None:
+    """Judge rows whose reward is `transform(gold F1)` for every stored outcome of the host."""
+    store.write_reward_outcome(*(RewardOutcome(
+        host, row.benchmark, row.example_id, row.arm, reward_key, "judge", "double", "cfg", "prompt",
+        float(transform(row.f1)), "", 0, 0, 0.0, None, utc_now()) for row in store.arm_outcomes(host).itertuples()))
+
+
+@pytest.fixture()
+def store(outcome_store, tmp_path) -> Store:
+    return copy_store(outcome_store, tmp_path)
+
+
+def test_a_proxy_equal_to_gold_has_rank_correlation_one_and_no_regret(store) -> None:
+    write_judge_rewards(store, "synthetic-host", "same", lambda f1: f1)
+    report = run_reward_audit(store, RewardAuditRequest(host="synthetic-host", reward="judge", folds=2, max_epochs=3))
+    assert report["judge_key"] == "same" and report["queries"] == 240
+    assert all(row["spearman"] == pytest.approx(1.0) for row in report["arms"].values())
+    assert report["best_arm_match"]["share"] == 1.0
+    lite = report["routers"]["forge_lite"]
+    assert lite["regret_vs_gold"] == 0.0 and lite["ci_regret_vs_gold"] == [0.0, 0.0]
+    assert report["verdict"].startswith("good enough")
+
+
+def test_an_inverted_proxy_is_flagged(store) -> None:
+    write_judge_rewards(store, "synthetic-host", "inverted", lambda f1: 1 - f1)
+    report = run_reward_audit(store, RewardAuditRequest(host="synthetic-host", reward="judge", folds=2, max_epochs=3))
+    assert all(row["spearman"] == pytest.approx(-1.0) for row in report["arms"].values())
+    assert report["best_arm_match"]["share"] < 0.2
+    lite = report["routers"]["forge_lite"]
+    assert lite["ci_regret_vs_gold"][1] < 0 and report["verdict"].startswith("not good enough")
+    assert np.isfinite(lite["proxy_trained"]["macro_f1"])
+
+
+def test_the_audit_refuses_what_it_cannot_do(store) -> None:
+    with pytest.raises(InvalidInput):
+        RewardAuditRequest(reward="gold")
+    with pytest.raises(InvalidInput):
+        RewardAuditRequest(routers=("nobody",))
+    with pytest.raises(MissingStep):
+        RewardAuditRequest(host="synthetic-host", reward="judge").check(store)

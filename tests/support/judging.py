@@ -1,0 +1,32 @@
+"""A test double for judge hosts: an in-process host that rates an answer by a fixed rule,
+so judge jobs run without a model."""
+
+from __future__ import annotations
+
+import re
+
+from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
+
+DOUBLE_CONFIG = HostConfig(name="rating-double", kind="openai", model="rating-double", base_url="http://127.0.0.1:9/v1")
+
+
+class RatingHost(Host):
+    """Rates an answer by its length in characters modulo 11 (different answers, different ratings),
+    or replies `reply` when given; fails with a `HostError` on answers containing `fail_on`. Keeps
+    every request it received."""
+
+    def __init__(self, config: HostConfig = DOUBLE_CONFIG, fail_on: str | None = None,
+                 reply: str | None = None) -> None:
+        self.config, self.fail_on, self.reply = config, fail_on, reply
+        self.requests: list[GenerationRequest] = []
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        self.requests.append(request)
+        answer = re.search(r"(?:Answer|Verdict) given: (.*)\n", request.messages[1]["content"]).group(1)
+        if self.fail_on is not None and self.fail_on in answer:
+            raise HostError("scripted failure", attempts=1)
+        text = self.reply if self.reply is not None else str(len(answer) % 11)
+        return Generation(text=text, tokens_in=50, tokens_out=1, latency_ms=1.0)
+
+    async def aclose(self) -> None:
+        return None
