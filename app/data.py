@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from forge_core import config, jobs
+from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
@@ -27,7 +28,7 @@ from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
-from forge_core.records import Example
+from forge_core.records import Example, HostPrices
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -74,6 +75,12 @@ def host_configs(store: Store) -> list[HostConfig]:
     return list_host_configs(store)
 
 
+def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices]:
+    """The prices of the hosts that have them, by host name."""
+    prices = {config.name: store.host_prices(config.name) for config in configs}
+    return {name: price for name, price in prices.items() if price is not None}
+
+
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def alphabet_size(store: Store, host: str) -> int:
     """The host's default alphabet size (12 on thinking hosts, else 6)."""
@@ -115,6 +122,12 @@ def split_examples(store: Store, benchmark: str, split: str) -> list[Example]:
 def missing_calls(store: Store, plan: EnumerationPlan) -> int:
     """Host calls a plan still needs."""
     return count_calls(plan_work(store, plan))
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner="Counting the plan's tokens…", hash_funcs=STORE_KEY)
+def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
+    """What the plan's missing calls will cost (see `forge_core.enumeration.estimate`)."""
+    return estimate_plan(store, plan)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,13 @@ import streamlit as st
 from app import data
 from forge_core import jobs
 from forge_core.arms import thinking_modes
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
+from forge_core.records import HostPrices
 from forge_core.store import Store
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
@@ -105,10 +108,11 @@ def benchmarks_frame(stats: dict[str, dict]) -> pd.DataFrame:
     ])
 
 
-def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None) -> pd.DataFrame:
-    """One row per host configuration, with its depths and what its depth check found; the API key
-    is shown only as set or missing."""
-    checks = checks or {}
+def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None,
+                prices: dict[str, HostPrices] | None = None) -> pd.DataFrame:
+    """One row per host configuration, with its depths, what its depth check found and its prices if
+    set; the API key is shown only as set or missing."""
+    checks, prices = checks or {}, prices or {}
     def key_state(config: HostConfig) -> str:
         if not config.api_key_env:
             return "not needed"
@@ -119,7 +123,9 @@ def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None
          "model": c.model, "base URLs": "\n".join(c.base_urls) or "(local)", "thinking": c.thinking,
          "depths": ", ".join(thinking_modes(12 if c.supports_thinking else 6)),
          "depth check": depth_check_verdict(checks.get(c.name)),
-         "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency}
+         "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency,
+         "USD / 1M in": prices[c.name].usd_per_million_in if c.name in prices else None,
+         "USD / 1M out": prices[c.name].usd_per_million_out if c.name in prices else None}
         for c in configs
     ])
 
@@ -140,6 +146,37 @@ def depth_check_frame(report: dict) -> pd.DataFrame:
          "counted by": ", ".join(row["reasoning_methods"]), "median latency (ms)": row["latency_median_ms"],
          "verdict": row["verdict"], "with budget forcing": row["with_budget_forcing"], "note": row["note"]}
         for row in report["depths"]])
+
+
+AUTO_ESTIMATE_CALLS = 2_000  # plans up to this many missing calls are priced as the selection changes
+
+
+def plan_estimate(store: Store, plan: EnumerationPlan) -> None:
+    """The plan's missing calls, their tokens and their price; a larger plan (whose tokens take a
+    while to count) is priced when asked, and stays priced while the selection stays."""
+    missing = data.missing_calls(store, plan)
+    if missing == 0:
+        st.caption("Nothing missing: every planned call is stored.")
+        return
+    asked = st.session_state.setdefault("estimated_plans", set())
+    if missing > AUTO_ESTIMATE_CALLS and plan not in asked:
+        if not st.button(f"Estimate tokens and price ({missing:,} missing calls to count)",
+                         icon=":material/calculate:"):
+            return
+        asked.add(plan)
+    estimate = data.plan_estimate(store, plan)
+    columns = st.columns(5)
+    columns[0].metric("Missing calls", f"{estimate.calls:,}")
+    columns[1].metric("Input tokens", f"{estimate.tokens_in:,}", help=estimate.input_method)
+    columns[2].metric("Expected output tokens", f"{estimate.tokens_out:,.0f}",
+                      help="The host's stored mean per arm (and benchmark), else the arm's cap.")
+    no_price = "no prices: set them on the Hosts page"
+    columns[3].metric("Price", no_price if estimate.usd is None else f"{estimate.usd:,.2f} USD")
+    columns[4].metric("Batch price", no_price if estimate.batch_usd is None else f"{estimate.batch_usd:,.2f} USD",
+                      help="Through OpenAI's Batch API or Anthropic's Message Batches (half the price); "
+                           "`forge enumerate ... --batch openai|anthropic` or `--to-batch FILE.jsonl`.")
+    with st.expander("Calls by arm and probe"):
+        st.dataframe(pd.DataFrame([dataclasses.asdict(group) for group in estimate.groups]), hide_index=True)
 
 
 def jobs_frame(rows: list[tuple[dict, JobProgress]]) -> pd.DataFrame:

@@ -78,7 +78,7 @@ class ArmOutcome:
     tokens_in: int
     tokens_out: int  # every output token, reasoning included (accounting charges them all)
     tokens_reasoning: int  # the reasoning part of tokens_out
-    latency_ms: float
+    latency_ms: float | None  # None: answered through a batch, which reports no latency
     error: str | None  # one-line reason when the call failed after its retries
     attempts: int
     host_config_hash: str
@@ -98,7 +98,7 @@ class ProbeOutcome:
     answer: str
     tokens_in: int
     tokens_out: int
-    latency_ms: float
+    latency_ms: float | None  # None: answered through a batch, which reports no latency
     error: str | None
     host_config_hash: str
     finished_at: datetime
@@ -146,3 +146,35 @@ class RewardOutcome:
     latency_ms: float
     error: str | None
     finished_at: datetime
+
+
+@dataclass(frozen=True)
+class HostPrices:
+    """What a host charges, in US dollars per million tokens (kept apart from its configuration,
+    so prices never change a configuration's hash)."""
+
+    host: str
+    usd_per_million_in: float
+    usd_per_million_out: float
+
+    def usd(self, tokens_in: float, tokens_out: float) -> float:
+        """The price of these many input and output tokens."""
+        return (tokens_in * self.usd_per_million_in + tokens_out * self.usd_per_million_out) / 1e6
+
+
+@dataclass(frozen=True)
+class SubmittedBatch:
+    """A batch of Stage-0 requests submitted to a provider's Batch API, as stored."""
+
+    batch_id: str  # the provider's id
+    provider: str  # "openai" or "anthropic"
+    host: str
+    requests_sha256: str  # of the request lines, so a rerun of the same plan finds this batch
+    requests: int
+    status: str  # the provider's status, or "ingested" once its results are stored
+    completed: int
+    failed: int
+    estimated_usd: float | None  # at the host's batch price when it was submitted
+    created_at: datetime
+    updated_at: datetime
+    ingested_at: datetime | None

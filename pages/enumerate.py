@@ -5,6 +5,7 @@ import streamlit as st
 from app import data, ui
 from app.jobs_view import jobs_panel, start_job
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.enumeration.estimate import check_budget
 from forge_core.enumeration.planning import SPLIT_CHOICES, EnumerationPlan, concurrency_for
 
 st.title("Enumerate")
@@ -17,7 +18,7 @@ with ui.user_errors():
     ui.require_benchmarks(stats)
     host_configs = {host.name: host for host in data.host_configs(store)}
 
-with st.form("plan"):
+with st.container(border=True):
     host_column, split_column, arms_column, seed_column = st.columns(4)
     host = host_column.selectbox("Host", list(host_configs))
     split = split_column.selectbox("Split", SPLIT_CHOICES)
@@ -29,26 +30,35 @@ with st.form("plan"):
     per_benchmark = columns[1].number_input("Queries per benchmark", min_value=1, value=None, placeholder="no limit")
     max_calls = columns[2].number_input("Max host calls", min_value=1, value=None, placeholder="no limit")
     max_tokens = columns[3].number_input("Max tokens", min_value=1, value=None, placeholder="no limit")
-    concurrency_column, probes_column = st.columns(2)
+    concurrency_column, budget_column, probes_column = st.columns(3)
     concurrency = concurrency_column.selectbox(
         "Queries in flight", [None, 1, 2, 4, 8], format_func=lambda c: "host default" if c is None else str(c),
         help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
              "else the host's max_concurrency.")
+    budget_usd = budget_column.number_input(
+        "Budget (USD)", min_value=0.0, value=None, placeholder="no limit", format="%.2f",
+        help="Refuse a plan estimated above it, and stop the job before its measured spend would pass it "
+             "(at the host's prices, set on the Hosts page).")
     probes = probes_column.checkbox("Also run the four host probes (Full features)")
     allow_unchecked = probes_column.checkbox(
         "12 arms without an honoured depth check",
         help="12 arms need a depth check of the host that found every thinking depth honoured (Hosts page, or "
              "`forge host check NAME`); tick to run anyway.")
-    submitted = st.form_submit_button("Start job", type="primary", icon=":material/play_arrow:")
-
-if submitted:
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
-                           allow_unchecked_depths=allow_unchecked)
+                           allow_unchecked_depths=allow_unchecked, budget_usd=budget_usd)
+    with ui.user_errors(stop=False):
+        plan.check(store)
+        ui.plan_estimate(store, plan)
+    submitted = st.button("Start job", type="primary", icon=":material/play_arrow:")
+
+if submitted:
     with ui.user_errors(stop=False):
         plan.check(store)
         missing = data.missing_calls(store, plan)
+        if budget_usd is not None and missing:
+            check_budget(data.plan_estimate(store, plan), budget_usd)
         if missing == 0:
             st.success("Nothing to do: every planned call is already stored.")
         else:

@@ -15,9 +15,11 @@ from forge_core.hosts.registry import (
     depth_map_text,
     get_host_config,
     save_host_config,
+    save_host_prices,
     with_base_urls,
     with_depth_map,
 )
+from forge_core.records import HostPrices
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*PROTOCOL_PRESETS["openai"], *PROTOCOL_PRESETS["anthropic"], CUSTOM]))
 REMOTE_KINDS = ("openai", "anthropic")
@@ -30,7 +32,8 @@ store = data.store()
 ui.show_flash()
 with ui.user_errors():
     configs = data.host_configs(store)
-st.dataframe(ui.hosts_frame(configs, data.depth_checks(store, configs)), hide_index=True)
+st.dataframe(ui.hosts_frame(configs, data.depth_checks(store, configs), data.host_prices(store, configs)),
+             hide_index=True)
 
 st.header("Add or edit a host")
 stored = [c.name for c in configs if c.name not in BUILTIN_HOSTS]
@@ -82,9 +85,28 @@ with st.form("host"):
             st.rerun()
 if editing != NEW_HOST and st.button(f"Remove '{editing}'", icon=":material/delete:"):
     store.delete_host_config(editing)
+    store.delete_host_prices(editing)
     data.refresh()
     ui.flash(f"Host '{editing}' removed.")
     st.rerun()
+
+st.header("Prices")
+st.caption("US dollars per million tokens, as the host's provider charges them (built-in hosts too: price "
+           "your own hardware's time). The Enumerate page and `forge enumerate --estimate` price a plan with "
+           "them; `--budget-usd` stops a run on them. Prices never change a host's configuration hash.")
+priced = st.selectbox("Host to price", [c.name for c in configs])
+current_prices = store.host_prices(priced)
+with st.form("prices"):
+    in_column, out_column = st.columns(2)
+    price_in = in_column.number_input("USD per million input tokens", min_value=0.0, format="%.4f",
+                                      value=current_prices.usd_per_million_in if current_prices else 0.0)
+    price_out = out_column.number_input("USD per million output tokens", min_value=0.0, format="%.4f",
+                                        value=current_prices.usd_per_million_out if current_prices else 0.0)
+    if st.form_submit_button("Save prices"):
+        with ui.user_errors(stop=False):
+            save_host_prices(store, HostPrices(priced, price_in, price_out))
+            ui.flash(f"Prices of '{priced}' saved.")
+            st.rerun()
 
 st.header("Test a host")
 st.caption(f"One short real call: “{CHECK_QUESTION}” on the Direct arm.")

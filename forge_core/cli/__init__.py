@@ -1,6 +1,6 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
-command group (`data`, `store`, `host`, `train`, `evaluate`, `rewards`, `enumerate`, `ask`, `serve`,
-`dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
+command group (`data`, `store`, `host`, `train`, `evaluate`, `rewards`, `enumerate`, `batches`, `ask`,
+`serve`, `dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 
 import typer
 
-from forge_core.cli import ask, dashboard, data, enumerate, evaluate, host, rewards, serve, store, train
+from forge_core.cli import ask, batches, dashboard, data, enumerate, evaluate, host, rewards, serve, store, train
 from forge_core.cli.output import console
 from forge_core.errors import ForgeError
 
@@ -26,6 +26,7 @@ app.add_typer(rewards.rewards_app, name="rewards")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("sweep")(evaluate.sweep_command)
 app.command("enumerate")(enumerate.enumerate_command)
+app.add_typer(batches.batches_app, name="batches")
 app.command("serve")(serve.serve_command)
 app.command("app")(dashboard.app_command)
 

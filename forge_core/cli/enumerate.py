@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary
+from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary, spinner_progress
+from forge_core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from forge_core.enumeration.estimate import StageZeroEstimate
+    from forge_core.enumeration.planning import EnumerationPlan, QueryWork
+    from forge_core.store import Store
 
 
 def enumerate_command(
@@ -35,27 +44,70 @@ def enumerate_command(
     queries_of: Annotated[Optional[str], typer.Option(
         help="Only the queries this other host has every arm of: a second host on the same queries "
              "(e.g. for `forge eval transfer`).")] = None,
+    estimate: Annotated[bool, typer.Option(
+        help="Print what the missing calls will cost (calls, tokens, USD at the host's prices, batch price) "
+             "and make no call.")] = False,
+    budget_usd: Annotated[Optional[float], typer.Option(
+        help="Refuse a plan estimated above this many US dollars, and stop the run before its measured "
+             "spend would pass it (finished calls kept). Needs the host's prices.")] = None,
+    to_batch: Annotated[Optional[Path], typer.Option(
+        help="Write every missing call as OpenAI batch lines to this JSONL file (split into FILE-001.jsonl, ... "
+             "past the Batch API's limits) and make no call; run it with a Batch API or `vllm run-batch`.")] = None,
+    from_batch: Annotated[Optional[Path], typer.Option(
+        help="Score and store a batch results file (OpenAI, vLLM or Anthropic lines); a stored answer is "
+             "skipped. The plan options are not used: each line's custom_id names its call.")] = None,
+    requests: Annotated[Optional[Path], typer.Option(
+        help="With --from-batch: the request lines the results answer; a line whose body differs from what "
+             "the plan would send now is refused (needed for Anthropic results).")] = None,
+    batch: Annotated[Optional[str], typer.Option(
+        help="openai or anthropic: submit the missing calls to the host provider's Batch API (half the price, "
+             "within 24 h), poll, download and store the results; a rerun resumes the stored batches.")] = None,
+    poll_seconds: Annotated[float, typer.Option(help="With --batch: seconds between status requests.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
     import asyncio
 
     from forge_core.data.catalog import imported_routable_benchmarks
+    from forge_core.enumeration.estimate import check_budget
     from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, parse_shard, plan_work
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving
 
+    modes = [name for name, chosen in (("--estimate", estimate), ("--to-batch", to_batch), ("--from-batch", from_batch),
+                                       ("--batch", batch)) if chosen]
+    if len(modes) > 1:
+        raise InvalidInput(f"choose one of {' and '.join(modes)}")
     store = open_store()
+    if from_batch is not None:
+        ingest_batch_results(store, from_batch, requests, as_json)
+        return
+    if requests is not None:
+        raise InvalidInput("--requests goes with --from-batch")
     host_config = get_host_config(store, host)
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
                            split_seed=split_seed, limit=limit,
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
-                           allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of)
+                           allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of,
+                           budget_usd=budget_usd)
     plan.check(store)
-    planned = count_calls(plan_work(store, plan))
+    work = plan_work(store, plan)
+    planned = count_calls(work)
+    if estimate or budget_usd is not None:
+        priced = estimate_with_progress(store, plan, work)
+        if estimate:
+            print_estimate(priced, as_json)
+            return
+        check_budget(priced, budget_usd, through_batch=batch is not None)
+    if batch is not None:
+        run_provider_batches(store, plan, batch, poll_seconds, as_json)
+        return
+    if to_batch is not None:
+        write_batch_files(store, plan, work, to_batch, as_json)
+        return
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")
         if as_json:
@@ -82,7 +134,103 @@ def enumerate_command(
         raise typer.Exit(2) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
-    print_summary({"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
-                   "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)},
-                  as_json)
+    summary = {"job_id": report.job_id, "calls": report.calls, "tokens": report.tokens,
+               "errors": len(report.errors), "status": report.status, "seconds": round(report.seconds, 1)}
+    if report.spent_usd is not None:
+        summary["spent_usd"] = round(report.spent_usd, 4)
+    print_summary(summary, as_json)
+
+
+def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork], path: Path, as_json: bool) -> None:
+    """`--to-batch`: the plan's missing calls as OpenAI batch lines."""
+    from forge_core.enumeration.batch_files import check_batchable, openai_batch_line, write_request_files
+    from forge_core.enumeration.calls import planned_calls
+    from forge_core.hosts.registry import get_host_config
+
+    host_config = get_host_config(store, plan.host)
+    if host_config.kind == "anthropic":
+        raise InvalidInput(f"--to-batch writes OpenAI batch lines; for the Anthropic host '{plan.host}' use "
+                           f"--batch anthropic")
+    check_batchable(host_config, plan.n_arms)
+    calls = list(planned_calls(store, plan, work))
+    files = write_request_files(path, (openai_batch_line(host_config, call) for call in calls))
+    print_summary({"requests": len(calls), "files": [str(file) for file in files]}, as_json)
+
+
+def ingest_batch_results(store: Store, results_path: Path, requests_path: Path | None, as_json: bool) -> None:
+    """`--from-batch`: score and store a results file."""
+    from forge_core.enumeration.batch_files import anthropic_custom_id, ingest_results, parse_result_line, read_jsonl
+
+    request_lines = None if requests_path is None else {
+        line.get("custom_id"): line for _, line in read_jsonl(requests_path)}
+    anthropic_ids = None if request_lines is None else {anthropic_custom_id(cid): cid for cid in request_lines}
+    with spinner_progress() as progress:
+        progress.add_task(f"storing {results_path.name}", total=None)
+        results = (parse_result_line(line, anthropic_ids) for _, line in read_jsonl(results_path))
+        report = ingest_results(store, results, request_lines)
+    for line in report.refused[:20]:
+        console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
+    print_summary({"stored": report.stored, "errors": report.errors, "skipped": report.skipped,
+                   "refused": len(report.refused)}, as_json)
+
+
+def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> StageZeroEstimate:
+    """The plan's estimate, counting its calls under a progress bar."""
+    from forge_core.enumeration.calls import planned_calls
+    from forge_core.enumeration.estimate import estimate_calls, input_counter
+    from forge_core.enumeration.planning import count_calls
+    from forge_core.hosts.registry import get_host_config
+
+    host_config = get_host_config(store, plan.host)
+    count, method = input_counter(store, host_config, ask_server=True)
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task("counting tokens", total=count_calls(work))
+        return estimate_calls(store, host_config, planned_calls(store, plan, work), count, method,
+                              on_call=lambda done: progress.update(task, completed=done))
+
+
+def run_provider_batches(store: Store, plan: EnumerationPlan, provider: str, poll_seconds: float,
+                         as_json: bool) -> None:
+    """`--batch`: submit, poll (with a progress bar and ETA per batch), download and store."""
+    from forge_core.enumeration.batch_api import batch_api, run_batches
+    from forge_core.hosts.registry import get_host_config
+
+    api = batch_api(provider, get_host_config(store, plan.host))
+    with counting_progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def show(submitted: Any, state: Any) -> None:
+            if submitted.batch_id not in tasks:
+                tasks[submitted.batch_id] = progress.add_task(f"{provider} batch {submitted.batch_id}", total=None)
+            progress.update(tasks[submitted.batch_id], total=state.total or None,
+                            completed=state.completed + state.failed,
+                            description=f"{provider} batch {submitted.batch_id}: {state.status}")
+
+        report = run_batches(store, plan, api, poll_seconds, on_progress=show)
+    for line in report.refused[:20]:
+        console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
+    print_summary({"submitted": report.submitted, "resumed": report.resumed, "stored": report.stored,
+                   "errors": report.errors, "skipped": report.skipped, "refused": len(report.refused)}, as_json)
+
+
+def print_estimate(priced: StageZeroEstimate, as_json: bool) -> None:
+    """The estimate as a table (calls and tokens by arm and probe, then the totals and prices), or JSON."""
+    if as_json:
+        print_json(priced.as_dict())
+        return
+    table = Table("calls of", "calls", "input tokens", "expected output tokens", "output from", title=(
+        f"Stage 0 on '{priced.host}': what is still missing"))
+    for group in priced.groups:
+        table.add_row(group.name, f"{group.calls:,}", f"{group.tokens_in:,}", f"{group.tokens_out:,.0f}",
+                      group.output_source)
+    table.add_row("all", f"{priced.calls:,}", f"{priced.tokens_in:,}", f"{priced.tokens_out:,.0f}", "", style="bold")
+    Console().print(table)
+    console.print(f"input tokens: {priced.input_method}", highlight=False)
+    if priced.prices is None:
+        console.print(f"no prices for '{priced.host}': set them with `forge host edit {priced.host} "
+                      f"--price-in USD_PER_1M --price-out USD_PER_1M`", highlight=False)
+        return
+    console.print(f"price at {priced.prices.usd_per_million_in:g} / {priced.prices.usd_per_million_out:g} USD per "
+                  f"million tokens in / out: {priced.usd:,.2f} USD online, {priced.batch_usd:,.2f} USD "
+                  f"through a Batch API", highlight=False)
 

@@ -13,8 +13,14 @@ from forge_core import config
 from forge_core.cli.output import console, counting_progress, open_store, print_json, spinner_progress
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostError
+from forge_core.records import HostPrices
+from forge_core.store import Store
 
-host_app = typer.Typer(help="Pull, serve, list, add and test hosts.", no_args_is_help=True)
+host_app = typer.Typer(help="Pull, serve, list, add, edit and remove hosts.", no_args_is_help=True)
+
+PriceIn = Annotated[Optional[float], typer.Option(
+    help="US dollars per million input tokens (used by `forge enumerate --estimate` and --budget-usd).")]
+PriceOut = Annotated[Optional[float], typer.Option(help="US dollars per million output tokens.")]
 
 
 @host_app.command("pull")
@@ -63,14 +69,21 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
     from forge_core.arms import thinking_modes
     from forge_core.hosts.registry import list_host_configs
 
-    configs = list_host_configs(open_store())
+    store = open_store()
+    configs = list_host_configs(store)
+    prices = {host.name: store.host_prices(host.name) for host in configs}
     if as_json:
-        print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json()} for h in configs}})
+        print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json(),
+                                       **_prices_json(prices[h.name])} for h in configs}})
         return
-    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env")
+    table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env",
+                  "USD / 1M in, out")
     for host in configs:
+        price = prices[host.name]
+        shown = f"{price.usd_per_million_in:g}, {price.usd_per_million_out:g}" if price else "not set"
         table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
-                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env)
+                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env,
+                      shown)
     Console().print(table)
 
 
@@ -93,11 +106,13 @@ def host_add(
              "assistant message: vLLM).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
+    price_in: PriceIn = None,
+    price_out: PriceOut = None,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
     from forge_core.hosts.depth_maps import CUSTOM
-    from forge_core.hosts.registry import save_host_config, with_base_urls
+    from forge_core.hosts.registry import save_host_config, save_host_prices, with_base_urls
 
     if not model:
         raise InvalidInput("--model is required")
@@ -107,7 +122,11 @@ def host_add(
     config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
                         api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
                         budget_forcing=budget_forcing)
-    save_host_config(open_store(), with_base_urls(config, base_url or []))
+    store = open_store()
+    prices = _changed_prices(store, name, price_in, price_out)
+    save_host_config(store, with_base_urls(config, base_url or []))
+    if prices is not None:
+        save_host_prices(store, prices)
     console.print(f"host '{name}' saved")
 
 
@@ -151,10 +170,65 @@ def host_check(
     Console().print(table)
 
 
+@host_app.command("edit")
+def host_edit(
+    name: Annotated[str, typer.Argument(help="A host's name (a built-in host takes prices only).")],
+    base_url: Annotated[Optional[list[str]], typer.Option(help="Replaces the base URLs (repeat for replicas).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="Name of the environment variable with the key.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="Requests in flight at once, per base URL.")] = None,
+    price_in: PriceIn = None,
+    price_out: PriceOut = None,
+) -> None:
+    """Change a host's endpoints, key variable, concurrency or prices; its kind, model and thinking
+    control (what its stored outcomes depend on) stay: add a new host for another model."""
+    import dataclasses
+
+    from forge_core.hosts.registry import (
+        BUILTIN_HOSTS,
+        get_host_config,
+        save_host_config,
+        save_host_prices,
+        with_base_urls,
+    )
+
+    store = open_store()
+    current = get_host_config(store, name)
+    prices = _changed_prices(store, name, price_in, price_out)
+    changes = {key: value for key, value in (("api_key_env", api_key_env), ("max_concurrency", concurrency))
+               if value is not None}
+    if name in BUILTIN_HOSTS and (changes or base_url):
+        raise InvalidInput(f"'{name}' is a built-in host: only its prices can be set (--price-in, --price-out)")
+    if name not in BUILTIN_HOSTS:
+        edited = dataclasses.replace(current, **changes)
+        save_host_config(store, with_base_urls(edited, base_url) if base_url else edited)
+    if prices is not None:
+        save_host_prices(store, prices)
+    console.print(f"host '{name}' saved")
+
+
+def _prices_json(prices: HostPrices | None) -> dict[str, float | None]:
+    """A host's prices as `host list --json` shows them (null when not set)."""
+    return {"usd_per_million_in": prices.usd_per_million_in if prices else None,
+            "usd_per_million_out": prices.usd_per_million_out if prices else None}
+
+
+def _changed_prices(store: Store, name: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
+    """The host's prices with the sides given changed, checked; None when no price was given."""
+    from forge_core.hosts.registry import check_host_prices, updated_prices
+
+    if price_in is None and price_out is None:
+        return None
+    prices = updated_prices(store, name, price_in, price_out)
+    check_host_prices(prices)
+    return prices
+
+
 @host_app.command("remove")
 def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name.")]) -> None:
     """Remove a stored host configuration."""
-    if not open_store().delete_host_config(name):
+    store = open_store()
+    if not store.delete_host_config(name):
         raise InvalidInput(f"no stored host named '{name}'")
+    store.delete_host_prices(name)
     console.print(f"host '{name}' removed")
 

@@ -40,6 +40,7 @@ class EnumerationPlan:
     per_benchmark: int | None = None  # at most this many queries per benchmark
     max_calls: int | None = None  # stop after this many host calls
     max_tokens: int | None = None  # stop after this many input + output tokens
+    budget_usd: float | None = None  # refuse a plan estimated above it; stop before spend passes it
     concurrency: int = 1  # queries in flight at once (see `concurrency_for`)
     prefix_order: bool = True  # run a query's arms back to back (prompt cache reuse)
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
@@ -64,9 +65,12 @@ class EnumerationPlan:
             raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
         if self.n_arms == 12 and not self.allow_unchecked_depths:
             refuse_unchecked_depths(store, host_config, thinking_modes(12))
-        _check_same_configuration(store, self.host, host_config)
+        check_same_configuration(store, self.host, host_config)
         if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
             raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
+        if self.budget_usd is not None and store.host_prices(self.host) is None:
+            raise MissingStep(f"--budget-usd needs the prices of '{self.host}': "
+                              f"`forge host edit {self.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -105,10 +109,10 @@ class QueryWork:
 
 def _check_bounds(plan: EnumerationPlan) -> None:
     bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
-              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency}
+              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency, "budget-usd": plan.budget_usd}
     for name, value in bounds.items():
-        if value is not None and value < 1:
-            raise InvalidInput(f"--{name} must be at least 1, not {value}")
+        if value is not None and not value >= (0 if name == "budget-usd" else 1):
+            raise InvalidInput(f"--{name} must be at least {0 if name == 'budget-usd' else 1}, not {value}")
 
 
 def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
@@ -117,7 +121,7 @@ def _check_imported(store: Store, benchmarks: tuple[str, ...]) -> None:
         raise MissingStep(f"not imported: {', '.join(missing)} (run `forge data import`)")
 
 
-def _check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
+def check_same_configuration(store: Store, host: str, host_config: HostConfig) -> None:
     """Refuse to mix two models' outcomes under one host name: resuming trusts stored rows."""
     other = set(store.host_config_hashes(host)) - {config_hash(host_config)}
     if other:

@@ -61,6 +61,7 @@ def split_plan(plan: EnumerationPlan, processes: int) -> list[EnumerationPlan]:
         limit=_share(plan.limit, processes, index),
         max_calls=_share(plan.max_calls, processes, index),
         max_tokens=_share(plan.max_tokens, processes, index),
+        budget_usd=None if plan.budget_usd is None else plan.budget_usd / processes,
     ) for index in range(processes)]
 
 
@@ -167,6 +168,7 @@ def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
         status=statuses[0] if len(statuses) == 1 else "; ".join(statuses),
         seconds=max(0.0, finished - started),
         started_at=started,
+        spent_usd=None if reports[0].spent_usd is None else sum(report.spent_usd or 0.0 for report in reports),
     )
 
 

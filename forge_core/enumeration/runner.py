@@ -12,7 +12,10 @@
 - Fault-tolerant: the host client retries; a call that still fails is stored as an error row
   (no score) and reported; after 10 failed calls in a row the run stops (the host is likely down).
 - Visible and bounded: progress goes to the `jobs` table and a callback; optional limits on
-  calls and tokens stop the run cleanly; the dashboard can ask a job to cancel.
+  calls, tokens and US dollars stop the run cleanly; the dashboard can ask a job to cancel. The
+  dollar limit (`plan.budget_usd`) starts a call only while the measured spend of the finished
+  calls, plus the most that the calls in flight and this one can cost (their counted input and
+  their output cap, at the host's prices), stays within it.
 
 Probes (Full features): the greedy Direct probe is the `direct:no_think` request itself (same
 prompt, temperature 0), so its outcome is recorded as the `greedy` probe without a second call,
@@ -32,8 +35,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from forge_core.arms import DIRECT_NO_THINK, Arm
+from forge_core.enumeration.budget import SpendBudget
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
-from forge_core.evidence.answering import Evidence, answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.evidence.answering import (
+    Evidence,
+    answer_with_arm,
+    arm_request,
+    load_retriever,
+    retrieve_evidence,
+    score_arm_answer,
+)
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
@@ -60,6 +71,7 @@ class EnumerationReport:
     status: str = "running"
     seconds: float = 0.0  # from the first call started to the last one finished
     started_at: float = 0.0  # time.monotonic() when the calls started
+    spent_usd: float | None = None  # measured spend at the host's prices, under a budget
 
 
 class _Run:
@@ -70,6 +82,7 @@ class _Run:
                  on_progress: Callable[[EnumerationReport], None] | None) -> None:
         self.store, self.writer, self.plan, self.host, self.report = store, writer, plan, host, report
         self.host_hash = config_hash(host_config)
+        self.budget = SpendBudget.for_plan(store, plan, host_config)
         self.on_progress = on_progress
         self.retrievers = {b: load_retriever(store, b) for b in plan.benchmarks}
         self.last_job_update = 0.0
@@ -80,18 +93,22 @@ class _Run:
 
     # -------------------------------------------------------------- bounds and progress
 
-    def reserve_call(self) -> bool:
-        """Claim one host call; False once the call or token limit is reached (calls in flight
-        count against the call limit) or a cancel was requested."""
+    def reserve_call(self, request: GenerationRequest) -> float | None:
+        """Claim one host call: its cost bound in US dollars (0 without a budget), or None once the
+        call, token or dollar limit is reached (calls in flight count against the call and dollar
+        limits) or a cancel was requested."""
         plan, report = self.plan, self.report
         if plan.max_calls is not None and report.calls + self.in_flight >= plan.max_calls:
             self.stop("call limit reached")
         if plan.max_tokens is not None and report.tokens >= plan.max_tokens:
             self.stop("token limit reached")
+        bound = self.budget.reserve(request) if self.budget and not self.stopping else 0.0
+        if bound is None:
+            self.stop(f"budget of {plan.budget_usd:g} USD reached (spent {self.budget.spent_usd:.4f} USD)")
         if self.stopping:
-            return False
+            return None
         self.in_flight += 1
-        return True
+        return bound
 
     def stop(self, reason: str) -> None:
         """Let calls in flight finish, start no new ones."""
@@ -100,11 +117,13 @@ class _Run:
             self.stopping = True
             self.report.status = "stopped: " + reason
 
-    def record_call(self, tokens: int, error: str | None) -> None:
+    def record_call(self, tokens_in: int, tokens_out: int, error: str | None, bound: float) -> None:
         """Count a finished call and publish progress (the jobs table at most every 2 s)."""
         self.in_flight -= 1
         self.report.calls += 1
-        self.report.tokens += tokens
+        self.report.tokens += tokens_in + tokens_out
+        if self.budget:
+            self.budget.record(tokens_in, tokens_out, bound)
         self.failures_in_a_row = self.failures_in_a_row + 1 if error else 0
         if error:
             self.report.errors.append(error)
@@ -127,13 +146,17 @@ class _Run:
     # -------------------------------------------------------------- calls
 
     async def run_arm(self, example: Example, evidence: Evidence, arm: Arm, greedy_probe: bool) -> None:
-        """One (query, arm) call, stored at once; also stored as the greedy probe when asked."""
+        """One (query, arm) call if the limits allow it, stored at once; also stored as the greedy
+        probe when asked."""
+        bound = self.reserve_call(arm_request(evidence, arm, example.is_fever))
+        if bound is None:
+            return
         started = utc_now()
         try:
             answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
         except HostError as error:
             self.writer.put(self._error_outcome(example, arm, error, started))
-            self.record_call(0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
+            self.record_call(0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}", bound)
             return
         f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
         outcome = ArmOutcome(
@@ -150,7 +173,7 @@ class _Run:
                 self.plan.host, example.benchmark, example.example_id, GREEDY_PROBE, answer.answer,
                 answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now(),
                 answer.tokens_reasoning, answer.reasoning_method))
-        self.record_call(answer.tokens_in + answer.tokens_out, None)
+        self.record_call(answer.tokens_in, answer.tokens_out, None, bound)
 
     def _error_outcome(self, example: Example, arm: Arm, error: HostError, started) -> ArmOutcome:
         return ArmOutcome(
@@ -160,12 +183,11 @@ class _Run:
             host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
         )
 
-    async def run_sample(self, example: Example, evidence: Evidence, probe: str) -> None:
-        """One self-consistency sample on the Direct prompt, stored at once."""
-        request = sample_probe_request(evidence.question, probe, example.is_fever)
-        outcome, tokens, error = await self._sample(example, probe, request)
+    async def run_sample(self, example: Example, probe: str, request: GenerationRequest, bound: float) -> None:
+        """One self-consistency sample on the Direct prompt (its call reserved), stored at once."""
+        outcome, error = await self._sample(example, probe, request)
         self.writer.put(outcome)
-        self.record_call(tokens, error)
+        self.record_call(outcome.tokens_in, outcome.tokens_out, error, bound)
 
     async def _sample(self, example: Example, probe: str, request: GenerationRequest):
         try:
@@ -173,25 +195,27 @@ class _Run:
         except HostError as error:
             line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
             return ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe, "", 0, 0,
-                                0.0, str(error), self.host_hash, utc_now(), 0), 0, line
+                                0.0, str(error), self.host_hash, utc_now(), 0), line
         outcome = ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe,
                                generation.text, generation.tokens_in, generation.tokens_out,
                                generation.latency_ms, None, self.host_hash, utc_now(),
                                generation.tokens_reasoning, generation.reasoning_method)
-        return outcome, generation.tokens_in + generation.tokens_out, None
+        return outcome, None
 
     async def run_query(self, work: QueryWork) -> None:
         """A query's missing calls: arms back to back, then its probe samples concurrently."""
         example = work.example
         evidence = retrieve_evidence(self.retrievers[example.benchmark], example.question)
         for arm in work.arms:
-            if not self.reserve_call():
+            if self.stopping:
                 return
             await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == DIRECT_NO_THINK)
-        if work.greedy_probe and not has_direct(work) and self.reserve_call():
+        if work.greedy_probe and not has_direct(work):
             await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
-        reserved = [probe for probe in work.samples if self.reserve_call()]
-        await asyncio.gather(*(self.run_sample(example, evidence, probe) for probe in reserved))
+        samples = [(probe, sample_probe_request(evidence.question, probe, example.is_fever)) for probe in work.samples]
+        reserved = [(probe, request, self.reserve_call(request)) for probe, request in samples]
+        await asyncio.gather(*(self.run_sample(example, probe, request, bound)
+                               for probe, request, bound in reserved if bound is not None))
 
 
 async def _worker(run: _Run, queue: asyncio.Queue) -> None:
@@ -237,6 +261,7 @@ async def enumerate_arms(
             await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
         finally:
             await _finish_publishing(run)
+            report.spent_usd = run.budget.spent_usd if run.budget else None
         report.seconds = time.monotonic() - started
     except BaseException as error:
         report.status = "failed" if isinstance(error, Exception) else "interrupted"

@@ -15,6 +15,7 @@ from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.depth_maps import CUSTOM, canonical_json, parse_depth_map
 from forge_core.hosts.embedded import EmbeddedServer, running_server
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.records import HostPrices
 from forge_core.store import Store
 
 DEFAULT_HOST = "embedded"
@@ -94,6 +95,32 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     if config.budget_forcing and not (config.kind == "openai" and config.supports_thinking):
         raise InvalidInput(f"host '{config.name}': budget forcing needs an openai-kind host with thinking depths")
     store.save_host_config(config.name, dataclasses.asdict(config))
+
+
+def check_host_prices(prices: HostPrices) -> None:
+    """Refuse a negative (or NaN) price."""
+    for side, value in (("in", prices.usd_per_million_in), ("out", prices.usd_per_million_out)):
+        if not value >= 0:
+            raise InvalidInput(f"--price-{side} must be a number of US dollars per million tokens (0 or more), "
+                               f"not {value}")
+
+
+def save_host_prices(store: Store, prices: HostPrices) -> None:
+    """Set the prices of a known host (built-in or stored), in US dollars per million tokens."""
+    get_host_config(store, prices.host)
+    check_host_prices(prices)
+    store.save_host_prices(prices)
+
+
+def updated_prices(store: Store, host: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
+    """A host's prices with the given sides changed (None: unchanged); None when neither side is
+    known. A host priced on one side only costs nothing on the other until that side is set."""
+    current = store.host_prices(host)
+    if price_in is None and price_out is None:
+        return current
+    return HostPrices(host,
+                      price_in if price_in is not None else (current.usd_per_million_in if current else 0.0),
+                      price_out if price_out is not None else (current.usd_per_million_out if current else 0.0))
 
 
 @contextlib.contextmanager

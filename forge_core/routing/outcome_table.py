@@ -34,7 +34,7 @@ class OutcomeTable:
     em: np.ndarray  # [N, K]
     tokens_in: np.ndarray  # [N, K]
     tokens_out: np.ndarray  # [N, K]
-    latency_ms: np.ndarray  # [N, K]
+    latency_ms: np.ndarray  # [N, K]; NaN for outcomes stored from a batch (no latency)
     sample_tokens_in: np.ndarray  # [N] input tokens of the three sample probes (NaN: no complete probes)
     sample_tokens_out: np.ndarray  # [N] their output tokens (the greedy probe is the direct:no_think call)
     probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
@@ -105,7 +105,8 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
                           values=["f1", "em", "tokens_in", "tokens_out", "latency_ms"])  # one row per key
     if wide.empty or not set(arms) <= set(wide["f1"].columns):
         raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
-    measured = ("f1", "em", "tokens_in", "tokens_out", "latency_ms")[0 if labeled_only else 2:]
+    # complete: every arm measured; latency may be missing (outcomes stored from a batch have none)
+    measured = ("f1", "em", "tokens_in", "tokens_out")[0 if labeled_only else 2:]
     complete = wide.dropna(subset=[(field, arm) for field in measured for arm in arms])
     if complete.empty and labeled_only and wide["tokens_in"][list(arms)].notna().all(axis=1).any():
         raise InvalidInput(f"host '{host}' has no query with gold answers and all {n_arms} arms stored: "

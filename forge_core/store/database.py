@@ -24,9 +24,11 @@ from forge_core.records import (
     Document,
     Example,
     FreshResult,
+    HostPrices,
     ProbeOutcome,
     RewardOutcome,
     SplitAssignment,
+    SubmittedBatch,
 )
 from forge_core.store.connection import StoreError, StoreFile, first_row, insert_rows, utc_now
 from forge_core.store.exports import export_tables, load_export_once, load_exported
@@ -225,6 +227,47 @@ class Store(StoreFile):
                 [host, host_config_hash]))
         return (row[0], json.loads(row[1])) if row else None
 
+    # ------------------------------------------------------------ host prices and batches
+
+    def save_host_prices(self, prices: HostPrices) -> None:
+        """Set a host's prices (built-in or stored host alike)."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO host_prices VALUES (?, ?, ?, ?)",
+                               [*row_values(prices), utc_now()])
+
+    def host_prices(self, host: str) -> HostPrices | None:
+        """A host's prices, or None when none were set."""
+        with self.connect() as connection:
+            row = first_row(connection.execute(
+                "SELECT host, usd_per_million_in, usd_per_million_out FROM host_prices WHERE host = ?", [host]))
+        return HostPrices(*row) if row else None
+
+    def delete_host_prices(self, host: str) -> None:
+        """Forget a host's prices."""
+        with self.transaction() as connection:
+            connection.execute("DELETE FROM host_prices WHERE host = ?", [host])
+
+    def save_batch(self, batch: SubmittedBatch) -> None:
+        """Add or update a submitted batch."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               list(row_values(batch)))
+
+    def batches(self, host: str | None = None) -> list[SubmittedBatch]:
+        """Submitted batches (of one host, or all), newest first."""
+        query, params = "SELECT * FROM batches", []
+        if host is not None:
+            query, params = query + " WHERE host = ?", [host]
+        with self.connect() as connection:
+            rows = connection.execute(query + " ORDER BY created_at DESC, batch_id", params).fetchall()
+        return [SubmittedBatch(*row) for row in rows]
+
+    def batch(self, batch_id: str) -> SubmittedBatch | None:
+        """One submitted batch by its provider id, or None."""
+        with self.connect() as connection:
+            row = first_row(connection.execute("SELECT * FROM batches WHERE batch_id = ?", [batch_id]))
+        return SubmittedBatch(*row) if row else None
+
     # ------------------------------------------------------------ arm and probe outcomes
 
     def write_arm_outcome(self, *outcomes: ArmOutcome) -> None:
@@ -315,6 +358,19 @@ class Store(StoreFile):
                 "SELECT * FROM arm_outcomes WHERE host = ? AND error IS NOT NULL "
                 "ORDER BY finished_at DESC NULLS LAST, benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
         return [ArmOutcome(*row) for row in rows]
+
+    def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
+        """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
+        over all benchmarks by (None, name)."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "WITH calls AS (SELECT benchmark, arm AS name, tokens_out FROM arm_outcomes "
+                "               WHERE host = $host AND error IS NULL "
+                "               UNION ALL SELECT benchmark, probe, tokens_out FROM probe_outcomes "
+                "               WHERE host = $host AND error IS NULL) "
+                "SELECT benchmark, name, avg(tokens_out) FROM calls GROUP BY GROUPING SETS ((benchmark, name), (name))",
+                {"host": host}).fetchall()
+        return {(benchmark, name): float(mean) for benchmark, name, mean in rows}
 
     def outcome_benchmarks(self, host: str) -> list[str]:
         """The benchmarks a host has at least one arm outcome on, sorted."""

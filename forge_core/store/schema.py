@@ -132,6 +132,17 @@ MIGRATIONS: tuple[str, ...] = (
         error VARCHAR, finished_at TIMESTAMP,
         PRIMARY KEY (host, benchmark, example_id, arm, reward_key));
     """,
+    # Stage 0 priced and batched: a host's prices (kept apart from its configuration, so built-in
+    # hosts can have prices and configuration hashes do not change) and the provider batches
+    # submitted for it (so a rerun resumes polling rather than paying twice).
+    """
+    CREATE TABLE host_prices (
+        host VARCHAR PRIMARY KEY, usd_per_million_in DOUBLE, usd_per_million_out DOUBLE, updated_at TIMESTAMP);
+    CREATE TABLE batches (
+        batch_id VARCHAR PRIMARY KEY, provider VARCHAR, host VARCHAR, requests_sha256 VARCHAR,
+        requests INTEGER, status VARCHAR, completed INTEGER, failed INTEGER, estimated_usd DOUBLE,
+        created_at TIMESTAMP, updated_at TIMESTAMP, ingested_at TIMESTAMP);
+    """,
     # The router a host uses by default, set by the user (a new training run never takes it over).
     """
     CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
@@ -157,4 +168,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks", "reward_outcomes", "default_routers"})
+    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterator
@@ -14,10 +15,12 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import get_host_config, save_host_config
+from forge_core.hosts.registry import get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
+from forge_core.records import HostPrices
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -251,6 +254,45 @@ def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
     assert "Nothing to do: every planned call is already stored." in texts(app.success)
     by_label(app.button, "Resume").click().run()
     assert not app.exception
+
+
+def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -> None:
+    save_host_prices(app_store, HostPrices(FAKE_HOST, 1.0, 2.0))
+    jobs_before = len(app_store.jobs("enumerate"))
+    app = page("enumerate.py")
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Split").set_value("dev")
+    by_label(app.multiselect, "Benchmarks").set_value(["musique"])
+    by_label(app.number_input, "Queries per benchmark").set_value(2).run()
+    assert not app.exception and not app.error
+    metrics = {m.label: m.value for m in app.metric}
+    plan = EnumerationPlan(host=FAKE_HOST, split="dev", benchmarks=("musique",), per_benchmark=2, concurrency=4)
+    expected = estimate_plan(app_store, plan)
+    assert expected.calls > 0 and metrics["Missing calls"] == f"{expected.calls:,}"
+    assert metrics["Input tokens"] == f"{expected.tokens_in:,}"
+    assert metrics["Price"] == f"{expected.usd:,.2f} USD" and metrics["Batch price"] == f"{expected.batch_usd:,.2f} USD"
+    by_label(app.number_input, "Queries per benchmark").set_value(3).run()
+    larger = estimate_plan(app_store, dataclasses.replace(plan, per_benchmark=3))
+    assert larger.calls > expected.calls
+    assert {m.label: m.value for m in app.metric}["Missing calls"] == f"{larger.calls:,}"  # follows the selection
+    by_label(app.number_input, "Budget (USD)").set_value(0.0)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception and "above --budget-usd 0" in texts(app.error)
+    assert len(app_store.jobs("enumerate")) == jobs_before
+    app_store.delete_host_prices(FAKE_HOST)
+
+
+def test_hosts_page_sets_prices_of_a_built_in_host(app_store: Store) -> None:
+    app = page("hosts.py")
+    by_label(app.selectbox, "Host to price").set_value("embedded-tiny")
+    by_label(app.number_input, "USD per million input tokens").set_value(0.5)
+    by_label(app.number_input, "USD per million output tokens").set_value(1.5)
+    by_label(app.button, "Save prices").click().run()
+    assert not app.exception and "Prices of 'embedded-tiny' saved." in texts(app.success)
+    assert app_store.host_prices("embedded-tiny") == HostPrices("embedded-tiny", 0.5, 1.5)
+    row = app.dataframe[0].value.set_index("name").loc["embedded-tiny"]
+    assert (row["USD / 1M in"], row["USD / 1M out"]) == (0.5, 1.5)
+    app_store.delete_host_prices("embedded-tiny")
 
 
 def test_enumerate_refuses_twelve_arms_on_a_plain_host(app_store: Store) -> None:
