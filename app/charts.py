@@ -90,27 +90,81 @@ def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
     return figure
 
 
+# One colour per policy, grouped by kind: FORGE routers strong, baselines muted, fixed arms grey,
+# the oracle a black reference star. Colours are dealt in order within each kind.
+KIND_PALETTES = {
+    "router": ["#d62728", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+               "#7f0000", "#00429d", "#b35806"],
+    "baseline": ["#9ecae1", "#a1d99b", "#fdae6b", "#bcbddc", "#fdd0a2", "#c7e9c0", "#dadaeb", "#c6dbef", "#fcbba1",
+                 "#d9f0a3"],
+    "fixed arm": ["#525252", "#737373", "#969696", "#bdbdbd", "#404040", "#a3a3a3"],
+    "oracle": ["#000000"],
+}
+KIND_ORDER = ("router", "baseline", "fixed arm", "oracle")
+KIND_MARKER_SIZES = {"router": 15, "baseline": 12, "fixed arm": 12, "oracle": 18}
+
+
+def policy_colors(points: pd.DataFrame) -> dict[str, str]:
+    """A colour per point name (`name` column), from its kind's palette (`kind` column)."""
+    colors: dict[str, str] = {}
+    for kind in KIND_ORDER:
+        names = list(dict.fromkeys(points.loc[points["kind"] == kind, "name"]))
+        palette = KIND_PALETTES[kind]
+        colors |= {name: palette[index % len(palette)] for index, name in enumerate(names)}
+    return colors
+
+
+def _legend_below(figure: go.Figure, entries: int) -> None:
+    """A horizontal legend under the plot, tall enough for its entries (it never covers the points)."""
+    rows = (entries + 3) // 4
+    figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.14, "x": 0, "font": {"size": 11},
+                                 "title_text": ""},
+                         height=figure.layout.height + 22 * rows, margin={"t": 40, "b": 40 + 22 * rows})
+
+
+def _policy_points(points: pd.DataFrame, x_label: str, y_label: str, facet: dict, error: dict,
+                   hover: dict) -> go.Figure:
+    """Scatter of named points: colour per policy (grouped by kind), symbol per kind, kinds in order."""
+    ordered = points.assign(_order=points["kind"].map(KIND_ORDER.index)).sort_values("_order", kind="stable")
+    figure = px.scatter(
+        ordered, x="cost_k", y="macro_f1", color="name", symbol="kind", symbol_map=KIND_SYMBOLS,
+        color_discrete_map=policy_colors(ordered), hover_name="name",
+        hover_data={"policy": True, "name": False, "kind": True, "cost_k": ":.3f", "macro_f1": ":.3f",
+                    "macro_utility": ":.3f", "on_frontier": True, **hover},
+        labels={"cost_k": x_label, "macro_f1": y_label, "macro_utility": "utility", "on_frontier": "on frontier",
+                "policy": "id", "gain": "utility gain over best fixed arm"},
+        **facet, **error)
+    for trace in figure.data:
+        kind = next((k for k in KIND_ORDER if trace.name.endswith(", " + k)), "router")
+        trace.update(marker_size=KIND_MARKER_SIZES[kind])
+        if kind == "oracle":
+            trace.update(marker_line={"width": 1, "color": "#fff"}, name=trace.name.replace(", oracle", " (reference)"))
+        else:
+            trace.update(name=trace.name.rsplit(", ", 1)[0])
+    return figure
+
+
 def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -> go.Figure:
-    """F1 against Cached cost for every policy (symbol by kind), the frontier as a dotted line, one
-    facet per benchmark when asked. `color_by` "policy": one colour and legend entry per policy;
-    "utility": colour by utility under the chosen weights, policies named on the chart."""
+    """F1 against cost for every named point (`name`; symbol by kind), the frontier as a dotted
+    line, one facet per benchmark when asked. `color_by` "policy": one colour per policy, grouped
+    by kind; "utility": colour by utility under the chosen weights, points named on the chart."""
     if not by_benchmark and color_by == "policy":
         return _pareto_by_policy(points)
     facets = sorted(points["benchmark"].unique())
     facet = ({"facet_col": "benchmark", "facet_col_wrap": 3, "category_orders": {"benchmark": facets}}
              if by_benchmark else {})
-    by_utility = color_by == "utility"
-    figure = px.scatter(
-        points, x="cost_k", y="macro_f1", color="macro_utility" if by_utility else "policy", symbol="kind",
-        symbol_map=KIND_SYMBOLS, text="policy" if by_utility else None, color_continuous_scale="Viridis",
-        hover_name="policy",
-        hover_data={"cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f", "kind": True, "policy": False,
-                    "benchmark": by_benchmark, "on_frontier": True},
-        labels={"cost_k": COST_LABEL, "macro_f1": "F1" if by_benchmark else "F1 (macro over benchmarks)",
-                "macro_utility": "utility", "on_frontier": "on frontier"},
-        **facet,
-    )
-    figure.update_traces(marker_size=14, textposition="top center", textfont_size=10)
+    y_label = "F1" if by_benchmark else "F1 (macro over benchmarks)"
+    if color_by == "utility":
+        figure = px.scatter(
+            points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
+            text="name", color_continuous_scale="Viridis", hover_name="name",
+            hover_data={"policy": True, "name": False, "cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f",
+                        "kind": True, "benchmark": by_benchmark, "on_frontier": True},
+            labels={"cost_k": COST_LABEL, "macro_f1": y_label, "macro_utility": "utility",
+                    "on_frontier": "on frontier", "policy": "id"}, **facet)
+        figure.update_traces(marker_size=14, textposition="top center", textfont_size=10)
+    else:
+        figure = _policy_points(points, COST_LABEL, y_label, facet, {}, {"benchmark": by_benchmark})
     frontier = points[points["on_frontier"]].sort_values(["benchmark", "cost_k"])
     lines = px.line(frontier, x="cost_k", y="macro_f1", **facet)  # same facet grid: traces land in the same axes
     for index, trace in enumerate(lines.data):
@@ -122,27 +176,33 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
     height = 420 * ((len(facets) + 2) // 3) if by_benchmark else 560
     figure.update_layout(height=height, margin={"t": 40}, legend_title_text="",
                          coloraxis_colorbar={"title": "utility"})
-    if by_utility:  # the colour bar takes the right margin: legend (kinds, frontier) below the chart
-        figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0})
+    _legend_below(figure, len({trace.name for trace in figure.data if trace.showlegend is not False}))
     return figure
 
 
 def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
-    """The one-chart, colour-by-policy view of `pareto`, built from graph objects: a slider step
-    redraws it, and plotly express takes ten times as long to assemble the same figure."""
-    palette = px.colors.qualitative.Plotly
+    """The one-chart, colour-by-policy view of `pareto`, built from graph objects (a slider step
+    redraws it, and plotly express takes ten times as long to assemble the same figure): one
+    colour per point, grouped by kind as `_policy_points` does."""
+    ordered = points.assign(_order=points["kind"].map(KIND_ORDER.index)).sort_values("_order", kind="stable")
+    colors = policy_colors(ordered)
     figure = go.Figure()
-    for index, row in enumerate(points.itertuples()):
-        marker = {"size": 14, "color": palette[index % len(palette)], "symbol": KIND_SYMBOLS.get(row.kind, "circle")}
-        hover = (f"<b>{row.policy}</b><br>cost %{{x:.3f}}k tokens<br>F1 %{{y:.3f}}<br>utility {row.macro_utility:.3f}"
-                 f"<br>kind {row.kind}<br>on frontier {row.on_frontier}<extra></extra>")
-        figure.add_trace(go.Scatter(x=[row.cost_k], y=[row.macro_f1], mode="markers", name=row.policy, marker=marker,
-                                    hovertemplate=hover))
+    for row in ordered.itertuples():
+        oracle = row.kind == "oracle"
+        marker = {"size": KIND_MARKER_SIZES.get(row.kind, 14), "color": colors[row.name],
+                  "symbol": KIND_SYMBOLS.get(row.kind, "circle"),
+                  "line": {"width": 1, "color": "#fff"} if oracle else {"width": 0}}
+        hover = (f"<b>{row.name}</b><br>id {row.policy}<br>cost %{{x:.3f}}k tokens<br>F1 %{{y:.3f}}"
+                 f"<br>utility {row.macro_utility:.3f}<br>kind {row.kind}<br>on frontier {row.on_frontier}"
+                 "<extra></extra>")
+        figure.add_trace(go.Scatter(x=[row.cost_k], y=[row.macro_f1], mode="markers", marker=marker,
+                                    name=f"{row.name} (reference)" if oracle else row.name, hovertemplate=hover))
     frontier = points[points["on_frontier"]].sort_values("cost_k")
     figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines", name="frontier",
                                 line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
     figure.update_layout(height=560, margin={"t": 40}, xaxis_title=COST_LABEL,
                          yaxis_title="F1 (macro over benchmarks)")
+    _legend_below(figure, len(figure.data))
     return figure
 
 
@@ -150,14 +210,29 @@ def action_map(points: pd.DataFrame, policy: str, arms: tuple[str, ...], centroi
     """The queries on the UMAP plane coloured by one policy's arm (`policy`: router or oracle),
     cluster numbers at their centroids; hovering a point shows its question and outcomes."""
     figure = px.scatter(points, x="x", y="y", color=policy, category_orders={policy: list(arms)},
-                        color_discrete_map=ARM_COLORS, custom_data=["hover"], labels={policy: "arm"})
+                        color_discrete_map=ARM_COLORS, custom_data=["hover", "index"], labels={policy: "arm"})
+    return _map_layout(figure, centroids, "arm")
+
+
+AGREEMENT_COLORS = {"agree": "#54a24b", "disagree": "#e45756"}
+
+
+def agreement_map(points: pd.DataFrame, centroids: pd.DataFrame) -> go.Figure:
+    """The queries on the UMAP plane coloured by whether the router's arm is the oracle's."""
+    figure = px.scatter(points, x="x", y="y", color="agreement", category_orders={"agreement": ["agree", "disagree"]},
+                        color_discrete_map=AGREEMENT_COLORS, custom_data=["hover", "index"])
+    return _map_layout(figure, centroids, "router vs oracle")
+
+
+def _map_layout(figure: go.Figure, centroids: pd.DataFrame, legend_title: str) -> go.Figure:
     figure.update_traces(marker={"size": 7, "opacity": 0.85}, hovertemplate="%{customdata[0]}<extra></extra>")
     for row in centroids.itertuples():
         figure.add_annotation(x=row.x, y=row.y, text=f"<b>{row.cluster}</b>", showarrow=False,
                               font={"size": 15, "color": "#222"}, bgcolor="rgba(255,255,255,0.7)")
     figure.update_xaxes(title="UMAP 1", showticklabels=False)
     figure.update_yaxes(title="UMAP 2", showticklabels=False)
-    figure.update_layout(height=480, margin={"t": 30}, legend_title_text="arm", hoverlabel={"align": "left"})
+    figure.update_layout(height=480, margin={"t": 30}, legend_title_text=legend_title, hoverlabel={"align": "left"},
+                         legend={"orientation": "h", "yanchor": "top", "y": -0.08, "x": 0})
     return figure
 
 
@@ -174,22 +249,20 @@ def cluster_mix(mix: pd.DataFrame, arms: tuple[str, ...]) -> go.Figure:
 
 
 def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
-    """Crossfit: macro F1 against cost per policy with its 95% interval, the frontier over the
-    deployable policies (dotted) and the oracle as a reference point off the frontier."""
-    figure = px.scatter(
-        frame, x="cost_k", y="macro_f1", color="policy", symbol="kind", symbol_map=KIND_SYMBOLS,
-        error_y=frame["f1_high"] - frame["macro_f1"], error_y_minus=frame["macro_f1"] - frame["f1_low"],
-        hover_name="policy",
-        hover_data={"cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f", "gain": ":+.4f",
-                    "gain_low": ":+.4f", "gain_high": ":+.4f", "kind": True, "policy": False, "on_frontier": True},
-        labels={"cost_k": COST_LABEL, "macro_f1": "F1 (macro, out of fold; 95% interval)",
-                "gain": "utility gain over best fixed arm", "on_frontier": "on frontier"},
-    )
-    figure.update_traces(marker_size=13)
+    """Crossfit: macro F1 against cost per named point (`name`) with its 95% interval, one colour
+    per policy grouped by kind, the frontier over the deployable policies (dotted) and the oracle
+    as a reference point off the frontier."""
+    error = {"error_y": frame["f1_high"] - frame["macro_f1"], "error_y_minus": frame["macro_f1"] - frame["f1_low"]}
+    figure = _policy_points(frame.assign(**{"error+": error["error_y"], "error-": error["error_y_minus"]}),
+                            COST_LABEL, "F1 (macro, out of fold; 95% interval)", {},
+                            {"error_y": "error+", "error_y_minus": "error-"},
+                            {"gain": ":+.4f", "gain_low": ":+.4f", "gain_high": ":+.4f", "decidable": True,
+                             "error+": False, "error-": False})
     frontier = frame[frame["on_frontier"]].sort_values("cost_k")
     figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines",
                                 name="frontier (deployable)", line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
     figure.update_layout(height=560, margin={"t": 40}, legend_title_text="")
+    _legend_below(figure, len(figure.data))
     return figure
 
 

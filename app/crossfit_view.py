@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import charts, data
+from app import charts, data, ui
+from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
 from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
@@ -31,23 +32,24 @@ def show_crossfit(store: Store, host: str) -> None:
         return
     report = st.selectbox("Crossfit run", reports, format_func=_label)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
+    show_decision(report)
     frame = crossfit_frame(report)
     deployable = frame[frame["policy"] != ORACLE]
     best = deployable.loc[deployable["macro_utility"].idxmax()]
     columns = st.columns(4)
-    columns[0].metric("Best fixed arm", report["best_fixed_arm"],
-                      help=f"Macro utility {report['policies'][report['best_fixed_policy']]['macro_utility']:.4f}.")
-    columns[1].metric("Best deployable policy", best["policy"],
-                      help=f"Utility {best['macro_utility']:.4f}, gain {best['gain']:+.4f} "
-                           f"[{best['gain_low']:+.4f}, {best['gain_high']:+.4f}] over the best fixed arm.")
+    ui.name_metric(columns[0], "Best fixed arm", report["best_fixed_arm"],
+                   help=f"Macro utility {report['policies'][report['best_fixed_policy']]['macro_utility']:.4f}.")
+    ui.name_metric(columns[1], "Best deployable policy", best["policy"],
+                   help=f"Utility {best['macro_utility']:.4f}, gain {best['gain']:+.4f} "
+                        f"[{best['gain_low']:+.4f}, {best['gain_high']:+.4f}] over the best fixed arm.")
     columns[2].metric("Oracle utility (reference)", f"{report['policies'][ORACLE]['macro_utility']:.4f}",
                       help="Descriptive only: it sees every arm's score, so it is not on the frontier.")
     columns[3].metric("On the frontier", int(frame["on_frontier"].sum()),
                       help=", ".join(frame[frame["on_frontier"]].sort_values("cost_k")["policy"]))
-    st.plotly_chart(charts.crossfit_pareto(frame), key="crossfit-pareto")
+    st.plotly_chart(charts.crossfit_pareto(named_points(frame)), key="crossfit-pareto")
     with st.expander("Table"):
         st.dataframe(frame, hide_index=True, column_config={
-            name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:-1]})
+            name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
 
     _show_seed_spread(report, reports)
     _show_routing_gain(report, reports)

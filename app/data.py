@@ -175,6 +175,12 @@ def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def default_router(store: Store, host: str) -> str | None:
+    """The checkpoint the user marked as the host's default router, or None."""
+    return store.default_router(host)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     """A checkpoint's record (lineage, metrics, training log), without its weights."""
     found = store.checkpoint(checkpoint_id)
@@ -258,10 +264,12 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
     return run_reward_audit(store, request)
 
 
-@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+@st.cache_data(show_spinner="Reading the stored crossfit runs (a run's intervals are computed once, then kept)…",
+               max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
-    """The host's finished crossfit runs as stored (`version`: see `store_version`)."""
-    return finished_crossfit_reports(store, host)
+    """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
+    computed once and kept under the cache directory (`crossfit/`)."""
+    return finished_crossfit_reports(store, host, config.cache_dir() / "crossfit")
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
@@ -270,14 +278,33 @@ def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.Da
     return reports.crossfit_arms(store, run_id, policy)
 
 
-@st.cache_data(show_spinner="Computing the UMAP of the question embeddings…", max_entries=RESULTS_CACHE_ENTRIES,
-               hash_funcs=STORE_KEY)
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
                benchmarks: tuple[str, ...] | None = None) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
-    when given (`version`: see `store_version`)."""
+    when given (`version`: see `store_version`); its UMAP is computed once per set of queries and
+    kept on disk under the cache directory (`umap/`), across app restarts and store writes."""
     compute_features(store, host)
-    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks)
+    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
+                              umap_cache=config.cache_dir() / "umap")
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def example(store: Store, benchmark: str, example_id: str) -> Example | None:
+    """One example (question and gold answers), or None."""
+    found = store.examples(benchmark, [example_id])
+    return found[0] if found else None
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arms: tuple[str, ...]) -> dict[str, str]:
+    """Arm name -> the host's stored answer text for one query (arms without an outcome left out)."""
+    answers = {}
+    for arm in arms:
+        outcome = store.arm_outcome(host, benchmark, example_id, arm)
+        if outcome is not None:
+            answers[arm] = outcome.answer if outcome.error is None else f"(error: {outcome.error})"
+    return answers
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

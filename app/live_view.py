@@ -13,7 +13,11 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, session_totals
+from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
+
+VERDICT_BOXES = {"right": st.success, "partly right": st.warning, "wrong": st.error, "unscored": st.info}
+VERDICT_ICONS = {"right": ":material/check_circle:", "partly right": ":material/rule:", "wrong": ":material/cancel:",
+                 "unscored": ":material/chat:"}
 
 
 def routed_answer(result: RoutedAnswer) -> None:
@@ -23,14 +27,24 @@ def routed_answer(result: RoutedAnswer) -> None:
     if result.router == OVERRIDE:
         columns[0].metric("Arm (picked by hand)", result.arm)
     else:
-        columns[0].metric("Chosen arm", result.arm, help=f"Router {result.router}, "
-                          f"probability {result.probabilities[result.arm]:.2f}.")
+        columns[0].metric("Chosen arm", result.arm, delta=f"margin {result.probability_margin:+.2f}",
+                          delta_color="off",
+                          help=f"Router {result.router}, probability {result.probabilities[result.arm]:.2f}; margin: "
+                               f"minus the next most probable arm's ({1 / len(result.probabilities):.2f} each would be "
+                               "uniform).")
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
                       help="Retrieval, features (probes included) and the router's forward pass.")
     columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",
                       help=f"{result.probe_calls} host calls before routing (a Full router's probes); "
                            f"{result.host_calls} host calls in all for this answer"
                            f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
+    if result.nothing_to_compare:
+        columns[3].metric("Saved vs Always-Raw", "nothing to compare",
+                          help="The router chose raw:no_think, Always-Raw's own arm: one call, the same answer.")
+        _answer_column(f"Routed: {result.arm} (Always-Raw's own arm: nothing to compare, one call)", result.answer,
+                       result.f1, result.golds)
+        _probabilities_and_evidence(result)
+        return
     columns[3].metric("Saved vs Always-Raw", f"{result.tokens_saved:,} tokens",
                       delta=f"{result.saved_percent:+.1f}%",
                       help=f"Always-Raw: {result.raw_cost.tokens:,} tokens ({result.raw_cost.source}); "
@@ -48,6 +62,10 @@ def routed_answer(result: RoutedAnswer) -> None:
             if result.raw_cost.source == EXTRA_CALL:
                 title += " (an extra call that routing does not need)"
             _answer_column(title, result.raw_answer, result.raw_f1, result.golds)
+    _probabilities_and_evidence(result)
+
+
+def _probabilities_and_evidence(result: RoutedAnswer) -> None:
     if result.probabilities:
         st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
     with st.expander("Evidence"):
@@ -75,7 +93,10 @@ def session_history(answers: Sequence[RoutedAnswer]) -> None:
 
 def _answer_column(title: str, answer: ArmAnswer, f1: float | None, golds: tuple[str, ...]) -> None:
     st.subheader(title)
-    st.success(answer.answer or "(empty answer)")
+    verdict = answer_verdict(f1)
+    VERDICT_BOXES[verdict](answer.answer or "(empty answer)", icon=VERDICT_ICONS[verdict])
+    if verdict != "unscored":
+        st.caption(f"{verdict.capitalize()} against the gold answers (F1 {f1:.2f}).")
     if golds:
         st.caption(f"Scored answer: {answer.extracted!r}; gold: {' | '.join(golds)}")
     columns = st.columns(4)

@@ -8,19 +8,27 @@ shows up in the list below.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
 from forge_core.rewards.judge_job import JudgeRequest
 from forge_core.store import Store
-from forge_core.training.checkpoint_views import latest_values, training_curves
+from forge_core.training.checkpoint_views import (
+    DEV_METRICS,
+    checkpoint_names,
+    latest_values,
+    reproduces_stored_checkpoint,
+    training_curves,
+)
 from forge_core.training.trainer import TrainRequest
 
 REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
 WATCHED_KEY = "watched_train_jobs"  # session state: job ids seen running, to rerun the page when they end
-LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss", "dev_oracle_agreement": "dev oracle agreement",
+LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss",
+               "dev_target_agreement": "dev target agreement (trained arms)",
                "reward_mean": "reward", "loss": "loss", "kl": "KL to Stage 1", "entropy": "entropy", "beta": "beta",
                "dev_utility": "dev utility"}
 
@@ -36,13 +44,17 @@ def start_training(store: Store, request: TrainRequest) -> None:
 
 
 @st.fragment(run_every=REFRESH_SECONDS)
-def runs_panel(store: Store) -> None:
-    """The run starting from this tab, then a chosen run (the newest by default) with its curves."""
+def runs_panel(store: Store, checkpoints: int) -> None:
+    """The run starting from this tab, then a chosen run (the newest by default) with its curves
+    (`checkpoints`: how many the store holds, to say where they came from when no run is listed)."""
     with ui.user_errors(stop=False):
         _starting(store)
         rows = data.recent_train_jobs(store)
         if not rows:
-            st.info("No training runs yet: start one above.")
+            st.info("No training runs in this store's jobs yet: start one above."
+                    + (f" The {checkpoints} checkpoints below came with the store (e.g. `forge store load-demo`) "
+                       "or from runs whose job rows are gone; their curves are in Compare two checkpoints."
+                       if checkpoints else ""))
             return
         _rerun_when_watched_job_ends(rows)
         labels = {row["job_id"]: _job_label(row, progress) for row, progress in rows}
@@ -88,13 +100,16 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         if progress.active:
             st.progress(progress.fraction, text=f"{progress.done:,} of {'' if request.stage == 2 else 'at most '}"
                                                 f"{progress.target:,} {unit}")
+            _cancel_button(store, row, progress)
         elif progress.status == "finished":
-            st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{progress.message}`.",
-                       icon=":material/check_circle:")
+            _finished(store, row, progress, unit)
+        elif progress.status == "cancelled":
+            st.warning(f"Run cancelled: {progress.message}.", icon=":material/cancel:")
         else:
             st.error(f"Run {progress.status}: {progress.message or 'no message'}", icon=":material/error:")
         latest = latest_values(logs)
         if latest:
+            st.caption(f"Last logged {unit[:-1]}:")
             columns = st.columns(len(latest))
             for column, (key, value) in zip(columns, latest.items()):
                 column.metric(LIVE_LABELS.get(key, key), f"{value:.4g}")
@@ -103,3 +118,55 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
             st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
         elif progress.active:
             st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
+
+
+def _cancel_button(store: Store, row: dict, progress: jobs.JobProgress) -> None:
+    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=":material/stop:",
+                 disabled=progress.status == "cancelling",
+                 help="Stop at the next logged epoch or step. A cancelled run stores no checkpoint: the state "
+                      "so far is discarded."):
+        jobs.cancel_job(store, row)
+        data.refresh()
+        st.rerun()
+
+
+def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) -> None:
+    """The finished run's checkpoint, whether it reproduces a stored one, and its dev metrics (the
+    kept state's: the same numbers as in Compare two checkpoints)."""
+    checkpoint_id = progress.message
+    record = data.checkpoint_record(store, checkpoint_id)
+    note = ""
+    if reproduces_stored_checkpoint(record["created_at"], row["started_at"]):
+        note = (f" It reproduces the checkpoint stored on {record['created_at']:%Y-%m-%d %H:%M} bit for bit "
+                "(same lineage and weights): the store keeps that one.")
+    st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{checkpoint_id}`.{note}",
+               icon=":material/check_circle:")
+    metrics = record["metrics"]
+    shown = [(label, metrics[key]) for key, label in DEV_METRICS[:4] if metrics.get(key) is not None]
+    if shown:
+        st.caption("The checkpoint's dev metrics (the state kept):")
+        columns = st.columns(len(shown))
+        for column, (label, value) in zip(columns, shown):
+            column.metric(label, f"{value:.4g}")
+
+
+def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, marked: str | None) -> None:
+    """The host's default router (Live query, `forge ask --route`): which checkpoint is marked, and
+    a picker to mark another. A new training run never takes the mark over."""
+    names = checkpoint_names(checkpoints)
+    ids = list(names)
+    if marked is None:
+        st.caption(f"No default router is marked for '{host}': the newest Lite checkpoint is used, so each new "
+                   "Lite run takes over. Mark one to keep it.")
+    else:
+        st.caption(f"Default router of '{host}': **{names.get(marked, marked)}** (`{marked}`), marked by you; new "
+                   "runs do not take it over.")
+    pick_column, button_column = st.columns([4, 1], vertical_alignment="bottom")
+    choice = pick_column.selectbox("Default router", ids, index=ids.index(marked) if marked in ids else 0,
+                                   format_func=lambda i: f"{names[i]} ({i})")
+    if button_column.button("Mark as default", icon=":material/star:", disabled=choice == marked):
+        with ui.user_errors(stop=False):
+            store.set_default_router(host, choice)
+            data.refresh()
+            ui.flash(f"{names[choice]} ({choice}) is now the default router of '{host}'.")
+            st.rerun()

@@ -7,6 +7,7 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -77,6 +78,14 @@ def require_benchmarks(stats: dict[str, dict]) -> None:
     if not stats:
         st.info(EMPTY_STORE, icon=":material/database:")
         st.stop()
+
+
+def name_metric(container: Any, label: str, value: str, help: str | None = None) -> None:
+    """A metric card whose value is a name, shown whole (it wraps rather than being cut, as
+    `st.metric` cuts long values)."""
+    with container:
+        st.caption(label, help=help)
+        st.subheader(value, anchor=False)
 
 
 def format_duration(seconds: float | None) -> str:

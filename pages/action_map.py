@@ -3,14 +3,16 @@
 import streamlit as st
 
 from app import charts, data, ui
-from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, UMAP_MIN_DIST, UMAP_NEIGHBORS
-from forge_core.training.checkpoint_views import checkpoint_label
+from app.action_map_view import remember_click, show_query
+from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
-           f"{UMAP_MIN_DIST}, cosine, fixed seed), coloured by the checkpoint's chosen arm and by the oracle's "
-           f"(the per-query best arm under the checkpoint's λ_in and λ_out). Clusters: KMeans (k = {N_CLUSTERS}) "
-           "on the map, numbered left to right. Hover a point for its question and every arm's outcome.")
+           f"{UMAP_MIN_DIST}, cosine, fixed seed; computed once per set of queries and cached), coloured by the "
+           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the checkpoint's λ_in and λ_out) "
+           f"and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to right. "
+           "Hover a point for its question and every arm's outcome; click it to open the query below.")
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
@@ -21,31 +23,39 @@ checkpoints = checkpoints[checkpoints["host"] == host]
 if checkpoints.empty:
     st.info(ui.no_checkpoints(host), icon=":material/model_training:")
     st.stop()
-labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
-checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get)
+labels = checkpoint_names(checkpoints)
+checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get,
+                                            help="Ids: " + "; ".join(f"{name} = {i}" for i, name in labels.items()))
 split = split_column.selectbox("Split", SPLITS)
 benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
                                           placeholder="every benchmark", help="Show these benchmarks' queries only.")
 
-with ui.user_errors():
+with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached on disk after its first time)…"):
     action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split,
                                  tuple(benchmarks) or None)
 points = action_map.points()
 
-columns = st.columns(4)
+agreements = action_map.agreements()
+columns = st.columns(5)
 columns[0].metric("Queries", f"{len(points):,}")
 columns[1].metric("Oracle agreement", f"{action_map.agreement:.1%}",
                   help="Share of queries where the router's arm is the oracle's.")
-columns[2].metric("Arms the router uses", points["router"].nunique())
-columns[3].metric("Arms the oracle uses", points["oracle"].nunique())
+for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
+    column.metric(f"Agreement of {name}", f"{value:.1%}",
+                  help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
+columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
+st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} (the checkpoint's weights). "
+           f"{TIE_RULE}")
 
-router_column, oracle_column = st.columns(2)
-router_column.subheader("Router")
-router_column.plotly_chart(charts.action_map(points, "router", action_map.arms, action_map.centroids()),
-                           key="map-router")
-oracle_column.subheader("Oracle")
-oracle_column.plotly_chart(charts.action_map(points, "oracle", action_map.arms, action_map.centroids()),
-                           key="map-oracle")
+router_column, oracle_column, agree_column = st.columns(3)
+maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),
+        ("Router vs oracle", "agreement", agree_column))
+for title, colour, column in maps:
+    column.subheader(title)
+    figure = (charts.agreement_map(points, action_map.centroids()) if colour == "agreement"
+              else charts.action_map(points, colour, action_map.arms, action_map.centroids()))
+    remember_click(column.plotly_chart(figure, key=f"map-{colour}", on_select="rerun", selection_mode="points"))
+show_query(store, action_map)
 
 st.subheader("Action mix per cluster")
 st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")

@@ -7,7 +7,8 @@ import streamlit as st
 from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.routing.ask import AskRequest, run_ask
-from forge_core.routing.checkpoints import latest_checkpoint
+from forge_core.routing.checkpoints import default_router
+from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ROUTER_CHOICE = "the router's choice"
@@ -28,15 +29,17 @@ with ui.user_errors():
 host_column, benchmark_column, router_column = st.columns(3)
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
-labels = {row.checkpoint_id: f"{row.checkpoint_id} (stage {row.stage}, {row.host}, {row.variant}, {row.n_arms} arms)"
+names = checkpoint_names(checkpoints)
+labels = {row.checkpoint_id: f"{names[row.checkpoint_id]} on {row.host}, {row.n_arms} arms"
           for row in checkpoints.itertuples()}
 conditioned = data.conditioned_checkpoints(store, host, data.alphabet_size(store, host))
 if labels:
-    default = next(iter(conditioned), None) or latest_checkpoint(store, host, "lite")
+    default = default_router(store, host)
     checkpoint_id = router_column.selectbox(
         "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
-        help="Default: the host's cost-conditioned Lite router (it decides at the weights below), else its newest "
-             "Lite checkpoint. A Full router first runs four probes on the host.")
+        help="Default: the checkpoint marked as the host's default on the Train page, else its cost-conditioned "
+             "Lite router (it decides at the weights below), else its newest Lite checkpoint. A Full router first "
+             "runs four probes on the host. Ids: " + "; ".join(f"{label} = {i}" for i, label in labels.items()))
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")

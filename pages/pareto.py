@@ -5,9 +5,10 @@ import streamlit as st
 from app import charts, data, ui, weights
 from app.calibration_view import calibration_panel
 from app.crossfit_view import show_crossfit
+from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.reports import pareto_highlights
-from forge_core.training.checkpoint_views import checkpoint_label
+from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
@@ -44,13 +45,14 @@ lambda_in, lambda_out = weights.sliders("pareto")
 
 checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
-labels = {row["checkpoint_id"]: checkpoint_label(row) for row in checkpoints.to_dict("records")}
+labels = checkpoint_names(checkpoints)
 conditioned = data.conditioned_checkpoints(store, host, n_arms)
 chosen_column, color_column, facet_column = st.columns([4, 1, 1])
 chosen = chosen_column.multiselect("Router checkpoints", list(labels),
                                    default=list(conditioned) or list(labels)[:1], format_func=labels.get,
                                    help="Default: the cost-conditioned routers (`forge train --conditioned`), which "
-                                        "decide at the sliders' weights.")
+                                        "decide at the sliders' weights. Ids: "
+                                        + "; ".join(f"{name} = {i}" for i, name in labels.items()))
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")
@@ -59,11 +61,13 @@ if not labels:
             icon=":material/model_training:")
 
 version = data.store_version(store)
-with ui.user_errors():
+with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
     overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False,
                           accounting)
     shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
                         True, accounting) if by_benchmark else overall
+
+show_decision_at_weights(data.crossfit_reports(store, version, host), lambda_in, lambda_out, accounting, host)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)
@@ -71,15 +75,16 @@ columns[0].metric("Oracle utility", f"{highlights['oracle_utility']:.4f}",
                   help="Macro mean utility of the per-query best arm (descriptive only: it sees the scores).")
 columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tokens",
                   help=f"Oracle F1 {highlights['oracle_f1']:.3f}.")
-columns[2].metric("Best policy by utility", highlights["best_policy"] or "–",
-                  help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
+best_policy = highlights["best_policy"] or "–"
+ui.name_metric(columns[2], "Best policy by utility", labels.get(best_policy, best_policy),
+               help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
 moving = overall[overall["policy"].isin([c for c in chosen if c in conditioned])]
 for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
     column.metric(f"{conditioned[row.policy]} at these weights", f"{row.cost_k * 1000:,.0f} tokens a query",
                   help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
                        f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}.")
-st.plotly_chart(charts.pareto(shown, by_benchmark, color_by), key="pareto-chart")
+st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f")

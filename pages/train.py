@@ -6,7 +6,7 @@ import dataclasses
 import streamlit as st
 
 from app import charts, data, ui
-from app.train_view import runs_panel, start_judging, start_training
+from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.jobs import stage2_log_every
@@ -15,6 +15,7 @@ from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
     checkpoint_label,
+    checkpoint_names,
     checkpoint_table,
     compare_curves,
     default_comparison,
@@ -113,7 +114,7 @@ if submitted:
         st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}.")
 
 st.header("Runs")
-runs_panel(store)
+runs_panel(store, int((checkpoints["host"] == host).sum()))
 
 st.header("Rewards")
 st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both. The cross-fitted "
@@ -152,8 +153,10 @@ if host_checkpoints.empty:
     st.info(f"No router checkpoints for host '{host}' yet: start a run above, or `forge train --stage 1 "
             f"--host {host}`.", icon=":material/model_training:")
     st.stop()
-st.dataframe(checkpoint_table(host_checkpoints), hide_index=True,
+marked = data.default_router(store, host)
+st.dataframe(checkpoint_table(host_checkpoints, marked), hide_index=True,
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+default_router_mark(store, host, host_checkpoints, marked)
 
 st.subheader("Compare two checkpoints")
 labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}
@@ -174,7 +177,8 @@ with metrics_column:
     st.markdown("**Dev metrics**")
     st.dataframe(metrics_comparison(a_record["metrics"], b_record["metrics"]), hide_index=True,
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in ("a", "b", "b - a")})
-curves = compare_curves({f"A {a_id}": a_record["training_log"], f"B {b_id}": b_record["training_log"]})
+names = checkpoint_names(host_checkpoints)
+curves = compare_curves({f"A: {names[a_id]}": a_record["training_log"], f"B: {names[b_id]}": b_record["training_log"]})
 if len(curves):
     st.markdown("**Training curves**")
     st.plotly_chart(charts.training_curves(curves, overlay=True), key="compare-curves")

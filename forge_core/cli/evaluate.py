@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -284,6 +285,7 @@ def _eval_fresh(request: FreshRequest, as_json: bool) -> None:
 
 def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
+    from forge_core.evaluation.decision import crossfit_decision
     from forge_core.routing.utility import ACCOUNTINGS
 
     store = open_store()
@@ -293,6 +295,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
             store, settings, on_fold=lambda done, total: progress.update(task, completed=done),
             on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
     report["across_split_seeds"] = split_seed_spread(store, report)
+    decision = crossfit_decision(report)
+    report["decision"] = {**dataclasses.asdict(decision), "sentence": decision.sentence()}
     if as_json:
         print_json(report)
         return
@@ -308,6 +312,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
                       _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
                       _interval(row.get("ci_utility_vs_floor")))
     Console().print(table)
+    Console().print(f"Decision: {decision.sentence()}")
     _print_seed_spread(report["across_split_seeds"])
 
 

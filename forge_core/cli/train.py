@@ -18,6 +18,7 @@ from forge_core.cli.output import (
     print_summary,
     spinner_progress,
 )
+from forge_core.errors import InvalidInput
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -105,6 +106,9 @@ def train_router_command(
             progress.update(task, completed=done, description=f"stage {stage}: {detail}")
 
         checkpoint_id = train_router_job(store, request, on_log=on_log)
+    if checkpoint_id is None:
+        console.print("training cancelled (a cancel request from the dashboard): no checkpoint stored")
+        raise typer.Exit(1)
     record = store.checkpoint(checkpoint_id)[0]
     result = {"checkpoint_id": checkpoint_id, "stage": stage, "variant": variant, "conditioned": conditioned,
               "metrics": record["metrics"]}
@@ -117,23 +121,37 @@ def train_router_command(
 def checkpoints_command(
     host: Annotated[Optional[str], typer.Option(help="Only this host's checkpoints.")] = None,
     delete: Annotated[Optional[list[str]], typer.Option(help="Delete this checkpoint (repeatable).")] = None,
+    set_default: Annotated[Optional[str], typer.Option(
+        "--set-default", help="Mark this checkpoint as its host's default router (Live query, "
+                              "`forge ask --route`); a new run never takes the mark over.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """List router checkpoints with their lineage summary and dev metrics, or delete some."""
+    """List router checkpoints with their lineage summary, dev metrics and default mark; delete
+    some, or mark a host's default router."""
+    store = open_store()
     if delete:
-        open_store().delete_checkpoints(delete)
+        store.delete_checkpoints(delete)
         console.print(f"deleted {len(set(delete))} checkpoint(s)")
         return
-    frame = open_store().checkpoints(host)
+    if set_default:
+        found = store.checkpoint(set_default)
+        if found is None:
+            raise InvalidInput(f"no checkpoint '{set_default}' (see `forge checkpoints`)")
+        store.set_default_router(found[0]["host"], set_default)
+        console.print(f"{set_default} is now the default router of host '{found[0]['host']}'")
+        return
+    frame = store.checkpoints(host)
+    marked = {name: store.default_router(name) for name in set(frame["host"])}
     rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
-             "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics)}
+             "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics),
+             "default": marked[r.host] == r.checkpoint_id}
             for r in frame.itertuples()]
     if as_json:
         print_json({"checkpoints": rows})
         return
-    table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1")
+    table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1", "default")
     for r in rows:
         table.add_row(r["checkpoint_id"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]), r["parent"] or "",
-                      f"{r['metrics'].get('dev_utility', 0):.4f}", f"{r['metrics'].get('dev_f1', 0):.4f}")
+                      f"{r['metrics'].get('dev_utility', 0):.4f}", f"{r['metrics'].get('dev_f1', 0):.4f}",
+                      "yes" if r["default"] else "")
     Console().print(table)
-

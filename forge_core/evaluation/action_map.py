@@ -6,7 +6,10 @@ min_dist 0.3, cosine metric, fixed random_state (so the same queries give the sa
 
 Each query carries the router's argmax action and the oracle's (the per-query utility
 maximizer under the checkpoint's lambda_in and lambda_out, costs normalized by the host's train
-maxima as in the evaluation). Clusters are KMeans (k = 6, 10 restarts, fixed seed) on the 2-D
+maxima as in the evaluation; TIE_RULE says how equal utilities are broken). The router's
+agreement with the oracle is shown beside two references at the same weights: Always-Direct's
+and the best fixed arm's (the arm of highest mean utility on the map's queries), each the share
+of queries whose oracle arm is that arm. Clusters are KMeans (k = 6, 10 restarts, fixed seed) on the 2-D
 map coordinates, so a cluster is a region one can see on the map; they are numbered from left
 to right by centroid. The per-cluster action mix is the share of the cluster's queries each
 policy sends to each arm (every row sums to 1).
@@ -14,11 +17,14 @@ policy sends to each arm (every row sums to 1).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import logging
+import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -41,6 +47,9 @@ N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of querie
 MIN_QUERIES = 10  # fewer queries make no meaningful map
 SPLITS = ("test", "dev", "train", "all")
 QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
+ALWAYS_DIRECT = "direct:no_think"
+TIE_RULE = ("Ties in utility go to the lowest action index: direct before summary before raw, and no_think "
+            "before cot within a form, so the cheaper arm wins a tie (e.g. when every arm scores F1 0).")
 
 
 @dataclass(frozen=True)
@@ -58,11 +67,43 @@ class ActionMap:
     oracle_actions: np.ndarray  # [n] the utility oracle's action
     clusters: np.ndarray  # [n] cluster of each query, 0..k-1 from left to right
     hover: tuple[str, ...]  # [n] question, benchmark and per-arm outcomes (HTML line breaks)
+    probabilities: np.ndarray  # [n, K] the router's action distribution
+    utility: np.ndarray  # [n, K] every arm's utility under the checkpoint's weights
+    f1: np.ndarray  # [n, K] every arm's F1
+    tokens_in: np.ndarray  # [n, K]
+    tokens_out: np.ndarray  # [n, K]
+    lambda_in: float
+    lambda_out: float
 
     @property
     def agreement(self) -> float:
         """Share of queries where the router picks the oracle's arm."""
         return agreement_rate(self.router_actions, self.oracle_actions)
+
+    @property
+    def best_fixed_arm(self) -> str:
+        """The arm of highest mean utility on the map's queries (ties: the lowest index)."""
+        return self.arms[int(np.argmax(self.utility.mean(axis=0)))]
+
+    def fixed_arm_agreement(self, arm: str) -> float:
+        """Share of queries whose oracle arm is `arm`: the oracle agreement of always answering with it."""
+        return agreement_rate(np.full(len(self.oracle_actions), self.arms.index(arm)), self.oracle_actions)
+
+    def agreements(self) -> dict[str, float]:
+        """Oracle agreement of the router, of Always-Direct and of the best fixed arm (same weights)."""
+        return {"router": self.agreement,
+                f"Always-Direct ({ALWAYS_DIRECT})": self.fixed_arm_agreement(ALWAYS_DIRECT),
+                f"best fixed arm ({self.best_fixed_arm})": self.fixed_arm_agreement(self.best_fixed_arm)}
+
+    def query_outcomes(self, index: int) -> pd.DataFrame:
+        """One query's row per arm: F1, tokens in and out, utility, the router's probability, and
+        whether the router and the oracle chose it."""
+        return pd.DataFrame({
+            "arm": list(self.arms), "F1": self.f1[index], "tokens in": self.tokens_in[index].astype(int),
+            "tokens out": self.tokens_out[index].astype(int), "utility": self.utility[index],
+            "router probability": self.probabilities[index],
+            "router": np.arange(len(self.arms)) == self.router_actions[index],
+            "oracle": np.arange(len(self.arms)) == self.oracle_actions[index]})
 
     @property
     def n_clusters(self) -> int:
@@ -71,14 +112,15 @@ class ActionMap:
 
     def points(self) -> pd.DataFrame:
         """One row per query: x, y, benchmark, example_id, router, oracle (arm names), agree,
-        cluster (1-based), hover."""
+        agreement ("agree" or "disagree"), cluster (1-based), hover, index (its position in the map)."""
         arms = np.array(self.arms)
+        agree = self.router_actions == self.oracle_actions
         return pd.DataFrame({
             "x": self.coordinates[:, 0], "y": self.coordinates[:, 1],
             "benchmark": [key[0] for key in self.keys], "example_id": [key[1] for key in self.keys],
             "router": arms[self.router_actions], "oracle": arms[self.oracle_actions],
-            "agree": self.router_actions == self.oracle_actions,
-            "cluster": self.clusters + 1, "hover": list(self.hover),
+            "agree": agree, "agreement": np.where(agree, "agree", "disagree"),
+            "cluster": self.clusters + 1, "hover": list(self.hover), "index": np.arange(len(self.keys)),
         })
 
     def cluster_mix(self) -> pd.DataFrame:
@@ -151,6 +193,42 @@ def umap_coordinates(embeddings: np.ndarray, n_neighbors: int = UMAP_NEIGHBORS, 
     return np.asarray(coordinates, dtype=np.float64)
 
 
+def cached_array(cache_dir: Path | None, name: str, key: str, data: np.ndarray,
+                 compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """`compute()`, kept in `cache_dir` as `<name>-<sha256>.npy` under a digest of `key` (the
+    settings) and `data` (the input), and read back on the next call with the same key and data.
+    Written atomically; no cache without `cache_dir`."""
+    if cache_dir is None:
+        return compute()
+    digest = hashlib.sha256(f"{key}|{data.dtype}|{data.shape}".encode())
+    digest.update(np.ascontiguousarray(data).tobytes())
+    path = Path(cache_dir) / f"{name}-{digest.hexdigest()[:24]}.npy"
+    if path.exists():
+        return np.load(path, allow_pickle=False)
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
+    np.save(partial, result, allow_pickle=False)
+    os.replace(partial, path)
+    log.info("%s of %d rows kept in %s", name, len(data), path)
+    return result
+
+
+def cached_umap_coordinates(embeddings: np.ndarray, cache_dir: Path | None, seed: int = 0) -> np.ndarray:
+    """`umap_coordinates`, computed once per distinct embedding matrix and seed (`cached_array`:
+    the key holds the UMAP settings, so other queries or another embedder get their own file)."""
+    matrix = np.ascontiguousarray(embeddings, dtype=np.float32)
+    return cached_array(cache_dir, "umap", f"{UMAP_NEIGHBORS}|{UMAP_MIN_DIST}|{UMAP_METRIC}|{seed}", matrix,
+                        lambda: umap_coordinates(matrix, seed=seed))
+
+
+def cached_clusters(coordinates: np.ndarray, cache_dir: Path | None, n_clusters: int = N_CLUSTERS,
+                    seed: int = 0) -> np.ndarray:
+    """`cluster_points`, computed once per set of map coordinates, k and seed (`cached_array`)."""
+    return cached_array(cache_dir, "clusters", f"kmeans|{n_clusters}|{seed}", np.asarray(coordinates),
+                        lambda: cluster_points(coordinates, n_clusters, seed))
+
+
 def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: int = 0) -> np.ndarray:
     """[n] KMeans cluster of each 2-D point (k capped at n), numbered 0..k-1 by centroid x."""
     from sklearn.cluster import KMeans
@@ -184,11 +262,13 @@ def map_weights(lineage: dict) -> tuple[float, float]:
 
 
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
-                       n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None) -> ActionMap:
+                       n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None,
+                       umap_cache: Path | None = None) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
     split), only those of `benchmarks` when given (costs still normalized by the maxima the
     checkpoint's own train queries set). Reads the stored features
-    (`forge_core.routing.features.compute_features`)."""
+    (`forge_core.routing.features.compute_features`); the UMAP and its clusters are read from
+    `umap_cache` when they were computed before (`cached_umap_coordinates`, `cached_clusters`)."""
     if split not in SPLITS:
         raise InvalidInput(f"split is one of {', '.join(SPLITS)}, not '{split}'")
     checkpoint = load_checkpoint(store, checkpoint_id)
@@ -209,15 +289,18 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))
-    router = policy.probabilities(context, rows).argmax(axis=1)
+    probabilities = policy.probabilities(context, rows)
+    router = probabilities.argmax(axis=1)
     oracle = oracle_actions(context.utility)
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
-    coordinates = umap_coordinates(embeddings, seed=seed)
-    clusters = cluster_points(coordinates, n_clusters, seed)
+    coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
+    clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
     questions = _questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
-                     coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)))
+                     coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)),
+                     probabilities, context.utility, shown.f1, shown.tokens_in, shown.tokens_out,
+                     context.lambda_in, context.lambda_out)
 
 
 def _questions(store: Store, keys: tuple[tuple[str, str], ...]) -> list[str]:

@@ -25,6 +25,7 @@ import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
+REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
 @dataclass(frozen=True)
@@ -266,11 +268,30 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     return crossfit_report(store, run_id)
 
 
-def finished_crossfit_reports(store: Store, host: str) -> list[dict]:
-    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows)."""
+def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None) -> list[dict]:
+    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows);
+    with `cache_dir`, each is computed once and kept there (`cached_crossfit_report`)."""
     runs = store.crossfit_runs(host)
     finished = runs[runs["folds_done"] >= runs["folds"]]
-    return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
+    if cache_dir is None:
+        return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
+    return [cached_crossfit_report(store, run_id, cache_dir) for run_id in finished["run_id"]]
+
+
+def cached_crossfit_report(store: Store, run_id: str, cache_dir: Path) -> dict:
+    """`crossfit_report` of a finished run, computed once (its bootstrap intervals take seconds)
+    and kept as JSON in `cache_dir`: a run id hashes the settings and the data, and a finished
+    run's decisions never change, so the file stays valid; REPORT_VERSION names the report's
+    layout, so a new layout is computed afresh. Written atomically."""
+    path = Path(cache_dir) / f"{run_id}.v{REPORT_VERSION}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    report = crossfit_report(store, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(report))
+    os.replace(partial, path)
+    return report
 
 
 def crossfit_report(store: Store, run_id: str) -> dict:

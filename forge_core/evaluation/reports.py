@@ -19,6 +19,7 @@ import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.decision import decidable_policies
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
@@ -187,27 +188,48 @@ def pareto_highlights(frame: pd.DataFrame) -> dict:
 # ---------------------------------------------------------------- cross-fitted results
 
 CROSSFIT_COLUMNS = ("policy", "kind", "cost_k", "macro_f1", "f1_low", "f1_high", "macro_utility", "gain",
-                    "gain_low", "gain_high", "on_frontier")
+                    "gain_low", "gain_high", "decidable", "on_frontier")
+POINT_DECIMALS = 9  # points equal to this many decimals are one point (`merge_identical_points`)
 GAIN_POLICIES = ("forge_full", "forge_lite", "ridge_utility")  # the routers and their linear floor
 
 
 def crossfit_frame(report: dict) -> pd.DataFrame:
     """One row per policy of a crossfit report: cost, macro F1 with its 95% interval, utility and
-    its gain over the best fixed arm with the paired 95% interval, and whether it is on the
-    Pareto frontier of the deployable policies (the oracle is a reference, never on it)."""
+    its gain over the best fixed arm with the paired 95% interval, whether that gain is decidable
+    (interval above zero, `decision.decidable_policies`), and whether it is on the Pareto frontier
+    of the deployable policies (the oracle is a reference, never on it)."""
     from forge_core.evaluation.statistics import pareto_frontier
 
     best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
+    decidable = decidable_policies(report)
     rows = [{"policy": name, "kind": row["kind"], "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
              "f1_low": row["ci_f1"][0], "f1_high": row["ci_f1"][1], "macro_utility": row["macro_utility"],
              "gain": row["macro_utility"] - best, "gain_low": row["ci_utility_vs_best_fixed"][0],
-             "gain_high": row["ci_utility_vs_best_fixed"][1], "on_frontier": False}
+             "gain_high": row["ci_utility_vs_best_fixed"][1], "decidable": decidable[name], "on_frontier": False}
             for name, row in report["policies"].items()]
     frame = pd.DataFrame(rows, columns=list(CROSSFIT_COLUMNS))
     deployable = frame[frame["policy"] != ORACLE]
     frontier = pareto_frontier(list(zip(deployable["cost_k"], deployable["macro_f1"])))
     frame.loc[deployable.index[frontier], "on_frontier"] = True
     return frame
+
+
+def merge_identical_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """A Pareto or crossfit frame with the policies that share one point (same benchmark, cost, F1
+    and utility: e.g. a baseline that always picks one arm and that fixed arm) merged into one row
+    named "a = b", so no point hides under another. The row keeps the first policy's other values;
+    column `policies` lists the merged policies (one for a point of its own)."""
+    columns = [c for c in ("benchmark", "cost_k", "macro_f1", "macro_utility") if c in frame.columns]
+    keys = frame[columns].round(POINT_DECIMALS).astype(str).agg("|".join, axis=1)
+    rows = []
+    for _, group in frame.groupby(keys, sort=False):
+        row = group.iloc[0].copy()
+        row["policies"] = tuple(group["policy"])
+        row["policy"] = " = ".join(group["policy"])
+        if "on_frontier" in group:
+            row["on_frontier"] = bool(group["on_frontier"].any())
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
 
 
 def routing_gain_frame(reports: Sequence[dict], policies: Sequence[str] = GAIN_POLICIES) -> pd.DataFrame:

@@ -117,6 +117,15 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
     return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record)
 
 
+def default_router(store: Store, host: str) -> str | None:
+    """The host's default router: the checkpoint the user marked (`Store.set_default_router`),
+    else its newest cost-conditioned Lite checkpoint (it decides at whatever weights are asked),
+    else its newest Lite checkpoint (which a new run takes over until a mark is set); None
+    without any."""
+    return (store.default_router(host) or latest_checkpoint(store, host, "lite", conditioned=True)
+            or latest_checkpoint(store, host, "lite"))
+
+
 def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
                       n_arms: int | None = None, conditioned: bool = False) -> str | None:
     """The newest checkpoint id matching the filters, or None: among the routers of one weight

@@ -45,7 +45,7 @@ from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Generation, Host, HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
-from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint
+from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
@@ -72,6 +72,16 @@ class RawCost:
     def tokens(self) -> int:
         """Input plus output tokens."""
         return self.tokens_in + self.tokens_out
+
+
+def answer_verdict(f1: float | None) -> str:
+    """"right" (F1 1), "partly right" (0 < F1 < 1), "wrong" (F1 0) against the gold answers, or
+    "unscored" without gold answers (a typed question)."""
+    if f1 is None:
+        return "unscored"
+    if f1 >= 1.0:
+        return "right"
+    return "partly right" if f1 > 0.0 else "wrong"
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,20 @@ class RoutedAnswer:
         """Always-Raw's tokens minus this question's (negative: routing cost more); None without
         the comparison."""
         return None if self.raw_cost is None else self.raw_cost.tokens - self.tokens
+
+    @property
+    def probability_margin(self) -> float | None:
+        """The chosen arm's router probability minus the next most probable arm's (how decided the
+        router was); None under an override."""
+        if not self.probabilities:
+            return None
+        others = [p for arm, p in self.probabilities.items() if arm != self.arm]
+        return self.probabilities[self.arm] - max(others, default=0.0)
+
+    @property
+    def nothing_to_compare(self) -> bool:
+        """True when the answer is Always-Raw's own arm: the comparison is this very call."""
+        return self.arm == RAW_ARM.name
 
     @property
     def saved_percent(self) -> float | None:
@@ -220,8 +244,9 @@ def check_arm(arm: Arm, host_config: HostConfig) -> None:
 
 
 def default_router_id(store: Store, host: str) -> str:
-    """The newest Lite checkpoint trained on `host` (the default router)."""
-    found = latest_checkpoint(store, host, "lite")
+    """The host's default router (`forge_core.routing.checkpoints.default_router`: the marked
+    checkpoint, else the newest Lite one)."""
+    found = default_router(store, host)
     if found is None:
         raise MissingStep(f"no Lite router for host '{host}': train one with "
                          f"`forge train --stage 1 --host {host} --variant lite`, or pass --router")

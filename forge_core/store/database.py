@@ -477,6 +477,29 @@ class Store(StoreFile):
             )
             connection.execute(FILL_CHECKPOINT_LINEAGE, [[record["checkpoint_id"]]])
 
+    def set_default_router(self, host: str, checkpoint_id: str | None) -> None:
+        """Mark a checkpoint of `host` as its default router (None: remove the mark); refuses a
+        checkpoint of another host or an unknown one."""
+        with self.transaction() as connection:
+            if checkpoint_id is None:
+                connection.execute("DELETE FROM default_routers WHERE host = ?", [host])
+                return
+            found = first_row(connection.execute("SELECT host FROM checkpoints WHERE checkpoint_id = ?",
+                                                 [checkpoint_id]))
+            if found is None or found[0] != host:
+                raise InvalidInput(f"no checkpoint '{checkpoint_id}' of host '{host}' (see `forge checkpoints`)")
+            connection.execute(
+                "INSERT INTO default_routers VALUES (?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
+                "checkpoint_id = excluded.checkpoint_id, set_at = excluded.set_at", [host, checkpoint_id, utc_now()])
+
+    def default_router(self, host: str) -> str | None:
+        """The checkpoint marked as `host`'s default router, or None (no mark, or its checkpoint gone)."""
+        with self.connect() as connection:
+            row = first_row(connection.execute(
+                "SELECT d.checkpoint_id FROM default_routers d JOIN checkpoints c USING (checkpoint_id) "
+                "WHERE d.host = ?", [host]))
+        return None if row is None else str(row[0])
+
     def delete_checkpoints(self, checkpoint_ids: Sequence[str]) -> None:
         """Delete checkpoints; refuses unknown ids and a parent whose child stays."""
         ids = list(dict.fromkeys(checkpoint_ids))

@@ -143,6 +143,10 @@ MIGRATIONS: tuple[str, ...] = (
         requests INTEGER, status VARCHAR, completed INTEGER, failed INTEGER, estimated_usd DOUBLE,
         created_at TIMESTAMP, updated_at TIMESTAMP, ingested_at TIMESTAMP);
     """,
+    # The router a host uses by default, set by the user (a new training run never takes it over).
+    """
+    CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -164,4 +168,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches"})
+    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers"})

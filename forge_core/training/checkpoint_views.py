@@ -2,8 +2,14 @@
 metrics side by side, and training curves in long form (one row per point) ready to plot.
 
 Curves come from a run's log rows (a checkpoint's `training_log`, or a running job's
-`job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_oracle_agreement),
+`job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_target_agreement),
 Stage 2 one row per `log_every` steps (reward_mean, loss, kl, entropy, beta, dev_utility).
+
+"Dev oracle agreement" has one definition: a checkpoint's metric, the share of dev queries whose
+argmax over the whole alphabet is the oracle's arm, for the state that was kept. A Stage-1 epoch
+logs a different number, the agreement with the training target's top arm over the arms it trains
+(the three NoThink arms by default) at that epoch; logs written before it had its own name call it
+`dev_oracle_agreement` and are read as `dev_target_agreement`.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from forge_core.errors import InvalidInput
 STAGE1_CURVES: tuple[tuple[str, str, str], ...] = (
     ("train_loss", "KL loss", "train"),
     ("dev_loss", "KL loss", "dev"),
-    ("dev_oracle_agreement", "dev oracle agreement", "dev"),
+    ("dev_target_agreement", "dev target agreement (trained arms)", "dev"),
 )
+LEGACY_EPOCH_KEYS = {"dev_oracle_agreement": "dev_target_agreement"}  # Stage-1 logs of earlier versions
 STAGE2_CURVES: tuple[tuple[str, str, str], ...] = (
     ("reward_mean", "reward (mean utility)", "reward"),
     ("loss", "loss", "loss"),
@@ -51,15 +58,17 @@ def _loads(value: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
-def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: stage,
-    algorithm, parent, variant, arms, lambdas, tau, seeds, store snapshot, dev metrics."""
+def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.DataFrame:
+    """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: whether it is
+    the host's marked default router (`default_id`), stage, algorithm, parent, variant, arms,
+    lambdas, tau, seeds, store snapshot, dev metrics."""
     rows = []
     for row in frame.itertuples():
         lineage, metrics = _loads(row.lineage), _loads(row.metrics)
         config = lineage.get("config", {})
         rows.append({
             "checkpoint": row.checkpoint_id,
+            "default": row.checkpoint_id == default_id,
             "created": row.created_at,
             "host": row.host,
             "stage": int(row.stage),
@@ -76,17 +85,52 @@ def checkpoint_table(frame: pd.DataFrame) -> pd.DataFrame:
             "store snapshot": lineage.get("store_snapshot", ""),
             **{label: metrics.get(key) for key, label in DEV_METRICS},
         })
-    columns = ["checkpoint", "created", "host", "stage", "algorithm", "parent", "variant", "arms", "lambda_in",
-               "lambda_out", "tau", "seed", "split seed", "store snapshot", *(label for _, label in DEV_METRICS)]
+    columns = ["checkpoint", "default", "created", "host", "stage", "algorithm", "parent", "variant", "arms",
+               "lambda_in", "lambda_out", "tau", "seed", "split seed", "store snapshot",
+               *(label for _, label in DEV_METRICS)]
     return pd.DataFrame(rows, columns=columns)
 
 
 def checkpoint_label(row: Mapping[str, Any]) -> str:
-    """A one-line name of a checkpoint for pickers, e.g. "ckpt-1a2b (stage 1, lite, 6 arms, dev U 0.412)"."""
+    """A one-line label of a checkpoint for the Train page's pickers, where ids matter: its human
+    name, id, arms and dev utility, e.g. "Lite, stage 1, 2026-11-23 13:31 · ckpt-1a2b · 6 arms ·
+    dev U 0.412"."""
     metrics = _loads(row.get("metrics"))
     utility = metrics.get("dev_utility")
-    detail = f", dev U {utility:.3f}" if utility is not None else ""
-    return f"{row['checkpoint_id']} (stage {int(row['stage'])}, {row['variant']}, {int(row['n_arms'])} arms{detail})"
+    detail = f" · dev U {utility:.3f}" if utility is not None else ""
+    return f"{checkpoint_name(row)} · {row['checkpoint_id']} · {int(row['n_arms'])} arms{detail}"
+
+
+VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}
+
+
+def checkpoint_name(row: Mapping[str, Any]) -> str:
+    """A human name of a checkpoint for legends and pickers, e.g. "Lite, stage 2, cond., 2026-11-24
+    13:35" ("cond." for a cost-conditioned router); the id belongs in the tooltip."""
+    lineage = _loads(row.get("lineage"))
+    parts = [VARIANT_NAMES.get(row["variant"], str(row["variant"])), f"stage {int(row['stage'])}"]
+    if lineage.get("conditioned"):
+        parts.append("cond.")
+    created = pd.Timestamp(row["created_at"]) if row.get("created_at") is not None else None
+    if created is not None:
+        parts.append(f"{created:%Y-%m-%d %H:%M}")
+    return ", ".join(parts)
+
+
+def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:
+    """`checkpoint_name` of every checkpoint of a `Store.checkpoints()` frame; two checkpoints that
+    would share a name get their short id appended, so every name is unique."""
+    names = {row["checkpoint_id"]: checkpoint_name(row) for row in frame.to_dict("records")}
+    counts = pd.Series(list(names.values())).value_counts()
+    return {checkpoint_id: (f"{name} ({checkpoint_id.removeprefix('ckpt-')[:6]})" if counts[name] > 1 else name)
+            for checkpoint_id, name in names.items()}
+
+
+def reproduces_stored_checkpoint(checkpoint_created_at: Any, run_started_at: Any) -> bool:
+    """True when a finished run's checkpoint was stored before the run started: checkpoint ids are
+    content hashes of lineage and weights, so the run reproduced a stored checkpoint bit for bit
+    (the store keeps the first)."""
+    return pd.Timestamp(checkpoint_created_at) < pd.Timestamp(run_started_at)
 
 
 def default_comparison(frame: pd.DataFrame) -> tuple[str, str]:
@@ -153,6 +197,13 @@ def metrics_comparison(a: Mapping[str, Any], b: Mapping[str, Any]) -> pd.DataFra
     return pd.DataFrame(rows, columns=["metric", "a", "b", "b - a"])
 
 
+def _current(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A log row under today's keys (a Stage-1 row of an earlier version renamed)."""
+    if "step" in row:
+        return dict(row)
+    return {LEGACY_EPOCH_KEYS.get(key, key): value for key, value in row.items()}
+
+
 def log_stage(rows: Sequence[Mapping[str, Any]]) -> int:
     """1 for epoch rows (Stage 1), 2 for step rows (Stage 2)."""
     return 2 if rows and "step" in rows[0] else 1
@@ -164,6 +215,7 @@ def training_curves(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
     stage = log_stage(rows)
+    rows = [_current(row) for row in rows]
     x_key = "step" if stage == 2 else "epoch"
     curves = STAGE2_CURVES if stage == 2 else STAGE1_CURVES
     points = [
@@ -188,7 +240,7 @@ def latest_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     if not rows:
         return {}
     curves = STAGE2_CURVES if log_stage(rows) == 2 else STAGE1_CURVES
-    last = rows[-1]
+    last = _current(rows[-1])
     return {key: float(last[key]) for key, _, _ in curves if last.get(key) is not None}
 
 

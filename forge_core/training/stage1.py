@@ -68,7 +68,9 @@ class Stage1Epoch:
     epoch: int  # 1-based
     train_loss: float  # mean training loss over the epoch's queries (dropout on)
     dev_loss: float  # loss on the dev set (dropout off)
-    dev_oracle_agreement: float  # fraction of dev queries whose argmax is the oracle arm
+    # share of dev queries whose argmax over the trained arms (the 3 NoThink arms by default) is the
+    # target's top arm: a training diagnostic, not the checkpoint's dev oracle agreement (every arm)
+    dev_target_agreement: float
 
 
 @dataclass

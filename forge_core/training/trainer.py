@@ -281,10 +281,18 @@ def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str
         torch.set_num_threads(threads)
 
 
+class TrainingCancelled(Exception):
+    """A training job was asked to stop (the jobs table says "cancelling"): it stores no checkpoint."""
+
+
 def train_router_job(store: Store, request: TrainRequest,
-                     on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
+                     on_log: Callable[[dict[str, Any]], None] | None = None) -> str | None:
     """`train_router` as a job: a jobs-table row, every log row stored as it comes (the dashboard
-    draws the curves from them while training runs), the checkpoint id in the final message."""
+    draws the curves from them while training runs), the checkpoint id in the final message.
+
+    A cancel request (`forge_core.jobs.cancel_job`) is noticed at the next log row (a Stage-1
+    epoch, a logged Stage-2 step): the run stops, the job closes as "cancelled" and no checkpoint
+    is stored (the state so far is discarded); returns None then."""
     job_id = f"train-{uuid.uuid4().hex[:10]}"
     total = request.stage2.steps if request.stage == 2 else request.stage1.max_epochs
     store.create_job(job_id, "train", dataclasses.asdict(request), total, os.getpid())
@@ -297,9 +305,17 @@ def train_router_job(store: Store, request: TrainRequest,
         store.update_job(job_id, int(row.get("step", row.get("epoch", seq))), 0)
         if on_log:
             on_log(row)
+        job = store.job(job_id)
+        if job is not None and job["status"] == "cancelling":
+            unit = "step" if "step" in row else "epoch"
+            raise TrainingCancelled(f"cancelled at {unit} {row.get(unit, seq)} of {total}: no checkpoint kept")
 
     try:
         checkpoint_id = train_router(store, request, log_row)
+    except TrainingCancelled as cancelled:
+        log.info("training job %s %s", job_id, cancelled)
+        store.finish_job(job_id, "cancelled", str(cancelled))
+        return None
     except BaseException as error:
         store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
         raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,20 @@ def trained_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Itera
         yield url
 
 
+@pytest.fixture
+def crossfit_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]:
+    """`forge app` on a copy of the trained store with a stored crossfit run at the default
+    weights (2 folds, short Stage 1), so the Pareto page can state a decision."""
+    from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
+    from forge_core.training.stage1 import Stage1Config
+
+    require_browser()
+    store = copy_store(trained_store[0], tmp_path / "crossfit")
+    run_crossfit(store, CrossfitSettings("synthetic-host", folds=2, stage1=Stage1Config(max_epochs=5)))
+    with running_dashboard(store.path, tmp_path / "app.log") as url:
+        yield url
+
+
 @pytest.mark.timeout(400)  # the fixture trains a checkpoint when no earlier test has
 def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect
@@ -73,13 +88,18 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
         page.get_by_role("button", name="Route and answer").click()  # the one action
 
         expect(page.get_by_text("Saved vs Always-Raw")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-        expect(page.get_by_role("heading", name="Always-Raw: raw:no_think")).to_be_visible()
         chosen = page.get_by_test_id("stMetric").filter(has_text="Chosen arm").get_by_test_id("stMetricValue")
-        assert chosen.inner_text() in {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot",
-                                       "raw:no_think", "raw:cot"}
-        expect(page.get_by_role("heading", name=f"Routed: {chosen.inner_text()}")).to_be_visible()
+        arm = chosen.inner_text()
+        assert arm in {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot"}
         tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in").get_by_test_id("stMetricValue")
-        expect(tokens_in).to_have_count(2)  # the routed answer and Always-Raw's
+        if arm == "raw:no_think":  # Always-Raw's own arm: one call, nothing to compare
+            expect(page.get_by_role("heading", name="Routed: raw:no_think (Always-Raw's own arm: nothing to "
+                                                    "compare, one call)")).to_be_visible()
+            expect(tokens_in).to_have_count(1)
+        else:
+            expect(page.get_by_role("heading", name=f"Routed: {arm}")).to_be_visible()
+            expect(page.get_by_role("heading", name="Always-Raw: raw:no_think")).to_be_visible()
+            expect(tokens_in).to_have_count(2)  # the routed answer and Always-Raw's
         assert all(int(value.replace(",", "")) > 0 for value in tokens_in.all_inner_texts())
         f1s = page.get_by_test_id("stMetric").filter(has_text="F1").get_by_test_id("stMetricValue")
         assert all(value != "–" for value in f1s.all_inner_texts())  # a benchmark question: both scored
@@ -99,7 +119,7 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
         oracle_utility = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id(
             "stMetricValue")
         expect(oracle_utility).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible(timeout=60_000)  # Plotly loads on first use
         before = oracle_utility.inner_text()
 
         slider = page.get_by_test_id("stSlider").filter(has_text="lambda_in")
@@ -131,3 +151,36 @@ def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: s
             expect(page.get_by_test_id("stException")).to_have_count(0)  # no traceback block on the page
             page.screenshot(path=str(tmp_path / f"{title}.png"), full_page=True)
     assert all((tmp_path / f"{title}.png").stat().st_size > 10_000 for title in pages)
+
+
+@pytest.mark.timeout(400)  # the fixture trains a checkpoint and runs a crossfit when no earlier test has
+def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(crossfit_dashboard: str,
+                                                                           tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    decision = re.compile(r"Deploy \S+: [+-]\d\.\d{3} utility \[|decidably here: deploy the fixed arm")
+    with browser_page() as page:
+        page.goto(f"{crossfit_dashboard}/pareto")
+        expect(page.get_by_role("heading", name="Pareto")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
+        alert = page.get_by_test_id("stAlert").filter(has_text=decision)
+        expect(alert).to_have_count(1, timeout=ANSWER_TIMEOUT_S * 1000)  # the test-split view, at 0.1 / 0.2
+        page.get_by_test_id("stButtonGroup").get_by_text("crossfit", exact=True).click()
+        expect(page.get_by_test_id("stSelectbox").filter(has_text="Crossfit run")).to_be_visible(timeout=60_000)
+        expect(page.get_by_test_id("stAlert").filter(has_text=decision)).to_have_count(1)
+        page.screenshot(path=str(tmp_path / "decision.png"), full_page=True)
+
+        page.get_by_role("link", name="Action map").click()
+        expect(page.get_by_role("heading", name="Action map", exact=True)).to_be_visible(timeout=60_000)
+        expect(page.get_by_text("Click a point on a map to open its query here.")).to_be_visible(
+            timeout=ANSWER_TIMEOUT_S * 1000)
+        router_map = page.get_by_test_id("stPlotlyChart").first
+        points = router_map.locator(".scatterlayer path.point")
+        expect(points.first).to_be_visible(timeout=60_000)
+        box = points.nth(points.count() // 2).bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        expect(page.get_by_role("tab", name="Summary")).to_be_visible(timeout=60_000)  # evidence per form
+        expect(page.get_by_text("Click a point on a map to open its query here.")).to_have_count(0)
+        expect(page.get_by_text(re.compile(r" · gold: .* · router: \S+ · oracle: \S+"))).to_be_visible()
+        expect(page.get_by_test_id("stDataFrame")).to_have_count(2)  # the clusters', the query's arms
+        page.screenshot(path=str(tmp_path / "action_map.png"), full_page=True)
+    assert (tmp_path / "action_map.png").stat().st_size > 10_000

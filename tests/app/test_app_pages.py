@@ -193,7 +193,8 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     by_label(app.text_area, "Your question").set_value("Who founded the city?")
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error
-    assert [s.value.startswith("answer ") for s in app.success] == [True, True]  # routed and Always-Raw
+    assert not app.success  # a typed question has no gold answers: its answers are shown, unscored
+    assert len([i for i in app.info if i.value.startswith("answer ")]) == 2  # routed and Always-Raw
     metrics = {m.label: m for m in app.metric}
     assert metrics["Arm (picked by hand)"].value == "summary:no_think"
     assert "extra call" in metrics["Saved vs Always-Raw"].proto.help
@@ -205,13 +206,15 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     toggle = "Answer with Always-Raw too (raw:no_think), side by side: an extra call that routing does not need"
     assert by_label(app.toggle, toggle).value  # on by default
     by_label(app.button, "Route and answer").click().run()
-    assert not app.exception and not app.error
+    assert not app.exception and not app.success
     f1s = [m.value for m in app.metric if m.label == "F1"]
-    assert len(f1s) == 2 and "–" not in f1s  # both answers scored against the gold answers
+    assert f1s == ["0.00", "0.00"]  # both answers scored against the gold answers: wrong
+    assert [e.value.startswith("answer ") for e in app.error] == [True, True]  # wrong: never a success box
+    assert "Wrong against the gold answers (F1 0.00)." in texts(app.caption)
 
     by_label(app.toggle, toggle).set_value(False)
     by_label(app.button, "Route and answer").click().run()
-    assert not app.exception and not app.error
+    assert not app.exception and len(app.error) == 1  # the routed answer, wrong
     saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]
     assert "245 tokens (stored outcome)" in saved.proto.help  # 240 in + 5 out, as stored
     assert "Not asked" in texts(app.info)
@@ -354,6 +357,8 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert abs(sum(result.probabilities.values()) - 1) < 1e-5
     assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
     assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
+    margin = result.probabilities[result.arm] - sorted(result.probabilities.values())[-2]
+    assert {m.label: m for m in app.metric}["Chosen arm"].proto.delta == f"margin {margin:+.2f}"
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
 
@@ -361,6 +366,12 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and {m.label: m.value for m in app.metric}["Arm (picked by hand)"] == "direct:cot"
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id, "override"]
+
+    by_label(app.selectbox, "Arm").set_value("raw:no_think")  # Always-Raw's own arm: one call, one column
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and metric_values(app)["Saved vs Always-Raw"] == "nothing to compare"
+    assert [h.value for h in app.subheader if h.value.startswith(("Routed", "Always-Raw"))] == [
+        "Routed: raw:no_think (Always-Raw's own arm: nothing to compare, one call)"]
 
 
 def metric_values(app: AppTest) -> dict[str, str]:
@@ -387,7 +398,8 @@ def test_training_pages_without_dev_queries_or_checkpoints_say_what_to_do(app_st
 
     train = page("train.py")
     assert not train.exception
-    assert "No training runs yet" in texts(train.info) and "No router checkpoints for host" in texts(train.info)
+    assert "No training runs in this store's jobs yet" in texts(train.info)
+    assert "No router checkpoints for host" in texts(train.info)
     by_label(train.selectbox, "Host").set_value(FAKE_HOST)
     by_label(train.selectbox, "Features").set_value("lite")
     by_label(train.button, "Start training").click().run()
@@ -402,12 +414,16 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     app = page("train.py")
     assert not app.exception, app.exception
     assert f"checkpoint `{parent}`" in texts(app.success)  # the fixture's run, finished
-    assert {"train loss", "dev loss", "dev oracle agreement"} <= set(metric_values(app))
+    assert {"train loss", "dev loss", "dev target agreement (trained arms)", "dev oracle agreement"} <= set(
+        metric_values(app))
     assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [parent]
+    # one definition: the run panel's dev oracle agreement is the checkpoint's, as in the comparison
+    compared = frame_with(app, "metric").set_index("metric").loc["dev oracle agreement", "b"]
+    assert metric_values(app)["dev oracle agreement"] == f"{compared:.4g}"
 
     by_label(app.selectbox, "Features").set_value("lite")
     app.segmented_control[0].set_value(2).run()
-    assert by_label(app.selectbox, "Parent checkpoint").options[1].startswith(parent)
+    assert f" · {parent} · " in by_label(app.selectbox, "Parent checkpoint").options[1]  # name · id · ...
     by_label(app.selectbox, "Algorithm").set_value("rloo")
     by_label(app.number_input, "Steps").set_value(20)
     by_label(app.button, "Start training").click().run()
@@ -436,7 +452,15 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert metrics.loc["dev queries", "a"] == metrics.loc["dev queries", "b"] == 60
     charts = app.get("plotly_chart")
     assert len(charts) == 2  # the run's curves, the comparison's overlay
-    assert "KL to Stage 1" in charts[1].proto.spec and "dev oracle agreement" in charts[1].proto.spec
+    assert "KL to Stage 1" in charts[1].proto.spec and "dev target agreement" in charts[1].proto.spec
+
+    assert "No default router is marked" in texts(app.caption)
+    by_label(app.selectbox, "Default router").set_value(parent)  # the older one: a newer run must not displace it
+    by_label(app.button, "Mark as default").click().run()
+    assert not app.exception and store.default_router("synthetic-host") == parent
+    assert "is now the default router of 'synthetic-host'" in texts(app.success)
+    table = frame_with(app, "checkpoint").set_index("checkpoint")
+    assert table.loc[parent, "default"] and not table.loc[child, "default"]
 
 
 def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, str]) -> None:
@@ -501,9 +525,13 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     app.segmented_control[0].set_value("crossfit").run()
     assert not app.exception, app.exception
     assert len(by_label(app.selectbox, "Crossfit run").options) == 2
-    metrics = metric_values(app)
-    assert metrics["Best fixed arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
+    assert "Best fixed arm" in texts(app.caption)  # a card shown whole, not cut as st.metric would
+    assert any(h.value in ("direct:no_think", "summary:no_think", "raw:no_think") for h in app.subheader)
     table = app.dataframe[0].value
+    assert not table.loc[table["policy"] == "oracle", "decidable"].any()
+    decision = texts(app.success) + texts(app.info)  # the stated decision agrees with the decidable column
+    assert ("Deploy " in decision) == table["decidable"].any()
+    assert ("decidably here: deploy the fixed arm" in decision) == (not table["decidable"].any())
     assert not table.loc[table["policy"] == "oracle", "on_frontier"].any()  # a reference, not a frontier point
     assert (table["f1_low"] <= table["macro_f1"]).all() and (table["macro_f1"] <= table["f1_high"]).all()
     pareto_spec, gain_spec = (chart.proto.spec for chart in app.get("plotly_chart"))
@@ -515,7 +543,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert not action_map.exception, action_map.exception
     by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
     assert not action_map.exception, action_map.exception
-    assert len(action_map.get("plotly_chart")) == 4  # router, oracle, cluster mix, crossfit decisions
+    assert len(action_map.get("plotly_chart")) == 5  # router, oracle, agreement, cluster mix, crossfit decisions
     assert "ridge_utility's out-of-fold arm" in texts(action_map.caption)
 
 
@@ -526,10 +554,22 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
     metrics = metric_values(app)
     assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
+    assert metrics["Agreement of Always-Direct (direct:no_think)"].endswith("%")  # the references, same weights
+    assert any(label.startswith("Agreement of best fixed arm (") for label in metrics)
+    assert "Ties in utility go to the lowest action index" in texts(app.caption)
     charts = app.get("plotly_chart")
-    assert len(charts) == 3  # router map, oracle map, cluster mix
+    assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
     assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome
-    summary = app.dataframe[0].value
+    assert '"disagree"' in charts[2].proto.spec or '"agree"' in charts[2].proto.spec
+    assert "Click a point on a map to open its query here." in texts(app.caption)
+    app.session_state["action_map_query"] = 0  # what a click on the first query leaves
+    app.run()
+    assert not app.exception, app.exception
+    outcomes = frame_with(app, "router probability")
+    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    assert outcomes["answer"].ne("–").all()  # every arm's stored answer
+    assert [tab.label for tab in app.tabs] == ["Direct", "Summary", "Raw"]
+    summary = frame_with(app, "queries")
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"

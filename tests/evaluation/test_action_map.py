@@ -64,9 +64,9 @@ def test_clusters_are_numbered_left_to_right() -> None:
     assert len(set(cluster_points(points[:4], n_clusters=6))) <= 4  # k capped at the number of points
 
 
-def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str]) -> None:
+def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tmp_path) -> None:
     store, checkpoint_id = trained_store
-    action_map = compute_action_map(store, HOST, checkpoint_id, "test")
+    action_map = compute_action_map(store, HOST, checkpoint_id, "test", umap_cache=tmp_path)
     table = load_outcome_table(store, HOST, 6)
     test = table.split("test")
     assert action_map.keys == test.keys and action_map.arms == test.arms
@@ -82,8 +82,27 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str]) ->
     assert np.array_equal(action_map.oracle_actions, oracle)
     assert action_map.agreement == pytest.approx(float((router == oracle).mean()), abs=0)
 
-    again = compute_action_map(store, HOST, checkpoint_id, "test")
+    assert len(list(tmp_path.glob("umap-*.npy"))) == len(list(tmp_path.glob("clusters-*.npy"))) == 1  # kept
+    again = compute_action_map(store, HOST, checkpoint_id, "test")  # no cache: computed afresh, the same map
     assert np.array_equal(action_map.coordinates, again.coordinates)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("forge_core.evaluation.action_map.umap_coordinates", lambda *a, **k: pytest.fail("recomputed"))
+        patch.setattr("forge_core.evaluation.action_map.cluster_points", lambda *a, **k: pytest.fail("recomputed"))
+        cached = compute_action_map(store, HOST, checkpoint_id, "test", umap_cache=tmp_path)
+    assert np.array_equal(cached.coordinates, action_map.coordinates)
+    assert np.array_equal(cached.clusters, action_map.clusters)
+
+    utility = test.utility(table.fit_normalizer(), 0.10, 0.20)
+    best = int(np.argmax(utility.mean(axis=0)))
+    agreements = action_map.agreements()
+    assert agreements["router"] == action_map.agreement
+    assert agreements["Always-Direct (direct:no_think)"] == pytest.approx(float((oracle == 0).mean()), abs=0)
+    assert agreements[f"best fixed arm ({test.arms[best]})"] == pytest.approx(float((oracle == best).mean()), abs=0)
+    outcomes = action_map.query_outcomes(0)
+    assert list(outcomes["arm"]) == list(test.arms) and outcomes["router probability"].sum() == pytest.approx(1.0)
+    assert outcomes["F1"].tolist() == test.f1[0].tolist() and outcomes["utility"].tolist() == utility[0].tolist()
+    assert outcomes.loc[outcomes["router"], "arm"].tolist() == [test.arms[router[0]]]
+    assert outcomes.loc[outcomes["oracle"], "arm"].tolist() == [test.arms[oracle[0]]]
     assert np.array_equal(action_map.clusters, again.clusters) and action_map.n_clusters == 6
 
     mix = action_map.cluster_mix()
@@ -95,6 +114,8 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str]) ->
     assert html.escape(first.question[:40]) in points["hover"][0]
     assert "raw:no_think: F1" in points["hover"][0] and "tokens" in points["hover"][0]
     assert points["agree"].mean() == action_map.agreement
+    assert set(points.loc[points["agree"], "agreement"]) <= {"agree"}
+    assert list(points["index"]) == list(range(len(test)))
 
 
 def test_action_map_refuses_unknown_splits(trained_store: tuple[Store, str]) -> None:

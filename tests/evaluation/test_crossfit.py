@@ -77,6 +77,15 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
         assert policies[name]["ci_utility_vs_best_fixed"][0] > 0
     assert crossfit_report(store, report["run_id"]) == report  # read back, not recomputed
 
+    from forge_core.evaluation import crossfit as crossfit_module
+
+    cache = tmp_path / "reports"
+    assert crossfit_module.finished_crossfit_reports(store, HOST, cache) == [report]  # computed, then kept
+    assert [path.name for path in cache.iterdir()] == [f"{report['run_id']}.v{crossfit_module.REPORT_VERSION}.json"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
+        assert crossfit_module.cached_crossfit_report(store, report["run_id"], cache) == report
+
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
     from forge_core.evaluation.setup import ROUTER_POLICIES
@@ -124,5 +133,9 @@ def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None
     assert report["protocol"] == "crossfit" and report["folds"] == 2 and report["lambda_in"] == 0.6
     for row in report["policies"].values():
         assert {"macro_f1", "macro_utility", "cost_k", "ci_f1_vs_always_raw", "ci_utility_vs_best_fixed"} <= set(row)
+    from forge_core.evaluation.decision import crossfit_decision
+
+    decision = crossfit_decision(report)  # the stated decision, in the JSON as on the Pareto page
+    assert report["decision"]["sentence"] == decision.sentence() and report["decision"]["deploy"] == decision.deploy
     bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr

@@ -15,7 +15,7 @@ from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.live import OVERRIDE, ask_routed, default_router_id, session_totals
+from forge_core.routing.live import OVERRIDE, answer_verdict, ask_routed, default_router_id, session_totals
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -40,6 +40,8 @@ def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[S
                         always_raw="answer")
     assert result.question == "Who founded the city of Rome?" and result.router == checkpoint_id
     assert result.arm == max(result.probabilities, key=result.probabilities.get)
+    second = sorted(result.probabilities.values())[-2]
+    assert result.probability_margin == pytest.approx(result.probabilities[result.arm] - second)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
     assert (result.probe_calls, result.probe_tokens, result.f1) == (0, 0, None)  # Lite; a typed question
     assert result.raw_answer is not None and result.raw_cost.tokens_in == result.raw_answer.tokens_in
@@ -66,10 +68,13 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     assert result.raw_cost.source == "stored outcome"
     assert result.raw_cost.tokens == row["tokens_in"] + row["tokens_out"]
     assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
+    assert answer_verdict(result.f1) == "wrong" and result.probability_margin is None
+    assert not result.nothing_to_compare
 
     raw = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("raw:no_think"),
                      example=example, always_raw="cost")
     assert raw.raw_cost.source == "this answer" and raw.raw_answer is raw.answer and raw.tokens_saved == 0
+    assert raw.nothing_to_compare  # Always-Raw's own arm: one call
     totals = session_totals([result, raw])
     assert totals.questions == 2 and totals.tokens == result.tokens + raw.tokens
     assert totals.tokens_saved == result.tokens_saved  # the Raw question saved nothing
@@ -147,3 +152,41 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
                           (["ask", "Q?", "--compare-raw"], "go with --route")]:
         refused = forge(store, *args)
         assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_answer_verdicts() -> None:
+    assert [answer_verdict(f1) for f1 in (None, 0.0, 0.4, 1.0)] == ["unscored", "wrong", "partly right", "right"]
+
+
+def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_store: tuple[Store, str],
+                                                                     tmp_path) -> None:
+    from forge_core.errors import InvalidInput
+    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.trainer import TrainRequest, train_router_job
+
+    from support.stores import copy_store
+
+    store, marked = copy_store(trained_store[0], tmp_path), trained_store[1]
+
+    def quick_run(seed: int) -> str:
+        return train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",
+                                                    stage1=Stage1Config(max_epochs=2, seed=seed)))
+
+    newer = quick_run(3)
+    assert default_router_id(store, "synthetic-host") == newer  # no mark: the newest Lite checkpoint
+    store.set_default_router("synthetic-host", marked)
+    quick_run(4)
+    assert store.default_router("synthetic-host") == marked
+    assert default_router_id(store, "synthetic-host") == marked  # the mark holds against a newer run
+    with pytest.raises(InvalidInput, match="no checkpoint"):
+        store.set_default_router("another-host", marked)
+    store.set_default_router("synthetic-host", None)
+    assert store.default_router("synthetic-host") is None
+
+    marked_by_cli = forge(store, "checkpoints", "--set-default", newer)
+    assert marked_by_cli.returncode == 0, marked_by_cli.stderr
+    listed = json.loads(forge(store, "checkpoints", "--json").stdout)["checkpoints"]
+    assert [row["checkpoint_id"] for row in listed if row["default"]] == [newer]
+    refused = forge(store, "checkpoints", "--set-default", "ckpt-missing")
+    assert refused.returncode == 2 and "no checkpoint 'ckpt-missing'" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -48,8 +48,9 @@ def checkpoints_frame() -> pd.DataFrame:
 
 
 def test_checkpoint_table_has_lineage_and_dev_metrics() -> None:
-    table = checkpoint_table(checkpoints_frame())
+    table = checkpoint_table(checkpoints_frame(), default_id="ckpt-a")
     first, second = table.to_dict("records")
+    assert (first["default"], second["default"]) == (False, True)  # the marked default router
     assert (first["checkpoint"], first["stage"], first["algorithm"], first["parent"]) == ("ckpt-b", 2, "rloo", "ckpt-a")
     assert (second["algorithm"], second["parent"], second["lambda_in"], second["tau"]) == ("KL (soft)", "", 0.1, 1.0)
     assert (second["store snapshot"], second["dev utility"], second["dev queries"]) == ("abc", 0.5, 60)
@@ -58,7 +59,7 @@ def test_checkpoint_table_has_lineage_and_dev_metrics() -> None:
 
 def test_checkpoint_label() -> None:
     row = checkpoints_frame().to_dict("records")[0]
-    assert checkpoint_label(row) == "ckpt-b (stage 2, lite, 6 arms, dev U 0.550)"
+    assert checkpoint_label(row) == "Lite, stage 2, 2026-01-02 00:00 · ckpt-b · 6 arms · dev U 0.550"
 
 
 def test_default_comparison_is_the_newest_and_its_parent() -> None:
@@ -105,7 +106,7 @@ def test_stage1_curves() -> None:
     loss = curves[curves["panel"] == "KL loss"]
     assert list(zip(loss["x"], loss["series"], loss["value"])) == [
         (1, "train", 0.5), (1, "dev", 0.6), (2, "train", 0.25), (2, "dev", 0.3)]
-    agreement = curves[curves["panel"] == "dev oracle agreement"]
+    agreement = curves[curves["panel"] == "dev target agreement (trained arms)"]
     assert list(agreement["value"]) == [0.4, 0.8]
 
 
@@ -115,7 +116,8 @@ def test_stage2_curves_and_latest_values() -> None:
     assert len(curves) == 10 and set(curves["x"]) == {10, 20}
     assert list(curves[curves["series"] == "beta"]["value"]) == [0.05, 0.075]
     assert latest_values(STAGE2_LOG) == {"reward_mean": 0.5, "loss": 0.2, "kl": 0.02, "entropy": 1.1, "beta": 0.075}
-    assert latest_values(STAGE1_LOG) == {"train_loss": 0.25, "dev_loss": 0.3, "dev_oracle_agreement": 0.8}
+    # a log of an earlier version: its epoch agreement is the target agreement, not the oracle agreement
+    assert latest_values(STAGE1_LOG) == {"train_loss": 0.25, "dev_loss": 0.3, "dev_target_agreement": 0.8}
     assert training_curves([]).empty and latest_values([]) == {}
     with_dev = training_curves([{**row, "dev_utility": 0.3} for row in STAGE2_LOG])
     assert list(with_dev[with_dev["panel"] == "dev utility (the best state is kept)"]["value"]) == [0.3, 0.3]
@@ -125,3 +127,19 @@ def test_compare_curves_overlays_runs() -> None:
     curves = compare_curves({"A": STAGE1_LOG, "B": STAGE2_LOG, "C": []})
     assert curves.groupby("run").size().to_dict() == {"A": 6, "B": 10}
     assert compare_curves({"A": []}).empty
+
+
+def test_checkpoints_have_unique_human_names() -> None:
+    from forge_core.training.checkpoint_views import checkpoint_name, checkpoint_names
+
+    frame = pd.DataFrame({
+        "checkpoint_id": ["ckpt-aaaaaa111111", "ckpt-bbbbbb222222", "ckpt-cccccc333333"],
+        "created_at": pd.to_datetime(["2026-11-24 13:35:10", "2026-11-24 13:35:50", "2026-11-21 16:15:31"]),
+        "stage": [2, 2, 1], "variant": ["lite", "lite", "full"],
+        "lineage": ['{"conditioned": true}', "{}", "{}"]})
+    assert checkpoint_name(frame.iloc[0]) == "Lite, stage 2, cond., 2026-11-24 13:35"
+    assert checkpoint_names(frame) == {"ckpt-aaaaaa111111": "Lite, stage 2, cond., 2026-11-24 13:35",
+                                       "ckpt-bbbbbb222222": "Lite, stage 2, 2026-11-24 13:35",
+                                       "ckpt-cccccc333333": "Full, stage 1, 2026-11-21 16:15"}
+    twins = frame.assign(lineage="{}")
+    assert checkpoint_names(twins)["ckpt-aaaaaa111111"] == "Lite, stage 2, 2026-11-24 13:35 (aaaaaa)"

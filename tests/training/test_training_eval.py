@@ -317,3 +317,43 @@ def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path
     assert store.checkpoint(parent)[0]["parent"] is None
     store.delete_checkpoints(list(listed))  # the fixture store may hold other runs of the same family
     assert store.checkpoints(HOST).empty
+
+
+def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store, tmp_path) -> None:
+    from forge_core.training.trainer import train_router_job
+
+    from support.stores import copy_store
+
+    outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
+    before = set(outcome_store.checkpoints()["checkpoint_id"])
+
+    def cancel_at_epoch_2(row: dict) -> None:
+        if row["epoch"] == 2:
+            running = outcome_store.jobs("train")
+            outcome_store.request_job_cancel(running[running["status"] == "running"]["job_id"].iloc[0])
+
+    request = TrainRequest(host=HOST, variant="bge", stage1=Stage1Config(max_epochs=30, patience=30, seed=7))
+    assert train_router_job(outcome_store, request, on_log=cancel_at_epoch_2) is None
+    job = outcome_store.jobs("train").iloc[0]
+    assert job["status"] == "cancelled" and job["message"] == "cancelled at epoch 2 of 30: no checkpoint kept"
+    assert len(outcome_store.job_logs(job["job_id"])) == 2  # stopped at the epoch that saw the request
+    assert set(outcome_store.checkpoints()["checkpoint_id"]) == before
+
+
+def test_a_rerun_that_reproduces_a_checkpoint_is_recognised(outcome_store: Store, tmp_path) -> None:
+    from forge_core.training.checkpoint_views import reproduces_stored_checkpoint
+    from forge_core.training.trainer import train_router_job
+
+    from support.stores import copy_store
+
+    outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
+
+    request = TrainRequest(host=HOST, variant="bge", stage1=Stage1Config(max_epochs=3, seed=11))
+    first, second = (train_router_job(outcome_store, request) for _ in range(2))
+    assert first == second  # content-hashed: the same lineage and weights
+    created = outcome_store.checkpoint(first)[0]["created_at"]
+    jobs = outcome_store.jobs("train")
+    runs = jobs[jobs["message"] == first].sort_values("started_at")
+    assert len(runs) == 2
+    assert not reproduces_stored_checkpoint(created, runs["started_at"].iloc[0])
+    assert reproduces_stored_checkpoint(created, runs["started_at"].iloc[1])

@@ -1,0 +1,48 @@
+"""The Action map page's query panel: a query clicked on a map, opened with its evidence in each
+support form, every arm's stored answer, F1, tokens and utility, and the router's probabilities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app import data
+from forge_core.evaluation.action_map import ActionMap
+from forge_core.evidence.answering import retrieve_evidence
+from forge_core.store import Store
+
+SELECTED_KEY = "action_map_query"  # session state: the map index of the query opened last
+
+
+def remember_click(event: Any) -> None:
+    """Keep the query of a click on a map (its map index travels in the point's customdata)."""
+    points = event.selection.points if event and event.selection else []
+    if points and points[0].get("customdata"):
+        st.session_state[SELECTED_KEY] = int(points[0]["customdata"][1])
+
+
+def show_query(store: Store, action_map: ActionMap) -> None:
+    """The opened query, or how to open one."""
+    index = st.session_state.get(SELECTED_KEY)
+    st.subheader("Query")
+    if index is None or index >= len(action_map.keys):
+        st.caption("Click a point on a map to open its query here.")
+        return
+    benchmark, example_id = action_map.keys[index]
+    example = data.example(store, benchmark, example_id)
+    st.markdown(f"**{action_map.questions[index]}**")
+    st.caption(f"{benchmark} / {example_id} · gold: {' | '.join(example.answers) if example else '–'} · router: "
+               f"{action_map.arms[action_map.router_actions[index]]} · oracle: "
+               f"{action_map.arms[action_map.oracle_actions[index]]}")
+    outcomes = action_map.query_outcomes(index)
+    answers = data.stored_answers(store, action_map.host, benchmark, example_id, action_map.arms)
+    outcomes.insert(1, "answer", [answers.get(arm, "–") for arm in outcomes["arm"]])
+    st.dataframe(outcomes, hide_index=True, column_config={
+        "F1": st.column_config.NumberColumn(format="%.2f"), "utility": st.column_config.NumberColumn(format="%.4f"),
+        "router probability": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0)})
+    with st.spinner("Retrieving the evidence…"):
+        evidence = retrieve_evidence(data.retriever(store, benchmark), action_map.questions[index])
+    for form, tab in zip(("direct", "summary", "raw"), st.tabs(["Direct", "Summary", "Raw"])):
+        with tab:
+            st.text(evidence.support_text(form) or "(none: the Direct arm gets the question only)")

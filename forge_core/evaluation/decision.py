@@ -1,0 +1,71 @@
+"""What to deploy at a cost weight, and whether the data decide it.
+
+The rule is the paper's dev fallback rule applied to cross-fitted results: a policy beats the best
+fixed arm decidably when the lower bound of the paired bootstrap 95% interval of its utility gain
+over that arm is above zero. Among the policies that do, the one of highest macro utility is the
+one to deploy; when none does, the best fixed arm is (a router that may not beat it is not worth
+its risk). The oracle is descriptive only and never a candidate; nor are fixed arms, which never
+beat the best fixed arm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The deployment decision of one crossfit run (one cost weight, one accounting)."""
+
+    deploy: str  # the policy to deploy (the best fixed arm's policy when nothing beats it decidably)
+    best_fixed_policy: str  # e.g. "always_summary"
+    best_fixed_arm: str  # e.g. "summary:no_think"
+    decidable: bool  # True: `deploy` beats the best fixed arm with the interval above zero
+    gain: float  # macro utility gain of `deploy` over the best fixed arm (0.0 when it is that arm)
+    gain_low: float  # paired bootstrap 95% interval of the gain
+    gain_high: float
+    lambda_in: float
+    lambda_out: float
+
+    def sentence(self) -> str:
+        """One line: e.g. "Deploy forge_lite: +0.035 utility [+0.017, +0.051] over summary:no_think"."""
+        if self.decidable:
+            return (f"Deploy {self.deploy}: {self.gain:+.3f} utility [{self.gain_low:+.3f}, {self.gain_high:+.3f}] "
+                    f"over {self.best_fixed_arm}")
+        return f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy})"
+
+
+def decidable_policies(report: dict) -> dict[str, bool]:
+    """Per policy of a crossfit report: True when the 95% interval of its utility gain over the
+    run's best fixed arm lies above zero; the oracle and the fixed arms (by their `Policy.kind`)
+    are never candidates, so False."""
+    from forge_core.evaluation.policies import FIXED_ARM_KIND, ORACLE_KIND  # imports torch: only when deciding
+
+    return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND) and row["ci_utility_vs_best_fixed"][0] > 0
+            for name, row in report["policies"].items()}
+
+
+def crossfit_decision(report: dict) -> Decision:
+    """The decision of a crossfit report (see the module docstring for the rule)."""
+    policies = report["policies"]
+    best_fixed = report["best_fixed_policy"]
+    best_utility = policies[best_fixed]["macro_utility"]
+    winners = [name for name, decidable in decidable_policies(report).items() if decidable]
+    weights = {"lambda_in": float(report["lambda_in"]), "lambda_out": float(report["lambda_out"])}
+    if not winners:
+        return Decision(best_fixed, best_fixed, report["best_fixed_arm"], False, 0.0, 0.0, 0.0, **weights)
+    chosen = max(winners, key=lambda name: policies[name]["macro_utility"])
+    low, high = policies[chosen]["ci_utility_vs_best_fixed"]
+    return Decision(chosen, best_fixed, report["best_fixed_arm"], True,
+                    policies[chosen]["macro_utility"] - best_utility, float(low), float(high), **weights)
+
+
+def report_at_weights(reports: Sequence[dict], lambda_in: float, lambda_out: float, accounting: str,
+                      tolerance: float = 1e-9) -> dict | None:
+    """The first (newest) stored crossfit report at these cost weights and accounting, else None."""
+    for report in reports:
+        if (abs(report["lambda_in"] - lambda_in) <= tolerance and abs(report["lambda_out"] - lambda_out) <= tolerance
+                and report["accounting"] == accounting):
+            return report
+    return None
