@@ -109,7 +109,7 @@ def checkpoint_name(row: Mapping[str, Any]) -> str:
     13:35" ("cond." for a cost-conditioned router); the id belongs in the tooltip."""
     lineage = _loads(row.get("lineage"))
     parts = [VARIANT_NAMES.get(row["variant"], str(row["variant"])), f"stage {int(row['stage'])}"]
-    if lineage.get("conditioned"):
+    if lineage.get("conditioning") is not None:
         parts.append("cond.")
     created = pd.Timestamp(row["created_at"]) if row.get("created_at") is not None else None
     if created is not None:

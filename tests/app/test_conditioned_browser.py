@@ -128,7 +128,7 @@ def test_a_live_query_changes_arm_when_the_weights_rise(conditioned_dashboard: t
         page.get_by_role("option", name=FAKE_HOST).click()
         _idle(page)
         page.get_by_test_id("stSelectbox").filter(has_text="Router").click()
-        page.get_by_role("option", name=checkpoint_id).click()
+        page.get_by_role("option").filter(has_text="cond.").first.click()  # named "Lite, stage 1, cond., ..."
         _idle(page)
         page.get_by_role("button", name="Pick").first.click()  # the first demo question, weights to 0.02 / 0.04
         _idle(page)

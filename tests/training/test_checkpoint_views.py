@@ -136,7 +136,7 @@ def test_checkpoints_have_unique_human_names() -> None:
         "checkpoint_id": ["ckpt-aaaaaa111111", "ckpt-bbbbbb222222", "ckpt-cccccc333333"],
         "created_at": pd.to_datetime(["2026-11-24 13:35:10", "2026-11-24 13:35:50", "2026-11-21 16:15:31"]),
         "stage": [2, 2, 1], "variant": ["lite", "lite", "full"],
-        "lineage": ['{"conditioned": true}', "{}", "{}"]})
+        "lineage": ['{"conditioning": {"low": 0.02, "high": 3.0}}', "{}", "{}"]})
     assert checkpoint_name(frame.iloc[0]) == "Lite, stage 2, cond., 2026-11-24 13:35"
     assert checkpoint_names(frame) == {"ckpt-aaaaaa111111": "Lite, stage 2, cond., 2026-11-24 13:35",
                                        "ckpt-bbbbbb222222": "Lite, stage 2, 2026-11-24 13:35",
