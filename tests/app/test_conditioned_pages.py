@@ -96,11 +96,17 @@ def test_a_demo_question_changes_arm_when_the_weights_rise(conditioned_app: tupl
         demo_buttons[0].click().run()
         assert app.session_state["weights_lambda_in"] == 0.02
         by_label(app.button, "Route and answer").click().run()
-        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert not app.exception and _only_wrong_answers(app.error), [e.value for e in app.error]
         by_label(app.slider, "lambda_in").set_value(3.0)
         by_label(app.slider, "lambda_out").set_value(3.0).run()
         by_label(app.button, "Route and answer").click().run()
-        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert not app.exception and _only_wrong_answers(app.error), [e.value for e in app.error]
     low, high = app.session_state["live_history"]
     assert low.question == high.question and low.weights == (0.02, 0.04) and high.weights == (3.0, 3.0)
     assert low.arm != high.arm and high.tokens < low.tokens
+
+
+def _only_wrong_answers(errors) -> bool:
+    """True when every error box is the test double's wrong answer ("answer <hash>", shown in red
+    as a wrong answer is), not a failure of the page."""
+    return all(str(error.value).startswith("answer ") for error in errors)
