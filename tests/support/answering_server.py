@@ -6,27 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.local_http import LocalHttpServer
 
 FailureRule = Callable[[dict[str, Any], int], int | None]  # (body, attempt for this prompt) -> status
 DelayRule = Callable[[dict[str, Any]], float]  # body -> seconds to wait before answering
 RequestHook = Callable[[int], bool]  # (number of this request, from 1) -> True to drop it unanswered
 
 
-class _QuietServer(ThreadingHTTPServer):
-    """Says nothing when a client goes away mid-request (the kill tests kill clients)."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class AnsweringServer:
+class AnsweringServer(LocalHttpServer):
     """Answers "answer <hash>" with usage counted from the prompt's characters; thread-based."""
 
     def __init__(self, delay_s: float | DelayRule = 0.0, fail: FailureRule | None = None) -> None:
@@ -37,21 +30,7 @@ class AnsweringServer:
         self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
         self.on_request: RequestHook | None = None  # called as each request arrives, before the delay
         self.lock = threading.Lock()
-        self.httpd = _QuietServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> AnsweringServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen()
 
     @staticmethod
     def usage(body: dict[str, Any]) -> dict[str, int]:

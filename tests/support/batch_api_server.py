@@ -19,11 +19,13 @@ import email.policy
 import hashlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from support.local_http import LocalHttpServer
 
-class BatchApiServer:
+
+class BatchApiServer(LocalHttpServer):
     """OpenAI and Anthropic batch endpoints over scripted, instant answers."""
 
     def __init__(self, rate_limited_creates: int = 0, failing: frozenset[str] = frozenset(),
@@ -41,21 +43,7 @@ class BatchApiServer:
         self.create_attempts = 0  # create requests, 429s included
         self.authorizations: set[str] = set()  # Authorization / x-api-key header values seen
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> BatchApiServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen()
 
     # ---------------------------------------------------------------- answers
 

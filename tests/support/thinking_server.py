@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.local_http import LocalHttpServer
 
 ANSWER = "Paris"
 ANSWER_TOKENS = 1
@@ -37,28 +39,14 @@ class Engine:
     refuses_budget_tokens: bool = False  # Anthropic: HTTP 400 for `thinking.type` "enabled" (adaptive-only models)
 
 
-class ThinkingServer:
+class ThinkingServer(LocalHttpServer):
     """Serves one `Engine` on 127.0.0.1; keeps every request body it received."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.received: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ThinkingServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._listen()
 
     # ------------------------------------------------------------ what the engine reasons
 
