@@ -153,7 +153,7 @@ if host_checkpoints.empty:
     st.info(f"No router checkpoints for host '{host}' yet: start a run above, or `forge train --stage 1 "
             f"--host {host}`.", icon=":material/model_training:")
     st.stop()
-marked = data.default_router(store, host)
+marked = data.marked_default_router(store, host)
 st.dataframe(checkpoint_table(host_checkpoints, marked), hide_index=True,
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 default_router_mark(store, host, host_checkpoints, marked)

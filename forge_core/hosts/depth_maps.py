@@ -3,7 +3,7 @@ reasoning comes back.
 
 A depth map belongs to one wire protocol (`openai`: chat completions; `anthropic`: the Messages
 API). For each depth it lists the JSON fields merged into the request body, in which two string
-values are placeholders: `"$budget"` (the depth's reasoning budget in tokens) and `"$cap"` (the
+values are substituted when a request is built: `"$budget"` (the depth's reasoning budget in tokens) and `"$cap"` (the
 output cap: the answer cap, plus the budget when the depth thinks, because every engine counts
 reasoning against its output cap). `sampling` says whether the request's temperature and top_p
 are sent at that depth (OpenAI reasoning models and Anthropic thinking refuse other values).
@@ -28,8 +28,8 @@ from typing import Any
 from forge_core.arms import THINKING_BUDGETS
 from forge_core.errors import InvalidInput
 
-BUDGET = "$budget"  # placeholder: the depth's reasoning budget in tokens
-CAP = "$cap"  # placeholder: answer cap, plus the budget at a thinking depth
+BUDGET = "$budget"  # substituted with the depth's reasoning budget in tokens
+CAP = "$cap"  # substituted with the answer cap, plus the budget at a thinking depth
 OFF_DEPTH = "no_think"
 THINKING_DEPTHS: tuple[str, ...] = ("think_low", "think_high")
 MAPPED_DEPTHS: tuple[str, ...] = (OFF_DEPTH, *THINKING_DEPTHS)

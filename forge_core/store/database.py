@@ -48,7 +48,7 @@ def _field_getter(record_type: type) -> Callable[[Any], tuple]:
     return getter if len(names) > 1 else lambda record: (getter(record),)
 
 
-def _placeholders(record_type: type) -> str:
+def _parameter_marks(record_type: type) -> str:
     """One `?` per field of a record dataclass (its table's columns, in order)."""
     return ", ".join("?" * len(dataclasses.fields(record_type)))
 
@@ -274,7 +274,7 @@ class Store(StoreFile):
         """Store finished (query, arm) runs in one transaction, replacing earlier error rows."""
         with self.transaction() as connection:
             connection.executemany(
-                f"INSERT OR REPLACE INTO arm_outcomes VALUES ({_placeholders(ArmOutcome)})",
+                f"INSERT OR REPLACE INTO arm_outcomes VALUES ({_parameter_marks(ArmOutcome)})",
                 [list(row_values(outcome)) for outcome in outcomes],
             )
 
@@ -282,7 +282,7 @@ class Store(StoreFile):
         """Store finished probe calls in one transaction."""
         with self.transaction() as connection:
             connection.executemany(
-                f"INSERT OR REPLACE INTO probe_outcomes VALUES ({_placeholders(ProbeOutcome)})",
+                f"INSERT OR REPLACE INTO probe_outcomes VALUES ({_parameter_marks(ProbeOutcome)})",
                 [list(row_values(outcome)) for outcome in outcomes],
             )
 

@@ -378,6 +378,18 @@ def metric_values(app: AppTest) -> dict[str, str]:
     return {metric.label: metric.value for metric in app.metric}
 
 
+def second_training_job_done(store: Store) -> pd.DataFrame:
+    """The store's training jobs, newest first, once a second one has stopped running (or at the
+    deadline)."""
+    deadline = time.monotonic() + 4 * TIMEOUT_S
+    while time.monotonic() < deadline:
+        jobs = store.jobs("train")
+        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
+            break
+        time.sleep(1)
+    return jobs
+
+
 def frame_with(app: AppTest, column: str) -> pd.DataFrame:
     """The one dataframe on the page with this column."""
     frames = [frame.value for frame in app.dataframe if column in frame.value.columns]
@@ -430,12 +442,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert not app.exception and not app.error, texts(app.error)
     assert "Training started: Stage 2, lite, 6 arms on synthetic-host." in texts(app.success)
 
-    deadline = time.monotonic() + 4 * TIMEOUT_S
-    while time.monotonic() < deadline:
-        jobs = store.jobs("train")
-        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
-            break
-        time.sleep(1)
+    jobs = second_training_job_done(store)
     assert jobs["status"][0] == "finished", jobs["message"][0]
     child = jobs["message"][0]
     app = page("train.py")
@@ -476,12 +483,7 @@ def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, st
     by_label(app.number_input, "Max epochs").set_value(3)
     by_label(app.button, "Start training").click().run()
     assert not app.exception and not app.error, texts(app.error)
-    deadline = time.monotonic() + 4 * TIMEOUT_S
-    while time.monotonic() < deadline:
-        jobs = store.jobs("train")
-        if len(jobs) == 2 and jobs["status"][0] not in ("running", "cancelling"):
-            break
-        time.sleep(1)
+    jobs = second_training_job_done(store)
     assert jobs["status"][0] == "finished", jobs["message"][0]
     assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
