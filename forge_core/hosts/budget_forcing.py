@@ -58,8 +58,8 @@ def forced_generation(first: Generation, second: Generation) -> Generation:
     reasoning, method = first.tokens_reasoning, first.reasoning_method
     if not first.text.strip():
         reasoning, method = first.tokens_out, REASONING_FROM_USAGE
-    if second.tokens_reasoning and second.reasoning_method != method:
-        method = REASONING_ESTIMATED if REASONING_ESTIMATED in (method, second.reasoning_method) else method
+    if second.tokens_reasoning and second.reasoning_method == REASONING_ESTIMATED:
+        method = REASONING_ESTIMATED
     return dataclasses.replace(
         second, text=first.text + second.text, tokens_in=first.tokens_in + second.tokens_in,
         tokens_out=first.tokens_out + second.tokens_out, tokens_reasoning=reasoning + second.tokens_reasoning,
