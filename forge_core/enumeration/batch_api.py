@@ -52,9 +52,10 @@ from forge_core.enumeration.calls import PlannedCall, planned_calls
 from forge_core.enumeration.estimate import estimate_calls, input_counter
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
-from forge_core.hosts.anthropic import ANTHROPIC_VERSION, DEFAULT_BASE_URL
+from forge_core.hosts.anthropic import DEFAULT_BASE_URL, anthropic_auth_headers
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.http_retry import read_api_key
+from forge_core.hosts.openai_compat import openai_auth_headers
 from forge_core.hosts.registry import get_host_config
 from forge_core.records import SubmittedBatch
 from forge_core.store import Store, utc_now
@@ -169,10 +170,8 @@ class OpenAIBatches:
     limits = OPENAI_LIMITS
 
     def __init__(self, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
-        key = read_api_key(host)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.host = host
-        self.http = _Http(self.provider, host.base_url, headers, retry_base_s)
+        self.http = _Http(self.provider, host.base_url, openai_auth_headers(read_api_key(host)), retry_base_s)
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:
         return openai_batch_line(self.host, call)
@@ -216,9 +215,8 @@ class AnthropicBatches:
     limits = ANTHROPIC_LIMITS
 
     def __init__(self, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
-        key = read_api_key(host)
-        headers = {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
         self.host = host
+        headers = anthropic_auth_headers(read_api_key(host))
         self.http = _Http(self.provider, host.base_url or DEFAULT_BASE_URL, headers, retry_base_s)
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:

@@ -30,6 +30,14 @@ ANTHROPIC_VERSION = "2023-06-01"
 PROMPT_CACHE_USAGE_FIELDS = ("cache_creation_input_tokens", "cache_read_input_tokens")
 
 
+def anthropic_auth_headers(api_key: str | None) -> dict[str, str]:
+    """The API version header, plus `x-api-key` when a key is configured (messages and batches)."""
+    headers = {"anthropic-version": ANTHROPIC_VERSION}
+    if api_key:
+        headers["x-api-key"] = api_key
+    return headers
+
+
 def _split_system(
     messages: tuple[dict[str, str], ...],
 ) -> tuple[str, list[dict[str, str]]]:
@@ -110,10 +118,7 @@ class AnthropicHost(HttpHost):
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         """The API version header, plus `x-api-key` when a key is configured."""
-        headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if api_key:
-            headers["x-api-key"] = api_key
-        return headers
+        return anthropic_auth_headers(api_key)
 
     def parse_response(self, payload: Any) -> Generation:
         """A `Generation` without latency from a Messages API body."""

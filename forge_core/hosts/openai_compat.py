@@ -47,6 +47,11 @@ def chat_completion_body(config: HostConfig, request: GenerationRequest) -> dict
     return body
 
 
+def openai_auth_headers(api_key: str | None) -> dict[str, str]:
+    """Bearer authorization when a key is configured (chat completions, batches, `/tokenize`)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def _first_message(payload: Any) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise MalformedResponse("body is not a JSON object")
@@ -141,7 +146,7 @@ class OpenAICompatibleHost(HttpHost):
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         """Bearer authorization when a key is configured."""
-        return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        return openai_auth_headers(api_key)
 
     def parse_response(self, payload: Any) -> Generation:
         """A `Generation` without latency from a chat-completions body."""

@@ -24,6 +24,7 @@ from forge_core import config
 from forge_core.hosts.base import HostConfig, HostError
 from forge_core.hosts.http_retry import read_api_key
 from forge_core.hosts.models import ModelError, is_pulled, model_path
+from forge_core.hosts.openai_compat import openai_auth_headers
 
 COUNTING_MODELS = ("qwen2.5-coder-1.5b", "smollm2-135m")  # preferred order for hosts without their own
 
@@ -58,10 +59,8 @@ class ServerTokenizer:
     """Prompt tokens as a vLLM host counts them (`POST {server}/tokenize`)."""
 
     def __init__(self, host: HostConfig) -> None:
-        key = read_api_key(host)
         self.url = host.base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
-        self.client = httpx.Client(timeout=TOKENIZE_TIMEOUT_S,
-                                   headers={"Authorization": f"Bearer {key}"} if key else {})
+        self.client = httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=openai_auth_headers(read_api_key(host)))
 
     def count(self, body: dict) -> int:
         """Prompt tokens of a chat-completions body (its model, messages and chat-template options)."""
