@@ -327,11 +327,14 @@ class HttpHost(Host, ABC):
 
     async def generate(self, request: GenerationRequest) -> Generation:
         """Run one request; raise `HostError` when it fails for good."""
-        api_key = read_api_key(self.config)
-        post = JsonPost(self.endpoint, self.request_body(request), self.auth_headers(api_key), self.parse_response,
-                        api_key)
-        generation, latency_ms, attempts = await self._http.post(post)
+        generation, latency_ms, attempts = await self._post(self.request_body(request), self.parse_response)
         return replace(generation, latency_ms=latency_ms, attempts=attempts)
+
+    async def _post(self, body: dict[str, Any], parse: Callable[[Any], Any]) -> tuple[Any, float, int]:
+        """POST a body to the host's endpoint with its auth headers (the key read now); returns
+        (parsed reply, latency_ms of the successful attempt, attempts made)."""
+        api_key = read_api_key(self.config)
+        return await self._http.post(JsonPost(self.endpoint, body, self.auth_headers(api_key), parse, api_key))
 
     def __repr__(self) -> str:
         name, model = self.config.name, self.config.model

@@ -17,14 +17,7 @@ from typing import Any
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, reasoning_count
 from forge_core.hosts.budget_forcing import continuation_body, forced_generation, hit_the_cap, reasoning_call_body
 from forge_core.hosts.depth_maps import PRESETS, DepthMap
-from forge_core.hosts.http_retry import (
-    HttpHost,
-    JsonPost,
-    MalformedResponse,
-    UnusableResponse,
-    read_api_key,
-    token_count,
-)
+from forge_core.hosts.http_retry import HttpHost, MalformedResponse, UnusableResponse, token_count
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -161,15 +154,13 @@ class OpenAICompatibleHost(HttpHost):
     async def _generate_forced(self, request: GenerationRequest) -> Generation:
         """Budget forcing (`forge_core.hosts.budget_forcing`): reasoning capped at the budget, then
         continued for the answer when the cap was hit."""
-        api_key = read_api_key(self.config)
-        headers, body, depth_map = self.auth_headers(api_key), self.request_body(request), self.config.depth_map
-        first_call = JsonPost(self.endpoint, reasoning_call_body(body, request.thinking_budget), headers,
-                              lambda payload: parse_reasoning_call(payload, depth_map), api_key)
-        (first, reasoning_text, capped), latency_ms, attempts = await self._http.post(first_call)
+        body, depth_map = self.request_body(request), self.config.depth_map
+        first_body = reasoning_call_body(body, request.thinking_budget)
+        (first, reasoning_text, capped), latency_ms, attempts = await self._post(
+            first_body, lambda payload: parse_reasoning_call(payload, depth_map))
         first = replace(first, latency_ms=latency_ms, attempts=attempts)
         if not capped:
             return first
-        answer_call = JsonPost(self.endpoint, continuation_body(body, request, reasoning_text, first.text), headers,
-                               self.parse_response, api_key)
-        second, latency_ms, attempts = await self._http.post(answer_call)
+        second, latency_ms, attempts = await self._post(continuation_body(body, request, reasoning_text, first.text),
+                                                        self.parse_response)
         return forced_generation(first, replace(second, latency_ms=latency_ms, attempts=attempts))
