@@ -59,17 +59,26 @@ class ServerTokenizer:
     """Prompt tokens as a vLLM host counts them (`POST {server}/tokenize`)."""
 
     def __init__(self, host: HostConfig) -> None:
+        self.host = host.name
         self.url = host.base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
         self.client = httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=openai_auth_headers(read_api_key(host)))
 
     def count(self, body: dict) -> int:
-        """Prompt tokens of a chat-completions body (its model, messages and chat-template options)."""
+        """Prompt tokens of a chat-completions body (its model, messages and chat-template options);
+        a failed or unreadable request raises a one-line `HostError`."""
         request = {"model": body["model"], "messages": body["messages"], "add_generation_prompt": True}
         if "chat_template_kwargs" in body:
             request["chat_template_kwargs"] = body["chat_template_kwargs"]
-        response = self.client.post(self.url, json=request)
-        response.raise_for_status()
-        return int(response.json()["count"])
+        try:
+            response = self.client.post(self.url, json=request)
+            response.raise_for_status()
+            return int(response.json()["count"])
+        except httpx.HTTPStatusError as error:
+            raise HostError(f"host {self.host!r}: {self.url}: HTTP {error.response.status_code}") from None
+        except httpx.HTTPError as error:
+            raise HostError(f"host {self.host!r}: {self.url}: {type(error).__name__}") from None
+        except (ValueError, KeyError, TypeError):
+            raise HostError(f"host {self.host!r}: {self.url}: the reply holds no token count") from None
 
 
 def server_tokenizer(host: HostConfig, probe_body: dict) -> ServerTokenizer | None:
@@ -83,7 +92,7 @@ def server_tokenizer(host: HostConfig, probe_body: dict) -> ServerTokenizer | No
         return None
     try:
         tokenizer.count(probe_body)
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+    except HostError:
         tokenizer.client.close()
         return None
     return tokenizer
