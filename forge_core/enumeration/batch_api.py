@@ -14,8 +14,9 @@ Providers: OpenAI's Batch API (`POST /files`, `POST /batches`, `GET /batches/{id
 /files/{id}/content`, `POST /batches/{id}/cancel`; also LiteLLM's proxy in front of vLLM) and
 Anthropic's Message Batches (`POST /messages/batches`, `GET /messages/batches/{id}`, its
 `results_url`, `POST /messages/batches/{id}/cancel`). Keys come from the host's environment
-variable at each request, never stored or shown. A 429 or 5xx is retried (its `Retry-After`
-honoured) up to `MAX_ATTEMPTS` times.
+variable at each request, never stored or shown. A 429 or 5xx is retried up to `MAX_ATTEMPTS`
+times, with the hosts' backoff (`forge_core.hosts.http_retry.RetryPolicy`: exponential with jitter,
+lengthened to the server's `Retry-After`, up to `RETRY_MAX_S`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.hosts.anthropic import DEFAULT_BASE_URL, anthropic_auth_headers
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.http_retry import read_api_key
+from forge_core.hosts.http_retry import RetryPolicy, parse_retry_after, read_api_key
 from forge_core.hosts.openai_compat import openai_auth_headers
 from forge_core.hosts.registry import get_host_config
 from forge_core.records import SubmittedBatch
@@ -65,7 +66,8 @@ log = logging.getLogger(__name__)
 PROVIDERS = ("openai", "anthropic")
 POLL_SECONDS = 30.0  # between two status requests
 MAX_ATTEMPTS = 5  # per request, on 429 and 5xx
-RETRY_BASE_S = 1.0  # first wait without a Retry-After; doubled per attempt
+RETRY_BASE_S = 1.0  # first backoff without a Retry-After; doubled per attempt
+RETRY_MAX_S = 120.0  # longest single wait, Retry-After included
 FINAL_STATUSES = ("ingested", "failed")  # a stored batch in another status is resumed
 
 
@@ -122,16 +124,18 @@ class _Http:
     def __init__(self, provider: str, base_url: str, headers: dict[str, str], retry_base_s: float) -> None:
         self.provider = provider
         self.client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=120.0)
-        self.retry_base_s = retry_base_s
+        self.policy = RetryPolicy(MAX_ATTEMPTS - 1, retry_base_s, RETRY_MAX_S)
 
     def request(self, method: str, path: str, what: str, **arguments: Any) -> httpx.Response:
+        """The response of a request that succeeded, retried on 429, 5xx and transport errors;
+        a request that fails for good raises a one-line `BatchApiError`."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 response = self.client.request(method, path, **arguments)
             except httpx.HTTPError as error:
                 if attempt == MAX_ATTEMPTS:
                     raise BatchApiError(f"{self.provider} batch API, {what}: {type(error).__name__}") from None
-                time.sleep(self.retry_base_s * 2 ** (attempt - 1))
+                time.sleep(self.policy.wait_s(attempt - 1, None))
                 continue
             if response.status_code < 400:
                 return response
@@ -139,16 +143,8 @@ class _Http:
                 raise BatchApiError(f"{self.provider} batch API, {what}: HTTP {response.status_code} "
                                     f"{_error_message(response)}".rstrip())
             log.info("%s batch API, %s: HTTP %d, retrying", self.provider, what, response.status_code)
-            time.sleep(_retry_after(response) if _retry_after(response) is not None
-                       else self.retry_base_s * 2 ** (attempt - 1))
+            time.sleep(self.policy.wait_s(attempt - 1, parse_retry_after(response.headers.get("retry-after"))))
         raise AssertionError("unreachable")
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return float(response.headers["retry-after"])
-    except (KeyError, ValueError):
-        return None
 
 
 def _error_message(response: httpx.Response) -> str:
