@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
@@ -38,6 +37,7 @@ from forge_core.routing.features import compute_features
 from forge_core.routing.utility import check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -187,9 +187,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
     assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the routers are small; see `train_router`
-    try:
+    with one_torch_thread():
         for fold in range(request.folds):
             splits = fold_splits(benchmarks, assignment, fold, request.dev_fraction, request.split_seed)
             context = fold_context(base, splits)
@@ -201,8 +199,6 @@ def run_calibration(store: Store, request: CalibrationRequest,
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
                 on_fold(fold + 1, request.folds)
-    finally:
-        torch.set_num_threads(threads)
     zeros = np.zeros_like(tokens)
     realized_tokens, realized_f1 = macro(tokens, benchmarks), macro(f1, benchmarks)
     met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None

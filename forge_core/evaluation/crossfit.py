@@ -53,7 +53,7 @@ from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, ch
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router
+from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router, one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -245,25 +245,22 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
     benchmarks = base.table.benchmarks
     assignment = fold_assignment(benchmarks, settings.folds, settings.split_seed)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the routers are small; see `train_router`
     try:
-        for fold in range(settings.folds):
-            if fold not in done:
-                log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
-                splits = fold_splits(benchmarks, assignment, fold, settings.dev_fraction, settings.split_seed)
-                context = fold_context(base, splits)
-                rows = context.rows("test")
-                policies = crossfit_policies(settings, context.table.arms)
-                store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
-            store.update_job(job_id, fold + 1, 0)
-            if on_fold:
-                on_fold(fold + 1, settings.folds)
+        with one_torch_thread():
+            for fold in range(settings.folds):
+                if fold not in done:
+                    log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
+                    splits = fold_splits(benchmarks, assignment, fold, settings.dev_fraction, settings.split_seed)
+                    context = fold_context(base, splits)
+                    rows = context.rows("test")
+                    policies = crossfit_policies(settings, context.table.arms)
+                    store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
+                store.update_job(job_id, fold + 1, 0)
+                if on_fold:
+                    on_fold(fold + 1, settings.folds)
     except BaseException as error:
         store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
         raise
-    finally:
-        torch.set_num_threads(threads)
     store.finish_job(job_id, "finished", run_id)
     return crossfit_report(store, run_id)
 

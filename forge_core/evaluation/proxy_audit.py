@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
@@ -34,6 +33,7 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,7 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
     stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
     utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
     f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         for fold in range(request.folds):
             gold = fold_context(context, fold_splits(benchmarks, assignment, fold, 0.2, request.split_seed))
             trained_on = {"gold": gold, "proxy": dataclasses.replace(
@@ -133,8 +131,6 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
                 f1[(name, reward)][rows] = outcome.f1
             if on_fold:
                 on_fold(fold + 1, request.folds)
-    finally:
-        torch.set_num_threads(threads)
     report = {}
     for name in request.routers:
         gold_u, proxy_u = utilities[(name, "gold")], utilities[(name, "proxy")]
