@@ -23,7 +23,7 @@ from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.setup import ROUTER_POLICIES
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
@@ -113,13 +113,11 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
     """Per router: macro gold F1 and utility of its gold-trained and proxy-trained versions over the
     out-of-fold decisions, and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
     benchmarks = context.table.benchmarks
-    assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
     stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
     utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
     f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
     with one_torch_thread():
-        for fold in range(request.folds):
-            gold = fold_context(context, fold_splits(benchmarks, assignment, fold, 0.2, request.split_seed))
+        for fold, gold in crossfit_folds(context, request.folds, DEV_FRACTION, request.split_seed):
             trained_on = {"gold": gold, "proxy": dataclasses.replace(
                 gold, table=dataclasses.replace(gold.table, f1=proxy))}
             rows = gold.rows("test")
