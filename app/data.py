@@ -8,13 +8,11 @@ are keyed by its path.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
-import torch
 from threadpoolctl import threadpool_limits
 
 from forge_core import config, jobs
@@ -39,6 +37,7 @@ from forge_core.routing.features import Embedder, compute_features, load_embedde
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
+from forge_core.training.trainer import one_torch_thread
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -236,23 +235,12 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     """Every policy's cost/quality point and the frontier under these weights and accounting
     (`version`: see `store_version`)."""
     base = evaluation_base(store, version, host, n_arms, accounting)
-    with one_thread():
+    # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
+    # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
+    # threads, under 0.1 s on one).
+    with one_torch_thread(), threadpool_limits(1):
         return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                      by_benchmark, accounting, base)
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Torch and BLAS on one thread while the block runs: the matrices of a slider step are small,
-    and on a busy 2-core machine extra threads only wait for each other (a demo-store Pareto step
-    measured 0.3-0.9 s with the default threads, under 0.1 s on one)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(1):
-            yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -26,11 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds, fold_assignment
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
@@ -38,6 +37,7 @@ from forge_core.routing.features import compute_features
 from forge_core.routing.utility import check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class CalibrationRequest:
     n_arms: int = 6  # alphabet size
     folds: int = 5  # crossfit folds (stratified by benchmark)
     split_seed: int = 0  # seeds the folds and inner dev parts
-    dev_fraction: float = 0.2  # share of each training part held out as inner dev
+    dev_fraction: float = DEV_FRACTION  # share of each training part held out as inner dev
     seed: int = 0  # router training seed
     accounting: str = "deploy"  # tokens of every call a decision needs ("deploy") or the answer's
     conditioning: CostConditioning = field(default_factory=CostConditioning)
@@ -184,15 +184,10 @@ def run_calibration(store: Store, request: CalibrationRequest,
     compute_features(store, request.host)
     base = evaluation_context(store, request.host, request.n_arms, 0.1, 0.2, accounting=request.accounting)
     benchmarks = base.table.benchmarks
-    assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the routers are small; see `train_router`
-    try:
-        for fold in range(request.folds):
-            splits = fold_splits(benchmarks, assignment, fold, request.dev_fraction, request.split_seed)
-            context = fold_context(base, splits)
+    with one_torch_thread():
+        for fold, context in crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed):
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
@@ -201,8 +196,6 @@ def run_calibration(store: Store, request: CalibrationRequest,
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
                 on_fold(fold + 1, request.folds)
-    finally:
-        torch.set_num_threads(threads)
     zeros = np.zeros_like(tokens)
     realized_tokens, realized_f1 = macro(tokens, benchmarks), macro(f1, benchmarks)
     met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None

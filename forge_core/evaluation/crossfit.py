@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,12 +53,13 @@ from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, ch
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router
+from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router, one_torch_thread
 
 log = logging.getLogger(__name__)
 
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
+DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held out as inner dev
 REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
@@ -74,7 +75,7 @@ class CrossfitSettings:
     folds: int = 5  # number of folds (stratified by benchmark)
     stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
     split_seed: int = 0  # seeds the fold and inner-dev assignment
-    dev_fraction: float = 0.2  # share of each training part (per benchmark) held out as inner dev
+    dev_fraction: float = DEV_FRACTION  # share of each training part (per benchmark) held out as inner dev
     seed: int = 0  # router training seed
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
@@ -130,6 +131,17 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
     table = dataclasses.replace(base.table, splits=splits)
     return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base.accounting,
                        base._features)
+
+
+def crossfit_folds(base: EvalContext, folds: int, dev_fraction: float,
+                   split_seed: int) -> Iterator[tuple[int, EvalContext]]:
+    """Each fold's index and its `fold_context` (its held-out rows "test", the others' inner dev
+    and train parts), made as the iteration reaches it. Refuses at the call, before any fold, a
+    benchmark with fewer complete queries than folds (`fold_assignment`)."""
+    benchmarks = base.table.benchmarks
+    assignment = fold_assignment(benchmarks, folds, split_seed)
+    return ((fold, fold_context(base, fold_splits(benchmarks, assignment, fold, dev_fraction, split_seed)))
+            for fold in range(folds))
 
 
 class FoldRouter(Policy):
@@ -243,27 +255,21 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     done = set(store.crossfit_results(run_id)["fold"].unique().tolist())
     job_id = f"crossfit-{uuid.uuid4().hex[:10]}"
     store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
-    benchmarks = base.table.benchmarks
-    assignment = fold_assignment(benchmarks, settings.folds, settings.split_seed)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the routers are small; see `train_router`
+    folds = crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)
     try:
-        for fold in range(settings.folds):
-            if fold not in done:
-                log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
-                splits = fold_splits(benchmarks, assignment, fold, settings.dev_fraction, settings.split_seed)
-                context = fold_context(base, splits)
-                rows = context.rows("test")
-                policies = crossfit_policies(settings, context.table.arms)
-                store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
-            store.update_job(job_id, fold + 1, 0)
-            if on_fold:
-                on_fold(fold + 1, settings.folds)
+        with one_torch_thread():
+            for fold, context in folds:
+                if fold not in done:
+                    log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
+                    rows = context.rows("test")
+                    policies = crossfit_policies(settings, context.table.arms)
+                    store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
+                store.update_job(job_id, fold + 1, 0)
+                if on_fold:
+                    on_fold(fold + 1, settings.folds)
     except BaseException as error:
         store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
         raise
-    finally:
-        torch.set_num_threads(threads)
     store.finish_job(job_id, "finished", run_id)
     return crossfit_report(store, run_id)
 

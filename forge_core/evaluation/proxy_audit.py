@@ -19,12 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import FoldRouter, fold_assignment, fold_context, fold_splits
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.setup import ROUTER_POLICIES
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
@@ -34,6 +33,7 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
+from forge_core.training.trainer import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -113,15 +113,11 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
     """Per router: macro gold F1 and utility of its gold-trained and proxy-trained versions over the
     out-of-fold decisions, and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
     benchmarks = context.table.benchmarks
-    assignment = fold_assignment(benchmarks, request.folds, request.split_seed)
     stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
     utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
     f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for fold in range(request.folds):
-            gold = fold_context(context, fold_splits(benchmarks, assignment, fold, 0.2, request.split_seed))
+    with one_torch_thread():
+        for fold, gold in crossfit_folds(context, request.folds, DEV_FRACTION, request.split_seed):
             trained_on = {"gold": gold, "proxy": dataclasses.replace(
                 gold, table=dataclasses.replace(gold.table, f1=proxy))}
             rows = gold.rows("test")
@@ -133,8 +129,6 @@ def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRe
                 f1[(name, reward)][rows] = outcome.f1
             if on_fold:
                 on_fold(fold + 1, request.folds)
-    finally:
-        torch.set_num_threads(threads)
     report = {}
     for name in request.routers:
         gold_u, proxy_u = utilities[(name, "gold")], utilities[(name, "proxy")]

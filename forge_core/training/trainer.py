@@ -8,12 +8,13 @@ refused by construction: the standardizer and normalizer only fit on "train".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -267,18 +268,26 @@ def _reward_lineage(request: TrainRequest) -> dict[str, str]:
     return {"stage2_reward" if request.stage == 2 else "reward": request.training_reward}
 
 
-def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
-    """Train one router as requested and store its checkpoint; returns the checkpoint id.
-
-    Runs on one torch thread: the MLP is small, and a second thread only competes with the
-    embedded host for the CPU (Stage 2 measured 20x slower on two threads next to llama.cpp).
-    """
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread inside the block (the previous count is restored after it): the routers
+    are small MLPs, and a second thread only competes with the embedded host for the CPU (Stage 2
+    measured 20x slower on two threads next to llama.cpp)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_router(store, request, on_log)
+        yield
     finally:
         torch.set_num_threads(threads)
+
+
+def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """Train one router as requested and store its checkpoint; returns the checkpoint id.
+
+    Runs on one torch thread (`one_torch_thread`).
+    """
+    with one_torch_thread():
+        return _train_router(store, request, on_log)
 
 
 class TrainingCancelled(Exception):

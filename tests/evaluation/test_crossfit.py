@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from forge_core.evaluation.context import evaluation_context
-from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_report, fold_assignment, fold_splits, run_crossfit
+from forge_core.evaluation.crossfit import (
+    CrossfitSettings,
+    crossfit_folds,
+    crossfit_report,
+    fold_assignment,
+    fold_splits,
+    run_crossfit,
+)
 from forge_core.evaluation.policies import RidgeUtility
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -37,6 +44,15 @@ def test_folds_are_stratified_and_disjoint() -> None:
     assert (splits == "dev").sum() >= 2 and set(splits) == {"train", "dev", "test"}
     with pytest.raises(ValueError, match="fewer than 3 folds"):
         fold_assignment(np.array(["a", "a"]), 3, seed=0)
+
+
+def test_crossfit_folds_hold_out_every_query_once(outcome_store: Store) -> None:
+    base = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    held_out = [(fold, context.rows("test")) for fold, context in crossfit_folds(base, 3, 0.2, split_seed=0)]
+    assert [fold for fold, _ in held_out] == [0, 1, 2]
+    assert sorted(np.concatenate([rows for _, rows in held_out]).tolist()) == list(range(len(base.table)))
+    with pytest.raises(ValueError, match="fewer than 100 folds"):
+        crossfit_folds(base, 100, 0.2, split_seed=0)  # refused at the call, before any fold
 
 
 def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp_path) -> None:
