@@ -14,10 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from forge_core.evidence.answers import extract_plain_answer
-from forge_core.evidence.scoring import extract_fever_label, token_f1
+from forge_core.arms import DIRECT_NO_THINK, parse_arm
+from forge_core.evidence.answering import extract_answer
+from forge_core.evidence.scoring import token_f1
 from forge_core.records import SAMPLE_PROBES, is_fever_benchmark
 from forge_core.store import Store
+
+_SAMPLE_ARM = parse_arm(DIRECT_NO_THINK)  # samples are drawn on the Direct prompt: scored as its answer
 
 
 def agreement(answer: str, others: Sequence[str], is_fever: bool) -> float:
@@ -39,12 +42,6 @@ def query_consensus(arm_answers: dict[str, str], sample_answers: Sequence[str], 
     return rewards
 
 
-def sample_answer(text: str, is_fever: bool) -> str:
-    """A self-consistency sample's text as an answer is scored (its first line, or its label)."""
-    answer = extract_plain_answer(text)
-    return (extract_fever_label(answer) or "") if is_fever else answer
-
-
 def consensus_rewards(store: Store, host: str, arms: Sequence[str]) -> pd.DataFrame:
     """benchmark, example_id, arm, reward for every query of `host` with all `arms` answered."""
     outcomes = store.arm_outcomes(host)
@@ -56,7 +53,7 @@ def consensus_rewards(store: Store, host: str, arms: Sequence[str]) -> pd.DataFr
             continue
         is_fever = is_fever_benchmark(benchmark)
         answers = dict(zip(group["arm"], group["extracted"].fillna("")))
-        sampled = [sample_answer(text, is_fever) for text in samples.get((benchmark, example_id), ())]
+        sampled = [extract_answer(text, _SAMPLE_ARM, is_fever) for text in samples.get((benchmark, example_id), ())]
         for arm, reward in query_consensus(answers, sampled, is_fever).items():
             rows.append((benchmark, example_id, arm, reward))
     return pd.DataFrame(rows, columns=["benchmark", "example_id", "arm", "reward"])

@@ -89,7 +89,8 @@ def load_export_once(store: StoreFile, directory: Path) -> dict[str, int] | None
 def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     """True for the crossfit tables of an export made before deployment accounting (they
     charged no probe: rerun them); exports made before a table's later columns load (checkpoints'
-    lineage columns are filled on load, the others stay NULL); another older export is refused."""
+    lineage columns and crossfit results' kinds are filled on load, the others stay NULL); another
+    older export is refused."""
     source = "crossfit_results" if table.startswith("crossfit_") else table
     path = directory / f"{source}.parquet"
     if not path.exists():
@@ -99,8 +100,6 @@ def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     names = pq.read_schema(path).names
     if names == columns or names == _without_later_columns(source, columns):
         return False
-    if source == "crossfit_results" and names == [column for column in columns if column != "kind"]:
-        return False  # before schema version 7: the kinds are filled on load
     if source == "crossfit_results":
         if table == source:  # said once for the pair
             log.warning("%s: crossfit runs of an older FORGE (answer-only accounting) are not loaded; "

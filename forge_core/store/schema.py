@@ -157,11 +157,13 @@ EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derive
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
     "lambda_in", "lambda_out", "split_seed", "seed", "embedder", "store_snapshot", "benchmarks")
 # Columns added to exported tables after their first release: an export made before one of them
-# loads with NULL there (not recorded).
+# loads with NULL there (not recorded), except the columns filled on load (checkpoints' lineage
+# columns, crossfit results' kinds: schema version 7).
 LATER_COLUMNS: dict[str, tuple[str, ...]] = {
     "checkpoints": CHECKPOINT_LINEAGE_COLUMNS,
     "arm_outcomes": ("reasoning_method",),
     "probe_outcomes": ("tokens_reasoning", "reasoning_method"),
+    "crossfit_results": ("kind",),
 }
 # Copies the lineage keys of the checkpoints with the given ids into those columns.
 FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, checkpoint_id)"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from forge_core.arms import alphabet
+from forge_core.arms import DIRECT_NO_THINK, alphabet, parse_arm
+from forge_core.evidence.answering import extract_answer
 from forge_core.records import ArmOutcome
-from forge_core.rewards.consensus import agreement, consensus_rewards, query_consensus, sample_answer
+from forge_core.rewards.consensus import agreement, consensus_rewards, query_consensus
 from forge_core.store import Store, utc_now
 
 
@@ -26,9 +27,10 @@ def test_query_consensus_excludes_the_arm_itself_and_counts_samples() -> None:
     assert rewards == {"a": pytest.approx(2 / 3), "b": pytest.approx(2 / 3), "c": 0.0}
 
 
-def test_sample_answer_reads_the_first_line_or_the_label() -> None:
-    assert sample_answer("Paris\nbecause ...", is_fever=False) == "Paris"
-    assert sample_answer("The claim is supported.", is_fever=True) == "SUPPORTS"
+def test_a_sample_is_scored_as_the_direct_arm_first_line_or_label() -> None:
+    direct = parse_arm(DIRECT_NO_THINK)  # the consensus reward scores self-consistency samples so
+    assert extract_answer("Paris\nbecause ...", direct, is_fever=False) == "Paris"
+    assert extract_answer("The claim is supported.", direct, is_fever=True) == "SUPPORTS"
 
 
 def test_consensus_rewards_cover_complete_queries_only(tmp_path) -> None:
