@@ -102,7 +102,7 @@ def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
 def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
     """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
-    table = load_outcome_table(store, host, n_arms)
+    table = outcome_table(store, host, n_arms)
     return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
