@@ -82,9 +82,9 @@ def host_configs(store: Store) -> list[HostConfig]:
 
 
 def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices]:
-    """The prices of the hosts that have them, by host name."""
-    prices = {config.name: store.host_prices(config.name) for config in configs}
-    return {name: price for name, price in prices.items() if price is not None}
+    """The prices of the hosts that have them, by host name (uncached: a saved price shows at once)."""
+    prices = store.all_host_prices()
+    return {config.name: prices[config.name] for config in configs if config.name in prices}
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

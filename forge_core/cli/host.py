@@ -71,15 +71,15 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
 
     store = open_store()
     configs = list_host_configs(store)
-    prices = {host.name: store.host_prices(host.name) for host in configs}
+    prices = store.all_host_prices()
     if as_json:
         print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json(),
-                                       **_prices_json(prices[h.name])} for h in configs}})
+                                       **_prices_json(prices.get(h.name))} for h in configs}})
         return
     table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env",
                   "USD / 1M in, out")
     for host in configs:
-        price = prices[host.name]
+        price = prices.get(host.name)
         shown = f"{price.usd_per_million_in:g}, {price.usd_per_million_out:g}" if price else "not set"
         table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
                       host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env,
