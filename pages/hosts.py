@@ -14,6 +14,7 @@ from forge_core.hosts.registry import (
     BUILTIN_HOSTS,
     depth_map_text,
     get_host_config,
+    remove_host,
     save_host_config,
     save_host_prices,
     with_base_urls,
@@ -84,11 +85,11 @@ with st.form("host"):
             ui.flash(f"Host '{name.strip()}' saved.")
             st.rerun()
 if editing != NEW_HOST and st.button(f"Remove '{editing}'", icon=":material/delete:"):
-    store.delete_host_config(editing)
-    store.delete_host_prices(editing)
-    data.refresh()
-    ui.flash(f"Host '{editing}' removed.")
-    st.rerun()
+    with ui.user_errors(stop=False):
+        remove_host(store, editing)
+        data.refresh()
+        ui.flash(f"Host '{editing}' removed.")
+        st.rerun()
 
 st.header("Prices")
 st.caption("US dollars per million tokens, as the host's provider charges them (built-in hosts too: price "

@@ -226,9 +226,8 @@ def _changed_prices(store: Store, name: str, price_in: float | None, price_out: 
 @host_app.command("remove")
 def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name.")]) -> None:
     """Remove a stored host configuration."""
-    store = open_store()
-    if not store.delete_host_config(name):
-        raise InvalidInput(f"no stored host named '{name}'")
-    store.delete_host_prices(name)
+    from forge_core.hosts.registry import remove_host
+
+    remove_host(open_store(), name)
     console.print(f"host '{name}' removed")
 

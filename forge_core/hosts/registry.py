@@ -97,6 +97,13 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 
+def remove_host(store: Store, name: str) -> None:
+    """Remove a stored host configuration and its prices (built-in hosts cannot be removed)."""
+    if not store.delete_host_config(name):
+        raise InvalidInput(f"no stored host named '{name}'")
+    store.delete_host_prices(name)
+
+
 def check_host_prices(prices: HostPrices) -> None:
     """Refuse a negative (or NaN) price."""
     for side, value in (("in", prices.usd_per_million_in), ("out", prices.usd_per_million_out)):
