@@ -14,7 +14,6 @@ from forge_core.cli.output import console, counting_progress, open_store, print_
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostError
 from forge_core.records import HostPrices
-from forge_core.store import Store
 
 host_app = typer.Typer(help="Pull, serve, list, add, edit and remove hosts.", no_args_is_help=True)
 
@@ -112,7 +111,7 @@ def host_add(
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
     from forge_core.hosts.depth_maps import CUSTOM
-    from forge_core.hosts.registry import save_host_config, save_host_prices, with_base_urls
+    from forge_core.hosts.registry import save_host_config, save_host_prices, updated_prices, with_base_urls
 
     if not model:
         raise InvalidInput("--model is required")
@@ -123,7 +122,7 @@ def host_add(
                         api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
                         budget_forcing=budget_forcing)
     store = open_store()
-    prices = _changed_prices(store, name, price_in, price_out)
+    prices = updated_prices(store, name, price_in, price_out)
     save_host_config(store, with_base_urls(config, base_url or []))
     if prices is not None:
         save_host_prices(store, prices)
@@ -188,12 +187,13 @@ def host_edit(
         get_host_config,
         save_host_config,
         save_host_prices,
+        updated_prices,
         with_base_urls,
     )
 
     store = open_store()
     current = get_host_config(store, name)
-    prices = _changed_prices(store, name, price_in, price_out)
+    prices = updated_prices(store, name, price_in, price_out)
     changes = {key: value for key, value in (("api_key_env", api_key_env), ("max_concurrency", concurrency))
                if value is not None}
     if name in BUILTIN_HOSTS and (changes or base_url):
@@ -210,17 +210,6 @@ def _prices_json(prices: HostPrices | None) -> dict[str, float | None]:
     """A host's prices as `host list --json` shows them (null when not set)."""
     return {"usd_per_million_in": prices.usd_per_million_in if prices else None,
             "usd_per_million_out": prices.usd_per_million_out if prices else None}
-
-
-def _changed_prices(store: Store, name: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
-    """The host's prices with the sides given changed, checked; None when no price was given."""
-    from forge_core.hosts.registry import check_host_prices, updated_prices
-
-    if price_in is None and price_out is None:
-        return None
-    prices = updated_prices(store, name, price_in, price_out)
-    check_host_prices(prices)
-    return prices
 
 
 @host_app.command("remove")

@@ -120,14 +120,16 @@ def save_host_prices(store: Store, prices: HostPrices) -> None:
 
 
 def updated_prices(store: Store, host: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
-    """A host's prices with the given sides changed (None: unchanged); None when neither side is
-    known. A host priced on one side only costs nothing on the other until that side is set."""
-    current = store.host_prices(host)
+    """A host's prices with the given sides changed (None: unchanged), checked; None when no price
+    was given. A host priced on one side only costs nothing on the other until that side is set."""
     if price_in is None and price_out is None:
-        return current
-    return HostPrices(host,
-                      price_in if price_in is not None else (current.usd_per_million_in if current else 0.0),
-                      price_out if price_out is not None else (current.usd_per_million_out if current else 0.0))
+        return None
+    current = store.host_prices(host)
+    prices = HostPrices(host,
+                        price_in if price_in is not None else (current.usd_per_million_in if current else 0.0),
+                        price_out if price_out is not None else (current.usd_per_million_out if current else 0.0))
+    check_host_prices(prices)
+    return prices
 
 
 @contextlib.contextmanager

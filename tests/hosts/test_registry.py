@@ -1,4 +1,5 @@
-"""Registry helpers shared by the CLI and the Hosts page: removing a host with its prices."""
+"""Registry helpers shared by the CLI and the Hosts page: removing a host with its prices, changing one
+side of its prices."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import remove_host, save_host_config, save_host_prices
+from forge_core.hosts.registry import remove_host, save_host_config, save_host_prices, updated_prices
 from forge_core.records import HostPrices
 from forge_core.store import Store
 
@@ -23,3 +24,13 @@ def test_remove_host_forgets_its_configuration_and_prices(tmp_path: Path) -> Non
     with pytest.raises(InvalidInput, match="no stored host named 'embedded'"):
         remove_host(store, "embedded")
     assert store.host_prices("embedded") == HostPrices("embedded", 0.5, 0.5)
+
+
+def test_updated_prices_change_the_sides_given_and_check_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    assert updated_prices(store, "embedded", None, None) is None
+    assert updated_prices(store, "embedded", 2.0, None) == HostPrices("embedded", 2.0, 0.0)
+    save_host_prices(store, HostPrices("embedded", 1.0, 3.0))
+    assert updated_prices(store, "embedded", None, 4.0) == HostPrices("embedded", 1.0, 4.0)
+    with pytest.raises(InvalidInput, match="--price-in must be a number of US dollars"):
+        updated_prices(store, "embedded", -1.0, None)
