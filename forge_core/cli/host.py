@@ -81,7 +81,7 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
         price = prices.get(host.name)
         shown = f"{price.usd_per_million_in:g}, {price.usd_per_million_out:g}" if price else "not set"
         table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
-                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env,
+                      host.thinking, ", ".join(thinking_modes(host.alphabet_size)), host.api_key_env,
                       shown)
     Console().print(table)
 

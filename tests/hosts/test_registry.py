@@ -1,15 +1,16 @@
 """Registry helpers shared by the CLI and the Hosts page: removing a host with its prices, changing one
-side of its prices."""
+side of its prices; a configuration's alphabet size, which its hash ignores."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import remove_host, save_host_config, save_host_prices, updated_prices
+from forge_core.hosts.registry import config_hash, remove_host, save_host_config, save_host_prices, updated_prices
 from forge_core.records import HostPrices
 from forge_core.store import Store
 
@@ -34,3 +35,10 @@ def test_updated_prices_change_the_sides_given_and_check_them(tmp_path: Path) ->
     assert updated_prices(store, "embedded", None, 4.0) == HostPrices("embedded", 1.0, 4.0)
     with pytest.raises(InvalidInput, match="--price-in must be a number of US dollars"):
         updated_prices(store, "embedded", -1.0, None)
+
+
+def test_alphabet_size_follows_the_depth_map_and_stays_out_of_the_stored_fields() -> None:
+    thinking = HostConfig(name="h", kind="openai", model="m", thinking="vllm")
+    assert thinking.alphabet_size == 12 and HostConfig(name="h", kind="openai", model="m").alphabet_size == 6
+    assert "alphabet_size" not in dataclasses.asdict(thinking)
+    assert config_hash(thinking) == "c2f111f90288"  # the hash from before the property existed
