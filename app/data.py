@@ -81,9 +81,9 @@ def host_configs(store: Store) -> list[HostConfig]:
 
 
 def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices]:
-    """The prices of the hosts that have them, by host name."""
-    prices = {config.name: store.host_prices(config.name) for config in configs}
-    return {name: price for name, price in prices.items() if price is not None}
+    """The prices of the hosts that have them, by host name (uncached: a saved price shows at once)."""
+    prices = store.all_host_prices()
+    return {config.name: prices[config.name] for config in configs if config.name in prices}
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -101,7 +101,7 @@ def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
 def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
     """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
-    table = load_outcome_table(store, host, n_arms)
+    table = outcome_table(store, host, n_arms)
     return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 

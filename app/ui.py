@@ -121,7 +121,7 @@ def hosts_frame(configs: list[HostConfig], checks: dict[str, dict] | None = None
     return pd.DataFrame([
         {"name": c.name, "source": "built-in" if c.name in BUILTIN_HOSTS else "stored", "kind": c.kind,
          "model": c.model, "base URLs": "\n".join(c.base_urls) or "(local)", "thinking": c.thinking,
-         "depths": ", ".join(thinking_modes(12 if c.supports_thinking else 6)),
+         "depths": ", ".join(thinking_modes(c.alphabet_size)),
          "depth check": depth_check_verdict(checks.get(c.name)),
          "API key variable": c.api_key_env, "key": key_state(c), "concurrency": c.max_concurrency,
          "USD / 1M in": prices[c.name].usd_per_million_in if c.name in prices else None,

@@ -14,6 +14,7 @@ from forge_core.hosts.registry import (
     BUILTIN_HOSTS,
     depth_map_text,
     get_host_config,
+    remove_host,
     save_host_config,
     save_host_prices,
     with_base_urls,
@@ -32,8 +33,8 @@ store = data.store()
 ui.show_flash()
 with ui.user_errors():
     configs = data.host_configs(store)
-st.dataframe(ui.hosts_frame(configs, data.depth_checks(store, configs), data.host_prices(store, configs)),
-             hide_index=True)
+checks, prices = data.depth_checks(store, configs), data.host_prices(store, configs)
+st.dataframe(ui.hosts_frame(configs, checks, prices), hide_index=True)
 
 st.header("Add or edit a host")
 stored = [c.name for c in configs if c.name not in BUILTIN_HOSTS]
@@ -84,18 +85,18 @@ with st.form("host"):
             ui.flash(f"Host '{name.strip()}' saved.")
             st.rerun()
 if editing != NEW_HOST and st.button(f"Remove '{editing}'", icon=":material/delete:"):
-    store.delete_host_config(editing)
-    store.delete_host_prices(editing)
-    data.refresh()
-    ui.flash(f"Host '{editing}' removed.")
-    st.rerun()
+    with ui.user_errors(stop=False):
+        remove_host(store, editing)
+        data.refresh()
+        ui.flash(f"Host '{editing}' removed.")
+        st.rerun()
 
 st.header("Prices")
 st.caption("US dollars per million tokens, as the host's provider charges them (built-in hosts too: price "
            "your own hardware's time). The Enumerate page and `forge enumerate --estimate` price a plan with "
            "them; `--budget-usd` stops a run on them. Prices never change a host's configuration hash.")
 priced = st.selectbox("Host to price", [c.name for c in configs])
-current_prices = store.host_prices(priced)
+current_prices = prices.get(priced)
 with st.form("prices"):
     in_column, out_column = st.columns(2)
     price_in = in_column.number_input("USD per million input tokens", min_value=0.0, format="%.4f",
@@ -125,7 +126,7 @@ st.caption("Sends each depth of the host's alphabet on short questions and check
            "depth asks: no reasoning when off, reasoning within the budget when on. A 12-arm enumeration needs "
            "every depth honoured. The same as `forge host check NAME`.")
 checked_name = st.selectbox("Host to check", [c.name for c in configs])
-stored_check = data.depth_checks(store, configs).get(checked_name)
+stored_check = checks.get(checked_name)
 questions = st.number_input("Questions per depth", 1, len(CHECK_QUESTIONS), DEFAULT_QUESTIONS)
 if st.button("Check depths", icon=":material/fact_check:"):
     with ui.user_errors(stop=False), st.spinner(f"Checking {checked_name}…"):

@@ -14,7 +14,6 @@ from forge_core.cli.output import console, counting_progress, open_store, print_
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostError
 from forge_core.records import HostPrices
-from forge_core.store import Store
 
 host_app = typer.Typer(help="Pull, serve, list, add, edit and remove hosts.", no_args_is_help=True)
 
@@ -71,18 +70,18 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
 
     store = open_store()
     configs = list_host_configs(store)
-    prices = {host.name: store.host_prices(host.name) for host in configs}
+    prices = store.all_host_prices()
     if as_json:
         print_json({"hosts": {h.name: {**dataclasses.asdict(h), "depth_map": h.depth_map.as_json(),
-                                       **_prices_json(prices[h.name])} for h in configs}})
+                                       **_prices_json(prices.get(h.name))} for h in configs}})
         return
     table = Table("name", "kind", "model", "base URLs", "concurrency", "thinking", "depths", "api_key_env",
                   "USD / 1M in, out")
     for host in configs:
-        price = prices[host.name]
+        price = prices.get(host.name)
         shown = f"{price.usd_per_million_in:g}, {price.usd_per_million_out:g}" if price else "not set"
         table.add_row(host.name, host.kind, host.model, "\n".join(host.base_urls), str(host.max_concurrency),
-                      host.thinking, ", ".join(thinking_modes(12 if host.supports_thinking else 6)), host.api_key_env,
+                      host.thinking, ", ".join(thinking_modes(host.alphabet_size)), host.api_key_env,
                       shown)
     Console().print(table)
 
@@ -112,7 +111,7 @@ def host_add(
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.base import HostConfig
     from forge_core.hosts.depth_maps import CUSTOM
-    from forge_core.hosts.registry import save_host_config, save_host_prices, with_base_urls
+    from forge_core.hosts.registry import save_host_config, save_host_prices, updated_prices, with_base_urls
 
     if not model:
         raise InvalidInput("--model is required")
@@ -123,7 +122,7 @@ def host_add(
                         api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
                         budget_forcing=budget_forcing)
     store = open_store()
-    prices = _changed_prices(store, name, price_in, price_out)
+    prices = updated_prices(store, name, price_in, price_out)
     save_host_config(store, with_base_urls(config, base_url or []))
     if prices is not None:
         save_host_prices(store, prices)
@@ -188,12 +187,13 @@ def host_edit(
         get_host_config,
         save_host_config,
         save_host_prices,
+        updated_prices,
         with_base_urls,
     )
 
     store = open_store()
     current = get_host_config(store, name)
-    prices = _changed_prices(store, name, price_in, price_out)
+    prices = updated_prices(store, name, price_in, price_out)
     changes = {key: value for key, value in (("api_key_env", api_key_env), ("max_concurrency", concurrency))
                if value is not None}
     if name in BUILTIN_HOSTS and (changes or base_url):
@@ -212,23 +212,11 @@ def _prices_json(prices: HostPrices | None) -> dict[str, float | None]:
             "usd_per_million_out": prices.usd_per_million_out if prices else None}
 
 
-def _changed_prices(store: Store, name: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
-    """The host's prices with the sides given changed, checked; None when no price was given."""
-    from forge_core.hosts.registry import check_host_prices, updated_prices
-
-    if price_in is None and price_out is None:
-        return None
-    prices = updated_prices(store, name, price_in, price_out)
-    check_host_prices(prices)
-    return prices
-
-
 @host_app.command("remove")
 def host_remove(name: Annotated[str, typer.Argument(help="A stored host's name.")]) -> None:
     """Remove a stored host configuration."""
-    store = open_store()
-    if not store.delete_host_config(name):
-        raise InvalidInput(f"no stored host named '{name}'")
-    store.delete_host_prices(name)
+    from forge_core.hosts.registry import remove_host
+
+    remove_host(open_store(), name)
     console.print(f"host '{name}' removed")
 

@@ -47,7 +47,7 @@ def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
 def default_alphabet_size(store: Store, host: str) -> int:
     """K for a host: 12 on hosts with a reasoning budget, else 6 (also for unknown hosts)."""
     known = host in BUILTIN_HOSTS or host in store.host_names()
-    return 12 if known and get_host_config(store, host).supports_thinking else 6
+    return get_host_config(store, host).alphabet_size if known else 6
 
 
 def store_coverage(store: Store, split_seed: int = 0) -> dict[str, dict]:

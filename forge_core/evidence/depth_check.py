@@ -106,7 +106,7 @@ def run_host_check(store: Store, request: HostCheckRequest,
     """Send every depth of the host's alphabet on the questions, classify, store and return the
     report (`on_progress(calls done, calls in all)` after each call)."""
     config = request.check(store)
-    depths = thinking_modes(12 if config.supports_thinking else 6)
+    depths = thinking_modes(config.alphabet_size)
     questions = CHECK_QUESTIONS[: request.questions]
     answers = asyncio.run(_ask_every_depth(config, depths, questions, on_progress))
     results = classify([_result(depth, answers[depth]) for depth in depths])

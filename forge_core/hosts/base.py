@@ -114,6 +114,12 @@ class HostConfig:
         """True when the host's depth map has Think-Low and Think-High (12 arms)."""
         return self.depth_map.has_budget
 
+    @property
+    def alphabet_size(self) -> int:
+        """The arms of the host's full alphabet: 12 when it has thinking depths, else 6 (derived from the
+        depth map, so never part of the configuration hash)."""
+        return 12 if self.supports_thinking else 6
+
 
 class Host(Protocol):
     """Anything that turns a `GenerationRequest` into a `Generation`. A class that subclasses

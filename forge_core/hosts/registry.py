@@ -97,6 +97,13 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     store.save_host_config(config.name, dataclasses.asdict(config))
 
 
+def remove_host(store: Store, name: str) -> None:
+    """Remove a stored host configuration and its prices (built-in hosts cannot be removed)."""
+    if not store.delete_host_config(name):
+        raise InvalidInput(f"no stored host named '{name}'")
+    store.delete_host_prices(name)
+
+
 def check_host_prices(prices: HostPrices) -> None:
     """Refuse a negative (or NaN) price."""
     for side, value in (("in", prices.usd_per_million_in), ("out", prices.usd_per_million_out)):
@@ -113,14 +120,16 @@ def save_host_prices(store: Store, prices: HostPrices) -> None:
 
 
 def updated_prices(store: Store, host: str, price_in: float | None, price_out: float | None) -> HostPrices | None:
-    """A host's prices with the given sides changed (None: unchanged); None when neither side is
-    known. A host priced on one side only costs nothing on the other until that side is set."""
-    current = store.host_prices(host)
+    """A host's prices with the given sides changed (None: unchanged), checked; None when no price
+    was given. A host priced on one side only costs nothing on the other until that side is set."""
     if price_in is None and price_out is None:
-        return current
-    return HostPrices(host,
-                      price_in if price_in is not None else (current.usd_per_million_in if current else 0.0),
-                      price_out if price_out is not None else (current.usd_per_million_out if current else 0.0))
+        return None
+    current = store.host_prices(host)
+    prices = HostPrices(host,
+                        price_in if price_in is not None else (current.usd_per_million_in if current else 0.0),
+                        price_out if price_out is not None else (current.usd_per_million_out if current else 0.0))
+    check_host_prices(prices)
+    return prices
 
 
 @contextlib.contextmanager

@@ -92,7 +92,7 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
         newest = latest_checkpoint(store, settings.host, variant)
         if newest is not None:
             models[model] = newest
-    models |= {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(12 if config.supports_thinking else 6)}
+    models |= {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(config.alphabet_size)}
     return models
 
 

@@ -247,6 +247,13 @@ class Store(StoreFile):
         with self.transaction() as connection:
             connection.execute("DELETE FROM host_prices WHERE host = ?", [host])
 
+    def all_host_prices(self) -> dict[str, HostPrices]:
+        """Every priced host's prices, by host name (hosts without prices left out), in one query."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT host, usd_per_million_in, usd_per_million_out FROM host_prices ORDER BY host").fetchall()
+        return {row[0]: HostPrices(*row) for row in rows}
+
     def save_batch(self, batch: SubmittedBatch) -> None:
         """Add or update a submitted batch."""
         with self.transaction() as connection:

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from forge_core import config
-from forge_core.records import ArmOutcome
+from forge_core.records import ArmOutcome, HostPrices
 from forge_core.store import Store
 from forge_core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -62,6 +62,15 @@ def test_recent_arm_errors_are_a_hosts_newest_error_rows(tmp_path: Path) -> None
     assert [(o.example_id, o.error) for o in newest] == [("q2", "refused"), ("q4", "HTTP 500")]
     assert [o.example_id for o in store.recent_arm_errors("h", limit=5)] == ["q2", "q4", "q1"]
     assert store.recent_arm_errors("nobody", limit=5) == []
+
+
+def test_all_host_prices_are_the_priced_hosts_by_name(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    assert store.all_host_prices() == {}
+    store.save_host_prices(HostPrices("b", 0.5, 1.5))
+    store.save_host_prices(HostPrices("a", 0.0, 2.0))
+    assert store.all_host_prices() == {"a": HostPrices("a", 0.0, 2.0), "b": HostPrices("b", 0.5, 1.5)}
+    assert store.all_host_prices()["b"] == store.host_prices("b")
 
 
 def test_find_checkpoints_selects_by_columns_newest_first(tmp_path: Path) -> None:
