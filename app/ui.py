@@ -18,6 +18,7 @@ from forge_core.arms import thinking_modes
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
+from forge_core.evidence.depth_check import failed_depths
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
@@ -134,7 +135,7 @@ def depth_check_verdict(report: dict | None) -> str:
     """A host's depth check in a few words: "not checked", "all honoured" or the failed depths."""
     if report is None:
         return "not checked"
-    failed = [f"{row['depth']} {row['verdict']}" for row in report["depths"] if row["verdict"] != "honoured"]
+    failed = [f"{depth} {verdict}" for depth, verdict in failed_depths(report).items()]
     return ", ".join(failed) or f"all {len(report['depths'])} honoured"
 
 
