@@ -136,9 +136,9 @@ def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest enumeration jobs with their progress."""
-    return jobs.recent_jobs(store)
+def recent_jobs(store: Store, kind: str = "enumerate") -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest jobs of one kind (enumerate, train, judge) with their progress."""
+    return jobs.recent_jobs(store, kind)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -187,18 +187,6 @@ def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     if found is None:
         raise InvalidInput(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
     return found[0]
-
-
-@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest training jobs with their progress."""
-    return jobs.recent_jobs(store, "train")
-
-
-@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_jobs_of(store: Store, kind: str) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest jobs of one kind with their progress."""
-    return jobs.recent_jobs(store, kind)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -49,7 +49,7 @@ def runs_panel(store: Store, checkpoints: int) -> None:
     (`checkpoints`: how many the store holds, to say where they came from when no run is listed)."""
     with ui.user_errors(stop=False):
         _starting(store)
-        rows = data.recent_train_jobs(store)
+        rows = data.recent_jobs(store, "train")
         if not rows:
             st.info("No training runs in this store's jobs yet: start one above."
                     + (f" The {checkpoints} checkpoints below came with the store (e.g. `forge store load-demo`) "

@@ -143,7 +143,7 @@ with st.form("judge"):
             judge_request.check(store)
             start_judging(store, judge_request)
             st.success(f"Judging started: {judge_host} rates {host}'s answers.")
-judge_jobs = data.recent_jobs_of(store, "judge")
+judge_jobs = data.recent_jobs(store, "judge")
 if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 
