@@ -100,7 +100,8 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         if progress.active:
             st.progress(progress.fraction, text=f"{progress.done:,} of {'' if request.stage == 2 else 'at most '}"
                                                 f"{progress.target:,} {unit}")
-            _cancel_button(store, row, progress)
+            ui.cancel_job_button(store, row, progress, "Stop at the next logged epoch or step. A cancelled run "
+                                 "stores no checkpoint: the state so far is discarded.", icon=":material/stop:")
         elif progress.status == "finished":
             _finished(store, row, progress, unit)
         elif progress.status == "cancelled":
@@ -118,16 +119,6 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
             st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
         elif progress.active:
             st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
-
-
-def _cancel_button(store: Store, row: dict, progress: jobs.JobProgress) -> None:
-    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=":material/stop:",
-                 disabled=progress.status == "cancelling",
-                 help="Stop at the next logged epoch or step. A cancelled run stores no checkpoint: the state "
-                      "so far is discarded."):
-        jobs.cancel_job(store, row)
-        data.refresh()
-        st.rerun()
 
 
 def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) -> None:

@@ -196,6 +196,16 @@ def evidence_frame(evidence: Evidence) -> pd.DataFrame:
                          for hit in evidence.passages])
 
 
+def cancel_job_button(store: Store, row: dict, progress: JobProgress, help: str, icon: str | None = None) -> None:
+    """A job's Cancel button (disabled while it is cancelling): a click asks the job to stop and
+    reruns the page."""
+    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=icon, disabled=progress.status == "cancelling",
+                 help=help):
+        jobs.cancel_job(store, row)
+        data.refresh()
+        st.rerun()
+
+
 def remember_started_job(key: str, started: StartedJob) -> None:
     """Keep a job process just spawned from this tab (session state `key`), so its panel can follow
     it until its jobs-table row appears."""
