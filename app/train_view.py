@@ -147,8 +147,8 @@ def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, mark
     names = checkpoint_names(checkpoints)
     ids = list(names)
     if marked is None:
-        st.caption(f"No default router is marked for '{host}': the newest Lite checkpoint is used, so each new "
-                   "Lite run takes over. Mark one to keep it.")
+        st.caption(f"No default router is marked for '{host}': its newest cost-conditioned Lite checkpoint is "
+                   "used, else its newest Lite checkpoint, so each new Lite run takes over. Mark one to keep it.")
     else:
         st.caption(f"Default router of '{host}': **{names.get(marked, marked)}** (`{marked}`), marked by you; new "
                    "runs do not take it over.")
