@@ -21,7 +21,7 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_checkpoint, demo_questions
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_policies, demo_questions
 from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.grounding import gold_recall_frame
@@ -157,12 +157,9 @@ def checkpoints(store: Store) -> pd.DataFrame:
 def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, str]:
     """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
     -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
-    found = {}
-    for name, variant in sorted(CONDITIONED_POLICIES.items(), key=lambda item: item[1] != "lite"):
-        checkpoint_id = conditioned_checkpoint(store, host, variant, n_arms)
-        if checkpoint_id is not None:
-            found[checkpoint_id] = name
-    return found
+    policies = conditioned_policies(store, host, n_arms)
+    lite_first = sorted(policies, key=lambda policy: CONDITIONED_POLICIES[policy.name] != "lite")
+    return {policy.checkpoint_id: policy.name for policy in lite_first}
 
 
 @st.cache_data(show_spinner="Finding questions whose arm moves with the weights…", max_entries=RESULTS_CACHE_ENTRIES,
