@@ -25,7 +25,7 @@ if checkpoints.empty:
     st.stop()
 labels = checkpoint_names(checkpoints)
 checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get,
-                                            help="Ids: " + "; ".join(f"{name} = {i}" for i, name in labels.items()))
+                                            help=ui.checkpoint_ids_help(labels))
 split = split_column.selectbox("Split", SPLITS)
 benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
                                           placeholder="every benchmark", help="Show these benchmarks' queries only.")

@@ -39,7 +39,7 @@ if labels:
         "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
         help="Default: the checkpoint marked as the host's default on the Train page, else its cost-conditioned "
              "Lite router (it decides at the weights below), else its newest Lite checkpoint. A Full router first "
-             "runs four probes on the host. Ids: " + "; ".join(f"{label} = {i}" for i, label in labels.items()))
+             "runs four probes on the host. " + ui.checkpoint_ids_help(labels))
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")
