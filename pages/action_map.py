@@ -5,6 +5,7 @@ import streamlit as st
 from app import charts, data, ui
 from app.action_map_view import remember_click, show_query
 from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.routing.checkpoints import conditioning_of
 from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Action map")
@@ -44,8 +45,11 @@ for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
     column.metric(f"Agreement of {name}", f"{value:.1%}",
                   help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
-st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} (the checkpoint's weights). "
-           f"{TIE_RULE}")
+with ui.user_errors():
+    conditioned = conditioning_of(data.checkpoint_record(store, checkpoint_id)["lineage"]) is not None
+weights_source = ("the default weights: a cost-conditioned router decides at any weights" if conditioned
+                  else "the checkpoint's weights")
+st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}). {TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)
 maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),
