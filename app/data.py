@@ -32,6 +32,7 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.records import Example, HostPrices
+from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -168,6 +169,13 @@ def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str)
     """Stored test questions whose arm under the conditioned checkpoint changes with the weights
     (`version`: see `store_version`)."""
     return demo_questions(store, host, checkpoint_id)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def default_router(store: Store, host: str) -> str | None:
+    """The checkpoint the host routes with by default (`forge_core.routing.checkpoints.default_router`:
+    the marked one, else the newest cost-conditioned Lite, else the newest Lite), or None."""
+    return routing_checkpoints.default_router(store, host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
