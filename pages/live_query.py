@@ -93,13 +93,14 @@ if asked:
                              example_id=example.example_id if example else None,
                              always_raw="answer" if compare_raw else "cost", lambda_in=lambda_in,
                              lambda_out=lambda_out)
-        request.check(store)
+        inputs = request.check(store)
         served = data.served_host(configs[host])
         router = None if by_hand else data.router(store, checkpoint_id)
         retriever = data.retriever(store, benchmark)
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
-            result = run_ask(store, request, host_config=served, retriever=retriever, checkpoint=router)
+            result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
+                             checkpoint=router)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])
