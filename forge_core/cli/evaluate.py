@@ -345,16 +345,14 @@ def _eval_transfer(request: TransferRequest, as_json: bool) -> None:
 
 def _print_arm_mix(report: dict) -> None:
     """Per benchmark, the target oracle's arm mix beside the transferred and the target's own Lite router."""
-    columns = [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite")
-               if name in report["policies"]]
-    table = Table("benchmark", *columns, title="Where the transferred allocation differs: arm mix per benchmark")
-    for benchmark, mixes in report["arm_mix"].items():
-        table.add_row(benchmark, *(_mix_text(mixes[name]) for name in columns))
+    from forge_core.evaluation.reports import arm_mix_frame
+
+    frame = arm_mix_frame(report, [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite")
+                                   if name in report["policies"]])
+    table = Table(*frame.columns, title="Where the transferred allocation differs: arm mix per benchmark")
+    for row in frame.itertuples(index=False):
+        table.add_row(*row)
     Console().print(table)
-
-
-def _mix_text(shares: dict[str, float]) -> str:
-    return "\n".join(f"{arm} {share:.0%}" for arm, share in sorted(shares.items(), key=lambda item: -item[1]))
 
 
 def _print_seed_spread(spread: dict) -> None:

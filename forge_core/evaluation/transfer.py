@@ -13,7 +13,8 @@ linear layer on a few labelled target queries. This protocol measures both on st
   or dev split (never the evaluated split): KL distillation to the target's Boltzmann target over
   the whole alphabet. Each K is drawn `CALIBRATION_DRAWS` times; a query's calibrated utility is
   the mean over the draws (the utility to expect from calibrating on K random target queries).
-  The first draw's router is stored as a checkpoint of the target host, with its source checkpoint,
+  The first draw's router is stored (unless `store_calibrated` is off: the dashboard's view, which
+  only reads) as a checkpoint of the target host, with its source checkpoint,
   K and the calibration split in its lineage (`calibrated_from`, ...); checkpoint selection
   (`Store.find_checkpoints`) never picks it, so it is used only when named.
 - **References.** The target's fixed arms, its Always-Raw and best fixed arm, its oracle
@@ -73,6 +74,7 @@ class TransferRequest:
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
     calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
     calibration_split: str = "train"  # the target split calibration queries are drawn from
+    store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
 
     def __post_init__(self) -> None:
         if self.source_host == self.target_host:
@@ -120,7 +122,8 @@ def run_transfer(store: Store, request: TransferRequest, on_step: Callable[[str]
                 on_step(f"calibrating {policy.name} on {k} target queries")
             name = f"{policy.name}_cal{k}"
             outcomes[name], router = calibrated_outcome(context, rows, policy, request, k, name)
-            checkpoint_id = save_calibrated(store, policy.checkpoint, router, request, k)
+            checkpoint_id = save_calibrated(store, policy.checkpoint, router, request, k) \
+                if request.store_calibrated else None
             calibration.setdefault(policy.name, []).append({"k": k, "policy": name, "checkpoint_id": checkpoint_id})
     return _report(request, context, rows, outcomes, calibration)
 

@@ -74,14 +74,15 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
     app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
     assert not app.exception and app.title[0].value == "Overview"
     for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
-                          ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map")]:
+                          ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map"),
+                          ("transfer.py", "Transfer")]:
         app.switch_page(f"../pages/{script}").run()
         assert not app.exception, script
         assert app.title[0].value == title
 
 
 @pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
-                                    "action_map.py"])
+                                    "action_map.py", "transfer.py"])
 def test_empty_store_says_what_to_do(script: str) -> None:
     app = page(script)
     assert not app.exception

@@ -9,29 +9,19 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.setup import prepare_evaluation, router_policies
 from forge_core.evaluation.transfer import TransferRequest, calibration_rows, run_transfer
-from forge_core.routing.features import compute_features
 from forge_core.store import Store
 
-from support.stores import copy_store, synthetic_outcomes
+from support.stores import copy_store
 
 SOURCE, TARGET = "synthetic-host", "knowing-host"
 
 
-@pytest.fixture(scope="module")
-def two_host_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
-    """The outcome store plus a target host that answers long questions without evidence."""
-    store = copy_store(outcome_store, tmp_path_factory.mktemp("transfer"))
-    synthetic_outcomes(store, TARGET, {"train": 40, "dev": 20, "test": 20}, ("musique", "popqa", "2wikimultihopqa"),
-                       direct_f1_long=0.85)
-    compute_features(store, TARGET)
-    return store
-
-
-def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store) -> None:
+def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store, tmp_path) -> None:
+    store = copy_store(two_host_store, tmp_path)
     request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(100,))
     for settings in request.evaluations():
-        prepare_evaluation(two_host_store, settings)
-    report = run_transfer(two_host_store, request)
+        prepare_evaluation(store, settings)
+    report = run_transfer(store, request)
     policies = report["policies"]
     zero_shot, calibrated = policies["transfer_forge_lite"], policies["transfer_forge_lite_cal100"]
     target_router = policies["target_forge_lite"]
@@ -44,8 +34,8 @@ def test_calibration_moves_a_transferred_router_towards_the_target(two_host_stor
     assert report["calibration"]["transfer_forge_lite"][0]["k"] == 100
     assert policies["oracle"]["deployable"] is False and report["queries"] == 60
     # the transferred checkpoints are the source's, trained on source data only
-    source_ids = {p.checkpoint_id for p in router_policies(two_host_store, request.source_settings())}
-    assert all(two_host_store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
+    source_ids = {p.checkpoint_id for p in router_policies(store, request.source_settings())}
+    assert all(store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
     # the target oracle keeps long questions away from Raw; the zero-shot router does not
     mix = report["arm_mix"]["musique"]
     assert mix["transfer_forge_lite"].get("raw:no_think", 0) > mix["oracle"].get("raw:no_think", 0)
