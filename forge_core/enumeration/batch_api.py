@@ -47,7 +47,7 @@ from forge_core.enumeration.batch_files import (
     read_jsonl,
     request_body,
     split_under_limits,
-    write_request_files,
+    write_lines_atomically,
 )
 from forge_core.enumeration.calls import PlannedCall, planned_calls
 from forge_core.enumeration.estimate import estimate_calls, input_counter
@@ -305,7 +305,7 @@ def _submit(store: Store, plan: EnumerationPlan, api: BatchApi, lines: list[dict
     sha = hashlib.sha256("".join(json.dumps(line, sort_keys=True) for line in lines).encode()).hexdigest()
     path = requests_path(sha)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_request_files(path, lines, FileLimits(requests=len(lines), bytes=2**62))
+    write_lines_atomically(path, lines)
     host = get_host_config(store, plan.host)
     count, method = input_counter(store, host)
     estimate = estimate_calls(store, host, calls, count, method)

@@ -111,12 +111,14 @@ def write_request_files(path: Path, lines: Iterable[dict[str, Any]], limits: Fil
     (each written atomically); returns the files written."""
     parts = split_under_limits(lines, limits)
     if len(parts) == 1:
-        return [_write_atomically(path, parts[0])]
-    return [_write_atomically(path.with_name(f"{path.stem}-{index:03d}{path.suffix}"), part)
+        return [write_lines_atomically(path, parts[0])]
+    return [write_lines_atomically(path.with_name(f"{path.stem}-{index:03d}{path.suffix}"), part)
             for index, part in enumerate(parts, start=1)]
 
 
-def _write_atomically(path: Path, lines: list[dict[str, Any]]) -> Path:
+def write_lines_atomically(path: Path, lines: list[dict[str, Any]]) -> Path:
+    """Write the lines to `path` as one JSONL file, atomically (a temporary file, synced, then
+    renamed); returns `path`."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as handle:
         handle.writelines(_encoded(line) for line in lines)
