@@ -54,7 +54,7 @@ from forge_core.enumeration.estimate import estimate_calls, input_counter
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.hosts.anthropic import DEFAULT_BASE_URL, anthropic_auth_headers
-from forge_core.hosts.base import HostConfig
+from forge_core.hosts.base import GenerationRequest, HostConfig
 from forge_core.hosts.http_retry import RetryPolicy, parse_retry_after, read_api_key
 from forge_core.hosts.openai_compat import openai_auth_headers
 from forge_core.hosts.registry import get_host_config
@@ -286,7 +286,8 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
         return report
     lines = [api.request_line(call) for call in calls]
     by_id = {call.key.custom_id: call for call in calls}
-    submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part])
+    count, method = input_counter(store, api.host)
+    submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part], count, method)
                  for part in split_under_limits(lines, api.limits)]  # all parts run side by side
     for batch in submitted:
         report.submitted.append(batch.batch_id)
@@ -300,15 +301,14 @@ def requests_path(requests_sha256: str) -> Path:
 
 
 def _submit(store: Store, plan: EnumerationPlan, api: BatchApi, lines: list[dict[str, Any]],
-            calls: list[PlannedCall]) -> SubmittedBatch:
-    """Keep the lines, create the batch and store its id at once."""
+            calls: list[PlannedCall], count: Callable[[GenerationRequest], int], method: str) -> SubmittedBatch:
+    """Keep the lines, create the batch and store its id at once (with its estimate, input tokens
+    counted by `count`, the host's `input_counter`)."""
     sha = hashlib.sha256("".join(json.dumps(line, sort_keys=True) for line in lines).encode()).hexdigest()
     path = requests_path(sha)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_lines_atomically(path, lines)
-    host = get_host_config(store, plan.host)
-    count, method = input_counter(store, host)
-    estimate = estimate_calls(store, host, calls, count, method)
+    estimate = estimate_calls(store, api.host, calls, count, method)
     batch_id = api.submit(lines)
     now = utc_now()
     batch = SubmittedBatch(batch_id, api.provider, plan.host, sha, len(lines), "submitted", 0, 0,
