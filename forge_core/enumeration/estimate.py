@@ -164,17 +164,16 @@ def input_counter(store: Store, host_config: HostConfig,
 
 def _usage_ratio(store: Store, host: str, tokenizer: PromptTokenizer) -> tuple[float, int]:
     """(the host's stored prompt tokens / the tokenizer's count of the same requests, calls measured)."""
-    frame = store.arm_outcomes(host)
-    frame = frame[frame["error"].isna()].head(RATIO_SAMPLE)
+    sample = store.answered_arm_tokens_in(host, RATIO_SAMPLE)
     reported = counted = 0
-    for benchmark, rows in itertools.groupby(frame.itertuples(), key=lambda row: row.benchmark):
+    for benchmark, rows in itertools.groupby(sample, key=lambda row: row[0]):
         rows = list(rows)
         retriever = load_retriever(store, benchmark)
-        examples = {e.example_id: e for e in store.examples(benchmark, [row.example_id for row in rows])}
-        for row in rows:
-            example = examples[row.example_id]
+        examples = {e.example_id: e for e in store.examples(benchmark, [example_id for _, example_id, _, _ in rows])}
+        for _, example_id, arm, tokens_in in rows:
+            example = examples[example_id]
             evidence = retrieve_evidence(retriever, example.question)
-            request = call_request(CallKey(host, benchmark, row.example_id, row.arm), example, evidence)
-            reported += int(row.tokens_in)
+            request = call_request(CallKey(host, benchmark, example_id, arm), example, evidence)
+            reported += int(tokens_in)
             counted += tokenizer.count(request.messages)
-    return (reported / counted, len(frame)) if counted else (1.0, 0)
+    return (reported / counted, len(sample)) if counted else (1.0, 0)
