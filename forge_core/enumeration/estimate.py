@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from forge_core.enumeration.calls import CallKey, PlannedCall, call_request, planned_calls
-from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.hosts.base import GenerationRequest, HostConfig
@@ -94,12 +94,13 @@ class StageZeroEstimate:
         }
 
 
-def estimate_plan(store: Store, plan: EnumerationPlan,
-                  on_call: Callable[[int], object] | None = None) -> StageZeroEstimate:
-    """The estimate of a (validated) plan's missing calls; `on_call(n)` after each counted call."""
-    host_config = get_host_config(store, plan.host)
+def estimate_plan(store: Store, plan: EnumerationPlan, on_call: Callable[[int], object] | None = None,
+                  work: list[QueryWork] | None = None, host_config: HostConfig | None = None) -> StageZeroEstimate:
+    """The estimate of a (validated) plan's missing calls; `on_call(n)` after each counted call.
+    `work` (the plan's `plan_work`) and `host_config` (its host's) are looked up when not given."""
+    host_config = get_host_config(store, plan.host) if host_config is None else host_config
     count, input_method = input_counter(store, host_config, ask_server=True)
-    return estimate_calls(store, host_config, planned_calls(store, plan), count, input_method, on_call)
+    return estimate_calls(store, host_config, planned_calls(store, plan, work), count, input_method, on_call)
 
 
 def estimate_calls(store: Store, host_config: HostConfig, calls: Iterable[PlannedCall],
