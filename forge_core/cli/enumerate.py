@@ -159,15 +159,12 @@ def write_batch_files(store: Store, plan: EnumerationPlan, host_config: HostConf
 
 def ingest_batch_results(store: Store, results_path: Path, requests_path: Path | None, as_json: bool) -> None:
     """`--from-batch`: score and store a results file."""
-    from forge_core.enumeration.batch_files import anthropic_custom_id, ingest_results, parse_result_line, read_jsonl
+    from forge_core.enumeration.batch_files import ingest_lines, read_jsonl
 
-    request_lines = None if requests_path is None else {
-        line.get("custom_id"): line for _, line in read_jsonl(requests_path)}
-    anthropic_ids = None if request_lines is None else {anthropic_custom_id(cid): cid for cid in request_lines}
+    request_lines = None if requests_path is None else [line for _, line in read_jsonl(requests_path)]
     with spinner_progress() as progress:
         progress.add_task(f"storing {results_path.name}", total=None)
-        results = (parse_result_line(line, anthropic_ids) for _, line in read_jsonl(results_path))
-        report = ingest_results(store, results, request_lines)
+        report = ingest_lines(store, (line for _, line in read_jsonl(results_path)), request_lines)
     for line in report.refused[:20]:
         console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
     print_summary({"stored": report.stored, "errors": report.errors, "skipped": report.skipped,

@@ -41,9 +41,8 @@ from forge_core.enumeration.batch_files import (
     IngestReport,
     anthropic_custom_id,
     check_batchable,
-    ingest_results,
+    ingest_lines,
     openai_batch_line,
-    parse_result_line,
     read_jsonl,
     request_body,
     split_under_limits,
@@ -336,7 +335,7 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
     except BatchFailed:  # a download that failed leaves the batch to resume; a failed batch is final
         store.save_batch(replace(batch, status="failed", updated_at=utc_now()))
         raise
-    ingested = _ingest(store, api.provider, batch, lines)
+    ingested = _ingest(store, batch, lines)
     report.stored += ingested.stored
     report.errors += ingested.errors
     report.skipped += ingested.skipped
@@ -345,15 +344,13 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
     store.save_batch(replace(batch, status="ingested", updated_at=now, ingested_at=now))
 
 
-def _ingest(store: Store, provider: str, batch: SubmittedBatch, lines: Iterable[dict[str, Any]]) -> IngestReport:
+def _ingest(store: Store, batch: SubmittedBatch, lines: Iterable[dict[str, Any]]) -> IngestReport:
+    """Store a batch's result lines, checked against the request lines kept when it was submitted."""
     path = requests_path(batch.requests_sha256)
     if not path.is_file():
         raise MissingStep(f"the request lines of batch {batch.batch_id} are gone ({path}); "
                           f"they are needed to check and store its results")
-    requests = {line["custom_id"]: line for _, line in read_jsonl(path)}
-    anthropic_ids = {anthropic_custom_id(custom_id): custom_id for custom_id in requests}
-    results = (parse_result_line(line, anthropic_ids if provider == "anthropic" else None) for line in lines)
-    return ingest_results(store, results, requests)
+    return ingest_lines(store, lines, (line for _, line in read_jsonl(path)))
 
 
 def cancel_batch(store: Store, batch_id: str, retry_base_s: float = RETRY_BASE_S) -> SubmittedBatch:

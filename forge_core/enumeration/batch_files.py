@@ -251,6 +251,15 @@ def ingest_results(store: Store, results: Iterable[BatchResult],
     return report
 
 
+def ingest_lines(store: Store, result_lines: Iterable[dict[str, Any]],
+                 request_lines: Iterable[dict[str, Any]] | None = None) -> IngestReport:
+    """Parse, score and store result lines (`ingest_results`); with the request lines they answer,
+    each body is checked against them and Anthropic's ids are mapped back to FORGE's."""
+    requests = None if request_lines is None else {line.get("custom_id"): line for line in request_lines}
+    anthropic_ids = None if requests is None else {anthropic_custom_id(custom_id): custom_id for custom_id in requests}
+    return ingest_results(store, (parse_result_line(line, anthropic_ids) for line in result_lines), requests)
+
+
 class _IngestContext:
     """Host configurations, examples, retrievers and stored keys, loaded once per host and benchmark."""
 
