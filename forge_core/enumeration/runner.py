@@ -44,7 +44,7 @@ from forge_core.enumeration.outcome_rows import (
     greedy_probe_row,
 )
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
-from forge_core.evidence.answering import Evidence, answer_with_arm, arm_request, load_retriever, retrieve_evidence
+from forge_core.evidence.answering import Evidence, arm_answer, arm_request, load_retriever, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
@@ -148,17 +148,19 @@ class _Run:
     async def run_arm(self, example: Example, evidence: Evidence, arm: Arm, greedy_probe: bool) -> None:
         """One (query, arm) call if the limits allow it, stored at once; also stored as the greedy
         probe when asked."""
-        bound = self.reserve_call(arm_request(evidence, arm, example.is_fever))
+        request = arm_request(evidence, arm, example.is_fever)
+        bound = self.reserve_call(request)
         if bound is None:
             return
         started = utc_now()
         try:
-            answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
+            generation = await self.host.generate(request)
         except HostError as error:
             self.writer.put(failed_arm_row(self.plan.host, example, arm.name, str(error), self.host_hash, started,
                                            utc_now(), latency_ms=0.0, attempts=error.attempts))
             self.record_call(0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}", bound)
             return
+        answer = arm_answer(arm, generation, evidence.support_text(arm.support), example.is_fever)
         self.writer.put(answered_arm_row(self.plan.host, example, answer, self.host_hash, started, utc_now(),
                                          latency_ms=answer.latency_ms, attempts=answer.attempts))
         if greedy_probe:
