@@ -145,6 +145,37 @@ class _Http:
             time.sleep(self.policy.wait_s(attempt - 1, parse_retry_after(response.headers.get("retry-after"))))
         raise AssertionError("unreachable")
 
+    def json(self, method: str, path: str, what: str, needs: tuple[str, ...] = (), **arguments: Any) -> dict[str, Any]:
+        """The JSON object a request (`request`) answers, holding the fields `needs`; any other
+        reply raises a one-line `BatchApiError`."""
+        response = self.request(method, path, what, **arguments)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise BatchApiError(f"{self.provider} batch API, {what}: the reply is not a JSON object")
+        missing = [name for name in needs if name not in body]
+        if missing:
+            raise BatchApiError(f"{self.provider} batch API, {what}: the reply has no '{missing[0]}'")
+        return body
+
+    def jsonl(self, path: str, what: str) -> list[dict[str, Any]]:
+        """The objects of a JSONL download, one a line; a line that is no JSON object raises a
+        one-line `BatchApiError` (the batch is then resumed by the next run)."""
+        lines = []
+        for number, text in enumerate(self.request("GET", path, what).text.splitlines(), start=1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError:
+                line = None
+            if not isinstance(line, dict):
+                raise BatchApiError(f"{self.provider} batch API, {what}: line {number} is not a JSON object")
+            lines.append(line)
+        return lines
+
 
 def _error_message(response: httpx.Response) -> str:
     try:
@@ -152,10 +183,6 @@ def _error_message(response: httpx.Response) -> str:
     except (ValueError, AttributeError):
         return ""
     return str(error.get("message", "")) if isinstance(error, dict) else ""
-
-
-def _jsonl(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 class OpenAIBatches:
@@ -173,29 +200,29 @@ class OpenAIBatches:
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         content = "".join(json.dumps(line) + "\n" for line in lines).encode()
-        uploaded = self.http.request("POST", "/files", "upload", data={"purpose": "batch"},
-                                     files={"file": ("forge-stage0.jsonl", content, "application/jsonl")}).json()
-        created = self.http.request("POST", "/batches", "create", json={
+        uploaded = self.http.json("POST", "/files", "upload", ("id",), data={"purpose": "batch"},
+                                  files={"file": ("forge-stage0.jsonl", content, "application/jsonl")})
+        created = self.http.json("POST", "/batches", "create", ("id",), json={
             "input_file_id": uploaded["id"], "endpoint": CHAT_COMPLETIONS_URL, "completion_window": "24h",
-            "metadata": {"created_by": "forge enumerate"}}).json()
+            "metadata": {"created_by": "forge enumerate"}})
         return created["id"]
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self.http.request("GET", f"/batches/{batch_id}", "retrieve").json()
+        batch = self.http.json("GET", f"/batches/{batch_id}", "retrieve", ("status",))
         counts = batch.get("request_counts") or {}
         ended = batch["status"] in ("completed", "failed", "expired", "cancelled")
         return BatchState(batch["status"], counts.get("total", 0), counts.get("completed", 0),
                           counts.get("failed", 0), ended)
 
     def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.request("GET", f"/batches/{batch_id}", "retrieve").json()
+        batch = self.http.json("GET", f"/batches/{batch_id}", "retrieve", ("status",))
         if batch["status"] == "failed":
             errors = (batch.get("errors") or {}).get("data") or [{}]
             raise BatchFailed(f"openai batch {batch_id} failed: {errors[0].get('message', 'no reason given')}")
         lines = []
         for file_id in (batch.get("output_file_id"), batch.get("error_file_id")):
             if file_id:
-                lines += _jsonl(self.http.request("GET", f"/files/{file_id}/content", "download").text)
+                lines += self.http.jsonl(f"/files/{file_id}/content", "download")
         return lines
 
     def cancel(self, batch_id: str) -> BatchState:
@@ -219,10 +246,10 @@ class AnthropicBatches:
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         requests = [{"custom_id": anthropic_custom_id(line["custom_id"]), "params": line["params"]} for line in lines]
-        return self.http.request("POST", "/messages/batches", "create", json={"requests": requests}).json()["id"]
+        return self.http.json("POST", "/messages/batches", "create", ("id",), json={"requests": requests})["id"]
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self.http.request("GET", f"/messages/batches/{batch_id}", "retrieve").json()
+        batch = self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve", ("processing_status",))
         counts = batch.get("request_counts") or {}
         failed = sum(counts.get(name, 0) for name in ("errored", "canceled", "expired"))
         total = failed + counts.get("succeeded", 0) + counts.get("processing", 0)
@@ -230,11 +257,11 @@ class AnthropicBatches:
                           batch["processing_status"] == "ended")
 
     def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.request("GET", f"/messages/batches/{batch_id}", "retrieve").json()
+        batch = self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve")
         url = batch.get("results_url")
         if not url:
             raise BatchApiError(f"anthropic batch {batch_id} has no results yet")
-        return _jsonl(self.http.request("GET", url, "download").text)
+        return self.http.jsonl(url, "download")
 
     def cancel(self, batch_id: str) -> BatchState:
         self.http.request("POST", f"/messages/batches/{batch_id}/cancel", "cancel")

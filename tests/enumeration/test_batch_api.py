@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from forge_core.data.importing import import_benchmarks
@@ -201,3 +202,18 @@ def test_wrong_provider_and_refused_create_are_one_line(store: Store) -> None:
         with pytest.raises(BatchApiError, match="create: HTTP 429 rate limited"):
             _run(store, _plan(config.name))
     assert store.batches(config.name) == []
+
+
+def test_an_unexpected_reply_or_download_is_one_line() -> None:
+    replies = {"/v1/batches/b1": httpx.Response(200, json={"id": "b1"}),
+               "/v1/batches/b2": httpx.Response(200, text="<html>proxy error</html>"),
+               "/v1/files/f1/content": httpx.Response(200, text='{"custom_id": "a"}\n{"custom_id": tru')}
+    api = batch_api("openai", HostConfig(name="odd", kind="openai", model="m", base_url="http://odd.test/v1"))
+    api.http.client = httpx.Client(base_url="http://odd.test/v1",
+                                   transport=httpx.MockTransport(lambda request: replies[request.url.path]))
+    with pytest.raises(BatchApiError, match="^openai batch API, retrieve: the reply has no 'status'$"):
+        api.state("b1")
+    with pytest.raises(BatchApiError, match="^openai batch API, retrieve: the reply is not a JSON object$"):
+        api.state("b2")
+    with pytest.raises(BatchApiError, match="^openai batch API, download: line 2 is not a JSON object$"):
+        api.http.jsonl("/files/f1/content", "download")
