@@ -87,6 +87,7 @@ class BatchState:
     completed: int  # answered
     failed: int  # errored, expired or cancelled
     ended: bool  # no further progress: its results can be downloaded
+    batch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the provider's batch object
 
 
 class BatchApi(Protocol):
@@ -108,8 +109,8 @@ class BatchApi(Protocol):
         """The batch's progress."""
         ...
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        """Every result line of an ended batch (answers and errors)."""
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        """Every result line of an ended batch (answers and errors), found from its last `state`."""
         ...
 
     def cancel(self, batch_id: str) -> BatchState:
@@ -212,10 +213,10 @@ class OpenAIBatches:
         counts = batch.get("request_counts") or {}
         ended = batch["status"] in ("completed", "failed", "expired", "cancelled")
         return BatchState(batch["status"], counts.get("total", 0), counts.get("completed", 0),
-                          counts.get("failed", 0), ended)
+                          counts.get("failed", 0), ended, batch)
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.json("GET", f"/batches/{batch_id}", "retrieve", ("status",))
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        batch = state.batch
         if batch["status"] == "failed":
             errors = (batch.get("errors") or {}).get("data") or [{}]
             raise BatchFailed(f"openai batch {batch_id} failed: {errors[0].get('message', 'no reason given')}")
@@ -249,23 +250,26 @@ class AnthropicBatches:
         return self.http.json("POST", "/messages/batches", "create", ("id",), json={"requests": requests})["id"]
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve", ("processing_status",))
+        return self._state(self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve", ("processing_status",)))
+
+    @staticmethod
+    def _state(batch: dict[str, Any]) -> BatchState:
+        """The state of a Message Batch object (what retrieve and cancel both answer)."""
         counts = batch.get("request_counts") or {}
         failed = sum(counts.get(name, 0) for name in ("errored", "canceled", "expired"))
         total = failed + counts.get("succeeded", 0) + counts.get("processing", 0)
         return BatchState(batch["processing_status"], total, counts.get("succeeded", 0), failed,
-                          batch["processing_status"] == "ended")
+                          batch["processing_status"] == "ended", batch)
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve")
-        url = batch.get("results_url")
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        url = state.batch.get("results_url")
         if not url:
             raise BatchApiError(f"anthropic batch {batch_id} has no results yet")
         return self.http.jsonl(url, "download")
 
     def cancel(self, batch_id: str) -> BatchState:
-        self.http.request("POST", f"/messages/batches/{batch_id}/cancel", "cancel")
-        return self.state(batch_id)
+        return self._state(self.http.json("POST", f"/messages/batches/{batch_id}/cancel", "cancel",
+                                          ("processing_status",)))
 
 
 def batch_api(provider: str, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> BatchApi:
@@ -358,7 +362,7 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
             break
         time.sleep(poll_seconds)
     try:
-        lines = api.result_lines(batch.batch_id)
+        lines = api.result_lines(batch.batch_id, state)
     except BatchFailed:  # a download that failed leaves the batch to resume; a failed batch is final
         store.save_batch(replace(batch, status="failed", updated_at=utc_now()))
         raise

@@ -64,6 +64,7 @@ def test_openai_batch_runs_to_the_store_with_its_id_and_price(store: Store) -> N
     assert server.creates == 1 and server.create_attempts == 3  # two 429s, retried
     assert (report.stored, report.errors, report.refused, len(report.submitted)) == (27, 0, [], 1)
     assert seen == [("in_progress", 13), ("completed", 27)]
+    assert server.batches["batch_1"]["polls"] == 2  # the results are found from the last poll, not a third GET
     assert count_calls(plan_work(store, plan)) == 0
     outcomes = store.arm_outcomes(plan.host)
     assert len(outcomes) == 18 and outcomes["latency_ms"].isna().all() and outcomes["error"].isna().all()
