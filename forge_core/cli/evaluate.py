@@ -337,6 +337,24 @@ def _eval_transfer(request: TransferRequest, as_json: bool) -> None:
                       _interval(row["ci_utility_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
                       _interval(row["ci_utility_vs_target_router"]))
     Console().print(table)
+    _print_arm_mix(report)
+    for router, points in report["calibration"].items():
+        stored = ", ".join(f"K={point['k']} {point['checkpoint_id']}" for point in points)
+        Console().print(f"{router} calibrated on the target, stored as: {stored}")
+
+
+def _print_arm_mix(report: dict) -> None:
+    """Per benchmark, the target oracle's arm mix beside the transferred and the target's own Lite router."""
+    columns = [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite")
+               if name in report["policies"]]
+    table = Table("benchmark", *columns, title="Where the transferred allocation differs: arm mix per benchmark")
+    for benchmark, mixes in report["arm_mix"].items():
+        table.add_row(benchmark, *(_mix_text(mixes[name]) for name in columns))
+    Console().print(table)
+
+
+def _mix_text(shares: dict[str, float]) -> str:
+    return "\n".join(f"{arm} {share:.0%}" for arm, share in sorted(shares.items(), key=lambda item: -item[1]))
 
 
 def _print_seed_spread(spread: dict) -> None:

@@ -349,6 +349,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert not app.exception
     by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
     assert by_label(app.selectbox, "Router").value == checkpoint_id  # the only checkpoint
+    assert f"was trained on host '{SYNTHETIC_HOST}', not '{FAKE_HOST}'" in texts(app.warning)
     by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error, texts(app.error)

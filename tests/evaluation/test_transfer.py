@@ -46,6 +46,31 @@ def test_calibration_moves_a_transferred_router_towards_the_target(two_host_stor
     # the transferred checkpoints are the source's, trained on source data only
     source_ids = {p.checkpoint_id for p in router_policies(two_host_store, request.source_settings())}
     assert all(two_host_store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
+    # the target oracle keeps long questions away from Raw; the zero-shot router does not
+    mix = report["arm_mix"]["musique"]
+    assert mix["transfer_forge_lite"].get("raw:no_think", 0) > mix["oracle"].get("raw:no_think", 0)
+    assert all(abs(sum(shares.values()) - 1) < 1e-3 for shares in mix.values())
+
+
+def test_a_calibrated_router_is_stored_with_its_source_and_never_selected(two_host_store: Store, tmp_path) -> None:
+    from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
+
+    store = copy_store(two_host_store, tmp_path)
+    request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(25,))
+    for settings in request.evaluations():
+        prepare_evaluation(store, settings)
+    newest_target_lite = latest_checkpoint(store, TARGET, "lite")
+    point = run_transfer(store, request)["calibration"]["transfer_forge_lite"][0]
+    calibrated = load_checkpoint(store, point["checkpoint_id"])
+    source = next(p.checkpoint_id for p in router_policies(store, request.source_settings()) if p.name == "forge_lite")
+    assert calibrated.record["host"] == TARGET
+    assert (calibrated.lineage["calibrated_from"], calibrated.lineage["calibration_k"]) == (source, 25)
+    assert calibrated.lineage["calibration_split"] == "train"
+    assert latest_checkpoint(store, TARGET, "lite") == newest_target_lite  # not taken as the target's router
+    checkpoints = len(store.checkpoints())
+    again = run_transfer(store, request)["calibration"]["transfer_forge_lite"][0]
+    assert again["checkpoint_id"] == calibrated.checkpoint_id
+    assert len(store.checkpoints()) == checkpoints  # the same calibration stores nothing new
 
 
 def test_calibration_queries_never_come_from_the_evaluated_split(two_host_store: Store) -> None:
@@ -80,6 +105,10 @@ def test_forge_eval_transfer_on_the_command_line(two_host_store: Store, tmp_path
     assert (report["source_host"], report["target_host"]) == (SOURCE, TARGET)
     assert {"transfer_forge_lite", "transfer_forge_lite_cal25", "target_forge_lite", "always_raw"} <= set(
         report["policies"])
+    table = subprocess.run([*command[:-1], "--calibration-split", "dev"], capture_output=True, text=True,
+                           env={**env, "COLUMNS": "200"})
+    assert table.returncode == 0, table.stderr
+    assert "arm mix per benchmark" in table.stdout and "calibrated on the target, stored as: K=25 ckpt-" in table.stdout
     missing = subprocess.run([*command[:8], "nowhere-host"], capture_output=True, text=True, env=env)
     assert missing.returncode == 2 and "no outcomes for host 'nowhere-host'" in missing.stderr
     assert "Traceback" not in missing.stderr
