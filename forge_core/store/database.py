@@ -257,7 +257,7 @@ class Store(StoreFile):
     def save_batch(self, batch: SubmittedBatch) -> None:
         """Add or update a submitted batch."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            connection.execute(f"INSERT OR REPLACE INTO batches VALUES ({_parameter_marks(SubmittedBatch)})",
                                list(row_values(batch)))
 
     def batches(self, host: str | None = None) -> list[SubmittedBatch]:
@@ -713,8 +713,7 @@ class Store(StoreFile):
     def write_reward_outcome(self, *outcomes: RewardOutcome) -> None:
         """Store judged (query, arm) rows in one transaction, replacing earlier rows of the same key."""
         with self.transaction() as connection:
-            connection.executemany("INSERT OR REPLACE INTO reward_outcomes VALUES "
-                                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            connection.executemany(f"INSERT OR REPLACE INTO reward_outcomes VALUES ({_parameter_marks(RewardOutcome)})",
                                    [list(row_values(outcome)) for outcome in outcomes])
 
     def judged_outcomes(self, host: str, reward_key: str) -> set[tuple[str, str, str]]:
