@@ -18,12 +18,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from forge_core.arms import alphabet, parse_arm, thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
-from forge_core.enumeration.planning import SPLIT_CHOICES
-from forge_core.errors import InvalidInput, MissingStep
+from forge_core.enumeration.planning import check_bounds, check_split, round_robin
+from forge_core.errors import MissingStep
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -51,17 +49,13 @@ class JudgeRequest:
     concurrency: int = 1  # judge calls in flight at once
 
     def check(self, store: Store) -> None:
-        """Refuse, in one line, what the job would refuse: unknown hosts, split or benchmarks, a
-        host without stored outcomes, a limit below 1."""
-        if self.split not in SPLIT_CHOICES:
-            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        """Refuse, in one line, what the job would refuse: unknown hosts, split, split seed or
+        benchmarks, a host without stored outcomes, a limit or concurrency below 1."""
+        check_split(self.split, self.split_seed)
         thinking_modes(self.n_arms)
         if self.benchmarks is not None:
             check_benchmarks(store, self.benchmarks)
-        if self.limit is not None and self.limit < 1:
-            raise InvalidInput("--limit must be at least 1")
-        if self.concurrency < 1:
-            raise InvalidInput("--concurrency must be at least 1")
+        check_bounds({"limit": self.limit, "concurrency": self.concurrency})
         get_host_config(store, self.judge_host)
         if self.host not in store.hosts_with_outcomes():
             raise MissingStep(f"host '{self.host}' has no stored outcomes to judge: run `forge enumerate --host "
@@ -107,7 +101,9 @@ def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[J
         splits = store.split_table(request.split_seed)
         chosen = splits[splits["split"] == request.split][["benchmark", "example_id"]]
         outcomes = outcomes.merge(chosen, on=["benchmark", "example_id"])
-    keys = _round_robin(outcomes)[:request.limit]
+    per_benchmark = [[(benchmark, example_id) for example_id in sorted(set(group["example_id"]))]
+                     for benchmark, group in outcomes.groupby("benchmark", sort=True)]
+    keys = round_robin(per_benchmark)[:request.limit]
     judged = store.judged_outcomes(request.host, reward_key)
     questions = _questions(store, keys)
     by_key = {key: group for key, group in outcomes.groupby(["benchmark", "example_id"])}
@@ -117,16 +113,6 @@ def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[J
             if (row.benchmark, row.example_id, row.arm) not in judged:
                 work.append(JudgeWork(row.benchmark, row.example_id, row.arm, questions[key], row.extracted or ""))
     return work
-
-
-def _round_robin(outcomes: pd.DataFrame) -> list[tuple[str, str]]:
-    """The distinct (benchmark, example_id) keys, alternating benchmarks, ids sorted within one."""
-    per_benchmark = [sorted(set(group["example_id"])) for _, group in outcomes.groupby("benchmark", sort=True)]
-    names = sorted(set(outcomes["benchmark"]))
-    keys = []
-    for position in range(max((len(ids) for ids in per_benchmark), default=0)):
-        keys.extend((name, ids[position]) for name, ids in zip(names, per_benchmark) if position < len(ids))
-    return keys
 
 
 def _questions(store: Store, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:

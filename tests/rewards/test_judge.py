@@ -86,6 +86,8 @@ def test_plan_refuses_unknown_things(store) -> None:
         JudgeRequest(host="nobody").check(store)
     with pytest.raises(InvalidInput):
         JudgeRequest(host="synthetic-host", limit=0).check(store)
+    with pytest.raises(InvalidInput, match="split seed must be one of 0, 1, 2"):
+        JudgeRequest(host="synthetic-host", split_seed=7).check(store)
     assert plan_judging(store, JudgeRequest(host="synthetic-host", split="train", limit=1), "k")[0].arm
 
 
