@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from forge_core.arms import alphabet, parse_arm, thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
 from forge_core.enumeration.planning import check_bounds, check_split, round_robin
 from forge_core.errors import MissingStep
-from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 JOB_UPDATE_SECONDS = 2.0
 MAX_FAILURES_IN_A_ROW = 10  # then the judge host is likely down
+EVIDENCE_KEPT = 64  # queries whose retrieved evidence a run keeps
 
 
 @dataclass(frozen=True)
@@ -134,14 +136,26 @@ class _JudgeRun:
         self.failures_in_a_row = 0
         self.stopping = False
         self.last_update = 0.0
+        self.evidence_kept: dict[tuple[str, str], Evidence] = {}  # oldest first
+        self.evidence_lock = threading.Lock()
 
     def support_text(self, work: JudgeWork) -> str:
         """The evidence the answering host saw under the work's arm ("" for Direct)."""
         support = parse_arm(work.arm).support
         if support == "direct":
             return ""
-        evidence = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
-        return evidence.support_text(support)
+        return self.evidence(work).support_text(support)
+
+    def evidence(self, work: JudgeWork) -> Evidence:
+        """The query's top passages, retrieved once per query (as the enumeration does) rather than
+        once per arm; the work comes query by query, so the last `EVIDENCE_KEPT` queries are kept."""
+        key = (work.benchmark, work.example_id)
+        with self.evidence_lock:  # the workers' threads share the cache
+            if key not in self.evidence_kept:
+                self.evidence_kept[key] = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
+                if len(self.evidence_kept) > EVIDENCE_KEPT:
+                    del self.evidence_kept[next(iter(self.evidence_kept))]
+            return self.evidence_kept[key]
 
     async def judge_one(self, work: JudgeWork) -> None:
         """Judge one outcome and store the row at once."""
