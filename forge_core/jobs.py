@@ -29,10 +29,9 @@ from forge_core import config
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config, serving
 from forge_core.records import BENCHMARKS
-from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
+from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
@@ -150,11 +149,7 @@ def run_request(store: Store, request: JobRequest) -> None:
 
 
 def _run_judging(store: Store, request: JudgeRequest) -> None:
-    async def judge() -> Any:
-        async with hosted(get_host_config(store, request.judge_host)) as client:
-            return await judge_outcomes(store, request, client)
-
-    report = asyncio.run(judge())
+    report = asyncio.run(judge_on_host(store, request))
     log.info("job %s: %s, %d judged, %d errors", report.job_id, report.status, report.judged, len(report.errors))
 
 

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from forge_core.arms import alphabet, parse_arm, thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
 from forge_core.enumeration.planning import check_bounds, check_split, round_robin
+from forge_core.enumeration.runner import JOB_UPDATE_SECONDS, MAX_FAILURES_IN_A_ROW
 from forge_core.errors import MissingStep
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.hosts.base import Host, HostError
+from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
 from forge_core.rewards.judge import JUDGE_SOURCE, judge_prompt_hash, judge_request, judge_reward_key, parse_rating
@@ -32,8 +34,6 @@ from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
-JOB_UPDATE_SECONDS = 2.0
-MAX_FAILURES_IN_A_ROW = 10  # then the judge host is likely down
 EVIDENCE_KEPT = 64  # queries whose retrieved evidence a run keeps
 
 
@@ -231,6 +231,13 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
         store.update_job(report.job_id, report.judged, len(report.errors))
         store.finish_job(report.job_id, report.status, f"{report.judged} judged, {len(report.errors)} errors")
     return report
+
+
+async def judge_on_host(store: Store, request: JudgeRequest,
+                        on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
+    """`judge_outcomes` on a client for the request's judge host (see `hosted`)."""
+    async with hosted(get_host_config(store, request.judge_host)) as judge:
+        return await judge_outcomes(store, request, judge, on_progress)
 
 
 async def _worker(run: _JudgeRun, queue: asyncio.Queue) -> None:
