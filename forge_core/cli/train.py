@@ -128,20 +128,21 @@ def checkpoints_command(
 ) -> None:
     """List router checkpoints with their lineage summary, dev metrics and default mark; delete
     some, or mark a host's default router."""
+    if delete and set_default:
+        raise InvalidInput("choose --delete or --set-default, not both")
     store = open_store()
     if delete:
         store.delete_checkpoints(delete)
         console.print(f"deleted {len(set(delete))} checkpoint(s)")
         return
     if set_default:
-        found = store.checkpoint(set_default)
-        if found is None:
+        marked_host = store.mark_checkpoint_as_default(set_default)
+        if marked_host is None:
             raise InvalidInput(f"no checkpoint '{set_default}' (see `forge checkpoints`)")
-        store.set_default_router(found[0]["host"], set_default)
-        console.print(f"{set_default} is now the default router of host '{found[0]['host']}'")
+        console.print(f"{set_default} is now the default router of host '{marked_host}'")
         return
     frame = store.checkpoints(host)
-    marked = {name: store.default_router(name) for name in set(frame["host"])}
+    marked = {name: store.marked_default_router(name) for name in set(frame["host"])}
     rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
              "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics),
              "default": marked[r.host] == r.checkpoint_id}

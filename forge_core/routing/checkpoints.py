@@ -114,11 +114,11 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
 
 
 def default_router(store: Store, host: str) -> str | None:
-    """The host's default router: the checkpoint the user marked (`Store.set_default_router`),
+    """The host's default router: the checkpoint the user marked (`Store.marked_default_router`),
     else its newest cost-conditioned Lite checkpoint (it decides at whatever weights are asked),
     else its newest Lite checkpoint (which a new run takes over until a mark is set); None
     without any."""
-    return (store.default_router(host) or latest_checkpoint(store, host, "lite", conditioned=True)
+    return (store.marked_default_router(host) or latest_checkpoint(store, host, "lite", conditioned=True)
             or latest_checkpoint(store, host, "lite"))
 
 
