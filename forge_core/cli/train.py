@@ -19,6 +19,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -73,12 +74,12 @@ def train_router_command(
                               "weights drawn log-uniformly over --weight-range (lambda-in/out only set the "
                               "reported dev metrics).")] = False,
     weight_range: Annotated[tuple[float, float], typer.Option(help="--conditioned: smallest and largest trained "
-                                                                    "weight.")] = (0.02, 3.0),
-    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = 8,
+                                                                    "weight.")] = (CostConditioning.low,
+                                                                                   CostConditioning.high),
+    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
-    from forge_core.routing.conditioning import CostConditioning
     from forge_core.training.stage1 import Stage1Config
     from forge_core.training.stage2 import Stage2Config
     from forge_core.training.trainer import TrainRequest, train_router_job
