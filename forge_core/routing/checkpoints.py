@@ -113,6 +113,17 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
     return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record, conditioning)
 
 
+def other_host_warning(checkpoint_id: str, trained_on: str, host: str) -> str | None:
+    """A one-line warning when a router trained on one host routes another host's questions (its
+    allocation was learnt on what the other host knows), with the commands that measure and fix it;
+    None when the hosts are the same."""
+    if trained_on == host:
+        return None
+    return (f"router {checkpoint_id} was trained on host '{trained_on}', not '{host}': its arm choices may be wrong "
+            f"here; measure with `forge eval transfer --from {trained_on} --to {host}`, add `--calibrate 50` "
+            f"for a router calibrated on {host}")
+
+
 def default_router(store: Store, host: str) -> str | None:
     """The host's default router: the checkpoint the user marked (`Store.marked_default_router`),
     else its newest cost-conditioned Lite checkpoint (it decides at whatever weights are asked),

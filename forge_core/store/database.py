@@ -572,7 +572,8 @@ class Store(StoreFile):
         """The checkpoints of a host whose columns equal the given values (None matches NULL only),
         newest first: checkpoint_id, created_at, stage, store_snapshot, metrics, conditioned (a
         cost-conditioned router: its lineage has a `conditioning`). Selectable: stage, variant,
-        n_arms and `CHECKPOINT_LINEAGE_COLUMNS`."""
+        n_arms and `CHECKPOINT_LINEAGE_COLUMNS`. A router calibrated from another host's checkpoint
+        (`forge eval transfer --calibrate`: its lineage has `calibrated_from`) is never selected."""
         unknown = sorted(set(columns) - _CHECKPOINT_FILTERS)
         if unknown:
             raise ValueError(f"checkpoints have no column {', '.join(unknown)} to select by")
@@ -581,7 +582,8 @@ class Store(StoreFile):
             return connection.execute(
                 "SELECT checkpoint_id, created_at, stage, store_snapshot, metrics, "
                 "json_exists(lineage, '$.conditioning') AS conditioned FROM checkpoints "
-                f"WHERE host = ?{conditions} ORDER BY created_at DESC", [host, *columns.values()]).fetchdf()
+                f"WHERE host = ? AND NOT json_exists(lineage, '$.calibrated_from'){conditions} "
+                "ORDER BY created_at DESC", [host, *columns.values()]).fetchdf()
 
     # ------------------------------------------------------------ jobs
 

@@ -140,7 +140,9 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
     result = forge(store, "ask", "--route", "--router", checkpoint_id, "--compare-raw", "--host", "embedded-tiny",
                    "--benchmark", BENCHMARK, "--example", example_id, "--json")
     assert result.returncode == 0, result.stderr
-    answer = json.loads(result.stdout)
+    answer = json.loads(result.stdout)  # the warning below goes to stderr, the JSON stays whole
+    trained_on = store.checkpoint(checkpoint_id)[0]["host"]
+    assert f"router {checkpoint_id} was trained on host '{trained_on}', not 'embedded-tiny'" in result.stderr
     assert {"arm", "probabilities", "answer", "tokens_in", "tokens_out", "latency_ms", "routing_ms",
             "raw_cost_tokens", "always_raw"} <= set(answer)
     assert answer["arm"] == max(answer["probabilities"], key=answer["probabilities"].get)
