@@ -183,7 +183,7 @@ def default_router(store: Store, host: str) -> str | None:
 def marked_default_router(store: Store, host: str) -> str | None:
     """The checkpoint the user marked as the host's default router, or None (without a mark,
     `forge_core.routing.checkpoints.default_router` falls back to the conditioned, then newest Lite)."""
-    return store.default_router(host)
+    return store.marked_default_router(host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
