@@ -11,7 +11,7 @@ from forge_core.training.checkpoint_views import checkpoint_names
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
            f"{UMAP_MIN_DIST}, cosine, fixed seed; computed once per set of queries and cached), coloured by the "
-           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the checkpoint's λ_in and λ_out) "
+           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the weights named below the picker) "
            f"and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to right. "
            "Hover a point for its question and every arm's outcome; click it to open the query below.")
 store = data.store()
