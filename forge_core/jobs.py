@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 ACTIVE_STATUSES = ("running", "cancelling")
 GONE_STATUS = "interrupted"  # a job whose row says running but whose process has gone
+# fields of a stored training request renamed since: old name -> new name (older job rows still load)
+RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ def start_train_job(request: TrainRequest, store_path: Path, log_dir: Path) -> S
 def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
     """The request a training job row was started with (its `params` column)."""
     values = json.loads(params) if isinstance(params, str) else dict(params)
+    values = {RENAMED_TRAIN_FIELDS.get(key, key): value for key, value in values.items()}
     known = {field.name for field in dataclasses.fields(TrainRequest)}
     values = {key: value for key, value in values.items() if key in known}
     stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}

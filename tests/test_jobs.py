@@ -151,6 +151,14 @@ def test_train_request_round_trips_through_the_jobs_table_params() -> None:
     assert request_from_params(json.dumps(dataclasses.asdict(restricted))) == restricted
 
 
+def test_train_request_params_written_before_the_renames_still_load() -> None:
+    """Job rows of older versions name the network kind `router`."""
+    request = dataclasses.replace(train_request(), router_kind="flat")
+    params = dataclasses.asdict(request)
+    params["router"] = params.pop("router_kind")
+    assert request_from_params(json.dumps(params)) == request
+
+
 def test_judge_request_round_trips_and_leaves_out_fields_it_does_not_know(tmp_path) -> None:
     from forge_core.rewards.judge_job import JudgeRequest
 

@@ -56,7 +56,7 @@ def train_router_command(
     reward: Annotated[str, typer.Option(
         help="Stage 1 reward: gold (F1), judge (`forge rewards judge`) or consensus (no call).")] = "gold",
     stage2_reward: Annotated[str, typer.Option(help="Stage 2 reward: gold, judge or consensus.")] = "gold",
-    router: Annotated[str, typer.Option(help="factorized, or flat (the ablation).")] = "factorized",
+    router_kind: Annotated[str, typer.Option("--router", help="factorized, or flat (the ablation).")] = "factorized",
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
     warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
     max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = 50,
@@ -85,7 +85,7 @@ def train_router_command(
     from forge_core.training.trainer import TrainRequest, train_router_job
 
     request = TrainRequest(
-        host=host, variant=variant, n_arms=arms, stage=stage, router=router, lambda_in=lambda_in,
+        host=host, variant=variant, n_arms=arms, stage=stage, router_kind=router_kind, lambda_in=lambda_in,
         lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
         split_seed=split_seed,
         benchmarks=tuple(benchmark) if benchmark else None,

@@ -58,7 +58,7 @@ class TrainRequest:
     variant: str = "full"  # full, lite or bge (the BGE+BM25 baseline)
     n_arms: int = 6
     stage: int = 1
-    router: str = "factorized"  # or "flat" (the ablation)
+    router_kind: str = "factorized"  # the network: factorized, or flat (the ablation)
     lambda_in: float = DEFAULT_LAMBDA_IN
     lambda_out: float = DEFAULT_LAMBDA_OUT
     rewards: str = "table"  # Stage 2: "table" (replay) or "live" (host calls for missing outcomes)
@@ -247,10 +247,11 @@ def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], 
 
 def _weight_pair_lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str],
                          stage_config: Any) -> dict[str, Any]:
+    # the keys are those of older versions (`router` holds `router_kind`): checkpoint ids hash them
     return {
         "store_snapshot": data.snapshot_hash(), "host": request.host, "host_config_hashes": host_hashes,
         "variant": request.variant, "embedder": data.embedder, "feature_names": list(data.feature_names),
-        "input_dim": int(data.features.shape[1]), "router": request.router, "n_arms": request.n_arms,
+        "input_dim": int(data.features.shape[1]), "router": request.router_kind, "n_arms": request.n_arms,
         "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "tau": request.stage1.tau,
         "split_seed": request.split_seed, "seed": stage_config.seed,
         "benchmarks": list(request.benchmarks) if request.benchmarks is not None else None, "stage": request.stage,
@@ -423,7 +424,7 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
             on_log(rows[-1])
 
     router = fit_stage1_router(_request_rows(data, utility, request, request.stage1.seed), request.stage1,
-                               request.router, on_epoch)
+                               request.router_kind, on_epoch)
     return router, rows, request
 
 
@@ -438,8 +439,8 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
     if parent.conditioning != request.conditioning:
         raise InvalidInput(f"checkpoint {parent_id} is {'not ' if parent.conditioning is None else ''}"
                            "cost-conditioned (or on another weight range): Stage 2 keeps its parent's conditioning")
-    request = dataclasses.replace(request, parent=parent_id, router=parent.lineage["router"])
-    router = build_router(request.router, parent.router.input_dim, request.n_arms)
+    request = dataclasses.replace(request, parent=parent_id, router_kind=parent.lineage["router"])
+    router = build_router(request.router_kind, parent.router.input_dim, request.n_arms)
     router.load_state_dict(parent.router.state_dict())
     train = data.rows("train")
     rows = _request_rows(data, utility, request, request.stage2.seed)

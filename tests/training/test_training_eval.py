@@ -53,6 +53,18 @@ def test_stage1_checkpoint_roundtrip_and_lineage(outcome_store: Store) -> None:
     assert train_router(outcome_store, TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)) == checkpoint_id
 
 
+def test_checkpoint_ids_are_those_of_older_versions(outcome_store: Store) -> None:
+    """Checkpoint ids hash the lineage: renaming a request's fields keeps the lineage's keys, so a
+    router trained now has the id it had before (ids recorded with the code of 7d39739)."""
+    factorized = TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)
+    assert train_router(outcome_store, factorized) == "ckpt-4f25e13a9cfc"
+    flat = TrainRequest(host=HOST, variant="lite", router_kind="flat", stage1=Stage1Config(max_epochs=3, arms=6))
+    checkpoint_id = train_router(outcome_store, flat)
+    assert checkpoint_id == "ckpt-23cc4113a6bf"
+    lineage = load_checkpoint(outcome_store, checkpoint_id).lineage
+    assert lineage["router"] == "flat" and lineage["config"]["arms"] == 6
+
+
 def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store, tmp_path) -> None:
     from support.stores import copy_store
 
