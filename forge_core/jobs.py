@@ -45,6 +45,7 @@ ACTIVE_STATUSES = ("running", "cancelling")
 GONE_STATUS = "interrupted"  # a job whose row says running but whose process has gone
 # fields of a stored training request renamed since: old name -> new name (older job rows still load)
 RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
+RENAMED_STAGE1_FIELDS = {"arms": "warm_start_arms"}
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,8 @@ def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
     values = {key: value for key, value in values.items() if key in known}
     stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}
     stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
-    values["stage1"] = Stage1Config(**{k: v for k, v in values.get("stage1", {}).items() if k in stage1_fields})
+    stage1 = {RENAMED_STAGE1_FIELDS.get(key, key): value for key, value in values.get("stage1", {}).items()}
+    values["stage1"] = Stage1Config(**{k: v for k, v in stage1.items() if k in stage1_fields})
     values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
     if values.get("benchmarks") is not None:
         values["benchmarks"] = tuple(values["benchmarks"])

@@ -98,7 +98,7 @@ if submitted:
     if stage == 1:
         request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
                                lambda_out=lambda_out, reward=reward, stage1=Stage1Config(
-                                   tau=tau, target=target, arms=warm_arms, max_epochs=max_epochs,
+                                   tau=tau, target=target, warm_start_arms=warm_arms, max_epochs=max_epochs,
                                    patience=patience, seed=seed))
     else:
         request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=2, lambda_in=lambda_in,

@@ -130,8 +130,8 @@ def test_a_training_job_trains_exactly_its_request(tmp_path, monkeypatch) -> Non
     monkeypatch.setattr(jobs_module, "compute_features", lambda store, host, benchmarks=None: {})
     monkeypatch.setattr(TrainRequest, "check", lambda self, store: None)
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, benchmarks=("mine", "popqa"),
-                                                  stage1=Stage1Config(target="hard", arms=3, max_epochs=9, patience=2,
-                                                                      seed=4, tau=2.0))):
+                                                  stage1=Stage1Config(target="hard", warm_start_arms=3, max_epochs=9,
+                                                                      patience=2, seed=4, tau=2.0))):
         run_request(SimpleNamespace(), read_request(write_request(request, tmp_path / "request.json")))
         assert seen[-1] == request
 
@@ -152,10 +152,11 @@ def test_train_request_round_trips_through_the_jobs_table_params() -> None:
 
 
 def test_train_request_params_written_before_the_renames_still_load() -> None:
-    """Job rows of older versions name the network kind `router`."""
-    request = dataclasses.replace(train_request(), router_kind="flat")
+    """Job rows of older versions name the network kind `router` and the warm-start arms `arms`."""
+    request = dataclasses.replace(train_request(), router_kind="flat", stage1=Stage1Config(warm_start_arms=6))
     params = dataclasses.asdict(request)
     params["router"] = params.pop("router_kind")
+    params["stage1"]["arms"] = params["stage1"].pop("warm_start_arms")
     assert request_from_params(json.dumps(params)) == request
 
 
@@ -179,7 +180,7 @@ def test_train_requests_are_validated_with_the_next_step(outcome_store: Store) -
     with pytest.raises(ValueError, match="unknown variant"):
         TrainRequest(host=host, variant="huge").check(outcome_store)
     with pytest.raises(ValueError, match="3 arms or on all 6"):
-        TrainRequest(host=host, stage1=Stage1Config(arms=12)).check(outcome_store)
+        TrainRequest(host=host, stage1=Stage1Config(warm_start_arms=12)).check(outcome_store)
     with pytest.raises(ValueError, match="no query with all 12 arms"):
         TrainRequest(host=host, n_arms=12).check(outcome_store)
     with pytest.raises(ValueError, match="forge enumerate --host nobody"):

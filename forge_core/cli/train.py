@@ -89,7 +89,7 @@ def train_router_command(
         lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
         split_seed=split_seed,
         benchmarks=tuple(benchmark) if benchmark else None,
-        stage1=Stage1Config(tau=tau, target=target, arms=warm_arms, seed=seed, max_epochs=max_epochs,
+        stage1=Stage1Config(tau=tau, target=target, warm_start_arms=warm_arms, seed=seed, max_epochs=max_epochs,
                             patience=patience),
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),

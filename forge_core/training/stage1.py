@@ -4,9 +4,9 @@ Loss per batch: `KL(pi* || pi) = sum_a pi*(a) (log pi*(a) - log pi(a))`, average
 where `pi* = softmax(U / tau)` (soft) or the one-hot oracle arm (hard; KL to a one-hot target is
 exactly the cross-entropy `-log pi(argmax U)`).
 
-- `arms=3` (FORGE warm start): only the support head is trained, on the 3 NoThink columns of U;
+- `warm_start_arms=3` (FORGE warm start): only the support head is trained, on the 3 NoThink columns of U;
   the thinking head is reset to uniform and receives no gradient, so pi(t|s) stays uniform.
-- `arms=K` (control, 6 on non-thinking hosts): the full K-arm policy against the K-arm target.
+- `warm_start_arms=K` (control, 6 on non-thinking hosts): the full K-arm policy against the K-arm target.
 
 With `epoch_rows`, each epoch after the first trains on fresh rows it returns (a cost-conditioned
 router sees every query at newly drawn cost weights each epoch; see
@@ -49,7 +49,7 @@ class Stage1Config:
     patience: int = 7  # stop after this many epochs without a better dev loss
     tau: float = 1.0  # Boltzmann temperature of the soft target softmax(U / tau)
     target: Literal["soft", "hard"] = "soft"  # Boltzmann target, or the one-hot oracle control
-    arms: int = 3  # 3: support head on the NoThink arms; K (6): full-alphabet control
+    warm_start_arms: int = 3  # 3: support head on the NoThink arms; K (6): full-alphabet control
     seed: int = 0  # seeds dropout and minibatch shuffling
 
     def __post_init__(self) -> None:
@@ -117,7 +117,7 @@ def _prepare(
     if utility.shape != (features.shape[0], router.n_arms):
         expected = f"[N, {router.n_arms}] in action order"
         raise ValueError(f"utility must be {expected}, got {utility.shape}")
-    if config.arms == N_SUPPORTS:
+    if config.warm_start_arms == N_SUPPORTS:
         utility = utility[:, nothink_columns(router.n_arms)]
     return features, stage1_targets(utility, config)
 
@@ -146,11 +146,11 @@ def train_stage1(
     `on_epoch` is called after each epoch (progress bars). `epoch_rows(epoch)`, if given, returns
     the (x, u) of epochs 2, 3, ... in place of (x_train, u_train).
     """
-    if config.arms not in (N_SUPPORTS, router.n_arms):
-        raise InvalidInput(f"arms is 3 or the router's {router.n_arms}, not {config.arms}")
+    if config.warm_start_arms not in (N_SUPPORTS, router.n_arms):
+        raise InvalidInput(f"arms is 3 or the router's {router.n_arms}, not {config.warm_start_arms}")
     x, target = _prepare(router, x_train, u_train, config)
     x_dev_t, target_dev = _prepare(router, x_dev, u_dev, config)
-    if config.arms == N_SUPPORTS:
+    if config.warm_start_arms == N_SUPPORTS:
         router.reset_thinking_head_uniform()
 
     with torch.random.fork_rng(devices=[]):
@@ -169,14 +169,14 @@ def train_stage1(
             router.train()
             total = 0.0
             for batch in torch.randperm(len(x), generator=shuffler).split(config.batch_size):
-                log_pi = _policy_log_probs(router, x[batch], config.arms)
+                log_pi = _policy_log_probs(router, x[batch], config.warm_start_arms)
                 loss = kl_loss(target[batch], log_pi)  # KL(pi* || pi), mean over the batch
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 total += loss.item() * len(batch)
 
-            dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, config.arms)
+            dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, config.warm_start_arms)
             record = Stage1Epoch(epoch, total / len(x), dev_loss, agreement)
             epochs.append(record)
             logger.debug("stage1 %s", record)

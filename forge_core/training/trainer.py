@@ -48,6 +48,8 @@ from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stag
 log = logging.getLogger(__name__)
 
 VARIANTS = ("full", "lite", "bge")
+# stage-config fields renamed since: the lineage keeps their older names (checkpoint ids hash them)
+STORED_CONFIG_KEYS = {"warm_start_arms": "arms"}
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,8 @@ class TrainRequest:
         check_cost_weights(self.lambda_in, self.lambda_out)
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
-        if self.stage1.arms not in (3, self.n_arms):
-            raise InvalidInput(f"Stage 1 trains on 3 arms or on all {self.n_arms}, not {self.stage1.arms}")
+        if self.stage1.warm_start_arms not in (3, self.n_arms):
+            raise InvalidInput(f"Stage 1 trains on 3 arms or on all {self.n_arms}, not {self.stage1.warm_start_arms}")
 
     def check(self, store: Store) -> None:
         """Refuse, with the next step, what the training would refuse on this store: a host
@@ -247,7 +249,8 @@ def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], 
 
 def _weight_pair_lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str],
                          stage_config: Any) -> dict[str, Any]:
-    # the keys are those of older versions (`router` holds `router_kind`): checkpoint ids hash them
+    # the keys are those of older versions (`router` holds `router_kind`, the config's `arms` its
+    # `warm_start_arms`): checkpoint ids hash them
     return {
         "store_snapshot": data.snapshot_hash(), "host": request.host, "host_config_hashes": host_hashes,
         "variant": request.variant, "embedder": data.embedder, "feature_names": list(data.feature_names),
@@ -255,9 +258,14 @@ def _weight_pair_lineage(request: TrainRequest, data: TrainingData, host_hashes:
         "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "tau": request.stage1.tau,
         "split_seed": request.split_seed, "seed": stage_config.seed,
         "benchmarks": list(request.benchmarks) if request.benchmarks is not None else None, "stage": request.stage,
-        "config": dataclasses.asdict(stage_config), "parent": request.parent,
+        "config": _stored_config(stage_config), "parent": request.parent,
         "standardizer": data.standardizer.to_dict(), "normalizer": data.normalizer.to_dict(),
     } | _reward_lineage(request)
+
+
+def _stored_config(stage_config: Any) -> dict[str, Any]:
+    """A stage config as the lineage stores it: renamed fields under their older names."""
+    return {STORED_CONFIG_KEYS.get(key, key): value for key, value in dataclasses.asdict(stage_config).items()}
 
 
 def _reward_lineage(request: TrainRequest) -> dict[str, str]:

@@ -118,7 +118,7 @@ def test_six_arm_control_trains_the_full_policy(kind: str) -> None:
     x, u = _data()
     router = _router(kind=kind)
     before = router.log_probs(torch.from_numpy(x)).detach()
-    config = Stage1Config(arms=6, target="hard", max_epochs=3, lr=1e-3)
+    config = Stage1Config(warm_start_arms=6, target="hard", max_epochs=3, lr=1e-3)
     result = train_stage1(router, x, u, x, u, config)
     after = router.log_probs(torch.from_numpy(x)).detach()
     assert result.best_epoch >= 1
@@ -139,7 +139,7 @@ def test_flat_three_arm_warm_start_keeps_thinking_uniform() -> None:
 def test_bad_inputs_are_refused() -> None:
     x, u = _data()
     with pytest.raises(ValueError, match="arms is 3"):
-        train_stage1(_router(), x, u, x, u, Stage1Config(arms=12))
+        train_stage1(_router(), x, u, x, u, Stage1Config(warm_start_arms=12))
     with pytest.raises(ValueError, match="action order"):
         train_stage1(_router(), x, u[:, :3], x, u, Stage1Config())
     with pytest.raises(ValueError, match="target"):

@@ -58,7 +58,8 @@ def test_checkpoint_ids_are_those_of_older_versions(outcome_store: Store) -> Non
     router trained now has the id it had before (ids recorded with the code of 7d39739)."""
     factorized = TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)
     assert train_router(outcome_store, factorized) == "ckpt-4f25e13a9cfc"
-    flat = TrainRequest(host=HOST, variant="lite", router_kind="flat", stage1=Stage1Config(max_epochs=3, arms=6))
+    flat = TrainRequest(host=HOST, variant="lite", router_kind="flat",
+                        stage1=Stage1Config(max_epochs=3, warm_start_arms=6))
     checkpoint_id = train_router(outcome_store, flat)
     assert checkpoint_id == "ckpt-23cc4113a6bf"
     lineage = load_checkpoint(outcome_store, checkpoint_id).lineage
