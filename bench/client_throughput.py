@@ -166,16 +166,16 @@ def check_server(context, ports: list[int], latency_s: float, concurrency: int) 
 
 # ------------------------------------------------------------------ the enumeration runs
 
-def enumerate_level(store: Store, host: HostConfig, concurrency: int, calls: int, processes: int) -> dict:
+def enumerate_level(store: Store, host_config: HostConfig, concurrency: int, calls: int, processes: int) -> dict:
     """One enumeration of `calls` calls (6 arms per query) at `concurrency` queries in flight, in
     `processes` client processes."""
-    plan = EnumerationPlan(host=host.name, split="train", n_arms=ARMS, benchmarks=BENCHMARKS,
+    plan = EnumerationPlan(host=host_config.name, split="train", n_arms=ARMS, benchmarks=BENCHMARKS,
                            limit=max(1, calls // ARMS), concurrency=concurrency)
     cpu_started = _cpu_seconds()
     if processes > 1:
-        report = enumerate_in_processes(store, plan, host, processes)
+        report = enumerate_in_processes(store, plan, host_config, processes)
     else:
-        report = asyncio.run(enumerate_on_host(store, plan, host))
+        report = asyncio.run(enumerate_on_host(store, plan, host_config))
     if report.errors:
         raise SystemExit(f"{len(report.errors)} calls failed, e.g. {report.errors[0]}")
     rate = report.calls / report.seconds
@@ -208,9 +208,9 @@ def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
     levels = {}
     for concurrency in args.concurrency:
         calls = args.calls_at_1 if concurrency == 1 else args.calls
-        host = test_host(f"throughput-c{concurrency}", [port], concurrency)
+        host_config = test_host(f"throughput-c{concurrency}", [port], concurrency)
         processes = min(args.processes, concurrency)
-        result = enumerate_level(store, host, concurrency, calls, processes)
+        result = enumerate_level(store, host_config, concurrency, calls, processes)
         ideal = concurrency / args.latency
         levels[str(concurrency)] = {**result, "processes": processes, "ideal_calls_per_s": round(ideal, 1),
                                     "ratio": round(result["calls_per_s"] / ideal, 3)}

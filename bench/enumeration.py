@@ -28,9 +28,9 @@ CONFIGURATIONS = [(c, p) for c in (1, 2, 4) for p in (True, False)]
 
 
 async def run_one(store: Store, plan: EnumerationPlan, served) -> float:
-    async with hosted(served) as host:
+    async with hosted(served) as client:
         started = time.perf_counter()
-        report = await enumerate_arms(store, plan, host)
+        report = await enumerate_arms(store, plan, client)
         seconds = time.perf_counter() - started
     if report.errors:
         raise RuntimeError(f"{len(report.errors)} failed calls: {report.errors[0]}")

@@ -57,11 +57,11 @@ async def time_calls(base_url: str, model: str, questions: list, store: Store) -
     config = HostConfig(name="bench", kind="openai", model=model, base_url=base_url, max_concurrency=1, timeout_s=600)
     calls, tokens_in, tokens_out = 0, 0, 0
     started = time.perf_counter()
-    async with OpenAICompatibleHost(config) as host:
+    async with OpenAICompatibleHost(config) as client:
         for benchmark, question in questions:
             evidence = retrieve_evidence(load_retriever(store, benchmark), question)
             for arm in alphabet(6):  # prefix-aware order, as enumeration runs them
-                answer = await answer_with_arm(host, evidence, arm, benchmark == "fever")
+                answer = await answer_with_arm(client, evidence, arm, benchmark == "fever")
                 calls += 1
                 tokens_in += answer.tokens_in
                 tokens_out += answer.tokens_out

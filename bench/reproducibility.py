@@ -69,12 +69,12 @@ def sample_outcomes(store: Store, host: str, n: int, seed: int) -> list[dict]:
 async def rerun_all(store: Store, served: HostConfig, rows: list[dict], label: str) -> dict[tuple, Rerun]:
     """Every row's call made again, in the rows' order, on one served host."""
     reruns = {}
-    async with hosted(served) as host:
+    async with hosted(served) as client:
         for number, row in enumerate(rows, start=1):
             example = store.examples(row["benchmark"], [row["example_id"]])[0]
             evidence = retrieve_evidence(load_retriever(store, row["benchmark"]), example.question)
             started = time.perf_counter()
-            answer = await answer_with_arm(host, evidence, parse_arm(row["arm"]), example.is_fever)
+            answer = await answer_with_arm(client, evidence, parse_arm(row["arm"]), example.is_fever)
             seconds = time.perf_counter() - started
             f1, _ = score_arm_answer(answer, example.answers, example.is_fever)
             key = (row["benchmark"], row["example_id"], row["arm"])
@@ -83,10 +83,11 @@ async def rerun_all(store: Store, served: HostConfig, rows: list[dict], label: s
     return reruns
 
 
-def run_on_server(store: Store, host: HostConfig, orders: list[list[dict]], server_args: tuple[str, ...]) -> list[dict]:
+def run_on_server(store: Store, host_config: HostConfig, orders: list[list[dict]],
+                  server_args: tuple[str, ...]) -> list[dict]:
     """Each order of calls, one after another, on one new server started with `server_args`."""
-    with EmbeddedServer(host.model, server_args=server_args) as server:
-        served = replace(host, base_url=server.info.base_url)
+    with EmbeddedServer(host_config.model, server_args=server_args) as server:
+        served = replace(host_config, base_url=server.info.base_url)
         return [asyncio.run(rerun_all(store, served, rows, f"{' '.join(server_args) or 'default'} order {i + 1}"))
                 for i, rows in enumerate(orders)]
 
@@ -126,10 +127,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     store = Store(config.store_path())
-    host = BUILTIN_HOSTS[args.host]
+    host_config = BUILTIN_HOSTS[args.host]
     stored = sample_outcomes(store, args.host, args.n, args.seed)
     other_order = stored[::-1]
-    first, second = run_on_server(store, host, [stored, other_order], ())
+    first, second = run_on_server(store, host_config, [stored, other_order], ())
     report = {
         "bench": "reproducibility", "host": args.host, "store": str(store.path), "seed": args.seed,
         "against_store": against_store(stored, first),
@@ -139,7 +140,7 @@ def main() -> None:
     }
     if args.ubatch_n:
         subset = stored[: args.ubatch_n]
-        one, two = run_on_server(store, host, [subset, subset[::-1]], UBATCH_1)
+        one, two = run_on_server(store, host_config, [subset, subset[::-1]], UBATCH_1)
         default_seconds = float(np.mean([first[k].seconds for k in one]))
         ubatch_seconds = float(np.mean([r.seconds for r in one.values()]))
         report["ubatch_1_server"] = {

@@ -77,10 +77,10 @@ class EnumerationReport:
 class _Run:
     """One enumeration run: shared state of its workers."""
 
-    def __init__(self, store: Store, writer: OutcomeWriter, plan: EnumerationPlan, host: Host,
+    def __init__(self, store: Store, writer: OutcomeWriter, plan: EnumerationPlan, client: Host,
                  host_config: HostConfig, report: EnumerationReport,
                  on_progress: Callable[[EnumerationReport], None] | None) -> None:
-        self.store, self.writer, self.plan, self.host, self.report = store, writer, plan, host, report
+        self.store, self.writer, self.plan, self.client, self.report = store, writer, plan, client, report
         self.host_hash = config_hash(host_config)
         self.budget = SpendBudget.for_plan(store, plan, host_config)
         self.on_progress = on_progress
@@ -154,7 +154,7 @@ class _Run:
             return
         started = utc_now()
         try:
-            generation = await self.host.generate(request)
+            generation = await self.client.generate(request)
         except HostError as error:
             self.writer.put(failed_arm_row(self.plan.host, example, arm.name, str(error), self.host_hash, started,
                                            utc_now(), latency_ms=0.0, attempts=error.attempts))
@@ -176,7 +176,7 @@ class _Run:
 
     async def _sample(self, example: Example, probe: str, request: GenerationRequest):
         try:
-            generation = await self.host.generate(request)
+            generation = await self.client.generate(request)
         except HostError as error:
             line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
             return failed_probe_row(self.plan.host, example, probe, str(error), self.host_hash, utc_now(),
@@ -221,7 +221,7 @@ async def _start_workers(run: _Run, queue: asyncio.Queue, count: int) -> list[as
 async def enumerate_arms(
     store: Store,
     plan: EnumerationPlan,
-    host: Host,
+    client: Host,
     on_progress: Callable[[EnumerationReport], None] | None = None,
     before_calls: Callable[[], object] | None = None,
 ) -> EnumerationReport:
@@ -236,7 +236,7 @@ async def enumerate_arms(
         queue.put_nowait(unit)
     writer = OutcomeWriter(store)
     try:
-        run = _Run(store, writer, plan, host, host.config, report, on_progress)
+        run = _Run(store, writer, plan, client, client.config, report, on_progress)
         if before_calls is not None:
             before_calls()
         started = report.started_at = time.monotonic()
@@ -263,12 +263,12 @@ async def enumerate_arms(
 async def enumerate_on_host(
     store: Store,
     plan: EnumerationPlan,
-    host: HostConfig,
+    host_config: HostConfig,
     on_progress: Callable[[EnumerationReport], None] | None = None,
     before_calls: Callable[[], object] | None = None,
 ) -> EnumerationReport:
-    """`enumerate_arms` on a client for the host configuration `host` (see `hosted`)."""
-    async with hosted(host) as client:
+    """`enumerate_arms` on a client for the host configuration `host_config` (see `hosted`)."""
+    async with hosted(host_config) as client:
         return await enumerate_arms(store, plan, client, on_progress, before_calls)
 
 

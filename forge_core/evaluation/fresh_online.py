@@ -149,9 +149,9 @@ async def _answer_all(store: Store, config: HostConfig, context: EvalContext, ru
     retrievers = {b: load_retriever(store, b) for b in dict.fromkeys(e.benchmark for _, e in todo)}
     for retriever in retrievers.values():  # the embedder and passage vectors before the first timed query
         passage_vectors(retriever)
-    async with hosted(config) as host:
+    async with hosted(config) as client:
         for done, (policy, example) in enumerate(todo, start=1):
-            query = LiveQuery(example, host, retrievers[example.benchmark], context)
+            query = LiveQuery(example, client, retrievers[example.benchmark], context)
             result = await answer_fresh(policy, query, run_id)
             store.write_fresh_result(result)
             if on_result:

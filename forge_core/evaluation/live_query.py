@@ -41,9 +41,9 @@ class LiveContext(EvalContext):
 class LiveQuery:
     """One query answered by one policy: its evidence, live features and every host call."""
 
-    def __init__(self, example: Example, host: Host, retriever: Retriever, fitted: EvalContext) -> None:
+    def __init__(self, example: Example, client: Host, retriever: Retriever, fitted: EvalContext) -> None:
         self.example = example
-        self.host = host
+        self.client = client
         self.retriever = retriever
         self.fitted = fitted
         self.calls = 0
@@ -67,16 +67,16 @@ class LiveQuery:
     async def answer(self, arm: str) -> ArmAnswer:
         """The host's answer under an arm: one counted call, made at most once per query."""
         if arm not in self._answers:
-            answer = await answer_with_arm(self.host, self.evidence, parse_arm(arm), self.example.is_fever)
+            answer = await answer_with_arm(self.client, self.evidence, parse_arm(arm), self.example.is_fever)
             self._count(answer.tokens_in, answer.tokens_out)
             self._answers[arm] = answer
         return self._answers[arm]
 
     async def probes(self) -> list[ProbeOutcome]:
         """The four probes, concurrently; the greedy probe is the Direct answer."""
-        question, host_name = self.example.question, self.host.config.name
+        question, host_name = self.example.question, self.client.config.name
         requests = [sample_probe_request(question, probe, self.example.is_fever) for probe in SAMPLE_PROBES]
-        direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.host.generate, requests))
+        direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.client.generate, requests))
         now = utc_now()
         outcomes = [ProbeOutcome(host_name, self.benchmark, self.example.example_id, GREEDY_PROBE, direct.answer,
                                  direct.tokens_in, direct.tokens_out, direct.latency_ms, None, "", now,

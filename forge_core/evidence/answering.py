@@ -110,10 +110,10 @@ def arm_answer(arm: Arm, generation: Generation, support_text: str, is_fever: bo
     )
 
 
-async def answer_with_arm(host: Host, evidence: Evidence, arm: Arm, is_fever: bool,
+async def answer_with_arm(client: Host, evidence: Evidence, arm: Arm, is_fever: bool,
                           chat: ClientChat | None = None) -> ArmAnswer:
     """Ask the host one question under one arm (in a chat client's conversation, if any)."""
-    generation = await host.generate(arm_request(evidence, arm, is_fever, chat))
+    generation = await client.generate(arm_request(evidence, arm, is_fever, chat))
     return arm_answer(arm, generation, evidence.support_text(arm.support), is_fever)
 
 

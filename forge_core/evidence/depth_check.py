@@ -136,25 +136,25 @@ async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], question
                            on_progress: Callable[[int, int], None] | None) -> dict[str, list[ArmAnswer | HostError]]:
     answers: dict[str, list[ArmAnswer | HostError]] = {depth: [] for depth in depths}
     total = len(depths) * len(questions)
-    async with hosted(config) as host:
+    async with hosted(config) as client:
         # One untimed call first (the host check's question and arm): a fresh server pages its weights in.
-        await host.generate(arm_request(Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False))
+        await client.generate(arm_request(Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False))
         for depth in depths:
             for question in questions:
-                answers[depth].append(await _ask(host, question, Arm("direct", depth)))
+                answers[depth].append(await _ask(client, question, Arm("direct", depth)))
                 if on_progress:
                     on_progress(sum(map(len, answers.values())), total)
     return answers
 
 
-async def _ask(host: Host, question: str, arm: Arm) -> ArmAnswer | HostError:
+async def _ask(client: Host, question: str, arm: Arm) -> ArmAnswer | HostError:
     """The Direct request of `arm`, with one more budget of output headroom at a thinking depth;
     a call that fails for good is returned as its error (the depth is refused)."""
     request = arm_request(Evidence(question, ()), arm, False)
     if arm.thinking_budget is not None:
         request = dataclasses.replace(request, max_tokens=request.max_tokens + arm.thinking_budget)
     try:
-        return arm_answer(arm, await host.generate(request), "", False)
+        return arm_answer(arm, await client.generate(request), "", False)
     except HostError as error:
         return error
 

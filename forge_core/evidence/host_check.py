@@ -22,7 +22,7 @@ def check_host(config: HostConfig) -> ArmAnswer:
     first when it needs an embedded server)."""
 
     async def run() -> ArmAnswer:
-        async with hosted(config) as host:
-            return await answer_with_arm(host, Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False)
+        async with hosted(config) as client:
+            return await answer_with_arm(client, Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False)
 
     return asyncio.run(run())

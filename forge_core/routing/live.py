@@ -254,14 +254,14 @@ def default_router_id(store: Store, host: str) -> str:
     return found
 
 
-async def route_and_answer(store: Store, host: Host, retriever: Retriever, question: str, benchmark: str, *,
+async def route_and_answer(store: Store, client: Host, retriever: Retriever, question: str, benchmark: str, *,
                            router: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
                            chat: ClientChat | None = None, lambda_in: float = DEFAULT_LAMBDA_IN,
                            lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
     """Route `question` with `router` (or take the override `arm`; a cost-conditioned router decides
     at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
-    on `host` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
+    on the host `client` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
     question = check_question(question)
@@ -279,26 +279,26 @@ async def route_and_answer(store: Store, host: Host, retriever: Retriever, quest
     probabilities: dict[str, float] = {}
     probes: dict[str, Generation] = {}
     if router is not None:
-        _check_alphabet(router.record["n_arms"], host.config)
+        _check_alphabet(router.record["n_arms"], client.config)
         if needs_probes(router.variant):
-            probes = await run_probes(host, question, is_fever)
-        outcomes = probe_outcomes(host.config.name, probes)
+            probes = await run_probes(client, question, is_fever)
+        outcomes = probe_outcomes(client.config.name, probes)
         features = features_for_question(question, retriever, evidence, outcomes or None, router.variant, embedder)
         probabilities = router_probabilities(router, features, lambda_in, lambda_out)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
-    check_arm(arm, host.config)
+    check_arm(arm, client.config)
     greedy = probes.get(GREEDY_PROBE)
     answer_is_probe = greedy is not None and arm_request(evidence, arm, is_fever, chat) == greedy_probe_request(
         question, is_fever)
     if answer_is_probe:
         answer = arm_answer(arm, greedy, "", is_fever)
     else:
-        answer = await answer_with_arm(host, evidence, arm, is_fever, chat)
-    raw_cost, raw_answer = await _always_raw(store, host, evidence, answer, example, always_raw, is_fever, chat)
+        answer = await answer_with_arm(client, evidence, arm, is_fever, chat)
+    raw_cost, raw_answer = await _always_raw(store, client, evidence, answer, example, always_raw, is_fever, chat)
     golds = example.answers if example else ()
     return RoutedAnswer(
-        question=question, benchmark=benchmark, host=host.config.name,
+        question=question, benchmark=benchmark, host=client.config.name,
         router=router.checkpoint_id if router else OVERRIDE, probabilities=probabilities, routing_ms=routing_ms,
         probe_calls=len(probes), probe_tokens_in=sum(p.tokens_in for p in probes.values()),
         probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
@@ -316,19 +316,19 @@ def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question:
     an embedded server)."""
 
     async def run() -> RoutedAnswer:
-        async with hosted(config) as host:
-            return await route_and_answer(store, host, retriever, question, benchmark, router=router, arm=arm,
+        async with hosted(config) as client:
+            return await route_and_answer(store, client, retriever, question, benchmark, router=router, arm=arm,
                                           example=example, always_raw=always_raw, lambda_in=lambda_in,
                                           lambda_out=lambda_out)
 
     return asyncio.run(run())
 
 
-async def run_probes(host: Host, question: str, is_fever: bool) -> dict[str, Generation]:
+async def run_probes(client: Host, question: str, is_fever: bool) -> dict[str, Generation]:
     """The greedy Direct probe and three samples, concurrently, by probe name."""
     requests = {GREEDY_PROBE: greedy_probe_request(question, is_fever)}
     requests |= {probe: sample_probe_request(question, probe, is_fever) for probe in SAMPLE_PROBES}
-    generations = await asyncio.gather(*(host.generate(r) for r in requests.values()))
+    generations = await asyncio.gather(*(client.generate(r) for r in requests.values()))
     return dict(zip(requests, generations))
 
 
@@ -353,26 +353,26 @@ def _check_alphabet(n_arms: int, config: HostConfig) -> None:
                          "budget: pick a 6-arm router")
 
 
-async def raw_comparison(host: Host, evidence: Evidence, answer: ArmAnswer, is_fever: bool,
+async def raw_comparison(client: Host, evidence: Evidence, answer: ArmAnswer, is_fever: bool,
                          chat: ClientChat | None = None) -> tuple[RawCost, ArmAnswer]:
     """Always-Raw's cost and answer for the question of `answer`: that answer itself when it is
     Raw's, else one extra `raw:no_think` call (in the same chat, if any) that routing does not need."""
     if answer.arm == RAW_ARM.name:
         return RawCost(answer.tokens_in, answer.tokens_out, "this answer"), answer
-    raw = await answer_with_arm(host, evidence, RAW_ARM, is_fever, chat)
+    raw = await answer_with_arm(client, evidence, RAW_ARM, is_fever, chat)
     return RawCost(raw.tokens_in, raw.tokens_out, EXTRA_CALL), raw
 
 
-async def _always_raw(store: Store, host: Host, evidence: Evidence, answer: ArmAnswer, example: Example | None,
+async def _always_raw(store: Store, client: Host, evidence: Evidence, answer: ArmAnswer, example: Example | None,
                       always_raw: AlwaysRaw, is_fever: bool,
                       chat: ClientChat | None) -> tuple[RawCost | None, ArmAnswer | None]:
     if always_raw == "off":
         return None, None
     if always_raw == "cost" and example and answer.arm != RAW_ARM.name:
-        stored = _stored_raw_cost(store, host.config.name, example)
+        stored = _stored_raw_cost(store, client.config.name, example)
         if stored:
             return stored, None
-    return await raw_comparison(host, evidence, answer, is_fever, chat)
+    return await raw_comparison(client, evidence, answer, is_fever, chat)
 
 
 def _f1(answer: ArmAnswer, golds: tuple[str, ...], is_fever: bool) -> float | None:

@@ -118,22 +118,22 @@ class ServerState:
         self.shadow = ShadowSampler(settings.shadow_raw)
         self.routers: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
-        self.host: Host | None = None
+        self.client: Host | None = None
         self.failure: str | None = None
         self._host_lifetime = contextlib.AsyncExitStack()
 
     @property
     def ready(self) -> bool:
         """True once the host, retriever, embedder and routers are loaded."""
-        return self.host is not None
+        return self.client is not None
 
     async def load(self) -> None:
         """Start or reach the host, then load the retriever, embedder and routers (in a worker thread)."""
         try:
             config = get_host_config(self.store, self.settings.host)
-            host = await self._host_lifetime.enter_async_context(hosted(config))
+            client = await self._host_lifetime.enter_async_context(hosted(config))
             await asyncio.to_thread(self._load_blocking)
-            self.host = host
+            self.client = client
             log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
         except (ForgeError, OSError) as error:
             self.failure = str(error)
@@ -191,7 +191,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, time.perf_counter() - started)
         shadow = None
         if state.shadow.take():  # runs once the response has been sent
-            shadow = BackgroundTask(shadow_raw, state.host, state.metrics, asked.model, result, asked.chat)
+            shadow = BackgroundTask(shadow_raw, state.client, state.metrics, asked.model, result, asked.chat)
         if asked.stream:
             return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream", background=shadow)
         return JSONResponse(_completion(asked.model, result), background=shadow)
@@ -269,7 +269,7 @@ async def _answer(state: ServerState, asked: ChatRequest) -> RoutedAnswer:
     """Route (or take the fixed arm) and answer inside the client's conversation: no Always-Raw call."""
     target = state.models[asked.model]
     return await route_and_answer(
-        state.store, state.host, state.retriever, asked.question, state.settings.benchmark,
+        state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         router=state.routers[target] if isinstance(target, str) else None,
         arm=target if isinstance(target, Arm) else None, chat=asked.chat)
 

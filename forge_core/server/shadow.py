@@ -49,13 +49,13 @@ class ShadowSampler:
         return math.floor(n * self.rate) > math.floor((n - 1) * self.rate)
 
 
-async def shadow_raw(host: Host, metrics: ServerMetrics, model: str, result: RoutedAnswer,
+async def shadow_raw(client: Host, metrics: ServerMetrics, model: str, result: RoutedAnswer,
                      chat: ClientChat) -> None:
     """Measure Always-Raw's cost for an answered request and record it with the saving; a host
     failure is logged and counted, and leaves the request out of the sample."""
     is_fever = is_fever_benchmark(result.benchmark)
     try:
-        cost, _ = await raw_comparison(host, result.evidence, result.answer, is_fever, chat)
+        cost, _ = await raw_comparison(client, result.evidence, result.answer, is_fever, chat)
     except HostError as error:
         metrics.record_shadow_failure()
         log.warning("shadow raw:no_think call failed: %s", error)

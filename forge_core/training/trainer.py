@@ -24,6 +24,7 @@ import torch
 from forge_core.arms import parse_arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
@@ -487,16 +488,16 @@ class LiveRewards:
         return self.utility[query_indices[:, None], actions]
 
     async def _fetch(self, pairs: list[tuple[int, int]]) -> None:
-        async with hosted(self.host_config) as host:
-            await asyncio.gather(*(self._fetch_one(host, q, a) for q, a in pairs))
+        async with hosted(self.host_config) as client:
+            await asyncio.gather(*(self._fetch_one(client, q, a) for q, a in pairs))
 
-    async def _fetch_one(self, host: Any, query: int, action: int) -> None:
+    async def _fetch_one(self, client: Host, query: int, action: int) -> None:
         benchmark, example_id = self.data.table.keys[self.rows[query]]
         example = self.store.examples(benchmark, [example_id])[0]
         arm = parse_arm(self.data.table.arms[action])
         evidence = retrieve_evidence(load_retriever(self.store, benchmark), example.question)
         started = utc_now()
-        answer = await answer_with_arm(host, evidence, arm, example.is_fever)
+        answer = await answer_with_arm(client, evidence, arm, example.is_fever)
         f1, em = score_arm_answer(answer, example.answers, example.is_fever)
         self.store.write_arm_outcome(ArmOutcome(
             self.request.host, benchmark, example_id, arm.name, answer.answer, answer.extracted, f1, em,

@@ -169,8 +169,8 @@ def test_the_same_outcomes_online_and_through_a_batch_file(store: Store, tmp_pat
     online, batched = copy_store(store, tmp_path / "online"), copy_store(store, tmp_path / "batched")
 
     async def run_online():
-        async with OpenAICompatibleHost(tiny_server) as host:
-            return await enumerate_arms(online, plan, host)
+        async with OpenAICompatibleHost(tiny_server) as client:
+            return await enumerate_arms(online, plan, client)
 
     estimate = estimate_plan(online, plan)
     report = asyncio.run(run_online())

@@ -98,8 +98,8 @@ def test_the_run_stops_before_its_measured_spend_passes_the_budget(store: Store,
     plan = dataclasses.replace(plan, budget_usd=budget)
 
     async def run():
-        async with OpenAICompatibleHost(tiny_server) as host:
-            return await enumerate_arms(store, plan, host)
+        async with OpenAICompatibleHost(tiny_server) as client:
+            return await enumerate_arms(store, plan, client)
 
     report = asyncio.run(run())
     stored = store.arm_outcomes("embedded-tiny")

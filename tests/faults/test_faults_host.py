@@ -37,8 +37,8 @@ def enumerate_once(store: Store, base_url: str):
                         max_concurrency=16)
 
     async def go():
-        async with OpenAICompatibleHost(config, retry_base_delay_s=0.05, retry_max_delay_s=1.0) as host:
-            return await enumerate_arms(store, PLAN, host)
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.05, retry_max_delay_s=1.0) as client:
+            return await enumerate_arms(store, PLAN, client)
 
     return asyncio.run(go())
 

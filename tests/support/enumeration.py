@@ -18,6 +18,6 @@ def host_config(url: str, retries: int = 2) -> HostConfig:
 
 def run(store: Store, plan: EnumerationPlan, config: HostConfig):
     async def go():
-        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as host:
-            return await enumerate_arms(store, plan, host)
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as client:
+            return await enumerate_arms(store, plan, client)
     return asyncio.run(go())
