@@ -311,8 +311,8 @@ def retriever(store: Store, benchmark: str) -> Retriever:
 
 
 @st.cache_resource(show_spinner="Loading the router (first use only)…", hash_funcs=STORE_KEY)
-def router(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
-    """A checkpoint's router with its preprocessing, loaded once per app process."""
+def loaded_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
+    """A checkpoint (its router with its preprocessing), loaded once per app process."""
     return load_checkpoint(store, checkpoint_id)
 
 

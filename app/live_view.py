@@ -24,14 +24,14 @@ def routed_answer(result: RoutedAnswer) -> None:
     """The routing decision, both answers side by side, the saving, and the evidence."""
     st.header("Routed answer")
     columns = st.columns([4, 2, 2, 3])  # room for the longest arm name
-    if result.router == OVERRIDE:
+    if result.checkpoint_id == OVERRIDE:
         columns[0].metric("Arm (picked by hand)", result.arm)
     else:
         columns[0].metric("Chosen arm", result.arm, delta=f"margin {result.probability_margin:+.2f}",
                           delta_color="off",
-                          help=f"Router {result.router}, probability {result.probabilities[result.arm]:.2f}; margin: "
-                               f"minus the next most probable arm's ({1 / len(result.probabilities):.2f} each would be "
-                               "uniform).")
+                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.2f}; "
+                               f"margin: minus the next most probable arm's ({1 / len(result.probabilities):.2f} each "
+                               "would be uniform).")
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
                       help="Retrieval, features (probes included) and the router's forward pass.")
     columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",

@@ -95,12 +95,12 @@ if asked:
                              lambda_out=lambda_out)
         inputs = request.check(store)
         served = data.served_host(configs[host])
-        router = None if by_hand else data.router(store, checkpoint_id)
+        checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)
         retriever = data.retriever(store, benchmark)
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
             result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
-                             checkpoint=router)
+                             checkpoint=checkpoint)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])

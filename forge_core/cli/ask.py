@@ -90,7 +90,7 @@ def _print_routed(result: Any) -> None:
 
     out = Console()
     chosen = "picked by hand" if not result.probabilities else (
-        f"router {result.router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+        f"router {result.checkpoint_id}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
     if result.probe_calls:
         chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"

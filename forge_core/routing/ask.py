@@ -88,7 +88,7 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
     if inputs.checkpoint_id is not None and (checkpoint is None or checkpoint.checkpoint_id != inputs.checkpoint_id):
         checkpoint = load_checkpoint(store, inputs.checkpoint_id)
     return ask_routed(store, host_config or inputs.host_config, retriever or load_retriever(store, request.benchmark),
-                      inputs.question, request.benchmark, router=checkpoint if inputs.arm is None else None,
+                      inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
                       arm=inputs.arm, example=inputs.example, always_raw=request.always_raw,
                       lambda_in=request.lambda_in, lambda_out=request.lambda_out)
 

@@ -54,7 +54,7 @@ from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
 MAX_QUESTION_CHARS = 4_000  # benchmark questions are under 300; a small host's context is 8,192 tokens
-OVERRIDE = "override"  # `RoutedAnswer.router` when the arm was picked by hand
+OVERRIDE = "override"  # `RoutedAnswer.checkpoint_id` when the arm was picked by hand
 AlwaysRaw = Literal["off", "cost", "answer"]  # the Always-Raw comparison asked for (module docstring)
 ALWAYS_RAW_MODES: tuple[str, ...] = ("off", "cost", "answer")
 EXTRA_CALL = "extra call"  # `RawCost.source` of a raw:no_think call made only for the comparison
@@ -91,7 +91,7 @@ class RoutedAnswer:
     question: str
     benchmark: str  # whose corpus the evidence comes from
     host: str
-    router: str  # the checkpoint id, or OVERRIDE for a hand-picked arm
+    checkpoint_id: str  # the router's checkpoint id, or OVERRIDE for a hand-picked arm
     probabilities: dict[str, float]  # arm name -> router probability (empty under an override)
     routing_ms: float  # retrieval, features (probes included) and the router's forward pass
     probe_calls: int  # host calls a Full router makes before routing (0 otherwise)
@@ -169,7 +169,7 @@ class RoutedAnswer:
 
     def history_row(self) -> dict[str, Any]:
         """One row of a session's history table."""
-        return {"question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.router,
+        return {"question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.checkpoint_id,
                 "weights": "" if self.weights is None else f"{self.weights[0]:g} / {self.weights[1]:g}",
                 "arm": self.arm, "tokens": self.tokens, "raw tokens": self.raw_tokens,
                 "saved": self.tokens_saved, "F1": self.f1, "raw F1": self.raw_f1,
@@ -181,7 +181,7 @@ class RoutedAnswer:
         raw = self.raw_answer
         saved = self.saved_percent
         return {
-            "question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.router,
+            "question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.checkpoint_id,
             "arm": self.arm, "probabilities": {arm: round(p, 6) for arm, p in self.probabilities.items()},
             "routing_ms": round(self.routing_ms, 1), "probe_calls": self.probe_calls,
             "probe_tokens": self.probe_tokens, "answer_is_probe": self.answer_is_probe,
@@ -255,36 +255,36 @@ def default_router_id(store: Store, host: str) -> str:
 
 
 async def route_and_answer(store: Store, client: Host, retriever: Retriever, question: str, benchmark: str, *,
-                           router: LoadedCheckpoint | None = None, arm: Arm | None = None,
+                           checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
                            chat: ClientChat | None = None, lambda_in: float = DEFAULT_LAMBDA_IN,
                            lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
-    """Route `question` with `router` (or take the override `arm`; a cost-conditioned router decides
-    at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
+    """Route `question` with the router of `checkpoint` (or take the override `arm`; a cost-conditioned
+    router decides at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
     on the host `client` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
     question = check_question(question)
-    if (router is None) == (arm is None):
+    if (checkpoint is None) == (arm is None):
         raise InvalidInput("route with a router checkpoint or answer with an explicit arm, not both or neither")
     if always_raw not in ALWAYS_RAW_MODES:
         raise InvalidInput(f"always_raw must be one of {', '.join(ALWAYS_RAW_MODES)}, not {always_raw!r}")
     is_fever = is_fever_benchmark(benchmark)
-    if router is not None:  # the router's own embedder, loaded once per process: routing time is not loading
-        embedder = spec_for_name(router.lineage["embedder"])
+    if checkpoint is not None:  # the router's own embedder, loaded once per process: routing time is not loading
+        embedder = spec_for_name(checkpoint.lineage["embedder"])
         load_embedder(embedder)
         passage_vectors(retriever, embedder)
     started = time.perf_counter()
     evidence = retrieve_evidence(retriever, question)
     probabilities: dict[str, float] = {}
     probes: dict[str, Generation] = {}
-    if router is not None:
-        _check_alphabet(router.record["n_arms"], client.config)
-        if needs_probes(router.variant):
+    if checkpoint is not None:
+        _check_alphabet(checkpoint.record["n_arms"], client.config)
+        if needs_probes(checkpoint.variant):
             probes = await run_probes(client, question, is_fever)
         outcomes = probe_outcomes(client.config.name, probes)
-        features = features_for_question(question, retriever, evidence, outcomes or None, router.variant, embedder)
-        probabilities = router_probabilities(router, features, lambda_in, lambda_out)
+        features = features_for_question(question, retriever, evidence, outcomes or None, checkpoint.variant, embedder)
+        probabilities = router_probabilities(checkpoint, features, lambda_in, lambda_out)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, client.config)
@@ -299,17 +299,18 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
     golds = example.answers if example else ()
     return RoutedAnswer(
         question=question, benchmark=benchmark, host=client.config.name,
-        router=router.checkpoint_id if router else OVERRIDE, probabilities=probabilities, routing_ms=routing_ms,
+        checkpoint_id=checkpoint.checkpoint_id if checkpoint else OVERRIDE, probabilities=probabilities,
+        routing_ms=routing_ms,
         probe_calls=len(probes), probe_tokens_in=sum(p.tokens_in for p in probes.values()),
         probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
         answer_is_probe=answer_is_probe, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost,
         raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
-        weights=(lambda_in, lambda_out) if router is not None and router.conditioning is not None else None,
+        weights=(lambda_in, lambda_out) if checkpoint is not None and checkpoint.conditioning is not None else None,
     )
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
-               router: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
+               checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
                always_raw: AlwaysRaw = "off", lambda_in: float = DEFAULT_LAMBDA_IN,
                lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
@@ -317,7 +318,7 @@ def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question:
 
     async def run() -> RoutedAnswer:
         async with hosted(config) as client:
-            return await route_and_answer(store, client, retriever, question, benchmark, router=router, arm=arm,
+            return await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint, arm=arm,
                                           example=example, always_raw=always_raw, lambda_in=lambda_in,
                                           lambda_out=lambda_out)
 

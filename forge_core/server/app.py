@@ -116,7 +116,7 @@ class ServerState:
         self.models = resolve_models(store, settings)
         self.metrics = ServerMetrics()
         self.shadow = ShadowSampler(settings.shadow_raw)
-        self.routers: dict[str, LoadedCheckpoint] = {}
+        self.checkpoints: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
         self.client: Host | None = None
         self.failure: str | None = None
@@ -143,7 +143,7 @@ class ServerState:
         self.retriever = load_retriever(self.store, self.settings.benchmark)
         load_embedder().embed(["warm-up"])
         for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:
-            self.routers[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
+            self.checkpoints[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
 
     async def close(self) -> None:
         """Close the host client and stop an embedded server this process started."""
@@ -270,7 +270,7 @@ async def _answer(state: ServerState, asked: ChatRequest) -> RoutedAnswer:
     target = state.models[asked.model]
     return await route_and_answer(
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
-        router=state.routers[target] if isinstance(target, str) else None,
+        checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
         arm=target if isinstance(target, Arm) else None, chat=asked.chat)
 
 

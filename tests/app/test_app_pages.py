@@ -355,7 +355,8 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error, texts(app.error)
     result = app.session_state["live_history"][-1]
-    assert result.router == checkpoint_id and result.arm == max(result.probabilities, key=result.probabilities.get)
+    assert result.checkpoint_id == checkpoint_id
+    assert result.arm == max(result.probabilities, key=result.probabilities.get)
     assert abs(sum(result.probabilities.values()) - 1) < 1e-5
     assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
     assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help

@@ -34,11 +34,11 @@ def double_host() -> Iterator[HostConfig]:
 def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[Store, str],
                                                           double_host: HostConfig) -> None:
     store, checkpoint_id = trained_store
-    router = load_checkpoint(store, checkpoint_id)
+    checkpoint = load_checkpoint(store, checkpoint_id)
     retriever = load_retriever(store, BENCHMARK)
-    result = ask_routed(store, double_host, retriever, "  Who founded the city of Rome?  ", BENCHMARK, router=router,
-                        always_raw="answer")
-    assert result.question == "Who founded the city of Rome?" and result.router == checkpoint_id
+    result = ask_routed(store, double_host, retriever, "  Who founded the city of Rome?  ", BENCHMARK,
+                        checkpoint=checkpoint, always_raw="answer")
+    assert result.question == "Who founded the city of Rome?" and result.checkpoint_id == checkpoint_id
     assert result.arm == max(result.probabilities, key=result.probabilities.get)
     second = sorted(result.probabilities.values())[-2]
     assert result.probability_margin == pytest.approx(result.probabilities[result.arm] - second)
@@ -49,8 +49,9 @@ def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[S
     assert (result.host_calls, result.tokens) == (1, result.answer.tokens_in + result.answer.tokens_out)
     view = result.to_json()
     assert view["raw_cost_tokens"] == result.raw_cost.tokens and view["always_raw"]["answer"].startswith("answer ")
+    assert view["router"] == checkpoint_id and result.history_row()["router"] == checkpoint_id  # the output keys stay
 
-    alone = ask_routed(store, double_host, retriever, "Who founded the city of Rome?", BENCHMARK, router=router)
+    alone = ask_routed(store, double_host, retriever, "Who founded the city of Rome?", BENCHMARK, checkpoint=checkpoint)
     assert (alone.raw_cost, alone.raw_answer, alone.tokens_saved, alone.host_calls) == (None, None, None, 1)
     assert alone.to_json()["raw_cost_tokens"] is None and session_totals([alone]).raw_tokens == 0
 
@@ -63,8 +64,8 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     row = stored.loc[(example.example_id, "raw:no_think")]
     result = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("direct:no_think"),
                         example=example, always_raw="cost")
-    assert (result.router, result.arm, result.probabilities, result.raw_answer) == (OVERRIDE, "direct:no_think", {},
-                                                                                      None)
+    assert (result.checkpoint_id, result.arm, result.probabilities, result.raw_answer) == (
+        OVERRIDE, "direct:no_think", {}, None)
     assert result.raw_cost.source == "stored outcome"
     assert result.raw_cost.tokens == row["tokens_in"] + row["tokens_out"]
     assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
@@ -110,13 +111,14 @@ def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
     example_id = store.split_ids(BENCHMARK, "test")[0]
     ask = AskRequest(benchmark=BENCHMARK, host_name="synthetic-host", example_id=example_id, always_raw="cost")
     routed = run_ask(store, ask)
-    assert routed.router == trained_store[1] and routed.question == store.examples(BENCHMARK, [example_id])[0].question
+    assert routed.checkpoint_id == trained_store[1]
+    assert routed.question == store.examples(BENCHMARK, [example_id])[0].question
     assert routed.f1 is not None and routed.raw_cost is not None
     by_hand = run_ask(store, AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think"))
-    assert (by_hand.router, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
+    assert (by_hand.checkpoint_id, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
     checked = AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think")
     answered = run_ask(store, checked, inputs=checked.check(store))  # the caller's check, not repeated
-    assert (answered.router, answered.arm, answered.raw_cost) == (OVERRIDE, "summary:no_think", None)
+    assert (answered.checkpoint_id, answered.arm, answered.raw_cost) == (OVERRIDE, "summary:no_think", None)
     with pytest.raises(InvalidInput, match="unknown benchmark"):
         AskRequest("Q?", "nope", "synthetic-host").check(store)
     with pytest.raises(InvalidInput, match="no example 'missing' in musique"):
