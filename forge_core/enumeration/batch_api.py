@@ -95,7 +95,7 @@ class BatchApi(Protocol):
 
     provider: str
     limits: FileLimits
-    host: HostConfig
+    host_config: HostConfig
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:
         """The line FORGE keeps for a call (FORGE's custom_id and the body sent)."""
@@ -192,12 +192,13 @@ class OpenAIBatches:
     provider = "openai"
     limits = OPENAI_LIMITS
 
-    def __init__(self, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
-        self.host = host
-        self.http = _Http(self.provider, host.base_url, openai_auth_headers(read_api_key(host)), retry_base_s)
+    def __init__(self, host_config: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
+        self.host_config = host_config
+        headers = openai_auth_headers(read_api_key(host_config))
+        self.http = _Http(self.provider, host_config.base_url, headers, retry_base_s)
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:
-        return openai_batch_line(self.host, call)
+        return openai_batch_line(self.host_config, call)
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         content = "".join(json.dumps(line) + "\n" for line in lines).encode()
@@ -237,13 +238,13 @@ class AnthropicBatches:
     provider = "anthropic"
     limits = ANTHROPIC_LIMITS
 
-    def __init__(self, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
-        self.host = host
-        headers = anthropic_auth_headers(read_api_key(host))
-        self.http = _Http(self.provider, host.base_url or DEFAULT_BASE_URL, headers, retry_base_s)
+    def __init__(self, host_config: HostConfig, retry_base_s: float = RETRY_BASE_S) -> None:
+        self.host_config = host_config
+        headers = anthropic_auth_headers(read_api_key(host_config))
+        self.http = _Http(self.provider, host_config.base_url or DEFAULT_BASE_URL, headers, retry_base_s)
 
     def request_line(self, call: PlannedCall) -> dict[str, Any]:
-        return {"custom_id": call.key.custom_id, "params": request_body(self.host, call)}
+        return {"custom_id": call.key.custom_id, "params": request_body(self.host_config, call)}
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         requests = [{"custom_id": anthropic_custom_id(line["custom_id"]), "params": line["params"]} for line in lines]
@@ -272,15 +273,17 @@ class AnthropicBatches:
                                           ("processing_status",)))
 
 
-def batch_api(provider: str, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> BatchApi:
+def batch_api(provider: str, host_config: HostConfig, retry_base_s: float = RETRY_BASE_S) -> BatchApi:
     """The Batch API client of `provider` for this host (which must be of that kind)."""
     if provider not in PROVIDERS:
         raise InvalidInput(f"--batch must be one of {', '.join(PROVIDERS)}, not '{provider}'")
-    if host.kind != provider:
-        raise InvalidInput(f"--batch {provider} needs a host of kind {provider}; '{host.name}' is {host.kind}"
+    name, kind = host_config.name, host_config.kind
+    if kind != provider:
+        raise InvalidInput(f"--batch {provider} needs a host of kind {provider}; '{name}' is {kind}"
                            + (" (write a file with --to-batch and run it with `vllm run-batch`)"
-                              if host.kind == "embedded" else ""))
-    return OpenAIBatches(host, retry_base_s) if provider == "openai" else AnthropicBatches(host, retry_base_s)
+                              if kind == "embedded" else ""))
+    return (OpenAIBatches(host_config, retry_base_s) if provider == "openai"
+            else AnthropicBatches(host_config, retry_base_s))
 
 
 # ------------------------------------------------------------------ the flow
@@ -305,7 +308,7 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
                 on_progress: ProgressCallback | None = None) -> BatchRunReport:
     """Finish the host's unfinished batches, then submit the plan's missing calls (one batch per
     part under the provider's limits, all submitted before any is polled), poll and store them."""
-    check_batchable(api.host, plan.n_arms)
+    check_batchable(api.host_config, plan.n_arms)
     report = BatchRunReport()
     for batch in store.batches(plan.host):
         if batch.provider == api.provider and batch.status not in FINAL_STATUSES:
@@ -316,7 +319,7 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
         return report
     lines = [api.request_line(call) for call in calls]
     by_id = {call.key.custom_id: call for call in calls}
-    count, method = input_counter(store, api.host)
+    count, method = input_counter(store, api.host_config)
     submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part], count, method)
                  for part in split_under_limits(lines, api.limits)]  # all parts run side by side
     for batch in submitted:
@@ -338,7 +341,7 @@ def _submit(store: Store, plan: EnumerationPlan, api: BatchApi, lines: list[dict
     path = requests_path(sha)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_lines_atomically(path, lines)
-    estimate = estimate_calls(store, api.host, calls, count, method)
+    estimate = estimate_calls(store, api.host_config, calls, count, method)
     batch_id = api.submit(lines)
     now = utc_now()
     batch = SubmittedBatch(batch_id, api.provider, plan.host, sha, len(lines), "submitted", 0, 0,

@@ -75,7 +75,7 @@ def _share(total: int | None, parts: int, index: int) -> int | None:
 def enumerate_in_processes(
     store: Store,
     plan: EnumerationPlan,
-    host: HostConfig,
+    host_config: HostConfig,
     processes: int,
     on_progress: Callable[[EnumerationReport], None] | None = None,
 ) -> EnumerationReport:
@@ -87,9 +87,9 @@ def enumerate_in_processes(
     context = multiprocessing.get_context("spawn")
     updates = context.Queue()
     ready = context.Barrier(processes)
-    part_host = dataclasses.replace(host, max_concurrency=math.ceil(host.max_concurrency / processes))
+    part_config = dataclasses.replace(host_config, max_concurrency=math.ceil(host_config.max_concurrency / processes))
     children = [context.Process(target=_run_part, name=f"forge-enumerate-{index + 1}",
-                                args=(str(store.path), part, part_host, os.getpid(), index, ready, updates))
+                                args=(str(store.path), part, part_config, os.getpid(), index, ready, updates))
                 for index, part in enumerate(split_plan(plan, processes))]
     for child in children:
         child.start()
@@ -174,7 +174,7 @@ def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
 
 # ------------------------------------------------------------------ in each process
 
-def _run_part(store_path: str, plan: EnumerationPlan, host: HostConfig, parent_pid: int, index: int,
+def _run_part(store_path: str, plan: EnumerationPlan, host_config: HostConfig, parent_pid: int, index: int,
               ready, updates) -> None:
     """One process's part: load the indexes, wait for the others, enumerate, report."""
     threading.Thread(target=_interrupt_when_orphaned, args=(parent_pid,), daemon=True).start()
@@ -182,7 +182,7 @@ def _run_part(store_path: str, plan: EnumerationPlan, host: HostConfig, parent_p
     try:
         for benchmark in plan.benchmarks:
             load_retriever(store, benchmark)
-        report = asyncio.run(_enumerate_part(store, plan, host, index, ready, updates))
+        report = asyncio.run(_enumerate_part(store, plan, host_config, index, ready, updates))
     except KeyboardInterrupt:
         return  # Ctrl-C: enumerate_arms has written every finished call; the parent was interrupted too
     except BaseException as error:  # the parent turns it into one line naming this process
