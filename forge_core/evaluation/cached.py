@@ -29,6 +29,7 @@ from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score
 from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup
 from forge_core.evaluation.statistics import macro, pareto_frontier
+from forge_core.evaluation.support_rates import support_summary, support_verdicts
 from forge_core.store import Store
 
 REPEATED_SEEDS = (0, 1, 2)  # the paper's 3 split seeds x 3 training seeds
@@ -89,12 +90,14 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     raw = FixedArm(RAW_NO_THINK)
     reference = outcomes.get(raw.name) or score_decisions(context, rows, raw, raw.decide(context, rows))
     recall, benchmarks = gold_recall_matrix(store, context.table)[rows], context.table.benchmarks[rows]
+    verdicts = support_verdicts(store, context.table)
+    support = verdicts.scores[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
         "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
-        "arms": list(context.table.arms),
+        "arms": list(context.table.arms), "support_evaluator": verdicts.evaluator,
         "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
-                     for name, o in outcomes.items()},
+                     | support_summary(support, o.actions, benchmarks) for name, o in outcomes.items()},
     }
 
 
@@ -155,7 +158,8 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     oracle and the given checkpoints (a cost-conditioned one decides at these weights), without
     training anything; plus the frontier indices. Each point: policy, kind, benchmark ("all"
     unless `by_benchmark`), cost_k and macro_utility under `accounting`, macro_f1, gold_recall
-    (None where no benchmark has evidence annotations). `base`: the host's `evaluation_context`
+    (None where no benchmark has evidence annotations), support_rate and support_coverage (None and
+    0 without support verdicts; `support_evaluator` names who gave them). `base`: the host's `evaluation_context`
     already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
     what a slider step recomputes is only what the weights change."""
     if base is None:
@@ -168,6 +172,8 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
     recall = context.weight_free(("gold_recall",), lambda: gold_recall_matrix(store, context.table))[rows]
+    verdicts = support_verdicts(store, context.table)
+    support = verdicts.scores[rows]
     points = []
     for outcome in outcomes.values():
         if by_benchmark:
@@ -175,17 +181,19 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
                 mask = benchmarks == benchmark
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
                                      outcome.f1[mask].mean(), outcome.utility[mask].mean())
-                              | _gold_recall(recall[mask], outcome.actions[mask], benchmarks[mask]))
+                              | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask]))
         else:
             points.append(_point(outcome, "all", macro(outcome.tokens, benchmarks),
                                  macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks))
-                          | _gold_recall(recall, outcome.actions, benchmarks))
+                          | _grounding(recall, support, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
-    return {"points": points, "frontier": frontier, "queries": int(len(rows))}
+    return {"points": points, "frontier": frontier, "queries": int(len(rows)), "support_evaluator": verdicts.evaluator}
 
 
-def _gold_recall(recall: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
-    return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"]}
+def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
+    rates = support_summary(support, actions, benchmarks)
+    return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"],
+            "support_rate": rates["support_rate"], "support_coverage": rates["support_coverage"]}
 
 
 def _point(outcome: PolicyOutcome, benchmark: str, tokens: float, f1: float, utility: float) -> dict:
