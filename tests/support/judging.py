@@ -30,3 +30,17 @@ class RatingHost(Host):
 
     async def aclose(self) -> None:
         return None
+
+
+SUPPORT_LABELS = ("SUPPORTED", "CONTRADICTED", "NOT ENOUGH INFO")
+
+
+class VerdictHost(RatingHost):
+    """A support evaluator double: labels an answer by the length in characters of its whole prompt
+    (evidence included) modulo 3 (SUPPORTED, CONTRADICTED, NOT ENOUGH INFO), or replies `reply`
+    when given."""
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        self.requests.append(request)
+        text = self.reply if self.reply is not None else SUPPORT_LABELS[len(request.messages[1]["content"]) % 3]
+        return Generation(text=text, tokens_in=80, tokens_out=2, latency_ms=1.0)
