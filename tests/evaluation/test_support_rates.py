@@ -69,3 +69,21 @@ def test_the_overview_frame_has_one_row_per_arm_and_benchmark_with_verdicts(stor
     direct = frame[(frame["arm"] == "direct:no_think") & (frame["benchmark"] == "macro")].iloc[0]
     assert (raw["support_rate"], direct["support_rate"], direct["unsupported_rate"]) == (1.0, 0.0, 0.0)
     assert set(frame["benchmark"]) == {"musique", "popqa", "2wikimultihopqa", "macro"}
+
+
+def test_the_cached_report_has_the_rates_beside_gold_recall_and_its_evaluator(store) -> None:
+    import json
+
+    from forge_core.evaluation.cached import evaluate
+    from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+
+    settings = EvaluationSettings(HOST, split="test", policy_names=("always_raw", "always_direct", "always_summary"))
+    prepare_evaluation(store, settings)  # the routers the setup loads
+    write_verdicts(store, {"raw:no_think": 1.0, "direct:no_think": 0.0})
+    report = json.loads(json.dumps(evaluate(store, settings)))  # what `forge eval --json` prints
+    assert report["support_evaluator"] == "judge:double@cfg1"
+    raw, direct, summary = (report["policies"][name] for name in ("always_raw", "always_direct", "always_summary"))
+    assert "gold_recall" in raw and (raw["support_rate"], raw["unsupported_rate"]) == (1.0, 0.0)
+    assert (direct["support_rate"], direct["unsupported_rate"], direct["support_coverage"]) == (0.0, 1.0, 1.0)
+    assert set(raw["support_per_benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}
+    assert (summary["support_rate"], summary["support_coverage"]) == (None, 0.0)
