@@ -89,3 +89,19 @@ def test_a_reply_without_a_label_is_stored_as_not_enough_info_and_reported(store
 def test_an_unknown_kind_is_refused_in_one_line(store) -> None:
     with pytest.raises(InvalidInput, match="unknown rating kind 'nli'"):
         JudgeRequest(host="synthetic-host", kind="nli").check(store)
+
+
+@pytest.mark.slow  # 12 calls with the passages in every prompt: 181 s on the shared 2-core machine
+def test_the_tiny_embedded_host_gives_real_verdicts_for_two_queries(store, tiny_server) -> None:
+    from forge_core.hosts.lifetime import hosted
+
+    async def check_with_tiny():
+        async with hosted(tiny_server) as evaluator:
+            request = JudgeRequest(host="synthetic-host", split="test", limit=2, kind="support")
+            return await judge_outcomes(store, request, evaluator)
+
+    report = asyncio.run(check_with_tiny())
+    assert (report.judged, report.errors) == (12, [])
+    rows = store.reward_outcomes("synthetic-host", report.reward_key)
+    assert len(rows) == 12 and (rows["tokens_in"] > 0).all() and set(rows["reward"]) <= {0.0, 0.5, 1.0}
+    assert (rows["verdict"] != "").all()  # the model's own replies, kept
