@@ -513,6 +513,24 @@ def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None
     assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
 
 
+def test_pareto_and_overview_show_support_rates_and_their_evaluator(trained_app: tuple[Store, str]) -> None:
+    from support.judging import write_support_verdicts
+
+    store, _ = trained_app
+    write_support_verdicts(store, "synthetic-host", {"raw:no_think": 1.0, "direct:no_think": 0.0})
+    app = page("pareto.py")
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value.set_index("policy")
+    assert (table.loc["always_raw", "support_rate"], table.loc["always_direct", "support_rate"]) == (1.0, 0.0)
+    assert "by judge:double@cfg1" in texts(app.caption)
+    app = page("overview.py")
+    assert not app.exception, app.exception
+    by_label(app.selectbox, "Split").set_value("test").run()
+    support = app.dataframe[-1].value
+    assert set(support["arm"]) == {"raw:no_think", "direct:no_think"} and "Evaluator: judge:double@cfg1" in \
+        texts(app.caption)
+
+
 def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
     from forge_core.training.stage1 import Stage1Config

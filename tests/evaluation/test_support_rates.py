@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from forge_core.evaluation.support_rates import support_rate_frame, support_summary, support_verdicts
-from forge_core.records import RewardOutcome
 from forge_core.routing.outcome_table import load_outcome_table
-from forge_core.store import Store, utc_now
+from forge_core.store import Store
 
+from support.judging import write_support_verdicts
 from support.stores import copy_store
 
 HOST = "synthetic-host"
@@ -31,14 +31,8 @@ def test_rates_count_the_chosen_arms_verdicts_only_and_say_the_coverage() -> Non
                     "support_per_benchmark": {}}
 
 
-def write_verdicts(store: Store, by_arm: dict[str, float], split: str = "test", judge: str = "double") -> None:
-    """A support verdict of value `by_arm[arm]` for each stored outcome of the split and those arms."""
-    splits = store.split_table(0)
-    chosen = set(map(tuple, splits[splits["split"] == split][["benchmark", "example_id"]].values))
-    store.write_reward_outcome(*(RewardOutcome(
-        HOST, row.benchmark, row.example_id, row.arm, "key-" + judge, "support", judge, "cfg1", "prompt",
-        by_arm[row.arm], "", 0, 0, 0.0, None, utc_now()) for row in store.arm_outcomes(HOST).itertuples()
-        if row.arm in by_arm and (row.benchmark, row.example_id) in chosen))
+def write_verdicts(store: Store, by_arm: dict[str, float]) -> None:
+    write_support_verdicts(store, HOST, by_arm)
 
 
 @pytest.fixture()
