@@ -490,6 +490,19 @@ def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, st
     assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
 
+def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import train_view
+
+    started = []
+    monkeypatch.setattr(train_view, "start_judging", lambda store, request: started.append(request))
+    app = page("train.py")
+    by_label(app.radio, "The judge host says").set_value("support")
+    by_label(app.button, "Start judging").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    assert [request.kind for request in started] == ["support"]
+    assert started[0].host == "synthetic-host" and "Judging started (support)" in texts(app.success)
+
+
 def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:
     _, checkpoint_id = trained_app
     app = page("pareto.py")

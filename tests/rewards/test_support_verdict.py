@@ -105,3 +105,10 @@ def test_the_tiny_embedded_host_gives_real_verdicts_for_two_queries(store, tiny_
     rows = store.reward_outcomes("synthetic-host", report.reward_key)
     assert len(rows) == 12 and (rows["tokens_in"] > 0).all() and set(rows["reward"]) <= {0.0, 0.5, 1.0}
     assert (rows["verdict"] != "").all()  # the model's own replies, kept
+
+
+def test_a_support_request_round_trips_as_a_background_job_request(tmp_path) -> None:
+    from forge_core import jobs
+
+    request = JudgeRequest(host="synthetic-host", judge_host="embedded-tiny", split="dev", limit=2, kind="support")
+    assert jobs.read_request(jobs.write_request(request, tmp_path / "support.json")) == request
