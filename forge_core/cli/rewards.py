@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -17,6 +17,9 @@ from forge_core.cli.output import (
     print_summary,
 )
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+if TYPE_CHECKING:
+    from forge_core.rewards.judge_job import JudgeRequest
 
 rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their audit against gold.",
                           no_args_is_help=True)
@@ -73,8 +76,8 @@ def support_command(
     print_summary(summary, as_json)
 
 
-def _run_rating(request: Any) -> dict[str, Any]:
-    """Run a judge job (`JudgeRequest`) with a progress bar; its report as a summary."""
+def _run_rating(request: JudgeRequest) -> dict[str, Any]:
+    """Run a judge job (either kind) with a progress bar; its report as a summary."""
     import asyncio
 
     from forge_core.rewards.judge_job import judge_on_host
