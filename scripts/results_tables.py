@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from forge_core.evaluation.reports import crossfit_policy_kind
+from forge_core.evaluation.reports import arm_mix_frame, crossfit_policy_kind
 
 
 def _order(policies: dict) -> list[str]:
@@ -126,10 +126,7 @@ def transfer(reports: list[dict]) -> str:
     columns = [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite") if name in first["policies"]]
     lines += ["", f"Arm mix per benchmark, {first['source_host']} -> {first['target_host']}, {_weights(first)}:", "",
               "| benchmark | " + " | ".join(f"`{name}`" for name in columns) + " |", "|---|" + "---|" * len(columns)]
-    for benchmark, mixes in first["arm_mix"].items():
-        cells = [", ".join(f"{arm} {share:.0%}" for arm, share in sorted(mixes[name].items(), key=lambda i: -i[1]))
-                 for name in columns]
-        lines.append(f"| {benchmark} | " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(row) + " |" for row in arm_mix_frame(first, columns).itertuples(index=False)]
     return "\n".join(lines)
 
 
