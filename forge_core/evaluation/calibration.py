@@ -142,11 +142,6 @@ class CalibrationResult:
         }
 
 
-def _at(context: EvalContext, lambda_in: float, lambda_out: float) -> EvalContext:
-    """The context at other cost weights (same table, normalizer and features)."""
-    return dataclasses.replace(context, lambda_in=lambda_in, lambda_out=lambda_out)
-
-
 def _tokens_and_f1(context: EvalContext, router: FoldRouter, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     outcome = score_decisions(context, rows, router, router.decide(context, rows))
     return outcome.tokens.astype(np.float64), outcome.f1
@@ -168,7 +163,7 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
     dev = context.rows("dev")
     benchmarks = context.table.benchmarks[dev]
     lambdas = request.ray()
-    scanned = [_tokens_and_f1(_at(context, value, request.ratio * value), router, dev) for value in lambdas]
+    scanned = [_tokens_and_f1(context.at(value, request.ratio * value), router, dev) for value in lambdas]
     tokens = np.array([macro(t, benchmarks) for t, _ in scanned])
     f1 = np.array([macro(f, benchmarks) for _, f in scanned])
     index, met = _choose(request, lambdas, tokens, f1)
@@ -191,7 +186,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
-            at_weights = _at(context, calibration.lambda_in, calibration.lambda_out)
+            at_weights = context.at(calibration.lambda_in, calibration.lambda_out)
             tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
