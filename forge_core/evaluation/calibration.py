@@ -29,12 +29,12 @@ import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds, fold_assignment
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import check_accounting
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import one_torch_thread
@@ -92,14 +92,15 @@ class CalibrationRequest:
         high = min(self.conditioning.high, self.conditioning.high / self.ratio)
         return np.geomspace(low, high, RAY_POINTS)
 
-    def check(self, store: Store) -> None:
-        """Refuse what the calibration would refuse on this store: no complete queries (or, for a
-        Full router, no probes), or too few of a benchmark for the folds."""
-        context = evaluation_context(store, self.host, self.n_arms, 0.1, 0.2, accounting=self.accounting)
+    def base_context(self, store: Store) -> EvalContext:
+        """The host's evaluation context the calibration runs on; refuses a store without complete
+        queries (or, for a Full router, without probes)."""
+        context = evaluation_context(store, self.host, self.n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT,
+                                     accounting=self.accounting)
         if self.variant == "full" and not context.table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
                               f"`forge enumerate --host {self.host} --probes`, or calibrate Lite")
-        fold_assignment(context.table.benchmarks, self.folds, self.split_seed)
+        return context
 
 
 @dataclass(frozen=True)
@@ -174,15 +175,17 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
 def run_calibration(store: Store, request: CalibrationRequest,
                     on_fold: Callable[[int, int], None] | None = None) -> CalibrationResult:
     """Calibrate as `request` asks (see the module docstring); `on_fold(done, total)` follows the
-    folds. Computes missing features first; trains in memory only (no checkpoint is stored)."""
-    request.check(store)
+    folds. Refuses what it cannot calibrate (`base_context`, and a benchmark with fewer complete
+    queries than folds) before any work; computes missing features first; trains in memory only
+    (no checkpoint is stored)."""
+    base = request.base_context(store)
+    fold_contexts = crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed)
     compute_features(store, request.host)
-    base = evaluation_context(store, request.host, request.n_arms, 0.1, 0.2, accounting=request.accounting)
     benchmarks = base.table.benchmarks
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
     with one_torch_thread():
-        for fold, context in crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed):
+        for fold, context in fold_contexts:
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
