@@ -74,9 +74,10 @@ class SweepRequest:
         return [dataclasses.replace(self.settings, lambda_in=li, lambda_out=lo) for li, lo in self.grid]
 
     def check(self, store: Store) -> None:
-        """Refuse, with a one-line `ForgeError`, a request the store cannot answer."""
-        for settings in self.evaluations():  # each point checks its own cost weights
-            check_evaluation(store, settings)
+        """Refuse, with a one-line `ForgeError`, a grid point's cost weights (each point's settings
+        check their own) or a request the store cannot answer (the same at every point)."""
+        self.evaluations()
+        check_evaluation(store, self.settings)
 
 
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
