@@ -82,12 +82,23 @@ class EvaluationSetup:
     router_checkpoints: dict[str, str]
 
 
-def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSetup:
+def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
+    """The `evaluation_context` of the settings (their host, alphabet, weights, split seed,
+    benchmarks and accounting)."""
+    return evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                              settings.split_seed, settings.benchmarks, settings.accounting)
+
+
+def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalContext | None = None) -> EvaluationSetup:
     """The complete queries of the split, and the baselines and FORGE routers (all, or the named
-    ones). It only reads: `prepare_evaluation` computes what it needs first."""
+    ones). It only reads: `prepare_evaluation` computes what it needs first. `base`: the
+    `settings_context` of settings that differ at most in their cost weights and training seed,
+    already loaded; the evaluation runs on it at the settings' weights and reuses its weight-free
+    fits (a sweep or repeated runs load the outcome table once)."""
     host, names = settings.host, settings.policy_names
-    context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
-                                 settings.split_seed, settings.benchmarks, settings.accounting)
+    if base is None:
+        base = settings_context(store, settings)
+    context = base.at(settings.lambda_in, settings.lambda_out)
     rows = context.rows(settings.split)
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
