@@ -202,14 +202,12 @@ def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: fl
 def _prepare_evaluations(store: Store, evaluations: list[EvaluationSettings]) -> None:
     """The explicit step before an evaluation reads: features, and the Stage-1 routers still
     missing for each of the settings, with a progress bar; says which routers it trained."""
-    from forge_core.evaluation.setup import prepare_evaluation
+    from forge_core.evaluation.setup import prepare_evaluations
 
-    trained = []
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features, then missing routers", total=None)
-        for settings in evaluations:
-            trained += prepare_evaluation(store, settings, on_features=lambda done, total: progress.update(
-                task, completed=done, total=total))
+        trained = prepare_evaluations(store, evaluations, on_features=lambda done, total: progress.update(
+            task, completed=done, total=total))
     if trained:
         console.print(f"trained {len(trained)} missing Stage-1 router(s) first: {', '.join(trained)}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,8 +156,17 @@ def prepare_evaluation(store: Store, settings: EvaluationSettings,
     """The one step that writes before an evaluation reads: the features of every enumerated
     query of the host (`on_features(done, total)` follows them), and the Stage-1 routers still
     missing for these settings; returns the ids of the routers it trained."""
-    compute_features(store, settings.host, settings.benchmarks, on_progress=on_features)
-    return train_missing_routers(store, settings)
+    return prepare_evaluations(store, [settings], on_features)
+
+
+def prepare_evaluations(store: Store, evaluations: Sequence[EvaluationSettings],
+                        on_features: Callable[[int, int], None] | None = None) -> list[str]:
+    """`prepare_evaluation` for several settings (a sweep, repeated runs, a transfer): the
+    features once per distinct host and benchmarks, then the routers still missing for each of
+    the settings; returns the ids of the routers it trained."""
+    for host, benchmarks in dict.fromkeys((settings.host, settings.benchmarks) for settings in evaluations):
+        compute_features(store, host, benchmarks, on_progress=on_features)
+    return [checkpoint for settings in evaluations for checkpoint in train_missing_routers(store, settings)]
 
 
 def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
