@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from forge_core.arms import DIRECT_NO_THINK
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext
@@ -47,7 +48,6 @@ N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of querie
 MIN_QUERIES = 10  # fewer queries make no meaningful map
 SPLITS = ("test", "dev", "train", "all")
 QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
-ALWAYS_DIRECT = "direct:no_think"
 TIE_RULE = ("Ties in utility go to the lowest action index: direct before summary before raw, and no_think "
             "before cot within a form, so the cheaper arm wins a tie (e.g. when every arm scores F1 0).")
 
@@ -92,7 +92,7 @@ class ActionMap:
     def agreements(self) -> dict[str, float]:
         """Oracle agreement of the router, of Always-Direct and of the best fixed arm (same weights)."""
         return {"router": self.agreement,
-                f"Always-Direct ({ALWAYS_DIRECT})": self.fixed_arm_agreement(ALWAYS_DIRECT),
+                f"Always-Direct ({DIRECT_NO_THINK})": self.fixed_arm_agreement(DIRECT_NO_THINK),
                 f"best fixed arm ({self.best_fixed_arm})": self.fixed_arm_agreement(self.best_fixed_arm)}
 
     def query_outcomes(self, index: int) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
@@ -42,7 +43,7 @@ from forge_core.training.trainer import one_torch_thread
 log = logging.getLogger(__name__)
 
 RAY_POINTS = 41  # weights scanned along the ray on each fold's inner dev part
-CALIBRATED_VARIANTS = ("lite", "full")
+CONDITIONED_NAMES = {variant: name for name, variant in CONDITIONED_POLICIES.items()}  # variant -> policy name
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class CalibrationRequest:
             raise InvalidInput(f"the F1 floor is a fraction in [0, 1], not {self.min_f1}")
         if not (np.isfinite(self.ratio) and self.ratio > 0):
             raise InvalidInput(f"the ratio lambda_out / lambda_in must be positive, not {self.ratio}")
-        if self.variant not in CALIBRATED_VARIANTS:
+        if self.variant not in CONDITIONED_NAMES:
             raise InvalidInput(f"calibrate a lite or full router, not '{self.variant}'")
         if self.folds < 2:
             raise InvalidInput(f"calibration needs at least 2 folds, not {self.folds}")
@@ -158,7 +159,7 @@ def _choose(request: CalibrationRequest, lambdas: np.ndarray, tokens: np.ndarray
 
 
 def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int) -> tuple[FoldCalibration, FoldRouter]:
-    router = FoldRouter(f"forge_{request.variant}_cond", request.variant,
+    router = FoldRouter(CONDITIONED_NAMES[request.variant], request.variant,
                         dataclasses.replace(request.stage1, seed=request.seed), conditioning=request.conditioning)
     router.fit(context)
     dev = context.rows("dev")
