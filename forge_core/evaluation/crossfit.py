@@ -34,16 +34,9 @@ import torch
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
+from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.policies import (
-    FIXED_ARM_KIND,
-    ORACLE_KIND,
-    ROUTER_KIND,
-    FallbackPolicy,
-    FixedArm,
-    Policy,
-    build_baselines,
-)
+from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
