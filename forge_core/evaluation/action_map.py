@@ -295,7 +295,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
     clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
-    questions = _questions(store, shown.keys)
+    questions = stored_questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
                      coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)),
@@ -303,7 +303,9 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
                      context.lambda_in, context.lambda_out)
 
 
-def _questions(store: Store, keys: tuple[tuple[str, str], ...]) -> list[str]:
+def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:
+    """The stored question of each (benchmark, example_id) key, in the keys' order ("" for a key
+    the store has no example of); one query per benchmark."""
     by_key: dict[tuple[str, str], str] = {}
     for benchmark in sorted({benchmark for benchmark, _ in keys}):
         ids = [example_id for b, example_id in keys if b == benchmark]
