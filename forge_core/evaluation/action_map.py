@@ -36,7 +36,8 @@ from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, oracle_actions
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import oracle_actions as utility_oracle_actions
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,6 @@ class ActionMap:
     keys: tuple[tuple[str, str], ...]  # (benchmark, example_id)
     questions: tuple[str, ...]
     coordinates: np.ndarray  # [n, 2] UMAP coordinates
-    router_actions: np.ndarray  # [n] the checkpoint's argmax action
-    oracle_actions: np.ndarray  # [n] the utility oracle's action
     clusters: np.ndarray  # [n] cluster of each query, 0..k-1 from left to right
     hover: tuple[str, ...]  # [n] question, benchmark and per-arm outcomes (HTML line breaks)
     probabilities: np.ndarray  # [n, K] the router's action distribution
@@ -74,6 +73,16 @@ class ActionMap:
     tokens_out: np.ndarray  # [n, K]
     lambda_in: float
     lambda_out: float
+
+    @property
+    def router_actions(self) -> np.ndarray:
+        """[n] the checkpoint's argmax action."""
+        return self.probabilities.argmax(axis=1)
+
+    @property
+    def oracle_actions(self) -> np.ndarray:
+        """[n] the utility oracle's action (`TIE_RULE`)."""
+        return utility_oracle_actions(self.utility)
 
     @property
     def agreement(self) -> float:
@@ -290,16 +299,16 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     policy.fit(context)
     rows = np.arange(len(shown))
     probabilities = policy.probabilities(context, rows)
-    router = probabilities.argmax(axis=1)
-    oracle = oracle_actions(context.utility)
+    utility = context.utility
+    router, oracle = probabilities.argmax(axis=1), utility_oracle_actions(utility)
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
     clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
     questions = stored_questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
-                     coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)),
-                     probabilities, context.utility, shown.f1, shown.tokens_in, shown.tokens_out,
+                     coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
+                     probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
                      context.lambda_in, context.lambda_out)
 
 
