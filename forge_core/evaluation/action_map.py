@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import html
 import logging
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from forge_core.arms import DIRECT_NO_THINK
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext
+from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -212,15 +212,14 @@ def cached_array(cache_dir: Path | None, name: str, key: str, data: np.ndarray,
     digest = hashlib.sha256(f"{key}|{data.dtype}|{data.shape}".encode())
     digest.update(np.ascontiguousarray(data).tobytes())
     path = Path(cache_dir) / f"{name}-{digest.hexdigest()[:24]}.npy"
-    if path.exists():
-        return np.load(path, allow_pickle=False)
-    result = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
-    np.save(partial, result, allow_pickle=False)
-    os.replace(partial, path)
-    log.info("%s of %d rows kept in %s", name, len(data), path)
-    return result
+
+    def computed() -> np.ndarray:
+        result = compute()
+        log.info("%s of %d rows kept in %s", name, len(data), path)
+        return result
+
+    return cached_file(path, computed, lambda file: np.load(file, allow_pickle=False),
+                       lambda file, result: np.save(file, result, allow_pickle=False))
 
 
 def cached_umap_coordinates(embeddings: np.ndarray, cache_dir: Path | None, seed: int = 0) -> np.ndarray:
