@@ -172,7 +172,7 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
-    recall = context.weight_free(("gold_recall",), lambda: gold_recall_matrix(store, context.table))[rows]
+    recall = gold_recall_matrix(store, context.table)[rows]
     points = []
     for outcome in outcomes.values():
         if by_benchmark:
