@@ -293,3 +293,25 @@ def routing_gain(frame: pd.DataFrame) -> go.Figure:
     figure.update_yaxes(title="utility gain (95% interval)", col=1)
     figure.update_layout(height=420, margin={"t": 40}, legend_title_text="")
     return figure
+
+
+def calibration_gain(frame: pd.DataFrame) -> go.Figure:
+    """Utility gain over the target's own Lite router against the calibration size K (0: zero-shot),
+    one line per transferred router with its paired 95% interval as error bars; zero (the target's
+    own router) dashed."""
+    figure = go.Figure()
+    for index, (router, rows) in enumerate(frame.groupby("router", sort=False)):
+        figure.add_trace(go.Scatter(
+            x=rows["k"], y=rows["gain"], mode="lines+markers", name=router,
+            line={"color": RUN_COLORS[index % len(RUN_COLORS)]},
+            error_y={"type": "data", "symmetric": False, "array": rows["gain_high"] - rows["gain"],
+                     "arrayminus": rows["gain"] - rows["gain_low"]},
+            customdata=rows[["gain_low", "gain_high"]],
+            hovertemplate="K %{x}: %{y:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<extra>" + router
+                          + "</extra>"))
+    figure.add_hline(y=0, line={"color": "#888", "dash": "dash"}, annotation_text="the target's own Lite router",
+                     annotation_position="bottom right")
+    figure.update_xaxes(title="target queries calibrated on (K; 0 = zero-shot)", type="category")
+    figure.update_yaxes(title="utility gain (95% interval)")
+    figure.update_layout(height=380, margin={"t": 30}, legend_title_text="")
+    return figure

@@ -26,6 +26,7 @@ from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -177,7 +178,7 @@ def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str)
 def marked_default_router(store: Store, host: str) -> str | None:
     """The checkpoint the user marked as the host's default router, or None (without a mark,
     `forge_core.routing.checkpoints.default_router` falls back to the conditioned, then newest Lite)."""
-    return store.default_router(host)
+    return store.marked_default_router(host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -241,6 +242,14 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     with one_torch_thread(), threadpool_limits(1):
         return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                      by_benchmark, accounting, base)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def transfer(store: Store, version: int, request: TransferRequest) -> dict:
+    """The transfer report (`forge eval transfer`) for a request that stores nothing (`version`:
+    see `store_version`)."""
+    with one_torch_thread():
+        return run_transfer(store, request)
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -7,7 +7,7 @@ import streamlit as st
 from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.routing.ask import AskRequest, run_ask
-from forge_core.routing.checkpoints import default_router
+from forge_core.routing.checkpoints import default_router, other_host_warning
 from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
@@ -44,6 +44,8 @@ else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")
 record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
+if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
+    st.warning(warning, icon=":material/swap_horiz:")
 router_is_conditioned = record is not None and "conditioning" in record["lineage"]
 lambda_in, lambda_out = weights.sliders("live")
 st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "

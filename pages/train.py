@@ -9,6 +9,7 @@ from app import charts, data, ui
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
+from forge_core.evaluation.proxy_audit import reward_audit_table
 from forge_core.jobs import stage2_log_every
 from forge_core.rewards.judge_job import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
@@ -21,7 +22,6 @@ from forge_core.training.checkpoint_views import (
     default_comparison,
     lineage_diff,
     metrics_comparison,
-    reward_audit_table,
 )
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import LOSS_TYPES, Stage2Config

@@ -92,3 +92,15 @@ def conditioned_store(tmp_path_factory: pytest.TempPathFactory, trained_store: t
                                                      conditioning=CostConditioning(),
                                                      stage1=Stage1Config(max_epochs=30, patience=5)))
     return store, checkpoint_id
+
+
+@pytest.fixture(scope="session")
+def two_host_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """`outcome_store` plus a target host, "knowing-host", that answers long questions without
+    evidence (a host that knows more than "synthetic-host"); read-only by convention (copy it to write)."""
+    store = copy_store(outcome_store, tmp_path_factory.mktemp("transfer"))
+    synthetic_outcomes(store, "knowing-host", {"train": 40, "dev": 20, "test": 20},
+                       ("musique", "popqa", "2wikimultihopqa"), direct_f1_long=0.85)
+    compute_features(store, "knowing-host")
+    return store
+

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from forge_core.arms import RAW_NO_THINK
-from forge_core.cli.output import open_store, print_json
+from forge_core.cli.output import open_store, print_json, warn_if_other_host
 from forge_core.errors import InvalidInput
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
@@ -49,7 +49,10 @@ def ask(
                          arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
                          always_raw="off" if not route else "answer" if compare_raw else "cost",
                          lambda_in=lambda_in, lambda_out=lambda_out)
-    result = run_ask(open_store(), request)
+    store = open_store()
+    if router:
+        warn_if_other_host(store, router, host)
+    result = run_ask(store, request)
     if not route:
         _print_plain(result, host, as_json)
     elif as_json:

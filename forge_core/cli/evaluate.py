@@ -338,6 +338,22 @@ def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> Non
                       _interval(row["ci_utility_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
                       _interval(row["ci_utility_vs_target_router"]))
     Console().print(table)
+    _print_arm_mix(report)
+    for router, points in report["calibration"].items():
+        stored = ", ".join(f"K={point['k']} {point['checkpoint_id']}" for point in points)
+        Console().print(f"{router} calibrated on the target, stored as: {stored}")
+
+
+def _print_arm_mix(report: dict) -> None:
+    """Per benchmark, the target oracle's arm mix beside the transferred and the target's own Lite router."""
+    from forge_core.evaluation.reports import arm_mix_frame
+
+    frame = arm_mix_frame(report, [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite")
+                                   if name in report["policies"]])
+    table = Table(*frame.columns, title="Where the transferred allocation differs: arm mix per benchmark")
+    for row in frame.itertuples(index=False):
+        table.add_row(*row)
+    Console().print(table)
 
 
 def _print_seed_spread(spread: dict) -> None:

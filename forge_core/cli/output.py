@@ -54,6 +54,17 @@ def open_store() -> Store:
     return Store(config.store_path())
 
 
+def warn_if_other_host(store: Store, checkpoint_id: str, host: str) -> None:
+    """Warn on stderr when the checkpoint was trained on another host than the one it routes for
+    (an unknown id is left to the command's own one-line error)."""
+    from forge_core.routing.checkpoints import other_host_warning
+
+    found = store.checkpoint(checkpoint_id)
+    warning = found and other_host_warning(checkpoint_id, found[0]["host"], host)
+    if warning:
+        console.print(f"[yellow]warning: {warning}[/yellow]", highlight=False, soft_wrap=True)
+
+
 def print_json(value: Any) -> None:
     """One JSON object on stdout."""
     sys.stdout.write(json.dumps(value) + "\n")

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import console, open_store
+from forge_core.cli.output import console, open_store, warn_if_other_host
 
 
 def serve_command(
@@ -32,7 +32,10 @@ def serve_command(
 
     settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
                              shadow_raw=shadow_raw)
-    application = build_app(open_store(), settings)
+    store = open_store()
+    if router not in ("lite", "full"):
+        warn_if_other_host(store, router, host)
+    application = build_app(store, settings)
     if bind != "127.0.0.1":
         console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"
                       f"{'' if api_key_env else ' without an API key (--api-key-env)'}[/yellow]")

@@ -215,6 +215,56 @@ def crossfit_frame(report: dict) -> pd.DataFrame:
     return frame
 
 
+TRANSFER_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "gain", "gain_low",
+                    "gain_high", "on_frontier")
+
+
+def transfer_frame(report: dict) -> pd.DataFrame:
+    """One row per policy of a transfer report (benchmark "all"): cost, macro F1 and utility on the
+    target, the utility gain over the target's own Lite router with its paired 95% interval, and
+    whether it is on the target's Pareto frontier of deployable policies (the oracle is a
+    reference, never on it)."""
+    from forge_core.evaluation.statistics import pareto_frontier
+
+    reference = report["policies"]["target_forge_lite"]["macro_utility"]
+    rows = [{"policy": name, "kind": row["kind"], "benchmark": "all", "cost_k": row["cost_k"],
+             "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"],
+             "gain": row["macro_utility"] - reference, "gain_low": row["ci_utility_vs_target_router"][0],
+             "gain_high": row["ci_utility_vs_target_router"][1], "on_frontier": False}
+            for name, row in report["policies"].items()]
+    frame = pd.DataFrame(rows, columns=list(TRANSFER_COLUMNS))
+    deployable = frame[frame["policy"] != ORACLE]
+    frontier = pareto_frontier(list(zip(deployable["cost_k"], deployable["macro_f1"])))
+    frame.loc[deployable.index[frontier], "on_frontier"] = True
+    return frame
+
+
+def calibration_frame(report: dict) -> pd.DataFrame:
+    """A transfer report's calibration curves: per transferred router and K (0: zero-shot), the
+    utility gain over the target's own Lite router with its paired 95% interval."""
+    reference = report["policies"]["target_forge_lite"]["macro_utility"]
+    rows = []
+    for router, points in report["calibration"].items():
+        for k, row in [(0, report["policies"][router]), *((point["k"], point) for point in points)]:
+            low, high = row["ci_utility_vs_target_router"]
+            rows.append({"router": router, "k": k, "gain": row["macro_utility"] - reference, "gain_low": low,
+                         "gain_high": high})
+    return pd.DataFrame(rows, columns=["router", "k", "gain", "gain_low", "gain_high"])
+
+
+def arm_mix_frame(report: dict, policies: Sequence[str]) -> pd.DataFrame:
+    """Per benchmark, each policy's arm mix on the target as text ("summary:no_think 60%, ..."),
+    largest share first: where a transferred allocation departs from the target oracle's."""
+    rows = []
+    for benchmark, mixes in report["arm_mix"].items():
+        row = {"benchmark": benchmark}
+        for policy in policies:
+            shares = sorted(mixes.get(policy, {}).items(), key=lambda item: -item[1])
+            row[policy] = ", ".join(f"{arm} {share:.0%}" for arm, share in shares)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["benchmark", *policies])
+
+
 def merge_identical_points(frame: pd.DataFrame) -> pd.DataFrame:
     """A Pareto or crossfit frame with the policies that share one point (same benchmark, cost, F1
     and utility: e.g. a baseline that always picks one arm and that fixed arm) merged into one row

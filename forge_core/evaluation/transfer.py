@@ -13,6 +13,10 @@ linear layer on a few labelled target queries. This protocol measures both on st
   or dev split (never the evaluated split): KL distillation to the target's Boltzmann target over
   the whole alphabet. Each K is drawn `CALIBRATION_DRAWS` times; a query's calibrated utility is
   the mean over the draws (the utility to expect from calibrating on K random target queries).
+  The first draw's router is stored (unless `store_calibrated` is off: the dashboard's view, which
+  only reads) as a checkpoint of the target host, with its source checkpoint,
+  K and the calibration split in its lineage (`calibrated_from`, ...); checkpoint selection
+  (`Store.find_checkpoints`) never picks it, so it is used only when named.
 - **References.** The target's fixed arms, its Always-Raw and best fixed arm, its oracle
   (descriptive), and its own FORGE routers trained on target data (`target_forge_lite`, the upper
   reference a calibration tries to catch up with).
@@ -41,6 +45,7 @@ from forge_core.evaluation.outcomes import PolicyOutcome, cost_summary, policy_o
 from forge_core.evaluation.policies import FixedArm, Oracle, RouterPolicy
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, router_policies
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.routing.checkpoints import LoadedCheckpoint, save_checkpoint
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target
 from forge_core.store import Store
@@ -70,6 +75,7 @@ class TransferRequest:
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
     calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
     calibration_split: str = "train"  # the target split calibration queries are drawn from
+    store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
 
     def __post_init__(self) -> None:
         if self.source_host == self.target_host:
@@ -116,8 +122,10 @@ def run_transfer(store: Store, request: TransferRequest, on_step: Callable[[str]
             if on_step:
                 on_step(f"calibrating {policy.name} on {k} target queries")
             name = f"{policy.name}_cal{k}"
-            outcomes[name] = calibrated_outcome(context, rows, policy, request, k, name)
-            calibration.setdefault(policy.name, []).append({"k": k, "policy": name})
+            outcomes[name], router = calibrated_outcome(context, rows, policy, request, k, name)
+            checkpoint_id = save_calibrated(store, policy.checkpoint, router, request, k) \
+                if request.store_calibrated else None
+            calibration.setdefault(policy.name, []).append({"k": k, "policy": name, "checkpoint_id": checkpoint_id})
     return _report(request, context, rows, outcomes, calibration)
 
 
@@ -153,20 +161,36 @@ def calibration_rows(context: EvalContext, split: str, k: int, draw: int) -> np.
 
 
 def calibrated_outcome(context: EvalContext, rows: np.ndarray, policy: RouterPolicy, request: TransferRequest,
-                       k: int, name: str) -> PolicyOutcome:
+                       k: int, name: str) -> tuple[PolicyOutcome, Router]:
     """The transferred router calibrated on K target queries, scored on `rows`: per row, the mean
-    over `CALIBRATION_DRAWS` draws of the K queries (the actions are those of the first draw)."""
-    draws = []
+    over `CALIBRATION_DRAWS` draws of the K queries (the actions are those of the first draw); and
+    the first draw's calibrated router."""
+    draws, routers = [], []
     for draw in range(CALIBRATION_DRAWS):
         chosen = calibration_rows(context, request.calibration_split, k, draw)
         x = policy.checkpoint.standardizer.transform(policy.features(context)[chosen])
         router = refit_heads(policy.checkpoint.router, x, context.utility[chosen], seed=draw)
+        routers.append(router)
         calibrated = copy.copy(policy)
         calibrated.name, calibrated.checkpoint = name, dataclasses.replace(policy.checkpoint, router=router)
         draws.append(score_decisions(context, rows, calibrated, calibrated.decide(context, rows)))
     first = draws[0]
     averaged = {field: np.mean([getattr(d, field) for d in draws], axis=0) for field in AVERAGED_FIELDS}
-    return dataclasses.replace(first, **averaged)
+    return dataclasses.replace(first, **averaged), routers[0]
+
+
+def save_calibrated(store: Store, source: LoadedCheckpoint, router: Router, request: TransferRequest, k: int) -> str:
+    """Store a calibrated router as a checkpoint of the target host: the source checkpoint's
+    lineage (features, standardizer, normalizer) plus `calibrated_from`, `source_host`,
+    `calibration_k`, `calibration_split` and `calibration_split_seed`. Its id is a content hash, so
+    a rerun of the same calibration stores nothing new. Returns the checkpoint id."""
+    lineage = {**source.lineage, "calibrated_from": source.checkpoint_id, "source_host": request.source_host,
+               "calibration_k": k, "calibration_split": request.calibration_split,
+               "calibration_split_seed": request.split_seed}
+    record = {"stage": source.record["stage"], "host": request.target_host, "variant": source.variant,
+              "n_arms": source.record["n_arms"], "parent": None, "lineage": lineage,
+              "metrics": {"calibration_k": k}, "training_log": []}
+    return save_checkpoint(store, router, record)
 
 
 AVERAGED_FIELDS = ("f1", "em", "answer_tokens", "deploy_tokens", "calls", "answer_utility", "deploy_utility")
@@ -189,10 +213,26 @@ def _report(request: TransferRequest, context: EvalContext, rows: np.ndarray, ou
             **{f"ci_utility_vs_{key}": list(paired_bootstrap_ci(outcome.utility, reference.utility, benchmarks))
                for key, reference in references.items()},
         }
-    curves = {router: [{"k": point["k"], **policies[point["policy"]]} for point in points]
-              for router, points in calibration.items()}
+    curves = {router: [{"k": point["k"], "checkpoint_id": point["checkpoint_id"], **policies[point["policy"]]}
+                       for point in points] for router, points in calibration.items()}
     return {"protocol": "transfer", "source_host": request.source_host, "target_host": request.target_host,
             "split": request.split, "split_seed": request.split_seed, "accounting": request.accounting,
             "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "queries": int(len(rows)),
             "calibration_split": request.calibration_split, "best_fixed_policy": best.name,
-            "best_fixed_arm": context.table.arms[int(best.actions[0])], "policies": policies, "calibration": curves}
+            "best_fixed_arm": context.table.arms[int(best.actions[0])], "policies": policies, "calibration": curves,
+            "arm_mix": arm_mix(context, rows, outcomes)}
+
+
+def arm_mix(context: EvalContext, rows: np.ndarray, outcomes: dict[str, PolicyOutcome]) -> dict[str, dict]:
+    """Per benchmark, per deciding policy (routers and the oracle), the share of queries sent to
+    each arm it uses: where a transferred allocation departs from the target oracle's."""
+    benchmarks = context.table.benchmarks[rows]
+    mixes: dict[str, dict] = {}
+    for benchmark in sorted(set(benchmarks)):
+        in_benchmark = benchmarks == benchmark
+        mixes[benchmark] = {
+            name: {context.table.arms[arm]: round(float(share), 4) for arm, share in
+                   enumerate(np.bincount(outcome.actions[in_benchmark], minlength=len(context.table.arms))
+                             / in_benchmark.sum()) if share > 0}
+            for name, outcome in outcomes.items() if outcome.kind != FIXED_ARM_KIND}
+    return mixes

@@ -74,14 +74,15 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
     app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
     assert not app.exception and app.title[0].value == "Overview"
     for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
-                          ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map")]:
+                          ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map"),
+                          ("transfer.py", "Transfer")]:
         app.switch_page(f"../pages/{script}").run()
         assert not app.exception, script
         assert app.title[0].value == title
 
 
 @pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
-                                    "action_map.py"])
+                                    "action_map.py", "transfer.py"])
 def test_empty_store_says_what_to_do(script: str) -> None:
     app = page(script)
     assert not app.exception
@@ -349,6 +350,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert not app.exception
     by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
     assert by_label(app.selectbox, "Router").value == checkpoint_id  # the only checkpoint
+    assert f"was trained on host '{SYNTHETIC_HOST}', not '{FAKE_HOST}'" in texts(app.warning)
     by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and not app.error, texts(app.error)
@@ -464,7 +466,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert "No default router is marked" in texts(app.caption)
     by_label(app.selectbox, "Default router").set_value(parent)  # the older one: a newer run must not displace it
     by_label(app.button, "Mark as default").click().run()
-    assert not app.exception and store.default_router("synthetic-host") == parent
+    assert not app.exception and store.marked_default_router("synthetic-host") == parent
     assert "is now the default router of 'synthetic-host'" in texts(app.success)
     table = frame_with(app, "checkpoint").set_index("checkpoint")
     assert table.loc[parent, "default"] and not table.loc[child, "default"]

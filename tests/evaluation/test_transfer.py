@@ -9,29 +9,19 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.setup import prepare_evaluation, router_policies
 from forge_core.evaluation.transfer import TransferRequest, calibration_rows, run_transfer
-from forge_core.routing.features import compute_features
 from forge_core.store import Store
 
-from support.stores import copy_store, synthetic_outcomes
+from support.stores import copy_store
 
 SOURCE, TARGET = "synthetic-host", "knowing-host"
 
 
-@pytest.fixture(scope="module")
-def two_host_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
-    """The outcome store plus a target host that answers long questions without evidence."""
-    store = copy_store(outcome_store, tmp_path_factory.mktemp("transfer"))
-    synthetic_outcomes(store, TARGET, {"train": 40, "dev": 20, "test": 20}, ("musique", "popqa", "2wikimultihopqa"),
-                       direct_f1_long=0.85)
-    compute_features(store, TARGET)
-    return store
-
-
-def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store) -> None:
+def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store, tmp_path) -> None:
+    store = copy_store(two_host_store, tmp_path)
     request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(100,))
     for settings in request.evaluations():
-        prepare_evaluation(two_host_store, settings)
-    report = run_transfer(two_host_store, request)
+        prepare_evaluation(store, settings)
+    report = run_transfer(store, request)
     policies = report["policies"]
     zero_shot, calibrated = policies["transfer_forge_lite"], policies["transfer_forge_lite_cal100"]
     target_router = policies["target_forge_lite"]
@@ -44,8 +34,33 @@ def test_calibration_moves_a_transferred_router_towards_the_target(two_host_stor
     assert report["calibration"]["transfer_forge_lite"][0]["k"] == 100
     assert policies["oracle"]["deployable"] is False and report["queries"] == 60
     # the transferred checkpoints are the source's, trained on source data only
-    source_ids = {p.checkpoint_id for p in router_policies(two_host_store, request.source_settings())}
-    assert all(two_host_store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
+    source_ids = {p.checkpoint_id for p in router_policies(store, request.source_settings())}
+    assert all(store.checkpoint(c)[0]["host"] == SOURCE for c in source_ids)
+    # the target oracle keeps long questions away from Raw; the zero-shot router does not
+    mix = report["arm_mix"]["musique"]
+    assert mix["transfer_forge_lite"].get("raw:no_think", 0) > mix["oracle"].get("raw:no_think", 0)
+    assert all(abs(sum(shares.values()) - 1) < 1e-3 for shares in mix.values())
+
+
+def test_a_calibrated_router_is_stored_with_its_source_and_never_selected(two_host_store: Store, tmp_path) -> None:
+    from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
+
+    store = copy_store(two_host_store, tmp_path)
+    request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(25,))
+    for settings in request.evaluations():
+        prepare_evaluation(store, settings)
+    newest_target_lite = latest_checkpoint(store, TARGET, "lite")
+    point = run_transfer(store, request)["calibration"]["transfer_forge_lite"][0]
+    calibrated = load_checkpoint(store, point["checkpoint_id"])
+    source = next(p.checkpoint_id for p in router_policies(store, request.source_settings()) if p.name == "forge_lite")
+    assert calibrated.record["host"] == TARGET
+    assert (calibrated.lineage["calibrated_from"], calibrated.lineage["calibration_k"]) == (source, 25)
+    assert calibrated.lineage["calibration_split"] == "train"
+    assert latest_checkpoint(store, TARGET, "lite") == newest_target_lite  # not taken as the target's router
+    checkpoints = len(store.checkpoints())
+    again = run_transfer(store, request)["calibration"]["transfer_forge_lite"][0]
+    assert again["checkpoint_id"] == calibrated.checkpoint_id
+    assert len(store.checkpoints()) == checkpoints  # the same calibration stores nothing new
 
 
 def test_calibration_queries_never_come_from_the_evaluated_split(two_host_store: Store) -> None:
@@ -80,6 +95,10 @@ def test_forge_eval_transfer_on_the_command_line(two_host_store: Store, tmp_path
     assert (report["source_host"], report["target_host"]) == (SOURCE, TARGET)
     assert {"transfer_forge_lite", "transfer_forge_lite_cal25", "target_forge_lite", "always_raw"} <= set(
         report["policies"])
+    table = subprocess.run([*command[:-1], "--calibration-split", "dev"], capture_output=True, text=True,
+                           env={**env, "COLUMNS": "200"})
+    assert table.returncode == 0, table.stderr
+    assert "arm mix per benchmark" in table.stdout and "calibrated on the target, stored as: K=25 ckpt-" in table.stdout
     missing = subprocess.run([*command[:8], "nowhere-host"], capture_output=True, text=True, env=env)
     assert missing.returncode == 2 and "no outcomes for host 'nowhere-host'" in missing.stderr
     assert "Traceback" not in missing.stderr

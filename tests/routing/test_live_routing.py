@@ -140,7 +140,9 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
     result = forge(store, "ask", "--route", "--router", checkpoint_id, "--compare-raw", "--host", "embedded-tiny",
                    "--benchmark", BENCHMARK, "--example", example_id, "--json")
     assert result.returncode == 0, result.stderr
-    answer = json.loads(result.stdout)
+    answer = json.loads(result.stdout)  # the warning below goes to stderr, the JSON stays whole
+    trained_on = store.checkpoint(checkpoint_id)[0]["host"]
+    assert f"router {checkpoint_id} was trained on host '{trained_on}', not 'embedded-tiny'" in result.stderr
     assert {"arm", "probabilities", "answer", "tokens_in", "tokens_out", "latency_ms", "routing_ms",
             "raw_cost_tokens", "always_raw"} <= set(answer)
     assert answer["arm"] == max(answer["probabilities"], key=answer["probabilities"].get)
@@ -176,12 +178,12 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
     assert default_router_id(store, "synthetic-host") == newer  # no mark: the newest Lite checkpoint
     store.set_default_router("synthetic-host", marked)
     quick_run(4)
-    assert store.default_router("synthetic-host") == marked
+    assert store.marked_default_router("synthetic-host") == marked
     assert default_router_id(store, "synthetic-host") == marked  # the mark holds against a newer run
     with pytest.raises(InvalidInput, match="no checkpoint"):
         store.set_default_router("another-host", marked)
     store.set_default_router("synthetic-host", None)
-    assert store.default_router("synthetic-host") is None
+    assert store.marked_default_router("synthetic-host") is None
 
     marked_by_cli = forge(store, "checkpoints", "--set-default", newer)
     assert marked_by_cli.returncode == 0, marked_by_cli.stderr
@@ -190,3 +192,6 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
     refused = forge(store, "checkpoints", "--set-default", "ckpt-missing")
     assert refused.returncode == 2 and "no checkpoint 'ckpt-missing'" in refused.stderr
     assert "Traceback" not in refused.stderr
+    both = forge(store, "checkpoints", "--delete", newer, "--set-default", newer)
+    assert both.returncode == 2 and "choose --delete or --set-default, not both" in both.stderr
+    assert "Traceback" not in both.stderr and store.checkpoint(newer) is not None

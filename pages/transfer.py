@@ -1,0 +1,102 @@
+"""Transfer: a router trained on one host routing another host's queries, zero-shot and after a
+target-side calibration on K labelled target queries (`forge eval transfer`)."""
+
+import streamlit as st
+
+from app import charts, data, ui, weights
+from forge_core.errors import MissingStep
+from forge_core.evaluation.reports import arm_mix_frame, calibration_frame, transfer_frame
+from forge_core.evaluation.setup import prepare_evaluation
+from forge_core.evaluation.transfer import TransferRequest
+
+CALIBRATION_SIZES = (25, 50, 100, 200)
+
+st.title("Transfer")
+st.caption("Teams change models. Here the source host's routers (trained on its data only) route the target host's "
+           "test queries from its stored outcomes: zero-shot (a Lite router needs no target call; a Full router's "
+           "probes are the target's, and charged), and after refitting their last layers on K labelled target "
+           "queries from its train or dev split (each K drawn 3 times). Beside them: the target's fixed arms, its "
+           "oracle (a reference) and its own Lite router, trained on target data: the router a calibration tries "
+           "to catch up with.")
+store = data.store()
+hosts = ui.hosts_with_outcomes_or_stop(store)
+if len(hosts) < 2:
+    st.info("Transfer needs outcomes on two hosts: enumerate a second one (e.g. `forge enumerate --host "
+            "embedded-small --split test --probes`, then its train and dev splits).", icon=":material/swap_horiz:")
+    st.stop()
+
+source_column, target_column, split_column = st.columns([2, 2, 1])
+source = source_column.selectbox("Source host (whose routers)", hosts)
+targets = [host for host in hosts if host != source]
+target = target_column.selectbox("Target host (whose queries and costs)", targets)
+calibration_split = split_column.selectbox("Calibrate on the target's", ["train", "dev"],
+                                           help="Never the evaluated test split.")
+sizes = st.multiselect("Calibration sizes K", CALIBRATION_SIZES, default=CALIBRATION_SIZES[:3],
+                       help="Each K refits the transferred routers' heads on K target queries, 3 draws each "
+                            "(seconds per K).")
+lambda_in, lambda_out = weights.sliders("transfer")
+
+request = TransferRequest(source, target, lambda_in=lambda_in, lambda_out=lambda_out, calibrate=tuple(sorted(sizes)),
+                          calibration_split=calibration_split, store_calibrated=False)
+with ui.user_errors():
+    request.check(store)
+try:
+    with st.spinner(f"Routing {target}'s test queries with {source}'s routers…"):
+        report = data.transfer(store, data.store_version(store), request)
+except MissingStep as missing:
+    st.info(f"{missing} Or train the routers this view needs (each host's Lite and Full routers at these weights, "
+            "on its own train and dev data): about a minute.", icon=":material/model_training:")
+    if st.button("Train the missing routers", icon=":material/model_training:"):
+        with ui.user_errors(), st.spinner("Training…"):
+            for settings in request.evaluations():
+                prepare_evaluation(store, settings)
+        st.rerun()
+    st.stop()
+
+frame = transfer_frame(report)
+policies = report["policies"]
+zero_shot, own = policies["transfer_forge_lite"], policies["target_forge_lite"]
+low, high = zero_shot["ci_utility_vs_target_router"]
+verdict = ("worse than" if high < 0 else "better than" if low > 0 else "not distinguishable from")
+st.markdown(f"**Zero-shot, {source}'s Lite router is {verdict} {target}'s own Lite router** at λ_in {lambda_in:g} / "
+            f"λ_out {lambda_out:g}: utility {zero_shot['macro_utility']:+.4f} against {own['macro_utility']:+.4f}, "
+            f"paired 95% interval of the difference [{low:+.4f}, {high:+.4f}] over {report['queries']} test queries.")
+curves = calibration_frame(report)
+lite_curve = curves[(curves["router"] == "transfer_forge_lite") & (curves["k"] > 0)]
+caught_up = lite_curve[lite_curve["gain_high"] >= 0]
+if len(lite_curve):
+    st.markdown(f"Calibrated on **K = {int(caught_up['k'].iloc[0])}** target queries it is no longer below the "
+                "target's own router (interval reaches zero)." if len(caught_up) else
+                f"Up to K = {int(lite_curve['k'].max())} calibration queries it stays below the target's own router.")
+
+columns = st.columns(4)
+columns[0].metric("Target's best fixed arm", report["best_fixed_arm"])
+columns[1].metric("Zero-shot Lite", f"{zero_shot['macro_f1']:.3f} F1",
+                  f"{zero_shot['macro_utility'] - policies[report['best_fixed_policy']]['macro_utility']:+.4f} "
+                  "utility vs best fixed", help="Macro F1 on the target; the delta is the utility gain.")
+columns[2].metric("Target's own Lite", f"{own['macro_f1']:.3f} F1",
+                  f"{own['macro_utility'] - policies[report['best_fixed_policy']]['macro_utility']:+.4f} "
+                  "utility vs best fixed")
+columns[3].metric("Target oracle", f"{policies['oracle']['macro_f1']:.3f} F1", help="Sees every arm's score.")
+
+st.subheader(f"{target}'s frontier with the transferred routers")
+st.plotly_chart(charts.pareto(frame.assign(name=frame["policy"]), False), key="transfer-pareto")
+if len(curves):
+    st.subheader("Utility against K, relative to the target's own router")
+    st.plotly_chart(charts.calibration_gain(curves), key="transfer-calibration")
+    st.caption(f"Store a calibrated router as a checkpoint of {target} (its source and K in its lineage): "
+               f"`forge eval transfer --from {source} --to {target} --calibrate K`.")
+
+st.subheader("Where the transferred allocation differs")
+calibrated = [f"transfer_forge_lite_cal{k}" for k in request.calibrate][-1:]
+st.dataframe(arm_mix_frame(report, ["oracle", "transfer_forge_lite", *calibrated, "target_forge_lite"]),
+             hide_index=True)
+st.caption("Each policy's arms per benchmark on the target's test queries: the target oracle's mix is what its "
+           "knowledge calls for; a transferred router that keeps the source's mix (e.g. Raw where the target "
+           "answers without evidence) pays for evidence the target does not need.")
+with st.expander("Every policy"):
+    st.dataframe(frame, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "macro_utility", "gain", "gain_low", "gain_high")})
+    st.caption(f"gain: utility minus the target's own Lite router's, with its paired 95% interval; cost in k tokens "
+               f"a query under {report['accounting']} accounting.")

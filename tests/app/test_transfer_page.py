@@ -1,0 +1,48 @@
+"""The Transfer page: a source host's routers on a target host that knows more, zero-shot and
+calibrated, read from stored outcomes (synthetic outcomes on real questions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from forge_core.store import Store
+
+from support.stores import copy_store
+
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "transfer.py"
+TIMEOUT_S = 180
+
+
+def by_label(widgets, label: str):
+    matches = [widget for widget in widgets if widget.label == label]
+    assert len(matches) == 1, f"{label!r}: {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
+        two_host_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = copy_store(two_host_store, tmp_path)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    st.cache_data.clear()
+    app = AppTest.from_file(str(PAGE), default_timeout=TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    by_label(app.selectbox, "Source host (whose routers)").set_value("synthetic-host").run()
+    by_label(app.selectbox, "Target host (whose queries and costs)").set_value("knowing-host")
+    by_label(app.slider, "lambda_in").set_value(0.6)
+    by_label(app.slider, "lambda_out").set_value(0.6).run()
+    assert "router for host" in app.info[0].value  # nothing trained yet: the page says so and offers it
+    by_label(app.button, "Train the missing routers").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+
+    verdict = app.markdown[0].value
+    assert "Zero-shot, synthetic-host's Lite router is worse than knowing-host's own Lite router" in verdict
+    assert len(app.get("plotly_chart")) == 2  # the target's frontier, utility against K
+    mix = app.dataframe[0].value.set_index("benchmark")
+    assert list(mix.columns) == ["oracle", "transfer_forge_lite", "transfer_forge_lite_cal100", "target_forge_lite"]
+    assert "raw:no_think" in mix.loc["musique", "transfer_forge_lite"]  # the source's habit, which the target
+    assert "raw:no_think" not in mix.loc["musique", "oracle"]  # does not need
+    assert not store.checkpoints()["lineage"].str.contains("calibrated_from").any()  # the page stores nothing
