@@ -19,13 +19,11 @@ import json
 import statistics
 import time
 
-from forge_core import config as forge_config
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.embedded import EmbeddedServer
 from forge_core.hosts.http_retry import RetryingJsonClient, RetryPolicy
-from forge_core.hosts.models import model_path
 from forge_core.hosts.reasoning_tokens import ReasoningTokenizer
-from forge_core.hosts.tokenizers import _loaded
+from forge_core.hosts.tokenizers import PromptTokenizer
 
 SENTENCE = "Let me think about the capital of France, which is Paris."  # 11 words
 
@@ -58,8 +56,7 @@ def main() -> None:
     with EmbeddedServer(args.model) as server:
         host = HostConfig(name="bench", kind="embedded", model=args.model, base_url=server.info.base_url)
         result = asyncio.run(_timed_counts(host, text, args.repeats))
-    vocabulary, _ = _loaded(str(model_path(args.model, forge_config.models_dir())))
-    vocabulary_tokens = len(vocabulary.tokenize(text.encode(), add_bos=False, special=True))
+    vocabulary_tokens = PromptTokenizer(args.model).count_text(text)
     print(json.dumps({"model": args.model, "words": len(text.split()), **result,
                       "vocabulary_tokens": vocabulary_tokens, "repeats": args.repeats}))
 

@@ -12,7 +12,8 @@ import pytest
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
 from forge_core.hosts.budget_forcing import forced_generation
-from forge_core.hosts.openai_compat import OpenAICompatibleHost
+from forge_core.hosts.http_retry import UnusableResponse
+from forge_core.hosts.openai_compat import OpenAICompatibleHost, parse_raw_completion
 from forge_core.hosts.registry import config_hash, save_host_config
 from forge_core.store import Store
 
@@ -86,6 +87,15 @@ def test_a_template_that_opens_the_think_block_is_not_given_a_second_one() -> No
         prompt = server.received[-1]["prompt"]
     assert prompt.count("<think>") == 1 and prompt.endswith("<think>\n" + " ".join(["step"] * 1024) + "\n</think>\n\n")
     assert generation.text == "Paris"
+
+
+def test_a_raw_completion_is_read_with_its_own_token_counts_and_never_guessed() -> None:
+    generation, reasoning = parse_raw_completion({"content": "<think>\nstep step\n</think>\n\n Paris",
+                                                  "tokens_evaluated": 50, "tokens_predicted": 7})
+    assert (generation.text, generation.tokens_in, generation.tokens_out, reasoning) == ("Paris", 50, 7, "step step")
+    assert (generation.tokens_reasoning, generation.reasoning_method) == (2, "estimated")
+    with pytest.raises(UnusableResponse, match="tokens_predicted"):
+        parse_raw_completion({"content": "Paris", "tokens_evaluated": 50})
 
 
 def test_a_second_call_that_reasons_again_is_charged_as_reasoning() -> None:
