@@ -29,10 +29,9 @@ from forge_core import config
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config, serving
 from forge_core.records import BENCHMARKS
-from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
+from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
@@ -84,14 +83,15 @@ class JobProgress:
 def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path) -> StartedJob:
     """Run `plan` on the store at `store_path` in a detached process (own session, output to a
     log file); returns at once."""
-    return _spawn("enumerate", plan, store_path, log_dir)
+    return _spawn(plan, store_path, log_dir)
 
 
 JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
 _REQUEST_KINDS: dict[type, str] = {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
 
 
-def _spawn(kind: str, request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
+def _spawn(request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
+    kind = _REQUEST_KINDS[type(request)]
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
     log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
@@ -120,9 +120,7 @@ def read_request(path: Path) -> JobRequest:
     """The request `write_request` wrote."""
     written = json.loads(path.read_text())
     if written.get("kind") == "judge":
-        values = dict(written["request"])
-        values["benchmarks"] = tuple(values["benchmarks"]) if values.get("benchmarks") is not None else None
-        return JudgeRequest(**values)
+        return judge_request_from_params(written["request"])
     if written.get("kind") == "train":
         return request_from_params(written["request"])
     if written.get("kind") == "enumerate":
@@ -150,18 +148,14 @@ def run_request(store: Store, request: JobRequest) -> None:
 
 
 def _run_judging(store: Store, request: JudgeRequest) -> None:
-    async def judge() -> Any:
-        async with hosted(get_host_config(store, request.judge_host)) as client:
-            return await judge_outcomes(store, request, client)
-
-    report = asyncio.run(judge())
+    report = asyncio.run(judge_on_host(store, request))
     log.info("job %s: %s, %d judged, %d errors", report.job_id, report.status, report.judged, len(report.errors))
 
 
 def start_judge_job(request: JudgeRequest, store_path: Path, log_dir: Path) -> StartedJob:
     """Run a judge request on the store at `store_path` in a detached process; its jobs-table row
     (kind "judge") appears once the judge host is ready."""
-    return _spawn("judge", request, store_path, log_dir)
+    return _spawn(request, store_path, log_dir)
 
 
 def main(arguments: list[str]) -> int:
@@ -190,7 +184,7 @@ def stage2_log_every(steps: int) -> int:
 def start_train_job(request: TrainRequest, store_path: Path, log_dir: Path) -> StartedJob:
     """Run `request` on the store at `store_path` in a detached process, like an enumeration job;
     its jobs-table row (kind "train") appears once the data is loaded."""
-    return _spawn("train", request, store_path, log_dir)
+    return _spawn(request, store_path, log_dir)
 
 
 def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
@@ -217,6 +211,17 @@ def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
     values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
     values["shard"] = tuple(values.get("shard", (1, 1)))
     return EnumerationPlan(**values)
+
+
+def judge_request_from_params(params: dict[str, Any] | str) -> JudgeRequest:
+    """The request a judge job row was started with (its `params` column); fields this version does
+    not know are left out."""
+    values = json.loads(params) if isinstance(params, str) else dict(params)
+    known = {field.name for field in dataclasses.fields(JudgeRequest)}
+    values = {key: value for key, value in values.items() if key in known}
+    if values.get("benchmarks") is not None:
+        values["benchmarks"] = tuple(values["benchmarks"])
+    return JudgeRequest(**values)
 
 
 def process_alive(pid: int) -> bool:

@@ -9,6 +9,7 @@ from app import charts, data, ui
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
+from forge_core.evaluation.proxy_audit import reward_audit_table
 from forge_core.jobs import stage2_log_every
 from forge_core.rewards.judge_job import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
@@ -21,7 +22,6 @@ from forge_core.training.checkpoint_views import (
     default_comparison,
     lineage_diff,
     metrics_comparison,
-    reward_audit_table,
 )
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import LOSS_TYPES, Stage2Config
@@ -124,7 +124,9 @@ with ui.user_errors(stop=False):
     audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, DEFAULT_LAMBDA_IN,
                               DEFAULT_LAMBDA_OUT)
     st.dataframe(reward_audit_table(audit), hide_index=True)
-    for key, label in (("best_arm_match", "by F1"), ("best_utility_arm_match", "by utility at λ 0.10/0.20")):
+    match_labels = {"best_arm_match": "by F1",
+                    "best_utility_arm_match": f"by utility at λ {DEFAULT_LAMBDA_IN:.2f}/{DEFAULT_LAMBDA_OUT:.2f}"}
+    for key, label in match_labels.items():
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
@@ -143,7 +145,7 @@ with st.form("judge"):
             judge_request.check(store)
             start_judging(store, judge_request)
             st.success(f"Judging started: {judge_host} rates {host}'s answers.")
-judge_jobs = data.recent_jobs_of(store, "judge")
+judge_jobs = data.recent_jobs(store, "judge")
 if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 

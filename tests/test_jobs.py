@@ -17,6 +17,7 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.jobs import (
     cancel_job,
     job_progress,
+    judge_request_from_params,
     plan_from_params,
     process_alive,
     read_request,
@@ -148,6 +149,16 @@ def test_train_request_round_trips_through_the_jobs_table_params() -> None:
     assert request_from_params(json.dumps(dataclasses.asdict(request))) == request
     restricted = dataclasses.replace(request, benchmarks=("mine",))
     assert request_from_params(json.dumps(dataclasses.asdict(restricted))) == restricted
+
+
+def test_judge_request_round_trips_and_leaves_out_fields_it_does_not_know(tmp_path) -> None:
+    from forge_core.rewards.judge_job import JudgeRequest
+
+    request = JudgeRequest(host="h", benchmarks=("musique",), limit=3)
+    assert judge_request_from_params(json.dumps(dataclasses.asdict(request))) == request
+    path = tmp_path / "judge.json"
+    path.write_text(json.dumps({"kind": "judge", "request": {**dataclasses.asdict(request), "from_a_newer": 1}}))
+    assert read_request(path) == request
 
 
 def test_stage2_log_every() -> None:

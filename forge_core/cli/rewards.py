@@ -37,30 +37,22 @@ def judge_command(
     (resumable: run the same command again to continue)."""
     import asyncio
 
-    from forge_core.hosts.lifetime import hosted
-    from forge_core.hosts.registry import get_host_config
-    from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
+    from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
 
     store = open_store()
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
                            limit=limit, concurrency=concurrency)
     request.check(store)
-    judge_config = get_host_config(store, judge_host)
-
-    async def run() -> Any:
-        async with hosted(judge_config) as judge:
-            with counting_progress() as progress:
-                task = progress.add_task("judging", total=None)
-
-                def show(report: Any) -> None:
-                    progress.update(task, completed=report.judged, total=report.planned,
-                                    description=f"judging ({len(report.errors)} errors)")
-
-                return await judge_outcomes(store, request, judge, on_progress=show)
-
     try:
-        report = asyncio.run(run())
+        with counting_progress() as progress:
+            task = progress.add_task("judging", total=None)
+
+            def show(report: Any) -> None:
+                progress.update(task, completed=report.judged, total=report.planned,
+                                description=f"judging ({len(report.errors)} errors)")
+
+            report = asyncio.run(judge_on_host(store, request, on_progress=show))
     except KeyboardInterrupt:
         console.print("interrupted: every finished rating is stored; run the same command again to continue")
         raise typer.Exit(130) from None

@@ -19,6 +19,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -73,12 +74,12 @@ def train_router_command(
                               "weights drawn log-uniformly over --weight-range (lambda-in/out only set the "
                               "reported dev metrics).")] = False,
     weight_range: Annotated[tuple[float, float], typer.Option(help="--conditioned: smallest and largest trained "
-                                                                    "weight.")] = (0.02, 3.0),
-    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = 8,
+                                                                    "weight.")] = (CostConditioning.low,
+                                                                                   CostConditioning.high),
+    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
-    from forge_core.routing.conditioning import CostConditioning
     from forge_core.training.stage1 import Stage1Config
     from forge_core.training.stage2 import Stage2Config
     from forge_core.training.trainer import TrainRequest, train_router_job
@@ -128,20 +129,21 @@ def checkpoints_command(
 ) -> None:
     """List router checkpoints with their lineage summary, dev metrics and default mark; delete
     some, or mark a host's default router."""
+    if delete and set_default:
+        raise InvalidInput("choose --delete or --set-default, not both")
     store = open_store()
     if delete:
         store.delete_checkpoints(delete)
         console.print(f"deleted {len(set(delete))} checkpoint(s)")
         return
     if set_default:
-        found = store.checkpoint(set_default)
-        if found is None:
+        marked_host = store.mark_checkpoint_as_default(set_default)
+        if marked_host is None:
             raise InvalidInput(f"no checkpoint '{set_default}' (see `forge checkpoints`)")
-        store.set_default_router(found[0]["host"], set_default)
-        console.print(f"{set_default} is now the default router of host '{found[0]['host']}'")
+        console.print(f"{set_default} is now the default router of host '{marked_host}'")
         return
     frame = store.checkpoints(host)
-    marked = {name: store.default_router(name) for name in set(frame["host"])}
+    marked = {name: store.marked_default_router(name) for name in set(frame["host"])}
     rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
              "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics),
              "default": marked[r.host] == r.checkpoint_id}

@@ -11,7 +11,9 @@ share the evidence prefix hit the host's prompt cache) or arm-major, for compari
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
@@ -20,10 +22,11 @@ from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.depth_check import refuse_unchecked_depths
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
-from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example
+from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example, HostPrices
 from forge_core.store import Store
 
 SPLIT_CHOICES = ("train", "dev", "test", "all")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,13 @@ class EnumerationPlan:
     def check(self, store: Store) -> None:
         """Refuse a plan the run would refuse, with one-line reasons (`ForgeError`), before any
         host is started: the CLI, the dashboard and the jobs all call it."""
-        if self.split not in SPLIT_CHOICES:
-            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        check_split(self.split, self.split_seed)
         thinking_modes(self.n_arms)
         if not self.benchmarks:
             raise InvalidInput("choose at least one benchmark")
         check_benchmarks(store, self.benchmarks)
-        if self.split_seed not in SPLIT_SEEDS:
-            raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
-        _check_bounds(self)
+        check_bounds({"limit": self.limit, "per-benchmark": self.per_benchmark, "max-calls": self.max_calls,
+                      "max-tokens": self.max_tokens, "concurrency": self.concurrency, "budget-usd": self.budget_usd})
         _check_imported(store, self.benchmarks)
         host_config = get_host_config(store, self.host)
         if self.n_arms == 12 and not host_config.supports_thinking:
@@ -68,9 +69,18 @@ class EnumerationPlan:
         check_same_configuration(store, self.host, host_config)
         if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
             raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
-        if self.budget_usd is not None and store.host_prices(self.host) is None:
-            raise MissingStep(f"--budget-usd needs the prices of '{self.host}': "
-                              f"`forge host edit {self.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
+        if self.budget_usd is not None:
+            budget_prices(store, self.host)
+
+
+def budget_prices(store: Store, host: str) -> HostPrices:
+    """The host's prices, which a dollar budget (`--budget-usd`) needs; a one-line `MissingStep`
+    without them."""
+    prices = store.host_prices(host)
+    if prices is None:
+        raise MissingStep(f"--budget-usd needs the prices of '{host}': "
+                          f"`forge host edit {host} --price-in USD_PER_1M --price-out USD_PER_1M`")
+    return prices
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -107,9 +117,16 @@ class QueryWork:
     greedy_probe: bool
 
 
-def _check_bounds(plan: EnumerationPlan) -> None:
-    bounds = {"limit": plan.limit, "per-benchmark": plan.per_benchmark, "max-calls": plan.max_calls,
-              "max-tokens": plan.max_tokens, "concurrency": plan.concurrency, "budget-usd": plan.budget_usd}
+def check_split(split: str, split_seed: int) -> None:
+    """Refuse, in one line, a split other than `SPLIT_CHOICES` or a split seed other than `SPLIT_SEEDS`."""
+    if split not in SPLIT_CHOICES:
+        raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+    if split_seed not in SPLIT_SEEDS:
+        raise InvalidInput(f"split seed must be one of {', '.join(map(str, SPLIT_SEEDS))}")
+
+
+def check_bounds(bounds: dict[str, float | None]) -> None:
+    """Refuse, in one line, a bound (by its flag name, None: unbounded) below 1, or below 0 for budget-usd."""
     for name, value in bounds.items():
         if value is not None and not value >= (0 if name == "budget-usd" else 1):
             raise InvalidInput(f"--{name} must be at least {0 if name == 'budget-usd' else 1}, not {value}")
@@ -138,7 +155,7 @@ def plan_work(store: Store, plan: EnumerationPlan) -> list[QueryWork]:
         store.record_greedy_probes_from_direct(plan.host)
     arms = alphabet(plan.n_arms)
     per_benchmark = [_benchmark_work(store, plan, benchmark, arms) for benchmark in plan.benchmarks]
-    interleaved = [work for round_ in _round_robin(per_benchmark) for work in round_]
+    interleaved = round_robin(per_benchmark)
     return interleaved[: plan.limit] if plan.limit is not None else interleaved
 
 
@@ -166,9 +183,11 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
     return work
 
 
-def _round_robin(lists: list[list[QueryWork]]) -> list[list[QueryWork]]:
+def round_robin(lists: Sequence[Sequence[T]]) -> list[T]:
+    """The items of the lists interleaved: every list's first item, then every list's second, and so
+    on (a list that runs out is skipped)."""
     longest = max((len(items) for items in lists), default=0)
-    return [[items[i] for items in lists if i < len(items)] for i in range(longest)]
+    return [items[i] for i in range(longest) for items in lists if i < len(items)]
 
 
 def count_calls(work: list[QueryWork]) -> int:

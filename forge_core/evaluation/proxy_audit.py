@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
@@ -173,3 +174,10 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "verdict": verdict(regret, request.reward)}
+
+
+def reward_audit_table(audit: dict) -> pd.DataFrame:
+    """The per-arm rows of a proxy-reward audit (`run_reward_audit`) as the Train
+    page shows them."""
+    return pd.DataFrame([{"arm": arm, "spearman with gold F1": row["spearman"], "mean proxy": row["mean_proxy"],
+                          "mean gold F1": row["mean_gold_f1"]} for arm, row in audit["arms"].items()])

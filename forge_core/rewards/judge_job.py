@@ -13,19 +13,20 @@ import asyncio
 import dataclasses
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from forge_core.arms import alphabet, parse_arm, thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
-from forge_core.enumeration.planning import SPLIT_CHOICES
-from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.enumeration.planning import check_bounds, check_split, round_robin
+from forge_core.enumeration.runner import JOB_UPDATE_SECONDS, MAX_FAILURES_IN_A_ROW
+from forge_core.errors import MissingStep
+from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.hosts.base import Host, HostError
+from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
 from forge_core.rewards.judge import JUDGE_SOURCE, judge_prompt_hash, judge_request, judge_reward_key, parse_rating
@@ -33,8 +34,7 @@ from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
-JOB_UPDATE_SECONDS = 2.0
-MAX_FAILURES_IN_A_ROW = 10  # then the judge host is likely down
+EVIDENCE_KEPT = 64  # queries whose retrieved evidence a run keeps
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,13 @@ class JudgeRequest:
     concurrency: int = 1  # judge calls in flight at once
 
     def check(self, store: Store) -> None:
-        """Refuse, in one line, what the job would refuse: unknown hosts, split or benchmarks, a
-        host without stored outcomes, a limit below 1."""
-        if self.split not in SPLIT_CHOICES:
-            raise InvalidInput(f"split must be one of {', '.join(SPLIT_CHOICES)}")
+        """Refuse, in one line, what the job would refuse: unknown hosts, split, split seed or
+        benchmarks, a host without stored outcomes, a limit or concurrency below 1."""
+        check_split(self.split, self.split_seed)
         thinking_modes(self.n_arms)
         if self.benchmarks is not None:
             check_benchmarks(store, self.benchmarks)
-        if self.limit is not None and self.limit < 1:
-            raise InvalidInput("--limit must be at least 1")
-        if self.concurrency < 1:
-            raise InvalidInput("--concurrency must be at least 1")
+        check_bounds({"limit": self.limit, "concurrency": self.concurrency})
         get_host_config(store, self.judge_host)
         if self.host not in store.hosts_with_outcomes():
             raise MissingStep(f"host '{self.host}' has no stored outcomes to judge: run `forge enumerate --host "
@@ -107,7 +103,9 @@ def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[J
         splits = store.split_table(request.split_seed)
         chosen = splits[splits["split"] == request.split][["benchmark", "example_id"]]
         outcomes = outcomes.merge(chosen, on=["benchmark", "example_id"])
-    keys = _round_robin(outcomes)[:request.limit]
+    per_benchmark = [[(benchmark, example_id) for example_id in sorted(set(group["example_id"]))]
+                     for benchmark, group in outcomes.groupby("benchmark", sort=True)]
+    keys = round_robin(per_benchmark)[:request.limit]
     judged = store.judged_outcomes(request.host, reward_key)
     questions = _questions(store, keys)
     by_key = {key: group for key, group in outcomes.groupby(["benchmark", "example_id"])}
@@ -117,16 +115,6 @@ def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[J
             if (row.benchmark, row.example_id, row.arm) not in judged:
                 work.append(JudgeWork(row.benchmark, row.example_id, row.arm, questions[key], row.extracted or ""))
     return work
-
-
-def _round_robin(outcomes: pd.DataFrame) -> list[tuple[str, str]]:
-    """The distinct (benchmark, example_id) keys, alternating benchmarks, ids sorted within one."""
-    per_benchmark = [sorted(set(group["example_id"])) for _, group in outcomes.groupby("benchmark", sort=True)]
-    names = sorted(set(outcomes["benchmark"]))
-    keys = []
-    for position in range(max((len(ids) for ids in per_benchmark), default=0)):
-        keys.extend((name, ids[position]) for name, ids in zip(names, per_benchmark) if position < len(ids))
-    return keys
 
 
 def _questions(store: Store, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -148,14 +136,26 @@ class _JudgeRun:
         self.failures_in_a_row = 0
         self.stopping = False
         self.last_update = 0.0
+        self.evidence_kept: dict[tuple[str, str], Evidence] = {}  # oldest first
+        self.evidence_lock = threading.Lock()
 
     def support_text(self, work: JudgeWork) -> str:
         """The evidence the answering host saw under the work's arm ("" for Direct)."""
         support = parse_arm(work.arm).support
         if support == "direct":
             return ""
-        evidence = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
-        return evidence.support_text(support)
+        return self.evidence(work).support_text(support)
+
+    def evidence(self, work: JudgeWork) -> Evidence:
+        """The query's top passages, retrieved once per query (as the enumeration does) rather than
+        once per arm; the work comes query by query, so the last `EVIDENCE_KEPT` queries are kept."""
+        key = (work.benchmark, work.example_id)
+        with self.evidence_lock:  # the workers' threads share the cache
+            if key not in self.evidence_kept:
+                self.evidence_kept[key] = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
+                if len(self.evidence_kept) > EVIDENCE_KEPT:
+                    del self.evidence_kept[next(iter(self.evidence_kept))]
+            return self.evidence_kept[key]
 
     async def judge_one(self, work: JudgeWork) -> None:
         """Judge one outcome and store the row at once."""
@@ -231,6 +231,13 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
         store.update_job(report.job_id, report.judged, len(report.errors))
         store.finish_job(report.job_id, report.status, f"{report.judged} judged, {len(report.errors)} errors")
     return report
+
+
+async def judge_on_host(store: Store, request: JudgeRequest,
+                        on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
+    """`judge_outcomes` on a client for the request's judge host (see `hosted`)."""
+    async with hosted(get_host_config(store, request.judge_host)) as judge:
+        return await judge_outcomes(store, request, judge, on_progress)
 
 
 async def _worker(run: _JudgeRun, queue: asyncio.Queue) -> None:

@@ -1,9 +1,8 @@
-"""Reward sources as matrices aligned with an outcome table: `gold` (token F1), `consensus` and
-`judge`. Training and the audit read rewards only through `reward_matrix`."""
+"""Reward sources: `gold` (token F1, the outcome table's own) and the proxies `consensus` and `judge`,
+as matrices aligned with an outcome table. Training and the audit read proxy rewards only through
+`reward_matrix`."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -35,11 +34,10 @@ def latest_judge_key(store: Store, host: str) -> str:
 
 
 def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str | None = None) -> np.ndarray:
-    """[N, K] rewards of the table's rows and arms under `source`, NaN where one is missing (judge
-    rows not yet judged, or judged with an error); gold is the table's own F1."""
-    check_reward_source(source)
-    if source == GOLD:
-        return table.f1.copy()
+    """[N, K] rewards of the table's rows and arms under the proxy `source` (judge or consensus), NaN
+    where one is missing (judge rows not yet judged, or judged with an error). Gold needs no matrix:
+    it is the table's own F1."""
+    check_reward_source(source, proxies_only=True)
     if source == CONSENSUS:
         rows = consensus_rewards(store, table.host, table.arms)
     else:
@@ -59,10 +57,3 @@ def _aligned(rows: pd.DataFrame, table: OutcomeTable) -> np.ndarray:
         if row is not None and col is not None and reward is not None:
             matrix[row, col] = reward
     return matrix
-
-
-def with_rewards(table: OutcomeTable, rewards: np.ndarray) -> OutcomeTable:
-    """The table's rows with every arm's reward known, with `rewards` in place of F1 (what
-    the utility, hence training, reads)."""
-    complete = ~np.isnan(rewards).any(axis=1)
-    return dataclasses.replace(table, f1=rewards).subset(complete)

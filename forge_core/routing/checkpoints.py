@@ -40,6 +40,7 @@ class LoadedCheckpoint:
     standardizer: Standardizer
     normalizer: CostNormalizer
     record: dict[str, Any]
+    conditioning: CostConditioning | None  # how a cost-conditioned router reads the weights; None: one weight pair
 
     @property
     def variant(self) -> str:
@@ -50,11 +51,6 @@ class LoadedCheckpoint:
     def lineage(self) -> dict[str, Any]:
         """Where the checkpoint came from."""
         return self.record["lineage"]
-
-    @property
-    def conditioning(self) -> CostConditioning | None:
-        """How a cost-conditioned router reads the weights; None for a router of one weight pair."""
-        return conditioning_of(self.lineage)
 
     def router_inputs(self, features: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
         """The router's inputs for raw features [n, d]: standardized, and for a cost-conditioned
@@ -107,14 +103,14 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
         router.load_state_dict(state, strict=True)
         standardizer = Standardizer.from_dict(lineage["standardizer"])
         normalizer = CostNormalizer.from_dict(lineage["normalizer"])
-        conditioning_of(lineage)
+        conditioning = conditioning_of(lineage)
     except (KeyError, RuntimeError, ValueError, TypeError, pickle.UnpicklingError) as error:
         raise CheckpointError(f"checkpoint '{checkpoint_id}' is invalid: {error}") from None
-    extra = 0 if "conditioning" not in lineage else len(WEIGHT_COLUMNS)
+    extra = 0 if conditioning is None else len(WEIGHT_COLUMNS)
     if standardizer.embedding_dim + len(standardizer.mean) + extra != lineage["input_dim"]:
         raise CheckpointError(f"checkpoint '{checkpoint_id}': standardizer does not match the input size")
     router.eval()
-    return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record)
+    return LoadedCheckpoint(checkpoint_id, router, standardizer, normalizer, record, conditioning)
 
 
 def other_host_warning(checkpoint_id: str, trained_on: str, host: str) -> str | None:
@@ -129,11 +125,11 @@ def other_host_warning(checkpoint_id: str, trained_on: str, host: str) -> str | 
 
 
 def default_router(store: Store, host: str) -> str | None:
-    """The host's default router: the checkpoint the user marked (`Store.set_default_router`),
+    """The host's default router: the checkpoint the user marked (`Store.marked_default_router`),
     else its newest cost-conditioned Lite checkpoint (it decides at whatever weights are asked),
     else its newest Lite checkpoint (which a new run takes over until a mark is set); None
     without any."""
-    return (store.default_router(host) or latest_checkpoint(store, host, "lite", conditioned=True)
+    return (store.marked_default_router(host) or latest_checkpoint(store, host, "lite", conditioned=True)
             or latest_checkpoint(store, host, "lite"))
 
 

@@ -20,6 +20,7 @@ router then decides at whatever weights it is given, with no retraining; weights
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,6 +32,9 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import CostNormalizer, check_cost_weights
 
 WEIGHT_COLUMNS = ("lambda_in", "lambda_out")  # the router inputs after the features
+# `forge train --conditioned --draws` default: 8 weight pairs per training query and epoch, with which the
+# demo store's conditioned checkpoints were trained; `CostConditioning.draws` keeps 1 for library callers.
+CLI_DRAWS = 8
 
 
 @dataclass(frozen=True)
@@ -64,17 +68,19 @@ class CostConditioning:
         weights = np.repeat(self.encode(lambda_in, lambda_out), len(x), axis=0)
         return np.hstack([np.asarray(x, dtype=np.float32), weights])
 
-    def draw(self, n: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """`n` weight pairs drawn log-uniformly over [low, high], each weight independently."""
+    def draw(self, n: int, seed: int | Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """`n` weight pairs drawn log-uniformly over [low, high], each weight independently; `seed` is
+        an int or a sequence of ints such as [seed, stream] (anything `np.random.default_rng` takes)."""
         rng = np.random.default_rng(seed)
         logs = rng.uniform(np.log(self.low), np.log(self.high), size=(2, n))
         return np.exp(logs[0]), np.exp(logs[1])
 
-    def expand(self, x: np.ndarray, f1: np.ndarray, c_in: np.ndarray, c_out: np.ndarray, seed: int,
+    def expand(self, x: np.ndarray, f1: np.ndarray, c_in: np.ndarray, c_out: np.ndarray, seed: int | Sequence[int],
                copies: int) -> tuple[np.ndarray, np.ndarray]:
         """The conditioned training rows of queries with features x [n, d], F1 [n, K] and
         normalized costs [n, K]: each query `copies` times, at its own drawn weight pair, as inputs
-        [n * copies, d + 2] and utilities [n * copies, K] (query-major: copies of a query adjacent)."""
+        [n * copies, d + 2] and utilities [n * copies, K] (query-major: copies of a query adjacent);
+        `seed` as in `draw` (an int, or e.g. [seed, stream])."""
         lambda_in, lambda_out = self.draw(len(x) * copies, seed)
         rows = np.repeat(np.arange(len(x)), copies)
         inputs = np.hstack([np.asarray(x, dtype=np.float32)[rows], self.encode(lambda_in, lambda_out)])
@@ -93,8 +99,9 @@ class CostConditioning:
 
 
 def conditioned_rows(conditioning: CostConditioning, x: np.ndarray, table: OutcomeTable, normalizer: CostNormalizer,
-                     rows: np.ndarray, seed: int, copies: int) -> tuple[np.ndarray, np.ndarray]:
+                     rows: np.ndarray, seed: int | Sequence[int], copies: int) -> tuple[np.ndarray, np.ndarray]:
     """`CostConditioning.expand` of the table's `rows` (standardized features `x` of every row of
-    the table), costs normalized by `normalizer`."""
+    the table), costs normalized by `normalizer`; `seed` is an int or a sequence such as the
+    trainer's [seed, stream]."""
     c_in, c_out = normalizer.transform(table.tokens_in[rows], table.tokens_out[rows])
     return conditioning.expand(x[rows], table.f1[rows], c_in, c_out, seed, copies)

@@ -245,7 +245,8 @@ def check_arm(arm: Arm, host_config: HostConfig) -> None:
 
 def default_router_id(store: Store, host: str) -> str:
     """The host's default router (`forge_core.routing.checkpoints.default_router`: the marked
-    checkpoint, else the newest Lite one)."""
+    checkpoint, else the newest cost-conditioned Lite one, else the newest Lite one); `MissingStep`
+    without any."""
     found = default_router(store, host)
     if found is None:
         raise MissingStep(f"no Lite router for host '{host}': train one with "

@@ -53,6 +53,19 @@ def _parameter_marks(record_type: type) -> str:
     return ", ".join("?" * len(dataclasses.fields(record_type)))
 
 
+def _checkpoint_host(connection: duckdb.DuckDBPyConnection, checkpoint_id: str) -> str | None:
+    """The host of a stored checkpoint, or None for an unknown id."""
+    row = first_row(connection.execute("SELECT host FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]))
+    return None if row is None else str(row[0])
+
+
+def _mark_default_router(connection: duckdb.DuckDBPyConnection, host: str, checkpoint_id: str) -> None:
+    """Set (or move) `host`'s default-router mark to `checkpoint_id`."""
+    connection.execute(
+        "INSERT INTO default_routers VALUES (?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
+        "checkpoint_id = excluded.checkpoint_id, set_at = excluded.set_at", [host, checkpoint_id, utc_now()])
+
+
 _CHECKPOINT_FILTERS = frozenset({"stage", "variant", "n_arms", *CHECKPOINT_LINEAGE_COLUMNS})
 
 
@@ -257,7 +270,7 @@ class Store(StoreFile):
     def save_batch(self, batch: SubmittedBatch) -> None:
         """Add or update a submitted batch."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            connection.execute(f"INSERT OR REPLACE INTO batches VALUES ({_parameter_marks(SubmittedBatch)})",
                                list(row_values(batch)))
 
     def batches(self, host: str | None = None) -> list[SubmittedBatch]:
@@ -365,6 +378,14 @@ class Store(StoreFile):
                 "SELECT * FROM arm_outcomes WHERE host = ? AND error IS NOT NULL "
                 "ORDER BY finished_at DESC NULLS LAST, benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
         return [ArmOutcome(*row) for row in rows]
+
+    def answered_arm_tokens_in(self, host: str, limit: int) -> list[tuple[str, str, str, int]]:
+        """(benchmark, example_id, arm, tokens_in) of a host's first `limit` answered arm outcomes,
+        in `arm_outcomes`' order (benchmark, example_id, arm)."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT benchmark, example_id, arm, tokens_in FROM arm_outcomes WHERE host = ? AND error IS NULL "
+                "ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
 
     def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
         """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
@@ -491,15 +512,20 @@ class Store(StoreFile):
             if checkpoint_id is None:
                 connection.execute("DELETE FROM default_routers WHERE host = ?", [host])
                 return
-            found = first_row(connection.execute("SELECT host FROM checkpoints WHERE checkpoint_id = ?",
-                                                 [checkpoint_id]))
-            if found is None or found[0] != host:
+            if _checkpoint_host(connection, checkpoint_id) != host:
                 raise InvalidInput(f"no checkpoint '{checkpoint_id}' of host '{host}' (see `forge checkpoints`)")
-            connection.execute(
-                "INSERT INTO default_routers VALUES (?, ?, ?) ON CONFLICT (host) DO UPDATE SET "
-                "checkpoint_id = excluded.checkpoint_id, set_at = excluded.set_at", [host, checkpoint_id, utc_now()])
+            _mark_default_router(connection, host, checkpoint_id)
 
-    def default_router(self, host: str) -> str | None:
+    def mark_checkpoint_as_default(self, checkpoint_id: str) -> str | None:
+        """Mark a checkpoint as its own host's default router; returns that host, or None for an
+        unknown checkpoint (nothing marked)."""
+        with self.transaction() as connection:
+            host = _checkpoint_host(connection, checkpoint_id)
+            if host is not None:
+                _mark_default_router(connection, host, checkpoint_id)
+        return host
+
+    def marked_default_router(self, host: str) -> str | None:
         """The checkpoint marked as `host`'s default router, or None (no mark, or its checkpoint gone)."""
         with self.connect() as connection:
             row = first_row(connection.execute(
@@ -715,8 +741,7 @@ class Store(StoreFile):
     def write_reward_outcome(self, *outcomes: RewardOutcome) -> None:
         """Store judged (query, arm) rows in one transaction, replacing earlier rows of the same key."""
         with self.transaction() as connection:
-            connection.executemany("INSERT OR REPLACE INTO reward_outcomes VALUES "
-                                   "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            connection.executemany(f"INSERT OR REPLACE INTO reward_outcomes VALUES ({_parameter_marks(RewardOutcome)})",
                                    [list(row_values(outcome)) for outcome in outcomes])
 
     def judged_outcomes(self, host: str, reward_key: str) -> set[tuple[str, str, str]]:

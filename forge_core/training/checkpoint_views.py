@@ -242,10 +242,3 @@ def latest_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     curves = STAGE2_CURVES if log_stage(rows) == 2 else STAGE1_CURVES
     last = _current(rows[-1])
     return {key: float(last[key]) for key, _, _ in curves if last.get(key) is not None}
-
-
-def reward_audit_table(audit: dict) -> pd.DataFrame:
-    """The per-arm rows of a proxy-reward audit (`forge_core.evaluation.proxy_audit`) as the Train
-    page shows them."""
-    return pd.DataFrame([{"arm": arm, "spearman with gold F1": row["spearman"], "mean proxy": row["mean_proxy"],
-                          "mean gold F1": row["mean_gold_f1"]} for arm, row in audit["arms"].items()])

@@ -466,7 +466,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert "No default router is marked" in texts(app.caption)
     by_label(app.selectbox, "Default router").set_value(parent)  # the older one: a newer run must not displace it
     by_label(app.button, "Mark as default").click().run()
-    assert not app.exception and store.default_router("synthetic-host") == parent
+    assert not app.exception and store.marked_default_router("synthetic-host") == parent
     assert "is now the default router of 'synthetic-host'" in texts(app.success)
     table = frame_with(app, "checkpoint").set_index("checkpoint")
     assert table.loc[parent, "default"] and not table.loc[child, "default"]

@@ -1,10 +1,11 @@
-"""What a plan covers: a second host on exactly the queries another host has every arm of."""
+"""What a plan covers: a second host on exactly the queries another host has every arm of; the
+round-robin order of benchmarks."""
 
 from __future__ import annotations
 
 import pytest
 
-from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
+from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work, round_robin
 from forge_core.errors import MissingStep
 from forge_core.store import Store
 
@@ -22,3 +23,8 @@ def test_queries_of_another_host_are_the_plan(outcome_store: Store) -> None:
     with pytest.raises(MissingStep, match="host 'nobody' has no stored outcomes"):
         EnumerationPlan(host="embedded-tiny", split="test", benchmarks=BENCHMARKS, queries_of="nobody").check(
             outcome_store)
+
+
+def test_round_robin_takes_every_list_in_turn() -> None:
+    assert round_robin([["a1", "a2", "a3"], [], ["c1"], ["d1", "d2"]]) == ["a1", "c1", "d1", "a2", "d2", "a3"]
+    assert round_robin([]) == []

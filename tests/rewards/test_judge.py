@@ -52,6 +52,22 @@ def test_judge_job_stores_every_arm_of_the_limited_queries_and_resumes(store) ->
     assert store.job(report.job_id)["status"] == "finished"
 
 
+def test_the_evidence_is_retrieved_once_per_query_not_per_arm(store, monkeypatch) -> None:
+    from forge_core.rewards import judge_job
+
+    queries = []
+
+    def counting(retriever, question):
+        queries.append(question)
+        return retrieve_evidence(retriever, question)
+
+    retrieve_evidence = judge_job.retrieve_evidence
+    monkeypatch.setattr(judge_job, "retrieve_evidence", counting)
+    request = JudgeRequest(host="synthetic-host", split="test", limit=3, concurrency=4)
+    report = asyncio.run(judge_outcomes(store, request, RatingHost()))
+    assert report.judged == 18 and len(queries) == len(set(queries)) == 3
+
+
 def test_failed_calls_are_error_rows_judged_again_and_ten_in_a_row_stop_the_run(store) -> None:
     request = JudgeRequest(host="synthetic-host", split="dev", limit=2)
     first = asyncio.run(judge_outcomes(store, request, RatingHost(fail_on="x")))
@@ -86,6 +102,8 @@ def test_plan_refuses_unknown_things(store) -> None:
         JudgeRequest(host="nobody").check(store)
     with pytest.raises(InvalidInput):
         JudgeRequest(host="synthetic-host", limit=0).check(store)
+    with pytest.raises(InvalidInput, match="split seed must be one of 0, 1, 2"):
+        JudgeRequest(host="synthetic-host", split_seed=7).check(store)
     assert plan_judging(store, JudgeRequest(host="synthetic-host", split="train", limit=1), "k")[0].arm
 
 

@@ -114,6 +114,9 @@ def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
     assert routed.f1 is not None and routed.raw_cost is not None
     by_hand = run_ask(store, AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think"))
     assert (by_hand.router, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
+    checked = AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think")
+    answered = run_ask(store, checked, inputs=checked.check(store))  # the caller's check, not repeated
+    assert (answered.router, answered.arm, answered.raw_cost) == (OVERRIDE, "summary:no_think", None)
     with pytest.raises(InvalidInput, match="unknown benchmark"):
         AskRequest("Q?", "nope", "synthetic-host").check(store)
     with pytest.raises(InvalidInput, match="no example 'missing' in musique"):
@@ -178,12 +181,12 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
     assert default_router_id(store, "synthetic-host") == newer  # no mark: the newest Lite checkpoint
     store.set_default_router("synthetic-host", marked)
     quick_run(4)
-    assert store.default_router("synthetic-host") == marked
+    assert store.marked_default_router("synthetic-host") == marked
     assert default_router_id(store, "synthetic-host") == marked  # the mark holds against a newer run
     with pytest.raises(InvalidInput, match="no checkpoint"):
         store.set_default_router("another-host", marked)
     store.set_default_router("synthetic-host", None)
-    assert store.default_router("synthetic-host") is None
+    assert store.marked_default_router("synthetic-host") is None
 
     marked_by_cli = forge(store, "checkpoints", "--set-default", newer)
     assert marked_by_cli.returncode == 0, marked_by_cli.stderr
@@ -192,3 +195,6 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
     refused = forge(store, "checkpoints", "--set-default", "ckpt-missing")
     assert refused.returncode == 2 and "no checkpoint 'ckpt-missing'" in refused.stderr
     assert "Traceback" not in refused.stderr
+    both = forge(store, "checkpoints", "--delete", newer, "--set-default", newer)
+    assert both.returncode == 2 and "choose --delete or --set-default, not both" in both.stderr
+    assert "Traceback" not in both.stderr and store.checkpoint(newer) is not None
