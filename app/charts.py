@@ -114,6 +114,11 @@ def policy_colors(points: pd.DataFrame) -> dict[str, str]:
     return colors
 
 
+def _by_kind(points: pd.DataFrame) -> pd.DataFrame:
+    """The points with their kinds in `KIND_ORDER` (a stable sort: each kind keeps its rows' order)."""
+    return points.assign(_order=points["kind"].map(KIND_ORDER.index)).sort_values("_order", kind="stable")
+
+
 def _legend_below(figure: go.Figure, entries: int) -> None:
     """A horizontal legend under the plot, tall enough for its entries (it never covers the points)."""
     rows = (entries + 3) // 4
@@ -125,7 +130,7 @@ def _legend_below(figure: go.Figure, entries: int) -> None:
 def _policy_points(points: pd.DataFrame, x_label: str, y_label: str, facet: dict, error: dict,
                    hover: dict) -> go.Figure:
     """Scatter of named points: colour per policy (grouped by kind), symbol per kind, kinds in order."""
-    ordered = points.assign(_order=points["kind"].map(KIND_ORDER.index)).sort_values("_order", kind="stable")
+    ordered = _by_kind(points)
     figure = px.scatter(
         ordered, x="cost_k", y="macro_f1", color="name", symbol="kind", symbol_map=KIND_SYMBOLS,
         color_discrete_map=policy_colors(ordered), hover_name="name",
@@ -184,7 +189,7 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
     """The one-chart, colour-by-policy view of `pareto`, built from graph objects (a slider step
     redraws it, and plotly express takes ten times as long to assemble the same figure): one
     colour per point, grouped by kind as `_policy_points` does."""
-    ordered = points.assign(_order=points["kind"].map(KIND_ORDER.index)).sort_values("_order", kind="stable")
+    ordered = _by_kind(points)
     colors = policy_colors(ordered)
     figure = go.Figure()
     for row in ordered.itertuples():

@@ -21,7 +21,7 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_checkpoint, demo_questions
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_policies, demo_questions
 from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.grounding import gold_recall_frame
@@ -34,6 +34,7 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.records import Example, HostPrices
+from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
@@ -155,9 +156,9 @@ def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest enumeration jobs with their progress."""
-    return jobs.recent_jobs(store)
+def recent_jobs(store: Store, kind: str = "enumerate") -> list[tuple[dict, jobs.JobProgress]]:
+    """The newest jobs of one kind (enumerate, train, judge) with their progress."""
+    return jobs.recent_jobs(store, kind)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -176,12 +177,9 @@ def checkpoints(store: Store) -> pd.DataFrame:
 def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, str]:
     """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
     -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
-    found = {}
-    for name, variant in sorted(CONDITIONED_POLICIES.items(), key=lambda item: item[1] != "lite"):
-        checkpoint_id = conditioned_checkpoint(store, host, variant, n_arms)
-        if checkpoint_id is not None:
-            found[checkpoint_id] = name
-    return found
+    policies = conditioned_policies(store, host, n_arms)
+    lite_first = sorted(policies, key=lambda policy: CONDITIONED_POLICIES[policy.name] != "lite")
+    return {policy.checkpoint_id: policy.name for policy in lite_first}
 
 
 @st.cache_data(show_spinner="Finding questions whose arm moves with the weights…", max_entries=RESULTS_CACHE_ENTRIES,
@@ -190,6 +188,13 @@ def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str)
     """Stored test questions whose arm under the conditioned checkpoint changes with the weights
     (`version`: see `store_version`)."""
     return demo_questions(store, host, checkpoint_id)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def default_router(store: Store, host: str) -> str | None:
+    """The checkpoint the host routes with by default (`forge_core.routing.checkpoints.default_router`:
+    the marked one, else the newest cost-conditioned Lite, else the newest Lite), or None."""
+    return routing_checkpoints.default_router(store, host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -206,18 +211,6 @@ def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     if found is None:
         raise InvalidInput(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
     return found[0]
-
-
-@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_train_jobs(store: Store) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest training jobs with their progress."""
-    return jobs.recent_jobs(store, "train")
-
-
-@st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_jobs_of(store: Store, kind: str) -> list[tuple[dict, jobs.JobProgress]]:
-    """The newest jobs of one kind with their progress."""
-    return jobs.recent_jobs(store, kind)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

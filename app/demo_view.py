@@ -7,6 +7,7 @@ import streamlit as st
 
 from app import data, ui, weights
 from forge_core.evaluation.conditioned import WEIGHT_LADDER, DemoQuestion
+from forge_core.records import Example
 from forge_core.store import Store
 
 PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if any
@@ -15,6 +16,18 @@ PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if a
 def picked() -> DemoQuestion | None:
     """The demo question the user picked (None: none, or cleared)."""
     return st.session_state.get(PICKED_KEY)
+
+
+def picked_example(store: Store) -> Example | None:
+    """The stored example of the picked demo question; None when none is picked, or when its example
+    is gone from the store (the pick is then cleared)."""
+    demo = picked()
+    if demo is None:
+        return None
+    example = data.example(store, demo.benchmark, demo.example_id)
+    if example is None:
+        st.session_state.pop(PICKED_KEY)
+    return example
 
 
 def demo_list(store: Store, host: str, checkpoint_id: str) -> None:

@@ -60,11 +60,9 @@ def _active_job(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         columns[0].metric("Rate", f"{progress.rate_per_s:.2f} calls/s" if progress.rate_per_s else "–")
         columns[1].metric("ETA", ui.format_duration(progress.eta_s))
         columns[2].metric("Errors", progress.errors)
-        if columns[3].button("Cancel", key=f"cancel-{progress.job_id}", disabled=progress.status == "cancelling",
-                             help="Stop after the calls in flight; everything finished stays stored."):
-            jobs.cancel_job(store, row)
-            data.refresh()
-            st.rerun()
+        with columns[3]:
+            ui.cancel_job_button(store, row, progress,
+                                 "Stop after the calls in flight; everything finished stays stored.")
         if progress.errors:
             st.caption("Latest failed calls (stored as error rows and planned again on the next run):")
             st.code("\n".join(data.recent_errors(store, params.host)) or "–", language=None)

@@ -49,7 +49,7 @@ def runs_panel(store: Store, checkpoints: int) -> None:
     (`checkpoints`: how many the store holds, to say where they came from when no run is listed)."""
     with ui.user_errors(stop=False):
         _starting(store)
-        rows = data.recent_train_jobs(store)
+        rows = data.recent_jobs(store, "train")
         if not rows:
             st.info("No training runs in this store's jobs yet: start one above."
                     + (f" The {checkpoints} checkpoints below came with the store (e.g. `forge store load-demo`) "
@@ -100,7 +100,8 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         if progress.active:
             st.progress(progress.fraction, text=f"{progress.done:,} of {'' if request.stage == 2 else 'at most '}"
                                                 f"{progress.target:,} {unit}")
-            _cancel_button(store, row, progress)
+            ui.cancel_job_button(store, row, progress, "Stop at the next logged epoch or step. A cancelled run "
+                                 "stores no checkpoint: the state so far is discarded.", icon=":material/stop:")
         elif progress.status == "finished":
             _finished(store, row, progress, unit)
         elif progress.status == "cancelled":
@@ -118,16 +119,6 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
             st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
         elif progress.active:
             st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
-
-
-def _cancel_button(store: Store, row: dict, progress: jobs.JobProgress) -> None:
-    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=":material/stop:",
-                 disabled=progress.status == "cancelling",
-                 help="Stop at the next logged epoch or step. A cancelled run stores no checkpoint: the state "
-                      "so far is discarded."):
-        jobs.cancel_job(store, row)
-        data.refresh()
-        st.rerun()
 
 
 def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) -> None:
@@ -156,8 +147,8 @@ def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, mark
     names = checkpoint_names(checkpoints)
     ids = list(names)
     if marked is None:
-        st.caption(f"No default router is marked for '{host}': the newest Lite checkpoint is used, so each new "
-                   "Lite run takes over. Mark one to keep it.")
+        st.caption(f"No default router is marked for '{host}': its newest cost-conditioned Lite checkpoint is "
+                   "used, else its newest Lite checkpoint, so each new Lite run takes over. Mark one to keep it.")
     else:
         st.caption(f"Default router of '{host}': **{names.get(marked, marked)}** (`{marked}`), marked by you; new "
                    "runs do not take it over.")

@@ -18,6 +18,7 @@ from forge_core.arms import thinking_modes
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
+from forge_core.evidence.depth_check import failed_depths
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
@@ -35,6 +36,11 @@ def no_checkpoints(host: str) -> str:
     """The next step when a host has no router checkpoint yet."""
     return (f"No router checkpoints for host '{host}' yet: train one on the Train page or with "
             f"`forge train --stage 1 --host {host}`.")
+
+
+def checkpoint_ids_help(labels: dict[str, str]) -> str:
+    """The help line that maps each checkpoint's shown label to its id ("Ids: label = id; ...")."""
+    return "Ids: " + "; ".join(f"{label} = {checkpoint_id}" for checkpoint_id, label in labels.items())
 
 
 @contextlib.contextmanager
@@ -134,7 +140,7 @@ def depth_check_verdict(report: dict | None) -> str:
     """A host's depth check in a few words: "not checked", "all honoured" or the failed depths."""
     if report is None:
         return "not checked"
-    failed = [f"{row['depth']} {row['verdict']}" for row in report["depths"] if row["verdict"] != "honoured"]
+    failed = [f"{depth} {verdict}" for depth, verdict in failed_depths(report).items()]
     return ", ".join(failed) or f"all {len(report['depths'])} honoured"
 
 
@@ -193,6 +199,16 @@ def evidence_frame(evidence: Evidence) -> pd.DataFrame:
     """The retrieved passages with their BM25 scores, best first."""
     return pd.DataFrame([{"title": hit.document.title, "BM25": round(hit.score, 2), "text": hit.document.text}
                          for hit in evidence.passages])
+
+
+def cancel_job_button(store: Store, row: dict, progress: JobProgress, help: str, icon: str | None = None) -> None:
+    """A job's Cancel button (disabled while it is cancelling): a click asks the job to stop and
+    reruns the page."""
+    if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=icon, disabled=progress.status == "cancelling",
+                 help=help):
+        jobs.cancel_job(store, row)
+        data.refresh()
+        st.rerun()
 
 
 def remember_started_job(key: str, started: StartedJob) -> None:

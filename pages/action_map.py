@@ -5,12 +5,13 @@ import streamlit as st
 from app import charts, data, ui
 from app.action_map_view import remember_click, show_query
 from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.routing.checkpoints import conditioning_of
 from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
            f"{UMAP_MIN_DIST}, cosine, fixed seed; computed once per set of queries and cached), coloured by the "
-           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the checkpoint's λ_in and λ_out) "
+           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the weights named below the picker) "
            f"and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to right. "
            "Hover a point for its question and every arm's outcome; click it to open the query below.")
 store = data.store()
@@ -25,7 +26,7 @@ if checkpoints.empty:
     st.stop()
 labels = checkpoint_names(checkpoints)
 checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get,
-                                            help="Ids: " + "; ".join(f"{name} = {i}" for i, name in labels.items()))
+                                            help=ui.checkpoint_ids_help(labels))
 split = split_column.selectbox("Split", SPLITS)
 benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
                                           placeholder="every benchmark", help="Show these benchmarks' queries only.")
@@ -44,8 +45,11 @@ for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
     column.metric(f"Agreement of {name}", f"{value:.1%}",
                   help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
-st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} (the checkpoint's weights). "
-           f"{TIE_RULE}")
+with ui.user_errors():
+    conditioned = conditioning_of(data.checkpoint_record(store, checkpoint_id)["lineage"]) is not None
+weights_source = ("the default weights: a cost-conditioned router decides at any weights" if conditioned
+                  else "the checkpoint's weights")
+st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}). {TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)
 maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),

@@ -48,14 +48,15 @@ with st.container(border=True):
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
                            allow_unchecked_depths=allow_unchecked, budget_usd=budget_usd)
+    plan_checked = False  # the plan passed its check (its error, if any, is shown once, above the button)
     with ui.user_errors(stop=False):
         plan.check(store)
+        plan_checked = True
         ui.plan_estimate(store, plan)
-    submitted = st.button("Start job", type="primary", icon=":material/play_arrow:")
+    submitted = st.button("Start job", type="primary", icon=":material/play_arrow:", disabled=not plan_checked)
 
-if submitted:
+if submitted and plan_checked:
     with ui.user_errors(stop=False):
-        plan.check(store)
         missing = data.missing_calls(store, plan)
         if budget_usd is not None and missing:
             check_budget(data.plan_estimate(store, plan), budget_usd)

@@ -7,7 +7,7 @@ import streamlit as st
 from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.routing.ask import AskRequest, run_ask
-from forge_core.routing.checkpoints import default_router, other_host_warning
+from forge_core.routing.checkpoints import conditioning_of, other_host_warning
 from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
@@ -32,21 +32,20 @@ benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", li
 names = checkpoint_names(checkpoints)
 labels = {row.checkpoint_id: f"{names[row.checkpoint_id]} on {row.host}, {row.n_arms} arms"
           for row in checkpoints.itertuples()}
-conditioned = data.conditioned_checkpoints(store, host, data.alphabet_size(store, host))
 if labels:
-    default = default_router(store, host)
+    default = data.default_router(store, host)
     checkpoint_id = router_column.selectbox(
         "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
         help="Default: the checkpoint marked as the host's default on the Train page, else its cost-conditioned "
              "Lite router (it decides at the weights below), else its newest Lite checkpoint. A Full router first "
-             "runs four probes on the host. Ids: " + "; ".join(f"{label} = {i}" for i, label in labels.items()))
+             "runs four probes on the host. " + ui.checkpoint_ids_help(labels))
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")
 record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
-router_is_conditioned = record is not None and "conditioning" in record["lineage"]
+router_is_conditioned = record is not None and conditioning_of(record["lineage"]) is not None
 lambda_in, lambda_out = weights.sliders("live")
 st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "
            "Direct." if router_is_conditioned else
@@ -56,15 +55,14 @@ if router_is_conditioned:
     demo_view.demo_list(store, record["host"], checkpoint_id)
 
 example = None
-demo = demo_view.picked()
+demo_example = demo_view.picked_example(store)
 picked = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True,
-                  index=1 if demo else 0) != "Type one"
-if picked and demo is not None:
-    benchmark = demo.benchmark
-    example = store.examples(demo.benchmark, [demo.example_id])[0]
-    question = example.question
+                  index=1 if demo_example else 0) != "Type one"
+if picked and demo_example is not None:
+    example = demo_example
+    benchmark, question = example.benchmark, example.question
     demo_column, clear_column = st.columns([5, 1])
-    demo_column.info(f"Demo question ({demo.benchmark}): {question}", icon=":material/bolt:")
+    demo_column.info(f"Demo question ({benchmark}): {question}", icon=":material/bolt:")
     if clear_column.button("Clear", icon=":material/close:"):
         st.session_state.pop(demo_view.PICKED_KEY)
         st.rerun()
@@ -95,13 +93,14 @@ if asked:
                              example_id=example.example_id if example else None,
                              always_raw="answer" if compare_raw else "cost", lambda_in=lambda_in,
                              lambda_out=lambda_out)
-        request.check(store)
+        inputs = request.check(store)
         served = data.served_host(configs[host])
         router = None if by_hand else data.router(store, checkpoint_id)
         retriever = data.retriever(store, benchmark)
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
-            result = run_ask(store, request, host_config=served, retriever=retriever, checkpoint=router)
+            result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
+                             checkpoint=router)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
 
 history = st.session_state.get(HISTORY_KEY, [])

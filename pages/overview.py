@@ -98,8 +98,9 @@ with st.expander("Table"):
 
 st.subheader("Reasoning tokens per arm")
 st.caption("Over every answered outcome of the host. Reasoning tokens are part of the output tokens and are "
-           "charged as output; 'counted by' says whether the provider reported them (usage), they were "
-           "estimated from the returned reasoning text, or none came back.")
+           "charged as output; 'counted by' says whether the provider reported them (usage), the host's own "
+           "tokenizer counted the returned reasoning text (tokenizer), they were estimated from that text "
+           "(estimated), or none came back.")
 reasoning = data.reasoning_summary(store, host)
 st.plotly_chart(charts.reasoning_per_arm(reasoning))
 with st.expander("Reasoning table"):

@@ -51,8 +51,7 @@ chosen_column, color_column, facet_column = st.columns([4, 1, 1])
 chosen = chosen_column.multiselect("Router checkpoints", list(labels),
                                    default=list(conditioned) or list(labels)[:1], format_func=labels.get,
                                    help="Default: the cost-conditioned routers (`forge train --conditioned`), which "
-                                        "decide at the sliders' weights. Ids: "
-                                        + "; ".join(f"{name} = {i}" for i, name in labels.items()))
+                                        "decide at the sliders' weights. " + ui.checkpoint_ids_help(labels))
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")

@@ -124,7 +124,9 @@ with ui.user_errors(stop=False):
     audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, DEFAULT_LAMBDA_IN,
                               DEFAULT_LAMBDA_OUT)
     st.dataframe(reward_audit_table(audit), hide_index=True)
-    for key, label in (("best_arm_match", "by F1"), ("best_utility_arm_match", "by utility at λ 0.10/0.20")):
+    match_labels = {"best_arm_match": "by F1",
+                    "best_utility_arm_match": f"by utility at λ {DEFAULT_LAMBDA_IN:.2f}/{DEFAULT_LAMBDA_OUT:.2f}"}
+    for key, label in match_labels.items():
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
@@ -146,7 +148,7 @@ with st.form("judge"):
             judge_request.check(store)
             start_judging(store, judge_request)
             st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
-judge_jobs = data.recent_jobs_of(store, "judge")
+judge_jobs = data.recent_jobs(store, "judge")
 if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 

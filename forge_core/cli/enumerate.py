@@ -15,6 +15,7 @@ from forge_core.errors import InvalidInput
 if TYPE_CHECKING:
     from forge_core.enumeration.estimate import StageZeroEstimate
     from forge_core.enumeration.planning import EnumerationPlan, QueryWork
+    from forge_core.hosts.base import HostConfig
     from forge_core.store import Store
 
 
@@ -97,16 +98,16 @@ def enumerate_command(
     work = plan_work(store, plan)
     planned = count_calls(work)
     if estimate or budget_usd is not None:
-        priced = estimate_with_progress(store, plan, work)
+        priced = estimate_with_progress(store, plan, work, host_config)
         if estimate:
             print_estimate(priced, as_json)
             return
         check_budget(priced, budget_usd, through_batch=batch is not None)
     if batch is not None:
-        run_provider_batches(store, plan, batch, poll_seconds, as_json)
+        run_provider_batches(store, plan, host_config, batch, poll_seconds, as_json)
         return
     if to_batch is not None:
-        write_batch_files(store, plan, work, to_batch, as_json)
+        write_batch_files(store, plan, host_config, work, to_batch, as_json)
         return
     if planned == 0:
         console.print("nothing to do: every planned call is already stored")
@@ -141,13 +142,12 @@ def enumerate_command(
     print_summary(summary, as_json)
 
 
-def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork], path: Path, as_json: bool) -> None:
+def write_batch_files(store: Store, plan: EnumerationPlan, host_config: HostConfig, work: list[QueryWork],
+                      path: Path, as_json: bool) -> None:
     """`--to-batch`: the plan's missing calls as OpenAI batch lines."""
     from forge_core.enumeration.batch_files import check_batchable, openai_batch_line, write_request_files
     from forge_core.enumeration.calls import planned_calls
-    from forge_core.hosts.registry import get_host_config
 
-    host_config = get_host_config(store, plan.host)
     if host_config.kind == "anthropic":
         raise InvalidInput(f"--to-batch writes OpenAI batch lines; for the Anthropic host '{plan.host}' use "
                            f"--batch anthropic")
@@ -159,43 +159,36 @@ def write_batch_files(store: Store, plan: EnumerationPlan, work: list[QueryWork]
 
 def ingest_batch_results(store: Store, results_path: Path, requests_path: Path | None, as_json: bool) -> None:
     """`--from-batch`: score and store a results file."""
-    from forge_core.enumeration.batch_files import anthropic_custom_id, ingest_results, parse_result_line, read_jsonl
+    from forge_core.enumeration.batch_files import ingest_lines, read_jsonl
 
-    request_lines = None if requests_path is None else {
-        line.get("custom_id"): line for _, line in read_jsonl(requests_path)}
-    anthropic_ids = None if request_lines is None else {anthropic_custom_id(cid): cid for cid in request_lines}
+    request_lines = None if requests_path is None else [line for _, line in read_jsonl(requests_path)]
     with spinner_progress() as progress:
         progress.add_task(f"storing {results_path.name}", total=None)
-        results = (parse_result_line(line, anthropic_ids) for _, line in read_jsonl(results_path))
-        report = ingest_results(store, results, request_lines)
+        report = ingest_lines(store, (line for _, line in read_jsonl(results_path)), request_lines)
     for line in report.refused[:20]:
         console.print(f"[yellow]refused[/yellow] {line}", highlight=False)
     print_summary({"stored": report.stored, "errors": report.errors, "skipped": report.skipped,
                    "refused": len(report.refused)}, as_json)
 
 
-def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> StageZeroEstimate:
+def estimate_with_progress(store: Store, plan: EnumerationPlan, work: list[QueryWork],
+                           host_config: HostConfig) -> StageZeroEstimate:
     """The plan's estimate, counting its calls under a progress bar."""
-    from forge_core.enumeration.calls import planned_calls
-    from forge_core.enumeration.estimate import estimate_calls, input_counter
+    from forge_core.enumeration.estimate import estimate_plan
     from forge_core.enumeration.planning import count_calls
-    from forge_core.hosts.registry import get_host_config
 
-    host_config = get_host_config(store, plan.host)
-    count, method = input_counter(store, host_config, ask_server=True)
     with counting_progress(transient=True) as progress:
         task = progress.add_task("counting tokens", total=count_calls(work))
-        return estimate_calls(store, host_config, planned_calls(store, plan, work), count, method,
-                              on_call=lambda done: progress.update(task, completed=done))
+        return estimate_plan(store, plan, on_call=lambda done: progress.update(task, completed=done), work=work,
+                             host_config=host_config)
 
 
-def run_provider_batches(store: Store, plan: EnumerationPlan, provider: str, poll_seconds: float,
-                         as_json: bool) -> None:
+def run_provider_batches(store: Store, plan: EnumerationPlan, host_config: HostConfig, provider: str,
+                         poll_seconds: float, as_json: bool) -> None:
     """`--batch`: submit, poll (with a progress bar and ETA per batch), download and store."""
     from forge_core.enumeration.batch_api import batch_api, run_batches
-    from forge_core.hosts.registry import get_host_config
 
-    api = batch_api(provider, get_host_config(store, plan.host))
+    api = batch_api(provider, host_config)
     with counting_progress() as progress:
         tasks: dict[str, Any] = {}
 

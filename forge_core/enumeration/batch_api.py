@@ -41,20 +41,19 @@ from forge_core.enumeration.batch_files import (
     IngestReport,
     anthropic_custom_id,
     check_batchable,
-    ingest_results,
+    ingest_lines,
     openai_batch_line,
-    parse_result_line,
     read_jsonl,
     request_body,
     split_under_limits,
-    write_request_files,
+    write_lines_atomically,
 )
 from forge_core.enumeration.calls import PlannedCall, planned_calls
 from forge_core.enumeration.estimate import estimate_calls, input_counter
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.hosts.anthropic import DEFAULT_BASE_URL, anthropic_auth_headers
-from forge_core.hosts.base import HostConfig
+from forge_core.hosts.base import GenerationRequest, HostConfig
 from forge_core.hosts.http_retry import RetryPolicy, parse_retry_after, read_api_key
 from forge_core.hosts.openai_compat import openai_auth_headers
 from forge_core.hosts.registry import get_host_config
@@ -88,6 +87,7 @@ class BatchState:
     completed: int  # answered
     failed: int  # errored, expired or cancelled
     ended: bool  # no further progress: its results can be downloaded
+    batch: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the provider's batch object
 
 
 class BatchApi(Protocol):
@@ -109,8 +109,8 @@ class BatchApi(Protocol):
         """The batch's progress."""
         ...
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        """Every result line of an ended batch (answers and errors)."""
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        """Every result line of an ended batch (answers and errors), found from its last `state`."""
         ...
 
     def cancel(self, batch_id: str) -> BatchState:
@@ -146,6 +146,37 @@ class _Http:
             time.sleep(self.policy.wait_s(attempt - 1, parse_retry_after(response.headers.get("retry-after"))))
         raise AssertionError("unreachable")
 
+    def json(self, method: str, path: str, what: str, needs: tuple[str, ...] = (), **arguments: Any) -> dict[str, Any]:
+        """The JSON object a request (`request`) answers, holding the fields `needs`; any other
+        reply raises a one-line `BatchApiError`."""
+        response = self.request(method, path, what, **arguments)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise BatchApiError(f"{self.provider} batch API, {what}: the reply is not a JSON object")
+        missing = [name for name in needs if name not in body]
+        if missing:
+            raise BatchApiError(f"{self.provider} batch API, {what}: the reply has no '{missing[0]}'")
+        return body
+
+    def jsonl(self, path: str, what: str) -> list[dict[str, Any]]:
+        """The objects of a JSONL download, one a line; a line that is no JSON object raises a
+        one-line `BatchApiError` (the batch is then resumed by the next run)."""
+        lines = []
+        for number, text in enumerate(self.request("GET", path, what).text.splitlines(), start=1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError:
+                line = None
+            if not isinstance(line, dict):
+                raise BatchApiError(f"{self.provider} batch API, {what}: line {number} is not a JSON object")
+            lines.append(line)
+        return lines
+
 
 def _error_message(response: httpx.Response) -> str:
     try:
@@ -153,10 +184,6 @@ def _error_message(response: httpx.Response) -> str:
     except (ValueError, AttributeError):
         return ""
     return str(error.get("message", "")) if isinstance(error, dict) else ""
-
-
-def _jsonl(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 class OpenAIBatches:
@@ -174,29 +201,29 @@ class OpenAIBatches:
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         content = "".join(json.dumps(line) + "\n" for line in lines).encode()
-        uploaded = self.http.request("POST", "/files", "upload", data={"purpose": "batch"},
-                                     files={"file": ("forge-stage0.jsonl", content, "application/jsonl")}).json()
-        created = self.http.request("POST", "/batches", "create", json={
+        uploaded = self.http.json("POST", "/files", "upload", ("id",), data={"purpose": "batch"},
+                                  files={"file": ("forge-stage0.jsonl", content, "application/jsonl")})
+        created = self.http.json("POST", "/batches", "create", ("id",), json={
             "input_file_id": uploaded["id"], "endpoint": CHAT_COMPLETIONS_URL, "completion_window": "24h",
-            "metadata": {"created_by": "forge enumerate"}}).json()
+            "metadata": {"created_by": "forge enumerate"}})
         return created["id"]
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self.http.request("GET", f"/batches/{batch_id}", "retrieve").json()
+        batch = self.http.json("GET", f"/batches/{batch_id}", "retrieve", ("status",))
         counts = batch.get("request_counts") or {}
         ended = batch["status"] in ("completed", "failed", "expired", "cancelled")
         return BatchState(batch["status"], counts.get("total", 0), counts.get("completed", 0),
-                          counts.get("failed", 0), ended)
+                          counts.get("failed", 0), ended, batch)
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.request("GET", f"/batches/{batch_id}", "retrieve").json()
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        batch = state.batch
         if batch["status"] == "failed":
             errors = (batch.get("errors") or {}).get("data") or [{}]
             raise BatchFailed(f"openai batch {batch_id} failed: {errors[0].get('message', 'no reason given')}")
         lines = []
         for file_id in (batch.get("output_file_id"), batch.get("error_file_id")):
             if file_id:
-                lines += _jsonl(self.http.request("GET", f"/files/{file_id}/content", "download").text)
+                lines += self.http.jsonl(f"/files/{file_id}/content", "download")
         return lines
 
     def cancel(self, batch_id: str) -> BatchState:
@@ -220,26 +247,29 @@ class AnthropicBatches:
 
     def submit(self, lines: list[dict[str, Any]]) -> str:
         requests = [{"custom_id": anthropic_custom_id(line["custom_id"]), "params": line["params"]} for line in lines]
-        return self.http.request("POST", "/messages/batches", "create", json={"requests": requests}).json()["id"]
+        return self.http.json("POST", "/messages/batches", "create", ("id",), json={"requests": requests})["id"]
 
     def state(self, batch_id: str) -> BatchState:
-        batch = self.http.request("GET", f"/messages/batches/{batch_id}", "retrieve").json()
+        return self._state(self.http.json("GET", f"/messages/batches/{batch_id}", "retrieve", ("processing_status",)))
+
+    @staticmethod
+    def _state(batch: dict[str, Any]) -> BatchState:
+        """The state of a Message Batch object (what retrieve and cancel both answer)."""
         counts = batch.get("request_counts") or {}
         failed = sum(counts.get(name, 0) for name in ("errored", "canceled", "expired"))
         total = failed + counts.get("succeeded", 0) + counts.get("processing", 0)
         return BatchState(batch["processing_status"], total, counts.get("succeeded", 0), failed,
-                          batch["processing_status"] == "ended")
+                          batch["processing_status"] == "ended", batch)
 
-    def result_lines(self, batch_id: str) -> list[dict[str, Any]]:
-        batch = self.http.request("GET", f"/messages/batches/{batch_id}", "retrieve").json()
-        url = batch.get("results_url")
+    def result_lines(self, batch_id: str, state: BatchState) -> list[dict[str, Any]]:
+        url = state.batch.get("results_url")
         if not url:
             raise BatchApiError(f"anthropic batch {batch_id} has no results yet")
-        return _jsonl(self.http.request("GET", url, "download").text)
+        return self.http.jsonl(url, "download")
 
     def cancel(self, batch_id: str) -> BatchState:
-        self.http.request("POST", f"/messages/batches/{batch_id}/cancel", "cancel")
-        return self.state(batch_id)
+        return self._state(self.http.json("POST", f"/messages/batches/{batch_id}/cancel", "cancel",
+                                          ("processing_status",)))
 
 
 def batch_api(provider: str, host: HostConfig, retry_base_s: float = RETRY_BASE_S) -> BatchApi:
@@ -286,7 +316,8 @@ def run_batches(store: Store, plan: EnumerationPlan, api: BatchApi, poll_seconds
         return report
     lines = [api.request_line(call) for call in calls]
     by_id = {call.key.custom_id: call for call in calls}
-    submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part])
+    count, method = input_counter(store, api.host)
+    submitted = [_submit(store, plan, api, part, [by_id[line["custom_id"]] for line in part], count, method)
                  for part in split_under_limits(lines, api.limits)]  # all parts run side by side
     for batch in submitted:
         report.submitted.append(batch.batch_id)
@@ -300,15 +331,14 @@ def requests_path(requests_sha256: str) -> Path:
 
 
 def _submit(store: Store, plan: EnumerationPlan, api: BatchApi, lines: list[dict[str, Any]],
-            calls: list[PlannedCall]) -> SubmittedBatch:
-    """Keep the lines, create the batch and store its id at once."""
+            calls: list[PlannedCall], count: Callable[[GenerationRequest], int], method: str) -> SubmittedBatch:
+    """Keep the lines, create the batch and store its id at once (with its estimate, input tokens
+    counted by `count`, the host's `input_counter`)."""
     sha = hashlib.sha256("".join(json.dumps(line, sort_keys=True) for line in lines).encode()).hexdigest()
     path = requests_path(sha)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_request_files(path, lines, FileLimits(requests=len(lines), bytes=2**62))
-    host = get_host_config(store, plan.host)
-    count, method = input_counter(store, host)
-    estimate = estimate_calls(store, host, calls, count, method)
+    write_lines_atomically(path, lines)
+    estimate = estimate_calls(store, api.host, calls, count, method)
     batch_id = api.submit(lines)
     now = utc_now()
     batch = SubmittedBatch(batch_id, api.provider, plan.host, sha, len(lines), "submitted", 0, 0,
@@ -332,11 +362,11 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
             break
         time.sleep(poll_seconds)
     try:
-        lines = api.result_lines(batch.batch_id)
+        lines = api.result_lines(batch.batch_id, state)
     except BatchFailed:  # a download that failed leaves the batch to resume; a failed batch is final
         store.save_batch(replace(batch, status="failed", updated_at=utc_now()))
         raise
-    ingested = _ingest(store, api.provider, batch, lines)
+    ingested = _ingest(store, batch, lines)
     report.stored += ingested.stored
     report.errors += ingested.errors
     report.skipped += ingested.skipped
@@ -345,15 +375,13 @@ def _finish(store: Store, api: BatchApi, batch: SubmittedBatch, poll_seconds: fl
     store.save_batch(replace(batch, status="ingested", updated_at=now, ingested_at=now))
 
 
-def _ingest(store: Store, provider: str, batch: SubmittedBatch, lines: Iterable[dict[str, Any]]) -> IngestReport:
+def _ingest(store: Store, batch: SubmittedBatch, lines: Iterable[dict[str, Any]]) -> IngestReport:
+    """Store a batch's result lines, checked against the request lines kept when it was submitted."""
     path = requests_path(batch.requests_sha256)
     if not path.is_file():
         raise MissingStep(f"the request lines of batch {batch.batch_id} are gone ({path}); "
                           f"they are needed to check and store its results")
-    requests = {line["custom_id"]: line for _, line in read_jsonl(path)}
-    anthropic_ids = {anthropic_custom_id(custom_id): custom_id for custom_id in requests}
-    results = (parse_result_line(line, anthropic_ids if provider == "anthropic" else None) for line in lines)
-    return ingest_results(store, results, requests)
+    return ingest_lines(store, lines, (line for _, line in read_jsonl(path)))
 
 
 def cancel_batch(store: Store, batch_id: str, retry_base_s: float = RETRY_BASE_S) -> SubmittedBatch:

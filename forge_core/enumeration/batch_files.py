@@ -32,9 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from forge_core.enumeration.calls import CallKey, PlannedCall, call_request, parse_custom_id
+from forge_core.enumeration.outcome_rows import (
+    answered_arm_row,
+    answered_probe_row,
+    failed_arm_row,
+    failed_probe_row,
+    greedy_probe_row,
+)
 from forge_core.enumeration.planning import check_same_configuration
 from forge_core.errors import InvalidInput
-from forge_core.evidence.answering import arm_answer, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.evidence.answering import arm_answer, load_retriever, retrieve_evidence
 from forge_core.hosts.anthropic import messages_body, parse_message
 from forge_core.hosts.base import Generation, HostConfig, HostError
 from forge_core.hosts.http_retry import MalformedResponse, UnusableResponse
@@ -111,12 +118,14 @@ def write_request_files(path: Path, lines: Iterable[dict[str, Any]], limits: Fil
     (each written atomically); returns the files written."""
     parts = split_under_limits(lines, limits)
     if len(parts) == 1:
-        return [_write_atomically(path, parts[0])]
-    return [_write_atomically(path.with_name(f"{path.stem}-{index:03d}{path.suffix}"), part)
+        return [write_lines_atomically(path, parts[0])]
+    return [write_lines_atomically(path.with_name(f"{path.stem}-{index:03d}{path.suffix}"), part)
             for index, part in enumerate(parts, start=1)]
 
 
-def _write_atomically(path: Path, lines: list[dict[str, Any]]) -> Path:
+def write_lines_atomically(path: Path, lines: list[dict[str, Any]]) -> Path:
+    """Write the lines to `path` as one JSONL file, atomically (a temporary file, synced, then
+    renamed); returns `path`."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "wb") as handle:
         handle.writelines(_encoded(line) for line in lines)
@@ -249,12 +258,22 @@ def ingest_results(store: Store, results: Iterable[BatchResult],
     return report
 
 
+def ingest_lines(store: Store, result_lines: Iterable[dict[str, Any]],
+                 request_lines: Iterable[dict[str, Any]] | None = None) -> IngestReport:
+    """Parse, score and store result lines (`ingest_results`); with the request lines they answer,
+    each body is checked against them and Anthropic's ids are mapped back to FORGE's."""
+    requests = None if request_lines is None else {line.get("custom_id"): line for line in request_lines}
+    anthropic_ids = None if requests is None else {anthropic_custom_id(custom_id): custom_id for custom_id in requests}
+    return ingest_results(store, (parse_result_line(line, anthropic_ids) for line in result_lines), requests)
+
+
 class _IngestContext:
     """Host configurations, examples, retrievers and stored keys, loaded once per host and benchmark."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.hosts: dict[str, HostConfig] = {}
+        self.hashes: dict[str, str] = {}  # host name -> its configuration hash
         self.examples: dict[str, dict[str, Example]] = {}
         self.finished: dict[tuple[str, str], tuple[dict[str, set[str]], dict[str, set[str]]]] = {}
 
@@ -263,6 +282,7 @@ class _IngestContext:
             config = get_host_config(self.store, name)
             check_same_configuration(self.store, name, config)
             self.hosts[name] = config
+            self.hashes[name] = config_hash(config)
         return self.hosts[name]
 
     def example(self, key: CallKey) -> Example:
@@ -304,9 +324,10 @@ class _IngestContext:
             _check_request(config, call, requests.get(key.custom_id))
         generation, error = _generation(result, config)
         if generation is None:
-            return _ResultOutcomes(*_error_rows(config, key, error), failed=True)
+            return _ResultOutcomes(*_error_rows(key, example, error, self.hashes[key.host]), failed=True)
         self.mark(key)
-        return _ResultOutcomes(*_answer_rows(config, call, generation, store_answer=not answered), failed=False)
+        rows = _answer_rows(call, generation, self.hashes[key.host], store_answer=not answered)
+        return _ResultOutcomes(*rows, failed=False)
 
 
 def _check_request(config: HostConfig, call: PlannedCall, line: dict[str, Any] | None) -> None:
@@ -337,30 +358,25 @@ def _generation(result: BatchResult, config: HostConfig) -> tuple[Generation | N
         return None, f"unusable response: {error}"
 
 
-def _error_rows(config: HostConfig, key: CallKey, error: str) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
-    """The error row of a failed call, as the online run stores one (no score, no tokens)."""
-    now, host_hash = utc_now(), config_hash(config)
+def _error_rows(key: CallKey, example: Example, error: str,
+                host_hash: str) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
+    """The error row of a failed call, as the online run stores one (no latency: a batch reports none)."""
+    now = utc_now()
     if key.is_probe:
-        return [], [ProbeOutcome(key.host, key.benchmark, key.example_id, key.name, "", 0, 0, None, error, host_hash,
-                                 now, 0)]
-    return [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, "", "", None, None, 0, 0, 0, None, error, 1,
-                       host_hash, now, now)], []
+        return [], [failed_probe_row(key.host, example, key.name, error, host_hash, now, latency_ms=None)]
+    return [failed_arm_row(key.host, example, key.name, error, host_hash, now, now, latency_ms=None, attempts=1)], []
 
 
-def _answer_rows(config: HostConfig, call: PlannedCall, generation: Generation,
+def _answer_rows(call: PlannedCall, generation: Generation, host_hash: str,
                  store_answer: bool) -> tuple[list[ArmOutcome], list[ProbeOutcome]]:
     """The rows of an answered call, scored as online (latency None: a batch reports none)."""
-    key, example, now, host_hash = call.key, call.example, utc_now(), config_hash(config)
+    key, example, now = call.key, call.example, utc_now()
     if key.is_probe:
-        return [], [ProbeOutcome(key.host, key.benchmark, key.example_id, key.name, generation.text,
-                                 generation.tokens_in, generation.tokens_out, None, None, host_hash, now,
-                                 generation.tokens_reasoning, generation.reasoning_method)]
+        return [], [answered_probe_row(key.host, example, key.name, generation, host_hash, now, latency_ms=None)]
     answer = arm_answer(call.arm, generation, call.evidence.support_text(call.arm.support), example.is_fever)
-    f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
-    arms = [ArmOutcome(key.host, key.benchmark, key.example_id, key.name, answer.answer, answer.extracted, f1, em,
-                       answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, None, None, 1, host_hash,
-                       now, now, answer.reasoning_method)] if store_answer else []
-    probes = [ProbeOutcome(key.host, key.benchmark, key.example_id, GREEDY_PROBE, answer.answer, answer.tokens_in,
-                           answer.tokens_out, None, None, host_hash, now, answer.tokens_reasoning,
-                           answer.reasoning_method)] if key.greedy_probe else []
+    arms, probes = [], []
+    if store_answer:
+        arms.append(answered_arm_row(key.host, example, answer, host_hash, now, now, latency_ms=None, attempts=1))
+    if key.greedy_probe:
+        probes.append(greedy_probe_row(key.host, example, answer, host_hash, now, latency_ms=None))
     return arms, probes

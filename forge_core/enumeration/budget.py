@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from forge_core.enumeration.estimate import input_counter, output_cap
-from forge_core.enumeration.planning import EnumerationPlan
-from forge_core.errors import MissingStep
+from forge_core.enumeration.planning import EnumerationPlan, budget_prices
 from forge_core.hosts.base import GenerationRequest, HostConfig
 from forge_core.records import HostPrices
 from forge_core.store import Store
@@ -35,10 +34,7 @@ class SpendBudget:
         """The plan's budget, or None when it sets none."""
         if plan.budget_usd is None:
             return None
-        prices = store.host_prices(plan.host)
-        if prices is None:
-            raise MissingStep(f"--budget-usd needs the prices of '{plan.host}': "
-                              f"`forge host edit {plan.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
+        prices = budget_prices(store, plan.host)
         count_input, _ = input_counter(store, host_config)
         return cls(plan.budget_usd, prices, count_input)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
 from forge_core.enumeration.calls import CallKey, PlannedCall, call_request, planned_calls
-from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.hosts.base import GenerationRequest, HostConfig
@@ -94,12 +94,13 @@ class StageZeroEstimate:
         }
 
 
-def estimate_plan(store: Store, plan: EnumerationPlan,
-                  on_call: Callable[[int], object] | None = None) -> StageZeroEstimate:
-    """The estimate of a (validated) plan's missing calls; `on_call(n)` after each counted call."""
-    host_config = get_host_config(store, plan.host)
+def estimate_plan(store: Store, plan: EnumerationPlan, on_call: Callable[[int], object] | None = None,
+                  work: list[QueryWork] | None = None, host_config: HostConfig | None = None) -> StageZeroEstimate:
+    """The estimate of a (validated) plan's missing calls; `on_call(n)` after each counted call.
+    `work` (the plan's `plan_work`) and `host_config` (its host's) are looked up when not given."""
+    host_config = get_host_config(store, plan.host) if host_config is None else host_config
     count, input_method = input_counter(store, host_config, ask_server=True)
-    return estimate_calls(store, host_config, planned_calls(store, plan), count, input_method, on_call)
+    return estimate_calls(store, host_config, planned_calls(store, plan, work), count, input_method, on_call)
 
 
 def estimate_calls(store: Store, host_config: HostConfig, calls: Iterable[PlannedCall],
@@ -164,17 +165,16 @@ def input_counter(store: Store, host_config: HostConfig,
 
 def _usage_ratio(store: Store, host: str, tokenizer: PromptTokenizer) -> tuple[float, int]:
     """(the host's stored prompt tokens / the tokenizer's count of the same requests, calls measured)."""
-    frame = store.arm_outcomes(host)
-    frame = frame[frame["error"].isna()].head(RATIO_SAMPLE)
+    sample = store.answered_arm_tokens_in(host, RATIO_SAMPLE)
     reported = counted = 0
-    for benchmark, rows in itertools.groupby(frame.itertuples(), key=lambda row: row.benchmark):
+    for benchmark, rows in itertools.groupby(sample, key=lambda row: row[0]):
         rows = list(rows)
         retriever = load_retriever(store, benchmark)
-        examples = {e.example_id: e for e in store.examples(benchmark, [row.example_id for row in rows])}
-        for row in rows:
-            example = examples[row.example_id]
+        examples = {e.example_id: e for e in store.examples(benchmark, [example_id for _, example_id, _, _ in rows])}
+        for _, example_id, arm, tokens_in in rows:
+            example = examples[example_id]
             evidence = retrieve_evidence(retriever, example.question)
-            request = call_request(CallKey(host, benchmark, row.example_id, row.arm), example, evidence)
-            reported += int(row.tokens_in)
+            request = call_request(CallKey(host, benchmark, example_id, arm), example, evidence)
+            reported += int(tokens_in)
             counted += tokenizer.count(request.messages)
-    return (reported / counted, len(frame)) if counted else (1.0, 0)
+    return (reported / counted, len(sample)) if counted else (1.0, 0)

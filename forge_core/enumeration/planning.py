@@ -22,7 +22,7 @@ from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.depth_check import refuse_unchecked_depths
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
-from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example
+from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example, HostPrices
 from forge_core.store import Store
 
 SPLIT_CHOICES = ("train", "dev", "test", "all")
@@ -69,9 +69,18 @@ class EnumerationPlan:
         check_same_configuration(store, self.host, host_config)
         if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
             raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
-        if self.budget_usd is not None and store.host_prices(self.host) is None:
-            raise MissingStep(f"--budget-usd needs the prices of '{self.host}': "
-                              f"`forge host edit {self.host} --price-in USD_PER_1M --price-out USD_PER_1M`")
+        if self.budget_usd is not None:
+            budget_prices(store, self.host)
+
+
+def budget_prices(store: Store, host: str) -> HostPrices:
+    """The host's prices, which a dollar budget (`--budget-usd`) needs; a one-line `MissingStep`
+    without them."""
+    prices = store.host_prices(host)
+    if prices is None:
+        raise MissingStep(f"--budget-usd needs the prices of '{host}': "
+                          f"`forge host edit {host} --price-in USD_PER_1M --price-out USD_PER_1M`")
+    return prices
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -36,20 +36,20 @@ from dataclasses import dataclass, field
 
 from forge_core.arms import DIRECT_NO_THINK, Arm
 from forge_core.enumeration.budget import SpendBudget
-from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
-from forge_core.evidence.answering import (
-    Evidence,
-    answer_with_arm,
-    arm_request,
-    load_retriever,
-    retrieve_evidence,
-    score_arm_answer,
+from forge_core.enumeration.outcome_rows import (
+    answered_arm_row,
+    answered_probe_row,
+    failed_arm_row,
+    failed_probe_row,
+    greedy_probe_row,
 )
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
+from forge_core.evidence.answering import Evidence, arm_answer, arm_request, load_retriever, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
-from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
+from forge_core.records import Example
 from forge_core.store import Store, utc_now
 from forge_core.store.outcome_writer import OutcomeWriter
 
@@ -148,40 +148,25 @@ class _Run:
     async def run_arm(self, example: Example, evidence: Evidence, arm: Arm, greedy_probe: bool) -> None:
         """One (query, arm) call if the limits allow it, stored at once; also stored as the greedy
         probe when asked."""
-        bound = self.reserve_call(arm_request(evidence, arm, example.is_fever))
+        request = arm_request(evidence, arm, example.is_fever)
+        bound = self.reserve_call(request)
         if bound is None:
             return
         started = utc_now()
         try:
-            answer = await answer_with_arm(self.host, evidence, arm, example.is_fever)
+            generation = await self.host.generate(request)
         except HostError as error:
-            self.writer.put(self._error_outcome(example, arm, error, started))
+            self.writer.put(failed_arm_row(self.plan.host, example, arm.name, str(error), self.host_hash, started,
+                                           utc_now(), latency_ms=0.0, attempts=error.attempts))
             self.record_call(0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}", bound)
             return
-        f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
-        outcome = ArmOutcome(
-            host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
-            arm=arm.name, answer=answer.answer, extracted=answer.extracted, f1=f1, em=em,
-            tokens_in=answer.tokens_in, tokens_out=answer.tokens_out,
-            tokens_reasoning=answer.tokens_reasoning, latency_ms=answer.latency_ms, error=None,
-            attempts=answer.attempts, host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
-            reasoning_method=answer.reasoning_method,
-        )
-        self.writer.put(outcome)
+        answer = arm_answer(arm, generation, evidence.support_text(arm.support), example.is_fever)
+        self.writer.put(answered_arm_row(self.plan.host, example, answer, self.host_hash, started, utc_now(),
+                                         latency_ms=answer.latency_ms, attempts=answer.attempts))
         if greedy_probe:
-            self.writer.put(ProbeOutcome(
-                self.plan.host, example.benchmark, example.example_id, GREEDY_PROBE, answer.answer,
-                answer.tokens_in, answer.tokens_out, answer.latency_ms, None, self.host_hash, utc_now(),
-                answer.tokens_reasoning, answer.reasoning_method))
+            self.writer.put(greedy_probe_row(self.plan.host, example, answer, self.host_hash, utc_now(),
+                                             latency_ms=answer.latency_ms))
         self.record_call(answer.tokens_in, answer.tokens_out, None, bound)
-
-    def _error_outcome(self, example: Example, arm: Arm, error: HostError, started) -> ArmOutcome:
-        return ArmOutcome(
-            host=self.plan.host, benchmark=example.benchmark, example_id=example.example_id,
-            arm=arm.name, answer="", extracted="", f1=None, em=None, tokens_in=0, tokens_out=0,
-            tokens_reasoning=0, latency_ms=0.0, error=str(error), attempts=error.attempts,
-            host_config_hash=self.host_hash, started_at=started, finished_at=utc_now(),
-        )
 
     async def run_sample(self, example: Example, probe: str, request: GenerationRequest, bound: float) -> None:
         """One self-consistency sample on the Direct prompt (its call reserved), stored at once."""
@@ -194,12 +179,10 @@ class _Run:
             generation = await self.host.generate(request)
         except HostError as error:
             line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
-            return ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe, "", 0, 0,
-                                0.0, str(error), self.host_hash, utc_now(), 0), line
-        outcome = ProbeOutcome(self.plan.host, example.benchmark, example.example_id, probe,
-                               generation.text, generation.tokens_in, generation.tokens_out,
-                               generation.latency_ms, None, self.host_hash, utc_now(),
-                               generation.tokens_reasoning, generation.reasoning_method)
+            return failed_probe_row(self.plan.host, example, probe, str(error), self.host_hash, utc_now(),
+                                    latency_ms=0.0), line
+        outcome = answered_probe_row(self.plan.host, example, probe, generation, self.host_hash, utc_now(),
+                                     latency_ms=generation.latency_ms)
         return outcome, None
 
     async def run_query(self, work: QueryWork) -> None:

@@ -27,7 +27,7 @@ from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.grounding import gold_recall_matrix, grounding_summary
 from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
-from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup
+from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, settings_context
 from forge_core.evaluation.statistics import macro, pareto_frontier
 from forge_core.evaluation.support_rates import support_summary, support_verdicts
 from forge_core.store import Store
@@ -75,16 +75,17 @@ class SweepRequest:
         return [dataclasses.replace(self.settings, lambda_in=li, lambda_out=lo) for li, lo in self.grid]
 
     def check(self, store: Store) -> None:
-        """Refuse, with a one-line `ForgeError`, a request the store cannot answer."""
-        for settings in self.evaluations():  # each point checks its own cost weights
-            check_evaluation(store, settings)
+        """Refuse, with a one-line `ForgeError`, a grid point's cost weights (each point's settings
+        check their own) or a request the store cannot answer (the same at every point)."""
+        self.evaluations()
+        check_evaluation(store, self.settings)
 
 
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
-             on_policy: Callable[[str], None] | None = None) -> dict:
+             on_policy: Callable[[str], None] | None = None, base: EvalContext | None = None) -> dict:
     """One Cached evaluation: `{"policies": {name: summary}, "queries": n, ...}` for the
-    baselines and FORGE routers."""
-    setup = evaluation_setup(store, settings)
+    baselines and FORGE routers. `base`: see `evaluation_setup`."""
+    setup = evaluation_setup(store, settings, base)
     context, rows = setup.context, setup.rows
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     raw = FixedArm(RAW_NO_THINK)
@@ -110,9 +111,12 @@ def run_cached(store: Store, request: CachedRequest, on_policy: Callable[[str], 
     if not request.repeats:
         return evaluate(store, request.settings, on_policy)
     evaluations = request.evaluations()
+    bases: dict[int, EvalContext] = {}  # one per split seed: the training seed changes only the routers
     runs = []
     for done, settings in enumerate(evaluations):
-        runs.append(evaluate(store, settings)["policies"])
+        if settings.split_seed not in bases:
+            bases[settings.split_seed] = settings_context(store, settings)
+        runs.append(evaluate(store, settings, base=bases[settings.split_seed])["policies"])
         if on_run:
             on_run(done + 1, len(evaluations))
     settings = request.settings
@@ -136,11 +140,12 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
     """Every policy's (cost, F1) point at each grid point (baselines re-tuned per point), and the
     Pareto frontier over all points (lowest cost for the highest macro F1)."""
     request.check(store)
+    base = settings_context(store, request.settings)  # the grid points differ only in their weights
     points = []
     for settings in request.evaluations():
         if on_point:
             on_point(settings.lambda_in, settings.lambda_out)
-        report = evaluate(store, settings)
+        report = evaluate(store, settings, base=base)
         points += [{"policy": name, "kind": row["kind"], "lambda_in": settings.lambda_in,
                     "lambda_out": settings.lambda_out, "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
                     "macro_utility": row["macro_utility"]}
@@ -171,7 +176,7 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
-    recall = context.weight_free(("gold_recall",), lambda: gold_recall_matrix(store, context.table))[rows]
+    recall = gold_recall_matrix(store, context.table)[rows]
     verdicts = support_verdicts(store, context.table)
     support = verdicts.scores[rows]
     points = []

@@ -34,19 +34,20 @@ import asyncio
 import dataclasses
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from forge_core.arms import THINKING_BUDGETS, Arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import ArmAnswer, Evidence, arm_answer, arm_request
+from forge_core.evidence.host_check import CHECK_QUESTION, DIRECT_ARM
 from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.store import Store
 
 CHECK_QUESTIONS: tuple[str, ...] = (
-    "What is the capital of France?",
+    CHECK_QUESTION,
     "Which planet is known as the Red Planet?",
     "How many legs does a spider have?",
     "Who wrote the play Hamlet?",
@@ -56,7 +57,6 @@ CHECK_QUESTIONS: tuple[str, ...] = (
 DEFAULT_QUESTIONS = 3
 OVER_BUDGET_FACTOR = 1.1  # reasoning above budget x this is over budget
 SAME_FRACTION = 0.1  # think_low and think_high within this fraction of each other are indistinguishable
-WARM_UP_ARM = Arm("direct", "no_think")  # one untimed call first: a fresh server pages its weights in
 HONOURED, CANNOT_TURN_OFF, OVER_BUDGET, IGNORED = "honoured", "cannot turn off", "over budget", "ignored"
 REFUSED = "refused"
 
@@ -137,7 +137,8 @@ async def _ask_every_depth(config: HostConfig, depths: tuple[str, ...], question
     answers: dict[str, list[ArmAnswer | HostError]] = {depth: [] for depth in depths}
     total = len(depths) * len(questions)
     async with hosted(config) as host:
-        await host.generate(arm_request(Evidence(questions[0], ()), WARM_UP_ARM, False))  # untimed: loads the model
+        # One untimed call first (the host check's question and arm): a fresh server pages its weights in.
+        await host.generate(arm_request(Evidence(CHECK_QUESTION, ()), DIRECT_ARM, False))
         for depth in depths:
             for question in questions:
                 answers[depth].append(await _ask(host, question, Arm("direct", depth)))
@@ -193,7 +194,7 @@ def _with_verdict(result: DepthResult, budget_ignored: bool) -> DepthResult:
 
 
 def _verdict(result: DepthResult, verdict: str, note: str = "") -> DepthResult:
-    return DepthResult(**{**asdict(result), "verdict": verdict, "note": note})
+    return dataclasses.replace(result, verdict=verdict, note=note)
 
 
 def _over_budget(result: DepthResult) -> bool:

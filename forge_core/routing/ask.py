@@ -77,11 +77,14 @@ class AskInputs:
     checkpoint_id: str | None
 
 
-def run_ask(store: Store, request: AskRequest, *, host_config: HostConfig | None = None,
-            retriever: Retriever | None = None, checkpoint: LoadedCheckpoint | None = None) -> RoutedAnswer:
-    """Answer the request's question. A caller that keeps them loaded (the dashboard) passes the
-    served host configuration, the benchmark's retriever and the loaded router checkpoint."""
-    inputs = request.check(store)
+def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = None,
+            host_config: HostConfig | None = None, retriever: Retriever | None = None,
+            checkpoint: LoadedCheckpoint | None = None) -> RoutedAnswer:
+    """Answer the request's question. A caller that checked the request already passes what
+    `request.check` returned as `inputs` (else it is checked here); a caller that keeps them loaded
+    (the dashboard) passes the served host configuration, the benchmark's retriever and the loaded
+    router checkpoint."""
+    inputs = inputs or request.check(store)
     if inputs.checkpoint_id is not None and (checkpoint is None or checkpoint.checkpoint_id != inputs.checkpoint_id):
         checkpoint = load_checkpoint(store, inputs.checkpoint_id)
     return ask_routed(store, host_config or inputs.host_config, retriever or load_retriever(store, request.benchmark),

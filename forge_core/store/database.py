@@ -379,6 +379,14 @@ class Store(StoreFile):
                 "ORDER BY finished_at DESC NULLS LAST, benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
         return [ArmOutcome(*row) for row in rows]
 
+    def answered_arm_tokens_in(self, host: str, limit: int) -> list[tuple[str, str, str, int]]:
+        """(benchmark, example_id, arm, tokens_in) of a host's first `limit` answered arm outcomes,
+        in `arm_outcomes`' order (benchmark, example_id, arm)."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT benchmark, example_id, arm, tokens_in FROM arm_outcomes WHERE host = ? AND error IS NULL "
+                "ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
+
     def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
         """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
         over all benchmarks by (None, name)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from forge_core.data.importing import import_benchmarks
@@ -63,6 +64,7 @@ def test_openai_batch_runs_to_the_store_with_its_id_and_price(store: Store) -> N
     assert server.creates == 1 and server.create_attempts == 3  # two 429s, retried
     assert (report.stored, report.errors, report.refused, len(report.submitted)) == (27, 0, [], 1)
     assert seen == [("in_progress", 13), ("completed", 27)]
+    assert server.batches["batch_1"]["polls"] == 2  # the results are found from the last poll, not a third GET
     assert count_calls(plan_work(store, plan)) == 0
     outcomes = store.arm_outcomes(plan.host)
     assert len(outcomes) == 18 and outcomes["latency_ms"].isna().all() and outcomes["error"].isna().all()
@@ -201,3 +203,18 @@ def test_wrong_provider_and_refused_create_are_one_line(store: Store) -> None:
         with pytest.raises(BatchApiError, match="create: HTTP 429 rate limited"):
             _run(store, _plan(config.name))
     assert store.batches(config.name) == []
+
+
+def test_an_unexpected_reply_or_download_is_one_line() -> None:
+    replies = {"/v1/batches/b1": httpx.Response(200, json={"id": "b1"}),
+               "/v1/batches/b2": httpx.Response(200, text="<html>proxy error</html>"),
+               "/v1/files/f1/content": httpx.Response(200, text='{"custom_id": "a"}\n{"custom_id": tru')}
+    api = batch_api("openai", HostConfig(name="odd", kind="openai", model="m", base_url="http://odd.test/v1"))
+    api.http.client = httpx.Client(base_url="http://odd.test/v1",
+                                   transport=httpx.MockTransport(lambda request: replies[request.url.path]))
+    with pytest.raises(BatchApiError, match="^openai batch API, retrieve: the reply has no 'status'$"):
+        api.state("b1")
+    with pytest.raises(BatchApiError, match="^openai batch API, retrieve: the reply is not a JSON object$"):
+        api.state("b2")
+    with pytest.raises(BatchApiError, match="^openai batch API, download: line 2 is not a JSON object$"):
+        api.http.jsonl("/files/f1/content", "download")

@@ -114,6 +114,9 @@ def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
     assert routed.f1 is not None and routed.raw_cost is not None
     by_hand = run_ask(store, AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think"))
     assert (by_hand.router, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
+    checked = AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think")
+    answered = run_ask(store, checked, inputs=checked.check(store))  # the caller's check, not repeated
+    assert (answered.router, answered.arm, answered.raw_cost) == (OVERRIDE, "summary:no_think", None)
     with pytest.raises(InvalidInput, match="unknown benchmark"):
         AskRequest("Q?", "nope", "synthetic-host").check(store)
     with pytest.raises(InvalidInput, match="no example 'missing' in musique"):

@@ -64,6 +64,18 @@ def test_recent_arm_errors_are_a_hosts_newest_error_rows(tmp_path: Path) -> None
     assert store.recent_arm_errors("nobody", limit=5) == []
 
 
+def test_answered_arm_tokens_in_are_a_hosts_first_answered_rows(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    store.write_arm_outcome(
+        outcome("q2", "raw:no_think", None, 1), outcome("q1", "raw:cot", None, 2),
+        outcome("q1", "raw:no_think", "timeout", 3), outcome("q3", "raw:cot", None, 4),
+        outcome("q0", "raw:cot", None, 5, host="other"))
+    assert store.answered_arm_tokens_in("h", 2) == [("musique", "q1", "raw:cot", 100),
+                                                    ("musique", "q2", "raw:no_think", 100)]
+    assert len(store.answered_arm_tokens_in("h", 10)) == 3
+    assert store.answered_arm_tokens_in("nobody", 10) == []
+
+
 def test_all_host_prices_are_the_priced_hosts_by_name(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.duckdb")
     assert store.all_host_prices() == {}
