@@ -21,7 +21,7 @@ SUPPORT_SOURCE = "support"
 SUPPORTED, NOT_ENOUGH_INFO, CONTRADICTED = "SUPPORTED", "NOT ENOUGH INFO", "CONTRADICTED"
 SUPPORT_SCORES: dict[str, float] = {SUPPORTED: 1.0, NOT_ENOUGH_INFO: 0.5, CONTRADICTED: 0.0}
 SUPPORT_MAX_TOKENS = 8  # the label and a little slack
-SUPPORT_SYSTEM = ("You check answers against evidence. Use only the evidence given, not what you know.")
+SUPPORT_SYSTEM = "You check answers against evidence. Use only the evidence given, not what you know."
 _LABELS = "Reply with one label only: SUPPORTED, CONTRADICTED or NOT ENOUGH INFO."
 SUPPORT_QA_TEMPLATE = (
     "Evidence:\n{evidence}\n\nQuestion: {question}\nAnswer given: {answer}\n\n"
