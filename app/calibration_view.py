@@ -39,7 +39,6 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
                     budget_tokens=value if target == TARGETS[0] else None,
                     min_f1=value if target == TARGETS[1] else None, ratio=ratio, host=host, variant=variant,
                     n_arms=n_arms, accounting=accounting)
-                request.check(store)
                 st.session_state[RESULT_KEY] = _run(store, request)
                 weights.set_weights(st.session_state[RESULT_KEY].lambda_in, st.session_state[RESULT_KEY].lambda_out)
                 st.rerun()

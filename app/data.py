@@ -26,6 +26,7 @@ from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.evaluation.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
@@ -105,6 +106,23 @@ def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFram
     """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
     table = outcome_table(store, host, n_arms)
     return gold_recall_frame(store, table if split == "all" else table.split(split))
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def support_rates(store: Store, host: str, n_arms: int, split: str) -> tuple[pd.DataFrame, str | None]:
+    """Support rates of always taking each arm per benchmark on the host's complete queries of
+    `split`, and the name of their evaluator (None without support verdicts)."""
+    table = outcome_table(store, host, n_arms)
+    table = table if split == "all" else table.split(split)
+    verdicts = support_verdicts(store, table)
+    return support_rate_frame(verdicts, table), verdicts.evaluator
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def support_evaluator(store: Store, host: str) -> str | None:
+    """The evaluator of the host's newest support verdicts, None without any."""
+    newest = newest_support_key(store, host)
+    return newest[1] if newest else None
 
 
 def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:

@@ -67,7 +67,8 @@ with st.form("host"):
     budget_forcing = st.checkbox(
         "Budget forcing", current.budget_forcing,
         help="Stop reasoning at the budget, close the thinking block and continue for the answer (two calls, "
-             "both charged). For chat-completions engines that continue a partial assistant message (vLLM).")
+             "both charged). For engines that continue a partial assistant message: vLLM (continue_final_message) "
+             "and llama.cpp (the llamacpp preset: its /apply-template and raw /completion).")
     key_column, concurrency_column = st.columns(2)
     api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
                                         placeholder="e.g. OPENAI_API_KEY (the name, never the key)")

@@ -98,8 +98,9 @@ with st.expander("Table"):
 
 st.subheader("Reasoning tokens per arm")
 st.caption("Over every answered outcome of the host. Reasoning tokens are part of the output tokens and are "
-           "charged as output; 'counted by' says whether the provider reported them (usage), they were "
-           "estimated from the returned reasoning text, or none came back.")
+           "charged as output; 'counted by' says whether the provider reported them (usage), the host's own "
+           "tokenizer counted the returned reasoning text (tokenizer), they were estimated from that text "
+           "(estimated), or none came back.")
 reasoning = data.reasoning_summary(store, host)
 st.plotly_chart(charts.reasoning_per_arm(reasoning))
 with st.expander("Reasoning table"):
@@ -118,3 +119,15 @@ else:
                "support form (`gold_recall`; Direct prompts hold none).")
     st.dataframe(recall, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})
+
+st.subheader("Answers supported by their evidence")
+support, evaluator = data.support_rates(store, host, n_arms, split)
+if support.empty:
+    st.caption(f"No support verdicts for these queries yet: run `forge rewards support --host {host}`.")
+else:
+    st.caption(f"Per arm, the share of its answers that the evidence in its prompt supports (`support_rate`) or "
+               f"contradicts (`unsupported_rate`; Direct answers against the retrieved passages), over the queries "
+               f"with a verdict (`support_coverage`). Evaluator: {evaluator}.")
+    st.dataframe(support, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.3f")
+        for name in ("support_rate", "unsupported_rate", "support_coverage")})

@@ -87,6 +87,10 @@ st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_b
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f")
-        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall")})
+        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate", "support_coverage")})
     st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
                "benchmarks that annotate it (none for PopQA).")
+    evaluator = data.support_evaluator(store, host)
+    st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
+               "the queries with a verdict (support_coverage), by "
+               + (evaluator if evaluator else f"no evaluator yet: run `forge rewards support --host {host}`") + ".")

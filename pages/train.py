@@ -132,19 +132,22 @@ with ui.user_errors(stop=False):
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
 
 with st.form("judge"):
-    st.markdown(f"**Judge rewards**: a judge host rates {host}'s stored answers (a resumable background job, "
-                f"as `forge rewards judge`)")
+    st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "
+                f"background job, as `forge rewards judge` or `forge rewards support`)")
+    judge_kind = st.radio("The judge host says", ("judge", "support"), horizontal=True, format_func={
+        "judge": "whether each answer is correct (judge reward)",
+        "support": "whether the evidence in its prompt supports it (support verdict, for support_rate)"}.get)
     columns = st.columns(3)
     judge_host = columns[0].selectbox("Judge host", [configured.name for configured in data.host_configs(store)])
     judge_split = columns[1].selectbox("Queries of split", SPLIT_CHOICES, index=SPLIT_CHOICES.index("all"))
     judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
     if st.form_submit_button("Start judging", icon=":material/gavel:"):
         judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
-                                     limit=judge_limit or None)
+                                     limit=judge_limit or None, kind=judge_kind)
         with ui.user_errors(stop=False):
             judge_request.check(store)
             start_judging(store, judge_request)
-            st.success(f"Judging started: {judge_host} rates {host}'s answers.")
+            st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
 judge_jobs = data.recent_jobs(store, "judge")
 if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)

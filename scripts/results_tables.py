@@ -4,8 +4,10 @@
     python scripts/results_tables.py crossfit RUN.json [RUN.json ...]     # one run per cost weight
     python scripts/results_tables.py seeds RUN.json [RUN.json ...]        # the last run of each weight
     python scripts/results_tables.py fresh FRESH.json
+    python scripts/results_tables.py transfer REPORT.json [REPORT.json ...]  # `forge eval transfer` reports
 
-`scripts/crossfit_demo.sh` writes the crossfit files to data/crossfit/.
+`scripts/crossfit_demo.sh` writes the crossfit files to data/crossfit/, `scripts/transfer_demo.sh`
+the transfer reports to data/transfer/.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from forge_core.evaluation.reports import crossfit_policy_kind
+from forge_core.evaluation.reports import arm_mix_frame, crossfit_policy_kind
 
 
 def _order(policies: dict) -> list[str]:
@@ -101,10 +103,38 @@ def fresh(report: dict) -> str:
     return "\n".join(lines)
 
 
+TRANSFER_POLICIES = ("always_raw", "oracle", "target_forge_lite", "transfer_forge_lite", "transfer_forge_full")
+
+
+def transfer(reports: list[dict]) -> str:
+    """Per transfer report: each reference and transferred router (then its calibrated versions by
+    K) with F1, deployment cost, utility and the paired intervals against the target's Always-Raw,
+    best fixed arm and own Lite router; then each benchmark's arm mix of the first report."""
+    lines = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
+             "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
+    for report in reports:
+        names = [report["best_fixed_policy"], *TRANSFER_POLICIES,
+                 *(point["policy"] for points in report["calibration"].values() for point in points)]
+        names = [name for name in dict.fromkeys(names) if name in report["policies"]]
+        for name in names:
+            row = report["policies"][name]
+            lines.append(f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
+                         f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
+                         f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
+                         f"| {_ci(row['ci_utility_vs_target_router'])} |")
+    first = reports[0]
+    columns = [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite") if name in first["policies"]]
+    lines += ["", f"Arm mix per benchmark, {first['source_host']} -> {first['target_host']}, {_weights(first)}:", "",
+              "| benchmark | " + " | ".join(f"`{name}`" for name in columns) + " |", "|---|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in arm_mix_frame(first, columns).itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def main(kind: str, paths: list[str]) -> None:
     reports = [json.loads(Path(path).read_text()) for path in paths]
     tables = {"cached": lambda: cached(*reports), "crossfit": lambda: crossfit(reports),
-              "seeds": lambda: seeds(reports), "fresh": lambda: fresh(*reports)}
+              "seeds": lambda: seeds(reports), "fresh": lambda: fresh(*reports),
+              "transfer": lambda: transfer(reports)}
     if kind not in tables:
         raise SystemExit(f"kind is one of {', '.join(tables)}, not '{kind}'")
     print(tables[kind]())

@@ -30,7 +30,6 @@ def calibrate_command(
     request = CalibrationRequest(budget_tokens=budget_tokens, min_f1=min_f1, ratio=ratio, variant=variant,
                                  host=host, folds=folds, split_seed=split_seed, accounting=accounting)
     store = open_store()
-    request.check(store)
     with counting_progress(transient=True) as progress:
         task = progress.add_task("calibrating (folds)", total=folds)
         result = run_calibration(store, request, on_fold=lambda done, total: progress.update(task, completed=done))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from forge_core.evaluation.fresh_online import FreshRequest
     from forge_core.evaluation.setup import EvaluationSettings
     from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.store import Store
 
 AccountingOption = Annotated[str, typer.Option(
     help="deploy: charge every host call a decision needs on a new query (probes, earlier cascade calls, the "
@@ -74,11 +75,11 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
                                       accounting), repeats=repeats)
     store = open_store()
     request.check(store)
-    _prepare_evaluations(request.evaluations())
+    _prepare_evaluations(store, request.evaluations())
     if repeats:
-        _eval_repeats(request, as_json)
+        _eval_repeats(store, request, as_json)
     else:
-        _eval_cached(request, as_json)
+        _eval_cached(store, request, as_json)
 
 
 @eval_app.command("crossfit")
@@ -110,9 +111,10 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
 
     request = FreshRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
                                      accounting), per_benchmark)
-    request.check(open_store())
-    _prepare_evaluations([request.settings])
-    _eval_fresh(request, as_json)
+    store = open_store()
+    request.check(store)
+    _prepare_evaluations(store, [request.settings])
+    _eval_fresh(store, request, as_json)
 
 
 @eval_app.command("transfer")
@@ -135,9 +137,10 @@ def eval_transfer(
 
     request = TransferRequest(source, target, arms, lambda_in, lambda_out, split, split_seed, accounting,
                               tuple(calibrate or ()), calibration_split)
-    request.check(open_store())
-    _prepare_evaluations(request.evaluations())
-    _eval_transfer(request, as_json)
+    store = open_store()
+    request.check(store)
+    _prepare_evaluations(store, request.evaluations())
+    _eval_transfer(store, request, as_json)
 
 
 @eval_app.callback()
@@ -196,28 +199,26 @@ def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: fl
                               accounting=accounting)
 
 
-def _prepare_evaluations(evaluations: list[EvaluationSettings]) -> None:
+def _prepare_evaluations(store: Store, evaluations: list[EvaluationSettings]) -> None:
     """The explicit step before an evaluation reads: features, and the Stage-1 routers still
     missing for each of the settings, with a progress bar; says which routers it trained."""
-    from forge_core.evaluation.setup import prepare_evaluation
+    from forge_core.evaluation.setup import prepare_evaluations
 
-    store, trained = open_store(), []
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features, then missing routers", total=None)
-        for settings in evaluations:
-            trained += prepare_evaluation(store, settings, on_features=lambda done, total: progress.update(
-                task, completed=done, total=total))
+        trained = prepare_evaluations(store, evaluations, on_features=lambda done, total: progress.update(
+            task, completed=done, total=total))
     if trained:
         console.print(f"trained {len(trained)} missing Stage-1 router(s) first: {', '.join(trained)}")
 
 
-def _eval_repeats(request: CachedRequest, as_json: bool) -> None:
+def _eval_repeats(store: Store, request: CachedRequest, as_json: bool) -> None:
     from forge_core.evaluation.cached import run_cached
 
     settings = request.settings
     with spinner_progress() as progress:
         task = progress.add_task("runs", total=len(request.evaluations()))
-        report = run_cached(open_store(), request, on_run=lambda *_: progress.advance(task))
+        report = run_cached(store, request, on_run=lambda *_: progress.advance(task))
     if as_json:
         print_json(report)
         return
@@ -229,13 +230,13 @@ def _eval_repeats(request: CachedRequest, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_cached(request: CachedRequest, as_json: bool) -> None:
+def _eval_cached(store: Store, request: CachedRequest, as_json: bool) -> None:
     from forge_core.evaluation.cached import run_cached
 
     settings = request.settings
     with spinner_progress() as progress:
         task = progress.add_task("evaluating", total=None)
-        report = run_cached(open_store(), request,
+        report = run_cached(store, request,
                             on_policy=lambda name: progress.update(task, description=f"evaluating {name}"))
     if as_json:
         print_json(report)
@@ -253,7 +254,7 @@ def _eval_cached(request: CachedRequest, as_json: bool) -> None:
     Console().print(table)
 
 
-def _eval_fresh(request: FreshRequest, as_json: bool) -> None:
+def _eval_fresh(store: Store, request: FreshRequest, as_json: bool) -> None:
     from forge_core.evaluation.fresh_online import run_fresh
 
     settings = request.settings
@@ -265,7 +266,7 @@ def _eval_fresh(request: FreshRequest, as_json: bool) -> None:
             progress.update(task, total=done + remaining, completed=done,
                             description=f"live answers ({result.policy})")
 
-        report = run_fresh(open_store(), request, on_result=on_result)
+        report = run_fresh(store, request, on_result=on_result)
     if as_json:
         print_json(report)
         return
@@ -316,13 +317,13 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     _print_seed_spread(report["across_split_seeds"])
 
 
-def _eval_transfer(request: TransferRequest, as_json: bool) -> None:
+def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> None:
     from forge_core.evaluation.transfer import run_transfer
     from forge_core.routing.utility import ACCOUNTINGS
 
     with spinner_progress() as progress:
         task = progress.add_task("transfer", total=None)
-        report = run_transfer(open_store(), request, on_step=lambda step: progress.update(task, description=step))
+        report = run_transfer(store, request, on_step=lambda step: progress.update(task, description=step))
     if as_json:
         print_json(report)
         return
@@ -403,15 +404,16 @@ def sweep_command(
     settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
                                   benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
     request = SweepRequest(grid, settings)
-    request.check(open_store())
-    _prepare_evaluations(request.evaluations())
+    store = open_store()
+    request.check(store)
+    _prepare_evaluations(store, request.evaluations())
     with spinner_progress() as progress:
         task = progress.add_task("sweeping", total=len(grid))
 
         def on_point(li: float, lo: float) -> None:
             progress.update(task, advance=1, description=f"lambda_in {li}, lambda_out {lo}")
 
-        result = run_sweep(open_store(), request, on_point=on_point)
+        result = run_sweep(store, request, on_point=on_point)
     if as_json:
         print_json(result)
         return

@@ -102,7 +102,7 @@ def host_add(
         help="A custom depth map as JSON (the fields sent per depth); implies --thinking custom.")] = None,
     budget_forcing: Annotated[bool, typer.Option(
         help="Stop reasoning at the budget and continue for the answer (engines that continue a partial "
-             "assistant message: vLLM).")] = False,
+             "assistant message: vLLM's continue_final_message; llama.cpp's raw /completion).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
     price_in: PriceIn = None,

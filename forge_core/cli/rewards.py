@@ -1,8 +1,9 @@
-"""`forge rewards`: label-free rewards (`judge`, `consensus`) and their `audit` against gold."""
+"""`forge rewards`: label-free rewards (`judge`, `consensus`), their `audit` against gold, and the
+`support` verdicts that grounding reports read."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -16,6 +17,9 @@ from forge_core.cli.output import (
     print_summary,
 )
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+
+if TYPE_CHECKING:
+    from forge_core.rewards.judge_job import JudgeRequest
 
 rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their audit against gold.",
                           no_args_is_help=True)
@@ -35,22 +39,58 @@ def judge_command(
 ) -> None:
     """Rate every stored answer still unjudged with the judge host, storing each rating as it lands
     (resumable: run the same command again to continue)."""
-    import asyncio
+    from forge_core.rewards.judge_job import JudgeRequest
 
-    from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
-
-    store = open_store()
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
                            limit=limit, concurrency=concurrency)
+    print_summary(_run_rating(request), as_json)
+
+
+@rewards_app.command("support")
+def support_command(
+    host: Annotated[str, typer.Option(help="The host whose stored answers are checked.")] = "embedded",
+    judge_host: Annotated[str, typer.Option(help="The evaluator host (any configured host).")] = "embedded",
+    benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "all",
+    limit: Annotated[Optional[int], typer.Option(help="At most this many queries (all their arms).")] = None,
+    arms: Annotated[int, typer.Option(help="Alphabet whose arms are checked: 3, 6 or 12.")] = 6,
+    concurrency: Annotated[int, typer.Option(help="Evaluator calls in flight at once.")] = 1,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+) -> None:
+    """Ask the evaluator host, for every stored answer still without a verdict, whether the evidence
+    its prompt held (Direct: the retrieved passages) supports it: SUPPORTED, CONTRADICTED or NOT
+    ENOUGH INFO, stored as it lands (resumable). `forge eval --json` then reports support_rate."""
+    from forge_core.rewards.judge_job import JudgeRequest
+    from forge_core.rewards.support_verdict import SUPPORT_SOURCE, evaluator_name, verdict_counts
+
+    request = JudgeRequest(host=host, judge_host=judge_host, split=split,
+                           benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
+                           limit=limit, concurrency=concurrency, kind=SUPPORT_SOURCE)
+    summary = _run_rating(request)
+    rows = open_store().reward_outcomes(host, summary["reward_key"])
+    summary["support_evaluator"] = evaluator_name(rows["judge_host"].iloc[0], rows["judge_config_hash"].iloc[0]) \
+        if len(rows) else None
+    summary["stored_verdicts"] = verdict_counts(rows[rows["error"].isna()]["reward"])
+    print_summary(summary, as_json)
+
+
+def _run_rating(request: JudgeRequest) -> dict[str, Any]:
+    """Run a judge job (either kind) with a progress bar; its report as a summary."""
+    import asyncio
+
+    from forge_core.rewards.judge_job import judge_on_host
+
+    store = open_store()
     request.check(store)
     try:
         with counting_progress() as progress:
-            task = progress.add_task("judging", total=None)
+            task = progress.add_task(request.kind, total=None)
 
             def show(report: Any) -> None:
                 progress.update(task, completed=report.judged, total=report.planned,
-                                description=f"judging ({len(report.errors)} errors)")
+                                description=f"{request.kind} ({len(report.errors)} errors)")
 
             report = asyncio.run(judge_on_host(store, request, on_progress=show))
     except KeyboardInterrupt:
@@ -58,9 +98,9 @@ def judge_command(
         raise typer.Exit(130) from None
     for line in report.errors[:20]:
         console.print(f"[yellow]error[/yellow] {line}", highlight=False)
-    print_summary({"job_id": report.job_id, "reward_key": report.reward_key, "planned": report.planned,
-                   "judged": report.judged, "unrated": report.unrated, "errors": len(report.errors),
-                   "status": report.status, "seconds": round(report.seconds, 1)}, as_json)
+    return {"job_id": report.job_id, "reward_key": report.reward_key, "planned": report.planned,
+            "judged": report.judged, "unrated": report.unrated, "errors": len(report.errors),
+            "status": report.status, "seconds": round(report.seconds, 1)}
 
 
 @rewards_app.command("consensus")

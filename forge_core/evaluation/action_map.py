@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import html
 import logging
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,13 +28,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from forge_core.arms import DIRECT_NO_THINK
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext
+from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, oracle_actions
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import oracle_actions as utility_oracle_actions
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -47,7 +49,6 @@ N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of querie
 MIN_QUERIES = 10  # fewer queries make no meaningful map
 SPLITS = ("test", "dev", "train", "all")
 QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
-ALWAYS_DIRECT = "direct:no_think"
 TIE_RULE = ("Ties in utility go to the lowest action index: direct before summary before raw, and no_think "
             "before cot within a form, so the cheaper arm wins a tie (e.g. when every arm scores F1 0).")
 
@@ -63,8 +64,6 @@ class ActionMap:
     keys: tuple[tuple[str, str], ...]  # (benchmark, example_id)
     questions: tuple[str, ...]
     coordinates: np.ndarray  # [n, 2] UMAP coordinates
-    router_actions: np.ndarray  # [n] the checkpoint's argmax action
-    oracle_actions: np.ndarray  # [n] the utility oracle's action
     clusters: np.ndarray  # [n] cluster of each query, 0..k-1 from left to right
     hover: tuple[str, ...]  # [n] question, benchmark and per-arm outcomes (HTML line breaks)
     probabilities: np.ndarray  # [n, K] the router's action distribution
@@ -74,6 +73,16 @@ class ActionMap:
     tokens_out: np.ndarray  # [n, K]
     lambda_in: float
     lambda_out: float
+
+    @property
+    def router_actions(self) -> np.ndarray:
+        """[n] the checkpoint's argmax action."""
+        return self.probabilities.argmax(axis=1)
+
+    @property
+    def oracle_actions(self) -> np.ndarray:
+        """[n] the utility oracle's action (`TIE_RULE`)."""
+        return utility_oracle_actions(self.utility)
 
     @property
     def agreement(self) -> float:
@@ -92,7 +101,7 @@ class ActionMap:
     def agreements(self) -> dict[str, float]:
         """Oracle agreement of the router, of Always-Direct and of the best fixed arm (same weights)."""
         return {"router": self.agreement,
-                f"Always-Direct ({ALWAYS_DIRECT})": self.fixed_arm_agreement(ALWAYS_DIRECT),
+                f"Always-Direct ({DIRECT_NO_THINK})": self.fixed_arm_agreement(DIRECT_NO_THINK),
                 f"best fixed arm ({self.best_fixed_arm})": self.fixed_arm_agreement(self.best_fixed_arm)}
 
     def query_outcomes(self, index: int) -> pd.DataFrame:
@@ -203,15 +212,14 @@ def cached_array(cache_dir: Path | None, name: str, key: str, data: np.ndarray,
     digest = hashlib.sha256(f"{key}|{data.dtype}|{data.shape}".encode())
     digest.update(np.ascontiguousarray(data).tobytes())
     path = Path(cache_dir) / f"{name}-{digest.hexdigest()[:24]}.npy"
-    if path.exists():
-        return np.load(path, allow_pickle=False)
-    result = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.npy")
-    np.save(partial, result, allow_pickle=False)
-    os.replace(partial, path)
-    log.info("%s of %d rows kept in %s", name, len(data), path)
-    return result
+
+    def computed() -> np.ndarray:
+        result = compute()
+        log.info("%s of %d rows kept in %s", name, len(data), path)
+        return result
+
+    return cached_file(path, computed, lambda file: np.load(file, allow_pickle=False),
+                       lambda file, result: np.save(file, result, allow_pickle=False))
 
 
 def cached_umap_coordinates(embeddings: np.ndarray, cache_dir: Path | None, seed: int = 0) -> np.ndarray:
@@ -290,20 +298,22 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     policy.fit(context)
     rows = np.arange(len(shown))
     probabilities = policy.probabilities(context, rows)
-    router = probabilities.argmax(axis=1)
-    oracle = oracle_actions(context.utility)
+    utility = context.utility
+    router, oracle = probabilities.argmax(axis=1), utility_oracle_actions(utility)
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
     clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
-    questions = _questions(store, shown.keys)
+    questions = stored_questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
-                     coordinates, router, oracle, clusters, tuple(hover_texts(shown, questions, router, oracle)),
-                     probabilities, context.utility, shown.f1, shown.tokens_in, shown.tokens_out,
+                     coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
+                     probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
                      context.lambda_in, context.lambda_out)
 
 
-def _questions(store: Store, keys: tuple[tuple[str, str], ...]) -> list[str]:
+def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:
+    """The stored question of each (benchmark, example_id) key, in the keys' order ("" for a key
+    the store has no example of); one query per benchmark."""
     by_key: dict[tuple[str, str], str] = {}
     for benchmark in sorted({benchmark for benchmark, _ in keys}):
         ids = [example_id for b, example_id in keys if b == benchmark]

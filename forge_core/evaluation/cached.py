@@ -27,8 +27,9 @@ from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.grounding import gold_recall_matrix, grounding_summary
 from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
-from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup
+from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, settings_context
 from forge_core.evaluation.statistics import macro, pareto_frontier
+from forge_core.evaluation.support_rates import support_summary, support_verdicts
 from forge_core.store import Store
 
 REPEATED_SEEDS = (0, 1, 2)  # the paper's 3 split seeds x 3 training seeds
@@ -74,27 +75,30 @@ class SweepRequest:
         return [dataclasses.replace(self.settings, lambda_in=li, lambda_out=lo) for li, lo in self.grid]
 
     def check(self, store: Store) -> None:
-        """Refuse, with a one-line `ForgeError`, a request the store cannot answer."""
-        for settings in self.evaluations():  # each point checks its own cost weights
-            check_evaluation(store, settings)
+        """Refuse, with a one-line `ForgeError`, a grid point's cost weights (each point's settings
+        check their own) or a request the store cannot answer (the same at every point)."""
+        self.evaluations()
+        check_evaluation(store, self.settings)
 
 
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
-             on_policy: Callable[[str], None] | None = None) -> dict:
+             on_policy: Callable[[str], None] | None = None, base: EvalContext | None = None) -> dict:
     """One Cached evaluation: `{"policies": {name: summary}, "queries": n, ...}` for the
-    baselines and FORGE routers."""
-    setup = evaluation_setup(store, settings)
+    baselines and FORGE routers. `base`: see `evaluation_setup`."""
+    setup = evaluation_setup(store, settings, base)
     context, rows = setup.context, setup.rows
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
     raw = FixedArm(RAW_NO_THINK)
     reference = outcomes.get(raw.name) or score_decisions(context, rows, raw, raw.decide(context, rows))
     recall, benchmarks = gold_recall_matrix(store, context.table)[rows], context.table.benchmarks[rows]
+    verdicts = support_verdicts(store, context.table)
+    support = verdicts.scores[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
         "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
-        "arms": list(context.table.arms),
+        "arms": list(context.table.arms), "support_evaluator": verdicts.evaluator,
         "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
-                     for name, o in outcomes.items()},
+                     | support_summary(support, o.actions, benchmarks) for name, o in outcomes.items()},
     }
 
 
@@ -107,9 +111,12 @@ def run_cached(store: Store, request: CachedRequest, on_policy: Callable[[str], 
     if not request.repeats:
         return evaluate(store, request.settings, on_policy)
     evaluations = request.evaluations()
+    bases: dict[int, EvalContext] = {}  # one per split seed: the training seed changes only the routers
     runs = []
     for done, settings in enumerate(evaluations):
-        runs.append(evaluate(store, settings)["policies"])
+        if settings.split_seed not in bases:
+            bases[settings.split_seed] = settings_context(store, settings)
+        runs.append(evaluate(store, settings, base=bases[settings.split_seed])["policies"])
         if on_run:
             on_run(done + 1, len(evaluations))
     settings = request.settings
@@ -133,11 +140,12 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
     """Every policy's (cost, F1) point at each grid point (baselines re-tuned per point), and the
     Pareto frontier over all points (lowest cost for the highest macro F1)."""
     request.check(store)
+    base = settings_context(store, request.settings)  # the grid points differ only in their weights
     points = []
     for settings in request.evaluations():
         if on_point:
             on_point(settings.lambda_in, settings.lambda_out)
-        report = evaluate(store, settings)
+        report = evaluate(store, settings, base=base)
         points += [{"policy": name, "kind": row["kind"], "lambda_in": settings.lambda_in,
                     "lambda_out": settings.lambda_out, "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
                     "macro_utility": row["macro_utility"]}
@@ -155,7 +163,8 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     oracle and the given checkpoints (a cost-conditioned one decides at these weights), without
     training anything; plus the frontier indices. Each point: policy, kind, benchmark ("all"
     unless `by_benchmark`), cost_k and macro_utility under `accounting`, macro_f1, gold_recall
-    (None where no benchmark has evidence annotations). `base`: the host's `evaluation_context`
+    (None where no benchmark has evidence annotations), support_rate and support_coverage (None and
+    0 without support verdicts; `support_evaluator` names who gave them). `base`: the host's `evaluation_context`
     already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
     what a slider step recomputes is only what the weights change."""
     if base is None:
@@ -167,7 +176,9 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
     outcomes = policy_outcomes(context, rows, policies)
     benchmarks = context.table.benchmarks[rows]
-    recall = context.weight_free(("gold_recall",), lambda: gold_recall_matrix(store, context.table))[rows]
+    recall = gold_recall_matrix(store, context.table)[rows]
+    verdicts = support_verdicts(store, context.table)
+    support = verdicts.scores[rows]
     points = []
     for outcome in outcomes.values():
         if by_benchmark:
@@ -175,17 +186,19 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
                 mask = benchmarks == benchmark
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
                                      outcome.f1[mask].mean(), outcome.utility[mask].mean())
-                              | _gold_recall(recall[mask], outcome.actions[mask], benchmarks[mask]))
+                              | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask]))
         else:
             points.append(_point(outcome, "all", macro(outcome.tokens, benchmarks),
                                  macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks))
-                          | _gold_recall(recall, outcome.actions, benchmarks))
+                          | _grounding(recall, support, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
-    return {"points": points, "frontier": frontier, "queries": int(len(rows))}
+    return {"points": points, "frontier": frontier, "queries": int(len(rows)), "support_evaluator": verdicts.evaluator}
 
 
-def _gold_recall(recall: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
-    return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"]}
+def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
+    rates = support_summary(support, actions, benchmarks)
+    return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"],
+            "support_rate": rates["support_rate"], "support_coverage": rates["support_coverage"]}
 
 
 def _point(outcome: PolicyOutcome, benchmark: str, tokens: float, f1: float, utility: float) -> dict:

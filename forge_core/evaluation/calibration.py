@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds, fold_assignment
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import check_accounting
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import one_torch_thread
@@ -42,7 +43,7 @@ from forge_core.training.trainer import one_torch_thread
 log = logging.getLogger(__name__)
 
 RAY_POINTS = 41  # weights scanned along the ray on each fold's inner dev part
-CALIBRATED_VARIANTS = ("lite", "full")
+CONDITIONED_NAMES = {variant: name for name, variant in CONDITIONED_POLICIES.items()}  # variant -> policy name
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class CalibrationRequest:
             raise InvalidInput(f"the F1 floor is a fraction in [0, 1], not {self.min_f1}")
         if not (np.isfinite(self.ratio) and self.ratio > 0):
             raise InvalidInput(f"the ratio lambda_out / lambda_in must be positive, not {self.ratio}")
-        if self.variant not in CALIBRATED_VARIANTS:
+        if self.variant not in CONDITIONED_NAMES:
             raise InvalidInput(f"calibrate a lite or full router, not '{self.variant}'")
         if self.folds < 2:
             raise InvalidInput(f"calibration needs at least 2 folds, not {self.folds}")
@@ -92,14 +93,15 @@ class CalibrationRequest:
         high = min(self.conditioning.high, self.conditioning.high / self.ratio)
         return np.geomspace(low, high, RAY_POINTS)
 
-    def check(self, store: Store) -> None:
-        """Refuse what the calibration would refuse on this store: no complete queries (or, for a
-        Full router, no probes), or too few of a benchmark for the folds."""
-        context = evaluation_context(store, self.host, self.n_arms, 0.1, 0.2, accounting=self.accounting)
+    def base_context(self, store: Store) -> EvalContext:
+        """The host's evaluation context the calibration runs on; refuses a store without complete
+        queries (or, for a Full router, without probes)."""
+        context = evaluation_context(store, self.host, self.n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT,
+                                     accounting=self.accounting)
         if self.variant == "full" and not context.table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
                               f"`forge enumerate --host {self.host} --probes`, or calibrate Lite")
-        fold_assignment(context.table.benchmarks, self.folds, self.split_seed)
+        return context
 
 
 @dataclass(frozen=True)
@@ -142,11 +144,6 @@ class CalibrationResult:
         }
 
 
-def _at(context: EvalContext, lambda_in: float, lambda_out: float) -> EvalContext:
-    """The context at other cost weights (same table, normalizer and features)."""
-    return dataclasses.replace(context, lambda_in=lambda_in, lambda_out=lambda_out)
-
-
 def _tokens_and_f1(context: EvalContext, router: FoldRouter, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     outcome = score_decisions(context, rows, router, router.decide(context, rows))
     return outcome.tokens.astype(np.float64), outcome.f1
@@ -162,13 +159,13 @@ def _choose(request: CalibrationRequest, lambdas: np.ndarray, tokens: np.ndarray
 
 
 def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int) -> tuple[FoldCalibration, FoldRouter]:
-    router = FoldRouter(f"forge_{request.variant}_cond", request.variant,
+    router = FoldRouter(CONDITIONED_NAMES[request.variant], request.variant,
                         dataclasses.replace(request.stage1, seed=request.seed), conditioning=request.conditioning)
     router.fit(context)
     dev = context.rows("dev")
     benchmarks = context.table.benchmarks[dev]
     lambdas = request.ray()
-    scanned = [_tokens_and_f1(_at(context, value, request.ratio * value), router, dev) for value in lambdas]
+    scanned = [_tokens_and_f1(context.at(value, request.ratio * value), router, dev) for value in lambdas]
     tokens = np.array([macro(t, benchmarks) for t, _ in scanned])
     f1 = np.array([macro(f, benchmarks) for _, f in scanned])
     index, met = _choose(request, lambdas, tokens, f1)
@@ -179,19 +176,21 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
 def run_calibration(store: Store, request: CalibrationRequest,
                     on_fold: Callable[[int, int], None] | None = None) -> CalibrationResult:
     """Calibrate as `request` asks (see the module docstring); `on_fold(done, total)` follows the
-    folds. Computes missing features first; trains in memory only (no checkpoint is stored)."""
-    request.check(store)
+    folds. Refuses what it cannot calibrate (`base_context`, and a benchmark with fewer complete
+    queries than folds) before any work; computes missing features first; trains in memory only
+    (no checkpoint is stored)."""
+    base = request.base_context(store)
+    fold_contexts = crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed)
     compute_features(store, request.host)
-    base = evaluation_context(store, request.host, request.n_arms, 0.1, 0.2, accounting=request.accounting)
     benchmarks = base.table.benchmarks
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
     with one_torch_thread():
-        for fold, context in crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed):
+        for fold, context in fold_contexts:
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
-            at_weights = _at(context, calibration.lambda_in, calibration.lambda_out)
+            at_weights = context.at(calibration.lambda_in, calibration.lambda_out)
             tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:

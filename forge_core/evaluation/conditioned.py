@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.action_map import stored_questions
 from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.embedders import embedder_name
@@ -84,10 +85,8 @@ def demo_questions(store: Store, host: str, checkpoint_id: str, split: str = "te
     moving.sort(key=lambda i: (not arms[i][0].startswith("raw"), -len(set(arms[i]))))
     picked = _round_robin(moving, [context.table.keys[rows[i]][0] for i in moving], limit)
     keys = [context.table.keys[rows[i]] for i in picked]
-    examples = {(e.benchmark, e.example_id): e for b in {k[0] for k in keys}
-                for e in store.examples(b, [k[1] for k in keys if k[0] == b])}
-    return [DemoQuestion(b, e, examples[(b, e)].question, tuple(str(arm) for arm in arms[i]))
-            for i, (b, e) in zip(picked, keys)]
+    return [DemoQuestion(b, e, question, tuple(str(arm) for arm in arms[i]))
+            for i, (b, e), question in zip(picked, keys, stored_questions(store, keys))]
 
 
 def _round_robin(items: list[int], groups: list[str], limit: int) -> list[int]:

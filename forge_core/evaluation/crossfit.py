@@ -34,16 +34,10 @@ import torch
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
+from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.policies import (
-    FIXED_ARM_KIND,
-    ORACLE_KIND,
-    ROUTER_KIND,
-    FallbackPolicy,
-    FixedArm,
-    Policy,
-    build_baselines,
-)
+from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.conditioning import CostConditioning
@@ -290,14 +284,8 @@ def cached_crossfit_report(store: Store, run_id: str, cache_dir: Path) -> dict:
     run's decisions never change, so the file stays valid; REPORT_VERSION names the report's
     layout, so a new layout is computed afresh. Written atomically."""
     path = Path(cache_dir) / f"{run_id}.v{REPORT_VERSION}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    report = crossfit_report(store, run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(report))
-    os.replace(partial, path)
-    return report
+    return cached_file(path, lambda: crossfit_report(store, run_id), lambda file: json.loads(file.read_text()),
+                       lambda file, report: file.write_text(json.dumps(report)))
 
 
 def crossfit_report(store: Store, run_id: str) -> dict:

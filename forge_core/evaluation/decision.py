@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -40,8 +42,6 @@ def decidable_policies(report: dict) -> dict[str, bool]:
     """Per policy of a crossfit report: True when the 95% interval of its utility gain over the
     run's best fixed arm lies above zero; the oracle and the fixed arms (by their `Policy.kind`)
     are never candidates, so False."""
-    from forge_core.evaluation.policies import FIXED_ARM_KIND, ORACLE_KIND  # imports torch: only when deciding
-
     return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND) and row["ci_utility_vs_best_fixed"][0] > 0
             for name, row in report["policies"].items()}
 

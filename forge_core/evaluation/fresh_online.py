@@ -73,25 +73,24 @@ class FreshRequest:
         if self.per_benchmark < 1:
             raise InvalidInput(f"--per-benchmark must be at least 1, not {self.per_benchmark}")
 
-    def check(self, store: Store) -> None:
+    def check(self, store: Store) -> HostConfig:
         """Refuse, with a one-line `ForgeError`, a request the store cannot answer (the host must
-        be configured: its answers are made live)."""
+        be configured: its answers are made live); returns the host's configuration."""
         check_evaluation(store, self.settings)
-        get_host_config(store, self.settings.host)
+        return get_host_config(store, self.settings.host)
 
 
 def run_fresh(store: Store, request: FreshRequest,
               on_result: Callable[[FreshResult, int], None] | None = None) -> dict:
     """Run every deployable policy of the request live and report F1, EM, tokens, calls and
     latency per policy; `on_result(result, remaining)` follows progress."""
-    request.check(store)
+    config = request.check(store)
     settings, per_benchmark = request.settings, request.per_benchmark
     setup = evaluation_setup(store, settings)
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
     setup = dataclasses.replace(setup, rows=rows)
     cached = policy_outcomes(setup.context, rows, setup.policies)  # fits every policy
     live = [p for p in setup.policies if p.deployable]
-    config = get_host_config(store, settings.host)
     run_id = fresh_run_id(config, setup, settings)
     todo = _missing(store, run_id, live, _examples(store, setup.context, rows))
     if todo:

@@ -49,12 +49,13 @@ def query_recall(store: Store, example: Example) -> dict[str, float]:
 
 
 def gold_recall_matrix(store: Store, table: OutcomeTable) -> np.ndarray:
-    """[N, K] gold recall of every row's arm prompts (NaN where the benchmark has no annotation)."""
-    return _cached_matrix(store, table.keys, table.arms)
+    """[N, K] gold recall of every row's arm prompts (NaN where the benchmark has no annotation),
+    computed once per store, queries and alphabet (the last few are kept in memory)."""
+    return _recall_matrix(str(store.path), tuple(table.keys), tuple(table.arms))
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_matrix_by_path(store_path: str, keys: tuple[tuple[str, str], ...], arms: tuple[str, ...]) -> np.ndarray:
+def _recall_matrix(store_path: str, keys: tuple[tuple[str, str], ...], arms: tuple[str, ...]) -> np.ndarray:
     store = Store(store_path)
     supports = [parse_arm(arm).support for arm in arms]
     matrix = np.full((len(keys), len(arms)), np.nan)
@@ -65,10 +66,6 @@ def _cached_matrix_by_path(store_path: str, keys: tuple[tuple[str, str], ...], a
             recall = query_recall(store, example)
             matrix[position[(benchmark, example.example_id)]] = [recall[support] for support in supports]
     return matrix
-
-
-def _cached_matrix(store: Store, keys: tuple[tuple[str, str], ...], arms: tuple[str, ...]) -> np.ndarray:
-    return _cached_matrix_by_path(str(store.path), tuple(keys), tuple(arms))
 
 
 def gold_recall_frame(store: Store, table: OutcomeTable) -> pd.DataFrame:

@@ -23,8 +23,6 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.store import utc_now
 
-DIRECT_ARM = DIRECT_NO_THINK
-
 
 @dataclass
 class LiveContext(EvalContext):
@@ -76,7 +74,7 @@ class LiveQuery:
         """The four probes, concurrently; the greedy probe is the Direct answer."""
         question, host_name = self.example.question, self.client.config.name
         requests = [sample_probe_request(question, probe, self.example.is_fever) for probe in SAMPLE_PROBES]
-        direct, *samples = await asyncio.gather(self.answer(DIRECT_ARM), *map(self.client.generate, requests))
+        direct, *samples = await asyncio.gather(self.answer(DIRECT_NO_THINK), *map(self.client.generate, requests))
         now = utc_now()
         outcomes = [ProbeOutcome(host_name, self.benchmark, self.example.example_id, GREEDY_PROBE, direct.answer,
                                  direct.tokens_in, direct.tokens_out, direct.latency_ms, None, "", now,

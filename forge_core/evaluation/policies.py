@@ -20,6 +20,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from forge_core.arms import DIRECT_NO_THINK, RAW_NO_THINK, SUMMARY_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
+from forge_core.evaluation.kinds import BASELINE_KIND, FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.evaluation.live_query import LiveQuery
 from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import ArmAnswer
@@ -30,21 +31,14 @@ from forge_core.routing.utility import oracle_actions
 
 RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
-FIXED_ARMS_FOR_FALLBACK = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)
-
-# What a policy is (`Policy.kind`), stored with its results and used to group it in reports and charts.
-FIXED_ARM_KIND = "fixed arm"  # always the same arm
-BASELINE_KIND = "baseline"  # a published routing baseline, or the linear floor `ridge_utility`
-ROUTER_KIND = "router"  # a FORGE router (a checkpoint, a router trained per fold, or its dev fallback)
-ORACLE_KIND = "oracle"  # the per-query utility oracle: a reference, not deployable
-POLICY_KINDS = (FIXED_ARM_KIND, BASELINE_KIND, ROUTER_KIND, ORACLE_KIND)
+NOTHINK_ARMS = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)  # bands, cascade stages, the fallback's fixed arms
 
 
 class Policy(ABC):
     """Picks one arm per query; `fit` may only read train and dev rows."""
 
     name: str = ""
-    kind: str = BASELINE_KIND  # one of POLICY_KINDS
+    kind: str = BASELINE_KIND  # one of the kinds of `forge_core.evaluation.kinds`
     live_variant: str | None = None  # the feature variant `decide` reads on a new query
     live_embedder: str | None = None  # the embedder of those features (None: FORGE_EMBEDDER's)
     deployable = True  # False for a descriptive policy that needs every arm's outcome
@@ -88,9 +82,6 @@ class Oracle(Policy):
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         return Decisions.single(oracle_actions(context.utility[rows]))
-
-
-NOTHINK_ARMS = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)
 
 
 class BM25Threshold(Policy):
@@ -383,7 +374,7 @@ def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> d
     rule = {}
     for benchmark in np.unique(benchmarks):
         mask = benchmarks == benchmark
-        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in FIXED_ARMS_FOR_FALLBACK}
+        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in NOTHINK_ARMS}
         best_arm = max(fixed, key=fixed.get)
         gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
         low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)

@@ -20,6 +20,7 @@ import pandas as pd
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.decision import decidable_policies
+from forge_core.evaluation.kinds import ORACLE_KIND
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
@@ -99,7 +100,7 @@ def policy_summary(
         tokens_in = np.column_stack([tokens_in, tokens_in[rows, chosen]])
         tokens_out = np.column_stack([tokens_out, tokens_out[rows, chosen]])
         names.append(ORACLE)
-        kinds.append(ORACLE)
+        kinds.append(ORACLE_KIND)
     long = pd.DataFrame({
         "policy": np.tile(names, len(table)),
         "kind": np.tile(kinds, len(table)),
@@ -127,7 +128,8 @@ def policy_summary(
 
 # ---------------------------------------------------------------- Pareto page
 
-PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "gold_recall", "on_frontier")
+PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate",
+                  "support_coverage", "on_frontier")
 def require_train_and_dev(table: OutcomeTable) -> None:
     """Refuse, with the next step, a table without complete train or dev queries (baselines and
     routers are tuned on them)."""
@@ -145,7 +147,7 @@ def pareto_frame(points: dict) -> pd.DataFrame:
 
     frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:-1]))
     frame["on_frontier"] = False
-    for _, facet in frame[frame["kind"] != ORACLE].groupby("benchmark", sort=False):
+    for _, facet in frame[frame["kind"] != ORACLE_KIND].groupby("benchmark", sort=False):
         frontier = pareto_frontier(list(zip(facet["cost_k"], facet["macro_f1"])))
         frame.loc[facet.index[frontier], "on_frontier"] = True
     return frame[list(PARETO_COLUMNS)]

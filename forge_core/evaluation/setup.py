@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,12 +82,23 @@ class EvaluationSetup:
     router_checkpoints: dict[str, str]
 
 
-def evaluation_setup(store: Store, settings: EvaluationSettings) -> EvaluationSetup:
+def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
+    """The `evaluation_context` of the settings (their host, alphabet, weights, split seed,
+    benchmarks and accounting)."""
+    return evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+                              settings.split_seed, settings.benchmarks, settings.accounting)
+
+
+def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalContext | None = None) -> EvaluationSetup:
     """The complete queries of the split, and the baselines and FORGE routers (all, or the named
-    ones). It only reads: `prepare_evaluation` computes what it needs first."""
+    ones). It only reads: `prepare_evaluation` computes what it needs first. `base`: the
+    `settings_context` of settings that differ at most in their cost weights and training seed,
+    already loaded; the evaluation runs on it at the settings' weights and reuses its weight-free
+    fits (a sweep or repeated runs load the outcome table once)."""
     host, names = settings.host, settings.policy_names
-    context = evaluation_context(store, host, settings.n_arms, settings.lambda_in, settings.lambda_out,
-                                 settings.split_seed, settings.benchmarks, settings.accounting)
+    if base is None:
+        base = settings_context(store, settings)
+    context = base.at(settings.lambda_in, settings.lambda_out)
     rows = context.rows(settings.split)
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
@@ -145,8 +156,17 @@ def prepare_evaluation(store: Store, settings: EvaluationSettings,
     """The one step that writes before an evaluation reads: the features of every enumerated
     query of the host (`on_features(done, total)` follows them), and the Stage-1 routers still
     missing for these settings; returns the ids of the routers it trained."""
-    compute_features(store, settings.host, settings.benchmarks, on_progress=on_features)
-    return train_missing_routers(store, settings)
+    return prepare_evaluations(store, [settings], on_features)
+
+
+def prepare_evaluations(store: Store, evaluations: Sequence[EvaluationSettings],
+                        on_features: Callable[[int, int], None] | None = None) -> list[str]:
+    """`prepare_evaluation` for several settings (a sweep, repeated runs, a transfer): the
+    features once per distinct host and benchmarks, then the routers still missing for each of
+    the settings; returns the ids of the routers it trained."""
+    for host, benchmarks in dict.fromkeys((settings.host, settings.benchmarks) for settings in evaluations):
+        compute_features(store, host, benchmarks, on_progress=on_features)
+    return [checkpoint for settings in evaluations for checkpoint in train_missing_routers(store, settings)]
 
 
 def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:

@@ -40,8 +40,9 @@ import torch
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import EvalContext
+from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.evaluation.outcomes import PolicyOutcome, cost_summary, policy_outcomes, score_decisions
-from forge_core.evaluation.policies import FIXED_ARM_KIND, ORACLE_KIND, FixedArm, Oracle, RouterPolicy
+from forge_core.evaluation.policies import FixedArm, Oracle, RouterPolicy
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, router_policies
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.checkpoints import LoadedCheckpoint, save_checkpoint

@@ -34,6 +34,7 @@ class GenerationRequest:
 
 
 REASONING_FROM_USAGE = "usage"  # the provider's usage reported the reasoning tokens
+REASONING_FROM_TOKENIZER = "tokenizer"  # the returned reasoning text counted by the host's tokenize endpoint
 REASONING_ESTIMATED = "estimated"  # counted from the returned reasoning text (word pieces)
 REASONING_NONE = "none"  # no reasoning reported and none returned
 _WORD_PIECE = re.compile(r"\w+|[^\w\s]")
@@ -47,7 +48,9 @@ def estimate_tokens(text: str) -> int:
 
 def reasoning_count(reported: int | None, reasoning_text: str, tokens_out: int) -> tuple[int, str]:
     """(reasoning tokens, how they were obtained): the provider's count when it reports one, else
-    an estimate from the reasoning text (never above the output tokens), else 0."""
+    an estimate from the reasoning text (never above the output tokens), else 0. An OpenAI-compatible
+    host then counts an estimated text with its own tokenizer where it can
+    (`forge_core.hosts.reasoning_tokens`)."""
     if reported is not None:
         return reported, REASONING_FROM_USAGE
     if reasoning_text:
@@ -87,7 +90,7 @@ class HostConfig:
     timeout_s: float = 120.0  # per-request timeout
     max_retries: int = 4  # retries on timeouts, 429 and 5xx
     custom_depth_map: str = ""  # with thinking "custom": the depth map's canonical JSON
-    budget_forcing: bool = False  # stop reasoning at the budget, close it, continue for the answer (vLLM)
+    budget_forcing: bool = False  # stop reasoning at the budget, close it, continue for the answer (vLLM, llama.cpp)
 
     @property
     def protocol(self) -> str:

@@ -42,6 +42,11 @@ class PromptTokenizer:
         return len(vocabulary.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special,
                                        special=True))
 
+    def count_text(self, text: str) -> int:
+        """Tokens of a plain text, no chat template and no BOS (as a server's tokenize endpoint counts it)."""
+        vocabulary, _ = _loaded(str(model_path(self.model_key, config.models_dir())))
+        return len(vocabulary.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
 
 def prompt_tokenizer(model_key: str | None = None) -> PromptTokenizer:
     """The tokenizer of `model_key`, or of the first pulled of `COUNTING_MODELS`."""

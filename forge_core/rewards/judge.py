@@ -34,10 +34,15 @@ def judge_prompt_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def rating_key(source: str, judge_config_hash: str, prompt_hash: str) -> str:
+    """The identity of the ratings of one source by one judge host configuration under one prompt."""
+    key = f"{source}|{judge_config_hash}|{prompt_hash}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 def judge_reward_key(judge_config_hash: str) -> str:
     """The identity of the judge reward of one judge host configuration under the current prompt."""
-    key = f"{JUDGE_SOURCE}|{judge_config_hash}|{judge_prompt_hash()}"
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
+    return rating_key(JUDGE_SOURCE, judge_config_hash, judge_prompt_hash())
 
 
 def judge_request(question: str, answer: str, support_text: str, is_fever: bool) -> GenerationRequest:

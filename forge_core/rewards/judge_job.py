@@ -1,10 +1,13 @@
-"""`forge rewards judge`: a judge host rates a host's stored outcomes, as a resumable job.
+"""`forge rewards judge` and `forge rewards support`: a judge host rates a host's stored outcomes, as
+a resumable job. The request's `kind` (`forge_core.rewards.rating_kinds`) says what is asked: the
+judge reward (is the answer correct?) or the support verdict (does the evidence support it?).
 
-The work is every error-free outcome of the chosen queries that has no judge row under the
-reward's identity (`judge_reward_key`); queries are taken round-robin over benchmarks, so a
+The work is every error-free outcome of the chosen queries that has no row under the rating's
+identity (its kind's `reward_key`); queries are taken round-robin over benchmarks, so a
 limited run covers every benchmark. Each rating is stored the moment it lands, in its own short
 transaction: Ctrl-C, a cancel or kill -9 loses at most the calls in flight, and the same command
-run again judges only what is missing. Progress goes to the jobs table (kind "judge") and a callback.
+run again judges only what is missing. Progress goes to the jobs table (kind "judge", for both
+kinds of rating) and a callback.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
-from forge_core.rewards.judge import JUDGE_SOURCE, judge_prompt_hash, judge_request, judge_reward_key, parse_rating
+from forge_core.rewards.rating_kinds import RatingKind, rating_kind
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
@@ -49,10 +52,12 @@ class JudgeRequest:
     split_seed: int = 0
     limit: int | None = None  # at most this many queries in all
     concurrency: int = 1  # judge calls in flight at once
+    kind: str = "judge"  # judge (is the answer correct?) or support (does the prompt's evidence support it?)
 
     def check(self, store: Store) -> None:
-        """Refuse, in one line, what the job would refuse: unknown hosts, split, split seed or
+        """Refuse, in one line, what the job would refuse: unknown hosts, kind, split, split seed or
         benchmarks, a host without stored outcomes, a limit or concurrency below 1."""
+        rating_kind(self.kind)
         check_split(self.split, self.split_seed)
         thinking_modes(self.n_arms)
         if self.benchmarks is not None:
@@ -87,7 +92,7 @@ class JudgeReport:
     reward_key: str
     planned: int
     judged: int = 0
-    unrated: int = 0  # replies without a rating (stored as 0)
+    unrated: int = 0  # replies without a rating (stored as the kind's `unparsed_value`)
     errors: list[str] = field(default_factory=list)
     status: str = "running"
     seconds: float = 0.0
@@ -131,8 +136,8 @@ class _JudgeRun:
     def __init__(self, store: Store, request: JudgeRequest, judge: Host, report: JudgeReport,
                  on_progress: Callable[[JudgeReport], None] | None) -> None:
         self.store, self.request, self.judge, self.report, self.on_progress = store, request, judge, report, on_progress
+        self.kind: RatingKind = rating_kind(request.kind)
         self.judge_hash = config_hash(judge.config)
-        self.prompt_hash = judge_prompt_hash()
         self.failures_in_a_row = 0
         self.stopping = False
         self.last_update = 0.0
@@ -140,10 +145,11 @@ class _JudgeRun:
         self.evidence_lock = threading.Lock()
 
     def support_text(self, work: JudgeWork) -> str:
-        """The evidence the answering host saw under the work's arm ("" for Direct)."""
+        """The evidence the rating is given: what the answering host saw under the work's arm; for
+        Direct arms "" (judge) or the retrieved passages as Raw holds them (support)."""
         support = parse_arm(work.arm).support
         if support == "direct":
-            return ""
+            return self.evidence(work).support_text("raw") if self.kind.direct_evidence else ""
         return self.evidence(work).support_text(support)
 
     def evidence(self, work: JudgeWork) -> Evidence:
@@ -159,22 +165,22 @@ class _JudgeRun:
 
     async def judge_one(self, work: JudgeWork) -> None:
         """Judge one outcome and store the row at once."""
-        verdict, reward, tokens_in, tokens_out, latency, error = "(empty answer)", 0.0, 0, 0, 0.0, None
+        (reward, verdict), tokens_in, tokens_out, latency, error = self.kind.empty_answer, 0, 0, 0.0, None
         if work.answer.strip():
             support = await asyncio.to_thread(self.support_text, work)
-            request = judge_request(work.question, work.answer, support, is_fever_benchmark(work.benchmark))
+            request = self.kind.build_request(work.question, work.answer, support, is_fever_benchmark(work.benchmark))
             try:
                 generation = await self.judge.generate(request)
                 verdict, tokens_in, tokens_out = generation.text, generation.tokens_in, generation.tokens_out
-                latency, reward = generation.latency_ms, parse_rating(generation.text)
+                latency, reward = generation.latency_ms, self.kind.parse(generation.text)
             except HostError as failure:
                 verdict, reward, error = "", None, str(failure)
             if error is None and reward is None:
                 self.report.unrated += 1
-                reward = 0.0
+                reward = self.kind.unparsed_value
         row = RewardOutcome(self.request.host, work.benchmark, work.example_id, work.arm, self.report.reward_key,
-                            JUDGE_SOURCE, self.request.judge_host, self.judge_hash, self.prompt_hash, reward, verdict,
-                            tokens_in, tokens_out, latency, error, utc_now())
+                            self.kind.source, self.request.judge_host, self.judge_hash, self.kind.prompt_hash, reward,
+                            verdict, tokens_in, tokens_out, latency, error, utc_now())
         await asyncio.to_thread(self.store.write_reward_outcome, row)
         await self.record(work, error)
 
@@ -209,10 +215,10 @@ class _JudgeRun:
 
 async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
                          on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
-    """Judge every missing outcome of the request with the client `judge`; returns what was done."""
-    reward_key = judge_reward_key(config_hash(judge.config))
+    """Rate every missing outcome of the request with the client `judge`; returns what was done."""
+    reward_key = rating_kind(request.kind).reward_key(config_hash(judge.config))
     work = plan_judging(store, request, reward_key)
-    report = JudgeReport(job_id=f"judge-{uuid.uuid4().hex[:10]}", reward_key=reward_key, planned=len(work))
+    report = JudgeReport(job_id=f"{request.kind}-{uuid.uuid4().hex[:10]}", reward_key=reward_key, planned=len(work))
     store.create_job(report.job_id, "judge", dataclasses.asdict(request), len(work), os.getpid())
     run = _JudgeRun(store, request, judge, report, on_progress)
     queue: asyncio.Queue = asyncio.Queue()

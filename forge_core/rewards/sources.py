@@ -43,10 +43,12 @@ def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str
     else:
         rows = store.reward_outcomes(table.host, judge_key or latest_judge_key(store, table.host))
         rows = rows[rows["error"].isna()][["benchmark", "example_id", "arm", "reward"]]
-    return _aligned(rows, table)
+    return aligned_rewards(rows, table)
 
 
-def _aligned(rows: pd.DataFrame, table: OutcomeTable) -> np.ndarray:
+def aligned_rewards(rows: pd.DataFrame, table: OutcomeTable) -> np.ndarray:
+    """[N, K] the `reward` of (benchmark, example_id, arm, reward) rows at their place in `table`, NaN
+    where a row is missing or has no reward."""
     matrix = np.full(table.f1.shape, np.nan)
     if rows.empty:
         return matrix

@@ -109,8 +109,9 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
     measured = ("f1", "em", "tokens_in", "tokens_out")[0 if labeled_only else 2:]
     complete = wide.dropna(subset=[(field, arm) for field in measured for arm in arms])
     if complete.empty and labeled_only and wide["tokens_in"][list(arms)].notna().all(axis=1).any():
-        raise InvalidInput(f"host '{host}' has no query with gold answers and all {n_arms} arms stored: "
-                           "train on a proxy reward (--reward consensus or judge)")
+        raise InvalidInput(f"host '{host}' has no query with gold answers and all {n_arms} arms stored: F1 needs "
+                           "gold answers (`forge eval` scores only such queries; to train without them, use a proxy "
+                           "reward: --reward consensus or judge)")
     if complete.empty:
         raise InvalidInput(f"host '{host}' has no query with all {n_arms} arms stored")
     wide = complete

@@ -736,7 +736,7 @@ class Store(StoreFile):
                 "SELECT * FROM crossfit_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
             ).fetchdf()
 
-    # ------------------------------------------------------------ judge rewards
+    # ------------------------------------------------------------ judge rewards and support verdicts
 
     def write_reward_outcome(self, *outcomes: RewardOutcome) -> None:
         """Store judged (query, arm) rows in one transaction, replacing earlier rows of the same key."""
@@ -753,7 +753,8 @@ class Store(StoreFile):
         return {tuple(row) for row in rows}
 
     def reward_outcomes(self, host: str, reward_key: str | None = None) -> pd.DataFrame:
-        """A host's stored judge rewards (errors included), optionally of one reward key."""
+        """A host's stored ratings (judge rewards and support verdicts, errors included), optionally of
+        one reward key."""
         query = "SELECT * FROM reward_outcomes WHERE host = ?"
         params: list[Any] = [host]
         if reward_key is not None:
@@ -762,14 +763,14 @@ class Store(StoreFile):
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY benchmark, example_id, arm, reward_key", params).fetchdf()
 
-    def reward_keys(self, host: str) -> pd.DataFrame:
-        """The judge rewards stored for a host: one row per reward key with its judge, prompt hash,
-        rows and newest row, newest first."""
+    def reward_keys(self, host: str, source: str = "judge") -> pd.DataFrame:
+        """The ratings of one source ("judge" rewards or "support" verdicts) stored for a host: one
+        row per reward key with its judge, prompt hash, rows and newest row, newest first."""
         with self.connect() as connection:
             return connection.execute(
                 "SELECT reward_key, judge_host, judge_config_hash, prompt_hash, count(*) AS n_rows, "
                 "count(reward) AS n_rewards, max(finished_at) AS latest FROM reward_outcomes WHERE host = ? "
-                "GROUP BY ALL ORDER BY latest DESC", [host]).fetchdf()
+                "AND source = ? GROUP BY ALL ORDER BY latest DESC", [host, source]).fetchdf()
 
     # ------------------------------------------------------------ job logs
 

@@ -491,6 +491,19 @@ def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, st
     assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
 
+def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import train_view
+
+    started = []
+    monkeypatch.setattr(train_view, "start_judging", lambda store, request: started.append(request))
+    app = page("train.py")
+    by_label(app.radio, "The judge host says").set_value("support")
+    by_label(app.button, "Start judging").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    assert [request.kind for request in started] == ["support"]
+    assert started[0].host == "synthetic-host" and "Judging started (support)" in texts(app.success)
+
+
 def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None:
     _, checkpoint_id = trained_app
     app = page("pareto.py")
@@ -512,6 +525,24 @@ def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None
     assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 33  # 11 policies x 3
     app.segmented_control[0].set_value("utility").run()
     assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
+
+
+def test_pareto_and_overview_show_support_rates_and_their_evaluator(trained_app: tuple[Store, str]) -> None:
+    from support.judging import write_support_verdicts
+
+    store, _ = trained_app
+    write_support_verdicts(store, "synthetic-host", {"raw:no_think": 1.0, "direct:no_think": 0.0})
+    app = page("pareto.py")
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value.set_index("policy")
+    assert (table.loc["always_raw", "support_rate"], table.loc["always_direct", "support_rate"]) == (1.0, 0.0)
+    assert "by judge:double@cfg1" in texts(app.caption)
+    app = page("overview.py")
+    assert not app.exception, app.exception
+    by_label(app.selectbox, "Split").set_value("test").run()
+    support = app.dataframe[-1].value
+    assert set(support["arm"]) == {"raw:no_think", "direct:no_think"} and "Evaluator: judge:double@cfg1" in \
+        texts(app.caption)
 
 
 def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:

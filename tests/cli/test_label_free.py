@@ -44,6 +44,10 @@ def test_a_file_without_answers_is_enumerated_unscored_and_trained_on_consensus(
 
     refused = forge(store, "train", "--host", "test-host", "--variant", "lite", "--max-epochs", "2", "--json")
     assert refused.returncode == 2 and "--reward consensus or judge" in refused.stderr
+    for protocol in ("fresh", "cached"):  # nothing to score with F1: one line, no traceback
+        unscored = forge(store, "eval", protocol, "--host", "test-host", "--json")
+        assert unscored.returncode == 2 and "F1 needs gold answers" in unscored.stderr
+        assert "Traceback" not in unscored.stderr and len(unscored.stderr.strip().splitlines()) == 1
     trained = forge(store, "train", "--host", "test-host", "--variant", "lite", "--reward", "consensus",
                     "--max-epochs", "2", "--json")
     assert trained.returncode == 0, trained.stderr

@@ -49,3 +49,11 @@ def test_a_tighter_budget_buys_fewer_tokens_out_of_fold(outcome_store: Store) ->
     assert all(fold.dev_tokens <= 150.0 for fold in tight.folds if fold.met_on_dev)
     report = tight.to_json()
     assert report["target"] == "at most 150 tokens a query" and report["realized_tokens"] == tight.tokens
+
+
+def test_too_many_folds_are_refused_before_any_fold(outcome_store: Store) -> None:
+    folds_seen = []
+    with pytest.raises(InvalidInput, match="fewer than 1000 folds"):
+        run_calibration(outcome_store, CalibrationRequest(budget_tokens=100, host=HOST, folds=1000, stage1=FAST),
+                        on_fold=lambda done, total: folds_seen.append(done))
+    assert folds_seen == []

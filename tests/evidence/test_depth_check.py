@@ -93,6 +93,13 @@ def test_budget_forcing_brings_an_ignored_budget_to_honoured_where_the_engine_co
     assert forced == {"no_think": None, "cot": None, "think_low": "honoured", "think_high": "honoured"}
 
 
+def test_budget_forcing_on_llama_cpp_brings_an_over_budget_depth_to_honoured(tmp_path: Path) -> None:
+    report = _report(tmp_path, Engine("llamacpp", overshoot=1.5, natural_reasoning=3000), "llamacpp")
+    rows = {row["depth"]: row for row in report["depths"]}
+    assert rows["think_low"]["verdict"] == "over budget" and rows["think_high"]["verdict"] == "honoured"
+    assert rows["think_low"]["with_budget_forcing"] == "honoured" and rows["think_high"]["with_budget_forcing"] is None
+
+
 def test_budget_forcing_does_not_help_an_engine_that_cannot_continue_a_message(tmp_path: Path) -> None:
     forced = _forced(tmp_path, Engine("sglang", overshoot=1.5), "sglang")
     assert forced["think_low"] in ("over budget", "ignored") and forced["think_high"] is None

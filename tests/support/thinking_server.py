@@ -9,7 +9,12 @@ of n word pieces, `usage.completion_tokens_details` for OpenAI, thinking blocks 
 and counted inside the output tokens, as every engine does. The output cap is kept: reasoning
 that reaches it ends the call there (`finish_reason` "length", no answer). The vLLM double
 continues a partial assistant message (`continue_final_message`) holding a closed think block
-with the answer alone, as budget forcing needs.
+with the answer alone, as budget forcing needs; the llama.cpp double does the same through
+llama-server's `POST /apply-template` (a ChatML rendering) and raw `POST /completion`.
+
+With `tokenizes`, the vLLM and llama.cpp doubles serve their engine's `POST /tokenize` (one token
+per whitespace-separated word, the double's "tokenizer": exact for its reasoning text, where the
+word-piece estimate counts "step." as two); `tokenize_requests` keeps what they were asked.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ class Engine:
     overshoot: float = 1.0  # reasoning allowed past a budget (a soft budget: e.g. 1.5)
     thinks_when_off: bool = False  # True: the off field is ignored too
     refuses_budget_tokens: bool = False  # Anthropic: HTTP 400 for `thinking.type` "enabled" (adaptive-only models)
+    tokenizes: bool = False  # vLLM/llama.cpp: serve the engine's /tokenize
+    reasoning_word: str = "step"  # reasoning text is this word n times (one token each)
+    template_opens_think: bool = False  # llama.cpp: /apply-template ends a thinking prompt with "<think>\n" (R1)
+
+
+NOT_FOUND = (404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
 
 
 class ThinkingServer(LocalHttpServer):
@@ -44,7 +55,9 @@ class ThinkingServer(LocalHttpServer):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.received: list[dict[str, Any]] = []
+        self.received: list[dict[str, Any]] = []  # generation requests (tokenize requests aside)
+        self.received_paths: list[str] = []  # their paths
+        self.tokenize_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._listen()
 
@@ -86,7 +99,19 @@ class ThinkingServer(LocalHttpServer):
     # ------------------------------------------------------------ wire formats
 
     def respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, body) for one request: an adaptive-only model refuses budgets."""
+        """(HTTP status, body) for one request: an adaptive-only model refuses budgets; paths the
+        engine does not serve are HTTP 404."""
+        if path.endswith("tokenize") or path.endswith("tokenize/count"):
+            with self.lock:
+                self.tokenize_requests.append(body)
+            return self._tokenize(path, body)
+        with self.lock:
+            self.received.append(body)
+            self.received_paths.append(path)
+        if path in ("/apply-template", "/completion"):
+            if self.engine.name != "llamacpp":
+                return NOT_FOUND
+            return 200, self._apply_template(body) if path == "/apply-template" else self._raw_completion(body)
         if self.engine.refuses_budget_tokens and (body.get("thinking") or {}).get("type") == "enabled":
             return 400, {"type": "error", "error": {"type": "invalid_request_error",
                                                     "message": "thinking.type 'enabled' is not supported"}}
@@ -102,7 +127,46 @@ class ThinkingServer(LocalHttpServer):
             return self._chat_reply(n, cap, {}, {"completion_tokens_details": {"reasoning_tokens": n}})
         n = 0 if self._continues_after_thinking(body) else min(self._chat_template_reasoning(body), cap)
         field = "reasoning" if self.engine.name == "vllm" else "reasoning_content"
-        return self._chat_reply(n, cap, {field: " ".join(["step"] * n) if n else None}, {})
+        return self._chat_reply(n, cap, {field: self._reasoning_text(n) if n else None}, {})
+
+    def _reasoning_text(self, n: int) -> str:
+        return " ".join([self.engine.reasoning_word] * n)
+
+    # ------------------------------------------------------------ other endpoints
+
+    def _tokenize(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """llama-server: `{"content"}` -> `{"tokens"}` (no content: no tokens, as llama-server
+        answers); vLLM: `{"prompt"}` -> `{"count", "tokens"}` (no prompt: HTTP 400)."""
+        if not self.engine.tokenizes or path != "/tokenize" or self.engine.name not in ("llamacpp", "vllm"):
+            return NOT_FOUND
+        if self.engine.name == "llamacpp":
+            return 200, {"tokens": list(range(len(str(body.get("content", "")).split())))}
+        if not isinstance(body.get("prompt"), str):
+            return 400, {"error": {"message": "prompt: field required", "type": "BadRequestError"}}
+        tokens = list(range(len(body["prompt"].split())))
+        return 200, {"count": len(tokens), "tokens": tokens, "max_model_len": 8192}
+
+    def _apply_template(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A ChatML rendering with the generation prompt; Qwen3-style: an empty closed block when
+        thinking is off, an opened one when the template opens it."""
+        turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in body["messages"])
+        prompt = turns + "<|im_start|>assistant\n"
+        if (body.get("chat_template_kwargs") or {}).get("enable_thinking", True) is False:
+            prompt += "<think>\n\n</think>\n\n"
+        elif self.engine.template_opens_think:
+            prompt += "<think>\n"
+        return {"prompt": prompt}
+
+    def _raw_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A prompt whose assistant turn holds a closed think block is answered at once; any other
+        reasons again (inline, as a server without a reasoning parser returns it)."""
+        prompt, cap = body["prompt"], body["n_predict"]
+        assistant = prompt.rpartition("<|im_start|>assistant\n")[2]
+        n = 0 if "</think>" in assistant else min(self._chat_template_reasoning({}), cap)
+        answered = n + ANSWER_TOKENS <= cap
+        content = (f"<think>\n{self._reasoning_text(n)}\n</think>\n\n" if n else "") + (ANSWER if answered else "")
+        return {"content": content, "tokens_predicted": n + ANSWER_TOKENS * answered,
+                "tokens_evaluated": len(prompt.split()), "stop_type": "eos" if answered else "limit"}
 
     def _continues_after_thinking(self, body: dict[str, Any]) -> bool:
         last = body["messages"][-1]
@@ -136,8 +200,6 @@ class ThinkingServer(LocalHttpServer):
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                with server.lock:
-                    server.received.append(body)
                 status, payload = server.respond(self.path, body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)

@@ -210,6 +210,10 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store, tmp_path) -> Non
     assert raw[0]["cost_k"] == raw[1]["cost_k"] and raw[0]["macro_utility"] > raw[1]["macro_utility"]
     frontier = [result["points"][i] for i in result["frontier"]]
     assert all(a["cost_k"] <= b["cost_k"] and a["macro_f1"] < b["macro_f1"] for a, b in zip(frontier, frontier[1:]))
+    swept = [(p["policy"], p["lambda_in"], p["cost_k"], p["macro_f1"], p["macro_utility"]) for p in result["points"]]
+    alone = [(name, point.lambda_in, row["cost_k"], row["macro_f1"], row["macro_utility"])
+             for point in request.evaluations() for name, row in evaluate(store, point)["policies"].items()]
+    assert swept == alone  # the sweep's one loaded context gives what each point loading its own gives
 
 
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
