@@ -27,8 +27,8 @@ def _generate(server: ThinkingServer, budget: int | None, forcing: bool = True, 
                         budget_forcing=forcing, max_retries=0)
 
     async def go() -> Generation:
-        async with OpenAICompatibleHost(config) as host:
-            return await host.generate(GenerationRequest(QUESTION, max_tokens=64, thinking_budget=budget))
+        async with OpenAICompatibleHost(config) as client:
+            return await client.generate(GenerationRequest(QUESTION, max_tokens=64, thinking_budget=budget))
 
     return asyncio.run(go())
 

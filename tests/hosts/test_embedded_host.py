@@ -27,9 +27,9 @@ def generate(config_: HostConfig, request: GenerationRequest, received: list[dic
     """One call through our client; with `received`, every response body the client got from the
     server is appended to it (recorded on the wire, before our parser reads it)."""
     async def go():
-        async with OpenAICompatibleHost(config_) as host:
+        async with OpenAICompatibleHost(config_) as client:
             if received is not None:
-                connections = next(iter(host._http._connections.values()))
+                connections = next(iter(client._http._connections.values()))
                 send = connections.post
 
                 async def record(url: str, body: dict, headers: dict):
@@ -37,7 +37,7 @@ def generate(config_: HostConfig, request: GenerationRequest, received: list[dic
                     received.append(json.loads(reply.body))
                     return reply
                 connections.post = record
-            return await host.generate(request)
+            return await client.generate(request)
     return asyncio.run(go())
 
 

@@ -30,8 +30,8 @@ def replicas(urls: list[str], concurrency: int, retries: int = 3) -> HostConfig:
 
 def answer_all(config: HostConfig, n: int) -> list:
     async def go():
-        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as host:
-            return await asyncio.gather(*(host.generate(request(i)) for i in range(n)))
+        async with OpenAICompatibleHost(config, retry_base_delay_s=0.001) as client:
+            return await asyncio.gather(*(client.generate(request(i)) for i in range(n)))
     return asyncio.run(go())
 
 

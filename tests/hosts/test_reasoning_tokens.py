@@ -20,8 +20,8 @@ def _generate(server: ThinkingServer, thinking: str, budgets: tuple[int | None, 
     config = HostConfig(name="h", kind="openai", model="m", base_url=server.base_url, thinking=thinking, max_retries=0)
 
     async def go() -> list[Generation]:
-        async with OpenAICompatibleHost(config) as host:
-            return [await host.generate(GenerationRequest(QUESTION, max_tokens=64, thinking_budget=budget))
+        async with OpenAICompatibleHost(config) as client:
+            return [await client.generate(GenerationRequest(QUESTION, max_tokens=64, thinking_budget=budget))
                     for budget in budgets]
 
     return asyncio.run(go())
