@@ -17,14 +17,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from forge_core.evaluation.reports import arm_mix_frame, crossfit_policy_kind
+from forge_core.evaluation.reports import arm_mix_frame
 
 
 def _order(policies: dict) -> list[str]:
-    """Fixed arms, baselines, the floor, the FORGE routers, the oracle."""
-    def rank(name: str) -> tuple[int, str]:
-        kind = crossfit_policy_kind(name)
-        return ({"fixed arm": 0, "baseline": 1, "router": 3, "oracle": 4}[kind] - (name == "ridge_utility") + 1, name)
+    """Fixed arms, baselines, the floor, the FORGE routers, the oracle, by each policy's `kind`
+    (reports written before kinds were recorded keep their own order)."""
+    ranks = {"fixed arm": 1, "baseline": 2, "router": 4, "oracle": 5}
+
+    def rank(name: str) -> int:
+        return ranks.get(policies[name].get("kind"), 0) - (name == "ridge_utility")
     return sorted(policies, key=rank)
 
 

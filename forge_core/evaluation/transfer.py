@@ -213,8 +213,8 @@ def _report(request: TransferRequest, context: EvalContext, rows: np.ndarray, ou
             **{f"ci_utility_vs_{key}": list(paired_bootstrap_ci(outcome.utility, reference.utility, benchmarks))
                for key, reference in references.items()},
         }
-    curves = {router: [{"k": point["k"], "checkpoint_id": point["checkpoint_id"], **policies[point["policy"]]}
-                       for point in points] for router, points in calibration.items()}
+    curves = {router: [{**point, **policies[point["policy"]]} for point in points]
+              for router, points in calibration.items()}
     return {"protocol": "transfer", "source_host": request.source_host, "target_host": request.target_host,
             "split": request.split, "split_seed": request.split_seed, "accounting": request.accounting,
             "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "queries": int(len(rows)),
