@@ -332,6 +332,7 @@ def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> Non
                   title=f"{request.source_host} -> {request.target_host}, {request.split}, "
                         f"{report['queries']} queries, best fixed arm {report['best_fixed_arm']}",
                   caption=f"utility differences; utility charges {ACCOUNTINGS[request.accounting]}")
+    table.columns[0].min_width = max(map(len, report["policies"]))  # whole names: calibrated ones differ at the end
     for name, row in sorted(report["policies"].items(), key=lambda item: -item[1]["macro_utility"]):
         table.add_row(name, row["kind"], f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}",
                       f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
