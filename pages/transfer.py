@@ -64,7 +64,10 @@ st.markdown(f"**Zero-shot, {source}'s Lite router is {verdict} {target}'s own Li
 curves = calibration_frame(report)
 lite_curve = curves[(curves["router"] == "transfer_forge_lite") & (curves["k"] > 0)]
 caught_up = lite_curve[lite_curve["gain_high"] >= 0]
-if len(lite_curve):
+if len(lite_curve) and high >= 0:
+    st.markdown("Zero-shot it is not decidably below the target's own router, so calibration has nothing to catch "
+                "up here (its effect per K is in the chart below).")
+elif len(lite_curve):
     st.markdown(f"Calibrated on **K = {int(caught_up['k'].iloc[0])}** target queries it is no longer below the "
                 "target's own router (interval reaches zero)." if len(caught_up) else
                 f"Up to K = {int(lite_curve['k'].max())} calibration queries it stays below the target's own router.")

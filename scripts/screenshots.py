@@ -4,7 +4,8 @@ Usage: .venv/bin/python scripts/screenshots.py [URL] [PAGE ...] (default http://
 every page), with the dashboard running (`forge app`). Writes docs/screenshots/<page>.png for
 overview, enumerate, hosts, live_query (routes and answers the hotpotqa test question LIVE_EXAMPLE
 on the default host with the default router, beside Always-Raw), train, pareto (the stored crossfit
-run at lambda 0.6 / 0.6 of `scripts/crossfit_demo.sh`) and action_map, on the demo store.
+run at lambda 0.6 / 0.6 of `scripts/crossfit_demo.sh`), action_map and transfer (embedded's routers on
+embedded-small, the page's defaults), on the demo store.
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def action_map_ready(page: Page) -> None:
     time.sleep(SETTLE_S)
 
 
+def transfer_ready(page: Page) -> None:
+    """Transfer page: wait for the report (routing and calibrating take seconds)."""
+    expect(page.get_by_text("Where the transferred allocation differs")).to_be_visible(timeout=180_000)
+    time.sleep(SETTLE_S)
+
+
 PAGES = {  # name: (url path, title, what to do before the shot)
     "overview": ("", "Overview", None),
     "enumerate": ("enumerate", "Enumerate", None),
@@ -87,6 +94,7 @@ PAGES = {  # name: (url path, title, what to do before the shot)
     "train": ("train", "Train", compare_two_checkpoints),
     "pareto": ("pareto", "Pareto", pareto_crossfit),
     "action_map": ("action-map", "Action map", action_map_ready),
+    "transfer": ("transfer", "Transfer", transfer_ready),
 }
 
 
