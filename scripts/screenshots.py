@@ -21,8 +21,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 WIDTH = 1400
 SETTLE_S = 4  # charts and fragments finish drawing
-# The second test question of hotpotqa: the demo store's default router sends it to summary:no_think,
-# so the shot shows a saving against Always-Raw (it sends the first to raw:no_think itself).
+# The second test question of hotpotqa. The demo store's default router is now the cost-conditioned
+# Lite router, which at 0.1 / 0.2 sends it to raw:no_think, Always-Raw's own arm: the shot then shows
+# the one-call "nothing to compare" view (the demo questions list, above it, shows arms that move).
 LIVE_EXAMPLE = "Castle Hill is a plantation near"
 CROSSFIT_RUN = "λ_in 0.6 / λ_out 0.6, stage 2, split seed 0, deployment"  # a run of scripts/crossfit_demo.sh
 
