@@ -14,8 +14,8 @@ linear layer on a few labelled target queries. This protocol measures both on st
   the whole alphabet. Each K is drawn `CALIBRATION_DRAWS` times; a query's calibrated utility is
   the mean over the draws (the utility to expect from calibrating on K random target queries).
   The first draw's router is stored (unless `store_calibrated` is off: the dashboard's view, which
-  only reads) as a checkpoint of the target host, with its source checkpoint,
-  K and the calibration split in its lineage (`calibrated_from`, ...); checkpoint selection
+  only reads) as a checkpoint of the target host, with its source checkpoint, K and the
+  calibration split in its lineage (`calibrated_from`, ...); checkpoint selection
   (`Store.find_checkpoints`) never picks it, so it is used only when named.
 - **References.** The target's fixed arms, its Always-Raw and best fixed arm, its oracle
   (descriptive), and its own FORGE routers trained on target data (`target_forge_lite`, the upper
