@@ -265,11 +265,11 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
-                 lambda_out: float) -> dict:
-    """The per-arm audit of a proxy reward against gold, without the crossfit (seconds; `version`:
-    see `store_version`)."""
+                 lambda_out: float, routers: tuple[str, ...] = ()) -> dict:
+    """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
+    (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
     request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
-                                 lambda_out=lambda_out, routers=())
+                                 lambda_out=lambda_out, routers=routers)
     return run_reward_audit(store, request)
 
 

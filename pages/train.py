@@ -5,7 +5,7 @@ import dataclasses
 
 import streamlit as st
 
-from app import charts, data, ui
+from app import charts, data, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
@@ -117,19 +117,31 @@ st.header("Runs")
 runs_panel(store, int((checkpoints["host"] == host).sum()))
 
 st.header("Rewards")
-st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both. The cross-fitted "
-           "regret of routers trained on it (`regret_vs_gold`) comes from `forge rewards audit --reward NAME`.")
+st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both, at the weights "
+           "below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME`.")
 proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
+audit_in, audit_out = weights.sliders("rewards")
 with ui.user_errors(stop=False):
-    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, DEFAULT_LAMBDA_IN,
-                              DEFAULT_LAMBDA_OUT)
+    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_in, audit_out)
     st.dataframe(reward_audit_table(audit), hide_index=True)
     match_labels = {"best_arm_match": "by F1",
-                    "best_utility_arm_match": f"by utility at λ {DEFAULT_LAMBDA_IN:.2f}/{DEFAULT_LAMBDA_OUT:.2f}"}
+                    "best_utility_arm_match": f"by utility at λ {audit_in:.2f}/{audit_out:.2f}"}
     for key, label in match_labels.items():
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
+    crossfit_key = f"audit_crossfit_{host}_{proxy}"
+    if st.button(f"Cross-fit a Lite router on gold and on {proxy} (5 folds, about a minute)", key="audit_crossfit"):
+        st.session_state[crossfit_key] = True
+    if st.session_state.get(crossfit_key):
+        fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_in, audit_out,
+                                   routers=("forge_lite",))
+        lite = fitted["routers"]["forge_lite"]
+        low, high = lite["ci_regret_vs_gold"]
+        st.markdown(f"Lite router trained on {proxy}: gold utility {lite['proxy_trained']['macro_utility']:.4f} "
+                    f"against {lite['gold_trained']['macro_utility']:.4f} trained on gold, `regret_vs_gold` "
+                    f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
+        (st.error if high < 0 else st.success)(f"{proxy.capitalize()} is {fitted['verdict']}.")
 
 with st.form("judge"):
     st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "

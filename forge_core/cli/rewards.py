@@ -140,16 +140,23 @@ def audit_command(
              "bge_bm25_kl; default forge_lite).")] = None,
     no_crossfit: Annotated[bool, typer.Option("--no-crossfit", help="Only the per-arm audit (seconds).")] = False,
     folds: Annotated[int, typer.Option(help="Crossfit folds.")] = 5,
+    grid: Annotated[bool, typer.Option("--grid", help="Also Stage 2 on gold or proxy rewards: the paper's "
+                                       "gold/gold, gold/proxy and proxy/proxy routers.")] = False,
+    stage2_steps: Annotated[Optional[int], typer.Option(
+        help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, 1000).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
     whose proxy-best arm is gold-best, and the gold utility lost by routers trained on the proxy
-    (`regret_vs_gold`, cross-fitted, with its paired 95% interval)."""
+    (`regret_vs_gold`, cross-fitted, with its paired 95% interval); with --grid, the paper's proxy
+    table (Stage-1 reward / Stage-2 reward) against gold/gold."""
+    from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS
     from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 
     routers = () if no_crossfit else tuple(router or ("forge_lite",))
     request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms, lambda_in=lambda_in,
-                                 lambda_out=lambda_out, routers=routers, folds=folds)
+                                 lambda_out=lambda_out, routers=routers, folds=folds, grid=grid,
+                                 stage2_steps=CROSSFIT_STAGE2_STEPS if stage2_steps is None else stage2_steps)
     store = open_store()
     request.check(store)
     with counting_progress(transient=True) as progress:
@@ -177,4 +184,16 @@ def _print_audit(report: dict[str, Any]) -> None:
         console.print(f"{name}: utility gold-trained {row['gold_trained']['macro_utility']:.4f}, "
                       f"{report['reward']}-trained {row['proxy_trained']['macro_utility']:.4f}, "
                       f"regret_vs_gold {row['regret_vs_gold']:+.4f} [{low:+.4f}, {high:+.4f}]")
+    for name, recipes in report["grid"].items():
+        table = Table(f"{name} (Stage 1 / Stage 2)", "macro F1", "F1 vs gold/gold", "utility", "utility vs gold/gold")
+        for label, row in recipes.items():
+            table.add_row(label, f"{row['macro_f1']:.4f}", _difference(row, "f1"), f"{row['macro_utility']:.4f}",
+                          _difference(row, "utility"))
+        console.print(table)
     console.print(report["verdict"])
+
+
+def _difference(row: dict[str, Any], metric: str) -> str:
+    """A grid row's difference to gold/gold with its interval, as one cell."""
+    low, high = row[f"ci_{metric}_vs_gold_gold"]
+    return f"{row[f'{metric}_vs_gold_gold']:+.4f} [{low:+.4f}, {high:+.4f}]"

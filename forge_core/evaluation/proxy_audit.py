@@ -8,7 +8,9 @@ bootstrap 95% intervals (queries resampled within benchmarks). And cross-fitted:
 one router trained on gold utility and one on proxy utility in every fold (same folds, features and
 settings as `forge eval --protocol crossfit`), both scored on the held-out fold with gold F1 and the
 deployment's accounting; `regret_vs_gold` is the macro utility of the proxy-trained router minus the
-gold-trained one's, with its paired 95% interval. Routers live in memory only.
+gold-trained one's, with its paired 95% interval. With `grid`, the paper's proxy table too: Stage 2
+on top of those Stage-1 routers, trained on gold or on the proxy (gold/gold, gold/proxy,
+proxy/proxy: Stage-1 reward / Stage-2 reward), each against gold/gold. Routers live in memory only.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS, DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.setup import ROUTER_POLICIES
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
@@ -34,11 +36,14 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage2 import Stage2Config
 from forge_core.training.trainer import one_torch_thread
 
 log = logging.getLogger(__name__)
 
 MIN_AUDIT_QUERIES = 10  # below this, correlations and intervals say nothing
+STAGE1_RECIPES = (("gold", None), ("proxy", None))  # (Stage-1 reward, Stage-2 reward): Stage 1 alone
+GRID_RECIPES = (("gold", "gold"), ("gold", "proxy"), ("proxy", "proxy"))  # the paper's proxy table
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class RewardAuditRequest:
     split_seed: int = 0  # seeds the folds
     seed: int = 0  # router training seed
     max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
+    grid: bool = False  # also Stage 2 on gold or proxy rewards (the paper's gold/gold, gold/proxy, proxy/proxy)
+    stage2_steps: int = CROSSFIT_STAGE2_STEPS  # Stage-2 steps per fold and recipe (with grid)
 
     def __post_init__(self) -> None:
         check_reward_source(self.reward, proxies_only=True)
@@ -65,6 +72,10 @@ class RewardAuditRequest:
             raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(ROUTER_POLICIES)})")
         if self.folds < 2:
             raise InvalidInput(f"the audit's crossfit needs at least 2 folds, not {self.folds}")
+        if self.grid and not self.routers:
+            raise InvalidInput("the gold/proxy grid trains routers: name one (it cannot go with --no-crossfit)")
+        if self.stage2_steps < 1:
+            raise InvalidInput(f"Stage 2 needs at least 1 step, not {self.stage2_steps}")
 
     def check(self, store: Store) -> None:
         """Refuse a host without outcomes, or judge rewards that were never computed."""
@@ -109,48 +120,89 @@ def arm_audit(table: OutcomeTable, proxy: np.ndarray) -> dict[str, dict]:
     return arms
 
 
-def proxy_regret(context: EvalContext, proxy: np.ndarray, request: RewardAuditRequest,
-                 on_fold: Callable[[int, int], None] | None = None) -> dict[str, dict]:
-    """Per router: macro gold F1 and utility of its gold-trained and proxy-trained versions over the
-    out-of-fold decisions, and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
-    benchmarks = context.table.benchmarks
+def crossfit_recipes(context: EvalContext, proxy: np.ndarray, request: RewardAuditRequest,
+                     on_fold: Callable[[int, int], None] | None = None) -> dict[tuple, dict[str, np.ndarray]]:
+    """Per (router, Stage-1 reward, Stage-2 reward or None): the out-of-fold per-query gold F1 and
+    deployment utility of the router trained that way (Stage 2 starts from the Stage-1 router of
+    the same fold trained on its Stage-1 reward)."""
+    n = len(context.table)
     stage1 = Stage1Config(seed=request.seed, max_epochs=request.max_epochs)
-    utilities = {(name, reward): np.zeros(len(benchmarks)) for name in request.routers for reward in ("gold", "proxy")}
-    f1 = {key: np.zeros(len(benchmarks)) for key in utilities}
+    stage2 = Stage2Config(steps=request.stage2_steps, seed=request.seed)
+    recipes = STAGE1_RECIPES + (GRID_RECIPES if request.grid else ())
+    scores = {(name, *recipe): {"f1": np.zeros(n), "utility": np.zeros(n)}
+              for name in request.routers for recipe in recipes}
     with one_torch_thread():
         for fold, gold in crossfit_folds(context, request.folds, DEV_FRACTION, request.split_seed):
             trained_on = {"gold": gold, "proxy": dataclasses.replace(
                 gold, table=dataclasses.replace(gold.table, f1=proxy))}
             rows = gold.rows("test")
-            for (name, reward) in utilities:
-                router = FoldRouter(f"{name}_{reward}", ROUTER_POLICIES[name], stage1)
-                router.fit(trained_on[reward])
-                outcome = score_decisions(gold, rows, router, router.decide(gold, rows))
-                utilities[(name, reward)][rows] = outcome.deploy_utility
-                f1[(name, reward)][rows] = outcome.f1
+            for name in request.routers:
+                stage1_routers = {}
+                for first, second in recipes:
+                    if second is None:
+                        router = stage1_routers[first] = FoldRouter(f"{name}_{first}", ROUTER_POLICIES[name], stage1)
+                        router.fit(trained_on[first])
+                    else:
+                        router = FoldRouter(f"{name}_{first}_{second}", ROUTER_POLICIES[name], stage1, stage2,
+                                            parent=stage1_routers[first])
+                        router.fit(trained_on[second])
+                    outcome = score_decisions(gold, rows, router, router.decide(gold, rows))
+                    scores[(name, first, second)]["f1"][rows] = outcome.f1
+                    scores[(name, first, second)]["utility"][rows] = outcome.deploy_utility
             if on_fold:
                 on_fold(fold + 1, request.folds)
+    return scores
+
+
+def proxy_regret(scores: dict[tuple, dict[str, np.ndarray]], benchmarks: np.ndarray,
+                 routers: tuple[str, ...]) -> dict[str, dict]:
+    """Per router: macro gold F1 and utility of its gold-trained and proxy-trained Stage-1 versions,
+    and `regret_vs_gold` (proxy minus gold utility) with its paired interval."""
     report = {}
-    for name in request.routers:
-        gold_u, proxy_u = utilities[(name, "gold")], utilities[(name, "proxy")]
+    for name in routers:
+        gold, proxy = scores[(name, "gold", None)], scores[(name, "proxy", None)]
         report[name] = {
-            "gold_trained": {"macro_f1": macro(f1[(name, "gold")], benchmarks),
-                             "macro_utility": macro(gold_u, benchmarks)},
-            "proxy_trained": {"macro_f1": macro(f1[(name, "proxy")], benchmarks),
-                              "macro_utility": macro(proxy_u, benchmarks)},
-            "regret_vs_gold": macro(proxy_u, benchmarks) - macro(gold_u, benchmarks),
-            "ci_regret_vs_gold": list(paired_bootstrap_ci(proxy_u, gold_u, benchmarks))}
+            "gold_trained": macro_scores(gold, benchmarks), "proxy_trained": macro_scores(proxy, benchmarks),
+            "regret_vs_gold": macro(proxy["utility"], benchmarks) - macro(gold["utility"], benchmarks),
+            "ci_regret_vs_gold": list(paired_bootstrap_ci(proxy["utility"], gold["utility"], benchmarks))}
     return report
 
 
-def verdict(regret: dict[str, dict], reward: str) -> str:
-    """One line: whether the proxy-trained routers lose utility against gold-trained ones."""
+def proxy_grid(scores: dict[tuple, dict[str, np.ndarray]], benchmarks: np.ndarray, routers: tuple[str, ...],
+               reward: str) -> dict[str, dict]:
+    """Per router and recipe ("gold/gold", "gold/<reward>", "<reward>/<reward>"): macro gold F1 and
+    utility, and against gold/gold the difference of each with its paired 95% interval."""
+    grid = {}
+    for name in routers:
+        base = scores[(name, "gold", "gold")]
+        grid[name] = {}
+        for first, second in GRID_RECIPES:
+            row = scores[(name, first, second)]
+            entry = macro_scores(row, benchmarks)
+            for metric in ("f1", "utility"):
+                entry[f"{metric}_vs_gold_gold"] = macro(row[metric], benchmarks) - macro(base[metric], benchmarks)
+                entry[f"ci_{metric}_vs_gold_gold"] = list(paired_bootstrap_ci(row[metric], base[metric], benchmarks))
+            label = "/".join(reward if part == "proxy" else part for part in (first, second))
+            grid[name][label] = entry
+    return grid
+
+
+def macro_scores(row: dict[str, np.ndarray], benchmarks: np.ndarray) -> dict[str, float]:
+    """Macro gold F1 and deployment utility of one recipe's out-of-fold scores."""
+    return {"macro_f1": macro(row["f1"], benchmarks), "macro_utility": macro(row["utility"], benchmarks)}
+
+
+def verdict(regret: dict[str, dict], grid: dict[str, dict], reward: str) -> str:
+    """One line: whether routers trained on the proxy (Stage 1, and with the grid Stage 2 too) lose
+    utility against their gold-trained counterparts (an interval below zero)."""
     if not regret:
         return "no router was cross-fitted: see the per-arm correlations"
-    worse = [name for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
+    worse = [f"{name} ({reward})" for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
+    worse += [f"{name} ({label})" for name, recipes in grid.items() for label, row in recipes.items()
+              if row["ci_utility_vs_gold_gold"][1] < 0]
     if worse:
-        return (f"not good enough at these weights: {', '.join(worse)} trained on {reward} lose utility "
-                "against gold training (interval below zero)")
+        return (f"not good enough at these weights: {', '.join(worse)} lose utility against gold training "
+                "(interval below zero)")
     return f"good enough at these weights: routers trained on {reward} lose no significant utility against gold"
 
 
@@ -165,7 +217,9 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     gold_utility = context.utility
     c_in, c_out = context.normalizer.transform(table.tokens_in, table.tokens_out)
     proxy_utility = pareto_utility(proxy, c_in, c_out, request.lambda_in, request.lambda_out)
-    regret = proxy_regret(context, proxy, request, on_fold) if request.routers else {}
+    scores = crossfit_recipes(context, proxy, request, on_fold) if request.routers else {}
+    regret = proxy_regret(scores, table.benchmarks, request.routers)
+    grid = proxy_grid(scores, table.benchmarks, request.routers, request.reward) if request.grid else {}
     return {"host": request.host, "reward": request.reward,
             "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
                                                else None),
@@ -173,7 +227,8 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "folds": request.folds, "arms": arm_audit(table, proxy),
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
-            "routers": regret, "verdict": verdict(regret, request.reward)}
+            "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
+            "verdict": verdict(regret, grid, request.reward)}
 
 
 def reward_audit_table(audit: dict) -> pd.DataFrame:

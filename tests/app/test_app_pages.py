@@ -491,6 +491,16 @@ def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, st
     assert store.checkpoint(jobs["message"][0])[0]["lineage"]["reward"] == "consensus"
 
 
+def test_train_page_says_whether_the_proxy_is_good_enough_after_a_crossfit(trained_app: tuple[Store, str]) -> None:
+    app = page("train.py")
+    assert "regret_vs_gold" not in texts(app.markdown)
+    next(b for b in app.button if b.label.startswith("Cross-fit a Lite router")).click().run(timeout=300)
+    assert not app.exception, app.exception
+    assert "regret_vs_gold" in texts(app.markdown)
+    verdict = texts(app.success) + texts(app.error)
+    assert "Consensus is " in verdict and "good enough at these weights" in verdict
+
+
 def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
     from app import train_view
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -46,10 +48,26 @@ def test_an_inverted_proxy_is_flagged(store) -> None:
     assert np.isfinite(lite["proxy_trained"]["macro_f1"])
 
 
+def test_the_grid_of_a_proxy_equal_to_gold_matches_gold_gold_and_an_inverted_one_falls_below(store) -> None:
+    write_judge_rewards(store, "synthetic-host", "same", lambda f1: f1)
+    request = RewardAuditRequest(host="synthetic-host", reward="judge", folds=2, max_epochs=3, grid=True,
+                                 stage2_steps=20)
+    grid = run_reward_audit(store, request)["grid"]["forge_lite"]
+    assert list(grid) == ["gold/gold", "gold/judge", "judge/judge"]
+    assert all(row["utility_vs_gold_gold"] == 0.0 and row["ci_f1_vs_gold_gold"] == [0.0, 0.0]
+               for row in grid.values())
+    write_judge_rewards(store, "synthetic-host", "inverted", lambda f1: 1 - f1)
+    inverted = run_reward_audit(store, dataclasses.replace(request, judge_key="inverted"))["grid"]["forge_lite"]
+    assert inverted["gold/gold"]["macro_f1"] == pytest.approx(grid["gold/gold"]["macro_f1"])
+    assert inverted["judge/judge"]["ci_f1_vs_gold_gold"][1] < 0
+
+
 def test_the_audit_refuses_what_it_cannot_do(store) -> None:
     with pytest.raises(InvalidInput):
         RewardAuditRequest(reward="gold")
     with pytest.raises(InvalidInput):
         RewardAuditRequest(routers=("nobody",))
+    with pytest.raises(InvalidInput, match="no-crossfit"):
+        RewardAuditRequest(routers=(), grid=True)
     with pytest.raises(MissingStep):
         RewardAuditRequest(host="synthetic-host", reward="judge").check(store)
