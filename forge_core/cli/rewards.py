@@ -170,10 +170,11 @@ def audit_command(
 
 def _print_audit(report: dict[str, Any]) -> None:
     console.print(f"{report['reward']} vs gold F1 on {report['queries']} queries of host '{report['host']}'")
-    table = Table("arm", "spearman", "mean proxy", "mean gold F1")
+    table = Table("arm", "spearman", "mean proxy", "mean gold F1", "gold utility (always this arm)")
     for arm, row in report["arms"].items():
         rho = "-" if row["spearman"] is None else f"{row['spearman']:.3f}"
-        table.add_row(arm, rho, f"{row['mean_proxy']:.3f}", f"{row['mean_gold_f1']:.3f}")
+        table.add_row(arm, rho, f"{row['mean_proxy']:.3f}", f"{row['mean_gold_f1']:.3f}",
+                      f"{row['macro_gold_utility']:.4f}")
     console.print(table)
     for key, label in (("best_arm_match", "proxy-best arm is gold-best (F1)"),
                        ("best_utility_arm_match", "proxy-best arm is gold-best (utility)")):

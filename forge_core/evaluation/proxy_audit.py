@@ -107,16 +107,17 @@ def best_match(table: OutcomeTable, proxy: np.ndarray, gold_values: np.ndarray, 
             "ci": list(paired_bootstrap_ci(match, np.zeros_like(match), benchmarks))}
 
 
-def arm_audit(table: OutcomeTable, proxy: np.ndarray) -> dict[str, dict]:
-    """Per arm: queries, mean proxy, mean gold F1 and Spearman's rho of proxy with gold (None when
-    either is constant)."""
+def arm_audit(table: OutcomeTable, proxy: np.ndarray, gold_utility: np.ndarray) -> dict[str, dict]:
+    """Per arm: queries, mean proxy, mean gold F1, Spearman's rho of proxy with gold (None when
+    either is constant) and, as the fixed arm's reference for the routers, its macro gold utility."""
     arms = {}
     for column, arm in enumerate(table.arms):
         values, gold = proxy[:, column], table.f1[:, column]
         rho = np.nan if np.ptp(values) == 0 or np.ptp(gold) == 0 else spearmanr(values, gold).statistic
         arms[arm] = {"queries": int(len(proxy)), "mean_proxy": float(proxy[:, column].mean()),
                      "mean_gold_f1": float(table.f1[:, column].mean()),
-                     "spearman": None if np.isnan(rho) else float(rho)}
+                     "spearman": None if np.isnan(rho) else float(rho),
+                     "macro_gold_utility": macro(gold_utility[:, column], table.benchmarks)}
     return arms
 
 
@@ -224,7 +225,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
                                                else None),
             "queries": int(len(table)), "lambda_in": request.lambda_in, "lambda_out": request.lambda_out,
-            "folds": request.folds, "arms": arm_audit(table, proxy),
+            "folds": request.folds, "arms": arm_audit(table, proxy, gold_utility),
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
@@ -235,4 +236,6 @@ def reward_audit_table(audit: dict) -> pd.DataFrame:
     """The per-arm rows of a proxy-reward audit (`run_reward_audit`) as the Train
     page shows them."""
     return pd.DataFrame([{"arm": arm, "spearman with gold F1": row["spearman"], "mean proxy": row["mean_proxy"],
-                          "mean gold F1": row["mean_gold_f1"]} for arm, row in audit["arms"].items()])
+                          "mean gold F1": row["mean_gold_f1"],
+                          "gold utility (always this arm)": row["macro_gold_utility"]}
+                         for arm, row in audit["arms"].items()])

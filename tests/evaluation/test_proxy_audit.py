@@ -33,6 +33,8 @@ def test_a_proxy_equal_to_gold_has_rank_correlation_one_and_no_regret(store) -> 
     assert report["judge_key"] == "same" and report["queries"] == 240
     assert all(row["spearman"] == pytest.approx(1.0) for row in report["arms"].values())
     assert report["best_arm_match"]["share"] == 1.0
+    fixed_best = max(row["macro_gold_utility"] for row in report["arms"].values())
+    assert fixed_best < report["routers"]["forge_lite"]["gold_trained"]["macro_utility"] < 1
     lite = report["routers"]["forge_lite"]
     assert lite["regret_vs_gold"] == 0.0 and lite["ci_regret_vs_gold"] == [0.0, 0.0]
     assert report["verdict"].startswith("good enough")
