@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.rewards.sources import aligned_rewards
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORT_SCORES, SUPPORT_SOURCE, SUPPORTED, evaluator_name
 from forge_core.routing.outcome_table import OutcomeTable
@@ -52,7 +53,8 @@ def support_verdicts(store: Store, table: OutcomeTable) -> SupportVerdicts:
 
 def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
     """A policy's support rates over the queries whose chosen arm has a verdict: macro over the
-    benchmarks with verdicts and per benchmark, with the share of queries covered."""
+    benchmarks with verdicts (with bootstrap 95% intervals) and per benchmark, with the share of
+    queries covered."""
     chosen = scores[np.arange(len(actions)), actions]
     per_benchmark = {}
     for benchmark in np.unique(benchmarks):
@@ -62,8 +64,12 @@ def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndar
             per_benchmark[str(benchmark)] = _rates(judged, len(values))
     macro = {name: float(np.mean([rates[name] for rates in per_benchmark.values()])) if per_benchmark else None
              for name in ("support_rate", "unsupported_rate")}
-    coverage = float(np.mean(~np.isnan(chosen))) if len(chosen) else 0.0
-    return macro | {"support_coverage": coverage, "support_per_benchmark": per_benchmark}
+    judged = ~np.isnan(chosen)
+    intervals = {f"ci_{name}": list(paired_bootstrap_ci(
+        (chosen[judged] == SUPPORT_SCORES[label]).astype(np.float64), np.zeros(int(judged.sum())), benchmarks[judged]))
+        if judged.any() else None for name, label in (("support_rate", SUPPORTED), ("unsupported_rate", CONTRADICTED))}
+    coverage = float(np.mean(judged)) if len(chosen) else 0.0
+    return macro | intervals | {"support_coverage": coverage, "support_per_benchmark": per_benchmark}
 
 
 def _rates(judged: np.ndarray, queries: int) -> dict[str, float]:

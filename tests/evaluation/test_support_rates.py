@@ -21,13 +21,17 @@ def test_rates_count_the_chosen_arms_verdicts_only_and_say_the_coverage() -> Non
     benchmarks = np.array(["a", "a", "b", "b"])
     first = support_summary(scores, np.array([0, 0, 0, 0]), benchmarks)
     assert first == {"support_rate": 0.5, "unsupported_rate": 0.5, "support_coverage": 0.75,
+                     "ci_support_rate": [0.5, 0.5], "ci_unsupported_rate": [0.5, 0.5],
                      "support_per_benchmark": {
                          "a": {"support_rate": 1.0, "unsupported_rate": 0.0, "support_coverage": 1.0},
                          "b": {"support_rate": 0.0, "unsupported_rate": 1.0, "support_coverage": 0.5}}}
     second = support_summary(scores, np.array([1, 1, 1, 0]), benchmarks)
     assert (second["support_rate"], second["unsupported_rate"], second["support_coverage"]) == (0.25, 0.5, 1.0)
+    low, high = second["ci_support_rate"]
+    assert 0 <= low < 0.25 < high <= 0.5
     none = support_summary(np.full((2, 2), np.nan), np.array([0, 1]), np.array(["a", "b"]))
     assert none == {"support_rate": None, "unsupported_rate": None, "support_coverage": 0.0,
+                    "ci_support_rate": None, "ci_unsupported_rate": None,
                     "support_per_benchmark": {}}
 
 
