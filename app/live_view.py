@@ -39,7 +39,7 @@ def routed_answer(result: RoutedAnswer) -> None:
                            f"{result.host_calls} host calls in all for this answer"
                            f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
     if result.nothing_to_compare:
-        columns[3].metric("Saved vs Always-Raw", "nothing to compare",
+        columns[3].metric("Saved vs Always-Raw", "same arm",
                           help="The router chose raw:no_think, Always-Raw's own arm: one call, the same answer.")
         _answer_column(f"Routed: {result.arm} (Always-Raw's own arm: nothing to compare, one call)", result.answer,
                        result.f1, result.golds)

@@ -54,9 +54,9 @@ parents = checkpoints[(checkpoints["host"] == host) & (checkpoints["variant"] ==
 with st.form("run"):
     st.markdown("**Objective** U = F1 − λ_in c_in − λ_out c_out, target softmax(U / τ)")
     columns = st.columns(4)
-    lambda_in = columns[0].number_input("lambda_in", 0.0, 1.0, DEFAULT_LAMBDA_IN, 0.01, format="%.2f",
+    lambda_in = columns[0].number_input("lambda_in", 0.0, weights.WEIGHT_MAX, DEFAULT_LAMBDA_IN, 0.01, format="%.2f",
                                         help="Weight of the normalized input-token cost.")
-    lambda_out = columns[1].number_input("lambda_out", 0.0, 1.0, DEFAULT_LAMBDA_OUT, 0.01, format="%.2f",
+    lambda_out = columns[1].number_input("lambda_out", 0.0, weights.WEIGHT_MAX, DEFAULT_LAMBDA_OUT, 0.01, format="%.2f",
                                          help="Weight of the normalized output-token cost.")
     tau = columns[2].number_input("tau", 0.01, 10.0, DEFAULTS_1.tau, 0.1, help="Boltzmann temperature.")
     seed = columns[3].number_input("Seed", 0, 10_000, 0, help="Seeds dropout, shuffling and sampling.")

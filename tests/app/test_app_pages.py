@@ -372,7 +372,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
 
     by_label(app.selectbox, "Arm").set_value("raw:no_think")  # Always-Raw's own arm: one call, one column
     by_label(app.button, "Route and answer").click().run()
-    assert not app.exception and metric_values(app)["Saved vs Always-Raw"] == "nothing to compare"
+    assert not app.exception and metric_values(app)["Saved vs Always-Raw"] == "same arm"
     assert [h.value for h in app.subheader if h.value.startswith(("Routed", "Always-Raw"))] == [
         "Routed: raw:no_think (Always-Raw's own arm: nothing to compare, one call)"]
 
