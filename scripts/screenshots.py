@@ -23,7 +23,7 @@ WIDTH = 1400
 SETTLE_S = 4  # charts and fragments finish drawing
 # The second test question of hotpotqa. The demo store's default router is now the cost-conditioned
 # Lite router, which at 0.1 / 0.2 sends it to raw:no_think, Always-Raw's own arm: the shot then shows
-# the one-call "nothing to compare" view (the demo questions list, above it, shows arms that move).
+# the one-call view, "same arm" (the demo questions list, above it, shows arms that move).
 LIVE_EXAMPLE = "Castle Hill is a plantation near"
 CROSSFIT_RUN = "λ_in 0.6 / λ_out 0.6, stage 2, split seed 0, deployment"  # a run of scripts/crossfit_demo.sh
 
@@ -60,7 +60,7 @@ def ask_live_question(page: Page) -> None:
 
 def compare_two_checkpoints(page: Page) -> None:
     """Train page: wait for the newest run's curves, compare the two newest checkpoints."""
-    expect(page.get_by_text("Compare two checkpoints")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("heading", name="Compare two checkpoints")).to_be_visible(timeout=60_000)
     expect(page.get_by_text("Training curves")).to_be_visible(timeout=60_000)
     time.sleep(SETTLE_S)
 
