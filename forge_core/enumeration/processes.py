@@ -22,11 +22,12 @@ import dataclasses
 import math
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import connection
+from multiprocessing.connection import Connection
 
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.enumeration.runner import EnumerationReport, enumerate_on_host
@@ -85,55 +86,57 @@ def enumerate_in_processes(
     `EnumerationProcessError` names the failed one, once all have ended."""
     check_processes(processes, plan.concurrency)
     context = multiprocessing.get_context("spawn")
-    updates = context.Queue()
     ready = context.Barrier(processes)
     part_config = dataclasses.replace(host_config, max_concurrency=math.ceil(host_config.max_concurrency / processes))
+    pipes = [context.Pipe(duplex=False) for _ in range(processes)]  # (receiver, sender), one per process
     children = [context.Process(target=_run_part, name=f"forge-enumerate-{index + 1}",
-                                args=(str(store.path), part, part_config, os.getpid(), index, ready, updates))
-                for index, part in enumerate(split_plan(plan, processes))]
-    for child in children:
+                                args=(str(store.path), part, part_config, os.getpid(), index, ready, sender))
+                for index, (part, (_, sender)) in enumerate(zip(split_plan(plan, processes), pipes))]
+    for child, (_, sender) in zip(children, pipes):
         child.start()
+        sender.close()  # the child holds the only sending end: its exit is the receiver's end of file
+    receivers = [receiver for receiver, _ in pipes]
     try:
-        finals = _collect(children, updates, on_progress)
+        finals = _collect(children, receivers, on_progress)
     except EnumerationProcessError:
         _interrupt(children)  # the others stop too, as on Ctrl-C, keeping what they finished
         raise
     finally:
         ready.abort()  # a process still waiting for one that failed gives up at once
-        _join(children, updates)
+        _join(children, receivers)
     return _merge(list(finals.values()))
 
 
-def _collect(children: list, updates, on_progress) -> dict[int, EnumerationReport]:
-    """Read the processes' messages until each has ended; progress goes to `on_progress` merged."""
+def _collect(children: list, receivers: list[Connection],
+             on_progress: Callable[[EnumerationReport], None] | None) -> dict[int, EnumerationReport]:
+    """Read the processes' messages until each has sent its final report; progress goes to
+    `on_progress` merged. Each process has its own pipe, so one killed in the middle of a message
+    (kill -9) cuts only its own pipe short, never the others' messages."""
     latest: dict[int, EnumerationReport] = {}
     finals: dict[int, EnumerationReport] = {}
     while len(finals) < len(children):
-        try:
-            kind, index, payload = updates.get(timeout=1.0)
-        except queue.Empty:  # nothing left to read: a process that ended has said all it will
-            _check_ended(children, finals, clean_exit_too=True)
-            continue
-        if kind == "failed":
-            raise EnumerationProcessError(f"enumeration process {index + 1}: {payload}")
-        if kind == "done":
-            finals[index] = payload
-        latest[index] = payload
-        if on_progress:
-            on_progress(_merge(list(latest.values())))
-        _check_ended(children, finals, clean_exit_too=False)  # its last message may still be queued
+        for receiver in connection.wait([r for i, r in enumerate(receivers) if i not in finals], timeout=1.0):
+            index = receivers.index(receiver)
+            try:
+                kind, _, payload = receiver.recv()
+            except (EOFError, OSError):  # the process ended without its final report
+                raise _ended_early(children[index], index) from None
+            if kind == "failed":
+                raise EnumerationProcessError(f"enumeration process {index + 1}: {payload}")
+            if kind == "done":
+                finals[index] = payload
+            latest[index] = payload
+            if on_progress:
+                on_progress(_merge(list(latest.values())))
     return finals
 
 
-def _check_ended(children: list, finals: dict[int, EnumerationReport], clean_exit_too: bool) -> None:
-    """Raise for a process that ended without its final report: killed or crashed (exit code not
-    0), or, once the queue is empty, interrupted on its own."""
-    for index, child in enumerate(children):
-        ended = child.exitcode is not None and (child.exitcode != 0 or clean_exit_too)
-        if index not in finals and ended:
-            raise EnumerationProcessError(
-                f"enumeration process {index + 1} ended (exit code {child.exitcode}) before reporting; "
-                "finished calls are stored, run the same command again to continue")
+def _ended_early(child, index: int) -> EnumerationProcessError:
+    """The error for a process that ended before reporting: killed, crashed or interrupted on its own."""
+    child.join(timeout=5.0)  # its pipe closes as it exits: wait for the exit code
+    return EnumerationProcessError(
+        f"enumeration process {index + 1} ended (exit code {child.exitcode}) before reporting; "
+        "finished calls are stored, run the same command again to continue")
 
 
 def _interrupt(children: list) -> None:
@@ -142,14 +145,15 @@ def _interrupt(children: list) -> None:
             os.kill(child.pid, signal.SIGINT)
 
 
-def _join(children: list, updates) -> None:
-    """Wait for every process, reading what they still send (a process with unread messages in
-    its queue cannot exit)."""
+def _join(children: list, receivers: list[Connection]) -> None:
+    """Wait for every process, reading what they still send (a process blocked sending to a full
+    pipe cannot exit)."""
     while any(child.is_alive() for child in children):
-        try:
-            updates.get(timeout=0.2)
-        except queue.Empty:
-            pass
+        for receiver in connection.wait(receivers, timeout=0.2):
+            try:
+                receiver.recv()
+            except (EOFError, OSError):
+                receivers = [r for r in receivers if r is not receiver]
     for child in children:
         child.join()
 
@@ -175,7 +179,7 @@ def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
 # ------------------------------------------------------------------ in each process
 
 def _run_part(store_path: str, plan: EnumerationPlan, host_config: HostConfig, parent_pid: int, index: int,
-              ready, updates) -> None:
+              ready, updates: Connection) -> None:
     """One process's part: load the indexes, wait for the others, enumerate, report."""
     threading.Thread(target=_interrupt_when_orphaned, args=(parent_pid,), daemon=True).start()
     store = Store(store_path)
@@ -187,9 +191,9 @@ def _run_part(store_path: str, plan: EnumerationPlan, host_config: HostConfig, p
         return  # Ctrl-C: enumerate_arms has written every finished call; the parent was interrupted too
     except BaseException as error:  # the parent turns it into one line naming this process
         ready.abort()
-        updates.put(("failed", index, " ".join(str(error).split()) or type(error).__name__))
+        updates.send(("failed", index, " ".join(str(error).split()) or type(error).__name__))
         return
-    updates.put(("done", index, report))
+    updates.send(("done", index, report))
 
 
 def _interrupt_when_orphaned(parent_pid: int) -> None:
@@ -200,14 +204,14 @@ def _interrupt_when_orphaned(parent_pid: int) -> None:
 
 
 async def _enumerate_part(store: Store, plan: EnumerationPlan, host_config: HostConfig,
-                          index: int, ready, updates) -> EnumerationReport:
+                          index: int, ready, updates: Connection) -> EnumerationReport:
     last_sent = 0.0
 
     def on_progress(report: EnumerationReport) -> None:
         nonlocal last_sent
         if time.monotonic() - last_sent >= PROGRESS_SECONDS:
             last_sent = time.monotonic()
-            updates.put(("progress", index, dataclasses.replace(report, errors=list(report.errors))))
+            updates.send(("progress", index, dataclasses.replace(report, errors=list(report.errors))))
 
     return await enumerate_on_host(store, plan, host_config, on_progress,
                                    before_calls=lambda: ready.wait(START_TIMEOUT_S))

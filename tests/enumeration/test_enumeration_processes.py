@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -11,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, plan_work
-from forge_core.enumeration.processes import split_plan
+from forge_core.enumeration.processes import EnumerationProcessError, _collect, split_plan
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
@@ -121,3 +124,24 @@ def client_processes(parent: int) -> list[int]:
 
 def forge_command(store: Store, *args: str) -> list[str]:
     return [sys.executable, "-m", "forge_core.cli", *args]
+
+
+class EndedChild:
+    """What `_collect` reads of a process that has exited: its exit code."""
+
+    exitcode = -9
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+
+def test_a_process_killed_in_the_middle_of_a_message_is_one_error_not_a_hang() -> None:
+    # kill -9 while a progress message is half written: its pipe ends short; the other's messages
+    # are untouched, and the parent names the dead process instead of waiting forever.
+    killed_receiver, killed_sender = multiprocessing.Pipe(duplex=False)
+    other_receiver, other_sender = multiprocessing.Pipe(duplex=False)
+    os.write(killed_sender.fileno(), (1000).to_bytes(4, "big") + b"half a message")
+    killed_sender.close()
+    other_sender.send(("progress", 1, None))
+    with pytest.raises(EnumerationProcessError, match=r"process 1 ended \(exit code -9\)"):
+        _collect([EndedChild(), EndedChild()], [killed_receiver, other_receiver], on_progress=None)
