@@ -3,6 +3,7 @@ that are not fixtures live in `support/` (`support.resources`, `support.stores`)
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,11 @@ from forge_core.store import Store
 
 from support.resources import require_or_skip, require_tiny_model
 from support.stores import copy_store, synthetic_outcomes
+
+# Tests interrupt the command line with SIGINT as Ctrl-C would. A test run started in the background
+# by a non-interactive shell ignores SIGINT, and the commands it starts would inherit that: a Python
+# handler here is not inherited, so they get the default back.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -181,6 +181,9 @@ def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
 def _run_part(store_path: str, plan: EnumerationPlan, host_config: HostConfig, parent_pid: int, index: int,
               ready, updates: Connection) -> None:
     """One process's part: load the indexes, wait for the others, enumerate, report."""
+    # The parent stops its processes with SIGINT; a process started from a background job (nohup
+    # ... &) would inherit SIGINT ignored and never stop, so take Python's Ctrl-C handler back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=_interrupt_when_orphaned, args=(parent_pid,), daemon=True).start()
     store = Store(store_path)
     try:
