@@ -133,7 +133,7 @@ def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) ->
     st.success(f"Finished after {progress.done:,} {unit}: checkpoint `{checkpoint_id}`.{note}",
                icon=":material/check_circle:")
     metrics = record["metrics"]
-    shown = [(label, metrics[key]) for key, label in DEV_METRICS[:4] if metrics.get(key) is not None]
+    shown = [(label, metrics[key]) for key, label in DEV_METRICS[:5] if metrics.get(key) is not None]
     if shown:
         st.caption("The checkpoint's dev metrics (the state kept):")
         columns = st.columns(len(shown))

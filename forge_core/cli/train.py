@@ -154,6 +154,13 @@ def checkpoints_command(
     table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1", "default")
     for r in rows:
         table.add_row(r["checkpoint_id"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]), r["parent"] or "",
-                      f"{r['metrics'].get('dev_utility', 0):.4f}", f"{r['metrics'].get('dev_f1', 0):.4f}",
+                      f"{r['metrics'].get('dev_utility', 0):.4f}", _dev_f1_cell(r["metrics"]),
                       "yes" if r["default"] else "")
     Console().print(table)
+
+
+def _dev_f1_cell(metrics: dict) -> str:
+    """The dev F1 column: a proxy-trained checkpoint has no dev F1, only its proxy's mean."""
+    if "dev_f1" in metrics:
+        return f"{metrics['dev_f1']:.4f}"
+    return f"proxy {metrics.get('dev_proxy_reward', 0):.4f}"

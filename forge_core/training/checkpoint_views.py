@@ -42,6 +42,7 @@ CURVE_COLUMNS = ("x", "x_label", "panel", "series", "value")
 DEV_METRICS: tuple[tuple[str, str], ...] = (
     ("dev_utility", "dev utility"),
     ("dev_f1", "dev F1"),
+    ("dev_proxy_reward", "dev proxy reward (judge or consensus, not F1)"),
     ("dev_cost_tokens", "dev tokens per query"),
     ("dev_oracle_agreement", "dev oracle agreement"),
     ("dev_queries", "dev queries"),
@@ -60,8 +61,8 @@ def _loads(value: Any) -> dict[str, Any]:
 
 def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.DataFrame:
     """One row per checkpoint of `Store.checkpoints()` with its lineage in columns: whether it is
-    the host's marked default router (`default_id`), stage, algorithm, parent, variant, arms,
-    lambdas, tau, seeds, store snapshot, dev metrics."""
+    the host's marked default router (`default_id`), stage, algorithm, training reward, parent,
+    variant, arms, lambdas, tau, seeds, store snapshot, dev metrics."""
     rows = []
     for row in frame.itertuples():
         lineage, metrics = _loads(row.lineage), _loads(row.metrics)
@@ -74,6 +75,7 @@ def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.D
             "stage": int(row.stage),
             "algorithm": (config.get("loss_type", "grpo") if int(row.stage) == 2
                           else f"KL ({config.get('target', 'soft')})"),
+            "reward": lineage.get("stage2_reward" if int(row.stage) == 2 else "reward", "gold"),
             "parent": row.parent if isinstance(row.parent, str) else "",
             "variant": row.variant,
             "arms": int(row.n_arms),
@@ -85,7 +87,7 @@ def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.D
             "store snapshot": lineage.get("store_snapshot", ""),
             **{label: metrics.get(key) for key, label in DEV_METRICS},
         })
-    columns = ["checkpoint", "default", "created", "host", "stage", "algorithm", "parent", "variant", "arms",
+    columns = ["checkpoint", "default", "created", "host", "stage", "algorithm", "reward", "parent", "variant", "arms",
                "lambda_in", "lambda_out", "tau", "seed", "split seed", "store snapshot",
                *(label for _, label in DEV_METRICS)]
     return pd.DataFrame(rows, columns=columns)

@@ -222,18 +222,25 @@ def _router_inputs(data: TrainingData, request: TrainRequest, rows: np.ndarray) 
 
 def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray,
                  request: TrainRequest) -> dict[str, float]:
+    """The chosen arms' dev metrics. A router trained on a proxy reward has `dev_proxy_reward` (the
+    proxy's mean) where a gold-trained one has `dev_f1`: its table holds the proxy in place of F1,
+    and its dev utility is the proxy's utility."""
     dev = data.rows("dev")
     with torch.no_grad():
         actions = router.log_probs(torch.as_tensor(_router_inputs(data, request, dev))).argmax(dim=1).numpy()
     chosen = np.arange(len(dev))
     return {
         "dev_utility": float(utility[dev][chosen, actions].mean()),
-        "dev_f1": float(data.table.f1[dev][chosen, actions].mean()),
+        _reward_metric(request): float(data.table.f1[dev][chosen, actions].mean()),
         "dev_cost_tokens": float(data.table.cost[dev][chosen, actions].mean()),
         "dev_oracle_agreement": float((actions == oracle_actions(utility[dev])).mean()),
         "dev_queries": int(len(dev)),
         "train_queries": int(len(data.rows("train"))),
     }
+
+
+def _reward_metric(request: TrainRequest) -> str:
+    return "dev_f1" if request.training_reward == GOLD else "dev_proxy_reward"
 
 
 def _lineage(request: TrainRequest, data: TrainingData, host_hashes: list[str], stage_config: Any) -> dict[str, Any]:

@@ -54,7 +54,16 @@ def test_checkpoint_table_has_lineage_and_dev_metrics() -> None:
     assert (first["checkpoint"], first["stage"], first["algorithm"], first["parent"]) == ("ckpt-b", 2, "rloo", "ckpt-a")
     assert (second["algorithm"], second["parent"], second["lambda_in"], second["tau"]) == ("KL (soft)", "", 0.1, 1.0)
     assert (second["store snapshot"], second["dev utility"], second["dev queries"]) == ("abc", 0.5, 60)
+    assert (first["reward"], second["reward"]) == ("gold", "gold")
     assert checkpoint_table(checkpoints_frame().iloc[:0]).empty
+
+
+def test_checkpoint_table_names_the_training_reward_of_each_stage() -> None:
+    frame = checkpoints_frame()
+    frame["lineage"] = [json.dumps({**LINEAGE_B, "reward": "judge", "stage2_reward": "consensus"}),
+                        json.dumps({**LINEAGE_A, "reward": "judge"})]
+    first, second = checkpoint_table(frame).to_dict("records")
+    assert (first["reward"], second["reward"]) == ("consensus", "judge")
 
 
 def test_checkpoint_label() -> None:

@@ -29,7 +29,12 @@ def test_consensus_training_records_its_reward(trained_store, tmp_path) -> None:
     request.check(store)
     checkpoint_id = train_router(store, request)
     assert checkpoint_id != gold_id
-    assert load_checkpoint(store, checkpoint_id).lineage["reward"] == "consensus"
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    assert checkpoint.lineage["reward"] == "consensus"
+    # its dev metric is the proxy's, never reported as F1
+    assert "dev_f1" not in checkpoint.record["metrics"]
+    assert 0.0 <= checkpoint.record["metrics"]["dev_proxy_reward"] <= 1.0
+    assert "dev_f1" in load_checkpoint(store, gold_id).record["metrics"]
 
 
 def test_proxy_rewards_are_refused_where_they_cannot_be_used(trained_store, tmp_path) -> None:
