@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
-from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.rewards.judge_job import JudgeRequest, plan_judging, stored_reward_key
 from forge_core.store import Store
 from forge_core.training.checkpoint_views import (
     DEV_METRICS,
@@ -33,9 +33,13 @@ LIVE_LABELS = {"train_loss": "train loss", "dev_loss": "dev loss",
                "dev_utility": "dev utility"}
 
 
-def start_judging(store: Store, request: JudgeRequest) -> None:
-    """Spawn a judge run (its progress shows in the Rewards section's jobs table)."""
+def start_judging(store: Store, request: JudgeRequest) -> bool:
+    """Spawn a judge run (its progress shows in the Rewards section's jobs table); False, and no
+    run, when every answer it would rate is already rated."""
+    if not plan_judging(store, request, stored_reward_key(store, request)):
+        return False
     jobs.start_judge_job(request, store.path, config.cache_dir() / "jobs")
+    return True
 
 
 def start_training(store: Store, request: TrainRequest) -> None:

@@ -158,8 +158,10 @@ with st.form("judge"):
                                      limit=judge_limit or None, kind=judge_kind)
         with ui.user_errors(stop=False):
             judge_request.check(store)
-            start_judging(store, judge_request)
-            st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
+            if start_judging(store, judge_request):
+                st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
+            else:
+                st.info(f"Nothing left to rate: {judge_host} has rated every chosen answer of {host} ({judge_kind}).")
 judge_jobs = data.recent_jobs(store, "judge")
 if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)

@@ -213,6 +213,12 @@ class _JudgeRun:
             self.report.status = "stopped: " + reason
 
 
+def stored_reward_key(store: Store, request: JudgeRequest) -> str:
+    """The rating's identity from the judge host's stored configuration, known before the host is
+    started (the configuration hash ignores the URL a served host gets)."""
+    return rating_kind(request.kind).reward_key(config_hash(get_host_config(store, request.judge_host)))
+
+
 async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
                          on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
     """Rate every missing outcome of the request with the client `judge`; returns what was done."""
@@ -241,7 +247,11 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
 
 async def judge_on_host(store: Store, request: JudgeRequest,
                         on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
-    """`judge_outcomes` on a client for the request's judge host (see `hosted`)."""
+    """`judge_outcomes` on a client for the request's judge host (see `hosted`); with nothing left
+    to rate, a report "nothing to do" without starting the host or writing a job row."""
+    reward_key = stored_reward_key(store, request)
+    if not plan_judging(store, request, reward_key):
+        return JudgeReport(job_id="", reward_key=reward_key, planned=0, status="nothing to do")
     async with hosted(get_host_config(store, request.judge_host)) as judge:
         return await judge_outcomes(store, request, judge, on_progress)
 

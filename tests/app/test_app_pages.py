@@ -505,7 +505,7 @@ def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeyp
     from app import train_view
 
     started = []
-    monkeypatch.setattr(train_view, "start_judging", lambda store, request: started.append(request))
+    monkeypatch.setattr(train_view.jobs, "start_judge_job", lambda request, *paths: started.append(request))
     app = page("train.py")
     by_label(app.radio, "The judge host says").set_value("support")
     by_label(app.button, "Start judging").click().run()

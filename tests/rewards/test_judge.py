@@ -136,3 +136,17 @@ def test_a_judge_job_request_round_trips_and_runs_as_a_background_job(store, tmp
     (row, progress), = jobs.recent_jobs(store, "judge")
     assert (progress.status, progress.done, progress.target) == ("finished", 6, 6)
     assert set(store.reward_outcomes("synthetic-host")["benchmark"]) == {"musique"}
+
+
+def test_with_nothing_left_to_rate_the_judge_host_is_not_started(store, monkeypatch) -> None:
+    from forge_core import jobs
+    from forge_core.rewards import judge_job
+
+    request = JudgeRequest(host="synthetic-host", judge_host="embedded", split="test", limit=1)
+    stored_config = judge_job.get_host_config(store, "embedded")
+    first = asyncio.run(judge_outcomes(store, request, RatingHost(stored_config)))  # rates as "embedded"
+    assert first.judged == 6
+    monkeypatch.setattr(judge_job, "hosted", None)  # starting a host would fail
+    again = asyncio.run(judge_job.judge_on_host(store, request))
+    assert (again.status, again.planned, again.job_id, again.reward_key) == ("nothing to do", 0, "", first.reward_key)
+    assert len(jobs.recent_jobs(store, "judge")) == 1  # and no job row
