@@ -12,7 +12,8 @@ The first generation that needs a count finds which one the host answers, by tok
 text with each in turn (what that answer counts is the special tokens the endpoint adds to any
 text, subtracted from every count); after that, one tokenize call per generation that has
 reasoning text and no usage count, none otherwise. A host that answers none (hosted APIs), or a
-tokenize call that fails, leaves the word-piece estimate in place (`base.REASONING_ESTIMATED`).
+tokenize call that fails, leaves the word-piece estimate in place (`base.REASONING_ESTIMATED`);
+a run of failures is logged once, and five in a row stop the asking.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from forge_core.hosts.base import REASONING_ESTIMATED, REASONING_FROM_TOKENIZER,
 from forge_core.hosts.http_retry import JsonPost, RetryingJsonClient, UnusableResponse
 
 logger = logging.getLogger(__name__)
+
+TOKENIZE_FAILURES_TO_GIVE_UP = 5  # failed counts in a row after which the endpoint is no longer asked
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class ReasoningTokenizer:
         self.auth = auth  # () -> (auth headers, the API key to scrub from errors), read per call
         self.dialect: TokenizeDialect | None = None  # None once probed: the host answers none
         self.offset = 0  # tokens the endpoint adds to any text (its count of the empty text)
+        self.failures_in_a_row = 0
         self._probed = False
         self._probing = asyncio.Lock()
 
@@ -84,10 +88,23 @@ class ReasoningTokenizer:
         if self.dialect is None:
             return None
         try:
-            return max(0, await self._tokenize(self.dialect, text) - self.offset)
+            count = max(0, await self._tokenize(self.dialect, text) - self.offset)
         except HostError as error:
-            logger.warning("reasoning tokens estimated from word pieces: %s", error)
+            self._note_failure(error)
             return None
+        self.failures_in_a_row = 0
+        return count
+
+    def _note_failure(self, error: HostError) -> None:
+        """One warning for the first failure of a run of them, and none after; the endpoint is not
+        asked again after `TOKENIZE_FAILURES_TO_GIVE_UP` failures in a row."""
+        self.failures_in_a_row += 1
+        if self.failures_in_a_row == 1:
+            logger.warning("reasoning tokens estimated from word pieces until the tokenize endpoint answers: %s", error)
+        if self.failures_in_a_row >= TOKENIZE_FAILURES_TO_GIVE_UP:
+            logger.warning("the tokenize endpoint failed %d times in a row: reasoning tokens are estimated from "
+                           "word pieces from now on", self.failures_in_a_row)
+            self.dialect = None
 
     async def _find_dialect(self) -> None:
         for dialect in TOKENIZE_DIALECTS:

@@ -63,10 +63,11 @@ TOKENIZE_TIMEOUT_S = 5.0
 class ServerTokenizer:
     """Prompt tokens as a vLLM host counts them (`POST {server}/tokenize`)."""
 
-    def __init__(self, host: HostConfig) -> None:
-        self.host = host.name
-        self.url = host.base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
-        self.client = httpx.Client(timeout=TOKENIZE_TIMEOUT_S, headers=openai_auth_headers(read_api_key(host)))
+    def __init__(self, host_config: HostConfig) -> None:
+        self.host_name = host_config.name
+        self.url = host_config.base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
+        self.client = httpx.Client(timeout=TOKENIZE_TIMEOUT_S,
+                                   headers=openai_auth_headers(read_api_key(host_config)))
 
     def count(self, body: dict) -> int:
         """Prompt tokens of a chat-completions body (its model, messages and chat-template options);
@@ -79,20 +80,20 @@ class ServerTokenizer:
             response.raise_for_status()
             return int(response.json()["count"])
         except httpx.HTTPStatusError as error:
-            raise HostError(f"host {self.host!r}: {self.url}: HTTP {error.response.status_code}") from None
+            raise HostError(f"host {self.host_name!r}: {self.url}: HTTP {error.response.status_code}") from None
         except httpx.HTTPError as error:
-            raise HostError(f"host {self.host!r}: {self.url}: {type(error).__name__}") from None
+            raise HostError(f"host {self.host_name!r}: {self.url}: {type(error).__name__}") from None
         except (ValueError, KeyError, TypeError):
-            raise HostError(f"host {self.host!r}: {self.url}: the reply holds no token count") from None
+            raise HostError(f"host {self.host_name!r}: {self.url}: the reply holds no token count") from None
 
 
-def server_tokenizer(host: HostConfig, probe_body: dict) -> ServerTokenizer | None:
+def server_tokenizer(host_config: HostConfig, probe_body: dict) -> ServerTokenizer | None:
     """The host's `/tokenize` when it answers one probe with a count, else None (most hosted APIs
     have none; a host whose key variable is unset is not asked: an estimate needs no key)."""
-    if host.kind != "openai" or not host.base_url:
+    if host_config.kind != "openai" or not host_config.base_url:
         return None
     try:
-        tokenizer = ServerTokenizer(host)
+        tokenizer = ServerTokenizer(host_config)
     except HostError:
         return None
     try:

@@ -218,19 +218,19 @@ def anthropic_host(server: ScriptedServer, **overrides: Any) -> AnthropicHost:
     return AnthropicHost(config, retry_base_delay_s=TINY_BACKOFF_S)
 
 
-def generate(host: HttpHost, request: GenerationRequest = QUESTION) -> Generation:
-    """One call on a fresh event loop, closing the host afterwards."""
+def generate(client: HttpHost, request: GenerationRequest = QUESTION) -> Generation:
+    """One call on a fresh event loop, closing the client afterwards."""
 
     async def call() -> Generation:
-        async with host:
-            return await host.generate(request)
+        async with client:
+            return await client.generate(request)
 
     return asyncio.run(call())
 
 
-def generate_error(host: HttpHost, request: GenerationRequest = QUESTION) -> HostError:
+def generate_error(client: HttpHost, request: GenerationRequest = QUESTION) -> HostError:
     with pytest.raises(HostError) as caught:
-        generate(host, request)
+        generate(client, request)
     return caught.value
 
 
@@ -394,13 +394,13 @@ def test_api_key_from_env_is_sent_but_never_shown(serve, monkeypatch, caplog) ->
     monkeypatch.setenv("FORGE_TEST_KEY", secret)
     echo = {"error": {"message": f"Incorrect API key provided: {secret}"}}
     server = serve(Reply(500, echo), Reply(401, echo))
-    host = openai_host(server, api_key_env="FORGE_TEST_KEY")
+    client = openai_host(server, api_key_env="FORGE_TEST_KEY")
     with caplog.at_level(logging.DEBUG, logger="forge_core"):
-        error = generate_error(host)
+        error = generate_error(client)
 
     assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {secret}"] * 2
     assert "HTTP 401" in str(error)
-    for shown in (str(error), repr(error), repr(host), caplog.text):
+    for shown in (str(error), repr(error), repr(client), caplog.text):
         assert secret not in shown
     assert "Incorrect API key provided: ***" in str(error)
 
@@ -423,11 +423,11 @@ def test_connection_refused_is_retried_then_fails() -> None:
 
 def test_concurrency_is_bounded_by_max_concurrency(serve) -> None:
     server = serve(Reply(body=chat_completion(), delay_s=0.15))
-    host = openai_host(server, max_concurrency=2)
+    client = openai_host(server, max_concurrency=2)
 
     async def six_calls() -> list[Generation]:
-        async with host:
-            return await asyncio.gather(*(host.generate(QUESTION) for _ in range(6)))
+        async with client:
+            return await asyncio.gather(*(client.generate(QUESTION) for _ in range(6)))
 
     generations = asyncio.run(six_calls())
 
@@ -582,10 +582,10 @@ def test_anthropic_garbage_is_retried_then_fails(serve) -> None:
 
 
 def test_anthropic_default_base_url() -> None:
-    host = AnthropicHost(host_config(None, kind="anthropic"))
+    client = AnthropicHost(host_config(None, kind="anthropic"))
 
-    assert "https://api.anthropic.com/v1/messages" in repr(host)
-    asyncio.run(host.aclose())
+    assert "https://api.anthropic.com/v1/messages" in repr(client)
+    asyncio.run(client.aclose())
 
 
 # --- recording and replay ------------------------------------------------------------------

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from forge_core.hosts.base import Generation, GenerationRequest, HostConfig
+from forge_core.hosts.base import Generation, GenerationRequest, HostConfig, HostError
 from forge_core.hosts.http_retry import RetryingJsonClient, RetryPolicy
 from forge_core.hosts.openai_compat import OpenAICompatibleHost
-from forge_core.hosts.reasoning_tokens import ReasoningTokenizer
+from forge_core.hosts.reasoning_tokens import TOKENIZE_FAILURES_TO_GIVE_UP, ReasoningTokenizer
 from forge_core.hosts.tokenizers import PromptTokenizer
 
 from support.thinking_server import Engine, ThinkingServer
@@ -78,3 +78,32 @@ def test_the_embedded_runtime_counts_as_its_gguf_vocabulary_does(tiny_server: Ho
     counted, engine = asyncio.run(count())
     assert engine == "llama-cpp-python"
     assert counted == PromptTokenizer(tiny_server.model).count_text(text) > 0
+
+
+class FailingAfterProbe:
+    """A tokenize client that answers the probe (the empty text) and fails every count after it."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+
+    async def post(self, post):
+        self.posts += 1
+        if post.body["content"] == "":
+            return 0, 1.0, 1
+        raise HostError("HTTP 503")
+
+
+def test_a_failing_tokenize_endpoint_warns_once_and_is_left_after_five_failures(caplog) -> None:
+    client = FailingAfterProbe()
+    tokenizer = ReasoningTokenizer(client, "m", lambda: ({}, None))
+
+    async def count_seven_times() -> list[int | None]:
+        return [await tokenizer.count("some reasoning") for _ in range(7)]
+
+    with caplog.at_level("WARNING", logger="forge_core.hosts.reasoning_tokens"):
+        counts = asyncio.run(count_seven_times())
+    assert counts == [None] * 7
+    assert client.posts == 1 + TOKENIZE_FAILURES_TO_GIVE_UP  # the probe, then five failures; then not asked
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 2 and "until the tokenize endpoint answers" in warnings[0]
+    assert "from now on" in warnings[1]
