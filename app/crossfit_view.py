@@ -14,10 +14,15 @@ from forge_core.store import Store
 ACCOUNTING_LABELS = {"deploy": "deployment: every call charged", "answer": "answer only (paper; excludes probes)"}
 
 
-def _label(report: dict) -> str:
+def crossfit_run_label(report: dict) -> str:
+    """A stored crossfit run as its picker shows it: its settings, its policies and its id (two runs
+    of the same settings differ in their policies, and Streamlit tells options apart by label)."""
+    has_conditioned = any(name.endswith("_cond") for name in report["policies"])
+    conditioned = " incl. cost-conditioned routers" if has_conditioned else ""
     return (f"λ_in {report['lambda_in']:g} / λ_out {report['lambda_out']:g}, stage {report['stage']}, "
             f"split seed {report['split_seed']}, {ACCOUNTING_LABELS[report['accounting']]}, "
-            f"{report['folds']} folds, {report['queries']} queries")
+            f"{report['folds']} folds, {report['queries']} queries, {len(report['policies'])} policies{conditioned} "
+            f"· {report['run_id']}")
 
 
 def show_crossfit(store: Store, host: str) -> None:
@@ -30,7 +35,7 @@ def show_crossfit(store: Store, host: str) -> None:
                 "are stored and shown here).",
                 icon=":material/query_stats:")
         return
-    report = st.selectbox("Crossfit run", reports, format_func=_label)
+    report = st.selectbox("Crossfit run", reports, format_func=crossfit_run_label)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
     show_decision(report)
     frame = crossfit_frame(report)
@@ -76,14 +81,24 @@ def _show_routing_gain(report: dict, reports: list[dict]) -> None:
     st.subheader("Routing gain vs cost weight")
     sweep = [r for r in reports if (r["stage"], r["folds"], r["accounting"], r["split_seed"])
              == (report["stage"], report["folds"], report["accounting"], report["split_seed"])]
-    gains = routing_gain_frame(sorted(sweep, key=lambda r: r["lambda_in"] + r["lambda_out"]))
+    runs = sorted(_one_run_per_weight(report, sweep), key=lambda r: r["lambda_in"] + r["lambda_out"])
+    gains = routing_gain_frame(runs)
     st.caption("Each router's and ridge_utility's out-of-fold utility gain over the best fixed arm of each cost "
                "weight (left), and each router's gain over ridge_utility, the strongest simple learner on the same "
                "features and folds (right), with paired bootstrap 95% intervals (a band above zero: the gain is "
-               "real). One point per stored crossfit run of this stage, accounting and split seed.")
+               "real). One point per cost weight of the stored crossfit runs of this stage, accounting and split "
+               "seed: the chosen run at its own weights, the newest run at the others.")
     st.plotly_chart(charts.routing_gain(gains), key="routing-gain")
     over_fixed = gains[gains["reference"] == "best fixed arm"]
     for weights, rows in over_fixed.groupby("weights", sort=False):
         shares = ", ".join(f"{row.policy} {row.oracle_share:.0%}" for row in rows.itertuples())
         st.markdown(f"**{weights}**: share of the oracle's gain over {rows['against'].iloc[0]} recovered: "
                     f"{shares}.")
+
+
+def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
+    """One run per cost weight of `sweep` (newest first): `report` at its own weights, else the newest."""
+    chosen = {(report["lambda_in"], report["lambda_out"]): report}
+    for run in sweep:
+        chosen.setdefault((run["lambda_in"], run["lambda_out"]), run)
+    return list(chosen.values())

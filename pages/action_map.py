@@ -4,6 +4,7 @@ import streamlit as st
 
 from app import charts, data, ui
 from app.action_map_view import remember_click, show_query
+from app.crossfit_view import crossfit_run_label
 from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
 from forge_core.training.checkpoint_views import checkpoint_names
@@ -73,8 +74,7 @@ if not crossfit_runs:
             "every policy's out-of-fold decisions, and they can colour this map.", icon=":material/query_stats:")
     st.stop()
 run_column, policy_column = st.columns([2, 1])
-run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=lambda r: (
-    f"λ_in {r['lambda_in']:g} / λ_out {r['lambda_out']:g}, stage {r['stage']}, {r['folds']} folds"))
+run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=crossfit_run_label)
 routers = [name for name in run["policies"] if name.startswith(("forge_", "ridge_", "bge_"))]
 policy = policy_column.selectbox("Policy", routers)
 with ui.user_errors():

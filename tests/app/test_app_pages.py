@@ -567,10 +567,22 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     for weight in (0.1, 0.6):
         run_crossfit(store, CrossfitSettings("synthetic-host", lambda_in=weight, lambda_out=weight, folds=2,
                                              stage1=Stage1Config(max_epochs=5)))
+    # the newest run repeats the 0.1 run's settings without the conditioned routers
+    run_crossfit(store, CrossfitSettings("synthetic-host", lambda_in=0.1, lambda_out=0.1, folds=2,
+                                         stage1=Stage1Config(max_epochs=5), conditioning=None))
     app = page("pareto.py")
     app.segmented_control[0].set_value("crossfit").run()
     assert not app.exception, app.exception
-    assert len(by_label(app.selectbox, "Crossfit run").options) == 2
+    runs = by_label(app.selectbox, "Crossfit run")
+    assert len(runs.options) == len(set(runs.options)) == 3  # the two 0.1 runs are told apart
+    with_conditioned = next(label for label in runs.options if "cost-conditioned" in label and "0.1" in label)
+    runs.select_index(runs.options.index(with_conditioned)).run()
+    assert not app.exception, app.exception
+    assert "forge_lite_cond" in set(app.dataframe[0].value["policy"])
+    shares = [line for line in texts(app.markdown).split("\n") if "share of the oracle's gain" in line]
+    assert len(shares) == 2  # one line per cost weight, though two runs share 0.1 / 0.1
+    runs.select_index(0).run()
+    assert "forge_lite_cond" not in set(app.dataframe[0].value["policy"])  # the newest: no conditioned routers
     assert "Best fixed arm" in texts(app.caption)  # a card shown whole, not cut as st.metric would
     assert any(h.value in ("direct:no_think", "summary:no_think", "raw:no_think") for h in app.subheader)
     table = app.dataframe[0].value
