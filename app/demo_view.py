@@ -41,13 +41,17 @@ def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
             if not questions:
                 st.caption("No stored question of this host changes arm along the weights.")
                 return
+            start = "/".join(f"{weight:g}" for weight in WEIGHT_LADDER[0])
             st.caption(f"Test questions of the store, with the arm this router picks at λ_in/λ_out {ladder} "
-                       "(from their stored features). Pick one, answer it, then raise the weights and answer again.")
+                       f"(from their stored features). Pick one: it goes into the page and the weights move to "
+                       f"{start}, where its list starts (the weights are shared: every page follows). Answer it, "
+                       "then raise the weights and answer again.")
             for index, question in enumerate(questions):
                 text_column, arms_column, button_column = st.columns([5, 4, 1])
                 text_column.markdown(f"**{question.benchmark}**: {question.question}")
                 arms_column.caption(" → ".join(question.arms))
-                if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:"):
+                if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:",
+                                        help=f"Puts the question in the page and sets the weights to {start}."):
                     st.session_state[PICKED_KEY] = question
                     weights.set_weights(*WEIGHT_LADDER[0])
                     st.rerun()

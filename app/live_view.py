@@ -27,9 +27,9 @@ def routed_answer(result: RoutedAnswer) -> None:
     if result.checkpoint_id == OVERRIDE:
         columns[0].metric("Arm (picked by hand)", result.arm)
     else:
-        columns[0].metric("Chosen arm", result.arm, delta=f"margin {result.probability_margin:+.2f}",
-                          delta_color="off",
-                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.2f}; "
+        columns[0].metric("Chosen arm", result.arm, delta_color="off", delta_arrow="off",
+                          delta=f"p {result.probabilities[result.arm]:.3f}, margin {result.probability_margin:+.3f}",
+                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}; "
                                f"margin: minus the next most probable arm's ({1 / len(result.probabilities):.2f} each "
                                "would be uniform).")
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",

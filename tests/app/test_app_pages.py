@@ -361,7 +361,8 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
     assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
     margin = result.probabilities[result.arm] - sorted(result.probabilities.values())[-2]
-    assert {m.label: m for m in app.metric}["Chosen arm"].proto.delta == f"margin {margin:+.2f}"
+    assert {m.label: m for m in app.metric}["Chosen arm"].proto.delta == \
+        f"p {result.probabilities[result.arm]:.3f}, margin {margin:+.3f}"  # near-uniform routers' margins show
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
 

@@ -93,6 +93,7 @@ def test_a_demo_question_changes_arm_when_the_weights_rise(conditioned_app: tupl
         by_label(app.selectbox, "Router").set_value(checkpoint_id).run()
         demo_buttons = [button for button in app.button if button.label == "Pick"]
         assert demo_buttons, [e.value for e in app.caption]
+        assert any("the weights move to 0.02/0.04" in e.value for e in app.caption)  # a pick says what it moves
         demo_buttons[0].click().run()
         assert app.session_state["weights_lambda_in"] == 0.02
         by_label(app.button, "Route and answer").click().run()
