@@ -36,9 +36,9 @@ def show_decision(report: dict) -> None:
 
 
 def show_decision_at_weights(reports: list[dict], lambda_in: float, lambda_out: float, accounting: str,
-                             host: str) -> None:
+                             host: str, split: str) -> None:
     """The decision of the newest stored crossfit run at these weights and accounting, or the
-    command that makes one (a decision needs out-of-fold intervals, which the test split lacks)."""
+    command that makes one (a decision needs out-of-fold intervals, which the `split` shown lacks)."""
     report = report_at_weights(reports, lambda_in, lambda_out, accounting)
     if report is None:
         st.info(f"No decision at λ_in {lambda_in:g} / λ_out {lambda_out:g}: deciding needs out-of-fold intervals. "
@@ -47,6 +47,8 @@ def show_decision_at_weights(reports: list[dict], lambda_in: float, lambda_out: 
                 icon=":material/help:")
         return
     show_decision(report)
+    st.caption(f"The decision is the crossfit run's (`{report['run_id']}`), not the {split} split's below: those "
+               "points have no intervals, and their best policy by utility can differ.")
 
 
 def _stored(reports: list[dict]) -> str:

@@ -66,7 +66,8 @@ with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} 
     shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
                         True, accounting) if by_benchmark else overall
 
-show_decision_at_weights(data.crossfit_reports(store, version, host), lambda_in, lambda_out, accounting, host)
+show_decision_at_weights(data.crossfit_reports(store, version, host), lambda_in, lambda_out, accounting, host,
+                         split)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)

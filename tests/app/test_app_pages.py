@@ -598,6 +598,12 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert "ridge_utility" in gain_spec and "forge_lite" in gain_spec and "toself" in gain_spec
     assert "share of the oracle's gain" in texts(app.markdown)
 
+    split_view = page("pareto.py")  # at a stored run's weights, the split's view names where its decision comes from
+    by_label(split_view.slider, "lambda_in").set_value(0.6)
+    by_label(split_view.slider, "lambda_out").set_value(0.6).run()
+    assert not split_view.exception, split_view.exception
+    assert "The decision is the crossfit run's" in texts(split_view.caption)
+
     action_map = page("action_map.py")
     assert not action_map.exception, action_map.exception
     by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
