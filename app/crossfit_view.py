@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import charts, data, ui
+from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
 from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
@@ -35,7 +35,9 @@ def show_crossfit(store: Store, host: str) -> None:
                 "are stored and shown here).",
                 icon=":material/query_stats:")
         return
-    report = st.selectbox("Crossfit run", reports, format_func=crossfit_run_label)
+    report = st.selectbox("Crossfit run", reports, index=_run_at_session_weights(reports),
+                          format_func=crossfit_run_label)
+    _say_when_not_at_session_weights(report, host)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
     show_decision(report)
     frame = crossfit_frame(report)
@@ -90,9 +92,9 @@ def _show_routing_gain(report: dict, reports: list[dict]) -> None:
                "seed: the chosen run at its own weights, the newest run at the others.")
     st.plotly_chart(charts.routing_gain(gains), key="routing-gain")
     over_fixed = gains[gains["reference"] == "best fixed arm"]
-    for weights, rows in over_fixed.groupby("weights", sort=False):
+    for weight_label, rows in over_fixed.groupby("weights", sort=False):
         shares = ", ".join(f"{row.policy} {row.oracle_share:.0%}" for row in rows.itertuples())
-        st.markdown(f"**{weights}**: share of the oracle's gain over {rows['against'].iloc[0]} recovered: "
+        st.markdown(f"**{weight_label}**: share of the oracle's gain over {rows['against'].iloc[0]} recovered: "
                     f"{shares}.")
 
 
@@ -102,3 +104,20 @@ def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
     for run in sweep:
         chosen.setdefault((run["lambda_in"], run["lambda_out"]), run)
     return list(chosen.values())
+
+
+def _weights(report: dict) -> tuple[float, float]:
+    return round(report["lambda_in"], 2), round(report["lambda_out"], 2)
+
+
+def _run_at_session_weights(reports: list[dict]) -> int:
+    """The newest run at the session's weights (the sliders of the other pages), else the newest."""
+    return next((index for index, report in enumerate(reports) if _weights(report) == weights.current()), 0)
+
+
+def _say_when_not_at_session_weights(report: dict, host: str) -> None:
+    lambda_in, lambda_out = weights.current()
+    if _weights(report) != (lambda_in, lambda_out):
+        st.caption(f"Crossfit runs are stored at fixed weights, so this view has no sliders. Your weights, "
+                   f"λ_in {lambda_in:g} / λ_out {lambda_out:g}, are not this run's: `forge eval crossfit --host "
+                   f"{host} --lambda-in {lambda_in:g} --lambda-out {lambda_out:g}` stores a run at them.")

@@ -576,6 +576,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert not app.exception, app.exception
     runs = by_label(app.selectbox, "Crossfit run")
     assert len(runs.options) == len(set(runs.options)) == 3  # the two 0.1 runs are told apart
+    assert "are not this run's" in texts(app.caption)  # no run at the session's weights (0.1 / 0.2)
     with_conditioned = next(label for label in runs.options if "cost-conditioned" in label and "0.1" in label)
     runs.select_index(runs.options.index(with_conditioned)).run()
     assert not app.exception, app.exception
@@ -597,6 +598,12 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert "frontier (deployable)" in pareto_spec and "error_y" in pareto_spec
     assert "ridge_utility" in gain_spec and "forge_lite" in gain_spec and "toself" in gain_spec
     assert "share of the oracle's gain" in texts(app.markdown)
+
+    at_weights = page("pareto.py")  # the crossfit view opens on the run at the session's weights
+    at_weights.session_state["weights_lambda_in"] = at_weights.session_state["weights_lambda_out"] = 0.6
+    at_weights.segmented_control[0].set_value("crossfit").run()
+    assert by_label(at_weights.selectbox, "Crossfit run").value["lambda_in"] == 0.6
+    assert "are not this run's" not in texts(at_weights.caption)
 
     split_view = page("pareto.py")  # at a stored run's weights, the split's view names where its decision comes from
     by_label(split_view.slider, "lambda_in").set_value(0.6)
