@@ -1,4 +1,4 @@
-"""The cost-weight sliders the Pareto and Live query pages share: 0 to 3, their values kept in the
+"""The cost-weight sliders the Pareto, Live query and Action map pages share: 0 to 3, their values kept in the
 session across pages and protocols (Streamlit forgets a widget's value when a page without it
 runs, so the values live under keys of their own and are copied back into the sliders)."""
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import charts, data, ui
+from app import charts, data, ui, weights
 from app.action_map_view import remember_click, show_query
 from app.crossfit_view import crossfit_run_label
 from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
@@ -12,9 +12,9 @@ from forge_core.training.checkpoint_views import checkpoint_names
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
            f"{UMAP_MIN_DIST}, cosine, fixed seed; computed once per set of queries and cached), coloured by the "
-           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the weights named below the picker) "
-           f"and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to right. "
-           "Hover a point for its question and every arm's outcome; click it to open the query below.")
+           "checkpoint's chosen arm, by the oracle's (the per-query best arm under the weights named below the "
+           f"metrics) and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to "
+           "right. Hover a point for its question and every arm's outcome; click it to open the query below.")
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
@@ -32,9 +32,13 @@ split = split_column.selectbox("Split", SPLITS)
 benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
                                           placeholder="every benchmark", help="Show these benchmarks' queries only.")
 
+with ui.user_errors():
+    conditioned = conditioning_of(data.checkpoint_record(store, checkpoint_id)["lineage"]) is not None
+# a cost-conditioned router decides at the shared sliders' weights; a per-weight one at its own
+chosen_weights = weights.sliders("action_map") if conditioned else None
 with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached on disk after its first time)…"):
     action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split,
-                                 tuple(benchmarks) or None)
+                                 tuple(benchmarks) or None, chosen_weights)
 points = action_map.points()
 
 agreements = action_map.agreements()
@@ -46,10 +50,9 @@ for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
     column.metric(f"Agreement of {name}", f"{value:.1%}",
                   help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
-with ui.user_errors():
-    conditioned = conditioning_of(data.checkpoint_record(store, checkpoint_id)["lineage"]) is not None
-weights_source = ("the default weights: a cost-conditioned router decides at any weights" if conditioned
-                  else "the checkpoint's weights")
+weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
+                  "decides at any weights" if conditioned
+                  else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
 st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}). {TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)

@@ -261,20 +261,21 @@ def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, o
     return texts
 
 
-def map_weights(lineage: dict) -> tuple[float, float]:
+def map_weights(lineage: dict, weights: tuple[float, float] | None = None) -> tuple[float, float]:
     """The cost weights a checkpoint's map is drawn at: those it was trained at, or for a
-    cost-conditioned router (trained at every weight) the defaults, 0.1 / 0.2."""
+    cost-conditioned router (trained at every weight) `weights`, by default 0.1 / 0.2."""
     if lineage.get("conditioning") is not None:
-        return DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+        return weights or (DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
     return lineage["lambda_in"], lineage["lambda_out"]
 
 
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
                        n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None,
-                       umap_cache: Path | None = None) -> ActionMap:
+                       umap_cache: Path | None = None, weights: tuple[float, float] | None = None) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
     split), only those of `benchmarks` when given (costs still normalized by the maxima the
-    checkpoint's own train queries set). Reads the stored features
+    checkpoint's own train queries set), at the weights `map_weights` gives (`weights` moves a
+    cost-conditioned router's, and the oracle's with it). Reads the stored features
     (`forge_core.routing.features.compute_features`); the UMAP and its clusters are read from
     `umap_cache` when they were computed before (`cached_umap_coordinates`, `cached_clusters`)."""
     if split not in SPLITS:
@@ -293,7 +294,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise MissingStep(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    context = EvalContext(store, shown, normalizer, *map(float, map_weights(lineage)))
+    context = EvalContext(store, shown, normalizer, *map(float, map_weights(lineage, weights)))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))

@@ -64,6 +64,13 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
     assert by_label(app.slider, "lambda_in").value == 3.0 and by_label(app.slider, "lambda_out").value == 3.0
     app.switch_page("../pages/pareto.py").run()
     assert by_label(app.slider, "lambda_out").value == 3.0
+    app.switch_page("../pages/action_map.py").run()  # the conditioned router's map is drawn at them too
+    assert not app.exception, app.exception
+    assert by_label(app.slider, "lambda_in").value == 3.0
+    assert any("All at λ_in 3 / λ_out 3 (the sliders' weights" in caption.value for caption in app.caption)
+    by_label(app.slider, "lambda_in").set_value(0.1)
+    by_label(app.slider, "lambda_out").set_value(0.2).run()
+    assert any("All at λ_in 0.1 / λ_out 0.2" in caption.value for caption in app.caption)
 
 
 def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, str]) -> None:

@@ -100,3 +100,7 @@ def test_action_map_of_a_conditioned_router_is_drawn_at_the_default_weights(
     assert map_weights(load_checkpoint(store, checkpoint_id).lineage) == (0.1, 0.2)
     action_map = compute_action_map(store, HOST, checkpoint_id, "test")
     assert len(action_map.router_actions) == 60 and set(action_map.router_actions) <= set(range(6))
+    dear = compute_action_map(store, HOST, checkpoint_id, "test", weights=(3.0, 3.0))  # the router moves
+    assert (dear.lambda_in, dear.lambda_out) == (3.0, 3.0)
+    assert (dear.tokens_in + dear.tokens_out)[np.arange(60), dear.router_actions].mean() < \
+        (action_map.tokens_in + action_map.tokens_out)[np.arange(60), action_map.router_actions].mean()
