@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,11 +88,12 @@ def require_benchmarks(stats: dict[str, dict]) -> None:
 
 
 def name_metric(container: Any, label: str, value: str, help: str | None = None) -> None:
-    """A metric card whose value is a name, shown whole (it wraps rather than being cut, as
-    `st.metric` cuts long values)."""
+    """A metric card shown whole, for a name as value or a long label: both wrap rather than
+    being cut, as `st.metric` cuts them, in the sizes of `st.metric`'s label and value."""
     with container:
-        st.caption(label, help=help)
-        st.subheader(value, anchor=False)
+        st.markdown(f":small[{label}]", help=help)
+        st.markdown(f'<div style="font-size: 2.25rem; line-height: 1.2; overflow-wrap: anywhere">{html.escape(value)}'
+                    "</div>", unsafe_allow_html=True)
 
 
 def format_duration(seconds: float | None) -> str:

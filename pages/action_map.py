@@ -47,8 +47,8 @@ columns[0].metric("Queries", f"{len(points):,}")
 columns[1].metric("Oracle agreement", f"{action_map.agreement:.1%}",
                   help="Share of queries where the router's arm is the oracle's.")
 for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
-    column.metric(f"Agreement of {name}", f"{value:.1%}",
-                  help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
+    ui.name_metric(column, f"Agreement of {name}", f"{value:.1%}",  # the label is long: shown whole
+                   help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned

@@ -47,7 +47,7 @@ checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
 labels = checkpoint_names(checkpoints)
 conditioned = data.conditioned_checkpoints(store, host, n_arms)
-chosen_column, color_column, facet_column = st.columns([4, 1, 1])
+chosen_column, color_column, facet_column = st.columns([4, 1.2, 1.8])  # room for the toggle label
 chosen = chosen_column.multiselect("Router checkpoints", list(labels),
                                    default=list(conditioned) or list(labels)[:1], format_func=labels.get,
                                    help="Default: the cost-conditioned routers (`forge train --conditioned`), which "

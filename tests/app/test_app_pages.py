@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -382,6 +383,13 @@ def metric_values(app: AppTest) -> dict[str, str]:
     return {metric.label: metric.value for metric in app.metric}
 
 
+def card_values(app: AppTest) -> dict[str, str]:
+    """The cards `ui.name_metric` shows whole: label -> value (a small label, then the value's block)."""
+    texts = [element.value for element in app.markdown]
+    return {re.fullmatch(r":small\[(.*)\]", label).group(1): re.sub(r"<[^>]+>", "", value)
+            for label, value in zip(texts, texts[1:]) if re.fullmatch(r":small\[.*\]", label)}
+
+
 def second_training_job_done(store: Store) -> pd.DataFrame:
     """The store's training jobs, newest first, once a second one has stopped running (or at the
     deadline)."""
@@ -585,8 +593,8 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert len(shares) == 2  # one line per cost weight, though two runs share 0.1 / 0.1
     runs.select_index(0).run()
     assert "forge_lite_cond" not in set(app.dataframe[0].value["policy"])  # the newest: no conditioned routers
-    assert "Best fixed arm" in texts(app.caption)  # a card shown whole, not cut as st.metric would
-    assert any(h.value in ("direct:no_think", "summary:no_think", "raw:no_think") for h in app.subheader)
+    cards = card_values(app)  # shown whole, not cut as st.metric would
+    assert cards["Best fixed arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
     table = app.dataframe[0].value
     assert not table.loc[table["policy"] == "oracle", "decidable"].any()
     decision = texts(app.success) + texts(app.info)  # the stated decision agrees with the decidable column
@@ -626,8 +634,10 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
     metrics = metric_values(app)
     assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
-    assert metrics["Agreement of Always-Direct (direct:no_think)"].endswith("%")  # the references, same weights
-    assert any(label.startswith("Agreement of best fixed arm (") for label in metrics)
+    cards = card_values(app)  # the references, same weights, labels shown whole
+    assert cards["Agreement of Always-Direct (direct:no_think)"].endswith("%")
+    assert any(label.startswith("Agreement of best fixed arm (") and value.endswith("%")
+               for label, value in cards.items())
     assert "Ties in utility go to the lowest action index" in texts(app.caption)
     charts = app.get("plotly_chart")
     assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
