@@ -92,8 +92,9 @@ def name_metric(container: Any, label: str, value: str, help: str | None = None)
     being cut, as `st.metric` cuts them, in the sizes of `st.metric`'s label and value."""
     with container:
         st.markdown(f":small[{label}]", help=help)
-        st.markdown(f'<div style="font-size: 2.25rem; line-height: 1.2; overflow-wrap: anywhere">{html.escape(value)}'
-                    "</div>", unsafe_allow_html=True)
+        breakable = html.escape(value).replace(":", ":<wbr>").replace("_", "_<wbr>")  # "summary:" / "no_think"
+        st.markdown(f'<div style="font-size: 2.25rem; line-height: 1.2; overflow-wrap: break-word">{breakable}</div>',
+                    unsafe_allow_html=True)
 
 
 def format_duration(seconds: float | None) -> str:
