@@ -26,7 +26,7 @@ with ui.user_errors():
     configs = {config.name: config for config in data.host_configs(store)}
     checkpoints = data.checkpoints(store)
 
-host_column, benchmark_column, router_column = st.columns(3)
+host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
 names = checkpoint_names(checkpoints)

@@ -53,8 +53,10 @@ left, right = st.columns(2)
 left.subheader("Benchmarks and splits")
 left.dataframe(ui.benchmarks_frame(stats), hide_index=True)
 right.subheader("Coverage")
-right.caption("Queries whose every arm of the host's alphabet has an outcome without error.")
-right.dataframe(coverage_frame(coverage), hide_index=True)
+right.caption("complete: queries whose every arm of the host's alphabet has an outcome without error; probes: "
+              "those of them with a Full router's four probes too.")
+right.dataframe(coverage_frame(coverage).rename(columns={"complete queries": "complete", "with probes": "probes"}),
+                hide_index=True)  # short headers: the table fits its half of the page
 
 if not hosts:
     st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")

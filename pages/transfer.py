@@ -92,8 +92,9 @@ if len(curves):
 
 st.subheader("Where the transferred allocation differs")
 calibrated = [f"transfer_forge_lite_cal{k}" for k in request.calibrate][-1:]
-st.dataframe(arm_mix_frame(report, ["oracle", "transfer_forge_lite", *calibrated, "target_forge_lite"]),
-             hide_index=True)
+# a static table: its cells (every arm's share) wrap rather than being cut
+st.table(arm_mix_frame(report, ["oracle", "transfer_forge_lite", *calibrated, "target_forge_lite"])
+         .set_index("benchmark"))
 st.caption("Each policy's arms per benchmark on the target's test queries: the target oracle's mix is what its "
            "knowledge calls for; a transferred router that keeps the source's mix (e.g. Raw where the target "
            "answers without evidence) pays for evidence the target does not need.")

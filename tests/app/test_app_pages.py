@@ -104,6 +104,7 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
     assert len(app.dataframe) == 5  # benchmarks, coverage, the summary table, reasoning per arm, gold recall
+    assert list(app.dataframe[1].value.columns) == ["host", "arms", "benchmark", "complete", "probes"]  # fits
     recall = app.dataframe[4].value
     assert list(recall["support"]) == ["direct", "summary", "raw"] and (recall.drop(columns="support") >= 0).all().all()
     assert (recall.set_index("support").loc["direct"] == 0).all()
