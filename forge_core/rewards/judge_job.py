@@ -220,10 +220,13 @@ def stored_reward_key(store: Store, request: JudgeRequest) -> str:
 
 
 async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
-                         on_progress: Callable[[JudgeReport], None] | None = None) -> JudgeReport:
-    """Rate every missing outcome of the request with the client `judge`; returns what was done."""
+                         on_progress: Callable[[JudgeReport], None] | None = None,
+                         work: list[JudgeWork] | None = None) -> JudgeReport:
+    """Rate every missing outcome of the request with the client `judge` (`work`: the caller's
+    `plan_judging` of it, else planned here); returns what was done."""
     reward_key = rating_kind(request.kind).reward_key(config_hash(judge.config))
-    work = plan_judging(store, request, reward_key)
+    if work is None:
+        work = plan_judging(store, request, reward_key)
     report = JudgeReport(job_id=f"{request.kind}-{uuid.uuid4().hex[:10]}", reward_key=reward_key, planned=len(work))
     store.create_job(report.job_id, "judge", dataclasses.asdict(request), len(work), os.getpid())
     run = _JudgeRun(store, request, judge, report, on_progress)
@@ -250,10 +253,11 @@ async def judge_on_host(store: Store, request: JudgeRequest,
     """`judge_outcomes` on a client for the request's judge host (see `hosted`); with nothing left
     to rate, a report "nothing to do" without starting the host or writing a job row."""
     reward_key = stored_reward_key(store, request)
-    if not plan_judging(store, request, reward_key):
+    work = plan_judging(store, request, reward_key)
+    if not work:
         return JudgeReport(job_id="", reward_key=reward_key, planned=0, status="nothing to do")
     async with hosted(get_host_config(store, request.judge_host)) as judge:
-        return await judge_outcomes(store, request, judge, on_progress)
+        return await judge_outcomes(store, request, judge, on_progress, work)
 
 
 async def _worker(run: _JudgeRun, queue: asyncio.Queue) -> None:
