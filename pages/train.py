@@ -141,7 +141,7 @@ with ui.user_errors(stop=False):
         st.markdown(f"Lite router trained on {proxy}: gold utility {lite['proxy_trained']['macro_utility']:.4f} "
                     f"against {lite['gold_trained']['macro_utility']:.4f} trained on gold, `regret_vs_gold` "
                     f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
-        (st.error if high < 0 else st.success)(f"{proxy.capitalize()} is {fitted['verdict']}.")
+        (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
 
 with st.form("judge"):
     st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "

@@ -193,16 +193,20 @@ def macro_scores(row: dict[str, np.ndarray], benchmarks: np.ndarray) -> dict[str
     return {"macro_f1": macro(row["f1"], benchmarks), "macro_utility": macro(row["utility"], benchmarks)}
 
 
-def verdict(regret: dict[str, dict], grid: dict[str, dict], reward: str) -> str:
-    """One line: whether routers trained on the proxy (Stage 1, and with the grid Stage 2 too) lose
-    utility against their gold-trained counterparts (an interval below zero)."""
+def losing_routers(regret: dict[str, dict], grid: dict[str, dict], reward: str) -> list[str]:
+    """The routers trained on the proxy (Stage 1, and with the grid Stage 2 too) whose utility
+    interval against their gold-trained counterparts lies below zero, e.g. "forge_lite (judge)"."""
+    losing = [f"{name} ({reward})" for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
+    return losing + [f"{name} ({label})" for name, recipes in grid.items() for label, row in recipes.items()
+                     if row["ci_utility_vs_gold_gold"][1] < 0]
+
+
+def verdict(regret: dict[str, dict], losing: list[str], reward: str) -> str:
+    """One line: whether routers trained on the proxy lose utility against gold training."""
     if not regret:
         return "no router was cross-fitted: see the per-arm correlations"
-    worse = [f"{name} ({reward})" for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
-    worse += [f"{name} ({label})" for name, recipes in grid.items() for label, row in recipes.items()
-              if row["ci_utility_vs_gold_gold"][1] < 0]
-    if worse:
-        return (f"not good enough at these weights: {', '.join(worse)} lose utility against gold training "
+    if losing:
+        return (f"not good enough at these weights: {', '.join(losing)} lose utility against gold training "
                 "(interval below zero)")
     return f"good enough at these weights: routers trained on {reward} lose no significant utility against gold"
 
@@ -221,6 +225,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     scores = crossfit_recipes(context, proxy, request, on_fold) if request.routers else {}
     regret = proxy_regret(scores, table.benchmarks, request.routers)
     grid = proxy_grid(scores, table.benchmarks, request.routers, request.reward) if request.grid else {}
+    losing = losing_routers(regret, grid, request.reward)
     return {"host": request.host, "reward": request.reward,
             "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
                                                else None),
@@ -229,7 +234,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
-            "verdict": verdict(regret, grid, request.reward)}
+            "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward)}
 
 
 def reward_audit_table(audit: dict) -> pd.DataFrame:

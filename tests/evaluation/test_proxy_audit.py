@@ -37,7 +37,7 @@ def test_a_proxy_equal_to_gold_has_rank_correlation_one_and_no_regret(store) -> 
     assert fixed_best < report["routers"]["forge_lite"]["gold_trained"]["macro_utility"] < 1
     lite = report["routers"]["forge_lite"]
     assert lite["regret_vs_gold"] == 0.0 and lite["ci_regret_vs_gold"] == [0.0, 0.0]
-    assert report["verdict"].startswith("good enough")
+    assert report["verdict"].startswith("good enough") and report["good_enough"] is True
 
 
 def test_an_inverted_proxy_is_flagged(store) -> None:
@@ -47,6 +47,7 @@ def test_an_inverted_proxy_is_flagged(store) -> None:
     assert report["best_arm_match"]["share"] < 0.2
     lite = report["routers"]["forge_lite"]
     assert lite["ci_regret_vs_gold"][1] < 0 and report["verdict"].startswith("not good enough")
+    assert report["good_enough"] is False
     assert np.isfinite(lite["proxy_trained"]["macro_f1"])
 
 
