@@ -7,6 +7,7 @@ import streamlit as st
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
+from forge_core.evaluation.decision import report_at_weights
 from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
@@ -106,18 +107,16 @@ def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
     return list(chosen.values())
 
 
-def _weights(report: dict) -> tuple[float, float]:
-    return round(report["lambda_in"], 2), round(report["lambda_out"], 2)
-
-
 def _run_at_session_weights(reports: list[dict]) -> int:
-    """The newest run at the session's weights (the sliders of the other pages), else the newest."""
-    return next((index for index, report in enumerate(reports) if _weights(report) == weights.current()), 0)
+    """The newest run at the session's weights (the sliders of the other pages) under the deployment's
+    accounting, else the newest run."""
+    found = report_at_weights(reports, *weights.current(), accounting="deploy")
+    return reports.index(found) if found is not None else 0
 
 
 def _say_when_not_at_session_weights(report: dict, host: str) -> None:
     lambda_in, lambda_out = weights.current()
-    if _weights(report) != (lambda_in, lambda_out):
+    if report_at_weights([report], lambda_in, lambda_out, report["accounting"]) is None:
         st.caption(f"Crossfit runs are stored at fixed weights, so this view has no sliders. Your weights, "
                    f"λ_in {lambda_in:g} / λ_out {lambda_out:g}, are not this run's: `forge eval crossfit --host "
                    f"{host} --lambda-in {lambda_in:g} --lambda-out {lambda_out:g}` stores a run at them.")
