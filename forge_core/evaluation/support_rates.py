@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from forge_core.evaluation.statistics import paired_bootstrap_ci
+from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.rewards.sources import aligned_rewards
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORT_SCORES, SUPPORT_SOURCE, SUPPORTED, evaluator_name
 from forge_core.routing.outcome_table import OutcomeTable
@@ -51,6 +51,9 @@ def support_verdicts(store: Store, table: OutcomeTable) -> SupportVerdicts:
     return SupportVerdicts(aligned_rewards(rows, table), evaluator, reward_key)
 
 
+RATE_VERDICTS = {"support_rate": SUPPORTED, "unsupported_rate": CONTRADICTED}  # each rate's verdict
+
+
 def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
     """A policy's support rates over the queries whose chosen arm has a verdict: macro over the
     benchmarks with verdicts (with bootstrap 95% intervals) and per benchmark, with the share of
@@ -62,20 +65,20 @@ def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndar
         judged = values[~np.isnan(values)]
         if len(judged):
             per_benchmark[str(benchmark)] = _rates(judged, len(values))
-    macro = {name: float(np.mean([rates[name] for rates in per_benchmark.values()])) if per_benchmark else None
-             for name in ("support_rate", "unsupported_rate")}
     judged = ~np.isnan(chosen)
-    intervals = {f"ci_{name}": list(paired_bootstrap_ci(
-        (chosen[judged] == SUPPORT_SCORES[label]).astype(np.float64), np.zeros(int(judged.sum())), benchmarks[judged]))
-        if judged.any() else None for name, label in (("support_rate", SUPPORTED), ("unsupported_rate", CONTRADICTED))}
+    summary: dict = {}
+    for name, label in RATE_VERDICTS.items():
+        hits = (chosen[judged] == SUPPORT_SCORES[label]).astype(np.float64)
+        summary[name] = macro(hits, benchmarks[judged]) if judged.any() else None
+        summary[f"ci_{name}"] = list(paired_bootstrap_ci(hits, np.zeros_like(hits), benchmarks[judged])) \
+            if judged.any() else None
     coverage = float(np.mean(judged)) if len(chosen) else 0.0
-    return macro | intervals | {"support_coverage": coverage, "support_per_benchmark": per_benchmark}
+    return summary | {"support_coverage": coverage, "support_per_benchmark": per_benchmark}
 
 
 def _rates(judged: np.ndarray, queries: int) -> dict[str, float]:
-    return {"support_rate": float(np.mean(judged == SUPPORT_SCORES[SUPPORTED])),
-            "unsupported_rate": float(np.mean(judged == SUPPORT_SCORES[CONTRADICTED])),
-            "support_coverage": len(judged) / queries}
+    return {name: float(np.mean(judged == SUPPORT_SCORES[label])) for name, label in RATE_VERDICTS.items()} \
+        | {"support_coverage": len(judged) / queries}
 
 
 def support_rate_frame(verdicts: SupportVerdicts, table: OutcomeTable) -> pd.DataFrame:
