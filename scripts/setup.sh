@@ -13,8 +13,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
 # torch first and pinned: an unpinned torch would pull several GB of CUDA packages.
-"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
-"$VENV/bin/python" -m pip install --quiet -e ".[test]"
+"$VENV/bin/python" -m pip install --quiet -c constraints.txt "torch==2.13.0"
+# exactly the versions CI tested (constraints.txt; `bash scripts/refresh_constraints.sh` renews it)
+"$VENV/bin/python" -m pip install --quiet -c constraints.txt -e ".[test]"
 
 "$VENV/bin/forge" data import
 "$VENV/bin/forge" host pull smollm2-135m
