@@ -5,6 +5,11 @@ DuckDB lets one process hold a database file read-write and blocks the others me
 therefore never keeps a connection open: every operation opens the file, does its work inside a
 transaction and closes it again, retrying for a while when another process holds the lock. A long
 job (enumeration, training) writes in small batches, so the dashboard can read in between.
+
+A new store file is written in the storage format of `STORAGE_COMPATIBILITY_VERSION`, which every
+DuckDB FORGE supports reads; an existing file is opened in the format it has, never rewritten in
+another. A file this DuckDB cannot read (a newer format, or not a DuckDB file) is one `StoreError`
+line, and the file is left as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -35,12 +41,51 @@ TRANSIENT_OPEN_ERRORS: tuple[type[Exception], ...] = (
     duckdb.IOException, getattr(duckdb, "ResourceInUseException", duckdb.IOException))
 
 
+# New store files use DuckDB 1.1's storage format (storage version 64): read by DuckDB 1.0 and every
+# later release, so by every DuckDB that pyproject.toml allows (duckdb>=1.1).
+STORAGE_COMPATIBILITY_VERSION = "v1.1.0"
+
+# DuckDB's words for a file whose storage version it cannot read: "... with storage version number
+# 70, but we can only read storage versions between 64 and 69" (2.0), "... version number 69, but we
+# can only read versions between 64 and 68" (1.2 to 1.5), "... version number 999, but we can only
+# read version 64" (1.1).
+UNREADABLE_VERSION = re.compile(
+    r"version number (?P<found>\d+), but we can only read (?:storage )?versions? "
+    r"(?:between )?(?P<low>\d+)(?: and (?P<high>\d+))?")
+
+
 # A write refused by the disk: full, over quota, read-only, or failing.
 DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO)
 
 
 class StoreError(ForgeError):
-    """A store problem a user can act on (locked too long, newer schema, changed source, full disk)."""
+    """A store problem a user can act on (locked too long, newer schema or storage format, not a
+    DuckDB file, changed source, full disk)."""
+
+
+def unreadable_store_line(path: Path, message: str) -> str | None:
+    """One line for a file DuckDB refused to open because it cannot read it (a storage version it
+    does not know, not a DuckDB file, a damaged header), or None for any other refusal."""
+    keep = "FORGE left the file as it is"
+    version = UNREADABLE_VERSION.search(message)
+    if version:
+        found, low = int(version["found"]), int(version["low"])
+        high = int(version["high"] or low)
+        readable = (f"duckdb {duckdb.__version__} reads storage version {low}" if low == high
+                    else f"duckdb {duckdb.__version__} reads storage versions {low} to {high}")
+        if found > high:
+            return (f"the store {path} was written by a newer DuckDB (storage version {found}) than this one "
+                    f"({readable}): upgrade with `bash scripts/setup.sh`, or set FORGE_STORE to another store; "
+                    f"{keep}")
+        return (f"the store {path} was written by an older DuckDB (storage version {found}) than this one "
+                f"reads ({readable}): set FORGE_STORE to another store; {keep}")
+    if "not a valid DuckDB database file" in message:
+        return (f"the store {path} is not a DuckDB database file (empty, another kind of file, or damaged "
+                f"at its start): move it away or set FORGE_STORE to another store; {keep}")
+    if "Corrupt database file" in message:
+        return (f"the store {path} is damaged ({message}): restore it from a copy or set FORGE_STORE to "
+                f"another store; {keep}")
+    return None
 
 
 def _disk_refusal(error: BaseException) -> str | None:
@@ -120,17 +165,25 @@ class StoreFile:
             raise
 
     def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
-        """Connect, waiting while another process holds the file's lock, or while another thread
-        of this process is closing its last connection (DuckDB then reports the file as still
-        attached: the dashboard runs overlapping script runs in threads)."""
+        """Connect (creating a missing file first), waiting while another process holds the file's
+        lock, or while another thread of this process is closing its last connection (DuckDB then
+        reports the file as still attached: the dashboard runs overlapping script runs in threads).
+        A file DuckDB cannot read is a `StoreError` at once (`unreadable_store_line`)."""
         wait_s = config.store_lock_wait_s()
         deadline = time.monotonic() + wait_s
         delay = 0.05
         while True:
             try:
+                if not self.path.exists():
+                    self._create()
                 return duckdb.connect(str(self.path))
-            except TRANSIENT_OPEN_ERRORS as error:
+            except duckdb.Error as error:
                 message = " ".join(str(error).split())
+                unreadable = unreadable_store_line(self.path, message)
+                if unreadable:
+                    raise StoreError(unreadable) from None
+                if not isinstance(error, TRANSIENT_OPEN_ERRORS):
+                    raise
                 locked = "lock" in message.lower() or "already attached" in message.lower()
                 if locked and time.monotonic() > deadline:
                     raise StoreError(f"the store {self.path} is held by another process; waited {wait_s:g} s "
@@ -140,6 +193,21 @@ class StoreFile:
                                      f"set FORGE_STORE to move it): {message}") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    def _create(self) -> None:
+        """Create the (empty) store file in the storage format of `STORAGE_COMPATIBILITY_VERSION`.
+
+        The format is set on a separate in-memory database that attaches the new file and lets it go
+        again: a file connection with its own configuration would make DuckDB refuse every other
+        connection to the file in this process that has none."""
+        settings = {"storage_compatibility_version": STORAGE_COMPATIBILITY_VERSION}
+        creator = duckdb.connect(":memory:", config=settings)
+        try:
+            quoted = str(self.path).replace("'", "''")  # ATTACH takes no parameters
+            creator.execute(f"ATTACH '{quoted}' AS new_store")
+            creator.execute("DETACH new_store")
+        finally:
+            creator.close()
 
     def _migrate(self, connection: duckdb.DuckDBPyConnection) -> None:
         version = self._schema_version(connection)
