@@ -3,15 +3,18 @@
 A checkpoint carries the router's spec and weights, the feature standardizer and the cost
 normalizer it was trained with, and a lineage record: a hash of the training data snapshot,
 host, feature variant and names, lambdas, tau, seeds, stage, algorithm and parent checkpoint.
-Weights are serialized with `torch.save` and always loaded with `weights_only=True`, then
-validated against the spec before use.
+Weights are serialized with `torch.save` and always loaded with `weights_only=True`, checked
+against their sha256 and validated against the spec before use.
+
+A checkpoint's id is a function of what the user controls (its lineage without the values
+measured from the data, and `RECIPE_VERSION`), so the same request on the same data has the
+same id on every machine, whatever its floating-point path does to the weights.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import json
 import pickle
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +23,7 @@ import numpy as np
 import torch
 
 from forge_core.errors import ForgeError
+from forge_core.identity import canonical_hash
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning
 from forge_core.routing.features import Standardizer
 from forge_core.routing.routers import Router, build_router
@@ -73,19 +77,28 @@ def conditioning_of(lineage: dict[str, Any]) -> CostConditioning | None:
     return None if record is None else CostConditioning.from_dict(record)
 
 
-def checkpoint_id_for(lineage: dict[str, Any], state_bytes: bytes) -> str:
-    """A content id: the same lineage and weights give the same id."""
-    digest = hashlib.sha256(json.dumps(lineage, sort_keys=True).encode() + state_bytes).hexdigest()
-    return f"ckpt-{digest[:12]}"
+RECIPE_VERSION = 1  # bump when training code changes what the same lineage trains (ids change with it)
+# lineage values measured from the data (feature means, token maxima): they follow the machine's
+# floating-point path and the data snapshot, so they are recorded but not part of the id
+MEASURED_LINEAGE_KEYS = ("standardizer", "normalizer")
+
+
+def checkpoint_id_for(lineage: dict[str, Any]) -> str:
+    """The id of the checkpoint a lineage describes: a hash of the lineage's chosen values (data
+    snapshot, host, variant, feature names, weights, seeds, stage configs, parent) and the recipe
+    version, identical across machines."""
+    identity = {key: value for key, value in lineage.items() if key not in MEASURED_LINEAGE_KEYS}
+    return "ckpt-" + canonical_hash("checkpoint", RECIPE_VERSION, identity)[:12]
 
 
 def save_checkpoint(store: Store, router: Router, record: dict[str, Any]) -> str:
     """Serialize the router's weights and store them with `record` (stage, host, variant,
-    n_arms, parent, lineage, metrics, training_log); returns the checkpoint id."""
+    n_arms, parent, lineage, metrics, training_log) and their sha256; returns the checkpoint id.
+    A checkpoint already stored under the id is kept (the first training of a lineage stays)."""
     buffer = io.BytesIO()
     torch.save(router.state_dict(), buffer)
     state = buffer.getvalue()
-    checkpoint_id = checkpoint_id_for(record["lineage"], state)
+    checkpoint_id = checkpoint_id_for(record["lineage"])
     store.save_checkpoint({**record, "checkpoint_id": checkpoint_id}, state)
     return checkpoint_id
 
@@ -96,6 +109,8 @@ def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
     if found is None:
         raise CheckpointError(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")
     record, state_bytes = found
+    if record["weights_sha256"] is not None and hashlib.sha256(state_bytes).hexdigest() != record["weights_sha256"]:
+        raise CheckpointError(f"checkpoint '{checkpoint_id}' is damaged: its weights do not match their sha256")
     lineage = record["lineage"]
     try:
         state = torch.load(io.BytesIO(state_bytes), weights_only=True)

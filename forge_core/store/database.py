@@ -498,10 +498,11 @@ class Store(StoreFile):
         with self.transaction() as connection:
             connection.execute(
                 "INSERT INTO checkpoints (checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, "
-                "metrics, training_log, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "metrics, training_log, state, weights_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, sha256(?)) "
+                "ON CONFLICT DO NOTHING",
                 [record["checkpoint_id"], utc_now(), record["stage"], record["host"], record["variant"],
                  record["n_arms"], record.get("parent"), dumps(record["lineage"]), dumps(record["metrics"]),
-                 dumps(record["training_log"]), state],
+                 dumps(record["training_log"]), state, state],
             )
             connection.execute(FILL_CHECKPOINT_LINEAGE, [[record["checkpoint_id"]]])
 
@@ -555,7 +556,8 @@ class Store(StoreFile):
         with self.connect() as connection:
             frame = connection.execute(
                 "SELECT checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, metrics, "
-                "training_log, state FROM checkpoints WHERE checkpoint_id = ?", [checkpoint_id]).fetchdf()
+                "training_log, weights_sha256, state FROM checkpoints WHERE checkpoint_id = ?",
+                [checkpoint_id]).fetchdf()
         if not len(frame):
             return None
         row = _parent_none_when_null(frame).to_dict("records")[0]

@@ -88,17 +88,17 @@ def load_export_once(store: StoreFile, directory: Path) -> dict[str, int] | None
 
 def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
     """True for the crossfit tables of an export made before deployment accounting (they
-    charged no probe: rerun them); exports made before a table's later columns load (checkpoints'
-    lineage columns and crossfit results' kinds are filled on load, the others stay NULL); another
-    older export is refused."""
+    charged no probe: rerun them); exports made before any of a table's later columns load
+    (checkpoints' lineage columns, their weights' sha256 and crossfit results' kinds are filled on
+    load, the others stay NULL); another older export is refused."""
     source = "crossfit_results" if table.startswith("crossfit_") else table
     path = directory / f"{source}.parquet"
     if not path.exists():
         return False
     with store.connect() as connection:
         columns = [row[0] for row in connection.execute(f"DESCRIBE {known_table(source)}").fetchall()]
-    names = pq.read_schema(path).names
-    if names == columns or names == _without_later_columns(source, columns):
+    names = set(pq.read_schema(path).names)
+    if names <= set(columns) and set(columns) - names <= set(LATER_COLUMNS.get(source, ())):
         return False
     if source == "crossfit_results":
         if table == source:  # said once for the pair
@@ -106,11 +106,6 @@ def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
                         "rerun them with `forge eval --protocol crossfit`", directory)
         return True
     raise StoreError(f"{path} has the columns of another FORGE version: export it again with this one")
-
-
-def _without_later_columns(table: str, columns: list[str]) -> list[str]:
-    """A table's columns before the columns added after its first release (`LATER_COLUMNS`)."""
-    return [column for column in columns if column not in LATER_COLUMNS.get(table, ())]
 
 
 def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
@@ -123,6 +118,8 @@ def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: p
     connection.unregister("new_rows")
     if table == "checkpoints" and not set(CHECKPOINT_LINEAGE_COLUMNS) <= set(frame.columns):
         connection.execute(FILL_CHECKPOINT_LINEAGE, [frame["checkpoint_id"].tolist()])
+    if table == "checkpoints" and "weights_sha256" not in frame.columns:
+        connection.execute("UPDATE checkpoints SET weights_sha256 = sha256(state) WHERE weights_sha256 IS NULL")
     if table == "crossfit_results" and "kind" not in frame.columns:
         connection.execute(FILL_CROSSFIT_KINDS)
 

@@ -147,6 +147,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE default_routers (host VARCHAR PRIMARY KEY, checkpoint_id VARCHAR, set_at TIMESTAMP);
     """,
+    # Reproducible ids: a checkpoint's id no longer hashes its weights, so the weights carry their
+    # own sha256 (checked on load); a Fresh Online row records the checkpoint its router ran, so a
+    # run keeps each policy's answers apart from the others' and redoes only a retrained router's.
+    """
+    ALTER TABLE checkpoints ADD COLUMN weights_sha256 VARCHAR;
+    UPDATE checkpoints SET weights_sha256 = sha256(state);
+    ALTER TABLE fresh_results ADD COLUMN checkpoint_id VARCHAR;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -160,10 +168,11 @@ CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
 # loads with NULL there (not recorded), except the columns filled on load (checkpoints' lineage
 # columns, crossfit results' kinds: schema version 7).
 LATER_COLUMNS: dict[str, tuple[str, ...]] = {
-    "checkpoints": CHECKPOINT_LINEAGE_COLUMNS,
+    "checkpoints": (*CHECKPOINT_LINEAGE_COLUMNS, "weights_sha256"),
     "arm_outcomes": ("reasoning_method",),
     "probe_outcomes": ("tokens_reasoning", "reasoning_method"),
     "crossfit_results": ("kind",),
+    "fresh_results": ("checkpoint_id",),
 }
 # Copies the lineage keys of the checkpoints with the given ids into those columns.
 FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, checkpoint_id)"

@@ -77,13 +77,13 @@ def test_a_damaged_checkpoint_is_refused_by_its_id_and_the_rest_stay_usable(trai
     damaged, *others = list(store.checkpoints()["checkpoint_id"])
     with store.transaction() as connection:
         connection.execute("UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?", [b"not a torch file", damaged])
-    with pytest.raises(CheckpointError, match=f"checkpoint '{damaged}' is invalid"):
+    with pytest.raises(CheckpointError, match=f"checkpoint '{damaged}' is damaged"):
         load_checkpoint(store, damaged)
     assert others and all(load_checkpoint(store, other).router is not None for other in others)
     result = subprocess.run([sys.executable, "-m", "forge_core.cli", "train", "--stage", "2",
                              "--host", "synthetic-host", "--parent", damaged], capture_output=True, text=True,
                             env={**os.environ, "FORGE_STORE": str(store.path)})
-    assert result.returncode == 2 and f"checkpoint '{damaged}' is invalid" in result.stderr
+    assert result.returncode == 2 and f"checkpoint '{damaged}' is damaged" in result.stderr
     assert "Traceback" not in result.stderr
 
 

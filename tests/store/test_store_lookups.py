@@ -3,6 +3,7 @@ checkpoints' lineage columns (schema version 6) and exports made before them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from datetime import datetime
@@ -115,8 +116,8 @@ def test_save_checkpoint_writes_the_lineage_columns(tmp_path: Path) -> None:
     assert lineage_columns(store) == [("ckpt-a", 0.1, 0.2, 0, 0, "minilm", "snap-a", ["musique", "popqa"])]
     record, state = store.checkpoint("ckpt-a")  # the record keeps its keys: the columns are a copy
     assert set(record) == {"checkpoint_id", "created_at", "stage", "host", "variant", "n_arms", "parent",
-                           "lineage", "metrics", "training_log"}
-    assert state == b"weights"
+                           "lineage", "metrics", "training_log", "weights_sha256"}
+    assert state == b"weights" and record["weights_sha256"] == hashlib.sha256(b"weights").hexdigest()
 
 
 def store_before_lineage_columns(path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import numpy as np
@@ -53,17 +54,40 @@ def test_stage1_checkpoint_roundtrip_and_lineage(outcome_store: Store) -> None:
     assert train_router(outcome_store, TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)) == checkpoint_id
 
 
-def test_checkpoint_ids_are_those_of_older_versions(outcome_store: Store) -> None:
-    """Checkpoint ids hash the lineage: renaming a request's fields keeps the lineage's keys, so a
-    router trained now has the id it had before (ids recorded with the code of 7d39739)."""
+def test_checkpoint_ids_are_those_recorded_here_on_any_machine(outcome_store: Store, tmp_path) -> None:
+    """A checkpoint id hashes what the user chose (data snapshot, settings, seed, recipe version),
+    not the trained weights: the ids recorded here (Lite Stage 1, flat six-arm Stage 1) come back on
+    every machine, and features moved by 1e-6 (another floating-point path) give the same id, while
+    the stored weights carry their own sha256."""
+    from support.stores import copy_store
+
     factorized = TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)
-    assert train_router(outcome_store, factorized) == "ckpt-4f25e13a9cfc"
     flat = TrainRequest(host=HOST, variant="lite", router_kind="flat",
                         stage1=Stage1Config(max_epochs=3, warm_start_arms=6))
-    checkpoint_id = train_router(outcome_store, flat)
-    assert checkpoint_id == "ckpt-23cc4113a6bf"
-    lineage = load_checkpoint(outcome_store, checkpoint_id).lineage
+    recorded = {factorized: "ckpt-516885d7babd", flat: "ckpt-9c3ca0d481d4"}
+    assert [train_router(outcome_store, request) for request in recorded] == list(recorded.values())
+    lineage = load_checkpoint(outcome_store, recorded[flat]).lineage
     assert lineage["router"] == "flat" and lineage["config"]["arms"] == 6
+
+    perturbed = copy_store(outcome_store, tmp_path / "perturbed")
+    with perturbed.transaction() as connection:
+        connection.execute("UPDATE features SET vals = list_transform(vals, lambda v: v + 1e-6)")
+    assert train_router(perturbed, factorized) == recorded[factorized]
+    record, state = perturbed.checkpoint(recorded[factorized])
+    assert record["weights_sha256"] == hashlib.sha256(state).hexdigest()
+
+
+def test_weights_that_do_not_match_their_sha256_are_refused(outcome_store: Store, tmp_path) -> None:
+    from support.stores import copy_store
+
+    store = copy_store(outcome_store, tmp_path)
+    checkpoint_id = train_router(store, TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1))
+    with store.transaction() as connection:  # one weight changed, the file still a valid torch file
+        state = bytearray(store.checkpoint(checkpoint_id)[1])
+        state[-200] ^= 0x01
+        connection.execute("UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?", [bytes(state), checkpoint_id])
+    with pytest.raises(CheckpointError, match=f"checkpoint '{checkpoint_id}' is damaged"):
+        load_checkpoint(store, checkpoint_id)
 
 
 def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store, tmp_path) -> None:
