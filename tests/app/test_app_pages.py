@@ -509,6 +509,21 @@ def test_train_page_says_whether_the_proxy_is_good_enough_after_a_crossfit(train
     assert "regret_vs_gold" in texts(app.markdown)
     verdict = texts(app.success) + texts(app.error)
     assert "Consensus is " in verdict and "good enough at these weights" in verdict
+    # the verdict the page states, from the interval it shows: the Lite router trained on consensus
+    # loses utility against gold training only when the whole interval lies below zero
+    interval = re.search(r"Lite router trained on consensus: .*\(95% interval ([-+][0-9.]+) to ([-+][0-9.]+)\)",
+                         texts(app.markdown))
+    assert interval, texts(app.markdown)
+    high = float(interval.group(2))
+    assert abs(high) >= 1e-4, "the rounded interval must decide the verdict"
+    if high < 0:
+        assert ("Consensus is not good enough at these weights: forge_lite (consensus) lose utility against gold "
+                "training (interval below zero).") in texts(app.error)
+        assert "good enough at these weights" not in texts(app.success)
+    else:
+        assert ("Consensus is good enough at these weights: routers trained on consensus lose no significant "
+                "utility against gold.") in texts(app.success)
+        assert "not good enough" not in verdict
 
 
 def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:

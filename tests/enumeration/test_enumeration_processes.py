@@ -17,6 +17,7 @@ import pytest
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, plan_work
 from forge_core.enumeration.processes import EnumerationProcessError, _collect, split_plan
+from forge_core.enumeration.runner import EnumerationReport
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
@@ -140,8 +141,25 @@ def test_a_process_killed_in_the_middle_of_a_message_is_one_error_not_a_hang() -
     # are untouched, and the parent names the dead process instead of waiting forever.
     killed_receiver, killed_sender = multiprocessing.Pipe(duplex=False)
     other_receiver, other_sender = multiprocessing.Pipe(duplex=False)
-    os.write(killed_sender.fileno(), (1000).to_bytes(4, "big") + b"half a message")
-    killed_sender.close()
-    other_sender.send(("progress", 1, None))
+    sent = [EnumerationReport("other-job", planned_calls=3, calls=calls, started_at=1.0) for calls in (1, 2, 3)]
+    delivered: list[EnumerationReport] = []
+
+    def on_progress(report: EnumerationReport) -> None:
+        delivered.append(report)
+        if len(delivered) == 1:  # the other has reported once: it sends the rest as the first one dies
+            other_sender.send(("progress", 1, sent[1]))
+            other_sender.send(("done", 1, sent[2]))
+            os.write(killed_sender.fileno(), (1000).to_bytes(4, "big") + b"half a message")
+            killed_sender.close()
+
+    other_sender.send(("progress", 1, sent[0]))
     with pytest.raises(EnumerationProcessError, match=r"process 1 ended \(exit code -9\)"):
-        _collect([EndedChild(), EndedChild()], [killed_receiver, other_receiver], on_progress=None)
+        _collect([EndedChild(), EndedChild()], [killed_receiver, other_receiver], on_progress)
+    # every message of the other arrived whole and in order: read by the parent, or still in its pipe
+    # for the parent's final drain
+    pending = []
+    while other_receiver.poll():
+        pending.append(other_receiver.recv())
+    assert delivered[0] == sent[0]
+    assert delivered + [report for _, _, report in pending] == sent
+    assert [(kind, index) for kind, index, _ in pending] == [("progress", 1), ("done", 1)][len(delivered) - 1:]

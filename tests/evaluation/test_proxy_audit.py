@@ -63,6 +63,10 @@ def test_the_grid_of_a_proxy_equal_to_gold_matches_gold_gold_and_an_inverted_one
     inverted = run_reward_audit(store, dataclasses.replace(request, judge_key="inverted"))["grid"]["forge_lite"]
     assert inverted["gold/gold"]["macro_f1"] == pytest.approx(grid["gold/gold"]["macro_f1"])
     assert inverted["judge/judge"]["ci_f1_vs_gold_gold"][1] < 0
+    # Stage 2 on the inverted proxy from the gold Stage-1 router: only its Stage-2 reward differs from
+    # gold/gold, so it falls below gold/gold only if Stage 2 really trains on the proxy
+    assert inverted["gold/judge"]["ci_f1_vs_gold_gold"][1] < 0
+    assert inverted["gold/judge"]["ci_utility_vs_gold_gold"][1] < 0
 
 
 def test_the_audit_refuses_what_it_cannot_do(store) -> None:

@@ -29,6 +29,13 @@ def test_rates_count_the_chosen_arms_verdicts_only_and_say_the_coverage() -> Non
     assert (second["support_rate"], second["unsupported_rate"], second["support_coverage"]) == (0.25, 0.5, 1.0)
     low, high = second["ci_support_rate"]
     assert 0 <= low < 0.25 < high <= 0.5
+    # by hand: the chosen verdicts are a (contradicted, not enough info) and b (supported,
+    # contradicted). Resampled within each benchmark, a's support share is always 0 and b's is 0, 1/2
+    # or 1 (chances 1/4, 1/2, 1/4): the macro is 0, 0.25 or 0.5 with a quarter of the mass at each
+    # end, so the 2.5th and 97.5th percentiles are the ends. The unsupported shares of a and b are
+    # each 0, 1/2 or 1: the macro runs from 0 to 1 in quarters, each end with chance 1/16 > 2.5%.
+    assert second["ci_support_rate"] == [0.0, 0.5]
+    assert second["ci_unsupported_rate"] == [0.0, 1.0]
     none = support_summary(np.full((2, 2), np.nan), np.array([0, 1]), np.array(["a", "b"]))
     assert none == {"support_rate": None, "unsupported_rate": None, "support_coverage": 0.0,
                     "ci_support_rate": None, "ci_unsupported_rate": None,
