@@ -124,6 +124,7 @@ class FreshResult:
     finished_at: datetime
     answer_tokens_in: int  # of the answering call alone
     answer_tokens_out: int
+    checkpoint_id: str | None  # the router checkpoint the policy decided with (None: a baseline)
 
 
 @dataclass(frozen=True)

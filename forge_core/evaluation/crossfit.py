@@ -11,7 +11,8 @@ here live in memory only: they are never stored as checkpoints, so `forge eval -
 cannot pick them up.
 
 Each fold's decisions are stored in one transaction (`crossfit_results`) under a run id hashed
-from the settings and the data, so an interrupted run resumes at the first missing fold and the
+from a canonical form of the settings (`crossfit_identity`) and the data, so an interrupted run
+resumes at the first missing fold, a policy added since computes that policy's rows only, and the
 dashboard reads finished runs without recomputing anything.
 """
 
@@ -40,6 +41,7 @@ from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
 from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
@@ -47,13 +49,23 @@ from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, ch
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import FitRows, fit_rows, fit_stage1_router, fit_stage2_router, one_torch_thread
+from forge_core.training.trainer import (
+    STORED_CONFIG_KEYS,
+    FitRows,
+    fit_rows,
+    fit_stage1_router,
+    fit_stage2_router,
+    one_torch_thread,
+)
 
 log = logging.getLogger(__name__)
 
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
 DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held out as inner dev
+RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it changes
+NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
+STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
 REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
@@ -203,25 +215,68 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
     return policies
 
 
-def crossfit_run_id(settings: CrossfitSettings, base: EvalContext) -> str:
-    """A run id from the settings and the evaluated data (keys and outcomes), so a rerun of the
-    same settings on the same data resumes, and new data starts a new run."""
-    digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
-    digest.update(repr(base.table.keys).encode())
+def crossfit_identity(settings: dict) -> dict:
+    """What a run's decisions depend on, from its settings (today's `to_dict`, or an older run's
+    stored JSON): today's field names, no value at today's default, the stages' own seeds left out
+    (the run's `seed` seeds them), Stage 2 only for a Stage-2 run, and no conditioning when it is
+    the default or None (it adds the conditioned routers, as another policy would be added)."""
+    defaults = CrossfitSettings().to_dict()
+    identity = without_defaults({k: v for k, v in settings.items() if k not in NESTED_SETTINGS}, defaults)
+    for stage_key in ("stage1", "stage2")[: settings["stage"]]:
+        config = without_defaults(settings[stage_key], defaults[stage_key], STAGE_CONFIG_RENAMES)
+        config.pop("seed", None)
+        if config:
+            identity[stage_key] = config
+    conditioning = without_defaults(settings.get("conditioning") or {}, defaults["conditioning"])
+    if conditioning:
+        identity["conditioning"] = conditioning
+    return identity
+
+
+def crossfit_run_id(settings: dict, base: EvalContext) -> str:
+    """A run id from the `crossfit_identity` of the settings (`CrossfitSettings.to_dict`, or an
+    older run's stored JSON) and the evaluated data (keys and outcomes), so a rerun of the same
+    settings on the same data resumes, a renamed field or an added policy keeps the run, and new
+    data starts a new run."""
+    data = hashlib.sha256(repr(base.table.keys).encode())
     for matrix in (base.table.f1, base.table.tokens_in, base.table.tokens_out):
-        digest.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
-    return f"crossfit-{digest.hexdigest()[:12]}"
+        data.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
+    identity = {"settings": crossfit_identity(settings), "data": data.hexdigest()}
+    return "crossfit-" + canonical_hash("crossfit", RUN_ID_VERSION, identity)[:12]
 
 
-def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy],
+def missing_policies(policies: list[Policy], done: set[str]) -> tuple[list[Policy], list[Policy]]:
+    """The policies to fit for a fold whose stored rows cover the policy names `done`, in order:
+    every missing policy and what it is built on (a Stage-2 router's parent, a fallback's router);
+    and the missing ones, whose rows are to be stored."""
+    missing = [policy for policy in policies if policy.name not in done]
+    needed = {id(policy) for policy in missing}
+    for policy in reversed(policies):
+        if id(policy) in needed:
+            needed |= {id(base) for base in _built_on(policy)}
+    return [policy for policy in policies if id(policy) in needed], missing
+
+
+def _built_on(policy: Policy) -> list[Policy]:
+    if isinstance(policy, FoldRouter) and policy.parent is not None:
+        return [policy.parent]
+    if isinstance(policy, FallbackPolicy):
+        return [policy.router]
+    return []
+
+
+def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy], stored: list[Policy],
                on_policy: Callable[[str], None] | None) -> pd.DataFrame:
-    """Fit every policy on the fold's train/dev rows and score its decisions on the held-out rows."""
+    """Fit the policies on the fold's train/dev rows (in order) and score the `stored` ones'
+    decisions on the held-out rows."""
     frames = []
     keys = [context.table.keys[i] for i in rows]
     for policy in policies:
         if on_policy:
             on_policy(policy.name)
         policy.fit(context)
+        if policy not in stored:
+            continue
         outcome = score_decisions(context, rows, policy, policy.decide(context, rows))
         frames.append(pd.DataFrame({
             "policy": policy.name, "kind": policy.kind, "benchmark": [k[0] for k in keys],
@@ -244,20 +299,23 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     compute_features(store, settings.host)
     base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
                               accounting=settings.accounting)
-    run_id = crossfit_run_id(settings, base)
+    run_id = crossfit_run_id(settings.to_dict(), base)
     store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)
-    done = set(store.crossfit_results(run_id)["fold"].unique().tolist())
+    stored = store.crossfit_results(run_id)
+    done = {fold: set(frame["policy"]) for fold, frame in stored.groupby("fold")}
     job_id = f"crossfit-{uuid.uuid4().hex[:10]}"
     store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
     folds = crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)
     try:
         with one_torch_thread():
             for fold, context in folds:
-                if fold not in done:
-                    log.info("crossfit %s: fold %d of %d", run_id, fold + 1, settings.folds)
-                    rows = context.rows("test")
-                    policies = crossfit_policies(settings, context.table.arms)
-                    store.write_crossfit_fold(run_id, fold, _fold_rows(context, rows, policies, on_policy))
+                fitted, missing = missing_policies(crossfit_policies(settings, context.table.arms),
+                                                   done.get(fold, set()))
+                if missing:
+                    log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, settings.folds,
+                             len(missing))
+                    rows = _fold_rows(context, context.rows("test"), fitted, missing, on_policy)
+                    store.write_crossfit_fold(run_id, fold, rows)
                 store.update_job(job_id, fold + 1, 0)
                 if on_fold:
                     on_fold(fold + 1, settings.folds)
@@ -342,7 +400,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
 
 def seed_key(report: dict) -> str:
     """What runs share when they differ only in their split seed (fold and inner-dev draws)."""
-    return json.dumps({k: v for k, v in report["settings"].items() if k != "split_seed"}, sort_keys=True)
+    identity = crossfit_identity(report["settings"])
+    return canonical_json({k: v for k, v in identity.items() if k != "split_seed"})
 
 
 def seed_spread(reports: list[dict]) -> dict:

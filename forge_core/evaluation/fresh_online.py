@@ -12,8 +12,10 @@ Policies run one after another over the queries, so the host's prompt cache hold
 deployment of that one policy would hold. One query of one policy is a `LiveQuery`
 (`forge_core.evaluation.live_query`).
 
-Each finished (policy, query) is stored at once under a run id, a hash of the settings; a rerun
-with the same settings (after Ctrl-C or a host failure) continues where it stopped.
+Each finished (policy, query) is stored at once under a run id, a hash of a canonical form of the
+settings, with the router checkpoint it was answered with; a rerun with the same settings (after
+Ctrl-C or a host failure) continues where it stopped, and a policy added since answers only its
+own queries.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -34,31 +35,35 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.live_query import LiveQuery
 from forge_core.evaluation.outcomes import policy_outcomes
-from forge_core.evaluation.policies import Policy
+from forge_core.evaluation.policies import FallbackPolicy, Policy
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evaluation.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
+from forge_core.identity import canonical_hash
 from forge_core.records import Example, FreshResult
 from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
 
+RUN_ID_VERSION = 1  # layout of the identity `fresh_run_id` hashes: bump when it changes
 DEFAULT_PER_BENCHMARK = 10  # queries per benchmark: every call is a real one, so keep runs short
 
 
-async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str) -> FreshResult:
-    """One policy's timed, scored live answer to one query."""
+async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str, checkpoint_id: str | None) -> FreshResult:
+    """One policy's timed, scored live answer to one query (`checkpoint_id`: the router checkpoint
+    it decides with, None for a baseline)."""
     started = time.perf_counter()
     answer = await policy.answer_live(query)
     latency_ms = (time.perf_counter() - started) * 1000.0
     f1, em = score_arm_answer(answer, query.example.answers, query.example.is_fever)
     example = query.example
     return FreshResult(run_id, policy.name, example.benchmark, example.example_id, answer.arm, f1, em, query.calls,
-                       query.tokens_in, query.tokens_out, latency_ms, utc_now(), answer.tokens_in, answer.tokens_out)
+                       query.tokens_in, query.tokens_out, latency_ms, utc_now(), answer.tokens_in, answer.tokens_out,
+                       checkpoint_id)
 
 
 @dataclass(frozen=True)
@@ -92,10 +97,11 @@ def run_fresh(store: Store, request: FreshRequest,
     cached = policy_outcomes(setup.context, rows, setup.policies)  # fits every policy
     live = [p for p in setup.policies if p.deployable]
     run_id = fresh_run_id(config, setup, settings)
-    todo = _missing(store, run_id, live, _examples(store, setup.context, rows))
+    checkpoints = policy_checkpoints(live, setup.router_checkpoints)
+    todo = _missing(store, run_id, checkpoints, live, _examples(store, setup.context, rows))
     if todo:
         log.info("fresh online run %s: %d policy-query answers to make", run_id, len(todo))
-        asyncio.run(_answer_all(store, config, setup.context, run_id, todo, on_result))
+        asyncio.run(_answer_all(store, config, setup.context, run_id, checkpoints, todo, on_result))
     results = store.fresh_results(run_id)
     report = fresh_report(results, setup, live, {name: o.f1 for name, o in cached.items()})
     skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
@@ -113,17 +119,26 @@ def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchma
 
 
 def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: EvaluationSettings) -> str:
-    """A hash of what the run's answers depend on: the host configuration, the queries the
-    policies were fitted on and are evaluated on, the cost weights, seeds and router checkpoints
-    (not the policy names: a run of a subset of policies reuses the same answers)."""
+    """A hash of a canonical form of what the run's answers depend on: the host configuration,
+    the data the policies were fitted on and the queries they answer, the cost weights, seeds and
+    accounting. Not the policies: each row records the router checkpoint it was answered with, so
+    an added policy answers its own rows only and a retrained router redoes its own."""
     table = setup.context.table
-    settings = {
-        "host": config_hash(config), "keys": [list(k) for k in table.keys], "splits": table.splits.tolist(),
-        "rows": setup.rows.tolist(), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
-        "split_seed": settings.split_seed, "seed": settings.seed, "routers": setup.router_checkpoints,
-        "accounting": settings.accounting,
+    data = hashlib.sha256(repr(table.keys).encode() + repr(table.splits.tolist()).encode())
+    identity = {
+        "host": config_hash(config), "data": data.hexdigest(), "rows": setup.rows.tolist(),
+        "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out, "split_seed": settings.split_seed,
+        "seed": settings.seed, "accounting": settings.accounting,
     }
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    return canonical_hash("fresh", RUN_ID_VERSION, identity)[:16]
+
+
+def policy_checkpoints(policies: list[Policy], router_checkpoints: dict[str, str]) -> dict[str, str | None]:
+    """The router checkpoint each policy decides with: a router's own, a fallback rule's router's,
+    None for a baseline."""
+    def router_name(policy: Policy) -> str:
+        return policy.router.name if isinstance(policy, FallbackPolicy) else policy.name
+    return {policy.name: router_checkpoints.get(router_name(policy)) for policy in policies}
 
 
 def _examples(store: Store, context: EvalContext, rows: np.ndarray) -> list[Example]:
@@ -135,23 +150,26 @@ def _examples(store: Store, context: EvalContext, rows: np.ndarray) -> list[Exam
     return [by_key[key] for key in keys]
 
 
-def _missing(store: Store, run_id: str, policies: list[Policy],
+def _missing(store: Store, run_id: str, checkpoints: dict[str, str | None], policies: list[Policy],
              examples: list[Example]) -> list[tuple[Policy, Example]]:
+    """The (policy, query) pairs without a stored answer from the policy's current checkpoint."""
     done = store.fresh_results(run_id)
-    finished = set(zip(done["policy"], done["benchmark"], done["example_id"]))
+    current = done["checkpoint_id"].fillna("").to_numpy() == done["policy"].map(checkpoints).fillna("").to_numpy()
+    finished = set(zip(done["policy"][current], done["benchmark"][current], done["example_id"][current]))
     return [(policy, example) for policy in policies for example in examples
             if (policy.name, example.benchmark, example.example_id) not in finished]
 
 
 async def _answer_all(store: Store, config: HostConfig, context: EvalContext, run_id: str,
-                      todo: list[tuple[Policy, Example]], on_result: Callable[[FreshResult, int], None] | None) -> None:
+                      checkpoints: dict[str, str | None], todo: list[tuple[Policy, Example]],
+                      on_result: Callable[[FreshResult, int], None] | None) -> None:
     retrievers = {b: load_retriever(store, b) for b in dict.fromkeys(e.benchmark for _, e in todo)}
     for retriever in retrievers.values():  # the embedder and passage vectors before the first timed query
         passage_vectors(retriever)
     async with hosted(config) as client:
         for done, (policy, example) in enumerate(todo, start=1):
             query = LiveQuery(example, client, retrievers[example.benchmark], context)
-            result = await answer_fresh(policy, query, run_id)
+            result = await answer_fresh(policy, query, run_id, checkpoints[policy.name])
             store.write_fresh_result(result)
             if on_result:
                 on_result(result, len(todo) - done)

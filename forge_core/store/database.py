@@ -692,8 +692,9 @@ class Store(StoreFile):
     def write_fresh_result(self, result: FreshResult) -> None:
         """Store one finished (policy, query) of a Fresh Online run."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR REPLACE INTO fresh_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               list(row_values(result)))
+            values = list(row_values(result))
+            placeholders = ", ".join("?" * len(values))
+            connection.execute(f"INSERT OR REPLACE INTO fresh_results VALUES ({placeholders})", values)
 
     def fresh_results(self, run_id: str) -> pd.DataFrame:
         """The finished (policy, query) rows of a Fresh Online run."""
@@ -721,14 +722,16 @@ class Store(StoreFile):
             return connection.execute(query + " WHERE r.host = ? ORDER BY r.created_at DESC", [host]).fetchdf()
 
     def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
-        """Every policy's out-of-fold decisions of one fold, in one transaction (a fold is stored
-        whole or not at all). Columns: policy, kind, benchmark, example_id, arm, f1, deploy_utility,
-        answer_utility, deploy_tokens, answer_tokens, calls."""
+        """Some policies' out-of-fold decisions of one fold, in one transaction (stored whole or
+        not at all; the fold's rows of other policies stay). Columns: policy, kind, benchmark,
+        example_id, arm, f1, deploy_utility, answer_utility, deploy_tokens, answer_tokens, calls."""
         frame = rows.assign(run_id=run_id, fold=fold, finished_at=utc_now())
         frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "deploy_utility",
                        "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at", "kind"]]
         with self.transaction() as connection:
-            connection.execute("DELETE FROM crossfit_results WHERE run_id = ? AND fold = ?", [run_id, fold])
+            connection.execute(
+                "DELETE FROM crossfit_results WHERE run_id = ? AND fold = ? AND list_contains(?, policy)",
+                [run_id, fold, sorted(set(frame["policy"]))])
             insert_rows(connection, "crossfit_results", frame)
 
     def crossfit_results(self, run_id: str) -> pd.DataFrame:

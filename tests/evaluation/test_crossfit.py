@@ -9,6 +9,7 @@ from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.crossfit import (
     CrossfitSettings,
     crossfit_folds,
+    crossfit_identity,
     crossfit_report,
     fold_assignment,
     fold_splits,
@@ -101,6 +102,30 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
         assert crossfit_module.cached_crossfit_report(store, report["run_id"], cache) == report
+
+
+def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_only(outcome_store: Store,
+                                                                                   tmp_path) -> None:
+    import dataclasses
+    import json
+
+    from support.stores import copy_store
+
+    stored = FAST.to_dict()  # as an older FORGE stored it: the Stage-1 field under its older name
+    stored["stage1"]["arms"] = stored["stage1"].pop("warm_start_arms")
+    assert crossfit_identity(stored) == crossfit_identity(FAST.to_dict())
+    assert crossfit_identity(dataclasses.replace(FAST, lambda_in=0.3).to_dict()) != crossfit_identity(stored)
+    store = copy_store(outcome_store, tmp_path)
+    without = run_crossfit(store, dataclasses.replace(FAST, conditioning=None))
+    rows_before = store.crossfit_results(without["run_id"])
+    fitted: list[str] = []
+    report = run_crossfit(store, FAST, on_policy=fitted.append)
+    assert report["run_id"] == without["run_id"]  # the same run, with the conditioned routers added
+    assert set(fitted) == {"forge_lite_cond", "forge_full_cond"} and len(fitted) == 2 * FAST.folds
+    kept = store.crossfit_results(report["run_id"]).merge(rows_before, on=list(rows_before.columns))
+    assert len(kept) == len(rows_before)  # every earlier row stayed as it was
+    assert set(report["policies"]) == set(without["policies"]) | set(fitted)
+    assert json.loads(store.crossfit_runs(HOST).iloc[0]["settings"])["conditioning"] is None  # registered once
 
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
