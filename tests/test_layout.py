@@ -11,8 +11,8 @@ import forge_core
 ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
-    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing", "rewards",
-    "training", "evaluation", "jobs", "server", "cli",
+    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing",
+    "rewards", "training", "evaluation", "jobs", "server", "cli",
 )
 
 
