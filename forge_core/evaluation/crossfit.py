@@ -293,7 +293,8 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     """Run (or resume) a cross-fitted evaluation as a job and return its report.
 
     `on_fold(done, total)` follows the folds, `on_policy(name)` the policies within a fold.
-    Folds already stored under the run id are not recomputed. Computes missing features first.
+    The (fold, policy) rows already stored under the run id are not recomputed; a run stored
+    whole is reported at once, without a job. Computes missing features first.
     """
     settings.check(store)
     compute_features(store, settings.host)
@@ -303,14 +304,23 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)
     stored = store.crossfit_results(run_id)
     done = {fold: set(frame["policy"]) for fold, frame in stored.groupby("fold")}
+    work = [(fold, context, *missing_policies(crossfit_policies(settings, context.table.arms), done.get(fold, set())))
+            for fold, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
+    if any(missing for *_, missing in work):
+        _run_folds(store, settings, run_id, work, on_fold, on_policy)
+    return crossfit_report(store, run_id)
+
+
+def _run_folds(store: Store, settings: CrossfitSettings, run_id: str,
+               work: list[tuple[int, EvalContext, list[Policy], list[Policy]]],
+               on_fold: Callable[[int, int], None] | None, on_policy: Callable[[str], None] | None) -> None:
+    """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
+    to store) as one job."""
     job_id = f"crossfit-{uuid.uuid4().hex[:10]}"
     store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
-    folds = crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)
     try:
         with one_torch_thread():
-            for fold, context in folds:
-                fitted, missing = missing_policies(crossfit_policies(settings, context.table.arms),
-                                                   done.get(fold, set()))
+            for fold, context, fitted, missing in work:
                 if missing:
                     log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, settings.folds,
                              len(missing))
@@ -323,7 +333,6 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
         store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
         raise
     store.finish_job(job_id, "finished", run_id)
-    return crossfit_report(store, run_id)
 
 
 def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None) -> list[dict]:

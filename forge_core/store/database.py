@@ -480,10 +480,12 @@ class Store(StoreFile):
         """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
         return export_tables(self, directory, tables)
 
-    def load_exported(self, directory: Path, replace_errors: bool = False) -> dict[str, int]:
-        """Add the rows of exported Parquet files that the store lacks; with `replace_errors`, an
-        imported answered outcome also replaces an error row. Returns rows added per table."""
-        return load_exported(self, directory, replace_errors)
+    def load_exported(self, directory: Path, replace_errors: bool = False,
+                      tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
+        """Add the rows of exported Parquet files (of `tables`) that the store lacks; with
+        `replace_errors`, an imported answered outcome also replaces an error row. Returns rows
+        added per table."""
+        return load_exported(self, directory, replace_errors, tables)
 
     def load_export_once(self, directory: Path) -> dict[str, int] | None:
         """`load_exported`, unless this exact export was loaded into this store before: then None."""
@@ -492,9 +494,9 @@ class Store(StoreFile):
     # ------------------------------------------------------------ checkpoints
 
     def save_checkpoint(self, record: dict[str, Any], state: bytes) -> None:
-        """Store a router checkpoint: its metadata record and the serialized weights (ids are
-        content hashes, so saving the same checkpoint twice keeps one), with the lineage keys it
-        is selected by copied into their columns."""
+        """Store a router checkpoint: its metadata record and the serialized weights with their
+        sha256 (an id stands for its lineage, so saving a lineage twice keeps the first), with the
+        lineage keys it is selected by copied into their columns."""
         with self.transaction() as connection:
             connection.execute(
                 "INSERT INTO checkpoints (checkpoint_id, created_at, stage, host, variant, n_arms, parent, lineage, "

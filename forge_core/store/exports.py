@@ -53,14 +53,15 @@ def export_tables(store: StoreFile, directory: Path, tables: Sequence[str] = EXP
     return counts
 
 
-def load_exported(store: StoreFile, directory: Path, replace_errors: bool = False) -> dict[str, int]:
-    """Add the rows of exported Parquet files (`export_tables`) that the store lacks, one
+def load_exported(store: StoreFile, directory: Path, replace_errors: bool = False,
+                  tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
+    """Add the rows of exported Parquet files (`export_tables`) of `tables` that the store lacks, one
     transaction per table; never replaces an answered row, never duplicates one. With
     `replace_errors` (merging machines' enumerations), an imported answered arm or probe
     outcome also replaces this store's error row for that key. Returns rows added (or
     replaced) per table."""
     added = {}
-    for table in EXPORTED_TABLES:
+    for table in tables:
         path = directory / f"{table}.parquet"
         if not path.exists() or _skip_older_export(store, table, directory):
             continue
