@@ -1,45 +1,384 @@
-"""The README's result tables, as Markdown, from the JSON that `forge eval ... --json` printed.
+"""Docs generated, not typed: the result tables and figures of docs/results.md and README.md, from
+the store's runs and the committed bench results (bench/results/NAME.json: the JSON line
+bench/NAME.py printed last).
 
-    python scripts/results_tables.py cached DEPLOY.json ANSWER.json
-    python scripts/results_tables.py crossfit RUN.json [RUN.json ...]     # one run per cost weight
-    python scripts/results_tables.py seeds RUN.json [RUN.json ...]        # the last run of each weight
-    python scripts/results_tables.py fresh FRESH.json
-    python scripts/results_tables.py transfer REPORT.json [REPORT.json ...]  # `forge eval transfer` reports
+    FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
+    FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
 
-`scripts/crossfit_demo.sh` writes the crossfit files to data/crossfit/, `scripts/transfer_demo.sh`
-the transfer reports to data/transfer/.
+The store is the demo store (`forge data import && forge store load-demo`). Every generated part
+of the two documents sits between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` (HTML
+comments, invisible once rendered): a block (the markers on lines of their own) or a fragment of
+a sentence (the markers inline). The script rewrites what lies between the markers and nothing
+else; `--check` writes nothing and exits 1 with a unified diff when a document differs from what
+it would write (tests/test_results_docs.py runs it).
+
+It only reads, through the functions the documented commands call (`forge store summary`, `forge
+eval cached|crossfit|fresh|transfer`, `forge rewards audit --no-crossfit`): no host is called and
+nothing is trained. A sentence whose wording the store no longer bears out stops the script with
+the claim that failed (rewrite the sentence). Runs are selected
+by their settings (host, stage, accounting, split seed, cost weights, conditioning), never by id;
+the ids the text quotes come from the store. Crossfit reports are kept in FORGE_CACHE_DIR/crossfit,
+as the dashboard keeps them. Intervals are paired bootstrap 95% intervals (seeded, so the text is
+the same on every run): queries resampled within benchmarks, macro over benchmarks.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import difflib
 import json
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cached_property
 from pathlib import Path
 
-from forge_core.evaluation.reports import arm_mix_frame
+import numpy as np
+import pandas as pd
+
+from forge_core import config
+from forge_core.evaluation.cached import CachedRequest, run_cached
+from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_checkpoint
+from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
+from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
+from forge_core.evaluation.grounding import gold_recall_matrix
+from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes
+from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.evaluation.reports import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
+from forge_core.evaluation.setup import ROUTER_POLICIES, EvaluationSettings, EvaluationSetup, evaluation_setup
+from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.evaluation.support_rates import support_verdicts
+from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.hosts.registry import get_host_config
+from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "README.md")
+BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
+HOST = "embedded"  # the host the documents report on
+N_ARMS = 6  # its alphabet
+FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
+AUDIT_WEIGHTS = ((0.1, 0.2), (0.6, 0.6))  # `forge rewards audit [--lambda-in 0.6 --lambda-out 0.6]`
+GROUNDED = ("always_direct", "always_summary", "always_raw", "forge_lite", "forge_full", ORACLE)  # README's rows
+GROUNDED_ROUTERS = {"forge_lite": "Lite", "forge_full": "Full"}  # compared with Always-Raw in its reading
+BENCHMARK_NAMES = {"2wikimultihopqa": "2WikiMultihopQA", "fever": "FEVER", "hotpotqa": "HotpotQA",
+                   "musique": "MuSiQue", "popqa": "PopQA"}
+REGION = re.compile(r"<!-- generated:(?P<name>[\w-]+) -->(?P<body>.*?)<!-- /generated:(?P=name) -->", re.S)
 
 
-def _order(policies: dict) -> list[str]:
-    """Fixed arms, baselines, the floor, the FORGE routers, the oracle, by each policy's `kind`
-    (reports written before kinds were recorded keep their own order)."""
-    ranks = {"fixed arm": 1, "baseline": 2, "router": 4, "oracle": 5}
+# ---------------------------------------------------------------- formatting
 
-    def rank(name: str) -> int:
-        return ranks.get(policies[name].get("kind"), 0) - (name == "ridge_utility")
-    return sorted(policies, key=rank)
-
-
-def _ci(interval: list[float] | None) -> str:
+def _ci(interval: Sequence[float] | None) -> str:
     return "" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
 
 
+def _gain(gain: float, interval: Sequence[float]) -> str:
+    return f"{gain:+.3f} {_ci(interval)}"
+
+
+def _pair(report: dict) -> str:
+    """A report's (or run settings') cost weights: "0.1 / 0.2"."""
+    return f"{report['lambda_in']:g} / {report['lambda_out']:g}"
+
+
 def _weights(report: dict) -> str:
-    return f"λ {report['lambda_in']:g} / {report['lambda_out']:g}"
+    return f"λ {_pair(report)}"
 
 
-def cached(deploy: dict, answer: dict) -> str:
+def _calls(calls: float) -> str:
+    """5.00 as "5", 4.96 as "4.96"."""
+    return f"{calls:.2f}".rstrip("0").rstrip(".")
+
+
+def _range(values: Sequence[float], digits: int = 3, unit: str = "") -> str:
+    """"-0.047 to -0.039" (a single value once)."""
+    low, high = (f"{value:+.{digits}f}{unit}" for value in (min(values), max(values)))
+    return low if low == high else f"{low} to {high}"
+
+
+def _listing(items: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(f"`{run_id}`" for run_id in ids)
+
+
+def _excludes_zero(interval: Sequence[float]) -> bool:
+    return interval[0] > 0 or interval[1] < 0
+
+
+def _require(holds: bool, claim: str) -> None:
+    """Stop when the store no longer bears out a sentence's wording (the sentence must be rewritten)."""
+    if not holds:
+        raise SystemExit(f"the store no longer bears out: {claim}")
+
+
+def _difference(benchmarks: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """macro(a) - macro(b) and its paired bootstrap 95% interval."""
+    return macro(a, benchmarks) - macro(b, benchmarks), paired_bootstrap_ci(a, b, benchmarks)
+
+
+# ---------------------------------------------------------------- what the store holds
+
+@dataclasses.dataclass(frozen=True)
+class CrossfitRun:
+    """A finished crossfit run: its id and settings."""
+
+    run_id: str
+    settings: dict
+
+    @property
+    def weights(self) -> tuple[float, float]:
+        return self.settings["lambda_in"], self.settings["lambda_out"]
+
+    def matches(self, stage: int, accounting: str, conditioned: bool) -> bool:
+        """Stage, accounting, and whether the cost-conditioned routers ran (older runs have no key)."""
+        return (self.settings["stage"] == stage and self.settings["accounting"] == accounting
+                and (self.settings.get("conditioning") is not None) == conditioned)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRows:
+    """A crossfit run's out-of-fold rows per policy, every policy's rows in the same query order."""
+
+    benchmarks: np.ndarray
+    utility: dict[str, np.ndarray]  # under the run's accounting
+    arms: dict[str, np.ndarray]
+
+
+class Results:
+    """What the documents quote, each read from the store once, on first use."""
+
+    def __init__(self, store: Store, cache_dir: Path) -> None:
+        self.store, self.cache_dir = store, cache_dir
+        self._pool = ThreadPoolExecutor(max_workers=2)  # crossfit reports: bootstraps, mostly outside the GIL
+        self._reports: dict[str, Future] = {}  # crossfit reports by run id, computed or on their way
+        self._rows: dict[str, RunRows] = {}  # crossfit rows by run id
+        self._audits: dict[tuple, dict] = {}  # reward audits by (reward, weights)
+
+    @cached_property
+    def coverages(self) -> dict[str, dict]:
+        """`forge store coverage --json`: per host."""
+        return store_coverage(self.store)
+
+    @property
+    def coverage(self) -> dict:
+        return self.coverages[HOST]
+
+    def close(self) -> None:
+        """Drop the crossfit reports not started yet (after an error, the script exits at once)."""
+        self._pool.shutdown(cancel_futures=True)
+
+    @cached_property
+    def outcomes(self) -> OutcomeTable:
+        """The host's complete queries on its alphabet (what `forge store summary` reads)."""
+        return load_outcome_table(self.store, HOST, N_ARMS)
+
+    def arm_summary(self, split: str | None) -> pd.DataFrame:
+        """`forge store summary [--split S]`: per arm and benchmark, and the oracle."""
+        table = self.outcomes
+        return policy_summary(table if split is None else table.split(split), table.fit_normalizer())
+
+    @cached_property
+    def cached(self) -> dict[str, dict]:
+        """`forge eval cached --json` under each accounting."""
+        return {accounting: run_cached(self.store, CachedRequest(EvaluationSettings(HOST, accounting=accounting)))
+                for accounting in ("deploy", "answer")}
+
+    @cached_property
+    def crossfit_runs(self) -> list[CrossfitRun]:
+        """The host's finished crossfit runs, newest first."""
+        runs = self.store.crossfit_runs(HOST)
+        finished = runs[runs["folds_done"] >= runs["folds"]]
+        return [CrossfitRun(run_id, json.loads(settings)) for run_id, settings in zip(finished["run_id"],
+                                                                                      finished["settings"])]
+
+    def select(self, stage: int, accounting: str = "deploy", conditioned: bool = False,
+               split_seed: int | None = 0) -> list[CrossfitRun]:
+        """The newest run per (cost weights, split seed) with these settings (every seed with None),
+        by weights, then seed."""
+        chosen: dict[tuple, CrossfitRun] = {}
+        for run in self.crossfit_runs:
+            if run.matches(stage, accounting, conditioned) and split_seed in (None, run.settings["split_seed"]):
+                chosen.setdefault((*run.weights, run.settings["split_seed"]), run)
+        return [chosen[key] for key in sorted(chosen)]
+
+    def start_reports(self, runs: Sequence[CrossfitRun]) -> None:
+        """Start computing `forge eval crossfit --json` of stored runs in the background (kept as
+        the dashboard keeps them): their bootstrap intervals take seconds each."""
+        for run in runs:
+            if run.run_id not in self._reports:
+                self._reports[run.run_id] = self._pool.submit(cached_crossfit_report, self.store, run.run_id,
+                                                              self.cache_dir)
+
+    def reports(self, runs: Sequence[CrossfitRun]) -> list[dict]:
+        """The crossfit reports of stored runs (`start_reports`, then waiting for them)."""
+        self.start_reports(runs)
+        return [self._reports[run.run_id].result() for run in runs]
+
+    @cached_property
+    def seed_reports(self) -> list[dict]:
+        """The Stage-2 runs of split seed 0, deployment accounting, each with `across_split_seeds`:
+        the spread over the runs whose settings differ only in the split seed."""
+        every_seed = self.reports(self.select(2, split_seed=None))
+        return [{**report,
+                 "across_split_seeds": seed_spread([r for r in every_seed if seed_key(r) == seed_key(report)])}
+                for report in self.reports(self.select(2))]
+
+    def rows(self, run: CrossfitRun) -> RunRows:
+        """A run's out-of-fold utilities and arms per policy, ordered as `crossfit_report` orders them."""
+        if run.run_id not in self._rows:
+            self._rows[run.run_id] = self._read_rows(run)
+        return self._rows[run.run_id]
+
+    def _read_rows(self, run: CrossfitRun) -> RunRows:
+        results = self.store.crossfit_results(run.run_id)
+        frames = {name: frame.sort_values(["benchmark", "example_id"]).reset_index(drop=True)
+                  for name, frame in results.groupby("policy", sort=False)}
+        column = f"{run.settings['accounting']}_utility"
+        return RunRows(next(iter(frames.values()))["benchmark"].to_numpy(),
+                       {name: frame[column].to_numpy() for name, frame in frames.items()},
+                       {name: frame["arm"].to_numpy() for name, frame in frames.items()})
+
+    @cached_property
+    def stage_differences(self) -> list[tuple[dict, str, int, float, tuple[float, float]]]:
+        """(run settings, router, split seed, Stage 2 minus Stage 1 utility, interval) of every
+        Stage-2 run (deployment accounting) and router with a Stage-1 parent."""
+        found = []
+        for run in self.select(2, split_seed=None):
+            rows = self.rows(run)
+            for name in ROUTER_POLICIES:
+                gain, interval = _difference(rows.benchmarks, rows.utility[name], rows.utility[f"{name}_stage1"])
+                found.append((run.settings, name, run.settings["split_seed"], gain, interval))
+        return found
+
+    @cached_property
+    def test_split(self) -> tuple[EvaluationSetup, dict[str, PolicyOutcome]]:
+        """The Cached protocol's setup on the test split and every policy's decisions there."""
+        setup = evaluation_setup(self.store, EvaluationSettings(HOST))
+        return setup, policy_outcomes(setup.context, setup.rows, setup.policies)
+
+    @cached_property
+    def fresh(self) -> dict:
+        """`forge eval fresh --per-benchmark 5 --json` of the stored run, without a host call: its
+        policies that answered every query with their current checkpoint (the cost-conditioned
+        routers came after the documented run). Stops when the per-weight routers' answers are missing."""
+        setup, outcomes = self.test_split
+        rows = first_rows_per_benchmark(setup.context, setup.rows, FRESH_PER_BENCHMARK)
+        fresh = dataclasses.replace(setup, rows=rows)
+        run_id = fresh_run_id(get_host_config(self.store, HOST), fresh, EvaluationSettings(HOST))
+        live = [policy for policy in setup.policies if policy.deployable]
+        checkpoints = policy_checkpoints(live, setup.router_checkpoints)
+        results = self.store.fresh_results(run_id)
+        results = results[results["checkpoint_id"].fillna("") == results["policy"].map(checkpoints).fillna("")]
+        answered = [policy for policy in live if (results["policy"] == policy.name).sum() == len(rows)]
+        if {policy.name for policy in live} - {policy.name for policy in answered} - set(CONDITIONED_POLICIES):
+            raise SystemExit(f"the store has no finished Fresh Online run {run_id} of the per-weight routers (`forge "
+                             f"eval fresh --per-benchmark {FRESH_PER_BENCHMARK}` makes one, with live host calls)")
+        chosen = np.isin(setup.rows, rows)  # the Cached protocol on the same queries
+        return {"run_id": run_id, "queries": len(rows), "policies": fresh_report(
+            results, fresh, answered, {policy.name: outcomes[policy.name].f1[chosen] for policy in answered})}
+
+    @cached_property
+    def transfers(self) -> list[dict]:
+        """`forge eval transfer --from A --to B --json` both ways between the hosts, zero-shot."""
+        hosts = sorted(self.store.hosts_with_outcomes())
+        return [run_transfer(self.store, TransferRequest(source, target))
+                for source in hosts for target in hosts if source != target]
+
+    def audit(self, reward: str, weights: tuple[float, float]) -> dict:
+        """`forge rewards audit --reward R --no-crossfit --json` at these weights: the per-arm audit
+        only (the audit's cross-fitted routers are trained, so they are left out)."""
+        key = (reward, weights)
+        if key not in self._audits:
+            request = RewardAuditRequest(HOST, reward, lambda_in=weights[0], lambda_out=weights[1], routers=())
+            self._audits[key] = run_reward_audit(self.store, request)
+        return self._audits[key]
+
+    @cached_property
+    def grounding(self) -> dict[str, dict[str, tuple[float, tuple[float, float]]]]:
+        """Per router of the README's grounding tables, its gold recall and support rate minus
+        Always-Raw's on the test split, with paired intervals (queries with annotations, resp. a
+        verdict for both chosen arms)."""
+        setup, outcomes = self.test_split
+        recall = gold_recall_matrix(self.store, setup.context.table)[setup.rows]
+        support = support_verdicts(self.store, setup.context.table).scores[setup.rows]
+        supported = np.where(np.isnan(support), np.nan, support == SUPPORT_SCORES[SUPPORTED])
+        benchmarks = setup.context.table.benchmarks[setup.rows]
+
+        def chosen_difference(values: np.ndarray, name: str) -> tuple[float, tuple[float, float]]:
+            ours = values[np.arange(len(setup.rows)), outcomes[name].actions]
+            raw = values[np.arange(len(setup.rows)), outcomes["always_raw"].actions]
+            known = ~np.isnan(ours) & ~np.isnan(raw)
+            return _difference(benchmarks[known], ours[known], raw[known])
+
+        return {name: {"gold_recall": chosen_difference(recall, name),
+                       "support_rate": chosen_difference(supported, name)} for name in GROUNDED_ROUTERS}
+
+
+# ---------------------------------------------------------------- the demo store
+
+def demo_store(results: Results) -> str:
+    coverage = results.coverage
+    splits = coverage["by_split"]
+    benchmarks = ", ".join(f"{BENCHMARK_NAMES[benchmark]} {counts['complete']}"
+                           for benchmark, counts in coverage["by_benchmark"].items())
+    return (f"{coverage['queries_complete']:,} complete queries ({splits['train']:,} train, {splits['dev']} dev, "
+            f"{splits['test']} test at split seed 0; by benchmark: {benchmarks}), {coverage['with_probes']:,} of them "
+            "with the four probes")
+
+
+def _arm_table(summary: pd.DataFrame) -> list[str]:
+    benchmarks = [b for b in dict.fromkeys(summary["benchmark"]) if b != MACRO]
+    lines = ["| arm | " + " | ".join(f"{b} F1 / tok" for b in benchmarks) + " | macro F1 | macro tok in / out |",
+             "|---|" + "---:|" * (len(benchmarks) + 2)]
+    for policy, rows in summary.groupby("policy", sort=False):
+        cells = {row.benchmark: row for row in rows.itertuples()}
+        name = f"**{policy}**" if policy == ORACLE else policy
+        lines.append(f"| {name} | " + " | ".join(f"{cells[b].f1:.3f} / {cells[b].tokens:.0f}" for b in benchmarks)
+                     + f" | {cells[MACRO].f1:.3f} | {cells[MACRO].tokens_in:.0f} / {cells[MACRO].tokens_out:.0f} |")
+    return lines
+
+
+def arms_all(results: Results) -> str:
+    """Per arm over every complete query (`forge store summary`)."""
+    return "\n".join([f"Per arm over all {results.coverage['queries_complete']:,} complete queries (`forge store "
+                      "summary`; F1 / tokens per query, in + out):", "", *_arm_table(results.arm_summary(None))])
+
+
+def arms_test(results: Results) -> str:
+    """Per arm on the test split (`forge store summary --split test`)."""
+    summary = results.arm_summary("test")
+    counts = summary[(summary["policy"] == ORACLE) & (summary["benchmark"] != MACRO)].set_index("benchmark")["queries"]
+    usual = int(counts.mode().iloc[0])
+    fewer = ", ".join(f"{counts[b]} for {BENCHMARK_NAMES[b]}" for b in counts.index if counts[b] != usual)
+    return "\n".join([f"Per arm on the test split (`forge store summary --split test`; {counts.sum()} queries: {usual} "
+                      f"per benchmark, {fewer}, which has no more):", "", *_arm_table(summary)])
+
+
+def oracle_headroom(results: Results) -> str:
+    """The oracle against Always-Raw over every complete query, F1 difference with its interval."""
+    table = results.outcomes
+    summary = results.arm_summary(None).set_index(["policy", "benchmark"])
+    oracle, raw = summary.loc[(ORACLE, MACRO)], summary.loc[("raw:no_think", MACRO)]
+    rows = np.arange(len(table))
+    oracle_f1 = table.f1[rows, oracle_choices(table, table.fit_normalizer())]
+    _, interval = _difference(table.benchmarks, oracle_f1, table.f1[:, table.arms.index("raw:no_think")])
+    return (f"reaches macro F1 {oracle.f1:.3f} at {oracle.tokens:.0f} tokens over the whole store, against "
+            f"Always-Raw's {raw.f1:.3f} at {raw.tokens:.0f} (F1 difference {_ci(interval)})")
+
+
+# ---------------------------------------------------------------- Cached protocol
+
+def cached_table(results: Results) -> str:
     """Cached protocol: F1, both costs, calls, utility under both accountings, F1 vs Raw."""
+    deploy, answer = results.cached["deploy"], results.cached["answer"]
     lines = ["| policy | macro F1 | k tok, deploy | k tok, answer | calls | utility, deploy | utility, answer "
              "| F1 vs Always-Raw, 95% CI |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for name, row in deploy["policies"].items():
@@ -47,6 +386,37 @@ def cached(deploy: dict, answer: dict) -> str:
                      f"| {row['calls_per_query']:.2f} | {row['macro_utility']:.3f} "
                      f"| {answer['policies'][name]['macro_utility']:.3f} | {_ci(row['ci_vs_always_raw'])} |")
     return "\n".join(lines)
+
+
+def cached_reading(results: Results) -> str:
+    """What the test split decides, and what the deployment's accounting changes."""
+    deploy, answer = results.cached["deploy"]["policies"], results.cached["answer"]["policies"]
+    intervals = {name: row["ci_vs_always_raw"] for name, row in deploy.items() if name != "always_raw"}
+    widths = [high - low for low, high in intervals.values()]
+    below = [f"`{name}`" for name, (low, high) in intervals.items() if high < 0]
+    above = [f"`{name}`" for name, (low, high) in intervals.items() if low > 0]
+    full, selfr = deploy["forge_full"], deploy["self_routing"]
+    _require(not any(_excludes_zero(ci) for name, ci in intervals.items() if deploy[name]["kind"] == "router"),
+             "no router's F1 interval against Always-Raw excludes zero on the test split")
+    return (f"On the test split the intervals against Always-Raw are {min(widths):.3f} to {max(widths):.3f} F1 wide; "
+            f"only {_listing(below)} lie below zero and {_listing(above)} above it: "
+            f"{results.cached['deploy']['queries']} queries separate no router from Always-Raw. What the deployment's "
+            "accounting changes is plain even here: the Full router spends "
+            f"{full['deploy_cost_k']:.2f}k tokens and {_calls(full['calls_per_query'])} calls a query for "
+            f"{full['answer_cost_k']:.2f}k tokens of answer, and drops from "
+            f"{answer['forge_full']['macro_utility']:.3f} to {full['macro_utility']:.3f} utility; Self-Routing "
+            f"likewise ({answer['self_routing']['macro_utility']:.3f} to {selfr['macro_utility']:.3f}).")
+
+
+# ---------------------------------------------------------------- Crossfit protocol
+
+def _order(policies: dict) -> list[str]:
+    """Fixed arms and the floor, baselines, the FORGE routers, the oracle, by each policy's `kind`."""
+    ranks = {"fixed arm": 1, "baseline": 2, "router": 4, "oracle": 5}
+
+    def rank(name: str) -> int:
+        return ranks.get(policies[name].get("kind"), 0) - (name == "ridge_utility")
+    return sorted(policies, key=rank)
 
 
 def _utility_cell(report: dict, name: str) -> str:
@@ -70,23 +440,38 @@ def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str]
     return lines
 
 
-def crossfit(reports: list[dict]) -> str:
+def crossfit_runs(results: Results) -> str:
+    reports = results.reports(results.select(2))
+    arms = ", ".join(f"`{r['best_fixed_arm']}` at {_pair(r)}" for r in reports)
+    return f"Best fixed arm: {arms} (runs {_ids([r['run_id'] for r in reports])})"
+
+
+def crossfit_tables(results: Results) -> str:
     """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals;
     then F1, both costs and the calls."""
+    reports = results.reports(results.select(2))
     return "\n".join([*_per_weight_table(reports, "utility, vs best fixed, vs floor", _utility_cell), "",
                       *_per_weight_table(reports, "F1, k tok deploy / answer, calls", _cost_cell)])
 
 
-def seeds(reports: list[dict], policies: tuple[str, ...] = ("forge_full", "forge_lite", "bge_bm25_kl",
-                                                             "ridge_utility", "forge_full_fallback")) -> str:
+SEED_POLICIES = ("forge_full", "forge_lite", "bge_bm25_kl", "ridge_utility", "forge_full_fallback")
+
+
+def seed_runs(results: Results) -> str:
+    runs = [run for run in results.select(2, split_seed=None) if run.settings["split_seed"] != 0]
+    seeds = sorted({run.settings["split_seed"] for run in runs})
+    return f"runs at seeds {_listing([str(seed) for seed in seeds])}: {_ids([run.run_id for run in runs])}"
+
+
+def seeds_table(results: Results) -> str:
     """Per weight and router: the gain over the best fixed arm at each split seed, spread, decidable."""
     lines = ["| weights | policy | gain at each split seed [95% CI] | spread | decidable | decidable vs floor |",
              "|---|---|---|---:|---|---|"]
-    for report in reports:
+    for report in results.seed_reports:
         spread = report["across_split_seeds"]
-        for name in policies:
+        for name in SEED_POLICIES:
             row = spread["policies"][name]
-            gains = "; ".join(f"{seed}: {gain:+.3f} {_ci(ci)}"
+            gains = "; ".join(f"{seed}: {_gain(gain, ci)}"
                               for seed, gain, ci in zip(spread["split_seeds"], row["gains"], row["intervals"]))
             floor = "–" if name == report["floor_policy"] else ("yes" if row["decidable_vs_floor"] else "no")
             lines.append(f"| {_weights(report)} | `{name}` | {gains} | {row['spread']:.3f} "
@@ -94,55 +479,479 @@ def seeds(reports: list[dict], policies: tuple[str, ...] = ("forge_full", "forge
     return "\n".join(lines)
 
 
-def fresh(report: dict) -> str:
+def answer_view(results: Results) -> str:
+    """The Full router's gains under the paper's answer-only accounting."""
+    reports = results.reports(results.select(2, accounting="answer"))
+    rows = [r["policies"]["forge_full"] for r in reports]
+    gains = [_gain(row["macro_utility"] - r["policies"][r["best_fixed_policy"]]["macro_utility"],
+                   row["ci_utility_vs_best_fixed"]) for row, r in zip(rows, reports)]
+    return (f"gives the Full router gains of {_listing(gains)} at {_listing([_pair(r) for r in reports])} (runs "
+            f"{_ids([r['run_id'] for r in reports])})")
+
+
+def _tokens(values: Sequence[float]) -> str:
+    """k tokens: "0.23k to 0.27k"."""
+    return _range(values, 2, "k").replace("+", "")
+
+
+def _check_full_router(reports: list[dict]) -> None:
+    """What the Full router bullet says in words: every Full and Self-Routing interval below zero,
+    the fallback rule at 1 call a query and decidable at no weight."""
+    spreads = [r["across_split_seeds"]["policies"] for r in reports]
+    _require(all(ci[1] < 0 for s in spreads for ci in s["forge_full"]["intervals"]),
+             "every interval of the Full router's gain is below zero")
+    _require(all(r["policies"]["self_routing"]["ci_utility_vs_best_fixed"][1] < 0 for r in reports),
+             "Self-Routing's intervals are below zero")
+    _require(all(abs(r["policies"]["forge_full_fallback"]["calls_per_query"] - 1) < 1e-9 for r in reports),
+             "the fallback rule makes 1 call a query")
+    _require(not any(s["forge_full_fallback"]["decidable"] for s in spreads), "the fallback rule is decidable nowhere")
+
+
+def full_router_reading(results: Results) -> str:
+    """Bullet: the Full router, Self-Routing and the fallback rule against the best fixed arm."""
+    reports = results.seed_reports
+    _check_full_router(reports)
+    full = [r["policies"]["forge_full"] for r in reports]
+    gains = ", ".join(f"{_range(r['across_split_seeds']['policies']['forge_full']['gains'])} at {_pair(r)}"
+                      for r in reports)
+    self_routing = ", ".join(f"{_ci(r['policies']['self_routing']['ci_utility_vs_best_fixed'])} at {_pair(r)}"
+                             for r in reports)
+    decided = "; ".join(f"{_gain(gain, ci)} at {_pair(r)}, seed {seed}" for r in reports
+                        for seed, gain, ci in zip(r["across_split_seeds"]["split_seeds"],
+                                                  r["across_split_seeds"]["policies"]["forge_full_fallback"]["gains"],
+                                                  r["across_split_seeds"]["policies"]["forge_full_fallback"]["intervals"])
+                        if _excludes_zero(ci))
+    probes = _tokens([row["deploy_cost_k"] - row["answer_cost_k"] for row in full])
+    answers = _tokens([row["answer_cost_k"] for row in full])
+    return (f"Charged for them, it loses to the best fixed arm at every weight and every seed: {gains}, every "
+            f"interval below zero. Its probes cost {probes} tokens a query, its answers {answers}. Self-Routing, which "
+            f"needs the same probes, loses likewise ({self_routing}, seed 0). The dev fallback rule around the Full "
+            "router falls back to fixed arms on every benchmark (1 call a query) and is not decidably above the best "
+            "fixed arm at any weight across the seeds"
+            + (f" (an interval excludes zero at one seed only: {decided})." if decided else "."))
+
+
+def paper_weights_reading(results: Results) -> str:
+    """Bullet: nothing beats the best fixed arm decidably at the first (the paper's) weights."""
+    report = results.seed_reports[0]
+    spread = report["across_split_seeds"]
+    _require(len(set(spread["best_fixed_arms"])) == 1, "one best fixed arm at every seed")
+    _require(all(ci[0] <= 0 for row in spread["policies"].values() for ci in row["intervals"]),
+             f"no interval above zero at {_pair(report)}")
+    return (f"at {_pair(report)} no policy's interval against {spread['best_fixed_arms'][0]}, the linear floor's "
+            "included, is above zero at any seed")
+
+
+def costly_weights_reading(results: Results) -> str:
+    """Bullet: where tokens cost more, which policies beat the best fixed arm at every seed."""
+    parts = []
+    for report in results.seed_reports[1:]:
+        spread = report["across_split_seeds"]
+        _require(len(set(spread["best_fixed_arms"])) == 1, "one best fixed arm at every seed")
+        winners = [f"`{name}` ({_range(row['gains'])})" for name, row in spread["policies"].items()
+                   if row["decidable"]]
+        parts.append(f"{'at' if parts else 'At'} {_pair(report)} {_listing(winners)} are above "
+                     f"{spread['best_fixed_arms'][0]} at all {len(spread['split_seeds'])} seeds")
+    return "; ".join(parts)
+
+
+def floor_reading(results: Results) -> str:
+    """Bullet: router-minus-floor intervals above zero, by router, weight and seed."""
+    above = []
+    for report in results.seed_reports:
+        spread = report["across_split_seeds"]
+        for name, row in spread["policies"].items():
+            if report["policies"][name]["kind"] != "router":
+                continue
+            seeds = [seed for seed, ci in zip(spread["split_seeds"], row["floor_intervals"]) if ci and ci[0] > 0]
+            _require(len(seeds) <= 1, "a router-minus-floor interval is above zero at one seed at most")
+            above += [f"`{name}` at {_pair(report)}, seed {seed}" for seed in seeds]
+    seeds = len(results.seed_reports[0]["across_split_seeds"]["split_seeds"])
+    return (f"A router-minus-ridge interval is above zero at one seed of {seeds} at most ({_listing(above)}) and "
+            "includes zero at the others" if above else "No router-minus-ridge interval is above zero at any seed")
+
+
+def stage2_table(results: Results) -> str:
+    """Per weight and router: Stage 2 minus its Stage-1 parent at each split seed, with intervals."""
+    differences = results.stage_differences
+    lines = ["| weights | router | Stage 2 minus Stage 1 at each split seed [95% CI] |", "|---|---|---|"]
+    for weights in dict.fromkeys(_weights(settings) for settings, *_ in differences):
+        for name in ROUTER_POLICIES:
+            cells = "; ".join(f"{seed}: {_gain(gain, ci)}" for settings, router, seed, gain, ci in differences
+                              if router == name and _weights(settings) == weights)
+            lines.append(f"| {weights} | `{name}` | {cells} |")
+    return "\n".join(lines)
+
+
+def stage2_reading(results: Results) -> str:
+    """How many Stage 2 minus Stage 1 intervals exclude zero, and which."""
+    differences = results.stage_differences
+    decided = [f"`{name}` at {_pair(settings)}, seed {seed}: {_gain(gain, ci)}"
+               for settings, name, seed, gain, ci in differences if _excludes_zero(ci)]
+    lite = [gain for _, name, _, gain, _ in differences if name == "forge_lite"]
+    return (f"Lite moves by {_range(lite)} over the {len(lite)} runs; {len(decided)} of the {len(differences)} "
+            f"intervals exclude zero" + (f" ({'; '.join(decided)})" if decided else ""))
+
+
+# ---------------------------------------------------------------- Fresh Online protocol
+
+def fresh_run(results: Results) -> str:
+    fresh = results.fresh
+    return (f"{fresh['queries']} queries, {len(fresh['policies'])} policies, run `{fresh['run_id']}`")
+
+
+def fresh_table(results: Results) -> str:
     """Fresh Online: F1 (live and cached), both costs, calls, utility, latency."""
     lines = ["| policy | macro F1 | Cached F1, same queries | k tok, every call | k tok, answer | calls "
              "| utility | latency p50 (s) | p95 (s) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, row in report["policies"].items():
+    for name, row in results.fresh["policies"].items():
         lines.append(f"| `{name}` | {row['macro_f1']:.3f} | {row['cached_macro_f1']:.3f} | {row['deploy_cost_k']:.3f} "
                      f"| {row['answer_cost_k']:.3f} | {row['calls_per_query']:.2f} | {row['macro_utility']:.3f} "
                      f"| {row['latency_p50_ms'] / 1000:.2f} | {row['latency_p95_ms'] / 1000:.2f} |")
     return "\n".join(lines)
 
 
+def fresh_counts(results: Results) -> str:
+    """What the probing policies and the fallback rule spend live."""
+    policies = results.fresh["policies"]
+    probing = [policies[name] for name in ("forge_full", "self_routing")]
+    _require(abs(policies["forge_full_fallback"]["calls_per_query"] - 1) < 1e-9, "the fallback makes 1 call a query")
+    calls = [row["calls_per_query"] for row in probing]
+    return (f"the Full router and Self-Routing make {_calls(min(calls))} to {_calls(max(calls))} calls and spend "
+            f"{_tokens([row['deploy_cost_k'] for row in probing])} tokens a query against "
+            f"{_tokens([row['answer_cost_k'] for row in probing])} for their answers, and "
+            "the fallback rule falls back to fixed arms everywhere (1 call a query)")
+
+
+# ---------------------------------------------------------------- Transfer
+
 TRANSFER_POLICIES = ("always_raw", "oracle", "target_forge_lite", "transfer_forge_lite", "transfer_forge_full")
 
 
-def transfer(reports: list[dict]) -> str:
-    """Per transfer report: each reference and transferred router (then its calibrated versions by
-    K) with F1, deployment cost, utility and the paired intervals against the target's Always-Raw,
-    best fixed arm and own Lite router; then each benchmark's arm mix of the first report."""
+def transfer_table(results: Results) -> str:
+    """Per zero-shot transfer report: the references and the transferred routers with F1, deployment
+    cost, utility and the paired intervals against the target's Always-Raw, best fixed arm and own
+    Lite router."""
     lines = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
              "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
-    for report in reports:
-        names = [report["best_fixed_policy"], *TRANSFER_POLICIES,
-                 *(point["policy"] for points in report["calibration"].values() for point in points)]
-        names = [name for name in dict.fromkeys(names) if name in report["policies"]]
-        for name in names:
+    for report in results.transfers:
+        for name in dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]):
             row = report["policies"][name]
             lines.append(f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
                          f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
                          f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
                          f"| {_ci(row['ci_utility_vs_target_router'])} |")
-    first = reports[0]
-    columns = [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite") if name in first["policies"]]
-    lines += ["", f"Arm mix per benchmark, {first['source_host']} -> {first['target_host']}, {_weights(first)}:", "",
-              "| benchmark | " + " | ".join(f"`{name}`" for name in columns) + " |", "|---|" + "---|" * len(columns)]
+    return "\n".join(lines)
+
+
+def transfer_arm_mix(results: Results) -> str:
+    """Each benchmark's arm mix of the first transfer report."""
+    first = results.transfers[0]
+    columns = ["oracle", "transfer_forge_lite", "target_forge_lite"]
+    lines = [f"Arm mix per benchmark, {first['source_host']} -> {first['target_host']}, {_weights(first)}:", "",
+             "| benchmark | " + " | ".join(f"`{name}`" for name in columns) + " |", "|---|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in arm_mix_frame(first, columns).itertuples(index=False)]
     return "\n".join(lines)
 
 
-def main(kind: str, paths: list[str]) -> None:
-    reports = [json.loads(Path(path).read_text()) for path in paths]
-    tables = {"cached": lambda: cached(*reports), "crossfit": lambda: crossfit(reports),
-              "seeds": lambda: seeds(reports), "fresh": lambda: fresh(*reports),
-              "transfer": lambda: transfer(reports)}
-    if kind not in tables:
-        raise SystemExit(f"kind is one of {', '.join(tables)}, not '{kind}'")
-    print(tables[kind]())
+def transfer_lite(results: Results) -> str:
+    """The transferred Lite routers' intervals against the target's own."""
+    return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
+                     f"(to {r['target_host']})" for r in results.transfers) + f" at {_pair(results.transfers[0])}"
+
+
+def small_target_router(results: Results) -> str:
+    """The own Lite router of the host with the fewest train queries, against its Always-Raw."""
+    report = min(results.transfers, key=lambda r: results.coverages[r["target_host"]]["by_split"]["train"])
+    interval = report["policies"]["target_forge_lite"]["ci_utility_vs_always_raw"]
+    _require(interval[1] < 0, "the smaller host's own router is below its Always-Raw")
+    train = results.coverages[report["target_host"]]["by_split"]["train"]
+    return (f"on `{report['target_host']}` it was trained on {train} train queries and its utility is below "
+            f"Always-Raw at {_pair(report)} ({_ci(interval)})")
+
+
+# ---------------------------------------------------------------- One router for every weight
+
+def _conditioned_runs(results: Results) -> list[CrossfitRun]:
+    runs = results.select(1, conditioned=True)
+    _require(len({json.dumps(run.settings["conditioning"], sort_keys=True) for run in runs}) == 1,
+             "the conditioned Stage-1 runs share one conditioning")
+    return runs
+
+
+def conditioned_settings(results: Results) -> str:
+    """The conditioning the crossfit runs trained with."""
+    conditioning = _conditioned_runs(results)[0].settings["conditioning"]
+    plural = "" if conditioning["draws"] == 1 else "s"
+    return (f"weights {conditioning['low']:g} to {conditioning['high']:g}, log-scaled inputs spread over "
+            f"[-{conditioning['spread']:g}, {conditioning['spread']:g}], {conditioning['draws']} fresh weight "
+            f"pair{plural} per query and epoch, {conditioning['fixed_draws']} fixed pairs per dev query")
+
+
+def conditioned_table(results: Results) -> str:
+    """Per weight: each per-weight router, its conditioned twin and the difference with its interval."""
+    lines = ["| weights (λ_in / λ_out) | run | forge_lite | forge_lite_cond | diff [95% CI] | forge_full "
+             "| forge_full_cond | diff [95% CI] |", "| --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
+    for run in _conditioned_runs(results):
+        rows = results.rows(run)
+        cells = []
+        for name in ("forge_lite", "forge_full"):
+            ours, theirs = rows.utility[f"{name}_cond"], rows.utility[name]
+            gain, interval = _difference(rows.benchmarks, ours, theirs)
+            cells.append(f"{macro(theirs, rows.benchmarks):.4f} | {macro(ours, rows.benchmarks):.4f} "
+                         f"| {gain:+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}]")
+        lines.append(f"| {_pair(run.settings)} | `{run.run_id}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def conditioned_reading(results: Results) -> str:
+    """What the conditioned runs show, what they leave out (the shipped draws), and their twins."""
+    runs = _conditioned_runs(results)
+    intervals = []
+    for run in runs:
+        rows = results.rows(run)
+        intervals += [_difference(rows.benchmarks, rows.utility[f"{n}_cond"], rows.utility[n])[1]
+                      for n in ("forge_lite", "forge_full")]
+    _require(not any(_excludes_zero(ci) for ci in intervals), "every conditioned-minus-per-weight interval holds zero")
+    shipped = {variant: conditioned_checkpoint(results.store, HOST, variant) for variant in ("lite", "full")}
+    draws = {results.store.checkpoint(c)[0]["lineage"]["conditioning"]["draws"] for c in shipped.values()}
+    _require(len(draws) == 1, "the shipped conditioned checkpoints share their draws")
+    run_draws = runs[0].settings["conditioning"]["draws"]
+    shipped_runs = [run for run in results.crossfit_runs
+                    if (run.settings.get("conditioning") or {}).get("draws") == next(iter(draws))]
+    return " ".join([
+        f"Every interval of the difference holds zero ({min(ci[1] - ci[0] for ci in intervals):.3f} to "
+        f"{max(ci[1] - ci[0] for ci in intervals):.3f} wide): on these folds the conditioned routers are not "
+        "decidably worse or better than the per-weight ones.", _twins(results, runs),
+        f"The demo export carries these {len(runs)} runs and the two shipped conditioned checkpoints (`forge train "
+        f"--conditioned --variant lite`, `{shipped['lite']}`, and `--variant full`, `{shipped['full']}`). Those were "
+        f"trained with {next(iter(draws))} weight pairs per training query and epoch, the routers of these runs with "
+        f"{run_draws}" + ("; the export holds no crossfit run at the shipped draws, so the table does not measure "
+                          "the shipped checkpoints." if not shipped_runs else ".")])
+
+
+def _twins(results: Results, runs: list[CrossfitRun]) -> str:
+    """Whether the per-weight routers decide as in the runs without the conditioned routers."""
+    twins = []
+    for run in runs:
+        for other in results.select(1):
+            if other.weights == run.weights:
+                ours, theirs = results.rows(run).arms, results.rows(other).arms
+                _require(all((ours[name] == theirs[name]).all() for name in theirs),
+                         f"the per-weight policies of {run.run_id} decide as in {other.run_id}")
+                twins.append(f"`{other.run_id}` at {_pair(run.settings)}")
+    if not twins:
+        return ""
+    return ("The per-weight policies' decisions in these runs are identical, query by query, to those of the "
+            f"Stage-1 run without the conditioned routers ({_listing(twins)}).")
+
+
+# ---------------------------------------------------------------- README: grounding
+
+def grounding_evaluator(results: Results) -> str:
+    report = results.cached["deploy"]
+    coverage = {row["support_coverage"] for name, row in report["policies"].items()}
+    _require(len(coverage) == 1, "every policy has the same support coverage")
+    return (f"reported `support_evaluator` \"{report['support_evaluator']}\", coverage {next(iter(coverage)):.1f} "
+            "for every policy")
+
+
+def _grounding_table(results: Results, metric: str, value: Callable[[dict], dict[str, float]],
+                     total: Callable[[dict], str]) -> str:
+    policies = results.cached["deploy"]["policies"]
+    benchmarks = list(value(policies["always_raw"]))
+    lines = [f"| {metric} | " + " | ".join(benchmarks) + " | macro |", "|---|" + "---|" * (len(benchmarks) + 1)]
+    for name in GROUNDED:
+        row = policies[name]
+        label = f"{name} (descriptive)" if name == ORACLE else name
+        lines.append(f"| {label} | " + " | ".join(f"{value(row)[b]:.3f}" for b in benchmarks) + f" | {total(row)} |")
+    return "\n".join(lines)
+
+
+def grounding_f1(results: Results) -> str:
+    return _grounding_table(results, "F1", lambda row: {b: v["f1"] for b, v in row["per_benchmark"].items()},
+                            lambda row: f"{row['macro_f1']:.3f}")
+
+
+def grounding_recall(results: Results) -> str:
+    return _grounding_table(results, "gold_recall", lambda row: row["gold_recall_per_benchmark"],
+                            lambda row: f"{row['gold_recall']:.3f}")
+
+
+def _rate_table(results: Results, rate: str) -> str:
+    return _grounding_table(results, rate, lambda row: {b: v[rate] for b, v in row["support_per_benchmark"].items()},
+                            lambda row: f"{row[rate]:.3f} [{row[f'ci_{rate}'][0]:.3f}, {row[f'ci_{rate}'][1]:.3f}]")
+
+
+def grounding_support(results: Results) -> str:
+    return _rate_table(results, "support_rate")
+
+
+def grounding_unsupported(results: Results) -> str:
+    return _rate_table(results, "unsupported_rate")
+
+
+def grounding_reading(results: Results) -> str:
+    """Router minus Always-Raw in gold recall and in support rate, with paired intervals."""
+    policies = results.cached["deploy"]["policies"]
+    names = GROUNDED_ROUTERS
+
+    def differences(metric: str) -> str:
+        return ", ".join(f"{label} {_gain(*results.grounding[name][metric])}" for name, label in names.items())
+
+    recall = {name: results.grounding[name]["gold_recall"][1] for name in names}
+    support = [policies[name]["support_rate"] for name in GROUNDED if name not in ("always_direct", ORACLE)]
+    verdict = ("below it decidably" if all(ci[1] < 0 for ci in recall.values()) else
+               "not decidably different from it" if not any(_excludes_zero(ci) for ci in recall.values()) else
+               "decidably below it only for " + _listing([names[n] for n, ci in recall.items() if ci[1] < 0]))
+    _require(not any(_excludes_zero(results.grounding[n]["support_rate"][1]) for n in names),
+             "no router's support rate is decidably different from Always-Raw's")
+    return (f"Gold evidence recall, router minus Always-Raw (paired 95% intervals over the annotated queries): "
+            f"{differences('gold_recall')}; the routers' recall is {verdict} (Lite sends more 2WikiMultihopQA and "
+            f"MuSiQue queries to Summary or Direct). Support does not separate them: policies with evidence sit "
+            f"between {min(support):.3f} and {max(support):.3f} supported, and router minus Always-Raw is "
+            f"{differences('support_rate')}")
+
+
+# ---------------------------------------------------------------- README: reward audits
+
+def _rho(rho: float | None) -> str:
+    return "–" if rho is None else f"{rho:.3f}"
+
+
+def _match(match: dict) -> str:
+    return f"{match['share']:.3f} [{match['ci'][0]:.3f}, {match['ci'][1]:.3f}]"
+
+
+def consensus_arms(results: Results) -> str:
+    """Per arm: Spearman of the consensus reward with gold F1, and both means."""
+    lines = ["| arm | Spearman with gold F1 | mean consensus | mean gold F1 |", "|---|---|---|---|"]
+    for arm, row in results.audit("consensus", AUDIT_WEIGHTS[0])["arms"].items():
+        lines.append(f"| {arm} | {_rho(row['spearman'])} | {row['mean_proxy']:.3f} | {row['mean_gold_f1']:.3f} |")
+    return "\n".join(lines)
+
+
+def consensus_match(results: Results) -> str:
+    audit = results.audit("consensus", AUDIT_WEIGHTS[0])
+    return (f"on {_match(audit['best_arm_match']).replace(' [', ' of the queries [', 1)}, and by utility on "
+            f"{_match(audit['best_utility_arm_match'])}")
+
+
+def judge_arms(results: Results) -> str:
+    """Per arm: Spearman of the judge reward with gold F1, both means, and the arm's gold utility at
+    each audited weight pair."""
+    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    lines = ["| arm | Spearman with gold F1 | mean judge reward | mean gold F1 | gold utility at "
+             + " | at ".join(f"{li:g}/{lo:g}" for li, lo in AUDIT_WEIGHTS) + " |", "|---|---|---|---|---|---|"]
+    for arm, row in audits[0]["arms"].items():
+        utilities = " | ".join(f"{audit['arms'][arm]['macro_gold_utility']:.3f}" for audit in audits)
+        lines.append(f"| {arm} | {_rho(row['spearman'])} | {row['mean_proxy']:.3f} | {row['mean_gold_f1']:.3f} "
+                     f"| {utilities} |")
+    return "\n".join(lines)
+
+
+def judge_match(results: Results) -> str:
+    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    by_utility = " and ".join(f"{_match(audit['best_utility_arm_match'])} at {audit['lambda_in']:g}/"
+                              f"{audit['lambda_out']:g}" for audit in audits)
+    return (f"by F1 on {_match(audits[0]['best_arm_match']).replace(' [', ' of the queries [', 1)}, by utility on "
+            f"{by_utility}")
+
+
+# ---------------------------------------------------------------- measured benchmarks
+
+def _bench(name: str) -> dict:
+    """The JSON line bench/NAME.py printed last, committed as bench/results/NAME.json."""
+    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())
+
+
+def embedder_agreement(results: Results) -> str:
+    """`bench/embedder_agreement.py`: the two embeddings' cosines and the routers' agreement."""
+    bench = _bench("embedder_agreement")
+    cosines = [bench[key] for key in ("cosine_min", "cosine_p01", "cosine_mean")]
+    cosine = (f"rounds to {cosines[0]:.6f} (minimum, 1st percentile and mean alike)" if len(set(cosines)) == 1 else
+              "has minimum {:.6f}, 1st percentile {:.6f} and mean {:.6f}".format(*cosines))
+    routers = list(bench["routers"].values())
+    same = [router["same_decision"] for router in routers]
+    agreement = f"{min(same):.0%}" if len(set(same)) == 1 else f"{min(same):.0%} to {max(same):.0%}"
+    stages = _listing([f"Stage {stage}" for stage in sorted({router["stage"] for router in routers})])
+    return (f"the cosine between the two embeddings of each of the {bench['questions']:,} stored questions {cosine}, "
+            f"and the {len(routers)} Lite and Full routers trained on the reference embedder in that store ({stages}) "
+            f"pick the same arm on {agreement} of the {routers[0]['test_queries']} test queries under either embedder")
+
+
+# ---------------------------------------------------------------- the documents
+
+REGIONS: dict[str, Callable[[Results], str]] = {
+    "demo-store": demo_store, "arms-all": arms_all, "arms-test": arms_test, "oracle-headroom": oracle_headroom,
+    "cached-table": cached_table, "cached-reading": cached_reading,
+    "crossfit-runs": crossfit_runs, "crossfit-tables": crossfit_tables, "seed-runs": seed_runs,
+    "seeds-table": seeds_table, "answer-view": answer_view, "full-router-reading": full_router_reading,
+    "paper-weights-reading": paper_weights_reading, "costly-weights-reading": costly_weights_reading,
+    "floor-reading": floor_reading, "stage2-table": stage2_table, "stage2-reading": stage2_reading,
+    "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
+    "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
+    "small-target-router": small_target_router,
+    "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
+    "conditioned-reading": conditioned_reading,
+    "grounding-evaluator": grounding_evaluator, "grounding-f1": grounding_f1, "grounding-recall": grounding_recall,
+    "grounding-support": grounding_support, "grounding-unsupported": grounding_unsupported,
+    "grounding-reading": grounding_reading,
+    "consensus-arms": consensus_arms, "consensus-match": consensus_match,
+    "judge-arms": judge_arms, "judge-match": judge_match,
+    "embedder-agreement": embedder_agreement,
+}
+
+
+def regenerate(text: str, results: Results) -> str:
+    """The text with every generated region rewritten: a block region keeps its markers' lines and
+    indentation, a fragment stays inline."""
+    def replace(match: re.Match) -> str:
+        name = match["name"]
+        if name not in REGIONS:
+            raise SystemExit(f"unknown generated region '{name}' (known: {', '.join(REGIONS)})")
+        body = REGIONS[name](results)
+        if not match["body"].startswith("\n"):
+            return f"<!-- generated:{name} -->{body}<!-- /generated:{name} -->"
+        indent = match.string[:match.start()].rsplit("\n", 1)[-1]
+        lines = "\n".join(indent + line if line else "" for line in body.split("\n"))
+        return f"<!-- generated:{name} -->\n{lines}\n{indent}<!-- /generated:{name} -->"
+    return REGION.sub(replace, text)
+
+
+def check_regions(texts: Sequence[str]) -> None:
+    """Refuse a region the documents lost (its text would go unchecked)."""
+    missing = set(REGIONS) - {match["name"] for text in texts for match in REGION.finditer(text)}
+    if missing:
+        raise SystemExit(f"no region in {', '.join(p.name for p in DOCUMENTS)} for: {', '.join(sorted(missing))}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite the generated regions (or, with --check, report how they differ): 0, or 1 on a difference."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 with a diff when a document differs")
+    check = parser.parse_args(argv).check
+    if not config.store_path().exists():
+        raise SystemExit(f"no store at {config.store_path()}: `forge data import && forge store load-demo` first")
+    texts = {path: path.read_text() for path in DOCUMENTS}
+    check_regions(list(texts.values()))
+    results = Results(Store(config.store_path()), config.cache_dir() / "crossfit")
+    results.start_reports(results.select(2, split_seed=None) + results.select(2, accounting="answer"))
+    try:
+        generated = {path: regenerate(old, results) for path, old in texts.items()}
+    finally:
+        results.close()
+    differing = [path for path in DOCUMENTS if generated[path] != texts[path]]
+    for path in differing:
+        if check:
+            sys.stdout.writelines(difflib.unified_diff(
+                texts[path].splitlines(keepends=True), generated[path].splitlines(keepends=True),
+                f"{path.relative_to(ROOT)} (committed)", f"{path.relative_to(ROOT)} (from the store)"))
+        else:
+            path.write_text(generated[path])
+    return 1 if check and differing else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2:])
+    sys.exit(main())
