@@ -57,7 +57,7 @@ from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "README.md")
+DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
 HOST = "embedded"  # the host the documents report on
 N_ARMS = 6  # its alphabet

@@ -25,7 +25,25 @@ from forge_core.cli import (
 from forge_core.cli.output import console
 from forge_core.errors import ForgeError
 
-app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.",
+DOCUMENTATION = (  # the manual's pages, as the README's "Documentation" lists them
+    ("README.md", "what FORGE does, a tour of the dashboard, the concepts, what is where, configuration"),
+    ("docs/commands.md", "every forge command in one table, with the page that documents it"),
+    ("docs/data.md", "the benchmarks, your own questions, splits, and the store's commands"),
+    ("docs/hosts.md", "hosts, endpoints and prices; thinking controls and the depth check"),
+    ("docs/stage0.md", "Stage 0: forge enumerate, estimates, budgets, batches, and Stage 0 at scale"),
+    ("docs/training.md", "arms and prompts, features and embedders, forge train, checkpoints, rewards"),
+    ("docs/evaluation.md", "policies, the Cached, Crossfit and Fresh Online protocols, accounting, transfer"),
+    ("docs/dashboard.md", "the dashboard's pages, the Live query page and forge ask"),
+    ("docs/serving.md", "forge serve: the OpenAI-compatible server that routes every request"),
+    ("docs/results.md", "what FORGE measured on the demo store, and performance figures"),
+    ("docs/results-rewards-grounding.md", "the reward audits and the grounding tables, measured"),
+    ("docs/bench.md", "the performance benchmarks in bench/"),
+    ("docs/reliability.md", "the test suite, its wall times, and the fault suite's figures"),
+)
+EPILOG = "\n".join(["Documentation (paths in the repository):"]
+                    + [f"  {path}: {what}" for path, what in DOCUMENTATION])  # one line each in --help
+
+app = typer.Typer(help="FORGE: route a frozen LLM between evidence forms and reasoning budgets.", epilog=EPILOG,
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(data.data_app, name="data")
 app.add_typer(store.store_app, name="store")
