@@ -54,7 +54,7 @@ with st.form("host"):
     model = model_column.text_input("Model", current.model)
     thinking = thinking_column.selectbox("Thinking control", THINKING_CONTROLS,
                                          index=THINKING_CONTROLS.index(current.thinking),
-                                         help="A depth-map preset (see the README's \"Thinking hosts\"); "
+                                         help="A depth-map preset (see docs/hosts.md); "
                                               "none: no reasoning budget (6 arms). Editing the map below makes "
                                               "it a custom one.")
     depth_map = st.text_area(

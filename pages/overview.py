@@ -19,7 +19,7 @@ ui.show_flash()
 with st.expander("Import your own questions", icon=":material/upload_file:"):
     st.caption("A file of records with `question` and `answers` (a string or a list of strings), an optional "
                "`id`, and either per-record `contexts` (a list of `{title, text}`) or a corpus file of "
-               "`{title, text}` records; see the README's \"Your own data\". Split like the built-in benchmarks.")
+               "`{title, text}` records; see docs/data.md. Split like the built-in benchmarks.")
     with st.form("import-file"):
         uploaded = st.file_uploader("Questions (JSON lines, CSV or Parquet)", type=UPLOAD_TYPES)
         corpus = st.file_uploader("Corpus (optional)", type=UPLOAD_TYPES)

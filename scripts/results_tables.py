@@ -1,6 +1,6 @@
-"""Docs generated, not typed: the result tables and figures of docs/results.md and README.md, from
-the store's runs and the committed bench results (bench/results/NAME.json: the JSON line
-bench/NAME.py printed last).
+"""Docs generated, not typed: the result tables and figures of docs/results.md and
+docs/results-rewards-grounding.md, from the store's runs and the committed bench results
+(bench/results/NAME.json: the JSON line bench/NAME.py printed last).
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
@@ -63,7 +63,8 @@ HOST = "embedded"  # the host the documents report on
 N_ARMS = 6  # its alphabet
 FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
 AUDIT_WEIGHTS = ((0.1, 0.2), (0.6, 0.6))  # `forge rewards audit [--lambda-in 0.6 --lambda-out 0.6]`
-GROUNDED = ("always_direct", "always_summary", "always_raw", "forge_lite", "forge_full", ORACLE)  # README's rows
+# the grounding tables' rows
+GROUNDED = ("always_direct", "always_summary", "always_raw", "forge_lite", "forge_full", ORACLE)
 GROUNDED_ROUTERS = {"forge_lite": "Lite", "forge_full": "Full"}  # compared with Always-Raw in its reading
 BENCHMARK_NAMES = {"2wikimultihopqa": "2WikiMultihopQA", "fever": "FEVER", "hotpotqa": "HotpotQA",
                    "musique": "MuSiQue", "popqa": "PopQA"}
@@ -303,7 +304,7 @@ class Results:
 
     @cached_property
     def grounding(self) -> dict[str, dict[str, tuple[float, tuple[float, float]]]]:
-        """Per router of the README's grounding tables, its gold recall and support rate minus
+        """Per router of the grounding tables, its gold recall and support rate minus
         Always-Raw's on the test split, with paired intervals (queries with annotations, resp. a
         verdict for both chosen arms)."""
         setup, outcomes = self.test_split
@@ -746,7 +747,7 @@ def _twins(results: Results, runs: list[CrossfitRun]) -> str:
             f"Stage-1 run without the conditioned routers ({_listing(twins)}).")
 
 
-# ---------------------------------------------------------------- README: grounding
+# ---------------------------------------------------------------- grounding (docs/results-rewards-grounding.md)
 
 def grounding_evaluator(results: Results) -> str:
     report = results.cached["deploy"]
@@ -813,7 +814,7 @@ def grounding_reading(results: Results) -> str:
             f"{differences('support_rate')}")
 
 
-# ---------------------------------------------------------------- README: reward audits
+# ---------------------------------------------------------------- reward audits (docs/results-rewards-grounding.md)
 
 def _rho(rho: float | None) -> str:
     return "–" if rho is None else f"{rho:.3f}"

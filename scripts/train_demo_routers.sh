@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train the routers the README's demo-store results report, on the embedded host's 6-arm outcomes:
+# Train the routers the demo-store results of docs/results.md report, on the embedded host's 6-arm outcomes:
 # Stage 1 for Full, Lite and BGE+BM25, then Stage 2 (GRPO and Dr. GRPO, 5,000 steps) from the
 # Full and Lite Stage-1 checkpoints. `forge eval` then picks each router's best checkpoint on dev.
 # Routers are trained on the features of FORGE_EMBEDDER (default all-MiniLM-L6-v2@onnx; `forge

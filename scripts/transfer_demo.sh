@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's transfer results: `forge eval transfer` between the two embedded hosts of the demo
+# The transfer results of docs/results.md: `forge eval transfer` between the two embedded hosts of the demo
 # store, both directions, zero-shot and calibrated on K = 25, 50, 100 and 200 target queries drawn
 # from the target's train split (deployment accounting, the test split evaluated), at the default
 # weights 0.1 / 0.2 and at 0.6 / 0.6. Each JSON report goes to data/transfer/; the calibrated

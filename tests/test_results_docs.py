@@ -1,6 +1,7 @@
-"""Numbers that replay: every generated region of docs/results.md and README.md is what
-scripts/results_tables.py generates from the committed demo store (`forge data import && forge
-store load-demo`), so a table or a figure that no longer matches its runs fails here."""
+"""Numbers that replay: every generated region of docs/results.md and
+docs/results-rewards-grounding.md is what scripts/results_tables.py generates from the committed
+demo store (`forge data import && forge store load-demo`), so a table or a figure that no longer
+matches its runs fails here."""
 
 from __future__ import annotations
 

@@ -96,8 +96,8 @@ def host_add(
     model: Annotated[str, typer.Option(help="Model name sent to the provider.")] = "",
     thinking: Annotated[str, typer.Option(
         help="Depth-map preset: none, vllm, sglang, llamacpp, openai, openrouter, deepseek (openai kind); "
-             "anthropic-budget, anthropic-adaptive (anthropic kind); custom with --depth-map. See the README's "
-             "\"Thinking hosts\".")] = "none",
+             "anthropic-budget, anthropic-adaptive (anthropic kind); custom with --depth-map. "
+             "See docs/hosts.md.")] = "none",
     depth_map: Annotated[Optional[Path], typer.Option(
         help="A custom depth map as JSON (the fields sent per depth); implies --thinking custom.")] = None,
     budget_forcing: Annotated[bool, typer.Option(

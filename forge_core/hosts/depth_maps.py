@@ -12,7 +12,7 @@ are sent at that depth (OpenAI reasoning models and Anthropic thinking refuse ot
 without `think_low` and `think_high` is a host without a reasoning budget (6 arms, not 12); a
 thinking request sent to it falls back to the `no_think` fields with the answer cap alone.
 
-Presets cover the engines FORGE knows (see the README's "Thinking hosts"); the names of the
+Presets cover the engines FORGE knows (see docs/hosts.md); the names of the
 first five thinking controls (`none`, `vllm-qwen3`, `openai-effort`, `deepseek`, `anthropic`)
 stay presets with exactly the fields they always sent, so stored configurations keep their
 configuration hash and their outcomes stay valid. Anything else takes a custom map as JSON.

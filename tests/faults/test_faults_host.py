@@ -5,7 +5,7 @@ timeouts, connections reset in the middle of a body, truncated and non-JSON bodi
 usage, empty choices, a wrong content type, and a server that goes away and comes back. The run
 must not crash, must honour Retry-After, must never store a score from a failed call, and a
 second run must finish every error row. With FORGE_FAULT_REPORT set, the figures are written
-there as JSON (the README's Reliability table).
+there as JSON (the Reliability table of docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def test_token_counts_equal_the_servers_usage(tiny_server: HostConfig) -> None:
 
 def test_greedy_answers_are_deterministic_from_the_same_cache_state(tiny_server: HostConfig) -> None:
     # llama.cpp reuses the longest prompt prefix it still holds from the previous request, and
-    # greedy output can depend on how much was reused (see the README's Reproducibility section).
+    # greedy output can depend on how much was reused (see docs/results.md, Reproducibility).
     # So each answer is preceded by the same unrelated request: both start from the same cache.
     other = build_request("Name a prime number.", "", parse_arm("direct:no_think"), False)
     request = build_request("What is the capital of France?", "", parse_arm("direct:no_think"), False)
