@@ -723,28 +723,12 @@ def conditioned_reading(results: Results) -> str:
     return " ".join([
         f"Every interval of the difference holds zero ({min(ci[1] - ci[0] for ci in intervals):.3f} to "
         f"{max(ci[1] - ci[0] for ci in intervals):.3f} wide): on these folds the conditioned routers are not "
-        "decidably worse or better than the per-weight ones.", _twins(results, runs),
+        "decidably worse or better than the per-weight ones.",
         f"The demo export carries these {len(runs)} runs and the two shipped conditioned checkpoints (`forge train "
         f"--conditioned --variant lite`, `{shipped['lite']}`, and `--variant full`, `{shipped['full']}`). Those were "
         f"trained with {next(iter(draws))} weight pairs per training query and epoch, the routers of these runs with "
         f"{run_draws}" + ("; the export holds no crossfit run at the shipped draws, so the table does not measure "
                           "the shipped checkpoints." if not shipped_runs else ".")])
-
-
-def _twins(results: Results, runs: list[CrossfitRun]) -> str:
-    """Whether the per-weight routers decide as in the runs without the conditioned routers."""
-    twins = []
-    for run in runs:
-        for other in results.select(1):
-            if other.weights == run.weights:
-                ours, theirs = results.rows(run).arms, results.rows(other).arms
-                _require(all((ours[name] == theirs[name]).all() for name in theirs),
-                         f"the per-weight policies of {run.run_id} decide as in {other.run_id}")
-                twins.append(f"`{other.run_id}` at {_pair(run.settings)}")
-    if not twins:
-        return ""
-    return ("The per-weight policies' decisions in these runs are identical, query by query, to those of the "
-            f"Stage-1 run without the conditioned routers ({_listing(twins)}).")
 
 
 # ---------------------------------------------------------------- grounding (docs/results-rewards-grounding.md)

@@ -170,7 +170,7 @@ class FoldRouter(Policy):
                                             self.stage2)
             return
         features = context.features(self.live_variant)
-        self.standardizer = router_standardizer(features[context.rows("train")], "train")
+        self.standardizer = router_standardizer(features[context.rows("train")], self.live_variant, "train")
         x = self.standardizer.transform(features)
         self.router: Router = fit_stage1_router(self._rows(context, x, self.stage1.seed, 1), self.stage1)
 

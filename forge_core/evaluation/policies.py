@@ -302,7 +302,7 @@ class RidgeUtility(Policy):
         """The standardizer and, per alpha, a ridge fit of [F1 | c_in | c_out] on the train rows."""
         train = context.rows("train")
         features = context.features("lite")
-        standardizer = router_standardizer(features[train], "train")
+        standardizer = router_standardizer(features[train], "lite", "train")
         c_in, c_out = context.normalizer.transform(context.table.tokens_in[train], context.table.tokens_out[train])
         targets = np.hstack([context.table.f1[train], c_in, c_out])
         x_train = standardizer.transform(features[train])

@@ -462,11 +462,17 @@ class Standardizer:
                    np.array(data["std"], dtype=np.float64))
 
 
-def router_standardizer(features: np.ndarray, split: str = "train") -> Standardizer:
-    """The routers' preprocessing (the linear floor shares it), fitted on train rows: the question
-    embedding (the leading columns, as wide as FORGE_EMBEDDER's) as it is, every structured column
+def embedding_width(variant: str, features: np.ndarray) -> int:
+    """The width of the question embedding that leads a variant's feature matrix (its other
+    columns are the variant's named structured features), without loading the embedder."""
+    return features.shape[1] - len(feature_names(variant, 0))
+
+
+def router_standardizer(features: np.ndarray, variant: str, split: str = "train") -> Standardizer:
+    """The routers' preprocessing (the linear floor shares it) of a variant's features, fitted on
+    train rows: the question embedding (the leading columns) as it is, every structured column
     standardized."""
-    return Standardizer.fit(features, split, embedding_dim=load_embedder().dim)
+    return Standardizer.fit(features, split, embedding_dim=embedding_width(variant, features))
 
 
 # ---------------------------------------------------------------- computing and storing

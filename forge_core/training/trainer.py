@@ -31,8 +31,14 @@ from forge_core.records import ArmOutcome
 from forge_core.rewards.sources import GOLD, check_reward_source, reward_matrix
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning, conditioned_rows
-from forge_core.routing.embedders import embedder_name, load_embedder
-from forge_core.routing.features import Standardizer, assemble_features, feature_names, router_standardizer
+from forge_core.routing.embedders import embedder_name
+from forge_core.routing.features import (
+    Standardizer,
+    assemble_features,
+    embedding_width,
+    feature_names,
+    router_standardizer,
+)
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import (
@@ -181,14 +187,13 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
         if not len(table):
             raise MissingStep(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
     raw = assemble_features(store, host, variant, table.keys)
-    embedding_dim = load_embedder().dim
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
         raise MissingStep(f"host '{host}' needs complete train and dev queries: "
                           "run `forge enumerate --split train` and `--split dev`")
-    standardizer = router_standardizer(raw[train], "train")
+    standardizer = router_standardizer(raw[train], variant, "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
-                        tuple(feature_names(variant, embedding_dim)), embedder_name())
+                        tuple(feature_names(variant, embedding_width(variant, raw))), embedder_name())
 
 
 def with_reward(store: Store, data: TrainingData, source: str) -> TrainingData:
