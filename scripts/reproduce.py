@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -75,7 +76,8 @@ def main() -> None:
         if stored.empty:
             raise SystemExit(f"the demo export holds no crossfit run of these settings ({stored_id})")
         rerun_store = demo_store(Path(scratch) / "rerun.duckdb", with_crossfit=False)
-        report = run_crossfit(rerun_store, settings, on_fold=lambda done, total: print(f"fold {done} of {total}"))
+        report = run_crossfit(rerun_store, settings,
+                              on_fold=lambda done, total: print(f"fold {done} of {total}", file=sys.stderr))
         policies = compare(stored, rerun_store.crossfit_results(report["run_id"]), settings.accounting)
     result = {"stored_run_id": stored_id, "rerun_run_id": report["run_id"], "policies": policies,
               "min_arm_agreement": min(p["arm_agreement"] for p in policies.values()),
