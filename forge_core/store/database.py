@@ -694,9 +694,8 @@ class Store(StoreFile):
     def write_fresh_result(self, result: FreshResult) -> None:
         """Store one finished (policy, query) of a Fresh Online run."""
         with self.transaction() as connection:
-            values = list(row_values(result))
-            placeholders = ", ".join("?" * len(values))
-            connection.execute(f"INSERT OR REPLACE INTO fresh_results VALUES ({placeholders})", values)
+            connection.execute("INSERT OR REPLACE INTO fresh_results VALUES "
+                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(row_values(result)))
 
     def fresh_results(self, run_id: str) -> pd.DataFrame:
         """The finished (policy, query) rows of a Fresh Online run."""
