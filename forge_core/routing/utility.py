@@ -130,3 +130,23 @@ def oracle_actions(utility: ArrayLike) -> NDArray[np.int64]:
     """The utility-maximizing arm per row; ties go to the lowest action index."""
     values = np.asarray(utility, dtype=np.float64)
     return np.argmax(values, axis=-1).astype(np.int64)  # argmax returns the first maximum
+
+
+ORACLE_TOLERANCE = 1e-9  # arms within this of the best utility are all oracle arms (ties are common)
+
+
+def oracle_sets(utility: ArrayLike, tolerance: float = ORACLE_TOLERANCE) -> NDArray[np.bool_]:
+    """Per row, which arms are oracle arms: every arm within `tolerance` of the row's best utility.
+
+    The oracle is a set, not one arm: when every arm scores F1 0, or Summary ties Raw, several arms
+    are best, and counting agreement with one of them by a tie rule says nothing about routing.
+    """
+    values = np.asarray(utility, dtype=np.float64)
+    return values >= values.max(axis=-1, keepdims=True) - tolerance
+
+
+def regret(utility: ArrayLike, actions: ArrayLike) -> NDArray[np.float64]:
+    """Per row, the oracle's utility minus the utility of the arm `actions` chose (never negative)."""
+    values = np.asarray(utility, dtype=np.float64)
+    chosen = np.take_along_axis(values, np.asarray(actions, dtype=np.int64)[..., None], axis=-1)[..., 0]
+    return values.max(axis=-1) - chosen

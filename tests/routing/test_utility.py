@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from forge_core.routing.utility import CostNormalizer, boltzmann_target, oracle_actions, pareto_utility
+from forge_core.routing.utility import (
+    CostNormalizer,
+    boltzmann_target,
+    oracle_actions,
+    oracle_sets,
+    pareto_utility,
+    regret,
+)
 
 TOKENS_IN = np.array([[100.0, 200.0], [50.0, 400.0]])
 TOKENS_OUT = np.array([[10.0, 20.0], [64.0, 5.0]])
@@ -85,3 +92,9 @@ def test_oracle_breaks_ties_towards_the_lowest_index() -> None:
     utility = [[0.5, 0.7, 0.7], [0.2, 0.2, 0.1], [-0.1, -0.3, 0.0]]
     np.testing.assert_array_equal(oracle_actions(utility), [1, 0, 2])
     assert oracle_actions(utility).dtype == np.int64
+
+
+def test_oracle_sets_hold_every_tied_best_arm_and_regret_is_the_gap_to_the_best():
+    utility = np.array([[0.0, 0.0, 0.0], [0.2, 0.5, 0.5 - 1e-12], [0.3, 0.1, -0.2]])
+    assert oracle_sets(utility).tolist() == [[True, True, True], [False, True, True], [True, False, False]]
+    assert regret(utility, [2, 0, 1]) == pytest.approx([0.0, 0.3, 0.2])
