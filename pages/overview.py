@@ -85,7 +85,7 @@ try:
 except ValueError as error:
     normalizer = None
     st.info(f"No oracle yet: {error}.", icon=":material/info:")
-summary = policy_summary(shown, normalizer, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
+summary = policy_summary(shown, normalizer)
 
 benchmark = st.segmented_control("Benchmark", [MACRO, *sorted(set(shown.benchmarks))], default=MACRO)
 st.plotly_chart(charts.cost_quality(summary, benchmark or MACRO))
