@@ -1,6 +1,6 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
 command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `rewards`, `enumerate`, `batches`,
-`ask`, `serve`, `dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
+`ask`, `serve`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this module assembles them and is the entry point."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from forge_core.cli import (
     enumerate,
     evaluate,
     host,
+    retriever,
     rewards,
     serve,
     store,
@@ -49,6 +50,8 @@ app.add_typer(data.data_app, name="data")
 app.add_typer(store.store_app, name="store")
 app.add_typer(host.host_app, name="host")
 app.add_typer(data.index_app, name="index")
+app.add_typer(retriever.retriever_app, name="retriever")
+app.add_typer(retriever.evidence_app, name="evidence")
 app.command("ask")(ask.ask)
 app.command("features")(train.features_command)
 app.command("train")(train.train_router_command)

@@ -1,0 +1,169 @@
+"""Evidence measured before any host call: retrievers side by side on one benchmark.
+
+Per retriever, over the benchmark's queries that carry gold evidence (HotpotQA and 2Wiki: the
+supporting sentences; MuSiQue: the supporting paragraphs; FEVER: the gold sentences):
+
+- gold recall at k: the share of a query's gold evidence texts found inside its top-k passages
+  (compared with every whitespace removed, so a sentence is found in the paragraph that holds it),
+  averaged over queries;
+- Summary's and Raw's input tokens: the prompt tokens of the summary:no_think and raw:no_think
+  requests under the retriever's own evidence settings, counted with the embedded model's
+  tokenizer (its GGUF's vocabulary and chat template: what that host reports as prompt tokens);
+- retrieval latency p50/p95 per query (one query at a time, as routing retrieves).
+
+Means carry 95% bootstrap intervals over queries (`forge_core.evaluation.statistics`). Nothing
+calls a host: a benchmark's comparison takes seconds once its passage vectors are built.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from forge_core.arms import Arm
+from forge_core.data.catalog import check_benchmarks
+from forge_core.errors import InvalidInput
+from forge_core.evaluation.statistics import paired_bootstrap_ci
+from forge_core.evidence.answering import Evidence
+from forge_core.evidence.prompts import build_request
+from forge_core.evidence.retrievers import RetrieverConfig, get_retriever_config, list_retriever_configs, retriever_hash
+from forge_core.evidence.support import RETRIEVE_TOP_K
+from forge_core.hosts.tokenizers import prompt_tokenizer
+from forge_core.records import Example, is_fever_benchmark
+from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
+from forge_core.store import Store
+
+SUMMARY_ARM = Arm("summary", "no_think")
+RAW_ARM = Arm("raw", "no_think")
+ProgressFn = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True)
+class EvidenceCompareRequest:
+    """Which retrievers to compare on which benchmark, at which recall depth, on how many queries."""
+
+    benchmark: str
+    retrievers: tuple[str, ...] = ()  # names; () : every configured retriever
+    k: int = 3  # recall at k
+    limit: int | None = None  # the first N queries with gold evidence (import order); None: all
+
+    def check(self, store: Store) -> tuple[list[RetrieverConfig], list[Example]]:
+        """The retriever configurations and the queries, refusing a bad name or number in one line."""
+        check_benchmarks(store, [self.benchmark])
+        if self.k < 1:
+            raise InvalidInput(f"--k must be at least 1, not {self.k}")
+        if self.limit is not None and self.limit < 1:
+            raise InvalidInput(f"--limit must be at least 1, not {self.limit}")
+        configs = ([get_retriever_config(store, name) for name in dict.fromkeys(self.retrievers)]
+                   if self.retrievers else list_retriever_configs(store))
+        examples = [example for example in store.examples(self.benchmark) if example.evidence]
+        if not examples:
+            raise InvalidInput(f"{self.benchmark} carries no gold evidence to measure recall against "
+                               "(hotpotqa, 2wikimultihopqa, musique and fever do)")
+        return configs, examples[: self.limit]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its 95% bootstrap interval."""
+
+    mean: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Interval:
+        """The mean of `values` with the percentile interval of 1,000 query resamples."""
+        low, high = paired_bootstrap_ci(values, np.zeros_like(values), np.zeros(len(values)))
+        return cls(float(values.mean()), low, high)
+
+    def to_json(self) -> dict[str, float]:
+        return {"mean": self.mean, "ci95": [self.low, self.high]}
+
+
+@dataclass(frozen=True)
+class RetrieverEvidence:
+    """One retriever's evidence on one benchmark."""
+
+    name: str
+    kind: str
+    config_hash: str  # "" for the default BM25 evidence
+    recall: Interval
+    summary_tokens_in: Interval
+    raw_tokens_in: Interval
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "config_hash": self.config_hash,
+                "recall_at_k": self.recall.to_json(), "summary_tokens_in": self.summary_tokens_in.to_json(),
+                "raw_tokens_in": self.raw_tokens_in.to_json(),
+                "latency_ms": {"p50": self.latency_p50_ms, "p95": self.latency_p95_ms}}
+
+
+@dataclass(frozen=True)
+class EvidenceComparison:
+    """Every compared retriever on one benchmark."""
+
+    benchmark: str
+    k: int
+    queries: int
+    token_counter: str  # what the token counts are
+    retrievers: tuple[RetrieverEvidence, ...]
+
+    def to_json(self) -> dict:
+        return {"benchmark": self.benchmark, "k": self.k, "queries": self.queries,
+                "token_counter": self.token_counter, "retrievers": [r.to_json() for r in self.retrievers]}
+
+
+def squeezed(text: str) -> str:
+    """The text with every whitespace character removed (the form gold evidence is matched in)."""
+    return "".join(text.split())
+
+
+def gold_recall(gold: Sequence[str], passages: Sequence[str]) -> float:
+    """The share of the gold evidence texts found inside any of the passages."""
+    haystack = [squeezed(passage) for passage in passages]
+    found = sum(any(squeezed(item) in passage for passage in haystack) for item in gold)
+    return found / len(gold)
+
+
+def run_evidence_compare(store: Store, request: EvidenceCompareRequest,
+                         on_progress: ProgressFn | None = None) -> EvidenceComparison:
+    """Measure every requested retriever on the benchmark (see the module docstring)."""
+    configs, examples = request.check(store)
+    tokenizer = prompt_tokenizer()
+    measured = []
+    for config in configs:
+        vectors_progress = (lambda done, total, name=config.name: on_progress(f"{name}: embedding passages",
+                                                                                done, total)) if on_progress else None
+        retriever = open_retriever(store, config, request.benchmark, vectors_progress)
+        measured.append(_measure(config, retriever, examples, request, tokenizer.count, on_progress))
+    return EvidenceComparison(request.benchmark, request.k, len(examples),
+                              f"{tokenizer.model_key} prompt tokens (its chat template)", tuple(measured))
+
+
+def _measure(config: RetrieverConfig, retriever: AnyRetriever, examples: Sequence[Example],
+             request: EvidenceCompareRequest, count: Callable, on_progress: ProgressFn | None) -> RetrieverEvidence:
+    is_fever = is_fever_benchmark(request.benchmark)
+    depth = max(request.k, RETRIEVE_TOP_K, retriever.settings.k)
+    recall, summary_tokens, raw_tokens, latency = [], [], [], []
+    for done, example in enumerate(examples, start=1):
+        started = time.perf_counter()
+        hits = retriever.retrieve(example.question, depth)
+        latency.append((time.perf_counter() - started) * 1000.0)
+        recall.append(gold_recall(example.evidence, [hit.document.text for hit in hits[: request.k]]))
+        evidence = Evidence(example.question, tuple(hits), retriever.settings)
+        for arm, kept in ((SUMMARY_ARM, summary_tokens), (RAW_ARM, raw_tokens)):
+            request_messages = build_request(example.question, evidence.support_text(arm.support), arm, is_fever)
+            kept.append(count(request_messages.messages))
+        if on_progress and (done % 50 == 0 or done == len(examples)):
+            on_progress(f"{config.name}: queries", done, len(examples))
+    latencies = np.array(latency)
+    return RetrieverEvidence(
+        config.name, config.kind, retriever_hash(config), Interval.of(np.array(recall)),
+        Interval.of(np.array(summary_tokens, dtype=float)), Interval.of(np.array(raw_tokens, dtype=float)),
+        float(np.percentile(latencies, 50)), float(np.percentile(latencies, 95)))
