@@ -1,6 +1,7 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
 command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `rewards`, `enumerate`, `batches`,
-`ask`, `serve`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this module assembles them and is the entry point."""
+`ask`, `serve`, `dashboard`,
+`retriever` with `evidence`), output helpers in `output`; this module assembles them and is the entry point."""
 
 from __future__ import annotations
 

@@ -30,14 +30,16 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")
 @retriever_app.command("add")
 def retriever_add(
     name: Annotated[str, typer.Argument(help="A name for this retriever.")],
-    kind: Annotated[str, typer.Option(help="bm25, dense, hybrid (reciprocal-rank fusion of the two) or http.")] = "bm25",
+    kind: Annotated[str, typer.Option(
+        help="bm25, dense, hybrid (reciprocal-rank fusion of the two) or http.")] = "bm25",
     k: Annotated[int, typer.Option("--k", help="Passages Summary and Raw draw on.")] = SUPPORT_TOP_K,
     raw_words: Annotated[int, typer.Option(help="Raw's leading words of each passage.")] = RAW_WORDS_PER_PASSAGE,
     summary_words: Annotated[int, typer.Option(help="Summary's word budget.")] = SUMMARY_WORD_BUDGET,
     fusion_k: Annotated[int, typer.Option(help="hybrid: the fusion constant k of 1 / (k + rank).")] = DEFAULT_FUSION_K,
     embedder: Annotated[Optional[str], typer.Option(
         help="dense, hybrid: embedder spec (default: $FORGE_EMBEDDER or all-MiniLM-L6-v2@onnx).")] = None,
-    url: Annotated[str, typer.Option(help='http: the service; POST {"query", "k"} -> [{"title", "text", "score"}].')] = "",
+    url: Annotated[str, typer.Option(
+        help='http: the service; POST {"query", "k"} -> [{"title", "text", "score"}].')] = "",
     timeout: Annotated[float, typer.Option(help="http: seconds per attempt.")] = DEFAULT_TIMEOUT_S,
     retries: Annotated[int, typer.Option(help="http: attempts after the first.")] = DEFAULT_RETRIES,
     api_key_env: Annotated[str, typer.Option(
@@ -53,7 +55,8 @@ def retriever_add(
                              fusion_k=fusion_k, embedder=embedder_name(embedder) if kind in ("dense", "hybrid") else "",
                              url=url, timeout_s=timeout, retries=retries, api_key_env=api_key_env)
     save_retriever_config(open_store(), config)
-    console.print(f"retriever '{name}' saved (configuration hash {retriever_hash(config) or 'none: the default evidence'})")
+    shown = retriever_hash(config) or "none: the default evidence"
+    console.print(f"retriever '{name}' saved (configuration hash {shown})")
 
 
 @retriever_app.command("list")
@@ -89,7 +92,8 @@ def retriever_options(config: RetrieverConfig) -> str:
 def retriever_check(
     name: Annotated[str, typer.Argument(help="A retriever name (see `forge retriever list`).")],
     benchmark: Annotated[str, typer.Option(help="Whose corpus (and first question) to try.")] = "hotpotqa",
-    query: Annotated[Optional[str], typer.Option(help="The query to send (default: the benchmark's first question).")] = None,
+    query: Annotated[Optional[str], typer.Option(
+        help="The query to send (default: the benchmark's first question).")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run one query through the retriever and report its passages and latency, or its error in one line."""
@@ -166,10 +170,12 @@ def evidence_compare(
     if as_json:
         print_json(result.to_json())
         return
-    table = Table("retriever", "kind", f"gold recall@{k}", "Summary tokens in", "Raw tokens in",
-                  "latency p50 / p95 ms", title=f"{benchmark}: {result.queries} queries with gold evidence")
+    table = Table("retriever", "kind", f"gold recall@{k}", "Summary recall", "Raw recall", "Summary tokens in",
+                  "Raw tokens in", "latency p50 / p95 ms",
+                  title=f"{benchmark}: {result.queries} queries with gold evidence")
     for row in result.retrievers:
-        table.add_row(row.name, row.kind, _interval(row.recall, 3), _interval(row.summary_tokens_in, 0),
+        table.add_row(row.name, row.kind, _interval(row.recall, 3), _interval(row.summary_recall, 3),
+                      _interval(row.raw_recall, 3), _interval(row.summary_tokens_in, 0),
                       _interval(row.raw_tokens_in, 0), f"{row.latency_p50_ms:.1f} / {row.latency_p95_ms:.1f}")
     Console().print(table)
     console.print(f"tokens: {result.token_counter}; intervals: 95% bootstrap over queries", highlight=False)

@@ -4,8 +4,9 @@ Per retriever, over the benchmark's queries that carry gold evidence (HotpotQA a
 supporting sentences; MuSiQue: the supporting paragraphs; FEVER: the gold sentences):
 
 - gold recall at k: the share of a query's gold evidence texts found inside its top-k passages
-  (compared with every whitespace removed, so a sentence is found in the paragraph that holds it),
-  averaged over queries;
+  (matched as the grounding report matches them, `forge_core.evaluation.grounding.evidence_recall`:
+  lowercased, whitespace collapsed), averaged over queries; and the same recall of the Summary and
+  Raw prompts' evidence text (what the host would actually see under the retriever's settings);
 - Summary's and Raw's input tokens: the prompt tokens of the summary:no_think and raw:no_think
   requests under the retriever's own evidence settings, counted with the embedded model's
   tokenizer (its GGUF's vocabulary and chat template: what that host reports as prompt tokens);
@@ -26,6 +27,7 @@ import numpy as np
 from forge_core.arms import Arm
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.grounding import evidence_recall
 from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import Evidence
 from forge_core.evidence.prompts import build_request
@@ -59,7 +61,7 @@ class EvidenceCompareRequest:
             raise InvalidInput(f"--limit must be at least 1, not {self.limit}")
         configs = ([get_retriever_config(store, name) for name in dict.fromkeys(self.retrievers)]
                    if self.retrievers else list_retriever_configs(store))
-        examples = [example for example in store.examples(self.benchmark) if example.evidence]
+        examples = [e for e in store.examples(self.benchmark) if any(item.strip() for item in e.evidence)]
         if not examples:
             raise InvalidInput(f"{self.benchmark} carries no gold evidence to measure recall against "
                                "(hotpotqa, 2wikimultihopqa, musique and fever do)")
@@ -91,7 +93,9 @@ class RetrieverEvidence:
     name: str
     kind: str
     config_hash: str  # "" for the default BM25 evidence
-    recall: Interval
+    recall: Interval  # gold recall at k of the retrieved passages
+    summary_recall: Interval  # gold recall of the Summary prompt's evidence
+    raw_recall: Interval  # gold recall of the Raw prompt's evidence
     summary_tokens_in: Interval
     raw_tokens_in: Interval
     latency_p50_ms: float
@@ -99,7 +103,8 @@ class RetrieverEvidence:
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "config_hash": self.config_hash,
-                "recall_at_k": self.recall.to_json(), "summary_tokens_in": self.summary_tokens_in.to_json(),
+                "recall_at_k": self.recall.to_json(), "summary_recall": self.summary_recall.to_json(),
+                "raw_recall": self.raw_recall.to_json(), "summary_tokens_in": self.summary_tokens_in.to_json(),
                 "raw_tokens_in": self.raw_tokens_in.to_json(),
                 "latency_ms": {"p50": self.latency_p50_ms, "p95": self.latency_p95_ms}}
 
@@ -117,18 +122,6 @@ class EvidenceComparison:
     def to_json(self) -> dict:
         return {"benchmark": self.benchmark, "k": self.k, "queries": self.queries,
                 "token_counter": self.token_counter, "retrievers": [r.to_json() for r in self.retrievers]}
-
-
-def squeezed(text: str) -> str:
-    """The text with every whitespace character removed (the form gold evidence is matched in)."""
-    return "".join(text.split())
-
-
-def gold_recall(gold: Sequence[str], passages: Sequence[str]) -> float:
-    """The share of the gold evidence texts found inside any of the passages."""
-    haystack = [squeezed(passage) for passage in passages]
-    found = sum(any(squeezed(item) in passage for passage in haystack) for item in gold)
-    return found / len(gold)
 
 
 def run_evidence_compare(store: Store, request: EvidenceCompareRequest,
@@ -150,20 +143,26 @@ def _measure(config: RetrieverConfig, retriever: AnyRetriever, examples: Sequenc
              request: EvidenceCompareRequest, count: Callable, on_progress: ProgressFn | None) -> RetrieverEvidence:
     is_fever = is_fever_benchmark(request.benchmark)
     depth = max(request.k, RETRIEVE_TOP_K, retriever.settings.k)
-    recall, summary_tokens, raw_tokens, latency = [], [], [], []
+    recall, latency = [], []
+    prompt_recall: dict[str, list[float]] = {"summary": [], "raw": []}
+    prompt_tokens: dict[str, list[int]] = {"summary": [], "raw": []}
     for done, example in enumerate(examples, start=1):
         started = time.perf_counter()
         hits = retriever.retrieve(example.question, depth)
         latency.append((time.perf_counter() - started) * 1000.0)
-        recall.append(gold_recall(example.evidence, [hit.document.text for hit in hits[: request.k]]))
+        recall.append(evidence_recall(example.evidence, "\n\n".join(hit.document.text for hit in hits[: request.k])))
         evidence = Evidence(example.question, tuple(hits), retriever.settings)
-        for arm, kept in ((SUMMARY_ARM, summary_tokens), (RAW_ARM, raw_tokens)):
-            request_messages = build_request(example.question, evidence.support_text(arm.support), arm, is_fever)
-            kept.append(count(request_messages.messages))
+        for arm in (SUMMARY_ARM, RAW_ARM):
+            support_text = evidence.support_text(arm.support)
+            prompt_recall[arm.support].append(evidence_recall(example.evidence, support_text))
+            prompt_tokens[arm.support].append(count(build_request(example.question, support_text, arm,
+                                                                  is_fever).messages))
         if on_progress and (done % 50 == 0 or done == len(examples)):
             on_progress(f"{config.name}: queries", done, len(examples))
     latencies = np.array(latency)
     return RetrieverEvidence(
         config.name, config.kind, retriever_hash(config), Interval.of(np.array(recall)),
-        Interval.of(np.array(summary_tokens, dtype=float)), Interval.of(np.array(raw_tokens, dtype=float)),
+        Interval.of(np.array(prompt_recall["summary"])), Interval.of(np.array(prompt_recall["raw"])),
+        Interval.of(np.array(prompt_tokens["summary"], dtype=float)),
+        Interval.of(np.array(prompt_tokens["raw"], dtype=float)),
         float(np.percentile(latencies, 50)), float(np.percentile(latencies, 95)))
