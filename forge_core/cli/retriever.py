@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Annotated, Optional
 
 import typer
@@ -97,7 +96,9 @@ def retriever_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Run one query through the retriever and report its passages and latency, or its error in one line."""
-    report = check_retriever(name, benchmark, query)
+    from forge_core.routing.retriever_backends import check_retriever
+
+    report = check_retriever(open_store(), name, benchmark, query)
     if as_json:
         print_json(report)
         if not report["ok"]:
@@ -109,29 +110,6 @@ def retriever_check(
                   f"for {report['query']!r}", highlight=False)
     for rank, passage in enumerate(report["passages"], start=1):
         console.print(f"  [{rank}] {passage['score']:.4g}  {passage['title']}: {passage['text'][:80]}", highlight=False)
-
-
-def check_retriever(name: str, benchmark: str, query: str | None) -> dict:
-    """One query through a retriever: its passages and latency, or the one-line error."""
-    from forge_core.data.catalog import check_benchmarks
-    from forge_core.evidence.retrievers import get_retriever_config
-    from forge_core.routing.retriever_backends import open_retriever
-
-    store = open_store()
-    config = get_retriever_config(store, name)
-    check_benchmarks(store, [benchmark])
-    if query is None:
-        examples = store.examples(benchmark)[:1]
-        query = examples[0].question if examples else "test"
-    try:
-        retriever = open_retriever(store, config, benchmark)
-        started = time.perf_counter()
-        hits = retriever.retrieve(query, config.k)
-        latency_ms = (time.perf_counter() - started) * 1000.0
-    except ForgeError as error:
-        return {"retriever": name, "query": query, "ok": False, "error": str(error)}
-    return {"retriever": name, "query": query, "ok": True, "latency_ms": latency_ms,
-            "passages": [{"title": h.document.title, "text": h.document.text, "score": h.score} for h in hits]}
 
 
 @retriever_app.command("remove")

@@ -9,12 +9,15 @@ and reuse the vectors afterwards.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Protocol
 
+from forge_core.data.catalog import check_benchmarks
+from forge_core.errors import ForgeError
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import ScoredDocument
-from forge_core.evidence.retrievers import RetrieverConfig
+from forge_core.evidence.retrievers import RetrieverConfig, get_retriever_config
 from forge_core.evidence.settings import SupportSettings
 from forge_core.records import Document
 from forge_core.routing.dense_retrieval import DenseRetriever, HybridRetriever
@@ -72,3 +75,22 @@ def _open_local(store_path: str, benchmark: str, config: RetrieverConfig) -> Any
 
 
 
+
+
+def check_retriever(store: Store, name: str, benchmark: str, query: str | None = None) -> dict:
+    """One query (default: the benchmark's first question) through a retriever: its passages and
+    latency, or its one-line error (`forge retriever check`, the Hosts page)."""
+    config = get_retriever_config(store, name)
+    check_benchmarks(store, [benchmark])
+    if query is None:
+        examples = store.examples(benchmark)[:1]
+        query = examples[0].question if examples else "test"
+    try:
+        retriever = open_retriever(store, config, benchmark)
+        started = time.perf_counter()
+        hits = retriever.retrieve(query, config.k)
+        latency_ms = (time.perf_counter() - started) * 1000.0
+    except ForgeError as error:
+        return {"retriever": name, "query": query, "ok": False, "error": str(error)}
+    return {"retriever": name, "query": query, "ok": True, "latency_ms": latency_ms,
+            "passages": [{"title": h.document.title, "text": h.document.text, "score": h.score} for h in hits]}
