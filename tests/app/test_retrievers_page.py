@@ -65,3 +65,31 @@ def test_retrievers_are_listed_added_checked_and_removed(
     by_label(app.selectbox, "Retriever to edit").set_value("svc").run()
     by_label(app.button, "Remove retriever 'svc'").click().run()
     assert not app.exception and store.retriever_names() == []
+
+
+@pytest.mark.slow  # about 45 s on a busy machine (the Live query page's first run imports the router stack)
+def test_live_query_answers_with_the_chosen_retrievers_passages(
+        tmp_path: Path, benchmarks_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forge_core.evidence.retrievers import RetrieverConfig, save_retriever_config
+    from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.registry import save_host_config
+
+    from support.answering_server import AnsweringServer
+
+    store = Store(tmp_path / "store.duckdb")
+    import_benchmarks(store, benchmarks_root, ["2wikimultihopqa"])
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    with RetrievalServer() as service, AnsweringServer() as host:
+        save_host_config(store, HostConfig(name="double", kind="openai", model="m", base_url=host.base_url,
+                                           max_retries=0))
+        save_retriever_config(store, RetrieverConfig("svc", kind="http", url=service.url))
+        st.cache_data.clear()
+        app = AppTest.from_file(str(PAGE.parent / "live_query.py"), default_timeout=TIMEOUT_S).run()
+        by_label(app.selectbox, "Host").set_value("double")
+        by_label(app.selectbox, "Retriever (where the evidence comes from)").set_value("svc")
+        by_label(app.selectbox, "Arm").set_value("raw:no_think")
+        by_label(app.text_area, "Your question").set_value("Where is the answer?")
+        by_label(app.button, "Route and answer").click().run()
+        assert not app.exception and not app.error, [e.value for e in app.error]
+        assert "The service says the answer is Kathmandu." in host.received[-1][1]["messages"][1]["content"]
+        assert service.received and service.received[-1][0]["query"] == "Where is the answer?"
