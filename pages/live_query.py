@@ -102,7 +102,8 @@ if asked:
         inputs = request.check(store)
         served = data.served_host(configs[host])
         checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)
-        retriever = data.retriever(store, benchmark) if retriever_name == DEFAULT_RETRIEVER else None  # run_ask opens it
+        default = retriever_name == DEFAULT_RETRIEVER
+        retriever = data.retriever(store, benchmark) if default else None  # None: run_ask opens the chosen one
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
             result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
