@@ -32,6 +32,7 @@ DOCUMENTATION = (  # the manual's pages, as the README's "Documentation" lists t
     ("docs/commands.md", "every forge command in one table, with the page that documents it"),
     ("docs/data.md", "the benchmarks, your own questions, splits, and the store's commands"),
     ("docs/hosts.md", "hosts, endpoints and prices; thinking controls and the depth check"),
+    ("docs/retrievers.md", "retrievers: bm25, dense, hybrid and your own service; forge evidence compare"),
     ("docs/stage0.md", "Stage 0: forge enumerate, estimates, budgets, batches, and Stage 0 at scale"),
     ("docs/training.md", "arms and prompts, features and embedders, forge train, checkpoints, rewards"),
     ("docs/evaluation.md", "policies, the Cached, Crossfit and Fresh Online protocols, accounting, transfer"),
