@@ -148,13 +148,16 @@ def evidence_compare(
     if as_json:
         print_json(result.to_json())
         return
-    table = Table("retriever", "kind", f"gold recall@{k}", "Summary recall", "Raw recall", "Summary tokens in",
-                  "Raw tokens in", "latency p50 / p95 ms",
+    table = Table("retriever", "kind", f"gold recall@{k}", "minus the first's", "Summary recall", "Raw recall",
+                  "Summary tokens in", "Raw tokens in", "latency p50 / p95 ms",
                   title=f"{benchmark}: {result.queries} queries with gold evidence")
     for row in result.retrievers:
-        table.add_row(row.name, row.kind, _interval(row.recall, 3), _interval(row.summary_recall, 3),
-                      _interval(row.raw_recall, 3), _interval(row.summary_tokens_in, 0),
-                      _interval(row.raw_tokens_in, 0), f"{row.latency_p50_ms:.1f} / {row.latency_p95_ms:.1f}")
+        low_high = row.recall_vs_first
+        difference = f"[{low_high[0]:+.3f}, {low_high[1]:+.3f}]" if low_high else ""
+        table.add_row(row.name, row.kind, _interval(row.recall, 3), difference,
+                      _interval(row.summary_recall, 3), _interval(row.raw_recall, 3),
+                      _interval(row.summary_tokens_in, 0), _interval(row.raw_tokens_in, 0),
+                      f"{row.latency_p50_ms:.1f} / {row.latency_p95_ms:.1f}")
     Console().print(table)
     console.print(f"tokens: {result.token_counter}; intervals: 95% bootstrap over queries", highlight=False)
 

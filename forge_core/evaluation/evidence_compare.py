@@ -12,12 +12,15 @@ supporting sentences; MuSiQue: the supporting paragraphs; FEVER: the gold senten
   tokenizer (its GGUF's vocabulary and chat template: what that host reports as prompt tokens);
 - retrieval latency p50/p95 per query (one query at a time, as routing retrieves).
 
-Means carry 95% bootstrap intervals over queries (`forge_core.evaluation.statistics`). Nothing
+Means carry 95% bootstrap intervals over queries (`forge_core.evaluation.statistics`); each
+retriever after the first also carries the paired 95% interval of its recall minus the first's
+(the same queries resampled together). Nothing
 calls a host: a benchmark's comparison takes seconds once its passage vectors are built.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,13 +103,16 @@ class RetrieverEvidence:
     raw_tokens_in: Interval
     latency_p50_ms: float
     latency_p95_ms: float
+    per_query_recall: np.ndarray  # gold recall at k of each query, in query order
+    recall_vs_first: tuple[float, float] | None = None  # paired 95% interval of recall minus the first's
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "config_hash": self.config_hash,
                 "recall_at_k": self.recall.to_json(), "summary_recall": self.summary_recall.to_json(),
                 "raw_recall": self.raw_recall.to_json(), "summary_tokens_in": self.summary_tokens_in.to_json(),
                 "raw_tokens_in": self.raw_tokens_in.to_json(),
-                "latency_ms": {"p50": self.latency_p50_ms, "p95": self.latency_p95_ms}}
+                "latency_ms": {"p50": self.latency_p50_ms, "p95": self.latency_p95_ms},
+                "recall_vs_first_ci95": list(self.recall_vs_first) if self.recall_vs_first else None}
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,12 @@ def run_evidence_compare(store: Store, request: EvidenceCompareRequest,
         vectors_progress = (lambda done, total, name=config.name: on_progress(f"{name}: embedding passages",
                                                                                 done, total)) if on_progress else None
         retriever = open_retriever(store, config, request.benchmark, vectors_progress)
-        measured.append(_measure(config, retriever, examples, request, tokenizer.count, on_progress))
+        row = _measure(config, retriever, examples, request, tokenizer.count, on_progress)
+        if measured:
+            first = measured[0].per_query_recall
+            row = dataclasses.replace(row, recall_vs_first=paired_bootstrap_ci(
+                row.per_query_recall, first, np.zeros(len(first))))
+        measured.append(row)
     return EvidenceComparison(request.benchmark, request.k, len(examples),
                               f"{tokenizer.model_key} prompt tokens (its chat template)", tuple(measured))
 
@@ -165,4 +176,4 @@ def _measure(config: RetrieverConfig, retriever: AnyRetriever, examples: Sequenc
         Interval.of(np.array(prompt_recall["summary"])), Interval.of(np.array(prompt_recall["raw"])),
         Interval.of(np.array(prompt_tokens["summary"], dtype=float)),
         Interval.of(np.array(prompt_tokens["raw"], dtype=float)),
-        float(np.percentile(latencies, 50)), float(np.percentile(latencies, 95)))
+        float(np.percentile(latencies, 50)), float(np.percentile(latencies, 95)), np.array(recall))

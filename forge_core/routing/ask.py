@@ -92,7 +92,7 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
     if inputs.checkpoint_id is not None and (checkpoint is None or checkpoint.checkpoint_id != inputs.checkpoint_id):
         checkpoint = load_checkpoint(store, inputs.checkpoint_id)
     if inputs.arm is None and checkpoint is not None:
-        check_router_retriever(checkpoint, inputs.retriever_config)
+        check_router_retriever(checkpoint.checkpoint_id, checkpoint.lineage, inputs.retriever_config)
     retriever = retriever or open_retriever(store, inputs.retriever_config, request.benchmark)
     return ask_routed(store, host_config or inputs.host_config, retriever,
                       inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
@@ -100,13 +100,14 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
                       lambda_in=request.lambda_in, lambda_out=request.lambda_out)
 
 
-def check_router_retriever(checkpoint: LoadedCheckpoint, config: RetrieverConfig) -> None:
-    """Refuse, in one line, a router whose training evidence is not the retriever's (routers trained
-    before retrievers existed were trained under the default BM25 evidence)."""
-    trained_under = checkpoint.lineage.get("retriever_hash", "")
+def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
+    """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
+    the retriever's (routers trained before retrievers existed were trained under the default BM25
+    evidence)."""
+    trained_under = lineage.get("retriever_hash", "")
     if retriever_hash(config) != trained_under:
         trained = f"retriever configuration {trained_under}" if trained_under else "the default bm25 evidence"
-        raise InvalidInput(f"router {checkpoint.checkpoint_id} was trained under {trained}; it cannot route with "
+        raise InvalidInput(f"router {checkpoint_id} was trained under {trained}; it cannot route with "
                            f"retriever '{config.name}' (train one under it, or answer with --arm)")
 
 

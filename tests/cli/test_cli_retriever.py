@@ -96,6 +96,7 @@ def test_evidence_compare_measures_each_retriever_without_a_host(
             assert low <= row[measure]["mean"] <= high
         assert 0 < row["recall_at_k"]["mean"] <= 1 and row["latency_ms"]["p50"] <= row["latency_ms"]["p95"]
     assert wide["recall_at_k"] == bm25["recall_at_k"]  # the same BM25 ranking, recall at the same k
+    assert bm25["recall_vs_first_ci95"] is None and wide["recall_vs_first_ci95"] == [0.0, 0.0]
     assert wide["raw_tokens_in"]["mean"] > 1.4 * bm25["raw_tokens_in"]["mean"]  # five longer passages, not three
     assert wide["raw_recall"]["mean"] >= bm25["raw_recall"]["mean"]
     code, _, err = forge(["evidence", "compare", "--benchmark", BENCHMARK, "--retrievers", "nope"], monkeypatch,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -191,8 +190,29 @@ def test_ask_uses_the_services_passages_and_a_router_refuses_other_evidence(smal
     assert "Service passage" not in plain.answer.support_text  # bm25 by default
     assert plain.answer.support_text == retrieve_evidence(load_retriever(store, BENCHMARK),
                                                           "Where is the answer?").support_text("raw")
-    router = SimpleNamespace(checkpoint_id="ckpt1", lineage={})  # trained before retrievers: default evidence
-    check_router_retriever(router, RetrieverConfig("bm25"))
+    check_router_retriever("ckpt1", {}, RetrieverConfig("bm25"))  # trained before retrievers: default evidence
     with pytest.raises(InvalidInput, match="router ckpt1 was trained under the default bm25 evidence; it cannot "
                                            "route with retriever 'svc'"):
-        check_router_retriever(router, http_config("http://x"))
+        check_router_retriever("ckpt1", {}, http_config("http://x"))
+    dense = RetrieverConfig("d", kind="dense", embedder=MINILM)
+    check_router_retriever("ckpt2", {"retriever_hash": retriever_hash(dense)}, dense)
+    with pytest.raises(InvalidInput, match=f"trained under retriever configuration {retriever_hash(dense)}"):
+        check_router_retriever("ckpt2", {"retriever_hash": retriever_hash(dense)}, RetrieverConfig("bm25"))
+
+
+def test_forge_serve_refuses_a_retriever_its_routers_were_not_trained_under(
+        trained_store: tuple[Store, str], tmp_path: Path) -> None:
+    from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.registry import save_host_config
+    from forge_core.server.app import ServerState, ServeSettings
+
+    from support.stores import copy_store
+
+    store = copy_store(trained_store[0], tmp_path)
+    save_host_config(store, HostConfig(name="synthetic-host", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+    save_retriever_config(store, RetrieverConfig("d", kind="dense", embedder=MINILM))
+    settings = ServeSettings(host="synthetic-host", benchmark="musique", router=trained_store[1])
+    assert ServerState(store, settings).retriever_config.name == "bm25"
+    with pytest.raises(InvalidInput, match=f"router {trained_store[1]} was trained under the default bm25 "
+                                           "evidence; it cannot route with retriever 'd'"):
+        ServerState(store, ServeSettings(**{**settings.__dict__, "retriever": "d"}))
