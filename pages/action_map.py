@@ -5,7 +5,7 @@ import streamlit as st
 from app import charts, data, ui, weights
 from app.action_map_view import remember_click, show_query
 from app.crossfit_view import crossfit_run_label
-from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
 from forge_core.training.checkpoint_views import checkpoint_names
 
@@ -53,7 +53,8 @@ columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
-st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}). {TIE_RULE}")
+drawn_at = action_map.weights
+st.caption(f"All at λ_in {drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_source}). {TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)
 maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),

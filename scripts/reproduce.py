@@ -22,9 +22,9 @@ import pandas as pd
 
 from forge_core.config import benchmarks_dir, demo_dir
 from forge_core.data.importing import import_benchmarks
-from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_run_id, run_crossfit
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.policies.context import evaluation_context
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.store.schema import EXPORTED_TABLES
 
@@ -69,8 +69,8 @@ def main() -> None:
                                 split_seed=args.split_seed)
     with tempfile.TemporaryDirectory() as scratch:
         stored_store = demo_store(Path(scratch) / "stored.duckdb", with_crossfit=True)
-        base = evaluation_context(stored_store, settings.host, settings.n_arms, settings.lambda_in,
-                                  settings.lambda_out, accounting=settings.accounting)
+        base = evaluation_context(stored_store, settings.host, settings.n_arms, settings.weights,
+                                  accounting=settings.accounting)
         stored_id = crossfit_run_id(settings.to_dict(), base)
         stored = stored_store.crossfit_results(stored_id)
         if stored.empty:

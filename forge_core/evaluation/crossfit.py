@@ -33,30 +33,26 @@ import pandas as pd
 import torch
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
-from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
-from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
-from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
+from forge_core.policies.base import Policy
+from forge_core.policies.baselines import FixedArm
+from forge_core.policies.context import Decisions, EvalContext, evaluation_context
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
+from forge_core.policies.outcomes import score_decisions
+from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
+from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import (
-    STORED_CONFIG_KEYS,
-    FitRows,
-    fit_rows,
-    fit_stage1_router,
-    fit_stage2_router,
-    one_torch_thread,
-)
+from forge_core.training.threads import one_torch_thread
+from forge_core.training.trainer import STORED_CONFIG_KEYS, FitRows, fit_rows, fit_stage1_router, fit_stage2_router
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +83,13 @@ class CrossfitSettings:
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
     conditioning: CostConditioning | None = field(default_factory=CostConditioning)  # the *_cond routers (None: none)
 
+    @property
+    def weights(self) -> CostWeights:
+        """The cost weights as one value (validated on construction)."""
+        return CostWeights(self.lambda_in, self.lambda_out)
+
     def __post_init__(self) -> None:
-        check_cost_weights(self.lambda_in, self.lambda_out)
+        CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
         check_accounting(self.accounting)
         if self.folds < 2:
             raise InvalidInput(f"crossfit needs at least 2 folds, not {self.folds}")
@@ -135,7 +136,7 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
     """The base context with one fold's split labels; its cost normalizer is fitted on the fold's
     train rows. Features are shared with the base context (read once)."""
     table = dataclasses.replace(base.table, splits=splits)
-    return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base.accounting,
+    return EvalContext(base.store, table, table.fit_normalizer(), base.weights, base.accounting,
                        base._features)
 
 
@@ -182,7 +183,7 @@ class FoldRouter(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features(self.live_variant)[rows])
         if self.conditioning is not None:
-            x = self.conditioning.inputs(x, context.lambda_in, context.lambda_out)
+            x = self.conditioning.inputs(x, context.weights)
         with torch.no_grad():
             actions = self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy()
         if needs_probes(self.live_variant):
@@ -199,9 +200,9 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
     policies: list[Policy] = fixed + [p for p in build_baselines() if p.name not in fixed_names]
     stage1 = dataclasses.replace(settings.stage1, seed=settings.seed)
     stage2 = dataclasses.replace(settings.stage2, seed=settings.seed)
-    routers = [(name, variant, None) for name, variant in ROUTER_POLICIES.items()]
+    routers = [(name, variant, None) for name, variant in variants(TrainedRouter).items()]
     if settings.conditioning is not None:
-        routers += [(name, variant, settings.conditioning) for name, variant in CONDITIONED_POLICIES.items()]
+        routers += [(name, variant, settings.conditioning) for name, variant in variants(ConditionedRouter).items()]
     for name, variant, conditioning in routers:
         if settings.stage == 2:
             parent = FoldRouter(f"{name}_stage1", variant, stage1, conditioning=conditioning)
@@ -210,7 +211,7 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
         else:
             router = FoldRouter(name, variant, stage1, conditioning=conditioning)
         policies.append(router)
-        if name == FALLBACK_ROUTER:
+        if has_dev_fallback(name):
             policies.append(FallbackPolicy(router))
     return policies
 
@@ -298,7 +299,7 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     """
     settings.check(store)
     compute_features(store, settings.host)
-    base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+    base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
                               accounting=settings.accounting)
     run_id = crossfit_run_id(settings.to_dict(), base)
     store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)

@@ -4,7 +4,7 @@ Per retriever, over the benchmark's queries that carry gold evidence (HotpotQA a
 supporting sentences; MuSiQue: the supporting paragraphs; FEVER: the gold sentences):
 
 - gold recall at k: the share of a query's gold evidence texts found inside its top-k passages
-  (matched as the grounding report matches them, `forge_core.evaluation.grounding.evidence_recall`:
+  (matched as the grounding report matches them, `forge_core.policies.grounding.evidence_recall`:
   lowercased, whitespace collapsed), averaged over queries; and the same recall of the Summary and
   Raw prompts' evidence text (what the host would actually see under the retriever's settings);
 - Summary's and Raw's input tokens: the prompt tokens of the summary:no_think and raw:no_think
@@ -12,7 +12,7 @@ supporting sentences; MuSiQue: the supporting paragraphs; FEVER: the gold senten
   tokenizer (its GGUF's vocabulary and chat template: what that host reports as prompt tokens);
 - retrieval latency p50/p95 per query (one query at a time, as routing retrieves).
 
-Means carry 95% bootstrap intervals over queries (`forge_core.evaluation.statistics`); each
+Means carry 95% bootstrap intervals over queries (`forge_core.statistics`); each
 retriever after the first also carries the paired 95% interval of its recall minus the first's
 (the same queries resampled together). Nothing
 calls a host: a benchmark's comparison takes seconds once its passage vectors are built.
@@ -30,15 +30,15 @@ import numpy as np
 from forge_core.arms import Arm
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.grounding import evidence_recall
-from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import Evidence
 from forge_core.evidence.prompts import build_request
 from forge_core.evidence.retrievers import RetrieverConfig, get_retriever_config, list_retriever_configs, retriever_hash
 from forge_core.evidence.support import RETRIEVE_TOP_K
 from forge_core.hosts.tokenizers import prompt_tokenizer
+from forge_core.policies.grounding import evidence_recall
 from forge_core.records import Example, is_fever_benchmark
 from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
+from forge_core.statistics import paired_bootstrap_ci
 from forge_core.store import Store
 
 SUMMARY_ARM = Arm("summary", "no_think")

@@ -13,12 +13,22 @@ import numpy as np
 
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_policies
-from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.policies import BASELINES, FallbackPolicy, Policy, RouterPolicy, build_baselines
+from forge_core.policies.base import Policy
+from forge_core.policies.conditioned import conditioned_policies
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.registry import (
+    Baseline,
+    TrainedRouter,
+    build_baselines,
+    check_policy_names,
+    has_dev_fallback,
+    registered,
+    variants,
+)
+from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
@@ -26,13 +36,6 @@ from forge_core.training.trainer import TrainRequest, train_router
 log = logging.getLogger(__name__)
 
 EVALUATED_SPLITS = ("dev", "test")
-ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
-FALLBACK_ROUTER = "forge_full"  # the router the dev fallback rule wraps (`FallbackPolicy`)
-
-
-def known_policy_names() -> tuple[str, ...]:
-    """Every policy name `forge eval --policy` accepts."""
-    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER), *CONDITIONED_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,7 @@ class EvaluationSettings:
     host: str = "embedded"  # whose outcomes, features and routers
     split: str = "test"  # the split evaluated (dev or test)
     n_arms: int = 6  # alphabet size: 3, 6 or 12
-    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
-    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    weights: CostWeights = CostWeights()  # the cost weights
     policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
     split_seed: int = 0  # which of the three train/dev/test splits
     seed: int = 0  # training seed of routers fitted on the fly
@@ -52,14 +54,11 @@ class EvaluationSettings:
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
 
     def __post_init__(self) -> None:
-        check_cost_weights(self.lambda_in, self.lambda_out)
         check_accounting(self.accounting)
         if self.split not in EVALUATED_SPLITS:
             raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
                              "are fitted on train)")
-        unknown = sorted(set(self.policy_names or ()) - set(known_policy_names()))
-        if unknown:
-            raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
+        check_policy_names(self.policy_names or ())
 
 
 def check_evaluation(store: Store, settings: EvaluationSettings) -> None:
@@ -85,7 +84,7 @@ class EvaluationSetup:
 def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
     """The `evaluation_context` of the settings (their host, alphabet, weights, split seed,
     benchmarks and accounting)."""
-    return evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+    return evaluation_context(store, settings.host, settings.n_arms, settings.weights,
                               settings.split_seed, settings.benchmarks, settings.accounting)
 
 
@@ -98,13 +97,14 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
     host, names = settings.host, settings.policy_names
     if base is None:
         base = settings_context(store, settings)
-    context = base.at(settings.lambda_in, settings.lambda_out)
+    context = base.at(settings.weights)
     rows = context.rows(settings.split)
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
     routers = router_policies(store, settings)
-    policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
-    policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]
+    baselines = registered(Baseline)
+    policies = build_baselines([n for n in (names or baselines) if n in baselines]) + routers
+    policies += [FallbackPolicy(r) for r in routers if has_dev_fallback(r.name)]
     conditioned = conditioned_policies(store, host, settings.n_arms, settings.split_seed, settings.seed,
                                        settings.benchmarks, required=names or ())
     policies += conditioned
@@ -116,8 +116,8 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
 
 def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
     benchmarks = list(settings.benchmarks) if settings.benchmarks is not None else None
-    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
-            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
+    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.weights.lambda_in,
+            "lambda_out": settings.weights.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
             "benchmarks": benchmarks, "embedder": embedder_name()}
 
 
@@ -127,7 +127,7 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     same data as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility. A
     variant without one is refused: `prepare_evaluation` is the step that trains it."""
     policies: list[Policy] = []
-    for name, variant in ROUTER_POLICIES.items():
+    for name, variant in variants(TrainedRouter).items():
         checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
             raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
@@ -141,12 +141,12 @@ def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[st
     """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
     checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
     trained = []
-    for name, variant in ROUTER_POLICIES.items():
+    for name, variant in variants(TrainedRouter).items():
         if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
             log.info("training a Stage-1 %s router for %s", variant, name)
             trained.append(train_router(store, TrainRequest(
-                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.lambda_in,
-                lambda_out=settings.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
+                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.weights.lambda_in,
+                lambda_out=settings.weights.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
                 stage1=Stage1Config(seed=settings.seed))))
     return trained
 

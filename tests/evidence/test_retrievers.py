@@ -139,8 +139,8 @@ def test_reciprocal_rank_fusion_sums_one_over_k_plus_rank() -> None:
 
 @pytest.mark.slow  # about a minute on a fresh cache: the embedder's ONNX export, then 40 passages
 def test_dense_and_hybrid_retrieval_with_the_real_embedder_on_real_records(small_store: Store) -> None:
-    from forge_core.evaluation.grounding import evidence_recall
     from forge_core.evidence.retrieval import Retriever
+    from forge_core.policies.grounding import evidence_recall
     from forge_core.routing.dense_retrieval import DenseRetriever, HybridRetriever
     from forge_core.routing.embedders import load_embedder
     from forge_core.routing.passage_vectors import PassageVectors

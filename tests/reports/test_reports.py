@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from forge_core.evaluation.policies import FallbackPolicy, RouterPolicy, build_baselines
-from forge_core.evaluation.reports import (
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.policies.registry import build_baselines
+from forge_core.policies.routers import FallbackPolicy, RouterPolicy
+from forge_core.records import ArmOutcome, Example, SplitAssignment
+from forge_core.reports.tables import (
     MACRO,
     ORACLE,
     coverage_frame,
@@ -22,10 +26,8 @@ from forge_core.evaluation.reports import (
     require_train_and_dev,
     store_coverage,
 )
-from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import save_host_config
-from forge_core.records import ArmOutcome, Example, SplitAssignment
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
@@ -70,9 +72,9 @@ def test_oracle_picks_the_utility_argmax_with_train_maxima(table: OutcomeTable) 
     # q4 (dev, costs up to 2.0): [0.36, 0.72, 0.40]
     assert oracle_choices(table, normalizer).tolist() == [2, 0, 0, 1]
     # without cost weights only F1 counts and ties go to the lowest action index
-    assert oracle_choices(table, normalizer, 0.0, 0.0).tolist() == [2, 0, 0, 1]
+    assert oracle_choices(table, normalizer, CostWeights(0.0, 0.0)).tolist() == [2, 0, 0, 1]
     # heavy output cost: q1 U = [-1.0, -0.5, -1.0]; q2 ties direct and summary at 0.0
-    assert oracle_choices(table, normalizer, 0.0, 2.0).tolist() == [1, 0, 0, 0]
+    assert oracle_choices(table, normalizer, CostWeights(0.0, 2.0)).tolist() == [1, 0, 0, 0]
 
 
 def test_policy_summary_exact_means(table: OutcomeTable) -> None:
@@ -185,8 +187,8 @@ def test_pareto_highlights() -> None:
 
 def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     store, checkpoint_id = trained_store
-    cheap = pareto_report(store, "synthetic-host", "test", 0.0, 0.0, [checkpoint_id])
-    costly = pareto_report(store, "synthetic-host", "test", 1.0, 1.0, [checkpoint_id])
+    cheap = pareto_report(store, "synthetic-host", "test", CostWeights(0.0, 0.0), [checkpoint_id])
+    costly = pareto_report(store, "synthetic-host", "test", CostWeights(1.0, 1.0), [checkpoint_id])
     assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 11  # 10 baselines (oracle included) + 1 router
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
@@ -194,7 +196,8 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     router = {name: frame.set_index("policy").loc[checkpoint_id]
               for name, frame in (("cheap", cheap), ("costly", costly))}
     assert router["cheap"]["cost_k"] == router["costly"]["cost_k"]  # a checkpoint keeps its decisions
-    by_benchmark = pareto_report(store, "synthetic-host", "test", 0.1, 0.2, [checkpoint_id], by_benchmark=True)
+    by_benchmark = pareto_report(store, "synthetic-host", "test", CostWeights(0.1, 0.2), [checkpoint_id],
+                                 by_benchmark=True)
     assert set(by_benchmark["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}
     assert by_benchmark.groupby("benchmark")["on_frontier"].any().all()
 
@@ -219,7 +222,7 @@ def _crossfit_report(lambda_in: float, gains: dict[str, float]) -> dict:
 
 
 def test_crossfit_frontier_leaves_the_oracle_out() -> None:
-    from forge_core.evaluation.reports import crossfit_frame
+    from forge_core.reports.tables import crossfit_frame
 
     frame = crossfit_frame(_crossfit_report(0.1, {"forge_lite": 0.02})).set_index("policy")
     assert not frame.loc[ORACLE, "on_frontier"]  # cheaper and better than all, yet a reference only
@@ -230,7 +233,7 @@ def test_crossfit_frontier_leaves_the_oracle_out() -> None:
 
 
 def test_routing_gain_frame_follows_the_weights() -> None:
-    from forge_core.evaluation.reports import routing_gain_frame
+    from forge_core.reports.tables import routing_gain_frame
 
     reports = [_crossfit_report(1.5, {"forge_lite": 0.05, "ridge_utility": 0.0}),
                _crossfit_report(0.1, {"forge_lite": 0.02, "ridge_utility": 0.01})]
