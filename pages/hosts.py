@@ -4,7 +4,7 @@ import dataclasses
 
 import streamlit as st
 
-from app import data, ui
+from app import data, retrievers_view, ui
 from forge_core.errors import InvalidInput
 from forge_core.evidence.depth_check import CHECK_QUESTIONS, DEFAULT_QUESTIONS, HostCheckRequest, run_host_check
 from forge_core.evidence.host_check import CHECK_QUESTION, check_host
@@ -91,6 +91,9 @@ if editing != NEW_HOST and st.button(f"Remove '{editing}'", icon=":material/dele
         data.refresh()
         ui.flash(f"Host '{editing}' removed.")
         st.rerun()
+
+retrievers_view.retrievers_section(store, [name for name, stats in data.benchmark_stats(store).items()
+                                           if stats.get("documents")])
 
 st.header("Prices")
 st.caption("US dollars per million tokens, as the host's provider charges them (built-in hosts too: price "

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_configs
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
 from forge_core.training.checkpoint_views import checkpoint_names
@@ -25,6 +26,7 @@ with ui.user_errors():
     ui.require_benchmarks(stats)
     configs = {config.name: config for config in data.host_configs(store)}
     checkpoints = data.checkpoints(store)
+    retriever_names = [config.name for config in list_retriever_configs(store)]
 
 host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
 host = host_column.selectbox("Host", list(configs))
@@ -42,6 +44,10 @@ if labels:
 else:
     checkpoint_id = None
     router_column.info(NO_ROUTER, icon=":material/route:")
+retriever_name = DEFAULT_RETRIEVER if len(retriever_names) == 1 else st.selectbox(
+    "Retriever (where the evidence comes from)", retriever_names,
+    help="bm25 is the evidence routers are trained under; a router refuses any other (answer by hand under "
+         "Override). Add retrievers on the Hosts page.")
 record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
@@ -91,11 +97,13 @@ if asked:
         request = AskRequest(question=question, benchmark=benchmark, host_name=host,
                              arm=override if by_hand else None, checkpoint_id=None if by_hand else checkpoint_id,
                              example_id=example.example_id if example else None,
-                             always_raw="answer" if compare_raw else "cost", weights=cost_weights)
+                             always_raw="answer" if compare_raw else "cost", weights=cost_weights,
+                             retriever=retriever_name)
         inputs = request.check(store)
         served = data.served_host(configs[host])
         checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)
-        retriever = data.retriever(store, benchmark)
+        default = retriever_name == DEFAULT_RETRIEVER
+        retriever = data.retriever(store, benchmark) if default else None  # None: run_ask opens the chosen one
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
             result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,

@@ -1,6 +1,7 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
 command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `rewards`, `enumerate`, `batches`,
-`ask`, `serve`, `dashboard`), output helpers in `output`; this module assembles them and is the entry point."""
+`ask`, `serve`, `dashboard`,
+`retriever` with `evidence`), output helpers in `output`; this module assembles them and is the entry point."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from forge_core.cli import (
     enumerate,
     evaluate,
     host,
+    retriever,
     rewards,
     serve,
     store,
@@ -30,6 +32,7 @@ DOCUMENTATION = (  # the manual's pages, as the README's "Documentation" lists t
     ("docs/commands.md", "every forge command in one table, with the page that documents it"),
     ("docs/data.md", "the benchmarks, your own questions, splits, and the store's commands"),
     ("docs/hosts.md", "hosts, endpoints and prices; thinking controls and the depth check"),
+    ("docs/retrievers.md", "retrievers: bm25, dense, hybrid and your own service; forge evidence compare"),
     ("docs/stage0.md", "Stage 0: forge enumerate, estimates, budgets, batches, and Stage 0 at scale"),
     ("docs/training.md", "arms and prompts, features and embedders, forge train, checkpoints, rewards"),
     ("docs/evaluation.md", "policies, the Cached, Crossfit and Fresh Online protocols, accounting, transfer"),
@@ -49,6 +52,8 @@ app.add_typer(data.data_app, name="data")
 app.add_typer(store.store_app, name="store")
 app.add_typer(host.host_app, name="host")
 app.add_typer(data.index_app, name="index")
+app.add_typer(retriever.retriever_app, name="retriever")
+app.add_typer(retriever.evidence_app, name="evidence")
 app.command("ask")(ask.ask)
 app.command("features")(train.features_command)
 app.command("train")(train.train_router_command)

@@ -36,6 +36,8 @@ def ask(
     lambda_in: Annotated[float, typer.Option(help="With --route: the input-token cost weight a cost-conditioned "
                                                   "router decides at (others ignore it).")] = DEFAULT_LAMBDA_IN,
     lambda_out: Annotated[float, typer.Option(help="With --route: the output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
+    retriever: Annotated[str, typer.Option(
+        help="Where the evidence comes from: a retriever name (see `forge retriever list`).")] = "bm25",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
@@ -49,25 +51,26 @@ def ask(
     request = AskRequest(question=question or "", benchmark=benchmark, host_name=host,
                          arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
                          always_raw="off" if not route else "answer" if compare_raw else "cost",
-                         weights=CostWeights(lambda_in, lambda_out))
+                         weights=CostWeights(lambda_in, lambda_out), retriever=retriever)
     store = open_store()
     if router:
         warn_if_other_host(store, router, host)
     result = run_ask(store, request)
     if not route:
-        _print_plain(result, host, as_json)
+        _print_plain(result, host, retriever, as_json)
     elif as_json:
         print_json(result.to_json())
     else:
         _print_routed(result)
 
 
-def _print_plain(result: Any, host: str, as_json: bool) -> None:
+def _print_plain(result: Any, host: str, retriever: str, as_json: bool) -> None:
     """`forge ask` without --route: the answer under the given arm."""
     answer = result.answer
     if as_json:
-        print_json({"answer": answer.extracted, "arm": answer.arm, "tokens_in": answer.tokens_in,
-                    "tokens_out": answer.tokens_out, "latency_ms": round(answer.latency_ms, 1),
+        print_json({"answer": answer.extracted, "arm": answer.arm, "retriever": retriever,
+                    "tokens_in": answer.tokens_in, "tokens_out": answer.tokens_out,
+                    "latency_ms": round(answer.latency_ms, 1),
                     "support_text": answer.support_text, "raw_answer": answer.answer, "f1": result.f1})
         return
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"

@@ -14,6 +14,9 @@ def serve_command(
         help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant.")] = "lite",
     host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
     benchmark: Annotated[str, typer.Option(help="Whose corpus evidence is retrieved from.")] = "hotpotqa",
+    retriever: Annotated[str, typer.Option(
+        help="Where the evidence comes from (see `forge retriever list`); the routers must be trained "
+             "under it.")] = "bm25",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8100,
     api_key_env: Annotated[Optional[str], typer.Option(
         help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
@@ -31,7 +34,7 @@ def serve_command(
     from forge_core.server.app import ServeSettings, build_app
 
     settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
-                             shadow_raw=shadow_raw)
+                             shadow_raw=shadow_raw, retriever=retriever)
     store = open_store()
     if router not in ("lite", "full"):
         warn_if_other_host(store, router, host)

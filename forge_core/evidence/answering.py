@@ -16,17 +16,20 @@ from forge_core.evidence.answers import extract_final_answer, extract_plain_answ
 from forge_core.evidence.prompts import ClientChat, build_request
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
 from forge_core.evidence.scoring import extract_fever_label, score_answer
-from forge_core.evidence.support import RETRIEVE_TOP_K, SUPPORT_TOP_K, raw_support, summary_support
+from forge_core.evidence.settings import DEFAULT_SUPPORT, SupportSettings
+from forge_core.evidence.support import RETRIEVE_TOP_K, raw_support, summary_support
 from forge_core.hosts.base import REASONING_NONE, Generation, GenerationRequest, Host
 from forge_core.store import Store
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The top-5 BM25 passages for one question; Summary and Raw draw on the top 3."""
+    """The top-5 passages for one question (BM25 unless another retriever is configured); Summary
+    and Raw draw on the top 3 under the default settings, on the retriever's own otherwise."""
 
     question: str
     passages: tuple[ScoredDocument, ...]
+    settings: SupportSettings = DEFAULT_SUPPORT
 
     def support_text(self, support: str) -> str:
         """The evidence text of a support form ("" for direct); built once per form, since a
@@ -39,11 +42,12 @@ class Evidence:
 
     @functools.cached_property
     def _raw_text(self) -> str:
-        return raw_support([hit.document for hit in self.passages[:SUPPORT_TOP_K]])
+        return raw_support([hit.document for hit in self.passages[: self.settings.k]], self.settings)
 
     @functools.cached_property
     def _summary_text(self) -> str:
-        return summary_support(self.question, [hit.document for hit in self.passages[:SUPPORT_TOP_K]])
+        return summary_support(self.question, [hit.document for hit in self.passages[: self.settings.k]],
+                               self.settings)
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,10 @@ def load_retriever(store: Store, benchmark: str) -> Retriever:
 
 
 def retrieve_evidence(retriever: Retriever, question: str) -> Evidence:
-    """The top-5 passages for a question."""
-    return Evidence(question, tuple(retriever.retrieve(question, RETRIEVE_TOP_K)))
+    """The top-5 passages for a question (more when the retriever's settings draw on more), with
+    the retriever's evidence settings."""
+    settings = retriever.settings
+    return Evidence(question, tuple(retriever.retrieve(question, max(RETRIEVE_TOP_K, settings.k))), settings)
 
 
 def extract_answer(text: str, arm: Arm, is_fever: bool) -> str:

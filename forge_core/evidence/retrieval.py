@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from forge_core.errors import InvalidInput
+from forge_core.evidence.settings import DEFAULT_SUPPORT, SupportSettings
 from forge_core.records import Document
 
 logger = logging.getLogger(__name__)
@@ -342,7 +343,13 @@ def load_or_build(
 
 
 class Retriever:
-    """A corpus and its BM25 index: query in, top-k documents with scores out."""
+    """A corpus and its BM25 index: query in, top-k documents with scores out.
+
+    Every retriever (this one, and the configured kinds of `forge_core.evidence.retrievers`) has
+    `documents` (its corpus, empty for a remote service), `settings` (the evidence Summary and
+    Raw take) and `retrieve(query, k)`."""
+
+    settings: SupportSettings = DEFAULT_SUPPORT
 
     def __init__(self, documents: Sequence[Document], index: BM25Index) -> None:
         """Pair documents with the index built over them (same order)."""

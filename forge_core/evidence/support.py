@@ -17,12 +17,18 @@ import re
 from collections.abc import Sequence
 
 from forge_core.evidence.retrieval import rank_by_bm25, tokenize
+from forge_core.evidence.settings import (
+    DEFAULT_SUPPORT,
+    RAW_WORDS_PER_PASSAGE,
+    SUMMARY_WORD_BUDGET,
+    SUPPORT_TOP_K,
+    SupportSettings,
+)
 from forge_core.records import Document
 
 RETRIEVE_TOP_K = 5  # passages retrieved per query (the retrieval features use all five)
-SUPPORT_TOP_K = 3  # passages the Summary and Raw forms draw on
-RAW_WORDS_PER_PASSAGE = 200  # Raw keeps this many leading words of each passage
-SUMMARY_WORD_BUDGET = 140  # Summary never exceeds this many words
+__all__ = ["RAW_WORDS_PER_PASSAGE", "RETRIEVE_TOP_K", "SUMMARY_WORD_BUDGET", "SUPPORT_TOP_K", "raw_support",
+           "summary_support", "direct_support", "split_sentences"]
 
 # A sentence ends at . ! or ? (plus closing quotes or brackets) followed by whitespace and
 # a capital letter, a digit or an opening quote or bracket.
@@ -43,25 +49,25 @@ def direct_support() -> str:
     return ""
 
 
-def raw_support(passages: Sequence[Document]) -> str:
-    """Raw support: the top passages, each as "[i] Title" then its first 200 words."""
+def raw_support(passages: Sequence[Document], settings: SupportSettings = DEFAULT_SUPPORT) -> str:
+    """Raw support: the top passages, each as "[i] Title" then its first 200 words (by default)."""
     blocks = []
-    for rank, passage in enumerate(passages[:SUPPORT_TOP_K], start=1):
-        words = passage.text.split()[:RAW_WORDS_PER_PASSAGE]
+    for rank, passage in enumerate(passages[: settings.k], start=1):
+        words = passage.text.split()[: settings.raw_words]
         blocks.append(f"[{rank}] {passage.title}\n{' '.join(words)}")
     return "\n\n".join(blocks)
 
 
-def summary_support(question: str, passages: Sequence[Document]) -> str:
-    """Summary support: the question's best sentences from the top passages, <= 140 words."""
-    sentences = _unique_sentences(passages[:SUPPORT_TOP_K])
+def summary_support(question: str, passages: Sequence[Document], settings: SupportSettings = DEFAULT_SUPPORT) -> str:
+    """Summary support: the question's best sentences from the top passages, <= 140 words (by default)."""
+    sentences = _unique_sentences(passages[: settings.k])
     if not sentences:
         return ""
     ranked = [sentences[index] for index in _rank_sentences(question, sentences)]
     best_words = ranked[0].split()
-    if len(best_words) > SUMMARY_WORD_BUDGET:
-        return " ".join(best_words[:SUMMARY_WORD_BUDGET])
-    return " ".join(_fill_budget(ranked, SUMMARY_WORD_BUDGET))
+    if len(best_words) > settings.summary_words:
+        return " ".join(best_words[: settings.summary_words])
+    return " ".join(_fill_budget(ranked, settings.summary_words))
 
 
 def split_sentences(text: str) -> list[str]:

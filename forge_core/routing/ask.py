@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from forge_core.arms import Arm, parse_arm
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
-from forge_core.evidence.answering import load_retriever
-from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, RetrieverConfig, get_retriever_config, retriever_hash
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import get_host_config
 from forge_core.records import Example
@@ -27,6 +26,7 @@ from forge_core.routing.live import (
     check_question,
     default_router_id,
 )
+from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -43,6 +43,7 @@ class AskRequest:
     example_id: str | None = None  # a stored example of `benchmark`: its question, scored against its answers
     always_raw: str = "off"  # Always-Raw beside the answer: "off", "cost" (its tokens) or "answer" (its answer too)
     weights: CostWeights = CostWeights()  # the cost weights a cost-conditioned router decides at (others ignore them)
+    retriever: str = DEFAULT_RETRIEVER  # a configured retriever (`forge retriever list`): the evidence's source
 
     def __post_init__(self) -> None:
         if self.always_raw not in ALWAYS_RAW_MODES:
@@ -61,7 +62,8 @@ class AskRequest:
         if arm is not None:
             check_arm(arm, host_config)
         checkpoint_id = None if arm else self.checkpoint_id or default_router_id(store, self.host_name)
-        return AskInputs(question, example, host_config, arm, checkpoint_id)
+        retriever_config = get_retriever_config(store, self.retriever)
+        return AskInputs(question, example, host_config, arm, checkpoint_id, retriever_config)
 
 
 @dataclass(frozen=True)
@@ -73,22 +75,38 @@ class AskInputs:
     host_config: HostConfig
     arm: Arm | None  # the hand-picked arm, or None when `checkpoint_id` routes
     checkpoint_id: str | None
+    retriever_config: RetrieverConfig  # where the evidence comes from
 
 
 def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = None,
-            host_config: HostConfig | None = None, retriever: Retriever | None = None,
+            host_config: HostConfig | None = None, retriever: AnyRetriever | None = None,
             checkpoint: LoadedCheckpoint | None = None) -> RoutedAnswer:
     """Answer the request's question. A caller that checked the request already passes what
     `request.check` returned as `inputs` (else it is checked here); a caller that keeps them loaded
-    (the dashboard) passes the served host configuration, the benchmark's retriever and the loaded
-    router checkpoint."""
+    (the dashboard) passes the served host configuration, the benchmark's opened retriever and the
+    loaded router checkpoint. A router trained under other evidence than the request's retriever
+    is refused."""
     inputs = inputs or request.check(store)
     if inputs.checkpoint_id is not None and (checkpoint is None or checkpoint.checkpoint_id != inputs.checkpoint_id):
         checkpoint = load_checkpoint(store, inputs.checkpoint_id)
-    return ask_routed(store, host_config or inputs.host_config, retriever or load_retriever(store, request.benchmark),
+    if inputs.arm is None and checkpoint is not None:
+        check_router_retriever(checkpoint.checkpoint_id, checkpoint.lineage, inputs.retriever_config)
+    retriever = retriever or open_retriever(store, inputs.retriever_config, request.benchmark)
+    return ask_routed(store, host_config or inputs.host_config, retriever,
                       inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
                       arm=inputs.arm, example=inputs.example, always_raw=request.always_raw,
                       weights=request.weights)
+
+
+def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
+    """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
+    the retriever's (routers trained before retrievers existed were trained under the default BM25
+    evidence)."""
+    trained_under = lineage.get("retriever_hash", "")
+    if retriever_hash(config) != trained_under:
+        trained = f"retriever configuration {trained_under}" if trained_under else "the default bm25 evidence"
+        raise InvalidInput(f"router {checkpoint_id} was trained under {trained}; it cannot route with "
+                           f"retriever '{config.name}' (train one under it, or answer with --arm)")
 
 
 def _stored_example(store: Store, benchmark: str, example_id: str) -> Example:

@@ -45,14 +45,16 @@ from starlette.routing import Route
 
 from forge_core.arms import Arm, alphabet
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
-from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
+from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import RoutedAnswer, route_and_answer
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.metrics import ServerMetrics
 from forge_core.server.shadow import ShadowSampler, shadow_raw
@@ -73,6 +75,7 @@ class ServeSettings:
     router: str = "lite"  # a checkpoint id, or lite/full: the host's newest checkpoint of that variant
     api_key_env: str | None = None  # the environment variable holding the key clients must send
     shadow_raw: float = 0.0  # share of requests whose Always-Raw cost is measured after the response
+    retriever: str = "bm25"  # where the evidence comes from (see `forge retriever list`)
 
 
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
@@ -114,6 +117,9 @@ class ServerState:
         self.settings = settings
         self.key = api_key(settings)
         self.models = resolve_models(store, settings)
+        self.retriever_config = get_retriever_config(store, settings.retriever)
+        for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:  # a router refuses other evidence
+            check_router_retriever(checkpoint_id, store.checkpoint(checkpoint_id)[0]["lineage"], self.retriever_config)
         self.metrics = ServerMetrics()
         self.shadow = ShadowSampler(settings.shadow_raw)
         self.checkpoints: dict[str, LoadedCheckpoint] = {}
@@ -140,7 +146,7 @@ class ServerState:
             log.error("could not load: %s", error)
 
     def _load_blocking(self) -> None:
-        self.retriever = load_retriever(self.store, self.settings.benchmark)
+        self.retriever = open_retriever(self.store, self.retriever_config, self.settings.benchmark)
         load_embedder().embed(["warm-up"])
         for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:
             self.checkpoints[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)

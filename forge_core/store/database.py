@@ -197,6 +197,32 @@ class Store(StoreFile):
             ).fetchall()
         return [Document(benchmark, title, text) for title, text in rows]
 
+    # ------------------------------------------------------------ retriever configurations
+
+    def save_retriever_config(self, name: str, retriever_config: dict[str, Any]) -> None:
+        """Add or replace a named retriever configuration (it never holds a secret)."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR REPLACE INTO retrievers VALUES (?, ?, ?)",
+                               [name, dumps(retriever_config), utc_now()])
+
+    def retriever_config(self, name: str) -> dict[str, Any] | None:
+        """A stored retriever configuration, or None."""
+        with self.connect() as connection:
+            row = first_row(connection.execute("SELECT config FROM retrievers WHERE name = ?", [name]))
+        return json.loads(row[0]) if row else None
+
+    def retriever_names(self) -> list[str]:
+        """Names of the stored retriever configurations."""
+        with self.connect() as connection:
+            return [r[0] for r in connection.execute("SELECT name FROM retrievers ORDER BY name").fetchall()]
+
+    def delete_retriever_config(self, name: str) -> bool:
+        """Remove a stored retriever configuration; False when there was none."""
+        with self.transaction() as connection:
+            found = first_row(connection.execute("SELECT count(*) FROM retrievers WHERE name = ?", [name]))[0]
+            connection.execute("DELETE FROM retrievers WHERE name = ?", [name])
+        return bool(found)
+
     # ------------------------------------------------------------ host configurations
 
     def save_host_config(self, name: str, host_config: dict[str, Any]) -> None:

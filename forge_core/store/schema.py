@@ -155,6 +155,11 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE checkpoints SET weights_sha256 = sha256(state);
     ALTER TABLE fresh_results ADD COLUMN checkpoint_id VARCHAR;
     """,
+    # Retrievers as configuration (`forge retriever add`): named like hosts; the default BM25
+    # retriever is built in and never stored.
+    """
+    CREATE TABLE retrievers (name VARCHAR PRIMARY KEY, config JSON, updated_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -179,4 +184,5 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers"})
+    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers",
+    "retrievers"})

@@ -167,7 +167,8 @@ def test_evidence_builds_each_support_form_once(monkeypatch) -> None:
     from forge_core.evidence.retrieval import ScoredDocument
 
     built = []
-    monkeypatch.setattr(answering, "summary_support", lambda question, passages: built.append(question) or "s")
+    monkeypatch.setattr(answering, "summary_support",
+                        lambda question, passages, settings: built.append(question) or "s")
     evidence = answering.Evidence("Where is the orchard?", (ScoredDocument(doc("Orchard", "An orchard."), 1.0),))
     assert [evidence.support_text("summary") for _ in range(3)] == ["s", "s", "s"]
     assert built == ["Where is the orchard?"]

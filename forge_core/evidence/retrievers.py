@@ -1,0 +1,130 @@
+"""Named retriever configurations, like hosts: `bm25` built in (the default), the rest in the store.
+
+Kinds:
+- `bm25`: Okapi BM25 over the benchmark's corpus (`forge_core.evidence.retrieval`), today's evidence;
+- `dense`: cosine top-k over the embedder's passage vectors (`forge_core.evidence.dense`);
+- `hybrid`: reciprocal-rank fusion of the BM25 and dense rankings, `1 / (fusion_k + rank)` summed;
+- `http`: a user's service (`forge_core.evidence.http_retriever`): POST `{"query", "k"}`, reply
+  `[{"title", "text", "score"}]`, with a timeout, retries and a key read from an environment variable.
+
+Each has the evidence settings of `SupportSettings` (passages, Raw's words a passage, Summary's
+word budget). A configuration's hash (`retriever_hash`) is "" for the default BM25 retriever with
+the default settings, so every outcome, feature and checkpoint stored before retrievers existed
+keeps its key; any other configuration has a short hash of what decides its evidence (never its
+name, timeout, retries or key variable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+from forge_core.errors import InvalidInput
+from forge_core.evidence.settings import RAW_WORDS_PER_PASSAGE, SUMMARY_WORD_BUDGET, SUPPORT_TOP_K, SupportSettings
+from forge_core.store import Store
+
+DEFAULT_RETRIEVER = "bm25"
+KINDS = ("bm25", "dense", "hybrid", "http")
+DEFAULT_FUSION_K = 60  # the reciprocal-rank-fusion constant of Cormack et al. (2009)
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class RetrieverConfig:
+    """A named retriever: its kind, evidence settings and, per kind, its own options."""
+
+    name: str
+    kind: str = "bm25"
+    k: int = SUPPORT_TOP_K  # passages Summary and Raw draw on
+    raw_words: int = RAW_WORDS_PER_PASSAGE
+    summary_words: int = SUMMARY_WORD_BUDGET
+    fusion_k: int = DEFAULT_FUSION_K  # hybrid only
+    embedder: str = ""  # dense and hybrid: the embedder's name (`forge_core.routing.embedders.embedder_name`)
+    url: str = ""  # http only
+    timeout_s: float = DEFAULT_TIMEOUT_S  # http only: per attempt
+    retries: int = DEFAULT_RETRIES  # http only: attempts after the first
+    api_key_env: str = ""  # http only: the environment variable holding the key (sent as a Bearer token)
+
+    @property
+    def settings(self) -> SupportSettings:
+        """The evidence settings of Summary and Raw under this retriever."""
+        return SupportSettings(self.k, self.raw_words, self.summary_words)
+
+
+BUILTIN_RETRIEVERS: dict[str, RetrieverConfig] = {DEFAULT_RETRIEVER: RetrieverConfig(DEFAULT_RETRIEVER)}
+
+
+def identity(config: RetrieverConfig) -> dict:
+    """What decides a retriever's evidence: its kind and settings, and per kind its embedder,
+    fusion constant or URL."""
+    key: dict = {"kind": config.kind, "k": config.k, "raw_words": config.raw_words,
+                 "summary_words": config.summary_words}
+    if config.kind in ("dense", "hybrid"):
+        key["embedder"] = config.embedder
+    if config.kind == "hybrid":
+        key["fusion_k"] = config.fusion_k
+    if config.kind == "http":
+        key["url"] = config.url
+    return key
+
+
+def retriever_hash(config: RetrieverConfig) -> str:
+    """"" for the default BM25 evidence (so existing keys and ids stay as they are), else a
+    12-character hash of `identity`."""
+    key = identity(config)
+    if key == identity(BUILTIN_RETRIEVERS[DEFAULT_RETRIEVER]):
+        return ""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def check_retriever_config(config: RetrieverConfig) -> None:
+    """Refuse a configuration FORGE cannot use, in one line."""
+    if config.kind not in KINDS:
+        raise InvalidInput(f"retriever kind must be one of {', '.join(KINDS)}, not '{config.kind}'")
+    config.settings  # noqa: B018 -- building the settings refuses a bad k or word count
+    if config.kind in ("dense", "hybrid") and not config.embedder:
+        raise InvalidInput(f"retriever '{config.name}' ({config.kind}) needs the name of its embedder")
+    if config.kind == "hybrid" and config.fusion_k < 1:
+        raise InvalidInput(f"retriever '{config.name}': --fusion-k must be at least 1")
+    if config.kind == "http":
+        if not config.url.startswith(("http://", "https://")):
+            raise InvalidInput(f"retriever '{config.name}' needs --url starting with http:// or https://")
+        if not config.timeout_s > 0 or config.retries < 0:
+            raise InvalidInput(f"retriever '{config.name}': --timeout must be positive and --retries 0 or more")
+    elif config.url or config.api_key_env:
+        raise InvalidInput(f"retriever '{config.name}': --url and --api-key-env go with --kind http")
+
+
+def get_retriever_config(store: Store, name: str) -> RetrieverConfig:
+    """A built-in or stored retriever configuration by name, with a clear error when unknown."""
+    if name in BUILTIN_RETRIEVERS:
+        return BUILTIN_RETRIEVERS[name]
+    stored = store.retriever_config(name)
+    if stored is None:
+        known = ", ".join([*BUILTIN_RETRIEVERS, *store.retriever_names()])
+        raise InvalidInput(f"unknown retriever '{name}' (known: {known}); add one with `forge retriever add`")
+    return RetrieverConfig(**stored)
+
+
+def list_retriever_configs(store: Store) -> list[RetrieverConfig]:
+    """The built-in retriever first, then the stored ones by name."""
+    return [*BUILTIN_RETRIEVERS.values(), *(get_retriever_config(store, n) for n in store.retriever_names())]
+
+
+def save_retriever_config(store: Store, config: RetrieverConfig) -> None:
+    """Add or replace a stored retriever configuration (built-in names are reserved)."""
+    if config.name in BUILTIN_RETRIEVERS:
+        raise InvalidInput(f"'{config.name}' is the built-in retriever; choose another name")
+    if not config.name.strip():
+        raise InvalidInput("a retriever needs a name")
+    check_retriever_config(config)
+    store.save_retriever_config(config.name, dataclasses.asdict(config))
+
+
+def remove_retriever(store: Store, name: str) -> None:
+    """Remove a stored retriever configuration (the built-in one cannot be removed)."""
+    if not store.delete_retriever_config(name):
+        raise InvalidInput(f"no stored retriever named '{name}'")
