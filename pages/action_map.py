@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import charts, data, routers, ui, weights
-from app.action_map_view import remember_click, show_query
+from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
 from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
@@ -61,7 +61,7 @@ for title, colour, column in maps:
     figure = (charts.agreement_map(points, action_map.centroids()) if colour == "agreement"
               else charts.action_map(points, colour, action_map.arms, action_map.centroids()))
     remember_click(column.plotly_chart(figure, key=f"map-{colour}", on_select="rerun", selection_mode="points"))
-show_query(store, action_map)
+show_query(store, action_map, clicked_query())
 
 st.subheader("Action mix per cluster")
 st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")

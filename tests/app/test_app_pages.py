@@ -76,14 +76,14 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
     assert not app.exception and app.title[0].value == "Overview"
     for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
                           ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map"),
-                          ("transfer.py", "Transfer")]:
+                          ("queries.py", "Queries"), ("transfer.py", "Transfer")]:
         app.switch_page(f"../pages/{script}").run()
         assert not app.exception, script
         assert app.title[0].value == title
 
 
 @pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
-                                    "action_map.py", "transfer.py"])
+                                    "action_map.py", "queries.py", "transfer.py"])
 def test_empty_store_says_what_to_do(script: str) -> None:
     app = page(script)
     assert not app.exception
@@ -672,3 +672,30 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"
+
+
+def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("queries.py")
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Router").value == checkpoint_id  # the host's default router
+    table = frame_with(app, "regret")
+    assert len(table) == 60 and table["regret"].is_monotonic_decreasing and (table["regret"] >= 0).all()
+    assert {"oracle", "cluster", "F1 raw:no_think", "in raw:no_think", "out raw:no_think"} <= set(table.columns)
+    assert (table["regret"] == 0).eq(table["router_in_oracle"]).all()  # no regret exactly when in the oracle set
+    assert "Select a row of the table to open its query here." in texts(app.caption)
+
+    by_label(app.selectbox, "Compare with").set_value("direct:no_think").run()
+    by_label(app.toggle, "Only where the router's arm differs from the compared one").set_value(True).run()
+    assert not app.exception, app.exception
+    shown = frame_with(app, "regret")
+    assert len(shown) < 60 and (shown["router"] != "direct:no_think").all() and shown["compared"].eq(
+        "direct:no_think").all()
+
+    linked = AppTest.from_file(str(PAGES / "queries.py"), default_timeout=TIMEOUT_S)
+    linked.query_params["host"], linked.query_params["query"] = SYNTHETIC_HOST, table["query"].iloc[0]
+    linked.run()
+    assert not linked.exception, linked.exception
+    outcomes = frame_with(linked, "router probability")  # the worst-regret query, opened from its URL
+    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    assert table["question"].iloc[0] in texts(linked.markdown)
