@@ -37,9 +37,11 @@ def per_arm(summary: pd.DataFrame, value: str, label: str) -> go.Figure:
 
 def reasoning_per_arm(reasoning: pd.DataFrame) -> go.Figure:
     """Mean output tokens per arm, split into visible answer and reasoning."""
-    figure = go.Figure([
-        go.Bar(name="visible answer", x=reasoning["arm"], y=reasoning["tokens_out"] - reasoning["tokens_reasoning"]),
-        go.Bar(name="reasoning", x=reasoning["arm"], y=reasoning["tokens_reasoning"])])
+    bars = [go.Bar(name="visible answer", x=reasoning["arm"],
+                   y=reasoning["tokens_out"] - reasoning["tokens_reasoning"])]
+    if reasoning["tokens_reasoning"].fillna(0).any():  # no empty "reasoning" legend on a host without it
+        bars.append(go.Bar(name="reasoning", x=reasoning["arm"], y=reasoning["tokens_reasoning"]))
+    figure = go.Figure(bars)
     figure.update_layout(barmode="stack", height=320, margin={"t": 30}, yaxis_title="mean output tokens",
                          xaxis_title="arm")
     return figure

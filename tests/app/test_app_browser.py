@@ -78,7 +78,7 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
         page.goto(dashboard)
         expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
         # the metric label, drawn once the page has read the store (seconds on a loaded machine)
-        expect(page.get_by_text("Complete queries", exact=True)).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("Complete queries (all hosts)", exact=True)).to_be_visible(timeout=30_000)
 
         page.get_by_role("link", name="Live query").click()
         expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)

@@ -101,7 +101,10 @@ def test_overview_without_outcomes_points_to_enumeration(benchmarks_root: Path) 
 def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     app = page("overview.py")
     assert not app.exception
-    assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
+    assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes",
+                                             "Complete queries (all hosts)"]
+    intro = texts(app.markdown)
+    assert "FORGE routes a frozen LLM per query" in intro and "complete queries)" in intro  # each host, its count
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
     assert len(app.dataframe) == 5  # benchmarks, coverage, the summary table, reasoning per arm, gold recall
     assert list(app.dataframe[1].value.columns) == ["host", "arms", "benchmark", "complete", "probes"]  # fits
@@ -116,7 +119,7 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert "oracle" in charts[0].proto.spec and "raw:cot" in charts[0].proto.spec
     assert not app.info  # train outcomes exist, so the oracle is drawn
     by_label(app.selectbox, "Split").set_value("test").run()
-    assert not app.exception and "4 complete queries" in texts(app.caption)
+    assert not app.exception and "4 complete test queries" in texts(app.caption)
 
 
 def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
