@@ -20,7 +20,7 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
 
     if store.hosts_with_outcomes():
         return
-    loaded = load_demo(store, demo, config.benchmarks_dir())
+    loaded = load_demo(store, demo, config.benchmarks_dir(), map_cache=config.cache_dir() / "umap")
     if loaded.benchmarks:
         console.print("first run: imported the benchmarks (" + ", ".join(r.benchmark for r in loaded.benchmarks) + ")")
     if loaded.benchmarks_missing is not None:

@@ -66,9 +66,12 @@ def store_load_demo(
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
         raise InvalidInput(f"no exported tables (*.parquet of `forge store export`) in {directory}")
     loaded = load_demo(store, directory, config.benchmarks_dir(), again, on_benchmark=lambda result: console.print(
-        f"{result.benchmark}: {result.examples} examples, {result.documents} documents (imported)"))
+        f"{result.benchmark}: {result.examples} examples, {result.documents} documents (imported)"),
+        map_cache=config.cache_dir() / "umap")
     if loaded.benchmarks_missing is not None:
         console.print(missing_benchmarks_line(loaded.benchmarks_missing))
+    if loaded.map_arrays:
+        console.print(f"action maps: {loaded.map_arrays} precomputed UMAP and cluster arrays in the cache")
     if loaded.added is None:
         console.print("this demo export is already loaded (`--again` adds its rows once more)")
         return

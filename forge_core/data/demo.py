@@ -9,24 +9,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge_core.data.importing import ImportResult, import_benchmarks
+from forge_core.evaluation.map_cache import MAP_CACHE_FILE, import_map_cache
 from forge_core.store import Store
 
 
 @dataclass(frozen=True)
 class DemoLoad:
     """What loading the demo did: the benchmarks imported first (none when the store had them),
-    where the benchmark files were missing (None when found or not needed), and the rows added per
-    table (None: this export was loaded into this store before)."""
+    where the benchmark files were missing (None when found or not needed), the rows added per
+    table (None: this export was loaded into this store before), and the Action map arrays put in
+    the cache."""
 
     benchmarks: list[ImportResult]
     benchmarks_missing: Path | None
     added: dict[str, int] | None
+    map_arrays: int = 0
 
 
 def load_demo(store: Store, demo_dir: Path, benchmarks_dir: Path, again: bool = False,
-              on_benchmark: Callable[[ImportResult], None] | None = None) -> DemoLoad:
-    """Import the benchmarks when the store has none (from `benchmarks_dir`, when it exists), then
-    add the demo export's rows once per export (`again`: once more)."""
+              on_benchmark: Callable[[ImportResult], None] | None = None, map_cache: Path | None = None) -> DemoLoad:
+    """Import the benchmarks when the store has none (from `benchmarks_dir`, when it exists), add
+    the demo export's rows once per export (`again`: once more), and put its Action map arrays in
+    `map_cache` (the cache directory's `umap/`) when given."""
     imported: list[ImportResult] = []
     missing = None
     if not store.benchmark_stats():
@@ -35,7 +39,8 @@ def load_demo(store: Store, demo_dir: Path, benchmarks_dir: Path, again: bool = 
         else:
             missing = benchmarks_dir
     added = store.load_exported(demo_dir) if again else store.load_export_once(demo_dir)
-    return DemoLoad(imported, missing, added)
+    arrays = import_map_cache(demo_dir / MAP_CACHE_FILE, map_cache) if map_cache is not None else 0
+    return DemoLoad(imported, missing, added, arrays)
 
 
 def missing_benchmarks_line(directory: Path) -> str:

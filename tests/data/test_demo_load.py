@@ -26,3 +26,21 @@ def test_load_demo_says_which_benchmark_directory_is_missing(tmp_path: Path) -> 
     assert loaded.benchmarks == [] and loaded.benchmarks_missing == tmp_path / "nowhere"
     assert loaded.added == {"arm_outcomes": 0}
     assert str(tmp_path / "nowhere") in missing_benchmarks_line(loaded.benchmarks_missing)
+
+
+def test_the_action_map_arrays_travel_with_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from forge_core.evaluation import action_map
+    from forge_core.evaluation.map_cache import MAP_CACHE_FILE, export_map_cache
+
+    coordinates = np.random.default_rng(0).normal(size=(12, 2))  # KMeans clusters: a cached array made in seconds
+    computed = action_map.cached_clusters(coordinates, tmp_path / "made")
+    Store(tmp_path / "source.duckdb").export_tables(tmp_path / "demo", tables=("arm_outcomes",))
+    assert export_map_cache(tmp_path / "made", tmp_path / "demo" / MAP_CACHE_FILE) == 1
+    loaded = load_demo(Store(tmp_path / "fresh.duckdb"), tmp_path / "demo", tmp_path / "nowhere",
+                       map_cache=tmp_path / "fresh-cache")
+    assert loaded.map_arrays == 1
+    monkeypatch.setattr(action_map, "cluster_points", lambda *args, **kwargs: pytest.fail("computed again"))
+    read = action_map.cached_clusters(coordinates, tmp_path / "fresh-cache")  # read back from the export
+    assert read.dtype == computed.dtype and np.array_equal(read, computed)
