@@ -8,6 +8,7 @@ from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
+from forge_core.routing.traces import live_trace
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
@@ -101,6 +102,7 @@ if asked:
                              checkpoint=checkpoint)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
         st.session_state[ASKED_KEY] = inputs_now
+        store.write_live_trace(live_trace(result, example.example_id if example else None))  # the Queries page
 
 history = st.session_state.get(HISTORY_KEY, [])
 answered = st.session_state.get(ASKED_KEY)

@@ -107,3 +107,17 @@ if linked := st.query_params.get("query"):
 show_query(store, action_map, opened, how_to_open="Select a row of the table to open its query here.")
 if opened is not None:
     st.caption(f"Link to this query: `?host={host}&query={linked}` on this page.")
+
+st.header("Questions asked live")
+traces = store.live_traces(host)
+if traces.empty:
+    st.caption(f"None yet for {host}: each question answered on the Live query page is kept here (question, weights, "
+               "router, arm, margin, answer, tokens, latency, time).")
+else:
+    st.caption("Each question answered on the Live query page, newest first (margin: the chosen arm's router "
+               "probability minus the next one's; tokens: every host call made for the answer).")
+    st.dataframe(traces.drop(columns=["trace_id"]), hide_index=True, column_config={
+        "asked_at": st.column_config.DatetimeColumn("asked", format="YYYY-MM-DD HH:mm:ss"),
+        "margin": st.column_config.NumberColumn(format="%.3f"), "f1": st.column_config.NumberColumn(format="%.2f")})
+    st.download_button("Download the live questions (CSV)", traces.to_csv(index=False), f"live_{host}.csv",
+                       "text/csv", icon=":material/download:", key="live-traces-csv")

@@ -155,6 +155,14 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE checkpoints SET weights_sha256 = sha256(state);
     ALTER TABLE fresh_results ADD COLUMN checkpoint_id VARCHAR;
     """,
+    """
+    CREATE TABLE live_traces (
+        trace_id VARCHAR PRIMARY KEY, asked_at TIMESTAMP NOT NULL, question VARCHAR NOT NULL,
+        benchmark VARCHAR NOT NULL, example_id VARCHAR, host VARCHAR NOT NULL, router VARCHAR NOT NULL,
+        lambda_in DOUBLE, lambda_out DOUBLE, arm VARCHAR NOT NULL, margin DOUBLE, answer VARCHAR,
+        tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL, latency_ms DOUBLE, routing_ms DOUBLE, f1 DOUBLE,
+        support_verdict VARCHAR, evaluator VARCHAR);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -179,4 +187,4 @@ FILL_CHECKPOINT_LINEAGE = COPY_LINEAGE_COLUMNS + "\n    WHERE list_contains(?, c
 TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
-    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers"})
+    "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers", "live_traces"})

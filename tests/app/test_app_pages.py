@@ -370,6 +370,17 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
         f"p {result.probabilities[result.arm]:.3f}, margin {margin:+.3f}"  # near-uniform routers' margins show
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
+    trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page
+    assert (trace["question"], trace["router"], trace["arm"]) == ("Who founded the city of Rome and when?",
+                                                                  checkpoint_id, result.arm)
+    assert trace["margin"] == pytest.approx(margin) and trace["tokens_in"] > 0 and trace["tokens_out"] > 0
+
+    by_label(app.text_area, "Your question").set_value("A new question?").run()  # the answer shown is marked
+    assert "This answer is for other inputs (the question changed since)" in texts(app.warning)
+    by_label(app.text_area, "Your question").set_value("").run()
+    by_label(app.button, "Route and answer").click().run()  # an error leaves no earlier answer under it
+    assert app.error and "Chosen arm" not in metric_values(app)
+    by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
 
     by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
     by_label(app.button, "Route and answer").click().run()
