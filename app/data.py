@@ -19,7 +19,7 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
-from forge_core.evaluation import reports
+from forge_core.reports import tables as reports  # main's restructure (#40) left this import behind
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.transfer import TransferRequest, run_transfer

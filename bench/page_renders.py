@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from forge_core import config  # noqa: E402
-from forge_core.evaluation.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
+from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
 
 from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
 

@@ -7,8 +7,8 @@ import streamlit as st
 from app import data, routers, ui, weights
 from app.action_map_view import show_query
 from forge_core.errors import ForgeError
-from forge_core.evaluation.action_map import SPLITS
-from forge_core.evaluation.query_explorer import (
+from forge_core.reports.action_map import SPLITS
+from forge_core.reports.query_explorer import (
     QueryFilter,
     fixed_arm,
     parse_query_key,

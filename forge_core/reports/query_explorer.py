@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.action_map import ActionMap
+from forge_core.reports.action_map import ActionMap
 from forge_core.routing.utility import oracle_sets, regret
 
 ORACLE_SEPARATOR = " | "
