@@ -19,7 +19,6 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
-from forge_core.reports import tables as reports  # main's restructure (#40) left this import behind
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
@@ -34,6 +33,7 @@ from forge_core.policies.grounding import gold_recall_frame
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
+from forge_core.reports import tables as reports
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.routing import checkpoints as routing_checkpoints
