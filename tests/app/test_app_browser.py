@@ -217,3 +217,12 @@ def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
         expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
                                                                timeout=ANSWER_TIMEOUT_S * 1000)
         expect(page.get_by_test_id("stException")).to_have_count(0)
+
+        page.goto(f"{trained_dashboard}/train")  # Enter in a field of the run's form commits it, starts nothing
+        seed = page.get_by_label("Seed", exact=True)
+        expect(seed).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        seed.fill("7")
+        seed.press("Enter")
+        page.wait_for_timeout(3000)
+        expect(page.get_by_text("Training started")).to_have_count(0)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
