@@ -16,7 +16,7 @@ from forge_core.store import Store
 def load_demo_on_first_run(store: Store, demo: Path) -> None:
     """Load the committed demo outcomes (and the benchmarks, when the store has none) into a store
     that has no outcomes yet (once per export)."""
-    from forge_core.data.demo import load_demo, missing_benchmarks_line
+    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
 
     if store.hosts_with_outcomes():
         return

@@ -60,7 +60,7 @@ def store_load_demo(
     """Add the committed demo outcomes to the store once per export (rows already there are kept),
     importing the benchmarks first when the store has none (from $FORGE_BENCHMARKS_DIR or
     ../shared/benchmarks): the dashboard then works on its own."""
-    from forge_core.data.demo import load_demo, missing_benchmarks_line
+    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
 
     store, directory = open_store(), source or config.demo_dir()
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_core.data.demo import load_demo, missing_benchmarks_line
+from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
 from forge_core.store import Store
 
 
