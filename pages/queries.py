@@ -47,9 +47,10 @@ version = data.store_version(store)
 with ui.user_errors(), st.spinner("Routing the host's queries…"):
     action_map = data.action_map(store, version, host, checkpoint_id, split, None, chosen_weights)
 table = query_table(action_map)
-st.caption(f"{len(table):,} complete {split} queries of {host}, at λ_in {action_map.lambda_in:g} / λ_out "
-           f"{action_map.lambda_out:g} ({'the sliders' if conditioned else 'the checkpoint'}'s weights). Cluster: "
-           "the Action map's region of the question.")
+drawn_at = action_map.weights
+st.caption(f"{len(table):,} complete {split} queries of {host}, at λ_in {drawn_at.lambda_in:g} / λ_out "
+           f"{drawn_at.lambda_out:g} ({'the sliders' if conditioned else 'the checkpoint'}'s weights). Cluster: the "
+           "Action map's region of the question.")
 
 benchmark_column, arm_column, compare_column = st.columns([2, 2, 2])
 benchmarks = benchmark_column.multiselect("Benchmarks", sorted(table["benchmark"].unique()),
