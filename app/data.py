@@ -291,7 +291,7 @@ def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.Da
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
-               benchmarks: tuple[str, ...] | None = None, weights: tuple[float, float] | None = None) -> ActionMap:
+               benchmarks: tuple[str, ...] | None = None, weights: CostWeights | None = None) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
     when given, a cost-conditioned router's at `weights` (`version`: see `store_version`); its UMAP
     is computed once per set of queries and kept on disk under the cache directory (`umap/`),

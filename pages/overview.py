@@ -8,7 +8,7 @@ from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
 from forge_core.reports.tables import MACRO, coverage_frame, policy_summary
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]
 
@@ -96,7 +96,7 @@ try:
 except ValueError as error:
     normalizer = None
     st.info(f"No oracle yet: {error}.", icon=":material/info:")
-summary = policy_summary(shown, normalizer, CostWeights())
+summary = policy_summary(shown, normalizer)
 
 benchmark = st.segmented_control("Benchmark", [MACRO, *sorted(set(shown.benchmarks))], default=MACRO)
 st.plotly_chart(charts.cost_quality(summary, benchmark or MACRO))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -297,7 +296,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
             on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
     report["across_split_seeds"] = split_seed_spread(store, report)
     decision = crossfit_decision(report)
-    report["decision"] = {**dataclasses.asdict(decision), "sentence": decision.sentence()}
+    report["decision"] = decision.to_dict()
     if as_json:
         print_json(report)
         return

@@ -121,8 +121,7 @@ class CalibrationResult:
     """The calibrated weights and the out-of-fold tokens and F1 they realize."""
 
     request: CalibrationRequest
-    lambda_in: float  # the folds' median along the ray: the weights to deploy with
-    lambda_out: float
+    weights: CostWeights  # the folds' median along the ray: the weights to deploy with
     tokens: float  # realized macro tokens a query, out of fold
     tokens_ci: tuple[float, float]  # its paired-bootstrap 95% interval
     f1: float  # realized macro F1, out of fold
@@ -137,7 +136,7 @@ class CalibrationResult:
         return {
             "host": request.host, "variant": request.variant, "accounting": request.accounting,
             "target": request.target, "budget_tokens": request.budget_tokens, "min_f1": request.min_f1,
-            "ratio": request.ratio, "lambda_in": self.lambda_in, "lambda_out": self.lambda_out,
+            "ratio": request.ratio, **self.weights.to_dict(),
             "realized_tokens": self.tokens, "realized_tokens_ci": list(self.tokens_ci),
             "realized_f1": self.f1, "realized_f1_ci": list(self.f1_ci), "target_met": self.target_met,
             "queries": self.queries, "folds": [dataclasses.asdict(fold) for fold in self.folds],
@@ -201,6 +200,6 @@ def run_calibration(store: Store, request: CalibrationRequest,
            else realized_f1 >= request.min_f1)
     lambda_in = float(np.median([fold.lambda_in for fold in folds]))
     return CalibrationResult(
-        request, lambda_in, request.ratio * lambda_in, realized_tokens,
+        request, CostWeights(lambda_in, request.ratio * lambda_in), realized_tokens,
         paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
         bool(met), len(benchmarks), tuple(folds))
