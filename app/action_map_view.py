@@ -22,12 +22,17 @@ def remember_click(event: Any) -> None:
         st.session_state[SELECTED_KEY] = int(points[0]["customdata"][1])
 
 
-def show_query(store: Store, action_map: ActionMap) -> None:
-    """The opened query, or how to open one."""
-    index = st.session_state.get(SELECTED_KEY)
+def clicked_query() -> int | None:
+    """The map index of the query clicked last on the Action map, or None."""
+    return st.session_state.get(SELECTED_KEY)
+
+
+def show_query(store: Store, action_map: ActionMap, index: int | None,
+               how_to_open: str = "Click a point on a map to open its query here.") -> None:
+    """The query at `index` in the map opened (None: how to open one)."""
     st.subheader("Query")
     if index is None or index >= len(action_map.keys):
-        st.caption("Click a point on a map to open its query here.")
+        st.caption(how_to_open)
         return
     benchmark, example_id = action_map.keys[index]
     example = data.example(store, benchmark, example_id)

@@ -20,6 +20,16 @@ VERDICT_ICONS = {"right": ":material/check_circle:", "partly right": ":material/
                  "unscored": ":material/chat:"}
 
 
+INPUT_NAMES = {"question": "the question", "benchmark": "the benchmark", "host": "the host", "router": "the router",
+               "weights": "the weights"}
+
+
+def changed_inputs(answered: dict, now: dict) -> str:
+    """What differs between the inputs of the answer on screen and the page's current ones, e.g.
+    "the question, the weights" ("" when nothing does)."""
+    return ", ".join(label for name, label in INPUT_NAMES.items() if answered.get(name) != now.get(name))
+
+
 def routed_answer(result: RoutedAnswer) -> None:
     """The routing decision, both answers side by side, the saving, and the evidence."""
     st.header("Routed answer")

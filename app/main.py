@@ -18,6 +18,7 @@ navigation = st.navigation({
         st.Page(PAGES_DIR / "train.py", title="Train", icon=":material/model_training:", url_path="train"),
         st.Page(PAGES_DIR / "pareto.py", title="Pareto", icon=":material/scatter_plot:", url_path="pareto"),
         st.Page(PAGES_DIR / "action_map.py", title="Action map", icon=":material/map:", url_path="action-map"),
+        st.Page(PAGES_DIR / "queries.py", title="Queries", icon=":material/table_rows:", url_path="queries"),
         st.Page(PAGES_DIR / "transfer.py", title="Transfer", icon=":material/swap_horiz:", url_path="transfer"),
     ],
 })

@@ -151,17 +151,20 @@ def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, mark
     names = checkpoint_names(checkpoints)
     ids = list(names)
     if marked is None:
-        st.caption(f"No default router is marked for '{host}': its newest cost-conditioned Lite checkpoint is "
-                   "used, else its newest Lite checkpoint, so each new Lite run takes over. Mark one to keep it.")
+        used = data.default_router(store, host)
+        st.caption(f"No default router is marked for '{host}': **{names.get(used, used)}** is used (its newest "
+                   "cost-conditioned Lite checkpoint, else its newest Lite checkpoint), so each new Lite run takes "
+                   "over. Mark one to keep it.")
     else:
-        st.caption(f"Default router of '{host}': **{names.get(marked, marked)}** (`{marked}`), marked by you; new "
+        st.caption(f"Default router of '{host}': **{names.get(marked, marked)}**, marked by you; new "
                    "runs do not take it over.")
     pick_column, button_column = st.columns([4, 1], vertical_alignment="bottom")
-    choice = pick_column.selectbox("Default router", ids, index=ids.index(marked) if marked in ids else 0,
-                                   format_func=lambda i: f"{names[i]} ({i})")
+    used = data.default_router(store, host)  # the marked one, else the fallback the caption names
+    choice = pick_column.selectbox("Default router", ids, index=ids.index(used) if used in ids else 0,
+                                   format_func=names.get)
     if button_column.button("Mark as default", icon=":material/star:", disabled=choice == marked):
         with ui.user_errors(stop=False):
             store.set_default_router(host, choice)
             data.refresh()
-            ui.flash(f"{names[choice]} ({choice}) is now the default router of '{host}'.")
+            ui.flash(f"{names[choice]} is now the default router of '{host}'.")
             st.rerun()

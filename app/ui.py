@@ -39,11 +39,6 @@ def no_checkpoints(host: str) -> str:
             f"`forge train --stage 1 --host {host}`.")
 
 
-def checkpoint_ids_help(labels: dict[str, str]) -> str:
-    """The help line that maps each checkpoint's shown label to its id ("Ids: label = id; ...")."""
-    return "Ids: " + "; ".join(f"{label} = {checkpoint_id}" for checkpoint_id, label in labels.items())
-
-
 @contextlib.contextmanager
 def user_errors(stop: bool = True) -> Iterator[None]:
     """Show a library error a user can act on as one message (never a traceback); by default

@@ -28,16 +28,21 @@ def set_weights(weights: CostWeights) -> None:
 
 
 def sliders(page: str) -> CostWeights:
-    """Two sliders side by side on `page` (a key prefix), starting from the session's values and
-    keeping what the user sets; returns their weights."""
+    """Two sliders side by side on `page` (a key prefix), each with a numeric entry beside it (type a
+    weight instead of stepping to it), starting from the session's values and keeping what the user
+    sets; returns their weights."""
     columns = st.columns(2)
     for column, (name, kept) in zip(columns, KEPT.items()):
-        widget = f"{page}_{name}_slider"
-        st.session_state[widget] = float(st.session_state.get(kept, DEFAULTS[name]))
-        column.slider(name, 0.0, WEIGHT_MAX, step=WEIGHT_STEP, key=widget, help=HELP[name],
-                      on_change=_keep, args=(widget, kept))
+        slider_column, entry_column = column.columns([3, 1], vertical_alignment="bottom")
+        value = float(st.session_state.get(kept, DEFAULTS[name]))
+        widget, entry = f"{page}_{name}_slider", f"{page}_{name}_entry"
+        st.session_state[widget] = st.session_state[entry] = value
+        slider_column.slider(name, 0.0, WEIGHT_MAX, step=WEIGHT_STEP, key=widget, help=HELP[name],
+                             on_change=_keep, args=(widget, kept))
+        entry_column.number_input(f"{name} value", 0.0, WEIGHT_MAX, step=WEIGHT_STEP, format="%.2f", key=entry,
+                                  label_visibility="collapsed", on_change=_keep, args=(entry, kept))
     return current()
 
 
 def _keep(widget: str, kept: str) -> None:
-    st.session_state[kept] = st.session_state[widget]
+    st.session_state[kept] = round(float(st.session_state[widget]), 2)

@@ -128,6 +128,31 @@ class FreshResult:
 
 
 @dataclass(frozen=True)
+class LiveTrace:
+    """One question asked on the Live query page, kept in the store (table `live_traces`)."""
+
+    trace_id: str  # a digest of the question, its settings and the time it was asked
+    asked_at: datetime
+    question: str
+    benchmark: str  # whose corpus the evidence came from
+    example_id: str | None  # the stored example, for a benchmark question
+    host: str
+    router: str  # the router's checkpoint id, or "override" for a hand-picked arm
+    lambda_in: float | None  # the weights a cost-conditioned router decided at (None: its own)
+    lambda_out: float | None
+    arm: str
+    margin: float | None  # the chosen arm's router probability minus the next one's (None: override)
+    answer: str
+    tokens_in: int  # every host call made for the answer (probes and the answer)
+    tokens_out: int
+    latency_ms: float  # of the answering call
+    routing_ms: float  # retrieval, features and the router's forward pass
+    f1: float | None  # against the gold answers of a benchmark question
+    support_verdict: str | None  # an evaluator host's verdict on the answer's support (None: not judged)
+    evaluator: str | None
+
+
+@dataclass(frozen=True)
 class RewardOutcome:
     """A judge host's rating of one stored (query, arm) outcome; an error row has no reward."""
 

@@ -2,12 +2,11 @@
 
 import streamlit as st
 
-from app import charts, data, ui, weights
-from app.action_map_view import remember_click, show_query
+from app import charts, data, routers, ui, weights
+from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
 from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
-from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
@@ -25,9 +24,8 @@ checkpoints = checkpoints[checkpoints["host"] == host]
 if checkpoints.empty:
     st.info(ui.no_checkpoints(host), icon=":material/model_training:")
     st.stop()
-labels = checkpoint_names(checkpoints)
-checkpoint_id = checkpoint_column.selectbox("Checkpoint", list(labels), format_func=labels.get,
-                                            help=ui.checkpoint_ids_help(labels))
+checkpoint_id = routers.picker(checkpoint_column, store, host, checkpoints, "action_map", "Checkpoint",
+                               help="Opens on the host's default router; your pick is kept on every page.")
 split = split_column.selectbox("Split", SPLITS)
 benchmarks = benchmark_column.multiselect("Benchmarks", data.host_benchmarks(store, host),
                                           placeholder="every benchmark", help="Show these benchmarks' queries only.")
@@ -64,7 +62,7 @@ for title, colour, column in maps:
     figure = (charts.agreement_map(points, action_map.centroids()) if colour == "agreement"
               else charts.action_map(points, colour, action_map.arms, action_map.centroids()))
     remember_click(column.plotly_chart(figure, key=f"map-{colour}", on_select="rerun", selection_mode="points"))
-show_query(store, action_map)
+show_query(store, action_map, clicked_query())
 
 st.subheader("Action mix per cluster")
 st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")

@@ -4,14 +4,15 @@ that routing does not need); a session history keeps the running totals."""
 
 import streamlit as st
 
-from app import data, demo_view, live_view, ui, weights
+from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_configs
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
-from forge_core.training.checkpoint_views import checkpoint_names
+from forge_core.routing.traces import live_trace
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
+ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
 ROUTER_CHOICE = "the router's choice"
 NO_ROUTER = ("No trained router yet: run `forge train --stage 1` or use the Train page. Until then, pick an arm "
              "by hand under Override.")
@@ -31,18 +32,13 @@ with ui.user_errors():
 host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
-names = checkpoint_names(checkpoints)
-labels = {row.checkpoint_id: f"{names[row.checkpoint_id]} on {row.host}, {row.n_arms} arms"
-          for row in checkpoints.itertuples()}
-if labels:
-    default = data.default_router(store, host)
-    checkpoint_id = router_column.selectbox(
-        "Router", list(labels), index=list(labels).index(default) if default else 0, format_func=labels.get,
-        help="Default: the checkpoint marked as the host's default on the Train page, else its cost-conditioned "
-             "Lite router (it decides at the weights below), else its newest Lite checkpoint. A Full router first "
-             "runs four probes on the host. " + ui.checkpoint_ids_help(labels))
-else:
-    checkpoint_id = None
+own_first = checkpoints.sort_values("host", key=lambda hosts: hosts != host, kind="stable")
+checkpoint_id = routers.picker(
+    router_column, store, host, own_first, "live",
+    help="Opens on the host's default router (marked on the Train page, else its newest cost-conditioned Lite "
+         "router, which decides at the weights below); your pick is kept on every page. A Full router first runs "
+         "four probes on the host.")
+if checkpoint_id is None:
     router_column.info(NO_ROUTER, icon=":material/route:")
 retriever_name = DEFAULT_RETRIEVER if len(retriever_names) == 1 else st.selectbox(
     "Retriever (where the evidence comes from)", retriever_names,
@@ -91,7 +87,10 @@ with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_
     override = st.selectbox("Arm", choices, index=choices.index(SUMMARY_NO_THINK) if checkpoint_id is None else 0)
 asked = st.button("Route and answer", type="primary", icon=":material/send:")
 
+inputs_now = {"question": question.strip(), "benchmark": benchmark, "host": host, "router": override
+              if override != ROUTER_CHOICE else checkpoint_id, "weights": cost_weights}
 if asked:
+    st.session_state.pop(ASKED_KEY, None)  # a failed ask leaves no earlier answer on screen
     with ui.user_errors(stop=False):
         by_hand = override != ROUTER_CHOICE
         request = AskRequest(question=question, benchmark=benchmark, host_name=host,
@@ -109,8 +108,15 @@ if asked:
             result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
                              checkpoint=checkpoint)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
+        st.session_state[ASKED_KEY] = inputs_now
+        store.write_live_trace(live_trace(result, example.example_id if example else None))  # the Queries page
 
 history = st.session_state.get(HISTORY_KEY, [])
-if history:
+answered = st.session_state.get(ASKED_KEY)
+if answered is not None:
+    if (changed := live_view.changed_inputs(answered, inputs_now)):
+        st.warning(f"This answer is for other inputs ({changed} changed since): press Route and answer for the "
+                   "current ones.", icon=":material/history:")
     live_view.routed_answer(history[-1])
+if history:
     live_view.session_history(history)

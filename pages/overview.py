@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app import charts, data, ui
+from app.overview_view import TERMS, first_contact
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
@@ -13,7 +14,6 @@ UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]
 
 st.title("Overview")
 store = data.store()
-st.caption(f"Store: `{store.path}`")
 ui.show_flash()
 
 with st.expander("Import your own questions", icon=":material/upload_file:"):
@@ -43,18 +43,26 @@ with ui.user_errors():
     hosts = data.hosts_with_outcomes(store)
     coverage = data.coverage(store)
 
+complete = {host: summary["queries_complete"] for host, summary in coverage.items()}
+first_contact(hosts, {config.name: config for config in data.host_configs(store)}, list(stats), complete)
+st.caption(f"Store: `{store.path}`")
+
 columns = st.columns(4)
 columns[0].metric("Benchmarks", len(stats))
 columns[1].metric("Examples", f"{sum(row['examples'] for row in stats.values()):,}")
 columns[2].metric("Hosts with outcomes", len(hosts))
-columns[3].metric("Complete queries", f"{sum(c['queries_complete'] for c in coverage.values()):,}")
+columns[3].metric("Complete queries (all hosts)", f"{sum(complete.values()):,}",
+                  help="Summed over the hosts (a question counts once per host): "
+                       + ", ".join(f"{host} {count:,}" for host, count in complete.items()) + ". " + TERMS[
+                           "complete query"])
 
 left, right = st.columns(2)
 left.subheader("Benchmarks and splits")
 left.dataframe(ui.benchmarks_frame(stats), hide_index=True)
 right.subheader("Coverage")
 right.caption("complete: queries whose every arm of the host's alphabet has an outcome without error; probes: "
-              "those of them with a Full router's four probes too.")
+              "those of them with a Full router's four probes too (a Full router is scored on those, so it can see "
+              "a few queries fewer than a Lite one).")
 right.dataframe(coverage_frame(coverage).rename(columns={"complete queries": "complete", "with probes": "probes"}),
                 hide_index=True)  # short headers: the table fits its half of the page
 
@@ -67,7 +75,7 @@ host_column, arms_column, split_column = st.columns(3)
 host = host_column.selectbox("Host", hosts)
 default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
-                               format_func=lambda k: f"{k} arms")
+                               format_func=lambda k: f"{k} arms", help=TERMS["alphabet"])
 split = split_column.selectbox("Split", ["all", "train", "dev", "test"])
 
 with ui.user_errors():
@@ -77,9 +85,12 @@ if not len(shown):
     st.info(f"No complete {split} queries on {host} with {n_arms} arms yet.")
     st.stop()
 
-st.caption(f"{len(shown):,} complete queries: every arm and the oracle are scored on the same ones. Oracle: "
-           f"per query, the arm of highest utility U = F1 − {DEFAULT_LAMBDA_IN} c_in − {DEFAULT_LAMBDA_OUT} c_out, "
-           "costs normalized by the maxima over the host's train queries (descriptive only: it sees the scores).")
+scope = "" if split == "all" else f"{split} "
+st.caption(f"{len(shown):,} complete {scope}queries of {host} (its Coverage count"
+           f"{'' if split == 'all' else ', this split only'}): every arm and the oracle are scored on the same ones. "
+           f"Oracle: per query, the arm of highest utility U = F1 − {DEFAULT_LAMBDA_IN} c_in − {DEFAULT_LAMBDA_OUT} "
+           "c_out, costs normalized by the maxima over the host's train queries (descriptive only: it sees the "
+           "scores).")
 try:
     normalizer = table.fit_normalizer()
 except ValueError as error:
@@ -105,6 +116,9 @@ st.caption("Over every answered outcome of the host. Reasoning tokens are part o
            "(estimated), or none came back.")
 reasoning = data.reasoning_summary(store, host)
 st.plotly_chart(charts.reasoning_per_arm(reasoning))
+if not reasoning.empty and not reasoning["tokens_reasoning"].fillna(0).any():
+    st.caption(f"No arm of {host} returned reasoning tokens (it is not a thinking host): every output token is the "
+               "visible answer.")
 with st.expander("Reasoning table"):
     st.dataframe(reasoning, hide_index=True, column_config={
         "tokens_out": st.column_config.NumberColumn("output tokens", format="%.1f"),
@@ -117,8 +131,10 @@ recall = data.gold_recall(store, host, n_arms, split)
 if recall.empty:
     st.caption("No benchmark of these queries annotates its gold evidence.")
 else:
+    missing = sorted(set(shown.benchmarks) - set(recall.columns))
     st.caption("Share of each query's annotated supporting facts, paragraphs or evidence found in the prompt of each "
-               "support form (`gold_recall`; Direct prompts hold none).")
+               "support form (`gold_recall`; Direct prompts hold none)."
+               + (f" No column for {', '.join(missing)}: it annotates no gold evidence." if missing else ""))
     st.dataframe(recall, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import charts, data, ui, weights
+from app import charts, data, routers, ui, weights
 from app.calibration_view import calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
@@ -49,10 +49,13 @@ checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"]
 labels = checkpoint_names(checkpoints)
 conditioned = data.conditioned_checkpoints(store, host, n_arms)
 chosen_column, color_column, facet_column = st.columns([4, 1.2, 1.8])  # room for the toggle label
+shared_choice = routers.chosen(store, host, list(labels))  # the router picked on the other pages
 chosen = chosen_column.multiselect("Router checkpoints", list(labels),
-                                   default=list(conditioned) or list(labels)[:1], format_func=labels.get,
+                                   default=list(dict.fromkeys([*conditioned, *filter(None, [shared_choice])])),
+                                   format_func=labels.get,
                                    help="Default: the cost-conditioned routers (`forge train --conditioned`), which "
-                                        "decide at the sliders' weights. " + ui.checkpoint_ids_help(labels))
+                                        "decide at the sliders' weights, and the router chosen on the other pages "
+                                        "(the host's default until you pick one).")
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")

@@ -51,7 +51,8 @@ checkpoints = data.checkpoints(store)
 parents = checkpoints[(checkpoints["host"] == host) & (checkpoints["variant"] == variant)
                       & (checkpoints["n_arms"] == n_arms) & (checkpoints["stage"] == 1)]
 
-with st.form("run"):
+# Enter in a field commits it, nothing more: a run starts only from its button
+with st.form("run", enter_to_submit=False):
     st.markdown("**Objective** U = F1 − λ_in c_in − λ_out c_out, target softmax(U / τ)")
     columns = st.columns(4)
     lambda_in = columns[0].number_input("lambda_in", 0.0, weights.WEIGHT_MAX, DEFAULT_LAMBDA_IN, 0.01, format="%.2f",
@@ -144,7 +145,7 @@ with ui.user_errors(stop=False):
                     f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
         (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
 
-with st.form("judge"):
+with st.form("judge", enter_to_submit=False):  # a judging job starts only from its button
     st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "
                 f"background job, as `forge rewards judge` or `forge rewards support`)")
     judge_kind = st.radio("The judge host says", ("judge", "support"), horizontal=True, format_func={

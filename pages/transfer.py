@@ -45,8 +45,9 @@ try:
     with st.spinner(f"Routing {target}'s test queries with {source}'s routers…"):
         report = data.transfer(store, data.store_version(store), request)
 except MissingStep as missing:
-    st.info(f"{missing} Or train the routers this view needs (each host's Lite and Full routers at these weights, "
-            "on its own train and dev data): about a minute.", icon=":material/model_training:")
+    st.info(f"{str(missing).rstrip('.')}. Or train the routers this view needs (each host's Lite and Full "
+            "routers at these weights, on its own train and dev data): about a minute.",
+            icon=":material/model_training:")
     if st.button("Train the missing routers", icon=":material/model_training:"):
         with ui.user_errors(), st.spinner("Training…"):
             for settings in request.evaluations():

@@ -14,12 +14,20 @@ from forge_core.store import Store
 
 
 def load_demo_on_first_run(store: Store, demo: Path) -> None:
-    """Load the committed demo outcomes into a store that has none yet (once per export)."""
+    """Load the committed demo outcomes (and the benchmarks, when the store has none) into a store
+    that has no outcomes yet (once per export)."""
+    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+
     if store.hosts_with_outcomes():
         return
-    added = store.load_export_once(demo)
-    if added:
-        console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in added.items()) + ")")
+    loaded = load_demo(store, demo, config.benchmarks_dir(), map_cache=config.cache_dir() / "umap")
+    if loaded.benchmarks:
+        console.print("first run: imported the benchmarks (" + ", ".join(r.benchmark for r in loaded.benchmarks) + ")")
+    if loaded.benchmarks_missing is not None:
+        console.print(missing_benchmarks_line(loaded.benchmarks_missing))
+    if loaded.added:
+        console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in loaded.added.items())
+                      + ")")
 
 
 def app_command(

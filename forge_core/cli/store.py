@@ -57,15 +57,25 @@ def store_load_demo(
     source: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
     again: Annotated[bool, typer.Option("--again", help="Add its rows even if this export was loaded before.")] = False,
 ) -> None:
-    """Add the committed demo outcomes to the store once per export (rows already there are kept)."""
+    """Add the committed demo outcomes to the store once per export (rows already there are kept),
+    importing the benchmarks first when the store has none (from $FORGE_BENCHMARKS_DIR or
+    ../shared/benchmarks): the dashboard then works on its own."""
+    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+
     store, directory = open_store(), source or config.demo_dir()
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
         raise InvalidInput(f"no exported tables (*.parquet of `forge store export`) in {directory}")
-    added = store.load_exported(directory) if again else store.load_export_once(directory)
-    if added is None:
+    loaded = load_demo(store, directory, config.benchmarks_dir(), again, on_benchmark=lambda result: console.print(
+        f"{result.benchmark}: {result.examples} examples, {result.documents} documents (imported)"),
+        map_cache=config.cache_dir() / "umap")
+    if loaded.benchmarks_missing is not None:
+        console.print(missing_benchmarks_line(loaded.benchmarks_missing))
+    if loaded.map_arrays:
+        console.print(f"action maps: {loaded.map_arrays} precomputed UMAP and cluster arrays in the cache")
+    if loaded.added is None:
         console.print("this demo export is already loaded (`--again` adds its rows once more)")
         return
-    console.print(", ".join(f"{table}: +{n} rows" for table, n in added.items()) or "no demo files found")
+    console.print(", ".join(f"{table}: +{n} rows" for table, n in loaded.added.items()) or "no demo files found")
 
 
 @store_app.command("import")

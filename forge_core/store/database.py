@@ -25,6 +25,7 @@ from forge_core.records import (
     Example,
     FreshResult,
     HostPrices,
+    LiveTrace,
     ProbeOutcome,
     RewardOutcome,
     SplitAssignment,
@@ -728,6 +729,21 @@ class Store(StoreFile):
         with self.connect() as connection:
             return connection.execute(
                 "SELECT * FROM fresh_results WHERE run_id = ? ORDER BY policy, benchmark, example_id", [run_id]
+            ).fetchdf()
+
+    # ------------------------------------------------------------ live questions
+
+    def write_live_trace(self, trace: LiveTrace) -> None:
+        """Keep one question asked live (a trace id seen before is kept as first written)."""
+        with self.transaction() as connection:
+            connection.execute("INSERT OR IGNORE INTO live_traces VALUES "
+                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(row_values(trace)))
+
+    def live_traces(self, host: str | None = None) -> pd.DataFrame:
+        """The questions asked live (of one host when given), newest first."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT * FROM live_traces WHERE ? IS NULL OR host = ? ORDER BY asked_at DESC", [host, host]
             ).fetchdf()
 
     # ------------------------------------------------------------ cross-fitted evaluation

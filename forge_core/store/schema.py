@@ -160,6 +160,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE retrievers (name VARCHAR PRIMARY KEY, config JSON, updated_at TIMESTAMP);
     """,
+    # Live questions kept as traces (the Live query page), listed on the Queries page.
+    """
+    CREATE TABLE live_traces (
+        trace_id VARCHAR PRIMARY KEY, asked_at TIMESTAMP NOT NULL, question VARCHAR NOT NULL,
+        benchmark VARCHAR NOT NULL, example_id VARCHAR, host VARCHAR NOT NULL, router VARCHAR NOT NULL,
+        lambda_in DOUBLE, lambda_out DOUBLE, arm VARCHAR NOT NULL, margin DOUBLE, answer VARCHAR,
+        tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL, latency_ms DOUBLE, routing_ms DOUBLE, f1 DOUBLE,
+        support_verdict VARCHAR, evaluator VARCHAR);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -185,4 +194,4 @@ TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
     "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers",
-    "retrievers"})
+    "retrievers", "live_traces"})

@@ -94,37 +94,44 @@ def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.D
 
 
 def checkpoint_label(row: Mapping[str, Any]) -> str:
-    """A one-line label of a checkpoint for the Train page's pickers, where ids matter: its human
-    name, id, arms and dev utility, e.g. "Lite, stage 1, 2026-11-23 13:31 · ckpt-1a2b · 6 arms ·
-    dev U 0.412"."""
+    """A one-line label of a checkpoint for the Train page's pickers: its name (with its short id),
+    arms and dev utility, e.g. "Lite stage 1 · λ 0.1/0.2 · ckpt-1a2b3c · 6 arms · dev U 0.412"."""
     metrics = _loads(row.get("metrics"))
     utility = metrics.get("dev_utility")
     detail = f" · dev U {utility:.3f}" if utility is not None else ""
-    return f"{checkpoint_name(row)} · {row['checkpoint_id']} · {int(row['n_arms'])} arms{detail}"
+    return f"{checkpoint_name(row)} · {int(row['n_arms'])} arms{detail}"
 
 
 VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}
+SHORT_ID_CHARS = 6
+
+
+def short_id(checkpoint_id: str) -> str:
+    """A checkpoint id shortened for display, e.g. "ckpt-bde3f7" for "ckpt-bde3f711753e"."""
+    return "ckpt-" + checkpoint_id.removeprefix("ckpt-")[:SHORT_ID_CHARS]
 
 
 def checkpoint_name(row: Mapping[str, Any]) -> str:
-    """A human name of a checkpoint for legends and pickers, e.g. "Lite, stage 2, cond., 2026-11-24
-    13:35" ("cond." for a cost-conditioned router); the id belongs in the tooltip."""
+    """The one name of a checkpoint on every page: variant, "cond." for a cost-conditioned router
+    (it decides at any weights), stage, the weights a per-weight router was trained at, and its
+    short id, e.g. "Lite cond. stage 1 · ckpt-bde3f7" or "Full stage 2 · λ 0.1/0.2 · ckpt-d124d1"."""
     lineage = _loads(row.get("lineage"))
-    parts = [VARIANT_NAMES.get(row["variant"], str(row["variant"])), f"stage {int(row['stage'])}"]
+    head = VARIANT_NAMES.get(row["variant"], str(row["variant"]))
     if lineage.get("conditioning") is not None:
-        parts.append("cond.")
-    created = pd.Timestamp(row["created_at"]) if row.get("created_at") is not None else None
-    if created is not None:
-        parts.append(f"{created:%Y-%m-%d %H:%M}")
-    return ", ".join(parts)
+        head += " cond."
+    parts = [f"{head} stage {int(row['stage'])}"]
+    if lineage.get("conditioning") is None and lineage.get("lambda_in") is not None:
+        parts.append(f"λ {lineage['lambda_in']:g}/{lineage.get('lambda_out', 0.0):g}")
+    parts.append(short_id(str(row["checkpoint_id"])))
+    return " · ".join(parts)
 
 
 def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:
-    """`checkpoint_name` of every checkpoint of a `Store.checkpoints()` frame; two checkpoints that
-    would share a name get their short id appended, so every name is unique."""
+    """`checkpoint_name` of every checkpoint of a `Store.checkpoints()` frame, by checkpoint id;
+    two whose short ids collide are named with their full ids, so every name is unique."""
     names = {row["checkpoint_id"]: checkpoint_name(row) for row in frame.to_dict("records")}
-    counts = pd.Series(list(names.values())).value_counts()
-    return {checkpoint_id: (f"{name} ({checkpoint_id.removeprefix('ckpt-')[:6]})" if counts[name] > 1 else name)
+    counts = pd.Series(list(names.values()), dtype=object).value_counts()
+    return {checkpoint_id: (name.replace(short_id(checkpoint_id), checkpoint_id) if counts[name] > 1 else name)
             for checkpoint_id, name in names.items()}
 
 

@@ -78,7 +78,7 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
         page.goto(dashboard)
         expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
         # the metric label, drawn once the page has read the store (seconds on a loaded machine)
-        expect(page.get_by_text("Complete queries", exact=True)).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("Complete queries (all hosts)", exact=True)).to_be_visible(timeout=30_000)
 
         page.get_by_role("link", name="Live query").click()
         expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
@@ -144,7 +144,7 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
 def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    pages = ["Overview", "Enumerate", "Hosts", "Live query", "Train", "Pareto", "Action map"]
+    pages = ["Overview", "Enumerate", "Hosts", "Live query", "Train", "Pareto", "Action map", "Queries"]
     with browser_page() as page:
         page.goto(trained_dashboard)
         expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
@@ -189,3 +189,40 @@ def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(cross
         expect(page.get_by_test_id("stDataFrame")).to_have_count(2)  # the clusters', the query's arms
         page.screenshot(path=str(tmp_path / "action_map.png"), full_page=True)
     assert (tmp_path / "action_map.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(400)  # the fixture trains a checkpoint when no earlier test has
+def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
+        trained_dashboard: str, trained_store: tuple[Store, str]) -> None:
+    from playwright.sync_api import expect
+
+    from forge_core.reports.action_map import compute_action_map
+    from forge_core.reports.query_explorer import query_table
+
+    store, checkpoint_id = trained_store
+    worst = query_table(compute_action_map(store, "synthetic-host", checkpoint_id, "test")).iloc[0]
+    with browser_page() as page:
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        page.goto(trained_dashboard)
+        expect(page.get_by_text("FORGE routes a frozen LLM per query")).to_be_visible(
+            timeout=STARTUP_TIMEOUT_S * 1000)  # first contact: what it does, what the store is, the three uses
+        page.get_by_role("link", name="3. Find the queries a router gets wrong").click()
+        expect(page.get_by_role("heading", name="Queries", exact=True)).to_be_visible(timeout=60_000)
+        expect(page.get_by_text("Select a row of the table to open its query here.")).to_be_visible(
+            timeout=ANSWER_TIMEOUT_S * 1000)
+
+        page.goto(f"{trained_dashboard}/queries?host=synthetic-host&query={worst['query']}")
+        expect(page.get_by_text(worst["question"], exact=True)).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        expect(page.get_by_role("tab", name="Raw")).to_be_visible(timeout=60_000)  # its evidence per form
+        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                               timeout=ANSWER_TIMEOUT_S * 1000)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+
+        page.goto(f"{trained_dashboard}/train")  # Enter in a field of the run's form commits it, starts nothing
+        seed = page.get_by_label("Seed", exact=True)
+        expect(seed).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        seed.fill("7")
+        seed.press("Enter")
+        page.wait_for_timeout(3000)
+        expect(page.get_by_text("Training started")).to_have_count(0)
+        expect(page.get_by_test_id("stException")).to_have_count(0)

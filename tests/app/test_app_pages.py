@@ -76,14 +76,14 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
     assert not app.exception and app.title[0].value == "Overview"
     for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
                           ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map"),
-                          ("transfer.py", "Transfer")]:
+                          ("queries.py", "Queries"), ("transfer.py", "Transfer")]:
         app.switch_page(f"../pages/{script}").run()
         assert not app.exception, script
         assert app.title[0].value == title
 
 
 @pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",
-                                    "action_map.py", "transfer.py"])
+                                    "action_map.py", "queries.py", "transfer.py"])
 def test_empty_store_says_what_to_do(script: str) -> None:
     app = page(script)
     assert not app.exception
@@ -101,7 +101,10 @@ def test_overview_without_outcomes_points_to_enumeration(benchmarks_root: Path) 
 def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     app = page("overview.py")
     assert not app.exception
-    assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes", "Complete queries"]
+    assert [m.label for m in app.metric] == ["Benchmarks", "Examples", "Hosts with outcomes",
+                                             "Complete queries (all hosts)"]
+    intro = texts(app.markdown)
+    assert "FORGE routes a frozen LLM per query" in intro and "complete queries)" in intro  # each host, its count
     assert app.metric[0].value == "2" and app.metric[3].value == "10"
     assert len(app.dataframe) == 5  # benchmarks, coverage, the summary table, reasoning per arm, gold recall
     assert list(app.dataframe[1].value.columns) == ["host", "arms", "benchmark", "complete", "probes"]  # fits
@@ -116,7 +119,7 @@ def test_overview_shows_store_arms_and_oracle(app_store: Store) -> None:
     assert "oracle" in charts[0].proto.spec and "raw:cot" in charts[0].proto.spec
     assert not app.info  # train outcomes exist, so the oracle is drawn
     by_label(app.selectbox, "Split").set_value("test").run()
-    assert not app.exception and "4 complete queries" in texts(app.caption)
+    assert not app.exception and "4 complete test queries" in texts(app.caption)
 
 
 def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
@@ -367,6 +370,17 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
         f"p {result.probabilities[result.arm]:.3f}, margin {margin:+.3f}"  # near-uniform routers' margins show
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
+    trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page
+    assert (trace["question"], trace["router"], trace["arm"]) == ("Who founded the city of Rome and when?",
+                                                                  checkpoint_id, result.arm)
+    assert trace["margin"] == pytest.approx(margin) and trace["tokens_in"] > 0 and trace["tokens_out"] > 0
+
+    by_label(app.text_area, "Your question").set_value("A new question?").run()  # the answer shown is marked
+    assert "This answer is for other inputs (the question changed since)" in texts(app.warning)
+    by_label(app.text_area, "Your question").set_value("").run()
+    by_label(app.button, "Route and answer").click().run()  # an error leaves no earlier answer under it
+    assert app.error and "Chosen arm" not in metric_values(app)
+    by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
 
     by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
     by_label(app.button, "Route and answer").click().run()
@@ -672,3 +686,30 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"
+
+
+def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tuple[Store, str]) -> None:
+    _, checkpoint_id = trained_app
+    app = page("queries.py")
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Router").value == checkpoint_id  # the host's default router
+    table = frame_with(app, "regret")
+    assert len(table) == 60 and table["regret"].is_monotonic_decreasing and (table["regret"] >= 0).all()
+    assert {"oracle", "cluster", "F1 raw:no_think", "in raw:no_think", "out raw:no_think"} <= set(table.columns)
+    assert (table["regret"] == 0).eq(table["router_in_oracle"]).all()  # no regret exactly when in the oracle set
+    assert "Select a row of the table to open its query here." in texts(app.caption)
+
+    by_label(app.selectbox, "Compare with").set_value("direct:no_think").run()
+    by_label(app.toggle, "Only where the router's arm differs from the compared one").set_value(True).run()
+    assert not app.exception, app.exception
+    shown = frame_with(app, "regret")
+    assert len(shown) < 60 and (shown["router"] != "direct:no_think").all() and shown["compared"].eq(
+        "direct:no_think").all()
+
+    linked = AppTest.from_file(str(PAGES / "queries.py"), default_timeout=TIMEOUT_S)
+    linked.query_params["host"], linked.query_params["query"] = SYNTHETIC_HOST, table["query"].iloc[0]
+    linked.run()
+    assert not linked.exception, linked.exception
+    outcomes = frame_with(linked, "router probability")  # the worst-regret query, opened from its URL
+    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    assert table["question"].iloc[0] in texts(linked.markdown)

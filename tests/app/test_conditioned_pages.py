@@ -71,6 +71,14 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
     by_label(app.slider, "lambda_in").set_value(0.1)
     by_label(app.slider, "lambda_out").set_value(0.2).run()
     assert any("All at λ_in 0.1 / λ_out 0.2" in caption.value for caption in app.caption)
+    by_label(app.number_input, "lambda_in value").set_value(0.37).run()  # typed beside the slider
+    assert not app.exception, app.exception
+    assert by_label(app.slider, "lambda_in").value == pytest.approx(0.37)
+    assert any("All at λ_in 0.37 / λ_out 0.2" in caption.value for caption in app.caption)
+    app.switch_page("../pages/queries.py").run()  # the router and the weights picked elsewhere are kept
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Router").value == checkpoint_id
+    assert by_label(app.number_input, "lambda_in value").value == pytest.approx(0.37)
 
 
 def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, str]) -> None:

@@ -1,8 +1,29 @@
 """Unit tests of the dashboard's shared UI helpers that need no running page."""
 
-from app import ui
+from app import live_view
 
 
-def test_checkpoint_ids_help_maps_each_label_to_its_id() -> None:
-    labels = {"ckpt-aaa": "Lite #1", "ckpt-bbb": "Full #2"}
-    assert ui.checkpoint_ids_help(labels) == "Ids: Lite #1 = ckpt-aaa; Full #2 = ckpt-bbb"
+def test_a_shown_answer_names_the_inputs_changed_since() -> None:
+    answered = {"question": "q", "benchmark": "musique", "host": "h", "router": "ckpt-a", "weights": (0.1, 0.2)}
+    assert live_view.changed_inputs(answered, dict(answered)) == ""
+    moved = {**answered, "question": "q2", "weights": (0.3, 0.2)}
+    assert live_view.changed_inputs(answered, moved) == "the question, the weights"
+
+
+def test_the_crossfit_chart_keeps_its_axis_for_the_deployable_policies() -> None:
+    import pandas as pd
+
+    from app import charts
+
+    frame = pd.DataFrame({
+        "name": ["always_raw", "forge_lite", "oracle"], "policy": ["always_raw", "forge_lite", "oracle"],
+        "kind": ["fixed arm", "router", "oracle"], "cost_k": [0.2, 0.3, 0.25], "macro_f1": [0.40, 0.42, 0.80],
+        "f1_low": [0.38, 0.40, 0.78], "f1_high": [0.42, 0.44, 0.82], "on_frontier": [True, True, False],
+        "gain": [0.0, 0.01, 0.1], "gain_low": [0.0, 0.0, 0.0], "gain_high": [0.0, 0.02, 0.2],
+        "decidable": [False, True, False], "macro_utility": [0.1, 0.1, 0.2]})
+    figure = charts.crossfit_pareto(frame)
+    low, high = figure.layout.yaxis.range
+    assert low < 0.38 and 0.44 < high < 0.5  # the policies spread over the axis, not squeezed under the oracle
+    assert [note.text for note in figure.layout.annotations] == ["oracle F1 0.800 ↑ (reference, above the axis)"]
+    near = frame.assign(macro_f1=[0.40, 0.42, 0.43], f1_low=[0.38, 0.40, 0.42], f1_high=[0.42, 0.44, 0.44])
+    assert charts.crossfit_pareto(near).layout.yaxis.range is None  # an oracle within reach stays on the axis

@@ -68,7 +68,7 @@ def test_checkpoint_table_names_the_training_reward_of_each_stage() -> None:
 
 def test_checkpoint_label() -> None:
     row = checkpoints_frame().to_dict("records")[0]
-    assert checkpoint_label(row) == "Lite, stage 2, 2026-01-02 00:00 · ckpt-b · 6 arms · dev U 0.550"
+    assert checkpoint_label(row) == "Lite stage 2 · λ 0.3/0.2 · ckpt-b · 6 arms · dev U 0.550"
 
 
 def test_default_comparison_is_the_newest_and_its_parent() -> None:
@@ -146,9 +146,10 @@ def test_checkpoints_have_unique_human_names() -> None:
         "created_at": pd.to_datetime(["2026-11-24 13:35:10", "2026-11-24 13:35:50", "2026-11-21 16:15:31"]),
         "stage": [2, 2, 1], "variant": ["lite", "lite", "full"],
         "lineage": ['{"conditioning": {"low": 0.02, "high": 3.0}}', "{}", "{}"]})
-    assert checkpoint_name(frame.iloc[0]) == "Lite, stage 2, cond., 2026-11-24 13:35"
-    assert checkpoint_names(frame) == {"ckpt-aaaaaa111111": "Lite, stage 2, cond., 2026-11-24 13:35",
-                                       "ckpt-bbbbbb222222": "Lite, stage 2, 2026-11-24 13:35",
-                                       "ckpt-cccccc333333": "Full, stage 1, 2026-11-21 16:15"}
-    twins = frame.assign(lineage="{}")
-    assert checkpoint_names(twins)["ckpt-aaaaaa111111"] == "Lite, stage 2, 2026-11-24 13:35 (aaaaaa)"
+    assert checkpoint_name(frame.iloc[0]) == "Lite cond. stage 2 · ckpt-aaaaaa"
+    frame.loc[1, "lineage"] = '{"lambda_in": 0.1, "lambda_out": 0.2}'
+    assert checkpoint_names(frame) == {"ckpt-aaaaaa111111": "Lite cond. stage 2 · ckpt-aaaaaa",
+                                       "ckpt-bbbbbb222222": "Lite stage 2 · λ 0.1/0.2 · ckpt-bbbbbb",
+                                       "ckpt-cccccc333333": "Full stage 1 · ckpt-cccccc"}
+    twins = frame.assign(lineage="{}", checkpoint_id=["ckpt-aaaaaa111111", "ckpt-aaaaaa222222", "ckpt-c"])
+    assert checkpoint_names(twins)["ckpt-aaaaaa111111"] == "Lite stage 2 · ckpt-aaaaaa111111"

@@ -310,8 +310,11 @@ def test_an_export_loads_once_so_deleted_rows_stay_deleted(outcome_store: Store,
     assert fresh.load_export_once(tmp_path / "demo") == {"arm_outcomes": 80 * 6, "probe_outcomes": 960}
 
 
-def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_store: Store, tmp_path) -> None:
+def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_store: Store, tmp_path,
+                                                                     monkeypatch) -> None:
     from forge_core.cli.dashboard import load_demo_on_first_run
+
+    monkeypatch.setenv("FORGE_BENCHMARKS_DIR", str(tmp_path / "no-benchmarks"))  # the demo outcomes alone
     from forge_core.records import ArmOutcome
     from forge_core.store import utc_now
 

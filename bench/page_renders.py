@@ -1,0 +1,106 @@
+"""First render of every dashboard page on a fresh cache, and the Pareto slider step, in a real browser.
+
+Copies a store (default: FORGE_STORE, e.g. one made by `forge store load-demo`), starts `forge app`
+on the copy with an empty result cache (a new app process, and a new cache directory holding only
+what `forge store load-demo` puts there: the demo export's Action map arrays, plus links to the
+downloaded models and built retrieval indexes, which are setup, not a render), opens each page in
+Debian's chromium (Playwright) and times it from navigation until its title is drawn and the script
+is done. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
+(`bench/slider_step.py`'s step check).
+
+Prints one JSON line: seconds per page's first render, the slider steps and their median, and
+`os.getloadavg()` before and after (a loaded machine's numbers say so).
+Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from forge_core import config  # noqa: E402
+from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
+
+from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
+
+TIMEOUT_MS = 300_000
+PAGES = {"Overview": "", "Enumerate": "enumerate", "Hosts": "hosts", "Live query": "live-query", "Train": "train",
+         "Pareto": "pareto", "Action map": "action-map", "Queries": "queries", "Transfer": "transfer"}
+SETUP_CACHES = ("embedders", "bm25", "passage_vectors")  # model files and indexes, linked from the current cache
+
+
+def fresh_cache(directory: Path) -> Path:
+    """A cache directory as `forge store load-demo` leaves it, with the current cache's setup linked in."""
+    cache = directory / "cache"
+    cache.mkdir()
+    for name in SETUP_CACHES:
+        if (config.cache_dir() / name).exists():
+            (cache / name).symlink_to(config.cache_dir() / name)
+    import_map_cache(config.demo_dir() / MAP_CACHE_FILE, cache / "umap")
+    return cache
+
+
+def first_render(page, url: str, title: str) -> float:
+    """Seconds from navigating to `url` until the page's title is drawn and its script is done."""
+    from playwright.sync_api import expect
+
+    started = time.monotonic()
+    page.goto(url)
+    expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=TIMEOUT_MS)
+    return round(time.monotonic() - started, 2)
+
+
+def slider_steps(page, steps: int) -> list[float]:
+    """Seconds of each lambda_in step on the (open) Pareto page."""
+    oracle = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id("stMetricValue")
+    thumb = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_role("slider")
+    thumb.focus()
+    durations = []
+    for _ in range(steps):
+        shown = oracle.inner_text()
+        started = time.monotonic()
+        thumb.press("ArrowRight")
+        page.wait_for_function(PARETO_STEP_DONE, arg=shown, polling="raf", timeout=TIMEOUT_MS)
+        durations.append(round(time.monotonic() - started, 3))
+    return durations
+
+
+def measure(store: Path, steps: int) -> dict:
+    """Every page's first render and the Pareto slider steps on a copy of `store`."""
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as directory:
+        copy = Path(directory) / "store.duckdb"
+        shutil.copy(store, copy)
+        os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory)))
+        with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
+            page.set_viewport_size({"width": 1280, "height": 1000})
+            renders = {title: first_render(page, f"{url}/{path}", title) for title, path in PAGES.items()}
+            first_render(page, f"{url}/pareto", "Pareto")
+            durations = slider_steps(page, steps)
+    return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
+            "steps_s": durations, "step_median_s": statistics.median(durations) if durations else None,
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=config.store_path())
+    parser.add_argument("--steps", type=int, default=5)
+    arguments = parser.parse_args()
+    print(json.dumps(measure(arguments.store, arguments.steps)))
+
+
+if __name__ == "__main__":
+    main()
