@@ -20,5 +20,8 @@ navigation = st.navigation({
         st.Page(PAGES_DIR / "action_map.py", title="Action map", icon=":material/map:", url_path="action-map"),
         st.Page(PAGES_DIR / "transfer.py", title="Transfer", icon=":material/swap_horiz:", url_path="transfer"),
     ],
+    "Deploy": [
+        st.Page(PAGES_DIR / "traffic.py", title="Traffic", icon=":material/monitoring:", url_path="traffic"),
+    ],
 })
 navigation.run()
