@@ -17,6 +17,14 @@ on that share of the requests after their responses (`forge_core.server.shadow`)
 estimate at GET /metrics (`forge_core.server.metrics`). Errors use OpenAI's error JSON. The
 router, retriever, embedder and host client are loaded once, in the background (503 until then),
 and shared by every request in flight.
+
+The `forge` model routes at the weights `forge_core.server.deployment` puts in force for the
+request's client: fixed (`--lambda-in`, `--lambda-out`) or moved by a token budget's controller
+(`--budget-tokens`, `--budgets`; `forge_core.server.budget`), its tokens counted against that
+budget after the answer. `POST /v1/route` returns the decision without calling the host. Every
+request is one record of the traffic log (`forge_core.server.traffic_log`), written before its
+response is sent; `--candidate` shadows a share of the requests with another router
+(`forge_core.server.shadow`).
 """
 
 from __future__ import annotations
