@@ -84,6 +84,13 @@ def traffic_view() -> None:
                  f"{candidate['agreement']:.0%}; {candidate['calls']} shadow answers, {candidate['tokens_spent']:,} "
                  f"tokens; {candidate['capped']} past the token cap. Candidate minus current tokens a request: "
                  f"{difference['mean']} (95% interval {difference['ci95'][0]} to {difference['ci95'][1]}).")
+        quality = candidate["quality_difference"]
+        if quality["n"]:
+            st.metric("Candidate minus current rating (evaluator host, 0 to 1)", f"{quality['mean']:+.3f}",
+                      help=f"{quality['n']} requests (agreements count 0); 95% interval {quality['ci95'][0]} to "
+                           f"{quality['ci95'][1]}")
+        else:
+            st.caption("No rating: serve with `--evaluator-host HOST` to rate both answers of each disagreement.")
         st.dataframe({"candidate arm": list(candidate["arms"]), "requests": list(candidate["arms"].values())})
     else:
         st.caption("No shadow candidate: serve with `--candidate CKPT --shadow-rate 0.1`.")

@@ -44,6 +44,9 @@ def serve_command(
                               "arm answers after the response.")] = 0.0,
     shadow_max_tokens: Annotated[Optional[int], typer.Option(
         "--shadow-max-tokens", help="Tokens the candidate's shadow answers may spend in all.")] = None,
+    evaluator_host: Annotated[Optional[str], typer.Option(
+        "--evaluator-host", help="A host that rates both answers where the candidate disagrees (the judge of "
+                                 "`forge rewards`).")] = None,
     traffic_dir: Annotated[Optional[Path], typer.Option(
         "--traffic-dir", help="Where the traffic log is written (default: traffic/ beside the store).")] = None,
 ) -> None:
@@ -64,7 +67,8 @@ def serve_command(
         weights.fixed_weights()  # refuses negative or non-finite weights now
     settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
-                             candidate_max_tokens=shadow_max_tokens, traffic_dir=traffic_dir)
+                             candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
+                             traffic_dir=traffic_dir)
     store = open_store()
     if router not in ("lite", "full"):
         warn_if_other_host(store, router, host)

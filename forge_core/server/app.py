@@ -92,6 +92,7 @@ class ServeSettings:
     candidate: str | None = None  # a checkpoint id routing `candidate_rate` of the requests in the shadow
     candidate_rate: float = 0.0  # share of requests the candidate also routes (--shadow-rate)
     candidate_max_tokens: int | None = None  # tokens the candidate's shadow answers may spend in all
+    evaluator_host: str | None = None  # a host rating the served and candidate answers (the judge of `forge rewards`)
     traffic_dir: Path | None = None  # where the traffic log goes (None: `default_traffic_dir()`)
     traffic_log: bool = True  # False only to measure the server without its log (bench/)
 
@@ -111,6 +112,8 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
     else:
         router = settings.router
     check_router_weights(router, store.checkpoint(router)[0]["lineage"], settings.weights)
+    if settings.evaluator_host is not None:
+        get_host_config(store, settings.evaluator_host)  # refuses an unknown host now
     models: dict[str, str | Arm] = {ROUTER_MODEL: router}
     for model, variant in VARIANT_MODELS.items():
         newest = latest_checkpoint(store, settings.host, variant)
@@ -146,6 +149,7 @@ class ServerState:
         self.checkpoints: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
         self.client: Host | None = None
+        self.evaluator: Host | None = None
         self.failure: str | None = None
         self._host_lifetime = contextlib.AsyncExitStack()
 
@@ -159,6 +163,9 @@ class ServerState:
         try:
             config = get_host_config(self.store, self.settings.host)
             client = await self._host_lifetime.enter_async_context(hosted(config))
+            if self.settings.evaluator_host is not None:
+                judge = get_host_config(self.store, self.settings.evaluator_host)
+                self.evaluator = await self._host_lifetime.enter_async_context(hosted(judge))
             await asyncio.to_thread(self._load_blocking)
             self.client = client
             log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
@@ -383,7 +390,7 @@ def _shadow_work(state: ServerState, asked: ChatRequest, result: RoutedAnswer, r
                 state.log_request(shadow_record(request_id, "raw", record))
         if candidate:
             record = await state.candidate.run(state.client, state.retriever, state.checkpoints[state.candidate.id],
-                                               result, asked.chat, weights)
+                                               result, asked.chat, weights, state.evaluator)
             state.log_request(shadow_record(request_id, "candidate", record))
 
     return BackgroundTask(work)

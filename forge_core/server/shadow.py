@@ -16,7 +16,9 @@ weights in force (no host call: it must be a router without probes). Where it pi
 arm the two agree and nothing is sent; where it picks another, its arm answers the same question,
 evidence and conversation, one call at a time, until its calls have spent N tokens in all (the
 call that reaches N is the last; with no N, no limit). Each outcome is a `shadow` record of the
-traffic log: both arms, agreement, the candidate's tokens, or why no call was made.
+traffic log: both arms, agreement, the candidate's tokens, or why no call was made. With an
+evaluator host (`--evaluator-host`, the judge of `forge rewards`), both answers of a disagreement
+are rated 0 to 1 (two more calls, not counted in the cap; an agreement is the same answer).
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from typing import Any
 
 from forge_core.arms import parse_arm
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.evidence.answering import answer_with_arm
+from forge_core.evidence.answering import ArmAnswer, answer_with_arm
 from forge_core.evidence.prompts import ClientChat
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host, HostError
 from forge_core.records import is_fever_benchmark
+from forge_core.rewards.judge import judge_request, parse_rating
 from forge_core.routing.checkpoints import LoadedCheckpoint
 from forge_core.routing.live import EXTRA_CALL, RoutedAnswer, dry_route, raw_comparison
 from forge_core.server.metrics import ServerMetrics
@@ -115,9 +118,9 @@ class CandidateShadow:
         return self.max_tokens is not None and self.spent >= self.max_tokens
 
     async def run(self, client: Host, retriever: Retriever, candidate: LoadedCheckpoint, result: RoutedAnswer,
-                  chat: ClientChat, weights: tuple[float, float]) -> dict[str, Any]:
+                  chat: ClientChat, weights: tuple[float, float], evaluator: Host | None = None) -> dict[str, Any]:
         """Route the request with the candidate; answer with its arm when it differs and the cap
-        allows; the traffic log's fields of the outcome."""
+        allows (both answers rated by `evaluator`, when given); the traffic log's fields of the outcome."""
         fields: dict[str, Any] = {"candidate": candidate.checkpoint_id, "served_arm": result.arm,
                                   "served_tokens": result.tokens}
         try:
@@ -140,5 +143,24 @@ class CandidateShadow:
             tokens = answer.tokens_in + answer.tokens_out
             self.spent += tokens
             self.calls += 1
-        return fields | {"status": "answered", "calls": 1, "tokens_spent": tokens, "candidate_tokens": tokens,
-                         "candidate_answer": answer.extracted[:300], "served_answer": result.answer.extracted[:300]}
+        fields |= {"status": "answered", "calls": 1, "tokens_spent": tokens, "candidate_tokens": tokens,
+                   "candidate_answer": answer.extracted[:300], "served_answer": result.answer.extracted[:300]}
+        if evaluator is not None:
+            fields |= await rate_both(evaluator, result, answer)
+        return fields
+
+
+async def rate_both(evaluator: Host, result: RoutedAnswer, candidate: ArmAnswer) -> dict[str, Any]:
+    """The evaluator host's ratings (0 to 1, the judge of `forge rewards`) of the served and the
+    candidate's answers, each given the evidence its arm saw; None for a rating it did not give."""
+    is_fever = is_fever_benchmark(result.benchmark)
+    ratings = {}
+    for name, answer in (("served_rating", result.answer), ("candidate_rating", candidate)):
+        support = parse_arm(answer.arm).support
+        request = judge_request(result.question, answer.extracted, result.evidence.support_text(support), is_fever)
+        try:
+            ratings[name] = parse_rating((await evaluator.generate(request)).text)
+        except HostError as error:
+            log.warning("shadow rating failed: %s", error)
+            ratings[name] = None
+    return ratings

@@ -100,12 +100,17 @@ def _candidate(records: TrafficRecords, answered: list[dict[str, Any]]) -> dict[
     routed = [s for s in shadows if "agree" in s]
     answered_by_candidate = [s for s in shadows if s.get("candidate_tokens") is not None]
     difference = [s["candidate_tokens"] - s["served_tokens"] for s in answered_by_candidate]
+    rated = [s for s in routed if s["agree"] or (s.get("candidate_rating") is not None
+                                                 and s.get("served_rating") is not None)]
+    quality = [0.0 if s["agree"] else s["candidate_rating"] - s["served_rating"] for s in rated]
     return {"shadowed": len(shadows), "routed": len(routed),
             "agreement": round(sum(s["agree"] for s in routed) / len(routed), 4) if routed else None,
             "calls": sum(s.get("calls", 0) for s in shadows),
             "tokens_spent": sum(s.get("tokens_spent", 0) for s in shadows),
             "capped": sum(s.get("status") == "capped" for s in shadows),
             "token_difference": _interval(difference),
+            "quality_difference": _interval(quality) if any(s.get("candidate_rating") is not None for s in rated)
+            else _interval([]),
             "arms": dict(Counter(s["candidate_arm"] for s in routed).most_common())}
 
 

@@ -155,3 +155,48 @@ def test_the_summary_counts_arms_budgets_shadows_and_ranks_requests(tmp_path: Pa
     assert summary["shadow_raw"]["saving_tokens"]["mean"] == 400
     assert summary["candidate"]["agreement"] == 0.0 and summary["candidate"]["token_difference"]["mean"] == -410
     assert [r["id"] for r in summary["costliest"]][:2] == ["2", "1"] and summary["slowest"][0]["id"] == "2"
+
+
+class RatingHostDouble:
+    """A test double of an evaluator host: rates every answer it is shown from a fixed table."""
+
+    def __init__(self, ratings: dict[str, str]) -> None:
+        self.ratings = ratings
+        self.prompts: list[str] = []
+
+    async def generate(self, request):  # noqa: ANN001, ANN201 (the Host.generate shape)
+        prompt = request.messages[-1]["content"]
+        self.prompts.append(prompt)
+        reply = next(text for answer, text in self.ratings.items() if f"Answer given: {answer}\n" in prompt)
+        return type("Generation", (), {"text": reply})()
+
+
+def test_both_answers_of_a_disagreement_are_rated_with_their_own_evidence() -> None:
+    import asyncio
+
+    from forge_core.server.shadow import rate_both
+
+    evidence = type("Evidence", (), {"support_text": lambda self, support: "" if support == "direct"
+                                     else f"<{support} evidence>"})()  # as `Evidence.support_text`
+    served = type("Answer", (), {"arm": "raw:no_think", "extracted": "Paris"})()
+    candidate = type("Answer", (), {"arm": "direct:no_think", "extracted": "Lyon"})()
+    result = type("Result", (), {"benchmark": "musique", "question": "Capital of France?", "answer": served,
+                                 "evidence": evidence})()
+    judge = RatingHostDouble({"Paris": "9", "Lyon": "I cannot say"})
+    ratings = asyncio.run(rate_both(judge, result, candidate))
+    assert ratings == {"served_rating": 0.9, "candidate_rating": None}
+    assert "<raw evidence>" in judge.prompts[0] and not judge.prompts[1].startswith("Evidence")
+
+
+def test_the_candidates_quality_difference_counts_agreements_as_zero(tmp_path: Path) -> None:
+    log = TrafficLog(tmp_path)
+    shadows = [{"agree": True}, {"agree": False, "served_rating": 0.9, "candidate_rating": 0.5},
+               {"agree": False, "served_rating": 0.2, "candidate_rating": 0.6}]
+    for i, shadow in enumerate(shadows):
+        log.append({"kind": "request", "id": str(i), "time": float(i), "endpoint": "chat", "client": "c",
+                    "status": 200, "arm": "raw:no_think", "tokens": 500, "latency_ms": 1.0, "host_calls": 1})
+        log.append({"kind": "shadow", "id": str(i), "time": float(i), "shadow": "candidate", "served_tokens": 500,
+                    "candidate_arm": "direct:no_think", **shadow})
+    log.close()
+    quality = summarize_traffic(read_traffic(tmp_path))["candidate"]["quality_difference"]
+    assert quality["n"] == 3 and quality["mean"] == pytest.approx(0.0)
