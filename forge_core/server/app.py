@@ -144,7 +144,7 @@ class ServerState:
         self.metrics = ServerMetrics()
         self.shadow = ShadowSampler(settings.shadow_raw)
         self.candidate = CandidateShadow(settings.candidate, settings.candidate_rate, settings.candidate_max_tokens)
-        self.traffic = TrafficLog(settings.traffic_dir or default_traffic_dir()) if settings.traffic_log else None
+        self.traffic: TrafficLog | None = None  # opened when the server starts (`open_traffic_log`)
         self.weights: ServingWeights | None = None
         self.checkpoints: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
@@ -186,6 +186,11 @@ class ServerState:
         """The `forge` model's router (the `--router` checkpoint)."""
         return self.checkpoints[self.models[ROUTER_MODEL]]
 
+    def open_traffic_log(self) -> None:
+        """Start this process's traffic-log segment (unless the log is off)."""
+        if self.settings.traffic_log:
+            self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir())
+
     def log_request(self, record: dict[str, Any]) -> None:
         """Append a request (or shadow) record to the traffic log, if it is on."""
         if self.traffic is not None:
@@ -204,6 +209,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        state.open_traffic_log()
         loading = asyncio.create_task(state.load())
         try:
             yield

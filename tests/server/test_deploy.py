@@ -20,9 +20,10 @@ import httpx
 import numpy as np
 import pytest
 
+from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.server.app import ServeSettings, serving_in_thread
+from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.server.traffic_log import read_traffic
 from forge_core.store import Store
@@ -82,7 +83,7 @@ def arm_costs(url: str, questions: list[str], arm: str) -> float:
 def test_serves_at_chosen_weights_and_routes_dry(deploy_store: tuple[Store, str, str], host: CountingHost,
                                                  tmp_path: Path) -> None:
     store, conditioned, _ = deploy_store
-    questions = replay_questions(store, 40)
+    questions = replay_questions(store, 24)
     decisions = {}
     for weights in ((0.02, 0.04), (1.5, 3.0)):
         settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, traffic_dir=tmp_path,
@@ -106,14 +107,18 @@ def test_serves_at_chosen_weights_and_routes_dry(deploy_store: tuple[Store, str,
 
 def test_a_per_weight_router_refuses_other_weights_in_one_line(deploy_store: tuple[Store, str, str]) -> None:
     store, conditioned, per_weight = deploy_store
+    for weights, message in [(WeightsRequest(lambda_in=0.5), "serves only those"),
+                             (WeightsRequest(budget_tokens=300.0), "needs a cost-conditioned router")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, ServeSettings(host="counting", benchmark=BENCHMARK, router=per_weight, weights=weights))
+    build_app(store, ServeSettings(host="counting", benchmark=BENCHMARK, router=per_weight,  # its own weights
+                                   weights=WeightsRequest(lambda_in=0.1, lambda_out=0.2)))
     env = {**os.environ, "FORGE_STORE": str(store.path)}
-    for args, message in [(["--router", per_weight, "--lambda-in", "0.5"], "serves only those"),
-                          (["--router", per_weight, "--budget-tokens", "300"], "needs a cost-conditioned router"),
-                          (["--router", conditioned, "--budget-tokens", "-3"], "positive number")]:
-        result = subprocess.run([sys.executable, "-m", "forge_core.cli", "serve", "--host", "counting", *args],
-                                capture_output=True, text=True, env=env, timeout=120, check=False)
-        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
-        assert message in result.stderr.strip().splitlines()[-1]  # the error is one line
+    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "serve", "--host", "counting", "--router",
+                             per_weight, "--lambda-in", "0.5"], capture_output=True, text=True, env=env, timeout=120,
+                            check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "serves only those" in result.stderr.strip().splitlines()[-1]  # the error is one line
 
 
 def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:
