@@ -20,27 +20,29 @@ from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
 from forge_core.evaluation import reports
-from forge_core.evaluation.action_map import ActionMap, compute_action_map
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_policies, demo_questions
-from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
-from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
+from forge_core.policies.conditioned import conditioned_policies
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.grounding import gold_recall_frame
+from forge_core.policies.registry import ConditionedRouter, variants
+from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
+from forge_core.reports.action_map import ActionMap, compute_action_map
+from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
-from forge_core.training.trainer import one_torch_thread
+from forge_core.training.threads import one_torch_thread
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -178,7 +180,7 @@ def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, s
     """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
     -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
     policies = conditioned_policies(store, host, n_arms)
-    lite_first = sorted(policies, key=lambda policy: CONDITIONED_POLICIES[policy.name] != "lite")
+    lite_first = sorted(policies, key=lambda policy: variants(ConditionedRouter)[policy.name] != "lite")
     return {policy.checkpoint_id: policy.name for policy in lite_first}
 
 
