@@ -6,10 +6,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from forge_core.server.traffic_log import default_traffic_dir, read_traffic
-from forge_core.server.traffic_summary import (
+from forge_core.reports.traffic import (
     arm_mix_over_time,
+    default_traffic_dir,
     parse_since,
+    read_traffic,
     request_record,
     requests_frame,
     summarize_traffic,

@@ -55,10 +55,10 @@ def serve_command(
     (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
+    from forge_core.reports.traffic import default_traffic_dir
     from forge_core.server.app import ServeSettings, build_app
     from forge_core.server.budget import check_budget, load_budgets_file
     from forge_core.server.deployment import WeightsRequest
-    from forge_core.server.traffic_log import default_traffic_dir
 
     weights = WeightsRequest(lambda_in=lambda_in, lambda_out=lambda_out,
                              budget_tokens=None if budget_tokens is None else check_budget(budget_tokens),

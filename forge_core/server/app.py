@@ -61,6 +61,7 @@ from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
+from forge_core.reports.traffic import default_traffic_dir
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
@@ -70,7 +71,7 @@ from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedFi
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
 from forge_core.server.shadow import CandidateShadow, ShadowSampler, shadow_raw, shadow_record
-from forge_core.server.traffic_log import TrafficLog, default_traffic_dir, now
+from forge_core.server.traffic_log import TrafficLog, now
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,13 @@ class ServeSettings:
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
     """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host."""
     config = get_host_config(store, settings.host)
-    if settings.candidate is not None and store.checkpoint(settings.candidate) is None:
-        raise InvalidInput(f"no candidate checkpoint '{settings.candidate}' (see `forge checkpoints`)")
+    if settings.candidate is not None:
+        found = store.checkpoint(settings.candidate)
+        if found is None:
+            raise InvalidInput(f"no candidate checkpoint '{settings.candidate}' (see `forge checkpoints`)")
+        if found[0]["variant"] == "full":
+            raise InvalidInput(f"candidate {settings.candidate} is a Full router: its features are four host probes; "
+                               "shadow a Lite or BGE+BM25 router")
     if settings.router in ("lite", "full"):
         router = latest_checkpoint(store, settings.host, settings.router)
         if router is None:

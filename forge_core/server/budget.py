@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge_core.errors import InvalidInput
+from forge_core.reports.traffic import mean_interval
 from forge_core.routing.conditioning import CostConditioning
 
-Z_95 = 1.959964
 DEFAULT_GAIN = 0.1  # step of log lambda_in per request at a relative error of 1
 DEFAULT_WINDOW = 200  # requests the realized mean (and its interval) is taken over
 DEFAULT_BUDGET = "default"  # the budget of clients not named in --budgets
@@ -96,19 +96,6 @@ class BudgetController:
 
     def _clip(self, log_lambda: float) -> float:
         return min(max(log_lambda, self._log_bounds[0]), self._log_bounds[1])
-
-
-def mean_interval(values: list[float]) -> tuple[float, tuple[float, float]]:
-    """Mean and normal 95% interval of `values` (NaN where undefined)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, (math.nan, math.nan)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, (math.nan, math.nan)
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = Z_95 * math.sqrt(variance / n)
-    return mean, (mean - half, mean + half)
 
 
 def check_budget(target: float, name: str = DEFAULT_BUDGET) -> float:

@@ -6,8 +6,8 @@ a directory of JSONL segments (default `<store's folder>/traffic`), one segment 
 with one `os.write` on an O_APPEND descriptor as soon as it is complete (a kill -9 of the server
 loses nothing already written: the kernel has it), and the file is fsync'ed at least every
 `FSYNC_INTERVAL_S` by a background thread (a machine crash loses at most that last second).
-Readers (the `forge traffic` command, the Traffic page) read the segments while the server writes
-them, skipping a last line cut short.
+Readers (`forge_core.reports.traffic`: the `forge traffic` command, the Traffic page) read the
+segments while the server writes them, skipping a last line cut short.
 
 Two kinds of record, each with `kind`: `request` (exactly one per request the server received,
 refused ones included) and `shadow` (work done after a response for the request `id`: the
@@ -21,25 +21,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from forge_core import config
 
 log = logging.getLogger(__name__)
 
 SEGMENT_BYTES = 64 * 1024 * 1024  # a new segment past this size
 FSYNC_INTERVAL_S = 1.0  # at most this long between an append and its fsync
-SEGMENT_GLOB = "traffic-*.jsonl"
-
-
-def default_traffic_dir() -> Path:
-    """`FORGE_TRAFFIC_DIR`, or `traffic/` beside the store."""
-    configured = os.environ.get("FORGE_TRAFFIC_DIR")
-    return Path(configured) if configured else config.store_path().parent / "traffic"
 
 
 class TrafficLog:
@@ -104,44 +93,6 @@ class TrafficLog:
 def _jsonable(value: Any) -> Any:
     """NaN-free JSON for numpy scalars and the like."""
     return float(value) if hasattr(value, "__float__") else str(value)
-
-
-@dataclass(frozen=True)
-class TrafficRecords:
-    """What a traffic directory holds: request records and shadow records (by request id)."""
-
-    requests: list[dict[str, Any]]
-    shadows: dict[str, list[dict[str, Any]]]
-    skipped_lines: int  # lines that were not complete JSON (a segment's last line being written)
-
-
-def read_traffic(directory: Path, since: float | None = None) -> TrafficRecords:
-    """Every record of every segment under `directory` (request records at or after `since`, a Unix
-    time, when given), oldest first."""
-    requests: list[dict[str, Any]] = []
-    shadows: dict[str, list[dict[str, Any]]] = {}
-    skipped = 0
-    for record in _records(Path(directory)):
-        if record is None:
-            skipped += 1
-        elif record.get("kind") == "shadow":
-            shadows.setdefault(record["id"], []).append(record)
-        elif since is None or record.get("time", 0.0) >= since:
-            requests.append(record)
-    requests.sort(key=lambda r: r.get("time", 0.0))
-    return TrafficRecords(requests, shadows, skipped)
-
-
-def _records(directory: Path) -> Iterator[dict[str, Any] | None]:
-    if not directory.is_dir():
-        return
-    for segment in sorted(directory.glob(SEGMENT_GLOB)):
-        with segment.open("rb") as handle:
-            for line in handle:
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    yield None
 
 
 def now() -> float:

@@ -23,9 +23,9 @@ import pytest
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.reports.traffic import read_traffic
 from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
-from forge_core.server.traffic_log import read_traffic
 from forge_core.store import Store
 
 from support.counting_host import CountingHost
