@@ -38,10 +38,12 @@ SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 SEGMENT_GLOB = "traffic-*.jsonl"  # the segments `forge_core.server.traffic_log` writes
 
 
-def default_traffic_dir() -> Path:
-    """`FORGE_TRAFFIC_DIR`, or `traffic/` beside the store."""
+def default_traffic_dir(store_path: Path | None = None) -> Path:
+    """`FORGE_TRAFFIC_DIR`, or `traffic/` beside the store (`store_path`, else the configured one)."""
     configured = os.environ.get("FORGE_TRAFFIC_DIR")
-    return Path(configured) if configured else config.store_path().parent / "traffic"
+    if configured:
+        return Path(configured)
+    return (Path(store_path) if store_path is not None else config.store_path()).parent / "traffic"
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ class ServerState:
     def open_traffic_log(self) -> None:
         """Start this process's traffic-log segment (unless the log is off)."""
         if self.settings.traffic_log:
-            self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir())
+            self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir(self.store.path))
 
     def log_request(self, record: dict[str, Any]) -> None:
         """Append a request (or shadow) record to the traffic log, if it is on."""
