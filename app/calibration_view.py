@@ -8,6 +8,7 @@ import streamlit as st
 
 from app import ui, weights
 from forge_core.evaluation.calibration import CalibrationRequest, CalibrationResult, run_calibration
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 RESULT_KEY = "calibration_result"  # the last CalibrationResult of the session
@@ -40,7 +41,8 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
                     min_f1=value if target == TARGETS[1] else None, ratio=ratio, host=host, variant=variant,
                     n_arms=n_arms, accounting=accounting)
                 st.session_state[RESULT_KEY] = _run(store, request)
-                weights.set_weights(st.session_state[RESULT_KEY].lambda_in, st.session_state[RESULT_KEY].lambda_out)
+                calibrated = st.session_state[RESULT_KEY]
+                weights.set_weights(CostWeights(calibrated.lambda_in, calibrated.lambda_out))
                 st.rerun()
         result = st.session_state.get(RESULT_KEY)
         if result is not None:

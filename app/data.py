@@ -19,7 +19,6 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import InvalidInput
-from forge_core.evaluation import reports
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
@@ -34,13 +33,14 @@ from forge_core.policies.grounding import gold_recall_frame
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
+from forge_core.reports import tables
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.threads import one_torch_thread
 
@@ -70,7 +70,7 @@ def benchmark_stats(store: Store) -> dict[str, dict]:
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def coverage(store: Store) -> dict[str, dict]:
     """Complete queries per host on its default alphabet."""
-    return reports.store_coverage(store)
+    return tables.store_coverage(store)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -94,7 +94,7 @@ def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def alphabet_size(store: Store, host: str) -> int:
     """The host's default alphabet size (12 on thinking hosts, else 6)."""
-    return reports.default_alphabet_size(store, host)
+    return tables.default_alphabet_size(store, host)
 
 
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Loading outcomes…", hash_funcs=STORE_KEY)
@@ -136,7 +136,7 @@ def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
     """Reasoning tokens per arm over the host's answered outcomes."""
-    return reports.reasoning_summary(store, host)
+    return tables.reasoning_summary(store, host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -239,12 +239,12 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
     shared by every weight the sliders visit, with its weight-free fits (`version`: see
     `store_version`)."""
     compute_features(store, host)
-    return evaluation_context(store, host, n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, accounting=accounting)
+    return evaluation_context(store, host, n_arms, CostWeights(), accounting=accounting)
 
 
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
+def pareto(store: Store, version: int, host: str, split: str, n_arms: int, weights: CostWeights,
            checkpoint_ids: Sequence[str], by_benchmark: bool, accounting: str = "deploy") -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier under these weights and accounting
     (`version`: see `store_version`)."""
@@ -253,7 +253,7 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
     # threads, under 0.1 s on one).
     with one_torch_thread(), threadpool_limits(1):
-        return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
+        return tables.pareto_report(store, host, split, weights, tuple(checkpoint_ids), n_arms,
                                      by_benchmark, accounting, base)
 
 
@@ -266,12 +266,12 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
-                 lambda_out: float, routers: tuple[str, ...] = ()) -> dict:
+def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, weights: CostWeights,
+                 routers: tuple[str, ...] = ()) -> dict:
     """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
     (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
-    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
-                                 lambda_out=lambda_out, routers=routers)
+    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
+                                 routers=routers)
     return run_reward_audit(store, request)
 
 
@@ -286,7 +286,7 @@ def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.DataFrame:
     """A policy's stored out-of-fold arm per query (`version`: see `store_version`)."""
-    return reports.crossfit_arms(store, run_id, policy)
+    return tables.crossfit_arms(store, run_id, policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -53,7 +53,8 @@ columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
-st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}). {TIE_RULE}")
+drawn_at = action_map.weights
+st.caption(f"All at λ_in {drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_source}). {TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)
 maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),

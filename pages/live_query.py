@@ -46,7 +46,7 @@ record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
 router_is_conditioned = record is not None and conditioning_of(record["lineage"]) is not None
-lambda_in, lambda_out = weights.sliders("live")
+cost_weights = weights.sliders("live")
 st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "
            "Direct." if router_is_conditioned else
            "This router was trained at one weight pair and ignores the sliders: pick a cost-conditioned router "
@@ -91,8 +91,7 @@ if asked:
         request = AskRequest(question=question, benchmark=benchmark, host_name=host,
                              arm=override if by_hand else None, checkpoint_id=None if by_hand else checkpoint_id,
                              example_id=example.example_id if example else None,
-                             always_raw="answer" if compare_raw else "cost", lambda_in=lambda_in,
-                             lambda_out=lambda_out)
+                             always_raw="answer" if compare_raw else "cost", weights=cost_weights)
         inputs = request.check(store)
         served = data.served_host(configs[host])
         checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)

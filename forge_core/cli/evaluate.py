@@ -18,7 +18,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
@@ -135,7 +135,7 @@ def eval_transfer(
     with --calibrate, after a target-side calibration on K queries."""
     from forge_core.evaluation.transfer import TransferRequest
 
-    request = TransferRequest(source, target, arms, lambda_in, lambda_out, split, split_seed, accounting,
+    request = TransferRequest(source, target, arms, CostWeights(lambda_in, lambda_out), split, split_seed, accounting,
                               tuple(calibrate or ()), calibration_split)
     store = open_store()
     request.check(store)
@@ -194,7 +194,7 @@ def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: fl
               benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
     from forge_core.evaluation.setup import EvaluationSettings
 
-    return EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
+    return EvaluationSettings(host, split, arms, CostWeights(lambda_in, lambda_out), tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
                               accounting=accounting)
 

@@ -34,7 +34,7 @@ from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting
+from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -96,7 +96,7 @@ class CalibrationRequest:
     def base_context(self, store: Store) -> EvalContext:
         """The host's evaluation context the calibration runs on; refuses a store without complete
         queries (or, for a Full router, without probes)."""
-        context = evaluation_context(store, self.host, self.n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT,
+        context = evaluation_context(store, self.host, self.n_arms, CostWeights(),
                                      accounting=self.accounting)
         if self.variant == "full" and not context.table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
@@ -165,7 +165,7 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
     dev = context.rows("dev")
     benchmarks = context.table.benchmarks[dev]
     lambdas = request.ray()
-    scanned = [_tokens_and_f1(context.at(value, request.ratio * value), router, dev) for value in lambdas]
+    scanned = [_tokens_and_f1(context.at(CostWeights(value, request.ratio * value)), router, dev) for value in lambdas]
     tokens = np.array([macro(t, benchmarks) for t, _ in scanned])
     f1 = np.array([macro(f, benchmarks) for _, f in scanned])
     index, met = _choose(request, lambdas, tokens, f1)
@@ -190,7 +190,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
-            at_weights = context.at(calibration.lambda_in, calibration.lambda_out)
+            at_weights = context.at(CostWeights(calibration.lambda_in, calibration.lambda_out))
             tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
@@ -233,7 +233,7 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
     request = CalibrationRequest(budget_tokens=budget_tokens, ratio=ratio, host=record["host"],
                                  variant=checkpoint.variant if checkpoint.variant in CONDITIONED_NAMES else "lite",
                                  n_arms=record["n_arms"], conditioning=checkpoint.conditioning, accounting=accounting)
-    context = evaluation_context(store, record["host"], record["n_arms"], DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT,
+    context = evaluation_context(store, record["host"], record["n_arms"], CostWeights(),
                                  split_seed=record["lineage"].get("split_seed", 0), accounting=accounting)
     rows = context.rows("test")
     if len(rows) == 0:
@@ -244,7 +244,7 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
     lambdas = request.ray()
     tokens = []
     for value in lambdas:
-        at = context.at(float(value), ratio * float(value))
+        at = context.at(CostWeights(float(value), ratio * float(value)))
         tokens.append(macro(score_decisions(at, rows, policy, policy.decide(at, rows)).tokens.astype(float),
                             benchmarks))
     index, met = _choose(request, lambdas, np.array(tokens), np.zeros(len(lambdas)))

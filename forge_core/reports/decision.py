@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.routing.utility import CostWeights
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,12 @@ def crossfit_decision(report: dict) -> Decision:
                     policies[chosen]["macro_utility"] - best_utility, float(low), float(high), **weights)
 
 
-def report_at_weights(reports: Sequence[dict], lambda_in: float, lambda_out: float, accounting: str,
+def report_at_weights(reports: Sequence[dict], weights: CostWeights, accounting: str,
                       tolerance: float = 1e-9) -> dict | None:
     """The first (newest) stored crossfit report at these cost weights and accounting, else None."""
     for report in reports:
-        if (abs(report["lambda_in"] - lambda_in) <= tolerance and abs(report["lambda_out"] - lambda_out) <= tolerance
+        if (abs(report["lambda_in"] - weights.lambda_in) <= tolerance
+                and abs(report["lambda_out"] - weights.lambda_out) <= tolerance
                 and report["accounting"] == accounting):
             return report
     return None

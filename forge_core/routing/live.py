@@ -49,7 +49,7 @@ from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
@@ -263,10 +263,9 @@ def default_router_id(store: Store, host: str) -> str:
 async def route_and_answer(store: Store, client: Host, retriever: Retriever, question: str, benchmark: str, *,
                            checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
-                           chat: ClientChat | None = None, lambda_in: float = DEFAULT_LAMBDA_IN,
-                           lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
+                           chat: ClientChat | None = None, weights: CostWeights = CostWeights()) -> RoutedAnswer:
     """Route `question` with the router of `checkpoint` (or take the override `arm`; a cost-conditioned
-    router decides at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
+    router decides at `weights`, which any other ignores), answer it under the chosen arm
     on the host `client` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
@@ -287,7 +286,7 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         if needs_probes(checkpoint.variant):
             probes = await run_probes(client, question, is_fever)
         probabilities = _probabilities(checkpoint, question, retriever, evidence,
-                                       probe_outcomes(client.config.name, probes), lambda_in, lambda_out)
+                                       probe_outcomes(client.config.name, probes), weights)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, client.config)
@@ -308,7 +307,8 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
         answer_is_probe=answer_is_probe, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost,
         raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
-        weights=(lambda_in, lambda_out) if checkpoint is not None and checkpoint.conditioning is not None else None,
+        weights=((weights.lambda_in, weights.lambda_out)
+                 if checkpoint is not None and checkpoint.conditioning is not None else None),
     )
 
 
@@ -327,8 +327,8 @@ class DryRoute:
         return decision_margin(self.probabilities)
 
 
-def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint, lambda_in: float = DEFAULT_LAMBDA_IN,
-              lambda_out: float = DEFAULT_LAMBDA_OUT) -> DryRoute:
+def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
+              weights: CostWeights = CostWeights()) -> DryRoute:
     """Route `question` with a router that needs no host probe (Lite or BGE+BM25), calling no host;
     a Full router is refused (its features are four host calls)."""
     question = check_question(question)
@@ -338,7 +338,7 @@ def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
     _prepare_router(checkpoint, retriever)
     started = time.perf_counter()
     evidence = retrieve_evidence(retriever, question)
-    probabilities = _probabilities(checkpoint, question, retriever, evidence, [], lambda_in, lambda_out)
+    probabilities = _probabilities(checkpoint, question, retriever, evidence, [], weights)
     arm = max(probabilities, key=probabilities.get)
     return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0)
 
@@ -361,24 +361,22 @@ def _prepare_router(checkpoint: LoadedCheckpoint, retriever: Retriever) -> None:
 
 
 def _probabilities(checkpoint: LoadedCheckpoint, question: str, retriever: Retriever, evidence: Evidence,
-                   outcomes: list[ProbeOutcome], lambda_in: float, lambda_out: float) -> dict[str, float]:
+                   outcomes: list[ProbeOutcome], weights: CostWeights) -> dict[str, float]:
     embedder = spec_for_name(checkpoint.lineage["embedder"])
     features = features_for_question(question, retriever, evidence, outcomes or None, checkpoint.variant, embedder)
-    return router_probabilities(checkpoint, features, lambda_in, lambda_out)
+    return router_probabilities(checkpoint, features, weights)
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
-               always_raw: AlwaysRaw = "off", lambda_in: float = DEFAULT_LAMBDA_IN,
-               lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
+               always_raw: AlwaysRaw = "off", weights: CostWeights = CostWeights()) -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
     an embedded server)."""
 
     async def run() -> RoutedAnswer:
         async with hosted(config) as client:
             return await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint, arm=arm,
-                                          example=example, always_raw=always_raw, lambda_in=lambda_in,
-                                          lambda_out=lambda_out)
+                                          example=example, always_raw=always_raw, weights=weights)
 
     return asyncio.run(run())
 
@@ -398,10 +396,10 @@ def probe_outcomes(host: str, probes: dict[str, Generation]) -> list[ProbeOutcom
             for probe, g in probes.items()]
 
 
-def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray, lambda_in: float = DEFAULT_LAMBDA_IN,
-                         lambda_out: float = DEFAULT_LAMBDA_OUT) -> dict[str, float]:
+def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray,
+                         weights: CostWeights = CostWeights()) -> dict[str, float]:
     """Arm name -> probability for one feature vector (a cost-conditioned router's at these weights)."""
-    probabilities = checkpoint.probabilities(features.reshape(1, -1), lambda_in, lambda_out)[0]
+    probabilities = checkpoint.probabilities(features.reshape(1, -1), weights)[0]
     arms = alphabet(checkpoint.record["n_arms"])
     return {arm.name: float(p) for arm, p in zip(arms, probabilities)}
 

@@ -65,7 +65,7 @@ from forge_core.reports.traffic import default_traffic_dir
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
@@ -274,7 +274,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
                 raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(state))}), not '{model}'",
                                    "model")
             budget, weights = _weights_for(state, model, entry.client)
-            decision = dry_route(state.retriever, question, state.checkpoints[target], *weights)
+            decision = dry_route(state.retriever, question, state.checkpoints[target], CostWeights(*weights))
         except RefusedField as error:
             return entry.refused(state, _error(state, 400, str(error), "invalid_request_error", error.param))
         except ForgeError as error:
@@ -489,8 +489,7 @@ async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, 
     return await route_and_answer(
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
-        arm=target if isinstance(target, Arm) else None, chat=asked.chat, lambda_in=weights[0],
-        lambda_out=weights[1])
+        arm=target if isinstance(target, Arm) else None, chat=asked.chat, weights=CostWeights(*weights))
 
 
 def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from forge_core.errors import InvalidInput
 from forge_core.routing.checkpoints import LoadedCheckpoint
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, BudgetController, BudgetState, ray_bounds
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class WeightsRequest:
         """The fixed weights (the paper's defaults where not given)."""
         lambda_in = DEFAULT_LAMBDA_IN if self.lambda_in is None else self.lambda_in
         lambda_out = DEFAULT_LAMBDA_OUT if self.lambda_out is None else self.lambda_out
-        check_cost_weights(lambda_in, lambda_out)
+        CostWeights(lambda_in, lambda_out)  # refuses negative or non-finite weights
         return lambda_in, lambda_out
 
     def ray_ratio(self) -> float:

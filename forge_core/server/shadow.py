@@ -40,6 +40,7 @@ from forge_core.records import is_fever_benchmark
 from forge_core.rewards.judge import judge_request, parse_rating
 from forge_core.routing.checkpoints import LoadedCheckpoint
 from forge_core.routing.live import EXTRA_CALL, RoutedAnswer, dry_route, raw_comparison
+from forge_core.routing.utility import CostWeights
 from forge_core.server.metrics import ServerMetrics
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class CandidateShadow:
         fields: dict[str, Any] = {"candidate": candidate.checkpoint_id, "served_arm": result.arm,
                                   "served_tokens": result.tokens}
         try:
-            decision = dry_route(retriever, result.question, candidate, *weights)
+            decision = dry_route(retriever, result.question, candidate, CostWeights(*weights))
         except ForgeError as error:
             return fields | {"status": "not routed", "error": str(error)}
         fields |= {"candidate_arm": decision.arm, "agree": decision.arm == result.arm,
