@@ -21,5 +21,8 @@ navigation = st.navigation({
         st.Page(PAGES_DIR / "queries.py", title="Queries", icon=":material/table_rows:", url_path="queries"),
         st.Page(PAGES_DIR / "transfer.py", title="Transfer", icon=":material/swap_horiz:", url_path="transfer"),
     ],
+    "Deploy": [
+        st.Page(PAGES_DIR / "traffic.py", title="Traffic", icon=":material/monitoring:", url_path="traffic"),
+    ],
 })
 navigation.run()

@@ -1,7 +1,7 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
 command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `rewards`, `enumerate`, `batches`,
-`ask`, `serve`, `dashboard`,
-`retriever` with `evidence`), output helpers in `output`; this module assembles them and is the entry point."""
+`ask`, `serve`, `traffic`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this module assembles
+them and is the entry point."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from forge_core.cli import (
     rewards,
     serve,
     store,
+    traffic,
     train,
 )
 from forge_core.cli.output import console
@@ -65,6 +66,7 @@ app.command("calibrate")(calibrate.calibrate_command)
 app.command("enumerate")(enumerate.enumerate_command)
 app.add_typer(batches.batches_app, name="batches")
 app.command("serve")(serve.serve_command)
+app.command("traffic")(traffic.traffic_command)
 app.command("app")(dashboard.app_command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -25,16 +26,52 @@ def serve_command(
     shadow_raw: Annotated[float, typer.Option(
         "--shadow-raw", help="Share of requests (0 to 1, evenly spread) that also send raw:no_think after their "
                              "response, to estimate the saving against Always-Raw at /metrics.")] = 0.0,
+    lambda_in: Annotated[Optional[float], typer.Option(
+        "--lambda-in", help="Serve the cost-conditioned router at this lambda_in (a per-weight router refuses "
+                            "other weights); with a budget, where its controller starts.")] = None,
+    lambda_out: Annotated[Optional[float], typer.Option(
+        "--lambda-out", help="Serve the cost-conditioned router at this lambda_out.")] = None,
+    budget_tokens: Annotated[Optional[float], typer.Option(
+        "--budget-tokens", help="Hold the mean tokens a request (every host call) within 5% of this by moving the "
+                                "weights along one ray; never refuses a request.")] = None,
+    budgets: Annotated[Optional[Path], typer.Option(
+        "--budgets", help="A JSON file client -> mean tokens a request: one controller per client "
+                          "(X-Forge-Client name, or key-<hash> from `forge traffic`).")] = None,
+    ratio: Annotated[Optional[float], typer.Option(
+        "--ratio", help="The budgets' ray lambda_out / lambda_in (default: --lambda-out / --lambda-in, "
+                        "else 2).")] = None,
+    candidate: Annotated[Optional[str], typer.Option(
+        "--candidate", help="A checkpoint that also routes a share of the requests in the shadow.")] = None,
+    shadow_rate: Annotated[float, typer.Option(
+        "--shadow-rate", help="Share of requests (0 to 1) the candidate routes; where it picks another arm, that "
+                              "arm answers after the response.")] = 0.0,
+    shadow_max_tokens: Annotated[Optional[int], typer.Option(
+        "--shadow-max-tokens", help="Tokens the candidate's shadow answers may spend in all.")] = None,
+    evaluator_host: Annotated[Optional[str], typer.Option(
+        "--evaluator-host", help="A host that rates both answers where the candidate disagrees (the judge of "
+                                 "`forge rewards`).")] = None,
+    traffic_dir: Annotated[Optional[Path], typer.Option(
+        "--traffic-dir", help="Where the traffic log is written (default: traffic/ beside the store).")] = None,
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
     Live query path) with only the host calls the decision needs, /v1/models, /metrics
     (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
+    from forge_core.reports.traffic import default_traffic_dir
     from forge_core.server.app import ServeSettings, build_app
+    from forge_core.server.budget import check_budget, load_budgets_file
+    from forge_core.server.deployment import WeightsRequest
 
+    weights = WeightsRequest(lambda_in=lambda_in, lambda_out=lambda_out,
+                             budget_tokens=None if budget_tokens is None else check_budget(budget_tokens),
+                             budgets=tuple(load_budgets_file(budgets).items()) if budgets else (), ratio=ratio)
+    if not weights.budgeted:
+        weights.fixed_weights()  # refuses negative or non-finite weights now
     settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
-                             shadow_raw=shadow_raw, retriever=retriever)
+                             shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
+                             candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
+                             traffic_dir=traffic_dir, retriever=retriever)
     store = open_store()
     if router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
@@ -42,6 +79,7 @@ def serve_command(
     if bind != "127.0.0.1":
         console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"
                       f"{'' if api_key_env else ' without an API key (--api-key-env)'}[/yellow]")
-    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop)")
+    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop); traffic log in "
+                  f"{traffic_dir or default_traffic_dir()}")
     uvicorn.run(application, host=bind, port=port, log_level="warning")
 

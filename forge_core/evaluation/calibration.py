@@ -203,3 +203,49 @@ def run_calibration(store: Store, request: CalibrationRequest,
         request, CostWeights(lambda_in, request.ratio * lambda_in), realized_tokens,
         paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
         bool(met), len(benchmarks), tuple(folds))
+
+
+@dataclass(frozen=True)
+class RayStart:
+    """Weights along a ray at which a stored conditioned router meets a token budget on held-out queries."""
+
+    lambda_in: float
+    lambda_out: float
+    tokens: float  # macro tokens a query at those weights, on the router's test split
+    met: bool  # False: no weight of the ray met the budget; the ray's highest weights were taken
+    queries: int
+
+
+def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float, ratio: float = 2.0,
+                         accounting: str = "deploy") -> RayStart:
+    """Calibration's rule applied to one stored conditioned router (no training): the smallest
+    weights of the ray `(lambda_in, ratio * lambda_in)` whose macro tokens a query, on the test split
+    of the router's own host under `accounting`, are at most `budget_tokens`; where `forge serve
+    --budget-tokens` starts its controller."""
+    from forge_core.policies.routers import RouterPolicy
+    from forge_core.routing.checkpoints import load_checkpoint
+
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    if checkpoint.conditioning is None:
+        raise InvalidInput(f"router {checkpoint_id} is not cost-conditioned: it cannot be calibrated to a budget")
+    record = checkpoint.record
+    request = CalibrationRequest(budget_tokens=budget_tokens, ratio=ratio, host=record["host"],
+                                 variant=checkpoint.variant if checkpoint.variant in CONDITIONED_NAMES else "lite",
+                                 n_arms=record["n_arms"], conditioning=checkpoint.conditioning, accounting=accounting)
+    context = evaluation_context(store, record["host"], record["n_arms"], CostWeights(),
+                                 split_seed=record["lineage"].get("split_seed", 0), accounting=accounting)
+    rows = context.rows("test")
+    if len(rows) == 0:
+        raise MissingStep(f"host '{record['host']}' has no complete test query to calibrate router {checkpoint_id} on")
+    policy = RouterPolicy(checkpoint_id, "served")
+    policy.fit(context)
+    benchmarks = context.table.benchmarks[rows]
+    lambdas = request.ray()
+    tokens = []
+    for value in lambdas:
+        at = context.at(CostWeights(float(value), ratio * float(value)))
+        tokens.append(macro(score_decisions(at, rows, policy, policy.decide(at, rows)).tokens.astype(float),
+                            benchmarks))
+    index, met = _choose(request, lambdas, np.array(tokens), np.zeros(len(lambdas)))
+    chosen = float(lambdas[index])
+    return RayStart(chosen, ratio * chosen, float(tokens[index]), met, len(rows))

@@ -2,5 +2,6 @@
 Transfer's and Calibration's tables (`tables`), the decision a crossfit run supports
 (`decision`), the Action map (`action_map`), and the Live query page's demo questions whose arm
 moves with the weights (`demo_questions`), the Queries page's per-query table (`query_explorer`), the
-Action map arrays that travel with the demo export (`map_cache`), and the demo store loaded in one
-step with the benchmarks it needs (`demo_store`)."""
+Action map arrays that travel with the demo export (`map_cache`), the demo store loaded in one step
+with the benchmarks it needs (`demo_store`), and the traffic log of `forge serve` read and summarized
+for the Traffic page and `forge traffic` (`traffic`)."""

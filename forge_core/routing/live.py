@@ -156,6 +156,12 @@ class RoutedAnswer:
         return self.probabilities[self.arm] - max(others, default=0.0)
 
     @property
+    def margin(self) -> float | None:
+        """The decision's margin in utility units, tau * (log pi(chosen) - log pi(runner-up)) at tau 1
+        (`decision_margin`); None under an override."""
+        return decision_margin(self.probabilities) if self.probabilities else None
+
+    @property
     def nothing_to_compare(self) -> bool:
         """True when the answer is Always-Raw's own arm: the comparison is this very call."""
         return self.arm == RAW_ARM.name
@@ -269,10 +275,8 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
     if always_raw not in ALWAYS_RAW_MODES:
         raise InvalidInput(f"always_raw must be one of {', '.join(ALWAYS_RAW_MODES)}, not {always_raw!r}")
     is_fever = is_fever_benchmark(benchmark)
-    if checkpoint is not None:  # the router's own embedder, loaded once per process: routing time is not loading
-        embedder = spec_for_name(checkpoint.lineage["embedder"])
-        load_embedder(embedder)
-        passage_vectors(retriever, embedder)
+    if checkpoint is not None:
+        _prepare_router(checkpoint, retriever)
     started = time.perf_counter()
     evidence = retrieve_evidence(retriever, question)
     probabilities: dict[str, float] = {}
@@ -281,9 +285,8 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         _check_alphabet(checkpoint.record["n_arms"], client.config)
         if needs_probes(checkpoint.variant):
             probes = await run_probes(client, question, is_fever)
-        outcomes = probe_outcomes(client.config.name, probes)
-        features = features_for_question(question, retriever, evidence, outcomes or None, checkpoint.variant, embedder)
-        probabilities = router_probabilities(checkpoint, features, weights)
+        probabilities = _probabilities(checkpoint, question, retriever, evidence,
+                                       probe_outcomes(client.config.name, probes), weights)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, client.config)
@@ -307,6 +310,61 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         weights=((weights.lambda_in, weights.lambda_out)
                  if checkpoint is not None and checkpoint.conditioning is not None else None),
     )
+
+
+@dataclass(frozen=True)
+class DryRoute:
+    """A routing decision made without any host call (`POST /v1/route`)."""
+
+    arm: str
+    probabilities: dict[str, float]  # arm name -> router probability
+    evidence: Evidence
+    routing_ms: float
+
+    @property
+    def margin(self) -> float:
+        """The decision's margin in utility units (`decision_margin`)."""
+        return decision_margin(self.probabilities)
+
+
+def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
+              weights: CostWeights = CostWeights()) -> DryRoute:
+    """Route `question` with a router that needs no host probe (Lite or BGE+BM25), calling no host;
+    a Full router is refused (its features are four host calls)."""
+    question = check_question(question)
+    if needs_probes(checkpoint.variant):
+        raise InvalidInput(f"router {checkpoint.checkpoint_id} is a Full router: its features need four host "
+                           "probes, so it cannot route without calling the host (serve a Lite router)")
+    _prepare_router(checkpoint, retriever)
+    started = time.perf_counter()
+    evidence = retrieve_evidence(retriever, question)
+    probabilities = _probabilities(checkpoint, question, retriever, evidence, [], weights)
+    arm = max(probabilities, key=probabilities.get)
+    return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0)
+
+
+def decision_margin(probabilities: dict[str, float], tau: float = 1.0) -> float:
+    """tau * (log pi(best) - log pi(runner-up)): under the Boltzmann target, the estimated utility
+    gap between the chosen arm and the next best (0 for a tie; NaN with fewer than two arms)."""
+    ranked = sorted(probabilities.values(), reverse=True)
+    if len(ranked) < 2:
+        return float("nan")
+    best, runner_up = (max(p, 1e-300) for p in ranked[:2])
+    return tau * (float(np.log(best)) - float(np.log(runner_up)))
+
+
+def _prepare_router(checkpoint: LoadedCheckpoint, retriever: Retriever) -> None:
+    """The router's own embedder and passage vectors, loaded once per process: routing time is not loading."""
+    embedder = spec_for_name(checkpoint.lineage["embedder"])
+    load_embedder(embedder)
+    passage_vectors(retriever, embedder)
+
+
+def _probabilities(checkpoint: LoadedCheckpoint, question: str, retriever: Retriever, evidence: Evidence,
+                   outcomes: list[ProbeOutcome], weights: CostWeights) -> dict[str, float]:
+    embedder = spec_for_name(checkpoint.lineage["embedder"])
+    features = features_for_question(question, retriever, evidence, outcomes or None, checkpoint.variant, embedder)
+    return router_probabilities(checkpoint, features, weights)
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,

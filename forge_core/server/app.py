@@ -17,6 +17,14 @@ on that share of the requests after their responses (`forge_core.server.shadow`)
 estimate at GET /metrics (`forge_core.server.metrics`). Errors use OpenAI's error JSON. The
 router, retriever, embedder and host client are loaded once, in the background (503 until then),
 and shared by every request in flight.
+
+The `forge` model routes at the weights `forge_core.server.deployment` puts in force for the
+request's client: fixed (`--lambda-in`, `--lambda-out`) or moved by a token budget's controller
+(`--budget-tokens`, `--budgets`; `forge_core.server.budget`), its tokens counted against that
+budget after the answer. `POST /v1/route` returns the decision without calling the host. Every
+request is one record of the traffic log (`forge_core.server.traffic_log`), written before its
+response is sent; `--candidate` shadows a share of the requests with another router
+(`forge_core.server.shadow`).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import os
 import socket
 import threading
@@ -33,6 +42,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,19 +55,25 @@ from starlette.routing import Route
 
 from forge_core.arms import Arm, alphabet
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
+from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
+from forge_core.reports.traffic import default_traffic_dir
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
-from forge_core.routing.live import RoutedAnswer, route_and_answer
+from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
 from forge_core.routing.retriever_backends import open_retriever
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
+from forge_core.server.budget import DEFAULT_BUDGET
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
+from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
-from forge_core.server.shadow import ShadowSampler, shadow_raw
+from forge_core.server.shadow import CandidateShadow, ShadowSampler, shadow_raw, shadow_record
+from forge_core.server.traffic_log import TrafficLog, now
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -76,11 +92,25 @@ class ServeSettings:
     api_key_env: str | None = None  # the environment variable holding the key clients must send
     shadow_raw: float = 0.0  # share of requests whose Always-Raw cost is measured after the response
     retriever: str = "bm25"  # where the evidence comes from (see `forge retriever list`)
+    weights: WeightsRequest = WeightsRequest()  # the `forge` model's fixed weights or token budgets
+    candidate: str | None = None  # a checkpoint id routing `candidate_rate` of the requests in the shadow
+    candidate_rate: float = 0.0  # share of requests the candidate also routes (--shadow-rate)
+    candidate_max_tokens: int | None = None  # tokens the candidate's shadow answers may spend in all
+    evaluator_host: str | None = None  # a host rating the served and candidate answers (the judge of `forge rewards`)
+    traffic_dir: Path | None = None  # where the traffic log goes (None: `default_traffic_dir()`)
+    traffic_log: bool = True  # False only to measure the server without its log (bench/)
 
 
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
     """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host."""
     config = get_host_config(store, settings.host)
+    if settings.candidate is not None:
+        found = store.checkpoint(settings.candidate)
+        if found is None:
+            raise InvalidInput(f"no candidate checkpoint '{settings.candidate}' (see `forge checkpoints`)")
+        if found[0]["variant"] == "full":
+            raise InvalidInput(f"candidate {settings.candidate} is a Full router: its features are four host probes; "
+                               "shadow a Lite or BGE+BM25 router")
     if settings.router in ("lite", "full"):
         router = latest_checkpoint(store, settings.host, settings.router)
         if router is None:
@@ -90,6 +120,9 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
         raise InvalidInput(f"no checkpoint '{settings.router}' (see `forge checkpoints`)")
     else:
         router = settings.router
+    check_router_weights(router, store.checkpoint(router)[0]["lineage"], settings.weights)
+    if settings.evaluator_host is not None:
+        get_host_config(store, settings.evaluator_host)  # refuses an unknown host now
     models: dict[str, str | Arm] = {ROUTER_MODEL: router}
     for model, variant in VARIANT_MODELS.items():
         newest = latest_checkpoint(store, settings.host, variant)
@@ -122,9 +155,13 @@ class ServerState:
             check_router_retriever(checkpoint_id, store.checkpoint(checkpoint_id)[0]["lineage"], self.retriever_config)
         self.metrics = ServerMetrics()
         self.shadow = ShadowSampler(settings.shadow_raw)
+        self.candidate = CandidateShadow(settings.candidate, settings.candidate_rate, settings.candidate_max_tokens)
+        self.traffic: TrafficLog | None = None  # opened when the server starts (`open_traffic_log`)
+        self.weights: ServingWeights | None = None
         self.checkpoints: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
         self.client: Host | None = None
+        self.evaluator: Host | None = None
         self.failure: str | None = None
         self._host_lifetime = contextlib.AsyncExitStack()
 
@@ -138,6 +175,9 @@ class ServerState:
         try:
             config = get_host_config(self.store, self.settings.host)
             client = await self._host_lifetime.enter_async_context(hosted(config))
+            if self.settings.evaluator_host is not None:
+                judge = get_host_config(self.store, self.settings.evaluator_host)
+                self.evaluator = await self._host_lifetime.enter_async_context(hosted(judge))
             await asyncio.to_thread(self._load_blocking)
             self.client = client
             log.info("serving %s on host %s", ", ".join(self.models), self.settings.host)
@@ -148,12 +188,31 @@ class ServerState:
     def _load_blocking(self) -> None:
         self.retriever = open_retriever(self.store, self.retriever_config, self.settings.benchmark)
         load_embedder().embed(["warm-up"])
-        for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:
+        served = {m for m in self.models.values() if isinstance(m, str)} | set(filter(None, [self.settings.candidate]))
+        for checkpoint_id in served:
             self.checkpoints[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
+        self.weights = serving_weights(self.store, self.settings.weights, self.router)
+
+    @property
+    def router(self) -> LoadedCheckpoint:
+        """The `forge` model's router (the `--router` checkpoint)."""
+        return self.checkpoints[self.models[ROUTER_MODEL]]
+
+    def open_traffic_log(self) -> None:
+        """Start this process's traffic-log segment (unless the log is off)."""
+        if self.settings.traffic_log:
+            self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir(self.store.path))
+
+    def log_request(self, record: dict[str, Any]) -> None:
+        """Append a request (or shadow) record to the traffic log, if it is on."""
+        if self.traffic is not None:
+            self.traffic.append(record)
 
     async def close(self) -> None:
-        """Close the host client and stop an embedded server this process started."""
+        """Close the host client, stop an embedded server this process started, close the log."""
         await self._host_lifetime.aclose()
+        if self.traffic is not None:
+            self.traffic.close()
 
 
 def build_app(store: Store, settings: ServeSettings) -> Starlette:
@@ -162,6 +221,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        state.open_traffic_log()
         loading = asyncio.create_task(state.load())
         try:
             yield
@@ -177,33 +237,64 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             {"id": name, "object": "model", "created": 0, "owned_by": "forge"} for name in state.models]})
 
     async def chat_completions(request: Request) -> Response:
-        started = time.perf_counter()
+        entry = RequestEntry.start(request, "chat")
         refused = _refusal(state, request)
         if refused:
-            return refused
+            return entry.refused(state, refused)
         try:
             asked = await _read_chat_request(request)
         except RefusedField as error:
-            return _error(state, 400, str(error), "invalid_request_error", error.param)
+            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error", error.param))
+        entry.model = asked.model
         if asked.model not in state.models:
-            return _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
-                          "not_found_error", "model")
+            return entry.refused(state, _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
+                                               "not_found_error", "model"))
+        budget, weights = _weights_for(state, asked.model, entry.client)
         try:
-            result = await _answer(state, asked)
+            result = await _answer(state, asked, weights)
         except HostError as error:
-            return _error(state, 502, f"the host failed: {error}", "api_error")
+            return entry.refused(state, _error(state, 502, f"the host failed: {error}", "api_error"))
         except ForgeError as error:
-            return _error(state, 400, str(error), "invalid_request_error")
-        state.metrics.record_answer(result.arm, result.host_calls, result.tokens, time.perf_counter() - started)
-        shadow = None
-        if state.shadow.take():  # runs once the response has been sent
-            shadow = BackgroundTask(shadow_raw, state.client, state.metrics, asked.model, result, asked.chat)
+            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error"))
+        latency_s = entry.elapsed_s()
+        state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
+        state.weights.record(budget, result.tokens)
+        state.log_request(entry.answered(result, budget, weights, latency_s)
+                          | {"budget_target": state.weights.target(budget)})
+        background = _shadow_work(state, asked, result, entry.request_id, weights)
         if asked.stream:
-            return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream", background=shadow)
-        return JSONResponse(_completion(asked.model, result), background=shadow)
+            return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream",
+                                     background=background)
+        return JSONResponse(_completion(asked.model, result), background=background)
+
+    async def route(request: Request) -> Response:
+        entry = RequestEntry.start(request, "route")
+        refused = _refusal(state, request)
+        if refused:
+            return entry.refused(state, refused)
+        try:
+            model, question = await _read_route_request(request)
+            entry.model = model
+            target = state.models.get(model)
+            if not isinstance(target, str):
+                raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(state))}), not '{model}'",
+                                   "model")
+            budget, weights = _weights_for(state, model, entry.client)
+            decision = dry_route(state.retriever, question, state.checkpoints[target], CostWeights(*weights))
+        except RefusedField as error:
+            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error", error.param))
+        except ForgeError as error:
+            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error"))
+        state.log_request(entry.routed(decision, target, budget, weights))
+        return JSONResponse({"model": model, "router": target, "arm": decision.arm, "margin": decision.margin,
+                             "weights": {"lambda_in": weights[0], "lambda_out": weights[1]}, "budget": budget,
+                             "evidence": [hit.document.title for hit in decision.evidence.passages],
+                             "probabilities": {arm: round(p, 6) for arm, p in decision.probabilities.items()},
+                             "routing_ms": round(decision.routing_ms, 1), "host_calls": 0})
 
     async def metrics(_: Request) -> Response:
-        return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+        budgets = state.weights.states() if state.weights is not None else []
+        return PlainTextResponse(state.metrics.render(budgets), media_type="text/plain; version=0.0.4")
 
     async def health(_: Request) -> Response:
         if state.ready:
@@ -213,8 +304,114 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
 
     return Starlette(routes=[
         Route("/v1/models", models), Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/metrics", metrics), Route("/health", health),
+        Route("/v1/route", route, methods=["POST"]), Route("/metrics", metrics), Route("/health", health),
     ], lifespan=lifespan)
+
+
+def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpoint) -> ServingWeights:
+    """The `forge` model's weights: fixed, or budgets starting where calibration's rule puts them on
+    the router's own host (or at `--lambda-in` when given)."""
+    start: dict[str, tuple[float, float]] = {}
+    targets = dict(request.budgets) | ({DEFAULT_BUDGET: request.budget_tokens} if request.budget_tokens else {})
+    if request.budgeted and router.conditioning is not None:
+        ratio = request.ray_ratio()
+        for name, target in targets.items():
+            if request.lambda_in is not None:
+                start[name] = (request.lambda_in, ratio * request.lambda_in)
+                continue
+            found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
+            log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
+                     "queries%s)", name, target, found.lambda_in, found.lambda_out, found.tokens, found.queries,
+                     "" if found.met else "; not met on the ray")
+            start[name] = (found.lambda_in, found.lambda_out)
+    return ServingWeights.build(request, router, start)
+
+
+@dataclass
+class RequestEntry:
+    """One request's traffic-log record as it is built (`forge_core.server.traffic_log`)."""
+
+    request_id: str
+    endpoint: str
+    client: str
+    started: float  # perf_counter at arrival
+    time: float  # Unix time at arrival
+    model: str | None = None
+
+    @classmethod
+    def start(cls, request: Request, endpoint: str) -> RequestEntry:
+        """A request as it arrives: its id, client (never its key) and times."""
+        return cls(uuid.uuid4().hex, endpoint, client_identity(request.headers), time.perf_counter(), now())
+
+    def elapsed_s(self) -> float:
+        """Seconds since the request arrived."""
+        return time.perf_counter() - self.started
+
+    def base(self, status: int) -> dict[str, Any]:
+        """The fields every request record has."""
+        return {"kind": "request", "id": self.request_id, "time": self.time, "endpoint": self.endpoint,
+                "client": self.client, "model": self.model, "status": status,
+                "latency_ms": round(self.elapsed_s() * 1000.0, 3)}
+
+    def refused(self, state: ServerState, response: Response) -> Response:
+        """Log a refused or failed request, and return its response."""
+        record = self.base(response.status_code) | {"host_calls": 0, "tokens_in": 0, "tokens_out": 0, "tokens": 0}
+        state.log_request(record)
+        return response
+
+    def answered(self, result: RoutedAnswer, budget: str | None, weights: tuple[float, float],
+                 latency_s: float) -> dict[str, Any]:
+        """An answered request's record."""
+        tokens_in, tokens_out = result.host_tokens
+        margin = result.margin
+        return self.base(200) | {
+            "latency_ms": round(latency_s * 1000.0, 3), "router": result.checkpoint_id, "budget": budget,
+            "lambda_in": weights[0] if result.weights else None, "lambda_out": weights[1] if result.weights else None,
+            "arm": result.arm, "margin": None if margin is None or math.isnan(margin) else round(margin, 6),
+            "tokens_in": tokens_in, "tokens_out": tokens_out, "tokens": result.tokens,
+            "host_calls": result.host_calls, "routing_ms": round(result.routing_ms, 3),
+            "question": result.question[:300], "evidence": [hit.document.title for hit in result.evidence.passages]}
+
+    def routed(self, decision: DryRoute, router: str, budget: str | None, weights: tuple[float, float]) -> dict:
+        """A dry route's record (no host call, no token)."""
+        margin = decision.margin
+        return self.base(200) | {
+            "router": router, "budget": budget, "lambda_in": weights[0], "lambda_out": weights[1],
+            "arm": decision.arm, "margin": None if math.isnan(margin) else round(margin, 6), "host_calls": 0,
+            "tokens_in": 0, "tokens_out": 0, "tokens": 0, "routing_ms": round(decision.routing_ms, 3)}
+
+
+def _weights_for(state: ServerState, model: str, client: str) -> tuple[str | None, tuple[float, float]]:
+    """The budget and weights of a request to `model`: the `forge` model's fixed weights or its
+    client's budget; other routers at the paper's defaults."""
+    if model == ROUTER_MODEL:
+        return state.weights.for_client(client)
+    return None, (DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
+
+
+def _routed(state: ServerState) -> list[str]:
+    return [name for name, target in state.models.items() if isinstance(target, str)]
+
+
+def _shadow_work(state: ServerState, asked: ChatRequest, result: RoutedAnswer, request_id: str,
+                 weights: tuple[float, float]) -> BackgroundTask | None:
+    """What runs once the response has been sent: Always-Raw's cost, the candidate's answer."""
+    raw = state.shadow.take()
+    candidate = asked.model == ROUTER_MODEL and state.candidate.take()
+    if not raw and not candidate:
+        return None
+
+    async def work() -> None:
+        if raw:
+            record = await shadow_raw(state.client, state.metrics, asked.model, result, asked.chat)
+            if record is not None:
+                state.log_request(shadow_record(request_id, "raw", record))
+        if candidate:
+            record = await state.candidate.run(state.client, state.retriever, state.checkpoints[state.candidate.id],
+                                               result, asked.chat, weights, state.evaluator)
+            state.log_request(shadow_record(request_id, "candidate", record))
+
+    return BackgroundTask(work)
 
 
 @contextlib.contextmanager
@@ -271,13 +468,34 @@ async def _read_chat_request(request: Request) -> ChatRequest:
     return parse_chat_request(body)
 
 
-async def _answer(state: ServerState, asked: ChatRequest) -> RoutedAnswer:
-    """Route (or take the fixed arm) and answer inside the client's conversation: no Always-Raw call."""
+async def _read_route_request(request: Request) -> tuple[str, str]:
+    """(model, question) of a dry route: `{"model": ..., "question": ...}` or a chat body's `messages`."""
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise RefusedField("the body is not JSON", None) from None
+    if not isinstance(body, dict):
+        raise RefusedField("the body must be a JSON object", None)
+    if "question" in body:
+        unknown = sorted(set(body) - {"model", "question"})
+        if unknown:
+            raise RefusedField(f"unknown field `{unknown[0]}` (send `model` and `question`, or a chat body)",
+                               unknown[0])
+        if not isinstance(body["question"], str):
+            raise RefusedField("`question` must be a string", "question")
+        return str(body.get("model") or DEFAULT_MODEL), body["question"]
+    asked = parse_chat_request(body)
+    return asked.model, asked.question
+
+
+async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, float]) -> RoutedAnswer:
+    """Route (or take the fixed arm) at `weights` and answer inside the client's conversation: no
+    Always-Raw call."""
     target = state.models[asked.model]
     return await route_and_answer(
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
-        arm=target if isinstance(target, Arm) else None, chat=asked.chat)
+        arm=target if isinstance(target, Arm) else None, chat=asked.chat, weights=CostWeights(*weights))
 
 
 def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:

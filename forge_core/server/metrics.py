@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable, Sequence
+
+from forge_core.server.budget import BudgetState
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 Z_95 = 1.959964  # two-sided 95% normal quantile
@@ -90,8 +93,8 @@ class ServerMetrics:
         with self._lock:
             self.shadow_failures += 1
 
-    def render(self) -> str:
-        """The Prometheus text exposition of every counter."""
+    def render(self, budgets: Sequence[BudgetState] = ()) -> str:
+        """The Prometheus text exposition of every counter, and of each token budget's state."""
         with self._lock:
             lines = _family("forge_requests_total", "counter", "Chat-completion requests by HTTP status.",
                             [(f'{{status="{status}"}}', count) for status, count in sorted(self.requests.items())])
@@ -105,7 +108,7 @@ class ServerMetrics:
                              "Tokens (in + out) of every host call made for answered requests.",
                              [("", self.realized_tokens)])
             lines += self._shadow_lines() + self._latency_lines()
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + budget_lines(budgets)) + "\n"
 
     def _shadow_lines(self) -> list[str]:
         models = sorted(self.savings.items())
@@ -138,6 +141,35 @@ class ServerMetrics:
                     ("_count", self.answered)]
         return _family("forge_request_latency_seconds", "histogram", "End-to-end latency of answered requests.",
                        buckets)
+
+
+def budget_lines(budgets: Sequence[BudgetState]) -> list[str]:
+    """Per budget (`--budget-tokens`, `--budgets`): the target, the realized mean tokens a request
+    over the controller's window with its normal 95% interval, and the weights in force."""
+    def per_budget(value: Callable[[BudgetState], float]) -> list[tuple[str, float]]:
+        return [(f'{{budget="{state.name}"}}', float(value(state))) for state in budgets]
+
+    if not budgets:
+        return []
+    return [
+        *_family("forge_budget_target_tokens", "gauge", "Target mean tokens a request of each budget.",
+                 per_budget(lambda b: b.target)),
+        *_family("forge_budget_realized_tokens", "gauge",
+                 "Realized mean tokens a request over the controller's window (every host call made for answers).",
+                 per_budget(lambda b: b.realized_mean)),
+        *_family("forge_budget_realized_tokens_ci95_lower", "gauge", "Lower bound of its normal 95% interval.",
+                 per_budget(lambda b: b.realized_ci[0])),
+        *_family("forge_budget_realized_tokens_ci95_upper", "gauge", "Upper bound of its normal 95% interval.",
+                 per_budget(lambda b: b.realized_ci[1])),
+        *_family("forge_budget_window_requests", "gauge", "Requests in the controller's window.",
+                 per_budget(lambda b: b.window_requests)),
+        *_family("forge_budget_requests_total", "counter", "Answered requests counted against each budget.",
+                 per_budget(lambda b: b.requests)),
+        *_family("forge_budget_lambda_in", "gauge", "lambda_in in force for each budget.",
+                 per_budget(lambda b: b.lambda_in)),
+        *_family("forge_budget_lambda_out", "gauge", "lambda_out in force for each budget.",
+                 per_budget(lambda b: b.lambda_out)),
+    ]
 
 
 def _family(name: str, kind: str, description: str, samples: list[tuple[str, float]]) -> list[str]:

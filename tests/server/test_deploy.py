@@ -1,0 +1,225 @@
+"""`forge serve` as a deployment is used: a cost-conditioned router at chosen weights, a dry route,
+a token budget held by moving the weights (a replay through the official `openai` client against a
+counting test-double host, the benchmark mix shifting half-way), the traffic log (one record per
+request, readable while serving, surviving kill -9), a shadow candidate under a token cap, and
+`forge traffic`."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from forge_core.errors import InvalidInput
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.reports.traffic import read_traffic
+from forge_core.server.app import ServeSettings, build_app, serving_in_thread
+from forge_core.server.deployment import WeightsRequest
+from forge_core.store import Store
+
+from support.counting_host import CountingHost
+from support.resources import require_module
+from support.stores import copy_store
+
+openai = require_module("openai", "the openai client is a test extra: pip install -e '.[test]'")
+BENCHMARK = "musique"
+LONG_BENCHMARKS = ("musique", "2wikimultihopqa")  # the mix before the shift
+SHIFTED_MIX = {"musique": 0.35, "2wikimultihopqa": 0.35, "popqa": 0.3}  # after it
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[CountingHost]:
+    """The counting test-double host."""
+    with CountingHost() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def deploy_store(tmp_path_factory: pytest.TempPathFactory, conditioned_store: tuple[Store, str],
+                 host: CountingHost) -> tuple[Store, str, str]:
+    """A copy of the conditioned store with the double as host `counting`: (store, conditioned
+    checkpoint, per-weight checkpoint)."""
+    store = copy_store(conditioned_store[0], tmp_path_factory.mktemp("deploy"))
+    save_host_config(store, HostConfig(name="counting", kind="openai", model="m", base_url=host.base_url,
+                                       max_retries=0, timeout_s=10.0))
+    checkpoints = store.find_checkpoints("synthetic-host", variant="lite")
+    per_weight = str(checkpoints[~checkpoints["conditioned"]]["checkpoint_id"].iloc[0])
+    return store, conditioned_store[1], per_weight
+
+
+def replay_questions(store: Store, n: int, seed: int = 0) -> list[str]:
+    """`n` demo questions: the first half from the long-question benchmarks, the second half from
+    `SHIFTED_MIX` (the mix of benchmarks shifts half-way)."""
+    rng = np.random.default_rng(seed)
+    pools = {b: [e.question for e in store.examples(b)] for b in SHIFTED_MIX}
+    first = [pools[str(rng.choice(LONG_BENCHMARKS))] for _ in range(n // 2)]
+    names, shares = list(SHIFTED_MIX), list(SHIFTED_MIX.values())
+    second = [pools[str(rng.choice(names, p=shares))] for _ in range(n - n // 2)]
+    return [str(rng.choice(pool)) for pool in first + second]
+
+
+def arm_costs(url: str, questions: list[str], arm: str) -> float:
+    """Mean tokens a request of a fixed arm over `questions` (distinct ones asked once)."""
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+    cost = {}
+    for question in set(questions):
+        reply = client.chat.completions.create(model=f"forge-arm-{arm}",
+                                               messages=[{"role": "user", "content": question}])
+        cost[question] = reply.usage.total_tokens
+    return float(np.mean([cost[q] for q in questions]))
+
+
+def test_serves_at_chosen_weights_and_routes_dry(deploy_store: tuple[Store, str, str], host: CountingHost,
+                                                 tmp_path: Path) -> None:
+    store, conditioned, _ = deploy_store
+    questions = replay_questions(store, 24)
+    decisions = {}
+    for weights in ((0.02, 0.04), (1.5, 3.0)):
+        settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, traffic_dir=tmp_path,
+                                 weights=WeightsRequest(lambda_in=weights[0], lambda_out=weights[1]))
+        with serving_in_thread(store, settings) as url:
+            calls = len(host.received)
+            routes = [httpx.post(f"{url}/v1/route", json={"question": q}, timeout=30).json() for q in questions]
+            assert len(host.received) == calls  # a dry route calls no host
+        for route in routes:
+            assert route["weights"] == {"lambda_in": weights[0], "lambda_out": weights[1]}
+            ranked = sorted(route["probabilities"].values(), reverse=True)
+            assert route["margin"] == pytest.approx(math.log(ranked[0]) - math.log(ranked[1]), abs=1e-4)
+            assert route["arm"] == max(route["probabilities"], key=route["probabilities"].get)
+            assert route["evidence"] and route["host_calls"] == 0
+        decisions[weights] = [route["arm"] for route in routes]
+    costly = sum(arm.startswith("raw") for arm in decisions[(0.02, 0.04)])
+    assert costly > sum(arm.startswith("raw") for arm in decisions[(1.5, 3.0)])  # the weights move the decisions
+    records = read_traffic(tmp_path).requests
+    assert len(records) == 2 * len(questions) and {r["endpoint"] for r in records} == {"route"}
+
+
+def test_a_per_weight_router_refuses_other_weights_in_one_line(deploy_store: tuple[Store, str, str]) -> None:
+    store, conditioned, per_weight = deploy_store
+    for weights, message in [(WeightsRequest(lambda_in=0.5), "serves only those"),
+                             (WeightsRequest(budget_tokens=300.0), "needs a cost-conditioned router")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, ServeSettings(host="counting", benchmark=BENCHMARK, router=per_weight, weights=weights))
+    build_app(store, ServeSettings(host="counting", benchmark=BENCHMARK, router=per_weight,  # its own weights
+                                   weights=WeightsRequest(lambda_in=0.1, lambda_out=0.2)))
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    result = subprocess.run([sys.executable, "-m", "forge_core.cli", "serve", "--host", "counting", "--router",
+                             per_weight, "--lambda-in", "0.5"], capture_output=True, text=True, env=env, timeout=120,
+                            check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "serves only those" in result.stderr.strip().splitlines()[-1]  # the error is one line
+
+
+def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:
+    """Send every question through the `openai` client as model `forge`; each reply's usage and arm."""
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="replay-key", default_headers={"X-Forge-Client": client_name})
+    replies = []
+    for question in questions:
+        reply = client.chat.completions.create(model="forge", messages=[{"role": "user", "content": question}])
+        replies.append({"tokens": reply.usage.total_tokens, "arm": reply.model_extra["forge"]["arm"]})
+    return replies
+
+
+@pytest.mark.slow
+def test_a_replay_holds_the_token_budget_logs_every_request_and_caps_the_shadow(
+        deploy_store: tuple[Store, str, str], host: CountingHost, tmp_path: Path) -> None:
+    store, conditioned, per_weight = deploy_store
+    questions = replay_questions(store, 1000)
+    reference = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, traffic_log=False)
+    with serving_in_thread(store, reference) as url:
+        target = (arm_costs(url, questions, "direct:no_think") + arm_costs(url, questions, "raw:no_think")) / 2
+    cap = 3000
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, traffic_dir=tmp_path,
+                             weights=WeightsRequest(budget_tokens=target), candidate=per_weight, candidate_rate=0.2,
+                             candidate_max_tokens=cap)
+    with serving_in_thread(store, settings) as url:
+        calls = len(host.received)
+        replies = replay(url, questions)
+        time.sleep(1.0)  # the last shadow answers
+        metrics = httpx.get(f"{url}/metrics").text
+    realized = np.mean([r["tokens"] for r in replies[500:]])
+    assert abs(realized - target) <= 0.05 * target, (realized, target)
+    assert f'forge_budget_target_tokens{{budget="default"}} {target:.6f}' in metrics
+    records = read_traffic(tmp_path)
+    assert len(records.requests) == len(questions) and {r["status"] for r in records.requests} == {200}
+    assert len({r["id"] for r in records.requests}) == len(questions)
+    shadows = [s for group in records.shadows.values() for s in group]
+    assert len(shadows) == 200  # every 5th request
+    spent = sum(s["tokens_spent"] for s in shadows)
+    answered = [s for s in shadows if s["status"] == "answered"]
+    assert answered and any(s["status"] == "capped" for s in shadows)
+    assert spent - max(s["tokens_spent"] for s in answered) < cap <= spent  # the call reaching the cap is the last
+    routed_tokens = sum(r["tokens"] for r in replies)
+    assert len(host.received) - calls == len(questions) + len(answered)  # one call a request, plus the shadow's
+    assert routed_tokens == sum(r["tokens"] for r in records.requests)
+
+
+@pytest.mark.kills
+def test_kill_9_mid_replay_loses_at_most_the_last_second(deploy_store: tuple[Store, str, str], tmp_path: Path) -> None:
+    store, conditioned, _ = deploy_store
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "forge_core.cli", "serve", "--host", "counting", "--router",
+                               conditioned, "--benchmark", BENCHMARK, "--port", str(port), "--budget-tokens", "200",
+                               "--traffic-dir", str(tmp_path)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 300
+        while httpx_status(url) != "ok":
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.5)
+        answered_at: list[float] = []
+        sender = threading.Thread(target=send_until_gone, args=(url, replay_questions(store, 400), answered_at),
+                                  daemon=True)
+        sender.start()
+        while len(answered_at) < 40:  # mid-replay: requests in flight when the kill comes
+            assert sender.is_alive()
+            time.sleep(0.05)
+        server.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        server.wait(timeout=30)
+        sender.join(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    logged = len(read_traffic(tmp_path).requests)
+    before_last_second = sum(t < killed_at - 1.0 for t in answered_at)
+    assert before_last_second <= logged <= len(answered_at)
+
+
+def send_until_gone(url: str, questions: list[str], answered_at: list[float]) -> None:
+    """Send the questions one by one, noting when each answer arrived, until the server is gone."""
+    for question in questions:
+        try:
+            httpx.post(f"{url}/v1/chat/completions", timeout=30,
+                       json={"model": "forge", "messages": [{"role": "user", "content": question}]}).raise_for_status()
+        except httpx.HTTPError:
+            return
+        answered_at.append(time.monotonic())
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def httpx_status(url: str) -> str | None:
+    try:
+        return httpx.get(f"{url}/health", timeout=5).json()["status"]
+    except (httpx.HTTPError, ValueError, KeyError):
+        return None
