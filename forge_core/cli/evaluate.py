@@ -302,7 +302,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         print_json(report)
         return
     table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
-                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI",
+                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI", "regret, 95% CI", "in oracle set",
                   title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
                         f"{settings.split_seed}, {report['queries']} queries, "
                         f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})",
@@ -311,10 +311,18 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
                       f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
                       _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
-                      _interval(row.get("ci_utility_vs_floor")))
+                      _interval(row.get("ci_utility_vs_floor")),
+                      f"{row['regret']['mean']:.4f} {_interval(row['regret']['ci'])}", f"{row['oracle_agreement']:.1%}")
     Console().print(table)
+    _print_stage_gains(report["stage2_minus_stage1"])
     Console().print(f"Decision: {decision.sentence()}")
     _print_seed_spread(report["across_split_seeds"])
+
+
+def _print_stage_gains(gains: dict) -> None:
+    """One line per router with a Stage-1 parent: Stage 2 minus Stage 1 utility and its interval."""
+    for name, gain in gains.items():
+        Console().print(f"{name}: Stage 2 minus Stage 1 utility {gain['difference']:+.4f} {_interval(gain['ci'])}")
 
 
 def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> None:

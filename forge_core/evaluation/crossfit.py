@@ -37,6 +37,7 @@ from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
 from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
+from forge_core.evaluation.oracle_measures import oracle_measures, stage2_minus_stage1, utility_matrix
 from forge_core.evaluation.outcomes import score_decisions
 from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
 from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
@@ -66,7 +67,7 @@ DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held ou
 RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it changes
 NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
 STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
-REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 3  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
 @dataclass(frozen=True)
@@ -361,7 +362,10 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     run's accounting, `deploy_cost_k` every call, `answer_cost_k` the answering call), host calls
     a query, and the paired bootstrap 95% intervals of its F1 against Always-Raw, of its utility
     against the best fixed arm (the fixed arm of highest macro utility) and against the linear
-    floor `ridge_utility` (same folds)."""
+    floor `ridge_utility` (same folds); and against the oracle set (`oracle_measures`): regret with its
+    interval, tie-aware oracle agreement and per-benchmark cot share, with every policy's regret
+    also under `regret` and each Stage-2 router's gain over its Stage-1 parent under
+    `stage2_minus_stage1`."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -382,6 +386,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
     best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
+    arm_utility, arms = utility_matrix(per_policy, fixed, f"{accounting}_utility")
     policies = {}
     for name, frame in per_policy.items():
         f1 = frame["f1"].to_numpy()
@@ -395,6 +400,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
             "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility(name), utility(best_fixed), benchmarks)),
             "deployable": frame["kind"].iloc[0] != ORACLE_KIND,
+            **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(
@@ -404,7 +410,9 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "split_seed": settings["split_seed"],
             "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
             "queries": int(len(benchmarks)), "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
-            "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies}
+            "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies,
+            "regret": {name: row["regret"] for name, row in policies.items()},
+            "stage2_minus_stage1": stage2_minus_stage1(per_policy, f"{accounting}_utility", benchmarks)}
 
 
 def seed_key(report: dict) -> str:
