@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
-from forge_core.errors import InvalidInput
+from forge_core.errors import ForgeError, InvalidInput
 from forge_core.evaluation import reports
 from forge_core.evaluation.action_map import ActionMap, compute_action_map
 from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_policies, demo_questions
@@ -26,6 +26,7 @@ from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.evaluation.reliability import Reliability, checkpoint_reliability
 from forge_core.evaluation.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
@@ -297,6 +298,17 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     compute_features(store, host)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def reliability(store: Store, version: int, checkpoint_id: str,
+                weights: tuple[float, float] | None = None) -> Reliability | str:
+    """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
+    or why there is none (a one-line reason: no test split, no outcomes)."""
+    try:
+        return checkpoint_reliability(store, checkpoint_id, weights)
+    except ForgeError as error:
+        return str(error)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

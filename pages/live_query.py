@@ -105,5 +105,8 @@ if asked:
 
 history = st.session_state.get(HISTORY_KEY, [])
 if history:
-    live_view.routed_answer(history[-1])
+    last = history[-1]
+    held_out = (None if not last.probabilities
+                else data.reliability(store, data.store_version(store), last.checkpoint_id, last.weights))
+    live_view.routed_answer(last, held_out)
     live_view.session_history(history)

@@ -21,9 +21,16 @@ from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.decision import decidable_policies
 from forge_core.evaluation.kinds import ORACLE_KIND
+from forge_core.evaluation.statistics import macro as macro_mean
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostNormalizer, oracle_actions
+from forge_core.routing.utility import (
+    DEFAULT_LAMBDA_IN,
+    DEFAULT_LAMBDA_OUT,
+    CostNormalizer,
+    oracle_actions,
+    oracle_sets,
+)
 from forge_core.store import Store
 
 if TYPE_CHECKING:
@@ -124,6 +131,24 @@ def policy_summary(
     summary = summary.assign(is_macro=summary["benchmark"] == MACRO, position=summary["policy"].map(order))
     summary = summary.sort_values(["is_macro", "benchmark", "position"])
     return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+def oracle_gap_summary(
+    table: OutcomeTable,
+    normalizer: CostNormalizer,
+    lambda_in: float = DEFAULT_LAMBDA_IN,
+    lambda_out: float = DEFAULT_LAMBDA_OUT,
+) -> pd.DataFrame:
+    """Per fixed arm (in action order), macro over benchmarks: mean regret (the query's best utility
+    minus the arm's, so no tie can decide it) and oracle agreement (share of queries where the arm is
+    one of the tied best, `oracle_sets`). Columns: policy, regret, oracle_agreement."""
+    utility = table.utility(normalizer, lambda_in, lambda_out)
+    losses, in_set = utility.max(axis=1, keepdims=True) - utility, oracle_sets(utility)
+    benchmarks = np.asarray(table.benchmarks)
+    return pd.DataFrame({
+        "policy": list(table.arms),
+        "regret": [macro_mean(losses[:, a], benchmarks) for a in range(len(table.arms))],
+        "oracle_agreement": [macro_mean(in_set[:, a].astype(np.float64), benchmarks) for a in range(len(table.arms))]})
 
 
 # ---------------------------------------------------------------- Pareto page
