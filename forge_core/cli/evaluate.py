@@ -82,19 +82,27 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
         _eval_cached(store, request, as_json)
 
 
+WarmArmsOption = Annotated[int, typer.Option(
+    help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm start: "
+         "support head only, thinking uniform; the demo store's stored runs).")]
+
+
 @eval_app.command("crossfit")
 def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
                   lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                   folds: FoldsOption = 5, stage: StageOption = 1, stage2_steps: Stage2StepsOption = 1000,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
-                  accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
+                  accounting: AccountingOption = "deploy", warm_arms: WarmArmsOption = 6,
+                  as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.training.stage1 import Stage1Config
     from forge_core.training.stage2 import Stage2Config
 
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
+                                    stage1=Stage1Config(warm_start_arms=warm_arms),
                                     stage2=Stage2Config(steps=stage2_steps)), as_json)
 
 

@@ -48,7 +48,7 @@ from forge_core.routing.features import compute_features, needs_probes, router_s
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 from forge_core.training.stage2 import Stage2Config
 from forge_core.training.trainer import (
     STORED_CONFIG_KEYS,
@@ -67,6 +67,7 @@ DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held ou
 RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it changes
 NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
 STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
+IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identity omits it at this value
 REPORT_VERSION = 3  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
@@ -219,9 +220,12 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
 def crossfit_identity(settings: dict) -> dict:
     """What a run's decisions depend on, from its settings (today's `to_dict`, or an older run's
     stored JSON): today's field names, no value at today's default, the stages' own seeds left out
-    (the run's `seed` seeds them), Stage 2 only for a Stage-2 run, and no conditioning when it is
-    the default or None (it adds the conditioned routers, as another policy would be added)."""
+    (the run's `seed` seeds them), Stage 1's `warm_start_arms` named unless it is the paper's 3 (the
+    default when the first runs were stored: their ids stay), Stage 2 only for a Stage-2 run, and no
+    conditioning when it is the default or None (it adds the conditioned routers, as another policy
+    would be added)."""
     defaults = CrossfitSettings().to_dict()
+    defaults["stage1"] = {**defaults["stage1"], **IDENTITY_STAGE1_BASELINE}
     identity = without_defaults({k: v for k, v in settings.items() if k not in NESTED_SETTINGS}, defaults)
     for stage_key in ("stage1", "stage2")[: settings["stage"]]:
         config = without_defaults(settings[stage_key], defaults[stage_key], STAGE_CONFIG_RENAMES)
