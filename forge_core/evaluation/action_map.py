@@ -37,6 +37,7 @@ from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.policies import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, oracle_sets, regret
 from forge_core.routing.utility import oracle_actions as utility_oracle_actions
@@ -130,13 +131,21 @@ class ActionMap:
         return {name: float(regret(self.utility, actions).mean()) if len(actions) else 0.0
                 for name, actions in self._references().items()}
 
+    def confidence(self, index: int) -> Confidence:
+        """The router's margin in utility units on one query (`forge_core.routing.confidence`)."""
+        probabilities = dict(zip(self.arms, map(float, self.probabilities[index])))
+        return confidence(probabilities, self.arms[self.router_actions[index]])
+
     def query_outcomes(self, index: int) -> pd.DataFrame:
-        """One query's row per arm: F1, tokens in and out, utility, the router's probability, and
-        whether the router and the oracle chose it."""
+        """One query's row per arm: F1, tokens in and out, utility, the router's probability and the
+        utility it implies relative to its pick (tau * log-probability difference), and whether the
+        router chose it and whether it is in the oracle set."""
+        implied = self.confidence(index).implied_utility
         return pd.DataFrame({
             "arm": list(self.arms), "F1": self.f1[index], "tokens in": self.tokens_in[index].astype(int),
             "tokens out": self.tokens_out[index].astype(int), "utility": self.utility[index],
             "router probability": self.probabilities[index],
+            "router's implied utility vs its pick": [implied[arm] for arm in self.arms],
             "router": np.arange(len(self.arms)) == self.router_actions[index],
             "oracle": self.oracle_set[index]})
 

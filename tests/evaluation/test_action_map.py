@@ -101,6 +101,8 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     assert list(outcomes["arm"]) == list(test.arms) and outcomes["router probability"].sum() == pytest.approx(1.0)
     assert outcomes["F1"].tolist() == test.f1[0].tolist() and outcomes["utility"].tolist() == utility[0].tolist()
     assert outcomes.loc[outcomes["router"], "arm"].tolist() == [test.arms[router[0]]]
+    implied = outcomes["router's implied utility vs its pick"]
+    assert implied.max() <= 1e-12 and implied[outcomes["router"]].tolist() == [0.0]  # the pick is the most probable
     tied_best = [arm for arm, in_oracle_set in zip(test.arms, in_set[0]) if in_oracle_set]
     assert outcomes.loc[outcomes["oracle"], "arm"].tolist() == tied_best
     assert np.array_equal(action_map.clusters, again.clusters) and action_map.n_clusters == 6
