@@ -8,8 +8,8 @@ from typing import Any
 import streamlit as st
 
 from app import data, live_view
-from forge_core.evaluation.action_map import ActionMap
 from forge_core.evidence.answering import retrieve_evidence
+from forge_core.reports.action_map import ActionMap
 from forge_core.store import Store
 
 SELECTED_KEY = "action_map_query"  # session state: the map index of the query opened last

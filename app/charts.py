@@ -7,7 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from forge_core.evaluation.reports import MACRO
+from forge_core.reports.tables import MACRO
 
 TOKENS_LABEL = "mean tokens per query (in + out)"
 

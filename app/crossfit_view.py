@@ -7,8 +7,8 @@ import streamlit as st
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
-from forge_core.evaluation.decision import report_at_weights
-from forge_core.evaluation.reports import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
+from forge_core.reports.decision import report_at_weights
+from forge_core.reports.tables import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 

@@ -19,29 +19,31 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.evaluation import reports
-from forge_core.evaluation.action_map import ActionMap, compute_action_map
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, DemoQuestion, conditioned_policies, demo_questions
-from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import finished_crossfit_reports
-from forge_core.evaluation.grounding import gold_recall_frame
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.reliability import Reliability, checkpoint_reliability
-from forge_core.evaluation.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
+from forge_core.policies.conditioned import conditioned_policies
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.grounding import gold_recall_frame
+from forge_core.policies.registry import ConditionedRouter, variants
+from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
+from forge_core.reports import tables
+from forge_core.reports.action_map import ActionMap, compute_action_map
+from forge_core.reports.demo_questions import DemoQuestion, demo_questions
+from forge_core.reports.reliability import Reliability, checkpoint_reliability
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
-from forge_core.training.trainer import one_torch_thread
+from forge_core.training.threads import one_torch_thread
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -69,7 +71,7 @@ def benchmark_stats(store: Store) -> dict[str, dict]:
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def coverage(store: Store) -> dict[str, dict]:
     """Complete queries per host on its default alphabet."""
-    return reports.store_coverage(store)
+    return tables.store_coverage(store)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -93,7 +95,7 @@ def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def alphabet_size(store: Store, host: str) -> int:
     """The host's default alphabet size (12 on thinking hosts, else 6)."""
-    return reports.default_alphabet_size(store, host)
+    return tables.default_alphabet_size(store, host)
 
 
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Loading outcomes…", hash_funcs=STORE_KEY)
@@ -135,7 +137,7 @@ def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
     """Reasoning tokens per arm over the host's answered outcomes."""
-    return reports.reasoning_summary(store, host)
+    return tables.reasoning_summary(store, host)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -179,7 +181,7 @@ def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, s
     """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
     -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
     policies = conditioned_policies(store, host, n_arms)
-    lite_first = sorted(policies, key=lambda policy: CONDITIONED_POLICIES[policy.name] != "lite")
+    lite_first = sorted(policies, key=lambda policy: variants(ConditionedRouter)[policy.name] != "lite")
     return {policy.checkpoint_id: policy.name for policy in lite_first}
 
 
@@ -252,7 +254,7 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
     # threads, under 0.1 s on one).
     with one_torch_thread(), threadpool_limits(1):
-        return reports.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
+        return tables.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
                                      by_benchmark, accounting, base)
 
 
@@ -285,7 +287,7 @@ def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.DataFrame:
     """A policy's stored out-of-fold arm per query (`version`: see `store_version`)."""
-    return reports.crossfit_arms(store, run_id, policy)
+    return tables.crossfit_arms(store, run_id, policy)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -1,5 +1,5 @@
 """The Pareto page's stated decision and its named points: what to deploy at the chosen weights
-(`forge_core.evaluation.decision`), and every policy's point under a human name, identical points
+(`forge_core.reports.decision`), and every policy's point under a human name, identical points
 merged so none hides under another."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Mapping
 import pandas as pd
 import streamlit as st
 
-from forge_core.evaluation.decision import crossfit_decision, report_at_weights
-from forge_core.evaluation.reports import merge_identical_points
+from forge_core.reports.decision import crossfit_decision, report_at_weights
+from forge_core.reports.tables import merge_identical_points
 
 
 def named_points(frame: pd.DataFrame, checkpoint_names: Mapping[str, str] | None = None) -> pd.DataFrame:

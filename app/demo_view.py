@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app import data, ui, weights
-from forge_core.evaluation.conditioned import WEIGHT_LADDER, DemoQuestion
 from forge_core.records import Example
+from forge_core.reports.demo_questions import WEIGHT_LADDER, DemoQuestion
 from forge_core.store import Store
 
 PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if any

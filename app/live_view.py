@@ -12,8 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from app import charts, ui
-from forge_core.evaluation.reliability import Reliability, share_right
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.reports.reliability import Reliability, share_right
 from forge_core.routing.confidence import Confidence
 from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from forge_core import config
-from forge_core.evaluation.action_map import compute_action_map
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.reports.action_map import compute_action_map
 from forge_core.routing.features import compute_features
 from forge_core.store import Store
 

@@ -5,7 +5,7 @@ import streamlit as st
 from app import charts, data, ui, weights
 from app.action_map_view import remember_click, show_query
 from app.crossfit_view import crossfit_run_label
-from forge_core.evaluation.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
 from forge_core.training.checkpoint_views import checkpoint_names
 

@@ -6,7 +6,7 @@ from app import charts, data, ui
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
-from forge_core.evaluation.reports import MACRO, coverage_frame, oracle_gap_summary, policy_summary
+from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]

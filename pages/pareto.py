@@ -7,7 +7,7 @@ from app.calibration_view import calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
-from forge_core.evaluation.reports import pareto_highlights
+from forge_core.reports.tables import pareto_highlights
 from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Pareto")

@@ -5,9 +5,9 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from forge_core.errors import MissingStep
-from forge_core.evaluation.reports import arm_mix_frame, calibration_frame, transfer_frame
 from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.evaluation.transfer import TransferRequest
+from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame
 
 CALIBRATION_SIZES = (25, 50, 100, 200)
 

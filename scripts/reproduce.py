@@ -22,9 +22,9 @@ import pandas as pd
 
 from forge_core.config import benchmarks_dir, demo_dir
 from forge_core.data.importing import import_benchmarks
-from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_run_id, run_crossfit
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.policies.context import evaluation_context
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.store.schema import EXPORTED_TABLES
 from forge_core.training.stage1 import PAPER_STAGE1

@@ -40,20 +40,21 @@ import pandas as pd
 
 from forge_core import config
 from forge_core.evaluation.cached import CachedRequest, run_cached
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_checkpoint
 from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
 from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
-from forge_core.evaluation.grounding import gold_recall_matrix
-from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.reports import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
-from forge_core.evaluation.setup import ROUTER_POLICIES, EvaluationSettings, EvaluationSetup, evaluation_setup
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
-from forge_core.evaluation.support_rates import support_verdicts
+from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, evaluation_setup
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.hosts.registry import get_host_config
+from forge_core.policies.conditioned import conditioned_checkpoint
+from forge_core.policies.grounding import gold_recall_matrix
+from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes
+from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
+from forge_core.policies.support_rates import support_verdicts
+from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
 from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,7 +255,7 @@ class Results:
         found = []
         for run in self.select(2, split_seed=None):
             rows = self.rows(run)
-            for name in ROUTER_POLICIES:
+            for name in variants(TrainedRouter):
                 gain, interval = _difference(rows.benchmarks, rows.utility[name], rows.utility[f"{name}_stage1"])
                 found.append((run.settings, name, run.settings["split_seed"], gain, interval))
         return found
@@ -279,7 +280,7 @@ class Results:
         results = self.store.fresh_results(run_id)
         results = results[results["checkpoint_id"].fillna("") == results["policy"].map(checkpoints).fillna("")]
         answered = [policy for policy in live if (results["policy"] == policy.name).sum() == len(rows)]
-        if {policy.name for policy in live} - {policy.name for policy in answered} - set(CONDITIONED_POLICIES):
+        if {policy.name for policy in live} - {policy.name for policy in answered} - set(variants(ConditionedRouter)):
             raise SystemExit(f"the store has no finished Fresh Online run {run_id} of the per-weight routers (`forge "
                              f"eval fresh --per-benchmark {FRESH_PER_BENCHMARK}` makes one, with live host calls)")
         chosen = np.isin(setup.rows, rows)  # the Cached protocol on the same queries
@@ -577,7 +578,7 @@ def stage2_table(results: Results) -> str:
     differences = results.stage_differences
     lines = ["| weights | router | Stage 2 minus Stage 1 at each split seed [95% CI] |", "|---|---|---|"]
     for weights in dict.fromkeys(_weights(settings) for settings, *_ in differences):
-        for name in ROUTER_POLICIES:
+        for name in variants(TrainedRouter):
             cells = "; ".join(f"{seed}: {_gain(gain, ci)}" for settings, router, seed, gain, ci in differences
                               if router == name and _weights(settings) == weights)
             lines.append(f"| {weights} | `{name}` | {cells} |")

@@ -12,8 +12,10 @@ ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
     "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing",
-    "rewards", "training", "evaluation", "jobs", "server", "cli",
+    "rewards", "training", "statistics", "policies", "evaluation", "reports", "jobs", "server", "cli",
 )
+REPO = ROOT.parent
+DASHBOARD = ("app", "pages")  # the Streamlit dashboard: it renders forge_core.reports and runs jobs
 
 
 def module_name(path: Path) -> str:
@@ -75,3 +77,39 @@ def test_no_import_cycle() -> None:
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports (absolute names; lazy imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_no_streamlit_in_the_library() -> None:
+    importing = sorted(name for name, path in modules().items()
+                       if any(m.split(".")[0] == "streamlit" for m in imported_modules(path)))
+    assert importing == []
+
+
+def test_the_dashboard_imports_neither_cli_nor_server() -> None:
+    files = [path for folder in DASHBOARD for path in sorted((REPO / folder).rglob("*.py"))]
+    assert len(files) > 10
+    upward = sorted(f"{path.relative_to(REPO)} -> {m}" for path in files for m in imported_modules(path)
+                    if m.startswith(("forge_core.cli", "forge_core.server")))
+    assert upward == []
+
+
+def test_the_evaluation_packages_name_their_modules() -> None:
+    """Each of policies, evaluation and reports says in its docstring what every module holds."""
+    unnamed = []
+    for package in ("policies", "evaluation", "reports"):
+        init = ROOT / package / "__init__.py"
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        unnamed += [f"{init.parent.name}.{path.stem}" for path in sorted(init.parent.glob("*.py"))
+                    if path.stem not in ("__init__", "__main__") and f"`{path.stem}`" not in docstring]
+    assert unnamed == []

@@ -294,7 +294,7 @@ def _eval_fresh(store: Store, request: FreshRequest, as_json: bool) -> None:
 
 def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
-    from forge_core.evaluation.decision import crossfit_decision
+    from forge_core.reports.decision import crossfit_decision
     from forge_core.routing.utility import ACCOUNTINGS
 
     store = open_store()
@@ -363,7 +363,7 @@ def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> Non
 
 def _print_arm_mix(report: dict) -> None:
     """Per benchmark, the target oracle's arm mix beside the transferred and the target's own Lite router."""
-    from forge_core.evaluation.reports import arm_mix_frame
+    from forge_core.reports.tables import arm_mix_frame
 
     frame = arm_mix_frame(report, [name for name in ("oracle", "transfer_forge_lite", "target_forge_lite")
                                    if name in report["policies"]])

@@ -23,7 +23,7 @@ def store_coverage(
     arms: Annotated[Optional[int], typer.Option(help="K (default: 12 on thinking hosts, else 6).")] = None,
 ) -> None:
     """Per host: queries whose K arms all have a non-error outcome, with and without probes."""
-    from forge_core.evaluation.reports import default_alphabet_size
+    from forge_core.reports.tables import default_alphabet_size
 
     store = open_store()
     coverage = store.coverage({host: default_alphabet_size(store, host) if arms is None else arms
@@ -93,7 +93,7 @@ def store_summary(
 ) -> None:
     """Per benchmark: mean F1 and tokens of every arm, and of the utility oracle (costs normalized
     by train maxima, so the oracle needs complete train queries)."""
-    from forge_core.evaluation.reports import policy_summary
+    from forge_core.reports.tables import policy_summary
     from forge_core.routing.outcome_table import load_outcome_table
 
     table = load_outcome_table(open_store(), host, arms)

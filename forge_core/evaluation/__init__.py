@@ -1,4 +1,6 @@
-"""Evaluating policies: statistics (`statistics`), what policies see (`context`), the policies and
-baselines (`policies`), a live query (`live_query`), the Cached protocol with sweeps and repeats
-(`cached`), the Fresh Online protocol (`fresh_online`), and the dashboard's reports (`reports`,
-`action_map`)."""
+"""The evaluation protocols: what an evaluation runs on and the one step that writes before it
+(`setup`), the Cached protocol with sweeps and repeats (`cached`), cross-fitting with routers
+trained per fold (`crossfit`), the Fresh Online protocol (`fresh_online`), transfer across
+benchmarks (`transfer`), the calibration of the cost-conditioned routers (`calibration`), the
+proxy-reward audit (`proxy_audit`), and results computed once and kept in a file (`file_cache`). The policies
+they evaluate are in `forge_core.policies`; what the pages show of them in `forge_core.reports`."""

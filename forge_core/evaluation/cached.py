@@ -5,7 +5,7 @@ and training seeds, lambda sweeps and the Pareto frontier.
 It reads every call's tokens from the stored outcomes. By default it charges what a deployment
 pays, every host call a decision needs on a new query (probes, earlier cascade stages and the
 answer; `accounting="deploy"`); `accounting="answer"` is the paper's Cached cost, the answering
-call only (see `forge_core.evaluation.context`). The Fresh Online protocol, which makes those
+call only (see `forge_core.policies.context`). The Fresh Online protocol, which makes those
 calls on the host, is `forge_core.evaluation.fresh_online`.
 
 It only reads: the routers it evaluates must exist. `CachedRequest.evaluations()` and
@@ -23,13 +23,15 @@ import numpy as np
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.grounding import gold_recall_matrix, grounding_summary
-from forge_core.evaluation.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
-from forge_core.evaluation.policies import FixedArm, RouterPolicy, build_baselines
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, settings_context
-from forge_core.evaluation.statistics import macro, pareto_frontier
-from forge_core.evaluation.support_rates import support_summary, support_verdicts
+from forge_core.policies.baselines import FixedArm
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.grounding import gold_recall_matrix, grounding_summary
+from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
+from forge_core.policies.registry import build_baselines
+from forge_core.policies.routers import RouterPolicy
+from forge_core.policies.support_rates import support_summary, support_verdicts
+from forge_core.statistics import macro, pareto_frontier
 from forge_core.store import Store
 
 REPEATED_SEEDS = (0, 1, 2)  # the paper's 3 split seeds x 3 training seeds

@@ -28,22 +28,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
-from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
-from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.outcomes import score_decisions
+from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
-from forge_core.training.trainer import one_torch_thread
+from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
 RAY_POINTS = 41  # weights scanned along the ray on each fold's inner dev part
-CONDITIONED_NAMES = {variant: name for name, variant in CONDITIONED_POLICIES.items()}  # variant -> policy name
+CONDITIONED_NAMES = {variant: name for name, variant in variants(ConditionedRouter).items()}  # variant -> policy name
 
 
 @dataclass(frozen=True)

@@ -33,31 +33,27 @@ import pandas as pd
 import torch
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES
-from forge_core.evaluation.context import Decisions, EvalContext, evaluation_context
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.evaluation.oracle_measures import oracle_measures, stage2_minus_stage1, utility_matrix
-from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.policies import FallbackPolicy, FixedArm, Policy, build_baselines
-from forge_core.evaluation.setup import FALLBACK_ROUTER, ROUTER_POLICIES, EvaluationSettings, check_evaluation
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
+from forge_core.policies.base import Policy
+from forge_core.policies.baselines import FixedArm
+from forge_core.policies.context import Decisions, EvalContext, evaluation_context
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
+from forge_core.policies.outcomes import score_decisions
+from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
+from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import (
-    STORED_CONFIG_KEYS,
-    FitRows,
-    fit_rows,
-    fit_stage1_router,
-    fit_stage2_router,
-    one_torch_thread,
-)
+from forge_core.training.threads import one_torch_thread
+from forge_core.training.trainer import STORED_CONFIG_KEYS, FitRows, fit_rows, fit_stage1_router, fit_stage2_router
 
 log = logging.getLogger(__name__)
 
@@ -201,9 +197,9 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
     policies: list[Policy] = fixed + [p for p in build_baselines() if p.name not in fixed_names]
     stage1 = dataclasses.replace(settings.stage1, seed=settings.seed)
     stage2 = dataclasses.replace(settings.stage2, seed=settings.seed)
-    routers = [(name, variant, None) for name, variant in ROUTER_POLICIES.items()]
+    routers = [(name, variant, None) for name, variant in variants(TrainedRouter).items()]
     if settings.conditioning is not None:
-        routers += [(name, variant, settings.conditioning) for name, variant in CONDITIONED_POLICIES.items()]
+        routers += [(name, variant, settings.conditioning) for name, variant in variants(ConditionedRouter).items()]
     for name, variant, conditioning in routers:
         if settings.stage == 2:
             parent = FoldRouter(f"{name}_stage1", variant, stage1, conditioning=conditioning)
@@ -212,7 +208,7 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
         else:
             router = FoldRouter(name, variant, stage1, conditioning=conditioning)
         policies.append(router)
-        if name == FALLBACK_ROUTER:
+        if has_dev_fallback(name):
             policies.append(FallbackPolicy(router))
     return policies
 

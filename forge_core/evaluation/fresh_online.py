@@ -10,7 +10,7 @@ from question to answer (latency p50/p95). Stored outcomes are never read for a 
 
 Policies run one after another over the queries, so the host's prompt cache holds what a
 deployment of that one policy would hold. One query of one policy is a `LiveQuery`
-(`forge_core.evaluation.live_query`).
+(`forge_core.policies.live_query`).
 
 Each finished (policy, query) is stored at once under a run id, a hash of a canonical form of the
 settings, with the router checkpoint it was answered with; a rerun with the same settings (after
@@ -32,19 +32,20 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.context import EvalContext
-from forge_core.evaluation.live_query import LiveQuery
-from forge_core.evaluation.outcomes import policy_outcomes
-from forge_core.evaluation.policies import FallbackPolicy, Policy
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
-from forge_core.evaluation.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.identity import canonical_hash
+from forge_core.policies.base import Policy
+from forge_core.policies.context import EvalContext
+from forge_core.policies.live_query import LiveQuery
+from forge_core.policies.outcomes import policy_outcomes
+from forge_core.policies.routers import FallbackPolicy
 from forge_core.records import Example, FreshResult
 from forge_core.routing.passage_vectors import passage_vectors
+from forge_core.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)

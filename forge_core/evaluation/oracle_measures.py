@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.routing.utility import oracle_sets
+from forge_core.statistics import macro, paired_bootstrap_ci
 
 NO_THINK = "no_think"
 STAGE1_SUFFIX = "_stage1"  # a Stage-2 router's parent is stored as `<router>_stage1`

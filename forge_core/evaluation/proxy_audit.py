@@ -25,19 +25,19 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS, DEV_FRACTION, FoldRouter, crossfit_folds
-from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.setup import ROUTER_POLICIES
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.outcomes import score_decisions
+from forge_core.policies.registry import TrainedRouter, variants
 from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key, reward_matrix
 from forge_core.routing.features import compute_features
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
-from forge_core.training.trainer import one_torch_thread
+from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +67,9 @@ class RewardAuditRequest:
     def __post_init__(self) -> None:
         check_reward_source(self.reward, proxies_only=True)
         check_cost_weights(self.lambda_in, self.lambda_out)
-        unknown = sorted(set(self.routers) - set(ROUTER_POLICIES))
+        unknown = sorted(set(self.routers) - set(variants(TrainedRouter)))
         if unknown:
-            raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(ROUTER_POLICIES)})")
+            raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(variants(TrainedRouter))})")
         if self.folds < 2:
             raise InvalidInput(f"the audit's crossfit needs at least 2 folds, not {self.folds}")
         if self.grid and not self.routers:
@@ -138,13 +138,14 @@ def crossfit_recipes(context: EvalContext, proxy: np.ndarray, request: RewardAud
                 gold, table=dataclasses.replace(gold.table, f1=proxy))}
             rows = gold.rows("test")
             for name in request.routers:
+                variant = variants(TrainedRouter)[name]
                 stage1_routers = {}
                 for first, second in recipes:
                     if second is None:
-                        router = stage1_routers[first] = FoldRouter(f"{name}_{first}", ROUTER_POLICIES[name], stage1)
+                        router = stage1_routers[first] = FoldRouter(f"{name}_{first}", variant, stage1)
                         router.fit(trained_on[first])
                     else:
-                        router = FoldRouter(f"{name}_{first}_{second}", ROUTER_POLICIES[name], stage1, stage2,
+                        router = FoldRouter(f"{name}_{first}_{second}", variant, stage1, stage2,
                                             parent=stage1_routers[first])
                         router.fit(trained_on[second])
                     outcome = score_decisions(gold, rows, router, router.decide(gold, rows))

@@ -13,9 +13,19 @@ import numpy as np
 
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.conditioned import CONDITIONED_POLICIES, conditioned_policies
-from forge_core.evaluation.context import EvalContext, evaluation_context
-from forge_core.evaluation.policies import BASELINES, FallbackPolicy, Policy, RouterPolicy, build_baselines
+from forge_core.policies.base import Policy
+from forge_core.policies.conditioned import conditioned_policies
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.registry import (
+    Baseline,
+    TrainedRouter,
+    build_baselines,
+    check_policy_names,
+    has_dev_fallback,
+    registered,
+    variants,
+)
+from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
@@ -26,13 +36,6 @@ from forge_core.training.trainer import TrainRequest, train_router
 log = logging.getLogger(__name__)
 
 EVALUATED_SPLITS = ("dev", "test")
-ROUTER_POLICIES = {"forge_full": "full", "forge_lite": "lite", "bge_bm25_kl": "bge"}
-FALLBACK_ROUTER = "forge_full"  # the router the dev fallback rule wraps (`FallbackPolicy`)
-
-
-def known_policy_names() -> tuple[str, ...]:
-    """Every policy name `forge eval --policy` accepts."""
-    return (*BASELINES, *ROUTER_POLICIES, FallbackPolicy.name_for(FALLBACK_ROUTER), *CONDITIONED_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,7 @@ class EvaluationSettings:
         if self.split not in EVALUATED_SPLITS:
             raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
                              "are fitted on train)")
-        unknown = sorted(set(self.policy_names or ()) - set(known_policy_names()))
-        if unknown:
-            raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(known_policy_names())})")
+        check_policy_names(self.policy_names or ())
 
 
 def check_evaluation(store: Store, settings: EvaluationSettings) -> None:
@@ -103,8 +104,9 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
     routers = router_policies(store, settings)
-    policies = build_baselines([n for n in (names or BASELINES) if n in BASELINES]) + routers
-    policies += [FallbackPolicy(r) for r in routers if r.name == FALLBACK_ROUTER]
+    baselines = registered(Baseline)
+    policies = build_baselines([n for n in (names or baselines) if n in baselines]) + routers
+    policies += [FallbackPolicy(r) for r in routers if has_dev_fallback(r.name)]
     conditioned = conditioned_policies(store, host, settings.n_arms, settings.split_seed, settings.seed,
                                        settings.benchmarks, required=names or ())
     policies += conditioned
@@ -127,7 +129,7 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     same data as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility. A
     variant without one is refused: `prepare_evaluation` is the step that trains it."""
     policies: list[Policy] = []
-    for name, variant in ROUTER_POLICIES.items():
+    for name, variant in variants(TrainedRouter).items():
         checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
         if checkpoint is None:
             raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
@@ -141,7 +143,7 @@ def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[st
     """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
     checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
     trained = []
-    for name, variant in ROUTER_POLICIES.items():
+    for name, variant in variants(TrainedRouter).items():
         if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
             log.info("training a Stage-1 %s router for %s", variant, name)
             trained.append(train_router(store, TrainRequest(

@@ -39,15 +39,16 @@ import torch
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.context import EvalContext
-from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND
-from forge_core.evaluation.outcomes import PolicyOutcome, cost_summary, policy_outcomes, score_decisions
-from forge_core.evaluation.policies import FixedArm, Oracle, RouterPolicy
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, router_policies
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
+from forge_core.policies.baselines import FixedArm, Oracle
+from forge_core.policies.context import EvalContext
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.policies.outcomes import PolicyOutcome, cost_summary, policy_outcomes, score_decisions
+from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import LoadedCheckpoint, save_checkpoint
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import kl_loss
 

@@ -8,13 +8,12 @@ refused by construction: the standardizer and normalizer only fit on "train".
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +50,7 @@ from forge_core.routing.utility import (
 from forge_core.store import Store, utc_now
 from forge_core.training.stage1 import Stage1Config, check_warm_start, train_stage1
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -287,19 +287,6 @@ def _reward_lineage(request: TrainRequest) -> dict[str, str]:
     if request.training_reward == GOLD:
         return {}
     return {"stage2_reward" if request.stage == 2 else "reward": request.training_reward}
-
-
-@contextlib.contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Torch on one thread inside the block (the previous count is restored after it): the routers
-    are small MLPs, and a second thread only competes with the embedded host for the CPU (Stage 2
-    measured 20x slower on two threads next to llama.cpp)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None = None) -> str:

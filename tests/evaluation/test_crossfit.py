@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.crossfit import (
     CrossfitSettings,
     crossfit_folds,
@@ -15,7 +14,8 @@ from forge_core.evaluation.crossfit import (
     fold_splits,
     run_crossfit,
 )
-from forge_core.evaluation.policies import RidgeUtility
+from forge_core.policies.baselines import RidgeUtility
+from forge_core.policies.context import evaluation_context
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
@@ -141,7 +141,7 @@ def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_o
 
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
-    from forge_core.evaluation.setup import ROUTER_POLICIES
+    from forge_core.policies.registry import TrainedRouter, variants
     from forge_core.training.stage2 import Stage2Config
 
     from support.stores import copy_store
@@ -155,7 +155,7 @@ def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> 
     # Stage 2 starts from its parent and keeps its best inner-dev state: 20 small steps leave the
     # routed arms and the utility close to the parent's (a router not started from it would not be)
     arms = store.crossfit_results(report["run_id"]).set_index(["policy", "benchmark", "example_id"])["arm"]
-    for name in ROUTER_POLICIES:
+    for name in variants(TrainedRouter):
         parent = f"{name}_stage1"
         assert (arms[name].sort_index() == arms[parent].sort_index()).mean() >= 0.9, name
         assert policies[name]["macro_utility"] >= policies[parent]["macro_utility"] - 0.02, name

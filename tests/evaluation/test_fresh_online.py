@@ -106,8 +106,8 @@ def test_fresh_online_on_the_real_tiny_host(routed_store: Store, tmp_path, tiny_
 
 
 def test_live_context_refuses_features_it_was_not_given(outcome_store: Store) -> None:
-    from forge_core.evaluation.context import evaluation_context
-    from forge_core.evaluation.live_query import LiveContext
+    from forge_core.policies.context import evaluation_context
+    from forge_core.policies.live_query import LiveContext
 
     fitted = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
     live = LiveContext(**{f.name: getattr(fitted, f.name) for f in dataclasses.fields(fitted)} | {"_features": {}})

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.context import evaluation_context
 from forge_core.evaluation.setup import prepare_evaluation, router_policies
 from forge_core.evaluation.transfer import TransferRequest, calibration_rows, run_transfer
+from forge_core.policies.context import evaluation_context
 from forge_core.store import Store
 
 from support.stores import copy_store

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.conditioned import conditioned_checkpoint, conditioned_policies
-from forge_core.evaluation.context import evaluation_context
+from forge_core.policies.conditioned import conditioned_checkpoint, conditioned_policies
+from forge_core.policies.context import evaluation_context
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import Standardizer
@@ -94,7 +94,7 @@ def test_conditioned_stage2_keeps_its_parents_conditioning(conditioned_store: tu
 
 def test_action_map_of_a_conditioned_router_is_drawn_at_the_default_weights(
         conditioned_store: tuple[Store, str]) -> None:
-    from forge_core.evaluation.action_map import compute_action_map, map_weights
+    from forge_core.reports.action_map import compute_action_map, map_weights
 
     store, checkpoint_id = conditioned_store
     assert map_weights(load_checkpoint(store, checkpoint_id).lineage) == (0.1, 0.2)

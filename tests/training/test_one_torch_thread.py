@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from forge_core.training.trainer import one_torch_thread
+from forge_core.training.threads import one_torch_thread
 
 
 def test_one_thread_inside_and_restored_after_an_error() -> None:

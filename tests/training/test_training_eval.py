@@ -12,10 +12,10 @@ import torch
 
 from forge_core.evaluation.cached import evaluate
 from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
-from forge_core.evaluation.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.stage2 import Stage2Config
@@ -130,8 +130,8 @@ def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(
 
 def test_routers_only_read_features_of_their_embedder(outcome_store: Store, tmp_path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from forge_core.evaluation.context import evaluation_context
     from forge_core.evaluation.setup import router_policies, train_missing_routers
+    from forge_core.policies.context import evaluation_context
 
     from support.stores import copy_store
 
@@ -181,7 +181,7 @@ def test_evaluate_reads_only_and_names_the_step_that_trains(outcome_store: Store
 
 
 def test_evaluate_reports_every_policy(outcome_store: Store) -> None:
-    from forge_core.evaluation.context import evaluation_context
+    from forge_core.policies.context import evaluation_context
 
     prepare_evaluation(outcome_store, EvaluationSettings(HOST, split="test"))
     report = evaluate(outcome_store, EvaluationSettings(HOST, split="test"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge_core.evaluation.reliability import checkpoint_reliability
+from forge_core.reports.reliability import checkpoint_reliability
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
 

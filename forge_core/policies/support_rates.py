@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from forge_core.evaluation.statistics import macro, paired_bootstrap_ci
 from forge_core.rewards.sources import aligned_rewards
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORT_SCORES, SUPPORT_SOURCE, SUPPORTED, evaluator_name
 from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forge_core.evaluation.context import Decisions, EvalContext
-from forge_core.evaluation.policies import Policy
-from forge_core.evaluation.statistics import action_distribution, kl_divergence, macro, paired_bootstrap_ci
+from forge_core.policies.base import Policy
+from forge_core.policies.context import Decisions, EvalContext
 from forge_core.routing.utility import boltzmann_target, oracle_actions
+from forge_core.statistics import action_distribution, kl_divergence, macro, paired_bootstrap_ci
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,18 @@ train queries; it is descriptive only (it sees the answers' scores).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.decision import decidable_policies
-from forge_core.evaluation.kinds import ORACLE_KIND
-from forge_core.evaluation.statistics import macro as macro_mean
+from forge_core.evaluation.cached import pareto_points
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
-from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.policies.context import EvalContext
+from forge_core.policies.kinds import ORACLE_KIND
+from forge_core.reports.decision import decidable_policies
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import (
     DEFAULT_LAMBDA_IN,
     DEFAULT_LAMBDA_OUT,
@@ -31,10 +31,9 @@ from forge_core.routing.utility import (
     oracle_actions,
     oracle_sets,
 )
+from forge_core.statistics import macro as macro_mean
+from forge_core.statistics import pareto_frontier
 from forge_core.store import Store
-
-if TYPE_CHECKING:
-    from forge_core.evaluation.context import EvalContext
 
 MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
 ORACLE = "oracle"  # policy name of the per-query utility oracle
@@ -168,7 +167,6 @@ def pareto_frame(points: dict) -> pd.DataFrame:
     """`evaluation.pareto_points` as one row per policy (and benchmark), with its kind and whether
     it is on the Pareto frontier (lowest cost for the highest macro F1) of the deployable policies
     of its benchmark facet (the oracle, which sees every arm's score, is a reference, never on it)."""
-    from forge_core.evaluation.statistics import pareto_frontier
 
     frame = pd.DataFrame(points["points"], columns=list(PARETO_COLUMNS[:-1]))
     frame["on_frontier"] = False
@@ -185,8 +183,6 @@ def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_
     and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). A host
     without train and dev queries is refused; the features must be computed
     (`forge_core.routing.features.compute_features`). `base`: see `pareto_points`."""
-    from forge_core.evaluation.cached import pareto_points
-    from forge_core.routing.outcome_table import load_outcome_table
 
     require_train_and_dev(base.table if base is not None else load_outcome_table(store, host, n_arms))
     points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark,
@@ -225,7 +221,6 @@ def crossfit_frame(report: dict) -> pd.DataFrame:
     its gain over the best fixed arm with the paired 95% interval, whether that gain is decidable
     (interval above zero, `decision.decidable_policies`), and whether it is on the Pareto frontier
     of the deployable policies (the oracle is a reference, never on it)."""
-    from forge_core.evaluation.statistics import pareto_frontier
 
     best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
     decidable = decidable_policies(report)
@@ -250,7 +245,6 @@ def transfer_frame(report: dict) -> pd.DataFrame:
     target, the utility gain over the target's own Lite router with its paired 95% interval, and
     whether it is on the target's Pareto frontier of deployable policies (the oracle is a
     reference, never on it)."""
-    from forge_core.evaluation.statistics import pareto_frontier
 
     reference = report["policies"]["target_forge_lite"]["macro_utility"]
     rows = [{"policy": name, "kind": row["kind"], "benchmark": "all", "cost_k": row["cost_k"],

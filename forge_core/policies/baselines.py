@@ -1,60 +1,28 @@
-"""Routing policies under one interface: routers (any checkpoint), fixed arms and the baselines.
-
-A policy is fitted on train and dev rows only, then decides an arm for each evaluated row. Its
-`Decisions` also carry the host calls a new query needs before the answering one (the probes of a
-Full router and of Self-Routing, a cascade's earlier stages), so that every policy pays for what
-it really runs (see the accounting in `forge_core.evaluation.context`).
-`answer_live` deploys the same decision on a new query with real host calls (Fresh Online,
-`forge_core.evaluation.fresh_online`). The dev fallback rule wraps a router (`FallbackPolicy`).
-Adding a baseline is one class and one registry line (`BASELINES`).
+"""The baselines FORGE is compared with: the fixed arms, the per-query oracle (descriptive only),
+the published routing baselines (BM25 thresholds, Adaptive-RAG, TierMem, Self-Routing, a
+FrugalGPT-style cascade) and the linear floor `ridge_utility`. Adding one is a `Policy` subclass
+here and one line in `forge_core.policies.registry.POLICIES`.
 """
 
 from __future__ import annotations
 
 import itertools
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from forge_core.arms import DIRECT_NO_THINK, RAW_NO_THINK, SUMMARY_NO_THINK
-from forge_core.errors import InvalidInput
-from forge_core.evaluation.context import LIVE_ROW, Decisions, EvalContext
-from forge_core.evaluation.kinds import BASELINE_KIND, FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
-from forge_core.evaluation.live_query import LiveQuery
-from forge_core.evaluation.statistics import paired_bootstrap_ci
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.embedders import spec_for_name
-from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk, needs_probes, router_standardizer
+from forge_core.policies.base import NOTHINK_ARMS, Policy
+from forge_core.policies.context import LIVE_ROW, Decisions, EvalContext
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.policies.live_query import LiveQuery
+from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk, router_standardizer
 from forge_core.routing.utility import oracle_actions
 
 RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
-NOTHINK_ARMS = (DIRECT_NO_THINK, SUMMARY_NO_THINK, RAW_NO_THINK)  # bands, cascade stages, the fallback's fixed arms
-
-
-class Policy(ABC):
-    """Picks one arm per query; `fit` may only read train and dev rows."""
-
-    name: str = ""
-    kind: str = BASELINE_KIND  # one of the kinds of `forge_core.evaluation.kinds`
-    live_variant: str | None = None  # the feature variant `decide` reads on a new query
-    live_embedder: str | None = None  # the embedder of those features (None: FORGE_EMBEDDER's)
-    deployable = True  # False for a descriptive policy that needs every arm's outcome
-
-    def fit(self, context: EvalContext) -> None:
-        """Tune on train/dev (no-op for policies without parameters)."""
-
-    @abstractmethod
-    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        """The decision for each row."""
-
-    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
-        """Answer a new query with real host calls: its live features, this policy's decision on
-        them, then the chosen arm (the Fresh Online protocol)."""
-        context = await query.context(self.live_variant, self.live_embedder)
-        return await query.answer(context.table.arms[self.decide(context, LIVE_ROW).actions[0]])
 
 
 class FixedArm(Policy):
@@ -315,123 +283,3 @@ class RidgeUtility(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features("lite")[rows])
         return Decisions.single(self._predicted_utility(self.model, x).argmax(axis=1))
-
-
-class RouterPolicy(Policy):
-    """A trained router checkpoint: argmax of its policy on the standardized features (a
-    cost-conditioned checkpoint decides at the context's cost weights)."""
-
-    kind = ROUTER_KIND
-
-    def __init__(self, checkpoint_id: str, name: str) -> None:
-        self.checkpoint_id = checkpoint_id
-        self.name = name
-
-    @property
-    def live_variant(self) -> str:
-        """The checkpoint's feature variant (known once fitted)."""
-        return self.checkpoint.variant
-
-    @property
-    def live_embedder(self) -> str:
-        """The embedder the checkpoint was trained on (known once fitted)."""
-        return self.embedder
-
-    def fit(self, context: EvalContext) -> None:
-        """Load the checkpoint; it reads only features of the embedder it was trained on."""
-        self.checkpoint = context.weight_free(("checkpoint", self.checkpoint_id),
-                                              lambda: load_checkpoint(context.store, self.checkpoint_id))
-        self.embedder = spec_for_name(self.checkpoint.lineage["embedder"])
-        if self.checkpoint.record["n_arms"] != len(context.table.arms):
-            raise InvalidInput(f"checkpoint {self.checkpoint_id} routes {self.checkpoint.record['n_arms']} arms, "
-                             f"the evaluation has {len(context.table.arms)}")
-        standardizer = self.checkpoint.standardizer
-        if self.features(context).shape[1] != standardizer.embedding_dim + len(standardizer.mean):
-            raise InvalidInput(f"checkpoint {self.checkpoint_id} was trained on other features")
-
-    def features(self, context: EvalContext) -> np.ndarray:
-        """The raw features the checkpoint reads: its variant, under its embedder."""
-        return context.features(self.checkpoint.variant, self.embedder)
-
-    def probabilities(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
-        """[n, K] the router's action distribution."""
-        return self.checkpoint.probabilities(self.features(context)[rows], context.lambda_in, context.lambda_out)
-
-    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        actions = self.probabilities(context, rows).argmax(axis=1)
-        if needs_probes(self.checkpoint.variant):
-            return context.probed_decisions(rows, actions)
-        return Decisions.single(actions)
-
-
-def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> dict[str, str]:
-    """Per benchmark: "router" where the lower 95% bound of the router's dev utility gain over the
-    best fixed arm is positive, else that fixed arm's name (the paper's fallback rule)."""
-    dev = context.rows("dev")
-    utility = context.utility[dev]
-    benchmarks = context.table.benchmarks[dev]
-    router_utility = context.realized_utility(dev, router.decide(context, dev))
-    rule = {}
-    for benchmark in np.unique(benchmarks):
-        mask = benchmarks == benchmark
-        fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in NOTHINK_ARMS}
-        best_arm = max(fixed, key=fixed.get)
-        gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
-        low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
-        rule[str(benchmark)] = "router" if low > 0 else best_arm
-    return rule
-
-
-class FallbackPolicy(Policy):
-    """A router used only on benchmarks where the dev fallback rule keeps it."""
-
-    kind = ROUTER_KIND
-
-    def __init__(self, router: RouterPolicy) -> None:
-        self.router = router
-        self.name = self.name_for(router.name)
-
-    @staticmethod
-    def name_for(router_name: str) -> str:
-        """The policy name of the fallback rule around a router."""
-        return f"{router_name}_fallback"
-
-    def fit(self, context: EvalContext) -> None:
-        self.rule = dev_fallback(context, self.router)
-
-    def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        benchmarks = context.table.benchmarks[rows]
-        fixed = np.array([self.rule.get(b, "router") for b in benchmarks], dtype=object)
-        routed = fixed == "router"
-        fixed_actions = np.array([0 if choice == "router" else context.arm(choice) for choice in fixed])
-        return self.router.decide(context, rows).where(routed, fixed_actions)
-
-    async def answer_live(self, query: LiveQuery) -> ArmAnswer:
-        choice = self.rule.get(query.benchmark, "router")
-        if choice == "router":
-            return await self.router.answer_live(query)
-        return await query.answer(choice)
-
-
-
-BASELINES: dict[str, type[Policy] | tuple] = {
-    "always_direct": (FixedArm, DIRECT_NO_THINK),
-    "always_summary": (FixedArm, SUMMARY_NO_THINK),
-    "always_raw": (FixedArm, RAW_NO_THINK),
-    "bm25_threshold": (BM25Threshold,),
-    "adaptive_rag": (AdaptiveRAG,),
-    "tiermem": (TierMem,),
-    "self_routing": (SelfRouting,),
-    "frugal_cascade": (FrugalCascade,),
-    "ridge_utility": (RidgeUtility,),
-    "oracle": (Oracle,),
-}
-
-
-def build_baselines(names: list[str] | None = None) -> list[Policy]:
-    """Fresh instances of the named baselines (all by default)."""
-    chosen = names or list(BASELINES)
-    unknown = [n for n in chosen if n not in BASELINES]
-    if unknown:
-        raise InvalidInput(f"unknown policies: {', '.join(unknown)} (known: {', '.join(BASELINES)})")
-    return [BASELINES[n][0](*BASELINES[n][1:]) for n in chosen]

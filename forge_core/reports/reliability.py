@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import MissingStep
-from forge_core.evaluation.context import EvalContext
-from forge_core.evaluation.policies import RouterPolicy
+from forge_core.policies.context import EvalContext
+from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import TAU, UNTRAINED_TOLERANCE
 from forge_core.routing.outcome_table import load_outcome_table
@@ -90,7 +90,7 @@ def checkpoint_reliability(store: Store, checkpoint_id: str,
     """The reliability table of a checkpoint on its host's complete test queries of its own split
     seed (with probes for a Full router), at its own weights or, for a cost-conditioned router,
     at `weights` (default 0.1 / 0.2), costs normalized by its train maxima."""
-    from forge_core.evaluation.action_map import map_weights
+    from forge_core.reports.action_map import map_weights
 
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage

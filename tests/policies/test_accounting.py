@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from forge_core.evaluation.cached import evaluate
-from forge_core.evaluation.context import Decisions, evaluation_context
 from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit, seed_spread
-from forge_core.evaluation.outcomes import score_decisions
-from forge_core.evaluation.policies import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
 from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+from forge_core.policies.baselines import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
+from forge_core.policies.context import Decisions, evaluation_context
+from forge_core.policies.outcomes import score_decisions
 from forge_core.routing.embedders import load_embedder
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config

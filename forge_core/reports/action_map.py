@@ -33,9 +33,9 @@ import pandas as pd
 from forge_core.arms import DIRECT_NO_THINK
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.context import EvalContext
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.policies import RouterPolicy
+from forge_core.policies.context import EvalContext
+from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from forge_core.evaluation.context import EvalContext, evaluation_context
 from forge_core.evaluation.crossfit import (
     CrossfitSettings,
     crossfit_policies,
@@ -23,7 +22,10 @@ from forge_core.evaluation.crossfit import (
     fold_context,
     fold_splits,
 )
-from forge_core.evaluation.policies import FallbackPolicy, Policy, RouterPolicy, build_baselines
+from forge_core.policies.base import Policy
+from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.registry import build_baselines
+from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config

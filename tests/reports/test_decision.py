@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from forge_core.evaluation.decision import crossfit_decision, decidable_policies, report_at_weights
-from forge_core.evaluation.reports import crossfit_frame, merge_identical_points
+from forge_core.reports.decision import crossfit_decision, decidable_policies, report_at_weights
+from forge_core.reports.tables import crossfit_frame, merge_identical_points
 
 
 def _row(utility: float, low: float, high: float, kind: str = "router") -> dict:

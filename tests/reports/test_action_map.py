@@ -8,13 +8,7 @@ import html
 import numpy as np
 import pytest
 
-from forge_core.evaluation.action_map import (
-    MIN_QUERIES,
-    action_mix,
-    cluster_points,
-    compute_action_map,
-    umap_coordinates,
-)
+from forge_core.reports.action_map import MIN_QUERIES, action_mix, cluster_points, compute_action_map, umap_coordinates
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
@@ -81,8 +75,8 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     again = compute_action_map(store, HOST, checkpoint_id, "test")  # no cache: computed afresh, the same map
     assert np.array_equal(action_map.coordinates, again.coordinates)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("forge_core.evaluation.action_map.umap_coordinates", lambda *a, **k: pytest.fail("recomputed"))
-        patch.setattr("forge_core.evaluation.action_map.cluster_points", lambda *a, **k: pytest.fail("recomputed"))
+        patch.setattr("forge_core.reports.action_map.umap_coordinates", lambda *a, **k: pytest.fail("recomputed"))
+        patch.setattr("forge_core.reports.action_map.cluster_points", lambda *a, **k: pytest.fail("recomputed"))
         cached = compute_action_map(store, HOST, checkpoint_id, "test", umap_cache=tmp_path)
     assert np.array_equal(cached.coordinates, action_map.coordinates)
     assert np.array_equal(cached.clusters, action_map.clusters)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forge_core.evaluation.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from forge_core.evaluation.grounding import evidence_recall, gold_recall_frame, gold_recall_matrix, grounding_summary
+from forge_core.policies.grounding import evidence_recall, gold_recall_frame, gold_recall_matrix, grounding_summary
 from forge_core.routing.outcome_table import load_outcome_table
 
 

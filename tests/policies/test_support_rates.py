@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge_core.evaluation.support_rates import support_rate_frame, support_summary, support_verdicts
+from forge_core.policies.support_rates import support_rate_frame, support_summary, support_verdicts
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
 

@@ -9,8 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forge_core.evaluation.policies import FallbackPolicy, RouterPolicy, build_baselines
-from forge_core.evaluation.reports import (
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.policies.registry import build_baselines
+from forge_core.policies.routers import FallbackPolicy, RouterPolicy
+from forge_core.records import ArmOutcome, Example, SplitAssignment
+from forge_core.reports.tables import (
     MACRO,
     ORACLE,
     coverage_frame,
@@ -24,9 +28,6 @@ from forge_core.evaluation.reports import (
     require_train_and_dev,
     store_coverage,
 )
-from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import save_host_config
-from forge_core.records import ArmOutcome, Example, SplitAssignment
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.store import Store
 
@@ -235,7 +236,7 @@ def _crossfit_report(lambda_in: float, gains: dict[str, float]) -> dict:
 
 
 def test_crossfit_frontier_leaves_the_oracle_out() -> None:
-    from forge_core.evaluation.reports import crossfit_frame
+    from forge_core.reports.tables import crossfit_frame
 
     frame = crossfit_frame(_crossfit_report(0.1, {"forge_lite": 0.02})).set_index("policy")
     assert not frame.loc[ORACLE, "on_frontier"]  # cheaper and better than all, yet a reference only
@@ -246,7 +247,7 @@ def test_crossfit_frontier_leaves_the_oracle_out() -> None:
 
 
 def test_routing_gain_frame_follows_the_weights() -> None:
-    from forge_core.evaluation.reports import routing_gain_frame
+    from forge_core.reports.tables import routing_gain_frame
 
     reports = [_crossfit_report(1.5, {"forge_lite": 0.05, "ridge_utility": 0.0}),
                _crossfit_report(0.1, {"forge_lite": 0.02, "ridge_utility": 0.01})]

@@ -1,0 +1,22 @@
+"""Torch's thread count for router work, apart from the training driver so that evaluation
+protocols and the dashboard can use it without importing the driver."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread inside the block (the previous count is restored after it): the routers
+    are small MLPs, and a second thread only competes with the embedded host for the CPU (Stage 2
+    measured 20x slower on two threads next to llama.cpp)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
