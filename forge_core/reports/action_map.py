@@ -282,13 +282,14 @@ def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: 
 
 def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, oracle: np.ndarray) -> list[str]:
     """Per query: question (cut at QUESTION_CHARS), benchmark, the two chosen arms, and every arm's
-    F1 and tokens (in + out), with HTML line breaks for Plotly hovers."""
+    F1 and tokens in and out (priced apart: lambda_in and lambda_out), with HTML line breaks for Plotly hovers."""
     texts = []
     for row, question in enumerate(questions):
         shown = question if len(question) <= QUESTION_CHARS else question[:QUESTION_CHARS - 1] + "…"
         lines = [f"<b>{html.escape(shown)}</b>", f"benchmark: {table.keys[row][0]}",
                  f"router: {table.arms[router[row]]} · oracle: {table.arms[oracle[row]]}"]
-        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.cost[row, a]):,} tokens"
+        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.tokens_in[row, a]):,} tokens in / "
+                  f"{int(table.tokens_out[row, a]):,} out"
                   for a, arm in enumerate(table.arms)]
         texts.append("<br>".join(lines))
     return texts

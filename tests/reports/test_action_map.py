@@ -109,7 +109,7 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     points = action_map.points()
     first = store.examples(test.keys[0][0], [test.keys[0][1]])[0]
     assert html.escape(first.question[:40]) in points["hover"][0]
-    assert "raw:no_think: F1" in points["hover"][0] and "tokens" in points["hover"][0]
+    assert "raw:no_think: F1" in points["hover"][0] and "tokens in / " in points["hover"][0]
     assert points["agree"].mean() == action_map.agreement
     assert np.allclose(points["regret"], regret(utility, router))
     assert (points.loc[points["agree"], "regret"] < 1e-9).all()
