@@ -99,7 +99,7 @@ def test_different_seed_gives_a_different_run() -> None:
 
 def test_early_stopping_restores_the_best_dev_state() -> None:
     x, u = _data()
-    config = Stage1Config(max_epochs=50, patience=2, lr=5e-3, seed=0)
+    config = Stage1Config(max_epochs=50, patience=2, lr=5e-3, seed=0, warm_start_arms=3)  # the paper's
     router = _router()
     # dev prefers the opposite arms: training soon makes the dev loss worse
     result = train_stage1(router, x, u, x, -u, config)
