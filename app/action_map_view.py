@@ -36,7 +36,7 @@ def show_query(store: Store, action_map: ActionMap) -> None:
                f"{action_map.arms[action_map.router_actions[index]]} · oracle: "
                f"{action_map.arms[action_map.oracle_actions[index]]}")
     held_out = data.reliability(store, data.store_version(store), action_map.checkpoint_id,
-                                (action_map.lambda_in, action_map.lambda_out))
+                                action_map.weights)
     decided = action_map.confidence(index)
     st.caption(f"The router's margin: {live_view.confidence_text(decided, held_out)}. "
                + live_view.untrained_text(decided))

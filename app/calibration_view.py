@@ -40,7 +40,8 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
                     min_f1=value if target == TARGETS[1] else None, ratio=ratio, host=host, variant=variant,
                     n_arms=n_arms, accounting=accounting)
                 st.session_state[RESULT_KEY] = _run(store, request)
-                weights.set_weights(st.session_state[RESULT_KEY].lambda_in, st.session_state[RESULT_KEY].lambda_out)
+                calibrated = st.session_state[RESULT_KEY]
+                weights.set_weights(calibrated.weights)
                 st.rerun()
         result = st.session_state.get(RESULT_KEY)
         if result is not None:
@@ -64,7 +65,7 @@ def _show(result: CalibrationResult) -> None:
     st.markdown(f"**Target: {result.request.target}** ({result.request.variant} conditioned router, "
                 f"{result.request.accounting} accounting): **{verdict}** out of fold.")
     columns = st.columns(3)
-    columns[0].metric("Calibrated weights", f"{result.lambda_in:.3f} / {result.lambda_out:.3f}",
+    columns[0].metric("Calibrated weights", f"{result.weights.lambda_in:.3f} / {result.weights.lambda_out:.3f}",
                       help="λ_in / λ_out: the median over the folds of the weights chosen on each inner dev part.")
     columns[1].metric("Realized tokens a query", f"{result.tokens:,.0f}",
                       help=f"Out of fold, macro over benchmarks; 95% interval [{tokens_low:,.1f}, {tokens_high:,.1f}].")

@@ -110,13 +110,14 @@ def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
 def _run_at_session_weights(reports: list[dict]) -> int:
     """The newest run at the session's weights (the sliders of the other pages) under the deployment's
     accounting, else the newest run."""
-    found = report_at_weights(reports, *weights.current(), accounting="deploy")
+    found = report_at_weights(reports, weights.current(), accounting="deploy")
     return reports.index(found) if found is not None else 0
 
 
 def _say_when_not_at_session_weights(report: dict, host: str) -> None:
-    lambda_in, lambda_out = weights.current()
-    if report_at_weights([report], lambda_in, lambda_out, report["accounting"]) is None:
+    session = weights.current()
+    lambda_in, lambda_out = session.lambda_in, session.lambda_out
+    if report_at_weights([report], session, report["accounting"]) is None:
         st.caption(f"Crossfit runs are stored at fixed weights, so this view has no sliders. Your weights, "
                    f"λ_in {lambda_in:g} / λ_out {lambda_out:g}, are not this run's: `forge eval crossfit --host "
                    f"{host} --lambda-in {lambda_in:g} --lambda-out {lambda_out:g}` stores a run at them.")

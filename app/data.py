@@ -41,7 +41,7 @@ from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.threads import one_torch_thread
 
@@ -240,12 +240,12 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
     shared by every weight the sliders visit, with its weight-free fits (`version`: see
     `store_version`)."""
     compute_features(store, host)
-    return evaluation_context(store, host, n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, accounting=accounting)
+    return evaluation_context(store, host, n_arms, CostWeights(), accounting=accounting)
 
 
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambda_in: float, lambda_out: float,
+def pareto(store: Store, version: int, host: str, split: str, n_arms: int, weights: CostWeights,
            checkpoint_ids: Sequence[str], by_benchmark: bool, accounting: str = "deploy") -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier under these weights and accounting
     (`version`: see `store_version`)."""
@@ -254,7 +254,7 @@ def pareto(store: Store, version: int, host: str, split: str, n_arms: int, lambd
     # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
     # threads, under 0.1 s on one).
     with one_torch_thread(), threadpool_limits(1):
-        return tables.pareto_report(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms,
+        return tables.pareto_report(store, host, split, weights, tuple(checkpoint_ids), n_arms,
                                      by_benchmark, accounting, base)
 
 
@@ -267,12 +267,12 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, lambda_in: float,
-                 lambda_out: float, routers: tuple[str, ...] = ()) -> dict:
+def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, weights: CostWeights,
+                 routers: tuple[str, ...] = ()) -> dict:
     """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
     (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
-    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, lambda_in=lambda_in,
-                                 lambda_out=lambda_out, routers=routers)
+    request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
+                                 routers=routers)
     return run_reward_audit(store, request)
 
 
@@ -292,7 +292,7 @@ def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.Da
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
-               benchmarks: tuple[str, ...] | None = None, weights: tuple[float, float] | None = None) -> ActionMap:
+               benchmarks: tuple[str, ...] | None = None, weights: CostWeights | None = None) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
     when given, a cost-conditioned router's at `weights` (`version`: see `store_version`); its UMAP
     is computed once per set of queries and kept on disk under the cache directory (`umap/`),
@@ -304,7 +304,7 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def reliability(store: Store, version: int, checkpoint_id: str,
-                weights: tuple[float, float] | None = None) -> Reliability | str:
+                weights: CostWeights | None = None) -> Reliability | str:
     """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
     or why there is none (a one-line reason: no test split, no outcomes)."""
     try:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from forge_core.reports.decision import crossfit_decision, report_at_weights
 from forge_core.reports.tables import merge_identical_points
+from forge_core.routing.utility import CostWeights
 
 
 def named_points(frame: pd.DataFrame, checkpoint_names: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -35,11 +36,11 @@ def show_decision(report: dict) -> None:
     st.caption(detail)
 
 
-def show_decision_at_weights(reports: list[dict], lambda_in: float, lambda_out: float, accounting: str,
-                             host: str, split: str) -> None:
+def show_decision_at_weights(reports: list[dict], weights: CostWeights, accounting: str, host: str, split: str) -> None:
     """The decision of the newest stored crossfit run at these weights and accounting, or the
     command that makes one (a decision needs out-of-fold intervals, which the `split` shown lacks)."""
-    report = report_at_weights(reports, lambda_in, lambda_out, accounting)
+    report = report_at_weights(reports, weights, accounting)
+    lambda_in, lambda_out = weights.lambda_in, weights.lambda_out
     if report is None:
         st.info(f"No decision at λ_in {lambda_in:g} / λ_out {lambda_out:g}: deciding needs out-of-fold intervals. "
                 f"Run `forge eval crossfit --host {host} --lambda-in {lambda_in:g} --lambda-out "

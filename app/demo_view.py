@@ -8,6 +8,7 @@ import streamlit as st
 from app import data, ui, weights
 from forge_core.records import Example
 from forge_core.reports.demo_questions import WEIGHT_LADDER, DemoQuestion
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if any
@@ -53,5 +54,5 @@ def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
                 if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:",
                                         help=f"Puts the question in the page and sets the weights to {start}."):
                     st.session_state[PICKED_KEY] = question
-                    weights.set_weights(*WEIGHT_LADDER[0])
+                    weights.set_weights(CostWeights(*WEIGHT_LADDER[0]))
                     st.rerun()

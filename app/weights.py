@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
 WEIGHT_MAX = 3.0
 WEIGHT_STEP = 0.01
@@ -16,20 +16,20 @@ HELP = {"lambda_in": "Weight of the normalized input-token cost in U = F1 − λ
         "lambda_out": "Weight of the normalized output-token cost."}
 
 
-def current() -> tuple[float, float]:
-    """The session's (lambda_in, lambda_out), the defaults until a slider moves."""
-    return tuple(float(st.session_state.get(KEPT[name], DEFAULTS[name])) for name in KEPT)
+def current() -> CostWeights:
+    """The session's weights, the defaults until a slider moves."""
+    return CostWeights(*(float(st.session_state.get(KEPT[name], DEFAULTS[name])) for name in KEPT))
 
 
-def set_weights(lambda_in: float, lambda_out: float) -> None:
+def set_weights(weights: CostWeights) -> None:
     """Move the sliders (on the next run of the page), e.g. to calibrated weights."""
-    for name, value in (("lambda_in", lambda_in), ("lambda_out", lambda_out)):
+    for name, value in weights.to_dict().items():
         st.session_state[KEPT[name]] = round(min(max(value, 0.0), WEIGHT_MAX), 2)
 
 
-def sliders(page: str) -> tuple[float, float]:
+def sliders(page: str) -> CostWeights:
     """Two sliders side by side on `page` (a key prefix), starting from the session's values and
-    keeping what the user sets; returns (lambda_in, lambda_out)."""
+    keeping what the user sets; returns their weights."""
     columns = st.columns(2)
     for column, (name, kept) in zip(columns, KEPT.items()):
         widget = f"{page}_{name}_slider"

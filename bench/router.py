@@ -32,6 +32,7 @@ from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import compute_features, features_for_question
 from forge_core.routing.live import router_probabilities
 from forge_core.routing.passage_vectors import passage_vectors
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
 from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
@@ -132,7 +133,7 @@ def main() -> None:
 
     data = prepare_training_data(store, args.host, "full", 6)
     train = data.rows("train")
-    utility = data.table.utility(data.normalizer, 0.10, 0.20)[train]
+    utility = data.table.utility(data.normalizer, CostWeights(0.10, 0.20))[train]
     parent = load_checkpoint(store, full_checkpoint)
     stage2_config = Stage2Config(steps=args.stage2_steps, batch_queries=32, num_generations=8,
                                  log_every=args.stage2_steps)

@@ -55,7 +55,8 @@ columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
-st.caption(f"All at λ_in {action_map.lambda_in:g} / λ_out {action_map.lambda_out:g} ({weights_source}): λ_in "
+drawn_at = action_map.weights
+st.caption(f"All at λ_in {drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_source}): λ_in "
            "prices input tokens (the evidence in the prompt: Raw's passages cost most), λ_out output tokens (the "
            "answer, and the reasoning of a cot arm), each normalized by its train maximum; hovers show both. "
            f"{TIE_RULE}")

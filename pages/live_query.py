@@ -8,6 +8,7 @@ from app import data, demo_view, live_view, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
+from forge_core.routing.utility import CostWeights
 from forge_core.training.checkpoint_views import checkpoint_names
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
@@ -46,7 +47,7 @@ record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
 router_is_conditioned = record is not None and conditioning_of(record["lineage"]) is not None
-lambda_in, lambda_out = weights.sliders("live")
+cost_weights = weights.sliders("live")
 st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "
            "Direct." if router_is_conditioned else
            "This router was trained at one weight pair and ignores the sliders: pick a cost-conditioned router "
@@ -91,8 +92,7 @@ if asked:
         request = AskRequest(question=question, benchmark=benchmark, host_name=host,
                              arm=override if by_hand else None, checkpoint_id=None if by_hand else checkpoint_id,
                              example_id=example.example_id if example else None,
-                             always_raw="answer" if compare_raw else "cost", lambda_in=lambda_in,
-                             lambda_out=lambda_out)
+                             always_raw="answer" if compare_raw else "cost", weights=cost_weights)
         inputs = request.check(store)
         served = data.served_host(configs[host])
         checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)
@@ -107,6 +107,7 @@ history = st.session_state.get(HISTORY_KEY, [])
 if history:
     last = history[-1]
     held_out = (None if not last.probabilities
-                else data.reliability(store, data.store_version(store), last.checkpoint_id, last.weights))
+                else data.reliability(store, data.store_version(store), last.checkpoint_id,
+                                      None if last.weights is None else CostWeights(*last.weights)))
     live_view.routed_answer(last, held_out)
     live_view.session_history(history)

@@ -85,7 +85,7 @@ try:
 except ValueError as error:
     normalizer = None
     st.info(f"No oracle yet: {error}.", icon=":material/info:")
-summary = policy_summary(shown, normalizer, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
+summary = policy_summary(shown, normalizer)
 
 benchmark = st.segmented_control("Benchmark", [MACRO, *sorted(set(shown.benchmarks))], default=MACRO)
 st.plotly_chart(charts.cost_quality(summary, benchmark or MACRO))
@@ -103,7 +103,7 @@ if normalizer is not None:
                "benchmarks, same weights as above). Oracle agreement: the share of queries where the arm is one "
                "of the tied best arms, so a query where every arm scores F1 0 agrees with every arm and decides "
                "nothing: compare policies by regret.")
-    st.dataframe(oracle_gap_summary(shown, normalizer, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT), hide_index=True,
+    st.dataframe(oracle_gap_summary(shown, normalizer), hide_index=True,
                  column_config={"regret": st.column_config.NumberColumn(format="%.3f"),
                                 "oracle_agreement": st.column_config.ProgressColumn(
                                     "oracle agreement", format="percent", min_value=0, max_value=1)})

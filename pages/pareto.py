@@ -41,7 +41,8 @@ answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes pro
                              "the utility formula. On: only the answering call, as the paper's Cached cost.")
 accounting = "answer" if answer_only else "deploy"
 calibration_panel(store, host, n_arms, accounting)
-lambda_in, lambda_out = weights.sliders("pareto")
+cost_weights = weights.sliders("pareto")
+lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
 checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
@@ -61,12 +62,12 @@ if not labels:
 
 version = data.store_version(store)
 with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
-    overall = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen), False,
+    overall = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen), False,
                           accounting)
-    shown = data.pareto(store, version, host, split, n_arms, lambda_in, lambda_out, tuple(chosen),
+    shown = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen),
                         True, accounting) if by_benchmark else overall
 
-show_decision_at_weights(data.crossfit_reports(store, version, host), lambda_in, lambda_out, accounting, host,
+show_decision_at_weights(data.crossfit_reports(store, version, host), cost_weights, accounting, host,
                          split)
 
 highlights = pareto_highlights(overall)
@@ -105,12 +106,12 @@ st.caption("Each chosen router checkpoint on its held-out test queries, at these
            "share_right: how often the chosen arm did at least as well.")
 for checkpoint_id in chosen:
     held_out = data.reliability(store, version, checkpoint_id,
-                                (lambda_in, lambda_out) if checkpoint_id in conditioned else None)
+                                cost_weights if checkpoint_id in conditioned else None)
     if isinstance(held_out, str):
         st.info(f"{labels.get(checkpoint_id, checkpoint_id)}: no reliability table ({held_out}).")
         continue
-    st.markdown(f"**{labels.get(checkpoint_id, checkpoint_id)}** at λ_in {held_out.lambda_in:g} / "
-                f"λ_out {held_out.lambda_out:g}")
+    st.markdown(f"**{labels.get(checkpoint_id, checkpoint_id)}** at λ_in {held_out.weights.lambda_in:g} / "
+                f"λ_out {held_out.weights.lambda_out:g}")
     st.dataframe(held_out.table, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f")
         for name in ("low", "high", "mean_margin", "realized_difference")} | {

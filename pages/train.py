@@ -120,12 +120,13 @@ st.header("Rewards")
 st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both, at the weights "
            "below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME`.")
 proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
-audit_in, audit_out = weights.sliders("rewards")
+audit_weights = weights.sliders("rewards")
 with ui.user_errors(stop=False):
-    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_in, audit_out)
+    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights)
     st.dataframe(reward_audit_table(audit), hide_index=True)
     match_labels = {"best_arm_match": "by F1",
-                    "best_utility_arm_match": f"by utility at λ {audit_in:.2f}/{audit_out:.2f}"}
+                    "best_utility_arm_match": (f"by utility at λ {audit_weights.lambda_in:.2f}/"
+                                               f"{audit_weights.lambda_out:.2f}")}
     for key, label in match_labels.items():
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
@@ -134,7 +135,7 @@ with ui.user_errors(stop=False):
     if st.button(f"Cross-fit a Lite router on gold and on {proxy} (5 folds, about a minute)", key="audit_crossfit"):
         st.session_state[crossfit_key] = True
     if st.session_state.get(crossfit_key):
-        fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_in, audit_out,
+        fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
                                    routers=("forge_lite",))
         lite = fitted["routers"]["forge_lite"]
         low, high = lite["ci_regret_vs_gold"]

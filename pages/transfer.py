@@ -34,9 +34,10 @@ calibration_split = split_column.selectbox("Calibrate on the target's", ["train"
 sizes = st.multiselect("Calibration sizes K", CALIBRATION_SIZES, default=CALIBRATION_SIZES[:3],
                        help="Each K refits the transferred routers' heads on K target queries, 3 draws each "
                             "(seconds per K).")
-lambda_in, lambda_out = weights.sliders("transfer")
+cost_weights = weights.sliders("transfer")
+lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
-request = TransferRequest(source, target, lambda_in=lambda_in, lambda_out=lambda_out, calibrate=tuple(sorted(sizes)),
+request = TransferRequest(source, target, weights=cost_weights, calibrate=tuple(sorted(sizes)),
                           calibration_split=calibration_split, store_calibrated=False)
 with ui.user_errors():
     request.check(store)

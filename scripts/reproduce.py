@@ -70,8 +70,8 @@ def main() -> None:
                                 split_seed=args.split_seed, stage1=PAPER_STAGE1)  # the stored runs' Stage 1
     with tempfile.TemporaryDirectory() as scratch:
         stored_store = demo_store(Path(scratch) / "stored.duckdb", with_crossfit=True)
-        base = evaluation_context(stored_store, settings.host, settings.n_arms, settings.lambda_in,
-                                  settings.lambda_out, accounting=settings.accounting)
+        base = evaluation_context(stored_store, settings.host, settings.n_arms, settings.weights,
+                                  accounting=settings.accounting)
         stored_id = crossfit_run_id(settings.to_dict(), base)
         stored = stored_store.crossfit_results(stored_id)
         if stored.empty:

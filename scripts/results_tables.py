@@ -54,6 +54,7 @@ from forge_core.policies.support_rates import support_verdicts
 from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
 from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 
@@ -299,7 +300,7 @@ class Results:
         only (the audit's cross-fitted routers are trained, so they are left out)."""
         key = (reward, weights)
         if key not in self._audits:
-            request = RewardAuditRequest(HOST, reward, lambda_in=weights[0], lambda_out=weights[1], routers=())
+            request = RewardAuditRequest(HOST, reward, weights=CostWeights(*weights), routers=())
             self._audits[key] = run_reward_audit(self.store, request)
         return self._audits[key]
 

@@ -42,13 +42,14 @@ def ask(
     with --route, a trained router picks the arm and Always-Raw's cost is shown beside it (a
     demonstration: unless stored, it takes an extra call that routing does not need)."""
     from forge_core.routing.ask import AskRequest, run_ask
+    from forge_core.routing.utility import CostWeights
 
     if not route and (router or compare_raw):
         raise InvalidInput("--router and --compare-raw go with --route")
     request = AskRequest(question=question or "", benchmark=benchmark, host_name=host,
                          arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
                          always_raw="off" if not route else "answer" if compare_raw else "cost",
-                         lambda_in=lambda_in, lambda_out=lambda_out)
+                         weights=CostWeights(lambda_in, lambda_out))
     store = open_store()
     if router:
         warn_if_other_host(store, router, host)

@@ -40,7 +40,7 @@ def calibrate_command(
     tokens_low, tokens_high = report["realized_tokens_ci"]
     f1_low, f1_high = report["realized_f1_ci"]
     console.print(f"target: {request.target} ({accounting} accounting, {variant} conditioned router)")
-    console.print(f"weights: lambda_in {result.lambda_in:.4g}, lambda_out {result.lambda_out:.4g} "
+    console.print(f"weights: lambda_in {result.weights.lambda_in:.4g}, lambda_out {result.weights.lambda_out:.4g} "
                   f"(median of {folds} folds, each chosen on its inner dev part)")
     console.print(f"realized out of fold over {result.queries} queries: {result.tokens:.1f} tokens a query "
                   f"[{tokens_low:.1f}, {tokens_high:.1f}], macro F1 {result.f1:.4f} [{f1_low:.4f}, {f1_high:.4f}]; "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -18,7 +17,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
@@ -143,7 +142,7 @@ def eval_transfer(
     with --calibrate, after a target-side calibration on K queries."""
     from forge_core.evaluation.transfer import TransferRequest
 
-    request = TransferRequest(source, target, arms, lambda_in, lambda_out, split, split_seed, accounting,
+    request = TransferRequest(source, target, arms, CostWeights(lambda_in, lambda_out), split, split_seed, accounting,
                               tuple(calibrate or ()), calibration_split)
     store = open_store()
     request.check(store)
@@ -202,7 +201,7 @@ def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: fl
               benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
     from forge_core.evaluation.setup import EvaluationSettings
 
-    return EvaluationSettings(host, split, arms, lambda_in, lambda_out, tuple(policy) if policy else None,
+    return EvaluationSettings(host, split, arms, CostWeights(lambda_in, lambda_out), tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
                               accounting=accounting)
 
@@ -305,7 +304,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
             on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
     report["across_split_seeds"] = split_seed_spread(store, report)
     decision = crossfit_decision(report)
-    report["decision"] = {**dataclasses.asdict(decision), "sentence": decision.sentence()}
+    report["decision"] = decision.to_dict()
     if as_json:
         print_json(report)
         return

@@ -16,7 +16,7 @@ from forge_core.cli.output import (
     print_json,
     print_summary,
 )
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
 if TYPE_CHECKING:
     from forge_core.rewards.judge_job import JudgeRequest
@@ -154,8 +154,8 @@ def audit_command(
     from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 
     routers = () if no_crossfit else tuple(router or ("forge_lite",))
-    request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms, lambda_in=lambda_in,
-                                 lambda_out=lambda_out, routers=routers, folds=folds, grid=grid,
+    request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms,
+                                 weights=CostWeights(lambda_in, lambda_out), routers=routers, folds=folds, grid=grid,
                                  stage2_steps=CROSSFIT_STAGE2_STEPS if stage2_steps is None else stage2_steps)
     store = open_store()
     request.check(store)

@@ -31,6 +31,7 @@ from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_d
 from forge_core.policies.registry import build_baselines
 from forge_core.policies.routers import RouterPolicy
 from forge_core.policies.support_rates import support_summary, support_verdicts
+from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, pareto_frontier
 from forge_core.store import Store
 
@@ -74,7 +75,7 @@ class SweepRequest:
 
     def evaluations(self) -> list[EvaluationSettings]:
         """The settings of every grid point."""
-        return [dataclasses.replace(self.settings, lambda_in=li, lambda_out=lo) for li, lo in self.grid]
+        return [dataclasses.replace(self.settings, weights=CostWeights(li, lo)) for li, lo in self.grid]
 
     def check(self, store: Store) -> None:
         """Refuse, with a one-line `ForgeError`, a grid point's cost weights (each point's settings
@@ -97,7 +98,7 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
     support = verdicts.scores[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
-        "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
+        "queries": int(len(rows)), **settings.weights.to_dict(),
         "arms": list(context.table.arms), "support_evaluator": verdicts.evaluator,
         "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
                      | support_summary(support, o.actions, benchmarks) for name, o in outcomes.items()},
@@ -146,11 +147,10 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
     points = []
     for settings in request.evaluations():
         if on_point:
-            on_point(settings.lambda_in, settings.lambda_out)
+            on_point(settings.weights.lambda_in, settings.weights.lambda_out)
         report = evaluate(store, settings, base=base)
-        points += [{"policy": name, "kind": row["kind"], "lambda_in": settings.lambda_in,
-                    "lambda_out": settings.lambda_out, "cost_k": row["cost_k"], "macro_f1": row["macro_f1"],
-                    "macro_utility": row["macro_utility"]}
+        points += [{"policy": name, "kind": row["kind"], **settings.weights.to_dict(), "cost_k": row["cost_k"],
+                    "macro_f1": row["macro_f1"], "macro_utility": row["macro_utility"]}
                    for name, row in report["policies"].items()]
     frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     settings = request.settings
@@ -158,7 +158,7 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
             "frontier": frontier}
 
 
-def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
+def pareto_points(store: Store, host: str, split: str, weights: CostWeights,
                   checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
                   accounting: str = "deploy", base: EvalContext | None = None) -> dict:
     """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
@@ -170,8 +170,8 @@ def pareto_points(store: Store, host: str, split: str, lambda_in: float, lambda_
     already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
     what a slider step recomputes is only what the weights change."""
     if base is None:
-        base = evaluation_context(store, host, n_arms, lambda_in, lambda_out, accounting=accounting)
-    context = base.at(lambda_in, lambda_out)
+        base = evaluation_context(store, host, n_arms, weights, accounting=accounting)
+    context = base.at(weights)
     rows = context.rows(split)
     if not len(rows):
         raise InvalidInput(f"no complete {split} queries for host '{host}'")

@@ -34,7 +34,7 @@ from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting
+from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -96,7 +96,7 @@ class CalibrationRequest:
     def base_context(self, store: Store) -> EvalContext:
         """The host's evaluation context the calibration runs on; refuses a store without complete
         queries (or, for a Full router, without probes)."""
-        context = evaluation_context(store, self.host, self.n_arms, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT,
+        context = evaluation_context(store, self.host, self.n_arms, CostWeights(),
                                      accounting=self.accounting)
         if self.variant == "full" and not context.table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
@@ -121,8 +121,7 @@ class CalibrationResult:
     """The calibrated weights and the out-of-fold tokens and F1 they realize."""
 
     request: CalibrationRequest
-    lambda_in: float  # the folds' median along the ray: the weights to deploy with
-    lambda_out: float
+    weights: CostWeights  # the folds' median along the ray: the weights to deploy with
     tokens: float  # realized macro tokens a query, out of fold
     tokens_ci: tuple[float, float]  # its paired-bootstrap 95% interval
     f1: float  # realized macro F1, out of fold
@@ -137,7 +136,7 @@ class CalibrationResult:
         return {
             "host": request.host, "variant": request.variant, "accounting": request.accounting,
             "target": request.target, "budget_tokens": request.budget_tokens, "min_f1": request.min_f1,
-            "ratio": request.ratio, "lambda_in": self.lambda_in, "lambda_out": self.lambda_out,
+            "ratio": request.ratio, **self.weights.to_dict(),
             "realized_tokens": self.tokens, "realized_tokens_ci": list(self.tokens_ci),
             "realized_f1": self.f1, "realized_f1_ci": list(self.f1_ci), "target_met": self.target_met,
             "queries": self.queries, "folds": [dataclasses.asdict(fold) for fold in self.folds],
@@ -165,7 +164,7 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
     dev = context.rows("dev")
     benchmarks = context.table.benchmarks[dev]
     lambdas = request.ray()
-    scanned = [_tokens_and_f1(context.at(value, request.ratio * value), router, dev) for value in lambdas]
+    scanned = [_tokens_and_f1(context.at(CostWeights(value, request.ratio * value)), router, dev) for value in lambdas]
     tokens = np.array([macro(t, benchmarks) for t, _ in scanned])
     f1 = np.array([macro(f, benchmarks) for _, f in scanned])
     index, met = _choose(request, lambdas, tokens, f1)
@@ -190,7 +189,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
-            at_weights = context.at(calibration.lambda_in, calibration.lambda_out)
+            at_weights = context.at(CostWeights(calibration.lambda_in, calibration.lambda_out))
             tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
@@ -201,6 +200,6 @@ def run_calibration(store: Store, request: CalibrationRequest,
            else realized_f1 >= request.min_f1)
     lambda_in = float(np.median([fold.lambda_in for fold in folds]))
     return CalibrationResult(
-        request, lambda_in, request.ratio * lambda_in, realized_tokens,
+        request, CostWeights(lambda_in, request.ratio * lambda_in), realized_tokens,
         paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
         bool(met), len(benchmarks), tuple(folds))

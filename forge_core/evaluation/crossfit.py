@@ -47,7 +47,7 @@ from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
@@ -85,8 +85,13 @@ class CrossfitSettings:
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
     conditioning: CostConditioning | None = field(default_factory=CostConditioning)  # the *_cond routers (None: none)
 
+    @property
+    def weights(self) -> CostWeights:
+        """The cost weights as one value (validated on construction)."""
+        return CostWeights(self.lambda_in, self.lambda_out)
+
     def __post_init__(self) -> None:
-        check_cost_weights(self.lambda_in, self.lambda_out)
+        CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
         check_accounting(self.accounting)
         if self.folds < 2:
             raise InvalidInput(f"crossfit needs at least 2 folds, not {self.folds}")
@@ -133,7 +138,7 @@ def fold_context(base: EvalContext, splits: np.ndarray) -> EvalContext:
     """The base context with one fold's split labels; its cost normalizer is fitted on the fold's
     train rows. Features are shared with the base context (read once)."""
     table = dataclasses.replace(base.table, splits=splits)
-    return EvalContext(base.store, table, table.fit_normalizer(), base.lambda_in, base.lambda_out, base.accounting,
+    return EvalContext(base.store, table, table.fit_normalizer(), base.weights, base.accounting,
                        base._features)
 
 
@@ -180,7 +185,7 @@ class FoldRouter(Policy):
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features(self.live_variant)[rows])
         if self.conditioning is not None:
-            x = self.conditioning.inputs(x, context.lambda_in, context.lambda_out)
+            x = self.conditioning.inputs(x, context.weights)
         with torch.no_grad():
             actions = self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy()
         if needs_probes(self.live_variant):
@@ -299,7 +304,7 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     """
     settings.check(store)
     compute_features(store, settings.host)
-    base = evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+    base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
                               accounting=settings.accounting)
     run_id = crossfit_run_id(settings.to_dict(), base)
     store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)

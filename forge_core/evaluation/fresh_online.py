@@ -108,7 +108,7 @@ def run_fresh(store: Store, request: FreshRequest,
     skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
     return {"host": settings.host, "split": settings.split, "protocol": "fresh", "accounting": settings.accounting,
             "run_id": run_id,
-            "queries": int(len(rows)), "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out,
+            "queries": int(len(rows)), **settings.weights.to_dict(),
             "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped}
 
 
@@ -128,7 +128,7 @@ def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: Evaluatio
     data = hashlib.sha256(repr(table.keys).encode() + repr(table.splits.tolist()).encode())
     identity = {
         "host": config_hash(config), "data": data.hexdigest(), "rows": setup.rows.tolist(),
-        "lambda_in": settings.lambda_in, "lambda_out": settings.lambda_out, "split_seed": settings.split_seed,
+        **settings.weights.to_dict(), "split_seed": settings.split_seed,
         "seed": settings.seed, "accounting": settings.accounting,
     }
     return canonical_hash("fresh", RUN_ID_VERSION, identity)[:16]

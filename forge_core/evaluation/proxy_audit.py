@@ -32,7 +32,7 @@ from forge_core.policies.registry import TrainedRouter, variants
 from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key, reward_matrix
 from forge_core.routing.features import compute_features
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights, pareto_utility
+from forge_core.routing.utility import CostWeights, pareto_utility
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -54,8 +54,7 @@ class RewardAuditRequest:
     reward: str = "consensus"  # judge or consensus
     judge_key: str | None = None  # judge rewards of this key (default: the newest)
     n_arms: int = 6
-    lambda_in: float = DEFAULT_LAMBDA_IN
-    lambda_out: float = DEFAULT_LAMBDA_OUT
+    weights: CostWeights = CostWeights()  # the cost weights of the utilities compared
     routers: tuple[str, ...] = ("forge_lite",)  # routers trained on gold and on the proxy ("" none: no crossfit)
     folds: int = 5
     split_seed: int = 0  # seeds the folds
@@ -66,7 +65,6 @@ class RewardAuditRequest:
 
     def __post_init__(self) -> None:
         check_reward_source(self.reward, proxies_only=True)
-        check_cost_weights(self.lambda_in, self.lambda_out)
         unknown = sorted(set(self.routers) - set(variants(TrainedRouter)))
         if unknown:
             raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(variants(TrainedRouter))})")
@@ -87,14 +85,14 @@ class RewardAuditRequest:
 
 def audit_context(store: Store, request: RewardAuditRequest) -> tuple[EvalContext, np.ndarray]:
     """The evaluation context of the queries with every arm's proxy reward known, and that proxy."""
-    context = evaluation_context(store, request.host, request.n_arms, request.lambda_in, request.lambda_out)
+    context = evaluation_context(store, request.host, request.n_arms, request.weights)
     proxy = reward_matrix(store, context.table, request.reward, request.judge_key)
     complete = ~np.isnan(proxy).any(axis=1)
     if complete.sum() < MIN_AUDIT_QUERIES:
         raise MissingStep(f"only {int(complete.sum())} queries of host '{request.host}' have a {request.reward} "
                           f"reward on every arm: the audit needs at least {MIN_AUDIT_QUERIES}")
     table = context.table.subset(complete)
-    return EvalContext(store, table, table.fit_normalizer(), request.lambda_in, request.lambda_out), proxy[complete]
+    return EvalContext(store, table, table.fit_normalizer(), request.weights), proxy[complete]
 
 
 def best_match(table: OutcomeTable, proxy: np.ndarray, gold_values: np.ndarray, proxy_values: np.ndarray) -> dict:
@@ -222,7 +220,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     table = context.table
     gold_utility = context.utility
     c_in, c_out = context.normalizer.transform(table.tokens_in, table.tokens_out)
-    proxy_utility = pareto_utility(proxy, c_in, c_out, request.lambda_in, request.lambda_out)
+    proxy_utility = pareto_utility(proxy, c_in, c_out, request.weights)
     scores = crossfit_recipes(context, proxy, request, on_fold) if request.routers else {}
     regret = proxy_regret(scores, table.benchmarks, request.routers)
     grid = proxy_grid(scores, table.benchmarks, request.routers, request.reward) if request.grid else {}
@@ -230,7 +228,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     return {"host": request.host, "reward": request.reward,
             "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
                                                else None),
-            "queries": int(len(table)), "lambda_in": request.lambda_in, "lambda_out": request.lambda_out,
+            "queries": int(len(table)), **request.weights.to_dict(),
             "folds": request.folds, "arms": arm_audit(table, proxy, gold_utility),
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),

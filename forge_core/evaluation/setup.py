@@ -28,7 +28,7 @@ from forge_core.policies.registry import (
 from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_accounting, check_cost_weights
+from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
@@ -46,8 +46,7 @@ class EvaluationSettings:
     host: str = "embedded"  # whose outcomes, features and routers
     split: str = "test"  # the split evaluated (dev or test)
     n_arms: int = 6  # alphabet size: 3, 6 or 12
-    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
-    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    weights: CostWeights = CostWeights()  # the cost weights
     policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
     split_seed: int = 0  # which of the three train/dev/test splits
     seed: int = 0  # training seed of routers fitted on the fly
@@ -55,7 +54,6 @@ class EvaluationSettings:
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
 
     def __post_init__(self) -> None:
-        check_cost_weights(self.lambda_in, self.lambda_out)
         check_accounting(self.accounting)
         if self.split not in EVALUATED_SPLITS:
             raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
@@ -86,7 +84,7 @@ class EvaluationSetup:
 def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
     """The `evaluation_context` of the settings (their host, alphabet, weights, split seed,
     benchmarks and accounting)."""
-    return evaluation_context(store, settings.host, settings.n_arms, settings.lambda_in, settings.lambda_out,
+    return evaluation_context(store, settings.host, settings.n_arms, settings.weights,
                               settings.split_seed, settings.benchmarks, settings.accounting)
 
 
@@ -99,7 +97,7 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
     host, names = settings.host, settings.policy_names
     if base is None:
         base = settings_context(store, settings)
-    context = base.at(settings.lambda_in, settings.lambda_out)
+    context = base.at(settings.weights)
     rows = context.rows(settings.split)
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
@@ -118,8 +116,8 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
 
 def _wanted_lineage(settings: EvaluationSettings, variant: str) -> dict:
     benchmarks = list(settings.benchmarks) if settings.benchmarks is not None else None
-    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.lambda_in,
-            "lambda_out": settings.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
+    return {"variant": variant, "n_arms": settings.n_arms, "lambda_in": settings.weights.lambda_in,
+            "lambda_out": settings.weights.lambda_out, "split_seed": settings.split_seed, "seed": settings.seed,
             "benchmarks": benchmarks, "embedder": embedder_name()}
 
 
@@ -147,8 +145,8 @@ def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[st
         if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
             log.info("training a Stage-1 %s router for %s", variant, name)
             trained.append(train_router(store, TrainRequest(
-                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.lambda_in,
-                lambda_out=settings.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
+                host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.weights.lambda_in,
+                lambda_out=settings.weights.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
                 stage1=Stage1Config(seed=settings.seed))))
     return trained
 

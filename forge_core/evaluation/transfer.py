@@ -47,7 +47,7 @@ from forge_core.policies.outcomes import PolicyOutcome, cost_summary, policy_out
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import LoadedCheckpoint, save_checkpoint
 from forge_core.routing.routers import Router
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, boltzmann_target
+from forge_core.routing.utility import CostWeights, boltzmann_target
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import kl_loss
@@ -69,8 +69,7 @@ class TransferRequest:
     source_host: str  # whose routers (trained on its data only)
     target_host: str  # whose queries, outcomes, probes and costs
     n_arms: int = 6  # alphabet size, the same on both hosts
-    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
-    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+    weights: CostWeights = CostWeights()  # the cost weights
     split: str = "test"  # the target split evaluated (dev or test)
     split_seed: int = 0  # which train/dev/test split, on both hosts
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
@@ -90,7 +89,7 @@ class TransferRequest:
 
     def source_settings(self) -> EvaluationSettings:
         """The settings whose routers are transferred (selected as the Cached protocol would)."""
-        return EvaluationSettings(self.source_host, self.split, self.n_arms, self.lambda_in, self.lambda_out,
+        return EvaluationSettings(self.source_host, self.split, self.n_arms, self.weights,
                                   split_seed=self.split_seed, accounting=self.accounting)
 
     def target_settings(self) -> EvaluationSettings:
@@ -218,7 +217,7 @@ def _report(request: TransferRequest, context: EvalContext, rows: np.ndarray, ou
               for router, points in calibration.items()}
     return {"protocol": "transfer", "source_host": request.source_host, "target_host": request.target_host,
             "split": request.split, "split_seed": request.split_seed, "accounting": request.accounting,
-            "lambda_in": request.lambda_in, "lambda_out": request.lambda_out, "queries": int(len(rows)),
+            **request.weights.to_dict(), "queries": int(len(rows)),
             "calibration_split": request.calibration_split, "best_fixed_policy": best.name,
             "best_fixed_arm": context.table.arms[int(best.actions[0])], "policies": policies, "calibration": curves,
             "arm_mix": arm_mix(context, rows, outcomes)}

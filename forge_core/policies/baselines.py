@@ -253,7 +253,7 @@ class RidgeUtility(Policy):
 
     def fit(self, context: EvalContext) -> None:
         self.standardizer, models = context.weight_free((self.name,), lambda: self._fit_components(context))
-        self.weights = (context.lambda_in, context.lambda_out)
+        self.weights = context.weights
         dev = context.rows("dev")
         x_dev = self.standardizer.transform(context.features("lite")[dev])
         dev_utility = context.utility[dev]
@@ -278,7 +278,7 @@ class RidgeUtility(Policy):
 
     def _predicted_utility(self, model: Ridge, x: np.ndarray) -> np.ndarray:
         f1, c_in, c_out = np.split(model.predict(x), 3, axis=1)
-        return f1 - self.weights[0] * c_in - self.weights[1] * c_out
+        return self.weights.utility(f1, c_in, c_out)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         x = self.standardizer.transform(context.features("lite")[rows])

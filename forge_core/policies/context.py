@@ -5,8 +5,9 @@ and what a decision costs under the chosen accounting.
 Accounting. `deploy` (the default) charges, per query, every host call the policy's decision
 needs on a new query: the four probes of a Full router or Self-Routing (the greedy probe is the
 direct:no_think request, so it is counted once when that arm answers), the earlier stages of a
-cascade, and the answer; each call with the utility formula `lambda_in * tokens_in / max_in +
-lambda_out * tokens_out / max_out`. `answer` is the paper's Cached view: the answering call only.
+cascade, and the answer; each call charged `CostWeights.charge` of its normalized tokens
+(`lambda_in * tokens_in / max_in + lambda_out * tokens_out / max_out`). `answer` is the paper's
+Cached view: the answering call only.
 
 Features are read, never computed here: compute them first with
 `forge_core.routing.features.compute_features` (the CLI and the dashboard do).
@@ -26,7 +27,7 @@ from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import CostNormalizer, check_accounting
+from forge_core.routing.utility import CostNormalizer, CostWeights, check_accounting
 from forge_core.store import Store
 
 LIVE_ROW = np.zeros(1, dtype=np.int64)  # the single row of a live query's context
@@ -40,16 +41,15 @@ class EvalContext:
     store: Store
     table: OutcomeTable
     normalizer: CostNormalizer
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
     _features: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (variant, embedder name)
     _weight_free: dict[tuple, Any] = field(default_factory=dict)  # results the cost weights do not change
 
-    def at(self, lambda_in: float, lambda_out: float) -> EvalContext:
+    def at(self, weights: CostWeights) -> EvalContext:
         """This context under other cost weights: the same rows, normalizer, features and
         weight-free results (moving the weights recomputes only what depends on them)."""
-        return dataclasses.replace(self, lambda_in=lambda_in, lambda_out=lambda_out)
+        return dataclasses.replace(self, weights=weights)
 
     def weight_free(self, key: tuple, compute: Callable[[], T]) -> T:
         """`compute()` once for this context and its `at` copies: for a fit that does not depend
@@ -61,7 +61,7 @@ class EvalContext:
     @property
     def utility(self) -> np.ndarray:
         """[N, K] utilities under the context's cost weights."""
-        return self.table.utility(self.normalizer, self.lambda_in, self.lambda_out)
+        return self.table.utility(self.normalizer, self.weights)
 
     def rows(self, split: str) -> np.ndarray:
         """Row indices of one split."""
@@ -86,9 +86,8 @@ class EvalContext:
         return matrix[:, matrix.shape[1] - len(structured) + structured.index(name)]
 
     def call_cost(self, tokens_in: np.ndarray, tokens_out: np.ndarray) -> np.ndarray:
-        """The utility charge of host calls with these token counts (the formula of every call)."""
-        c_in, c_out = self.normalizer.transform(tokens_in, tokens_out)
-        return self.lambda_in * c_in + self.lambda_out * c_out
+        """The utility charge of host calls with these token counts (`CostWeights.charge`)."""
+        return self.weights.charge(*self.normalizer.transform(tokens_in, tokens_out))
 
     def probed_decisions(self, rows: np.ndarray, actions: np.ndarray) -> Decisions:
         """Decisions of a policy that runs the four probes before it decides: the three samples,
@@ -133,7 +132,7 @@ class Decisions:
                          np.where(keep, self.prior_tokens_out, 0.0), np.where(keep, self.prior_calls, 0))
 
 
-def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, lambda_out: float,
+def evaluation_context(store: Store, host: str, n_arms: int, weights: CostWeights,
                        split_seed: int = 0, benchmarks: Sequence[str] | None = None,
                        accounting: str = "deploy") -> EvalContext:
     """Complete queries with probes (so every policy sees the same rows), only those of
@@ -142,5 +141,5 @@ def evaluation_context(store: Store, host: str, n_arms: int, lambda_in: float, l
     table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
     if table.has_probes.any():
         table = table.subset(table.has_probes)
-    return EvalContext(store, table, table.fit_normalizer(), lambda_in, lambda_out, accounting)
+    return EvalContext(store, table, table.fit_normalizer(), weights, accounting)
 

@@ -92,7 +92,7 @@ class LiveQuery:
         probes = await self.probes() if needs_probes(variant) else None
         row = features_for_question(self.example.question, self.retriever, self.evidence, probes, variant, embedder)
         fitted = self.fitted
-        return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.lambda_in, fitted.lambda_out,
+        return LiveContext(fitted.store, fitted.table, fitted.normalizer, fitted.weights,
                            fitted.accounting, {(variant, embedder_name(embedder)): row[None, :]})
 
     def _count(self, tokens_in: int, tokens_out: int) -> None:

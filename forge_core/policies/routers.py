@@ -56,7 +56,7 @@ class RouterPolicy(Policy):
 
     def probabilities(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
         """[n, K] the router's action distribution."""
-        return self.checkpoint.probabilities(self.features(context)[rows], context.lambda_in, context.lambda_out)
+        return self.checkpoint.probabilities(self.features(context)[rows], context.weights)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         actions = self.probabilities(context, rows).argmax(axis=1)

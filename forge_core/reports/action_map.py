@@ -39,7 +39,7 @@ from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, oracle_sets, regret
+from forge_core.routing.utility import CostWeights, oracle_sets, regret
 from forge_core.routing.utility import oracle_actions as utility_oracle_actions
 from forge_core.store import Store
 
@@ -75,8 +75,7 @@ class ActionMap:
     f1: np.ndarray  # [n, K] every arm's F1
     tokens_in: np.ndarray  # [n, K]
     tokens_out: np.ndarray  # [n, K]
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights  # the weights it is drawn at (`map_weights`)
 
     @property
     def router_actions(self) -> np.ndarray:
@@ -295,17 +294,17 @@ def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, o
     return texts
 
 
-def map_weights(lineage: dict, weights: tuple[float, float] | None = None) -> tuple[float, float]:
+def map_weights(lineage: dict, weights: CostWeights | None = None) -> CostWeights:
     """The cost weights a checkpoint's map is drawn at: those it was trained at, or for a
     cost-conditioned router (trained at every weight) `weights`, by default 0.1 / 0.2."""
     if lineage.get("conditioning") is not None:
-        return weights or (DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
-    return lineage["lambda_in"], lineage["lambda_out"]
+        return weights or CostWeights()
+    return CostWeights(float(lineage["lambda_in"]), float(lineage["lambda_out"]))
 
 
 def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str = "test", seed: int = 0,
                        n_clusters: int = N_CLUSTERS, benchmarks: Sequence[str] | None = None,
-                       umap_cache: Path | None = None, weights: tuple[float, float] | None = None) -> ActionMap:
+                       umap_cache: Path | None = None, weights: CostWeights | None = None) -> ActionMap:
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
     split), only those of `benchmarks` when given (costs still normalized by the maxima the
     checkpoint's own train queries set), at the weights `map_weights` gives (`weights` moves a
@@ -328,7 +327,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         raise MissingStep(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
                          f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
-    context = EvalContext(store, shown, normalizer, *map(float, map_weights(lineage, weights)))
+    context = EvalContext(store, shown, normalizer, map_weights(lineage, weights))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(shown))
@@ -343,7 +342,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
                      coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
                      probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
-                     context.lambda_in, context.lambda_out)
+                     context.weights)
 
 
 def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:

@@ -10,10 +10,12 @@ beat the best fixed arm.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.routing.utility import CostWeights
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,7 @@ class Decision:
     gain: float  # macro utility gain of `deploy` over the best fixed arm (0.0 when it is that arm)
     gain_low: float  # paired bootstrap 95% interval of the gain
     gain_high: float
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights  # the run's cost weights
 
     def sentence(self) -> str:
         """One line: e.g. "Deploy forge_lite: +0.035 utility [+0.017, +0.051] over summary:no_think"."""
@@ -36,6 +37,11 @@ class Decision:
             return (f"Deploy {self.deploy}: {self.gain:+.3f} utility [{self.gain_low:+.3f}, {self.gain_high:+.3f}] "
                     f"over {self.best_fixed_arm}")
         return f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy})"
+
+    def to_dict(self) -> dict:
+        """JSON-ready, the weights as the flat `lambda_in`/`lambda_out` keys reports use, and the sentence."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "weights"}
+        return {**fields, **self.weights.to_dict(), "sentence": self.sentence()}
 
 
 def decidable_policies(report: dict) -> dict[str, bool]:
@@ -52,20 +58,21 @@ def crossfit_decision(report: dict) -> Decision:
     best_fixed = report["best_fixed_policy"]
     best_utility = policies[best_fixed]["macro_utility"]
     winners = [name for name, decidable in decidable_policies(report).items() if decidable]
-    weights = {"lambda_in": float(report["lambda_in"]), "lambda_out": float(report["lambda_out"])}
+    weights = CostWeights(float(report["lambda_in"]), float(report["lambda_out"]))
     if not winners:
-        return Decision(best_fixed, best_fixed, report["best_fixed_arm"], False, 0.0, 0.0, 0.0, **weights)
+        return Decision(best_fixed, best_fixed, report["best_fixed_arm"], False, 0.0, 0.0, 0.0, weights)
     chosen = max(winners, key=lambda name: policies[name]["macro_utility"])
     low, high = policies[chosen]["ci_utility_vs_best_fixed"]
     return Decision(chosen, best_fixed, report["best_fixed_arm"], True,
-                    policies[chosen]["macro_utility"] - best_utility, float(low), float(high), **weights)
+                    policies[chosen]["macro_utility"] - best_utility, float(low), float(high), weights)
 
 
-def report_at_weights(reports: Sequence[dict], lambda_in: float, lambda_out: float, accounting: str,
+def report_at_weights(reports: Sequence[dict], weights: CostWeights, accounting: str,
                       tolerance: float = 1e-9) -> dict | None:
     """The first (newest) stored crossfit report at these cost weights and accounting, else None."""
     for report in reports:
-        if (abs(report["lambda_in"] - lambda_in) <= tolerance and abs(report["lambda_out"] - lambda_out) <= tolerance
+        if (abs(report["lambda_in"] - weights.lambda_in) <= tolerance
+                and abs(report["lambda_out"] - weights.lambda_out) <= tolerance
                 and report["accounting"] == accounting):
             return report
     return None

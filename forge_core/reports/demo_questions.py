@@ -4,7 +4,7 @@ Live query page's demo list)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from forge_core.errors import InvalidInput
 from forge_core.policies.context import evaluation_context
 from forge_core.policies.routers import RouterPolicy
 from forge_core.reports.action_map import stored_questions
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 WEIGHT_LADDER = ((0.02, 0.04), (0.1, 0.2), (0.5, 1.0), (1.5, 3.0))  # rising weights along the paper's ratio 2
@@ -33,12 +34,12 @@ def demo_questions(store: Store, host: str, checkpoint_id: str, split: str = "te
     checkpoint changes along `ladder` (decided on their stored features, no host call): those that
     leave Raw as the weights rise first, the most arms seen first, one benchmark after another."""
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
-    context = evaluation_context(store, host, _n_arms(store, checkpoint_id), *ladder[0])
+    context = evaluation_context(store, host, _n_arms(store, checkpoint_id), CostWeights(*ladder[0]))
     policy.fit(context)
     if policy.checkpoint.conditioning is None:
         raise InvalidInput(f"checkpoint {checkpoint_id} is not cost-conditioned: its arm never moves with the weights")
     rows = context.rows(split)
-    arms = np.array([[context.table.arms[a] for a in policy.decide(replace(context, lambda_in=li, lambda_out=lo),
+    arms = np.array([[context.table.arms[a] for a in policy.decide(context.at(CostWeights(li, lo)),
                                                                       rows).actions] for li, lo in ladder]).T
     moving = [i for i in range(len(rows)) if len(set(arms[i])) > 1]
     moving.sort(key=lambda i: (not arms[i][0].startswith("raw"), -len(set(arms[i]))))

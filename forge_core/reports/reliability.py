@@ -21,6 +21,7 @@ from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import TAU, UNTRAINED_TOLERANCE
 from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 N_BINS = 10  # margin deciles
@@ -80,13 +81,11 @@ class Reliability:
     """A checkpoint's reliability table on its held-out (test) queries at one pair of weights."""
 
     checkpoint_id: str
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights
     table: pd.DataFrame  # COLUMNS, one row per margin bin
 
 
-def checkpoint_reliability(store: Store, checkpoint_id: str,
-                           weights: tuple[float, float] | None = None) -> Reliability:
+def checkpoint_reliability(store: Store, checkpoint_id: str, weights: CostWeights | None = None) -> Reliability:
     """The reliability table of a checkpoint on its host's complete test queries of its own split
     seed (with probes for a Full router), at its own weights or, for a cost-conditioned router,
     at `weights` (default 0.1 / 0.2), costs normalized by its train maxima."""
@@ -103,12 +102,12 @@ def checkpoint_reliability(store: Store, checkpoint_id: str,
     test = table.split("test")
     if not len(test):
         raise MissingStep(f"host '{host}' has no complete test queries to measure {checkpoint_id}'s margins on")
-    lambda_in, lambda_out = map(float, map_weights(lineage, weights))
-    context = EvalContext(store, test, normalizer, lambda_in, lambda_out)
+    drawn_at = map_weights(lineage, weights)
+    context = EvalContext(store, test, normalizer, drawn_at)
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
     rows = np.arange(len(test))
     chosen, runner_up, margin = margins(policy.probabilities(context, rows), tuple(test.arms))
     utility = context.utility
     realized = utility[rows, chosen] - utility[rows, runner_up]
-    return Reliability(checkpoint_id, lambda_in, lambda_out, reliability_table(margin, realized))
+    return Reliability(checkpoint_id, drawn_at, reliability_table(margin, realized))

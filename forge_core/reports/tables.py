@@ -24,13 +24,7 @@ from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import ORACLE_KIND
 from forge_core.reports.decision import decidable_policies
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import (
-    DEFAULT_LAMBDA_IN,
-    DEFAULT_LAMBDA_OUT,
-    CostNormalizer,
-    oracle_actions,
-    oracle_sets,
-)
+from forge_core.routing.utility import CostNormalizer, CostWeights, oracle_actions, oracle_sets
 from forge_core.statistics import macro as macro_mean
 from forge_core.statistics import pareto_frontier
 from forge_core.store import Store
@@ -77,18 +71,16 @@ def coverage_frame(coverage: dict[str, dict]) -> pd.DataFrame:
 def oracle_choices(
     table: OutcomeTable,
     normalizer: CostNormalizer,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
+    weights: CostWeights = CostWeights(),
 ) -> np.ndarray:
     """[N] the action index of the utility-maximizing arm of every query (ties: lowest index)."""
-    return oracle_actions(table.utility(normalizer, lambda_in, lambda_out))
+    return oracle_actions(table.utility(normalizer, weights))
 
 
 def policy_summary(
     table: OutcomeTable,
     normalizer: CostNormalizer | None = None,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
+    weights: CostWeights = CostWeights(),
 ) -> pd.DataFrame:
     """Mean F1 and token costs of every fixed arm and, given a cost normalizer, of the oracle:
     one row per policy and benchmark, plus `macro` rows (the unweighted mean over benchmarks).
@@ -101,7 +93,7 @@ def policy_summary(
     f1, tokens_in, tokens_out = table.f1, table.tokens_in, table.tokens_out
     if normalizer is not None:
         rows = np.arange(len(table))
-        chosen = oracle_choices(table, normalizer, lambda_in, lambda_out)
+        chosen = oracle_choices(table, normalizer, weights)
         f1 = np.column_stack([f1, f1[rows, chosen]])
         tokens_in = np.column_stack([tokens_in, tokens_in[rows, chosen]])
         tokens_out = np.column_stack([tokens_out, tokens_out[rows, chosen]])
@@ -135,13 +127,12 @@ def policy_summary(
 def oracle_gap_summary(
     table: OutcomeTable,
     normalizer: CostNormalizer,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
+    weights: CostWeights = CostWeights(),
 ) -> pd.DataFrame:
     """Per fixed arm (in action order), macro over benchmarks: mean regret (the query's best utility
     minus the arm's, so no tie can decide it) and oracle agreement (share of queries where the arm is
     one of the tied best, `oracle_sets`). Columns: policy, regret, oracle_agreement."""
-    utility = table.utility(normalizer, lambda_in, lambda_out)
+    utility = table.utility(normalizer, weights)
     losses, in_set = utility.max(axis=1, keepdims=True) - utility, oracle_sets(utility)
     benchmarks = np.asarray(table.benchmarks)
     return pd.DataFrame({
@@ -176,7 +167,7 @@ def pareto_frame(points: dict) -> pd.DataFrame:
     return frame[list(PARETO_COLUMNS)]
 
 
-def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_out: float,
+def pareto_report(store: Store, host: str, split: str, weights: CostWeights,
                   checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
                   accounting: str = "deploy", base: EvalContext | None = None) -> pd.DataFrame:
     """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
@@ -185,7 +176,7 @@ def pareto_report(store: Store, host: str, split: str, lambda_in: float, lambda_
     (`forge_core.routing.features.compute_features`). `base`: see `pareto_points`."""
 
     require_train_and_dev(base.table if base is not None else load_outcome_table(store, host, n_arms))
-    points = pareto_points(store, host, split, lambda_in, lambda_out, tuple(checkpoint_ids), n_arms, by_benchmark,
+    points = pareto_points(store, host, split, weights, tuple(checkpoint_ids), n_arms, by_benchmark,
                            accounting, base)
     return pareto_frame(points)
 

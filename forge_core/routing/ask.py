@@ -27,7 +27,7 @@ from forge_core.routing.live import (
     check_question,
     default_router_id,
 )
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, check_cost_weights
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 
@@ -42,11 +42,9 @@ class AskRequest:
     checkpoint_id: str | None = None  # the router when no arm is picked (default: the host's default router)
     example_id: str | None = None  # a stored example of `benchmark`: its question, scored against its answers
     always_raw: str = "off"  # Always-Raw beside the answer: "off", "cost" (its tokens) or "answer" (its answer too)
-    lambda_in: float = DEFAULT_LAMBDA_IN  # the cost weights a cost-conditioned router decides at (others ignore them)
-    lambda_out: float = DEFAULT_LAMBDA_OUT
+    weights: CostWeights = CostWeights()  # the cost weights a cost-conditioned router decides at (others ignore them)
 
     def __post_init__(self) -> None:
-        check_cost_weights(self.lambda_in, self.lambda_out)
         if self.always_raw not in ALWAYS_RAW_MODES:
             raise InvalidInput(f"always_raw is one of {', '.join(ALWAYS_RAW_MODES)}, not {self.always_raw!r}")
         if self.arm is not None and self.checkpoint_id is not None:
@@ -90,7 +88,7 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
     return ask_routed(store, host_config or inputs.host_config, retriever or load_retriever(store, request.benchmark),
                       inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
                       arm=inputs.arm, example=inputs.example, always_raw=request.always_raw,
-                      lambda_in=request.lambda_in, lambda_out=request.lambda_out)
+                      weights=request.weights)
 
 
 def _stored_example(store: Store, benchmark: str, example_id: str) -> Example:

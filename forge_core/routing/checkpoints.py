@@ -27,7 +27,7 @@ from forge_core.identity import canonical_hash
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning
 from forge_core.routing.features import Standardizer
 from forge_core.routing.routers import Router, build_router
-from forge_core.routing.utility import CostNormalizer
+from forge_core.routing.utility import CostNormalizer, CostWeights
 from forge_core.store import Store
 
 
@@ -56,18 +56,18 @@ class LoadedCheckpoint:
         """Where the checkpoint came from."""
         return self.record["lineage"]
 
-    def router_inputs(self, features: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
+    def router_inputs(self, features: np.ndarray, weights: CostWeights) -> np.ndarray:
         """The router's inputs for raw features [n, d]: standardized, and for a cost-conditioned
-        router followed by the weight columns of (lambda_in, lambda_out); a router of one weight
+        router followed by the weight columns of `weights`; a router of one weight
         pair ignores the weights."""
         x = self.standardizer.transform(features)
         conditioning = self.conditioning
-        return x if conditioning is None else conditioning.inputs(x, lambda_in, lambda_out)
+        return x if conditioning is None else conditioning.inputs(x, weights)
 
-    def probabilities(self, features: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
+    def probabilities(self, features: np.ndarray, weights: CostWeights) -> np.ndarray:
         """[n, K] the router's action distribution on raw features [n, d] at these weights."""
         with torch.no_grad():
-            x = torch.as_tensor(self.router_inputs(features, lambda_in, lambda_out))
+            x = torch.as_tensor(self.router_inputs(features, weights))
             return self.router.log_probs(x).exp().numpy()
 
 

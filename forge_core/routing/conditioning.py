@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from forge_core.errors import InvalidInput
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.routing.utility import CostNormalizer, check_cost_weights
+from forge_core.routing.utility import CostNormalizer, CostWeights
 
 WEIGHT_COLUMNS = ("lambda_in", "lambda_out")  # the router inputs after the features
 # `forge train --conditioned --draws` default: 8 weight pairs per training query and epoch, with which the
@@ -62,11 +62,10 @@ class CostConditioning:
         scaled = 2.0 * (logs - np.log(self.low)) / (np.log(self.high) - np.log(self.low)) - 1.0
         return (self.spread * scaled).astype(np.float32)
 
-    def inputs(self, x: np.ndarray, lambda_in: float, lambda_out: float) -> np.ndarray:
+    def inputs(self, x: np.ndarray, weights: CostWeights) -> np.ndarray:
         """Standardized features [n, d] followed by the weight columns of one pair: [n, d + 2]."""
-        check_cost_weights(lambda_in, lambda_out)
-        weights = np.repeat(self.encode(lambda_in, lambda_out), len(x), axis=0)
-        return np.hstack([np.asarray(x, dtype=np.float32), weights])
+        columns = np.repeat(self.encode(weights.lambda_in, weights.lambda_out), len(x), axis=0)
+        return np.hstack([np.asarray(x, dtype=np.float32), columns])
 
     def draw(self, n: int, seed: int | Sequence[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """`n` weight pairs drawn log-uniformly over [low, high], each weight independently; `seed` is

@@ -50,7 +50,7 @@ from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store, utc_now
 
 RAW_ARM = Arm("raw", "no_think")
@@ -256,10 +256,9 @@ def default_router_id(store: Store, host: str) -> str:
 async def route_and_answer(store: Store, client: Host, retriever: Retriever, question: str, benchmark: str, *,
                            checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
-                           chat: ClientChat | None = None, lambda_in: float = DEFAULT_LAMBDA_IN,
-                           lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
+                           chat: ClientChat | None = None, weights: CostWeights = CostWeights()) -> RoutedAnswer:
     """Route `question` with the router of `checkpoint` (or take the override `arm`; a cost-conditioned
-    router decides at `lambda_in`, `lambda_out`, which any other ignores), answer it under the chosen arm
+    router decides at `weights`, which any other ignores), answer it under the chosen arm
     on the host `client` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
@@ -283,7 +282,7 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
             probes = await run_probes(client, question, is_fever)
         outcomes = probe_outcomes(client.config.name, probes)
         features = features_for_question(question, retriever, evidence, outcomes or None, checkpoint.variant, embedder)
-        probabilities = router_probabilities(checkpoint, features, lambda_in, lambda_out)
+        probabilities = router_probabilities(checkpoint, features, weights)
         arm = parse_arm(max(probabilities, key=probabilities.get))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, client.config)
@@ -304,22 +303,21 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         probe_tokens_out=sum(p.tokens_out for p in probes.values()), evidence=evidence, answer=answer,
         answer_is_probe=answer_is_probe, f1=_f1(answer, golds, is_fever), golds=golds, raw_cost=raw_cost,
         raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
-        weights=(lambda_in, lambda_out) if checkpoint is not None and checkpoint.conditioning is not None else None,
+        weights=((weights.lambda_in, weights.lambda_out)
+                 if checkpoint is not None and checkpoint.conditioning is not None else None),
     )
 
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
-               always_raw: AlwaysRaw = "off", lambda_in: float = DEFAULT_LAMBDA_IN,
-               lambda_out: float = DEFAULT_LAMBDA_OUT) -> RoutedAnswer:
+               always_raw: AlwaysRaw = "off", weights: CostWeights = CostWeights()) -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
     an embedded server)."""
 
     async def run() -> RoutedAnswer:
         async with hosted(config) as client:
             return await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint, arm=arm,
-                                          example=example, always_raw=always_raw, lambda_in=lambda_in,
-                                          lambda_out=lambda_out)
+                                          example=example, always_raw=always_raw, weights=weights)
 
     return asyncio.run(run())
 
@@ -339,10 +337,10 @@ def probe_outcomes(host: str, probes: dict[str, Generation]) -> list[ProbeOutcom
             for probe, g in probes.items()]
 
 
-def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray, lambda_in: float = DEFAULT_LAMBDA_IN,
-                         lambda_out: float = DEFAULT_LAMBDA_OUT) -> dict[str, float]:
+def router_probabilities(checkpoint: LoadedCheckpoint, features: np.ndarray,
+                         weights: CostWeights = CostWeights()) -> dict[str, float]:
     """Arm name -> probability for one feature vector (a cost-conditioned router's at these weights)."""
-    probabilities = checkpoint.probabilities(features.reshape(1, -1), lambda_in, lambda_out)[0]
+    probabilities = checkpoint.probabilities(features.reshape(1, -1), weights)[0]
     arms = alphabet(checkpoint.record["n_arms"])
     return {arm.name: float(p) for arm, p in zip(arms, probabilities)}
 

@@ -16,7 +16,7 @@ from forge_core.arms import alphabet
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.records import SAMPLE_PROBES
-from forge_core.routing.utility import CostNormalizer, pareto_utility
+from forge_core.routing.utility import CostNormalizer, CostWeights, pareto_utility
 from forge_core.store import Store
 
 Key = tuple[str, str]  # (benchmark, example_id)
@@ -73,10 +73,10 @@ class OutcomeTable:
         """The rows of one split."""
         return self.subset(self.splits == name)
 
-    def utility(self, normalizer: CostNormalizer, lambda_in: float, lambda_out: float) -> np.ndarray:
+    def utility(self, normalizer: CostNormalizer, weights: CostWeights) -> np.ndarray:
         """[N, K] Pareto utility under the given cost weights."""
         c_in, c_out = normalizer.transform(self.tokens_in, self.tokens_out)
-        return pareto_utility(self.f1, c_in, c_out, lambda_in, lambda_out)
+        return pareto_utility(self.f1, c_in, c_out, weights)
 
     def fit_normalizer(self) -> CostNormalizer:
         """Cost maxima over this table's train rows (refuses to fit anywhere else)."""

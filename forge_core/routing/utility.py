@@ -86,33 +86,48 @@ class CostNormalizer:
         return cls(max_in, max_out)
 
 
-def check_cost_weights(lambda_in: float, lambda_out: float) -> None:
-    """Refuse cost weights that are negative or not finite numbers."""
-    if not (np.isfinite(lambda_in) and np.isfinite(lambda_out) and lambda_in >= 0 and lambda_out >= 0):
-        raise InvalidInput("cost weights lambda_in and lambda_out must be finite and non-negative")
-
-
 def check_accounting(accounting: str) -> None:
     """Refuse an accounting other than "deploy" or "answer"."""
     if accounting not in ACCOUNTINGS:
         raise InvalidInput(f"accounting is {' or '.join(ACCOUNTINGS)}, not '{accounting}'")
 
 
-def pareto_utility(
-    f1: ArrayLike,
-    c_in: ArrayLike,
-    c_out: ArrayLike,
-    lambda_in: float = DEFAULT_LAMBDA_IN,
-    lambda_out: float = DEFAULT_LAMBDA_OUT,
-) -> NDArray[np.float64]:
-    """`U = F1 - lambda_in * c_in - lambda_out * c_out`, with normalized costs and F1 in [0, 1]."""
+@dataclass(frozen=True)
+class CostWeights:
+    """The two cost weights of the objective, one value: the price of a normalized input and of a
+    normalized output token in F1 points. `utility` is the objective, `charge` what host calls cost
+    in it; both are written here only. Weights that are negative or not finite are refused."""
+
+    lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
+    lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.lambda_in) and np.isfinite(self.lambda_out)
+                and self.lambda_in >= 0 and self.lambda_out >= 0):
+            raise InvalidInput("cost weights lambda_in and lambda_out must be finite and non-negative")
+
+    def utility(self, f1: ArrayLike, c_in: ArrayLike, c_out: ArrayLike) -> NDArray[np.float64]:
+        """`U = F1 - lambda_in * c_in - lambda_out * c_out` (normalized costs; F1, or a prediction of it)."""
+        return (np.asarray(f1, dtype=np.float64) - self.lambda_in * np.asarray(c_in, dtype=np.float64)
+                - self.lambda_out * np.asarray(c_out, dtype=np.float64))
+
+    def charge(self, c_in: ArrayLike, c_out: ArrayLike) -> NDArray[np.float64]:
+        """What host calls with these normalized costs take from the utility."""
+        return (self.lambda_in * np.asarray(c_in, dtype=np.float64)
+                + self.lambda_out * np.asarray(c_out, dtype=np.float64))
+
+    def to_dict(self) -> dict[str, float]:
+        """`{"lambda_in": ..., "lambda_out": ...}`, the keys reports and lineages store."""
+        return {"lambda_in": self.lambda_in, "lambda_out": self.lambda_out}
+
+
+def pareto_utility(f1: ArrayLike, c_in: ArrayLike, c_out: ArrayLike,
+                   weights: CostWeights = CostWeights()) -> NDArray[np.float64]:
+    """`weights.utility` of observed F1, refused unless F1 is a fraction in [0, 1]."""
     scores = np.asarray(f1, dtype=np.float64)
     if not np.isfinite(scores).all() or (scores < 0).any() or (scores > 1).any():
         raise ValueError("F1 must be a fraction in [0, 1] (not a percentage)")
-    check_cost_weights(lambda_in, lambda_out)
-    costs_in = np.asarray(c_in, dtype=np.float64)
-    costs_out = np.asarray(c_out, dtype=np.float64)
-    return scores - lambda_in * costs_in - lambda_out * costs_out
+    return weights.utility(scores, c_in, c_out)
 
 
 def boltzmann_target(utility: ArrayLike, tau: float = 1.0) -> NDArray[np.float64]:

@@ -44,7 +44,7 @@ from forge_core.routing.utility import (
     DEFAULT_LAMBDA_IN,
     DEFAULT_LAMBDA_OUT,
     CostNormalizer,
-    check_cost_weights,
+    CostWeights,
     oracle_actions,
 )
 from forge_core.store import Store, utc_now
@@ -80,6 +80,11 @@ class TrainRequest:
     stage2: Stage2Config = field(default_factory=Stage2Config)
     conditioning: CostConditioning | None = None  # a cost-conditioned router (None: one for lambda_in/lambda_out)
 
+    @property
+    def weights(self) -> CostWeights:
+        """The cost weights as one value (validated on construction)."""
+        return CostWeights(self.lambda_in, self.lambda_out)
+
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise InvalidInput(f"unknown variant '{self.variant}' (known: {', '.join(VARIANTS)})")
@@ -92,7 +97,7 @@ class TrainRequest:
         if self.stage == 2 and self.rewards == "live" and self.stage2_reward != GOLD:
             raise InvalidInput("live Stage-2 rewards are gold F1: use the table replay for judge or consensus")
         thinking_modes(self.n_arms)  # validates the alphabet size
-        check_cost_weights(self.lambda_in, self.lambda_out)
+        CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)
@@ -221,7 +226,7 @@ def _router_inputs(data: TrainingData, request: TrainRequest, rows: np.ndarray) 
     """The router's inputs for `rows` at the request's weights (weight columns when conditioned)."""
     if request.conditioning is None:
         return data.features[rows]
-    return request.conditioning.inputs(data.features[rows], request.lambda_in, request.lambda_out)
+    return request.conditioning.inputs(data.features[rows], request.weights)
 
 
 def _dev_metrics(router: torch.nn.Module, data: TrainingData, utility: np.ndarray,
@@ -342,7 +347,7 @@ def train_router_job(store: Store, request: TrainRequest,
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:
     data = request.training_data(store)
-    utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)
+    utility = data.table.utility(data.normalizer, request.weights)
     host_hashes = store.host_config_hashes(request.host)
     metrics: dict[str, Any] = {}
     if request.stage == 1:
@@ -473,7 +478,7 @@ class LiveRewards:
 
     def __init__(self, store: Store, request: TrainRequest, data: TrainingData, rows: np.ndarray) -> None:
         self.store, self.request, self.data, self.rows = store, request, data, rows
-        self.utility = data.table.utility(data.normalizer, request.lambda_in, request.lambda_out)[rows]
+        self.utility = data.table.utility(data.normalizer, request.weights)[rows]
         self.known = ~np.isnan(self.utility)
         self.host_config = get_host_config(store, request.host)
 
@@ -502,5 +507,5 @@ class LiveRewards:
             answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, answer.latency_ms, None, 1,
             config_hash(self.host_config), started, utc_now(), answer.reasoning_method))
         c_in, c_out = self.data.normalizer.transform(np.array([answer.tokens_in]), np.array([answer.tokens_out]))
-        self.utility[query, action] = f1 - self.request.lambda_in * c_in[0] - self.request.lambda_out * c_out[0]
+        self.utility[query, action] = self.request.weights.utility(f1, c_in[0], c_out[0])
         self.known[query, action] = True

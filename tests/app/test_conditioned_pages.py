@@ -82,7 +82,7 @@ def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, s
     result = app.session_state["calibration_result"]
     assert result.request.budget_tokens == 300.0 and result.queries == 240
     assert result.tokens_ci[0] <= result.tokens <= result.tokens_ci[1]
-    assert by_label(app.slider, "lambda_in").value == pytest.approx(round(result.lambda_in, 2))
+    assert by_label(app.slider, "lambda_in").value == pytest.approx(round(result.weights.lambda_in, 2))
     metrics = {metric.label: metric.value for metric in app.metric}
     assert metrics["Realized tokens a query"] == f"{result.tokens:,.0f}"
 

@@ -43,7 +43,8 @@ def test_a_tighter_budget_buys_fewer_tokens_out_of_fold(outcome_store: Store) ->
         budget_tokens=budget, host=HOST, folds=3, stage1=FAST)) for budget in (150.0, 600.0)}
     tight, loose = results[150.0], results[600.0]
     assert tight.queries == 240 and len(tight.folds) == 3
-    assert tight.lambda_in > loose.lambda_in and tight.lambda_out == pytest.approx(2 * tight.lambda_in)
+    assert tight.weights.lambda_in > loose.weights.lambda_in
+    assert tight.weights.lambda_out == pytest.approx(2 * tight.weights.lambda_in)
     assert tight.tokens < loose.tokens and tight.f1 <= loose.f1
     assert tight.tokens_ci[0] <= tight.tokens <= tight.tokens_ci[1] and tight.f1_ci[0] <= tight.f1 <= tight.f1_ci[1]
     assert all(fold.dev_tokens <= 150.0 for fold in tight.folds if fold.met_on_dev)

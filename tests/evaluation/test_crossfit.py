@@ -16,6 +16,7 @@ from forge_core.evaluation.crossfit import (
 )
 from forge_core.policies.baselines import RidgeUtility
 from forge_core.policies.context import evaluation_context
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
@@ -24,7 +25,7 @@ FAST = CrossfitSettings(HOST, folds=3, stage1=Stage1Config(max_epochs=15))
 
 
 def test_ridge_utility_learns_the_planted_rule(outcome_store: Store) -> None:
-    context = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    context = evaluation_context(outcome_store, HOST, 6, CostWeights(0.1, 0.2))
     policy = RidgeUtility()
     policy.fit(context)
     test = context.rows("test")
@@ -48,7 +49,7 @@ def test_folds_are_stratified_and_disjoint() -> None:
 
 
 def test_crossfit_folds_hold_out_every_query_once(outcome_store: Store) -> None:
-    base = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    base = evaluation_context(outcome_store, HOST, 6, CostWeights(0.1, 0.2))
     held_out = [(fold, context.rows("test")) for fold, context in crossfit_folds(base, 3, 0.2, split_seed=0)]
     assert [fold for fold, _ in held_out] == [0, 1, 2]
     assert sorted(np.concatenate([rows for _, rows in held_out]).tolist()) == list(range(len(base.table)))

@@ -10,6 +10,7 @@ from forge_core.evaluation.fresh_online import FreshRequest, run_fresh
 from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -109,7 +110,7 @@ def test_live_context_refuses_features_it_was_not_given(outcome_store: Store) ->
     from forge_core.policies.context import evaluation_context
     from forge_core.policies.live_query import LiveContext
 
-    fitted = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    fitted = evaluation_context(outcome_store, HOST, 6, CostWeights(0.1, 0.2))
     live = LiveContext(**{f.name: getattr(fitted, f.name) for f in dataclasses.fields(fitted)} | {"_features": {}})
     with pytest.raises(ValueError, match="no live lite features"):
         live.features("lite")

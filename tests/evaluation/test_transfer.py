@@ -9,6 +9,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation.setup import prepare_evaluation, router_policies
 from forge_core.evaluation.transfer import TransferRequest, calibration_rows, run_transfer
 from forge_core.policies.context import evaluation_context
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 from support.stores import copy_store
@@ -18,7 +19,7 @@ SOURCE, TARGET = "synthetic-host", "knowing-host"
 
 def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store, tmp_path) -> None:
     store = copy_store(two_host_store, tmp_path)
-    request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(100,))
+    request = TransferRequest(SOURCE, TARGET, weights=CostWeights(0.6, 0.6), calibrate=(100,))
     for settings in request.evaluations():
         prepare_evaluation(store, settings)
     report = run_transfer(store, request)
@@ -46,7 +47,7 @@ def test_a_calibrated_router_is_stored_with_its_source_and_never_selected(two_ho
     from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 
     store = copy_store(two_host_store, tmp_path)
-    request = TransferRequest(SOURCE, TARGET, lambda_in=0.6, lambda_out=0.6, calibrate=(25,))
+    request = TransferRequest(SOURCE, TARGET, weights=CostWeights(0.6, 0.6), calibrate=(25,))
     for settings in request.evaluations():
         prepare_evaluation(store, settings)
     newest_target_lite = latest_checkpoint(store, TARGET, "lite")
@@ -64,7 +65,7 @@ def test_a_calibrated_router_is_stored_with_its_source_and_never_selected(two_ho
 
 
 def test_calibration_queries_never_come_from_the_evaluated_split(two_host_store: Store) -> None:
-    context = evaluation_context(two_host_store, TARGET, 6, 0.1, 0.2)
+    context = evaluation_context(two_host_store, TARGET, 6, CostWeights(0.1, 0.2))
     for draw in range(3):
         rows = calibration_rows(context, "train", 25, draw)
         assert len(rows) == 25 and set(context.table.splits[rows]) == {"train"}

@@ -18,6 +18,7 @@ from forge_core.policies.baselines import FixedArm, FrugalCascade, RidgeUtility,
 from forge_core.policies.context import Decisions, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.routing.embedders import load_embedder
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
@@ -29,7 +30,7 @@ SAMPLE_TOKENS_IN, SAMPLE_TOKENS_OUT = 3 * 60, 3 * 5  # the synthetic probes: 60 
 
 @pytest.fixture(scope="module")
 def context(outcome_store: Store):
-    return evaluation_context(outcome_store, HOST, 6, 0.6, 0.6)
+    return evaluation_context(outcome_store, HOST, 6, CostWeights(0.6, 0.6))
 
 
 def test_probes_are_charged_once_and_the_greedy_probe_is_the_direct_answer(context) -> None:
@@ -75,7 +76,7 @@ def test_self_routing_pays_its_probes_and_its_direct_attempt(context) -> None:
 
 def test_the_paper_view_charges_the_answering_call_only(context) -> None:
     rows = context.rows("test")
-    answer_context = evaluation_context(context.store, HOST, 6, 0.6, 0.6, accounting="answer")
+    answer_context = evaluation_context(context.store, HOST, 6, CostWeights(0.6, 0.6), accounting="answer")
     decisions = context.probed_decisions(rows, np.full(len(rows), context.arm("raw:no_think")))
     utility = context.utility[rows][:, context.arm("raw:no_think")]
     assert np.array_equal(answer_context.realized_utility(rows, decisions), utility)

@@ -27,6 +27,7 @@ from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.registry import build_baselines
 from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
@@ -35,7 +36,7 @@ HOST = "synthetic-host"
 
 def base_context(store: Store) -> EvalContext:
     """The Cached protocol's context of the synthetic host (default cost weights)."""
-    return evaluation_context(store, HOST, 6, 0.1, 0.2)
+    return evaluation_context(store, HOST, 6, CostWeights(0.1, 0.2))
 
 
 def with_table(context: EvalContext, table: OutcomeTable) -> EvalContext:

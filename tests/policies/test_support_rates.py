@@ -8,6 +8,7 @@ import pytest
 
 from forge_core.policies.support_rates import support_rate_frame, support_summary, support_verdicts
 from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 from support.judging import write_support_verdicts
@@ -54,15 +55,15 @@ def store(outcome_store, tmp_path) -> Store:
 def test_pareto_points_give_each_policy_its_own_rate_and_name_the_evaluator(store) -> None:
     from forge_core.evaluation.cached import pareto_points
 
-    empty = pareto_points(store, HOST, "test", 0.1, 0.2)
+    empty = pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))
     assert empty["support_evaluator"] is None
     assert all(p["support_rate"] is None and p["support_coverage"] == 0.0 for p in empty["points"])
     write_verdicts(store, {"raw:no_think": 1.0, "direct:no_think": 0.0})
-    points = {p["policy"]: p for p in pareto_points(store, HOST, "test", 0.1, 0.2)["points"]}
+    points = {p["policy"]: p for p in pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))["points"]}
     assert (points["always_raw"]["support_rate"], points["always_raw"]["support_coverage"]) == (1.0, 1.0)
     assert (points["always_direct"]["support_rate"], points["always_direct"]["support_coverage"]) == (0.0, 1.0)
     assert points["always_summary"]["support_rate"] is None
-    assert pareto_points(store, HOST, "test", 0.1, 0.2)["support_evaluator"] == "judge:double@cfg1"
+    assert pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))["support_evaluator"] == "judge:double@cfg1"
 
 
 def test_the_overview_frame_has_one_row_per_arm_and_benchmark_with_verdicts(store) -> None:

@@ -12,7 +12,7 @@ from forge_core.reports.action_map import MIN_QUERIES, action_mix, cluster_point
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
-from forge_core.routing.utility import oracle_actions, oracle_sets, regret
+from forge_core.routing.utility import CostWeights, oracle_actions, oracle_sets, regret
 from forge_core.store import Store
 
 HOST = "synthetic-host"
@@ -63,10 +63,10 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
 
     with torch.no_grad():
         router = checkpoint.router.log_probs(torch.as_tensor(features)).argmax(dim=1).numpy()
-    oracle = oracle_actions(test.utility(table.fit_normalizer(), 0.10, 0.20))
+    oracle = oracle_actions(test.utility(table.fit_normalizer(), CostWeights(0.10, 0.20)))
     assert np.array_equal(action_map.router_actions, router)
     assert np.array_equal(action_map.oracle_actions, oracle)
-    in_set = oracle_sets(test.utility(table.fit_normalizer(), 0.10, 0.20))
+    in_set = oracle_sets(test.utility(table.fit_normalizer(), CostWeights(0.10, 0.20)))
     rows = np.arange(len(test))
     assert action_map.agreement == pytest.approx(float(in_set[rows, router].mean()), abs=0)  # a tie agrees
     assert action_map.agreement >= float((router == oracle).mean())
@@ -81,7 +81,7 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     assert np.array_equal(cached.coordinates, action_map.coordinates)
     assert np.array_equal(cached.clusters, action_map.clusters)
 
-    utility = test.utility(table.fit_normalizer(), 0.10, 0.20)
+    utility = test.utility(table.fit_normalizer(), CostWeights(0.10, 0.20))
     best = int(np.argmax(utility.mean(axis=0)))
     agreements = action_map.agreements()
     assert agreements["router"] == action_map.agreement

@@ -7,6 +7,7 @@ import pytest
 
 from forge_core.reports.decision import crossfit_decision, decidable_policies, report_at_weights
 from forge_core.reports.tables import crossfit_frame, merge_identical_points
+from forge_core.routing.utility import CostWeights
 
 
 def _row(utility: float, low: float, high: float, kind: str = "router") -> dict:
@@ -53,9 +54,9 @@ def test_the_crossfit_table_has_a_decidable_column() -> None:
 
 def test_report_at_weights_matches_weights_and_accounting() -> None:
     reports = [_report({}, 0.6, "answer"), _report({}, 0.6), _report({}, 0.1)]
-    assert report_at_weights(reports, 0.6, 0.6, "deploy") is reports[1]
-    assert report_at_weights(reports, 0.6, 0.6, "answer") is reports[0]
-    assert report_at_weights(reports, 0.3, 0.3, "deploy") is None
+    assert report_at_weights(reports, CostWeights(0.6, 0.6), "deploy") is reports[1]
+    assert report_at_weights(reports, CostWeights(0.6, 0.6), "answer") is reports[0]
+    assert report_at_weights(reports, CostWeights(0.3, 0.3), "deploy") is None
 
 
 def test_identical_points_are_merged_into_one_labelled_point() -> None:

@@ -29,6 +29,7 @@ from forge_core.reports.tables import (
     store_coverage,
 )
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
@@ -73,9 +74,9 @@ def test_oracle_picks_the_utility_argmax_with_train_maxima(table: OutcomeTable) 
     # q4 (dev, costs up to 2.0): [0.36, 0.72, 0.40]
     assert oracle_choices(table, normalizer).tolist() == [2, 0, 0, 1]
     # without cost weights only F1 counts and ties go to the lowest action index
-    assert oracle_choices(table, normalizer, 0.0, 0.0).tolist() == [2, 0, 0, 1]
+    assert oracle_choices(table, normalizer, CostWeights(0.0, 0.0)).tolist() == [2, 0, 0, 1]
     # heavy output cost: q1 U = [-1.0, -0.5, -1.0]; q2 ties direct and summary at 0.0
-    assert oracle_choices(table, normalizer, 0.0, 2.0).tolist() == [1, 0, 0, 0]
+    assert oracle_choices(table, normalizer, CostWeights(0.0, 2.0)).tolist() == [1, 0, 0, 0]
 
 
 def test_policy_summary_exact_means(table: OutcomeTable) -> None:
@@ -104,7 +105,7 @@ def test_policy_summary_exact_means(table: OutcomeTable) -> None:
 
 def test_oracle_gap_summary_counts_ties_as_agreement(table: OutcomeTable) -> None:
     normalizer = table.fit_normalizer()
-    gaps = oracle_gap_summary(table, normalizer, 0.0, 0.0)  # no costs: utility is F1, so equal F1 ties
+    gaps = oracle_gap_summary(table, normalizer, CostWeights(0.0, 0.0))  # no costs: utility is F1, so equal F1 ties
     assert list(gaps["policy"]) == list(table.arms)
     utility = table.f1
     in_set = utility >= utility.max(axis=1, keepdims=True) - 1e-9
@@ -202,8 +203,8 @@ def test_pareto_highlights() -> None:
 
 def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     store, checkpoint_id = trained_store
-    cheap = pareto_report(store, "synthetic-host", "test", 0.0, 0.0, [checkpoint_id])
-    costly = pareto_report(store, "synthetic-host", "test", 1.0, 1.0, [checkpoint_id])
+    cheap = pareto_report(store, "synthetic-host", "test", CostWeights(0.0, 0.0), [checkpoint_id])
+    costly = pareto_report(store, "synthetic-host", "test", CostWeights(1.0, 1.0), [checkpoint_id])
     assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 11  # 10 baselines (oracle included) + 1 router
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
@@ -211,7 +212,8 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     router = {name: frame.set_index("policy").loc[checkpoint_id]
               for name, frame in (("cheap", cheap), ("costly", costly))}
     assert router["cheap"]["cost_k"] == router["costly"]["cost_k"]  # a checkpoint keeps its decisions
-    by_benchmark = pareto_report(store, "synthetic-host", "test", 0.1, 0.2, [checkpoint_id], by_benchmark=True)
+    by_benchmark = pareto_report(store, "synthetic-host", "test", CostWeights(0.1, 0.2), [checkpoint_id],
+                                 by_benchmark=True)
     assert set(by_benchmark["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}
     assert by_benchmark.groupby("benchmark")["on_frontier"].any().all()
 

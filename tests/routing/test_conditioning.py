@@ -7,6 +7,7 @@ import pytest
 
 from forge_core.errors import InvalidInput
 from forge_core.routing.conditioning import CostConditioning
+from forge_core.routing.utility import CostWeights
 
 
 def test_weights_are_log_scaled_onto_minus_one_one_and_clipped() -> None:
@@ -15,10 +16,10 @@ def test_weights_are_log_scaled_onto_minus_one_one_and_clipped() -> None:
     assert np.allclose(encoded[:, 0], [-1.0, 0.0, 1.0, -1.0, 1.0])  # 0.1 is the log midpoint; 0 and 5 clip
     assert np.allclose(encoded[:, 1], 0.0)
     x = np.ones((3, 4), dtype=np.float32)
-    inputs = conditioning.inputs(x, 1.0, 0.01)
+    inputs = conditioning.inputs(x, CostWeights(1.0, 0.01))
     assert inputs.shape == (3, 6) and np.allclose(inputs[:, 4:], [[1.0, -1.0]] * 3)
     with pytest.raises(InvalidInput, match="non-negative"):
-        conditioning.inputs(x, -0.1, 0.2)
+        conditioning.inputs(x, CostWeights(-0.1, 0.2))
 
 
 def test_expand_gives_each_query_its_drawn_weights_and_utilities() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from forge_core.routing.utility import (
     CostNormalizer,
+    CostWeights,
     boltzmann_target,
     oracle_actions,
     oracle_sets,
@@ -61,14 +62,14 @@ def test_pareto_utility_exact_values_and_default_weights() -> None:
     expected = [[0.8 - 0.10 * 0.5 - 0.20 * 0.25, 1.0 - 0.10 - 0.20, -0.20 * 0.5]]
     np.testing.assert_array_equal(utility, expected)
     assert utility[0, 0] == pytest.approx(0.7, abs=1e-15)
-    assert pareto_utility(0.5, 1.0, 1.0, lambda_in=0.0, lambda_out=0.5) == 0.0
+    assert pareto_utility(0.5, 1.0, 1.0, CostWeights(0.0, 0.5)) == 0.0
 
 
 def test_pareto_utility_rejects_percent_f1_and_negative_weights() -> None:
     with pytest.raises(ValueError, match="fraction"):
         pareto_utility([80.0], [0.1], [0.1])
     with pytest.raises(ValueError, match="non-negative"):
-        pareto_utility([0.8], [0.1], [0.1], lambda_in=-0.1)
+        pareto_utility([0.8], [0.1], [0.1], CostWeights(lambda_in=-0.1))
 
 
 def test_boltzmann_target_hand_computed_softmax() -> None:

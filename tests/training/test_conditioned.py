@@ -16,7 +16,7 @@ from forge_core.policies.context import evaluation_context
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import Standardizer
-from forge_core.routing.utility import CostNormalizer
+from forge_core.routing.utility import CostNormalizer, CostWeights
 from forge_core.store import Store
 from forge_core.training.stage2 import Stage2Config
 from forge_core.training.trainer import TrainRequest, _lineage, train_router
@@ -63,7 +63,7 @@ def test_one_conditioned_router_moves_with_the_weights(conditioned_store: tuple[
     assert policy.name == "forge_lite_cond" and policy.checkpoint_id == checkpoint_id
     mean_tokens = {}
     for weights in ((0.02, 0.02), (3.0, 3.0)):
-        context = evaluation_context(store, HOST, 6, *weights)
+        context = evaluation_context(store, HOST, 6, CostWeights(*weights))
         policy.fit(context)
         test = context.rows("test")
         actions = policy.decide(context, test).actions
@@ -97,10 +97,10 @@ def test_action_map_of_a_conditioned_router_is_drawn_at_the_default_weights(
     from forge_core.reports.action_map import compute_action_map, map_weights
 
     store, checkpoint_id = conditioned_store
-    assert map_weights(load_checkpoint(store, checkpoint_id).lineage) == (0.1, 0.2)
+    assert map_weights(load_checkpoint(store, checkpoint_id).lineage) == CostWeights(0.1, 0.2)
     action_map = compute_action_map(store, HOST, checkpoint_id, "test")
     assert len(action_map.router_actions) == 60 and set(action_map.router_actions) <= set(range(6))
-    dear = compute_action_map(store, HOST, checkpoint_id, "test", weights=(3.0, 3.0))  # the router moves
-    assert (dear.lambda_in, dear.lambda_out) == (3.0, 3.0)
+    dear = compute_action_map(store, HOST, checkpoint_id, "test", weights=CostWeights(3.0, 3.0))  # the router moves
+    assert dear.weights == CostWeights(3.0, 3.0)
     assert (dear.tokens_in + dear.tokens_out)[np.arange(60), dear.router_actions].mean() < \
         (action_map.tokens_in + action_map.tokens_out)[np.arange(60), action_map.router_actions].mean()

@@ -15,6 +15,7 @@ from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.utility import CostWeights
 from forge_core.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
@@ -142,7 +143,7 @@ def test_routers_only_read_features_of_their_embedder(outcome_store: Store, tmp_
     monkeypatch.setenv("FORGE_EMBEDDER", "all-MiniLM-L6-v2")  # the PyTorch runtime: another embedder
     with pytest.raises(ValueError, match="no full router .* on embedder 'all-MiniLM-L6-v2'"):
         router_policies(store, settings)
-    context = evaluation_context(store, HOST, 6, 0.1, 0.2)
+    context = evaluation_context(store, HOST, 6, CostWeights(0.1, 0.2))
     lite.fit(context)  # a chosen checkpoint still reads the features of its own embedder
     assert lite.live_embedder == "all-MiniLM-L6-v2@onnx"
     ours = assemble_features(store, HOST, "lite", context.table.keys, "all-MiniLM-L6-v2@onnx")
@@ -193,7 +194,7 @@ def test_evaluate_reports_every_policy(outcome_store: Store) -> None:
     raw = policies["always_raw"]
     assert raw["ci_vs_always_raw"] == [0.0, 0.0]
     assert policies["oracle"]["macro_utility"] >= max(p["macro_utility"] for p in policies.values()) - 1e-12
-    context = evaluation_context(outcome_store, HOST, 6, 0.1, 0.2)
+    context = evaluation_context(outcome_store, HOST, 6, CostWeights(0.1, 0.2))
     test = context.rows("test")
     raw_is_best = context.utility[test].argmax(axis=1) == context.arm("raw:no_think")
     assert raw["oracle_agreement"] == pytest.approx(raw_is_best.mean()) and 0 < raw_is_best.mean() < 1
@@ -237,7 +238,7 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store, tmp_path) -> Non
     frontier = [result["points"][i] for i in result["frontier"]]
     assert all(a["cost_k"] <= b["cost_k"] and a["macro_f1"] < b["macro_f1"] for a, b in zip(frontier, frontier[1:]))
     swept = [(p["policy"], p["lambda_in"], p["cost_k"], p["macro_f1"], p["macro_utility"]) for p in result["points"]]
-    alone = [(name, point.lambda_in, row["cost_k"], row["macro_f1"], row["macro_utility"])
+    alone = [(name, point.weights.lambda_in, row["cost_k"], row["macro_f1"], row["macro_utility"])
              for point in request.evaluations() for name, row in evaluate(store, point)["policies"].items()]
     assert swept == alone  # the sweep's one loaded context gives what each point loading its own gives
 
@@ -267,12 +268,12 @@ def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
 def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
     from forge_core.evaluation.cached import pareto_points
 
-    cheap = pareto_points(outcome_store, HOST, "test", 0.0, 0.0)
-    costly = pareto_points(outcome_store, HOST, "test", 2.0, 2.0)
+    cheap = pareto_points(outcome_store, HOST, "test", CostWeights(0.0, 0.0))
+    costly = pareto_points(outcome_store, HOST, "test", CostWeights(2.0, 2.0))
     oracle = lambda result: next(p for p in result["points"] if p["policy"] == "oracle")  # noqa: E731
     assert oracle(costly)["cost_k"] < oracle(cheap)["cost_k"]
     assert {p["policy"] for p in cheap["points"]} >= {"always_raw", "bm25_threshold", "oracle"}
-    per_benchmark = pareto_points(outcome_store, HOST, "test", 0.1, 0.2, by_benchmark=True)
+    per_benchmark = pareto_points(outcome_store, HOST, "test", CostWeights(0.1, 0.2), by_benchmark=True)
     assert {p["benchmark"] for p in per_benchmark["points"]} == {"musique", "popqa", "2wikimultihopqa"}
 
 
