@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from app import data
+from app import data, live_view
 from forge_core.evidence.answering import retrieve_evidence
 from forge_core.reports.action_map import ActionMap
 from forge_core.store import Store
@@ -40,12 +40,18 @@ def show_query(store: Store, action_map: ActionMap, index: int | None,
     st.caption(f"{benchmark} / {example_id} · gold: {' | '.join(example.answers) if example else '–'} · router: "
                f"{action_map.arms[action_map.router_actions[index]]} · oracle: "
                f"{action_map.arms[action_map.oracle_actions[index]]}")
+    held_out = data.reliability(store, data.store_version(store), action_map.checkpoint_id,
+                                action_map.weights)
+    decided = action_map.confidence(index)
+    st.caption(f"The router's margin: {live_view.confidence_text(decided, held_out)}. "
+               + live_view.untrained_text(decided))
     outcomes = action_map.query_outcomes(index)
     answers = data.stored_answers(store, action_map.host, benchmark, example_id, action_map.arms)
     outcomes.insert(1, "answer", [answers.get(arm, "–") for arm in outcomes["arm"]])
     st.dataframe(outcomes, hide_index=True, column_config={
         "F1": st.column_config.NumberColumn(format="%.2f"), "utility": st.column_config.NumberColumn(format="%.4f"),
-        "router probability": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0)})
+        "router probability": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+        "router's implied utility vs its pick": st.column_config.NumberColumn(format="%+.4f")})
     with st.spinner("Retrieving the evidence…"):
         evidence = retrieve_evidence(data.retriever(store, benchmark), action_map.questions[index])
     for form, tab in zip(("direct", "summary", "raw"), st.tabs(["Direct", "Summary", "Raw"])):

@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
-from forge_core.errors import InvalidInput
+from forge_core.errors import ForgeError, InvalidInput
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
@@ -36,6 +36,7 @@ from forge_core.records import Example, HostPrices
 from forge_core.reports import tables
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
+from forge_core.reports.reliability import Reliability, checkpoint_reliability
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -299,6 +300,17 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     compute_features(store, host)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def reliability(store: Store, version: int, checkpoint_id: str,
+                weights: CostWeights | None = None) -> Reliability | str:
+    """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
+    or why there is none (a one-line reason: no test split, no outcomes)."""
+    try:
+        return checkpoint_reliability(store, checkpoint_id, weights)
+    except ForgeError as error:
+        return str(error)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

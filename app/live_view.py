@@ -13,6 +13,8 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.reports.reliability import Reliability, share_right
+from forge_core.routing.confidence import Confidence
 from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
 
 VERDICT_BOXES = {"right": st.success, "partly right": st.warning, "wrong": st.error, "unscored": st.info}
@@ -30,18 +32,44 @@ def changed_inputs(answered: dict, now: dict) -> str:
     return ", ".join(label for name, label in INPUT_NAMES.items() if answered.get(name) != now.get(name))
 
 
-def routed_answer(result: RoutedAnswer) -> None:
-    """The routing decision, both answers side by side, the saving, and the evidence."""
+def confidence_text(confidence: Confidence, held_out: Reliability | str | None = None) -> str:
+    """"+0.012 utility over summary:no_think (95% of held-out decisions with this margin were
+    right)": the chosen arm's margin in utility units, and how often such margins were right on the
+    router's held-out queries when it has any."""
+    if confidence.runner_up is None:
+        return "no other arm to compare"
+    text = f"{confidence.margin:+.3f} utility over {confidence.runner_up}"
+    if isinstance(held_out, Reliability):
+        right = share_right(held_out.table, confidence.margin)
+        if right is not None:
+            text += f" ({right:.0%} of held-out decisions with this margin were right)"
+    return text
+
+
+def untrained_text(confidence: Confidence) -> str:
+    """Names the chosen arm's thinking twins that carry its probability (a thinking head that learned nothing)."""
+    if not confidence.untrained_twins:
+        return ""
+    return (f"{', '.join(confidence.untrained_twins)} carries exactly the chosen arm's probability: the router's "
+            "thinking head learned nothing, so that is not a tie it weighed (left out of the runner-up).")
+
+
+def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = None) -> None:
+    """The routing decision (its margin in utility units, read against `held_out`: the router's
+    reliability table, or why it has none), both answers side by side, the saving, and the evidence."""
     st.header("Routed answer")
     columns = st.columns([4, 2, 2, 3])  # room for the longest arm name
     if result.checkpoint_id == OVERRIDE:
         columns[0].metric("Arm (picked by hand)", result.arm)
     else:
         columns[0].metric("Chosen arm", result.arm, delta_color="off", delta_arrow="off",
-                          delta=f"p {result.probabilities[result.arm]:.3f}, margin {result.probability_margin:+.3f}",
-                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}; "
-                               f"margin: minus the next most probable arm's ({1 / len(result.probabilities):.2f} each "
-                               "would be uniform).")
+                          delta=confidence_text(result.confidence, held_out),
+                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}. "
+                               "The router is distilled to softmax(U / tau) with tau = 1, so tau times the difference "
+                               "of two arms' log probabilities estimates their utility difference: the margin is the "
+                               "chosen arm's estimated utility over the runner-up's. "
+                               + untrained_text(result.confidence)
+                               + (f" No held-out share: {held_out}." if isinstance(held_out, str) else ""))
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
                       help="Retrieval, features (probes included) and the router's forward pass.")
     columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",

@@ -39,20 +39,25 @@ with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached 
                                  tuple(benchmarks) or None, chosen_weights)
 points = action_map.points()
 
-agreements = action_map.agreements()
+agreements, regrets = action_map.agreements(), action_map.regrets()
 columns = st.columns(5)
 columns[0].metric("Queries", f"{len(points):,}")
-columns[1].metric("Oracle agreement", f"{action_map.agreement:.1%}",
-                  help="Share of queries where the router's arm is the oracle's.")
-for column, (name, value) in zip(columns[2:4], list(agreements.items())[1:]):
-    ui.name_metric(column, f"Agreement of {name}", f"{value:.1%}",  # the label is long: shown whole
-                   help="Share of queries whose oracle arm is this fixed arm: what always answering with it agrees.")
+columns[1].metric("Router regret · oracle agreement", f"{regrets['router']:.3f} · {action_map.agreement:.1%}",
+                  help="Regret: mean utility the oracle gets and the router does not (0 is perfect). Agreement: share "
+                       "of queries where the router's arm is one of the tied best arms.")
+for column, name in zip(columns[2:4], list(agreements)[1:]):
+    ui.name_metric(column, f"Regret · agreement of {name}", f"{regrets[name]:.3f} · {agreements[name]:.1%}",
+                   help="Always answering with this fixed arm: its mean regret, and the share of queries where it "
+                        "is one of the tied best arms. Compare regrets: a tie counts as agreement for every policy.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
 drawn_at = action_map.weights
-st.caption(f"All at λ_in {drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_source}). {TIE_RULE}")
+st.caption(f"All at λ_in {drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_source}): λ_in "
+           "prices input tokens (the evidence in the prompt: Raw's passages cost most), λ_out output tokens (the "
+           "answer, and the reasoning of a cot arm), each normalized by its train maximum; hovers show both. "
+           f"{TIE_RULE}")
 
 router_column, oracle_column, agree_column = st.columns(3)
 maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column),

@@ -10,6 +10,7 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_con
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
 from forge_core.routing.traces import live_trace
+from forge_core.routing.utility import CostWeights
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
@@ -117,6 +118,10 @@ if answered is not None:
     if (changed := live_view.changed_inputs(answered, inputs_now)):
         st.warning(f"This answer is for other inputs ({changed} changed since): press Route and answer for the "
                    "current ones.", icon=":material/history:")
-    live_view.routed_answer(history[-1])
+    last = history[-1]
+    held_out = (None if not last.probabilities
+                else data.reliability(store, data.store_version(store), last.checkpoint_id,
+                                      None if last.weights is None else CostWeights(*last.weights)))
+    live_view.routed_answer(last, held_out)
 if history:
     live_view.session_history(history)

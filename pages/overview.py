@@ -7,7 +7,7 @@ from app.overview_view import TERMS, first_contact
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
-from forge_core.reports.tables import MACRO, coverage_frame, policy_summary
+from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]
@@ -108,6 +108,16 @@ tokens_column.subheader("Token cost per arm")
 tokens_column.plotly_chart(charts.per_arm(summary, "tokens", charts.TOKENS_LABEL))
 with st.expander("Table"):
     st.dataframe(summary, hide_index=True)
+if normalizer is not None:
+    st.subheader("Each arm against the oracle")
+    st.caption("Regret: the mean of the query's best utility minus the arm's (0 is the oracle; macro over "
+               "benchmarks, same weights as above). Oracle agreement: the share of queries where the arm is one "
+               "of the tied best arms, so a query where every arm scores F1 0 agrees with every arm and decides "
+               "nothing: compare policies by regret.")
+    st.dataframe(oracle_gap_summary(shown, normalizer), hide_index=True,
+                 column_config={"regret": st.column_config.NumberColumn(format="%.3f"),
+                                "oracle_agreement": st.column_config.ProgressColumn(
+                                    "oracle agreement", format="percent", min_value=0, max_value=1)})
 
 st.subheader("Reasoning tokens per arm")
 st.caption("Over every answered outcome of the host. Reasoning tokens are part of the output tokens and are "

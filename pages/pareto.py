@@ -99,3 +99,23 @@ with st.expander("Table"):
     st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
                "the queries with a verdict (support_coverage), by "
                + (evaluator if evaluator else f"no evaluator yet: run `forge rewards support --host {host}`") + ".")
+
+st.subheader("How far the routers' margins can be trusted")
+st.caption("Each chosen router checkpoint on its held-out test queries, at these weights when it is cost-conditioned "
+           "(else at its own): its margin is tau · (log π(chosen) − log π(runner-up)), the utility it expects the "
+           "chosen arm to win by (tau = 1, the temperature it was distilled at; a thinking twin carrying the chosen "
+           "arm's probability exactly, an untrained thinking head, is not counted as the runner-up). Rows: margin "
+           "deciles; realized_difference: the chosen arm's utility minus the runner-up's, on the same queries; "
+           "share_right: how often the chosen arm did at least as well.")
+for checkpoint_id in chosen:
+    held_out = data.reliability(store, version, checkpoint_id,
+                                cost_weights if checkpoint_id in conditioned else None)
+    if isinstance(held_out, str):
+        st.info(f"{labels.get(checkpoint_id, checkpoint_id)}: no reliability table ({held_out}).")
+        continue
+    st.markdown(f"**{labels.get(checkpoint_id, checkpoint_id)}** at λ_in {held_out.weights.lambda_in:g} / "
+                f"λ_out {held_out.weights.lambda_out:g}")
+    st.dataframe(held_out.table, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("low", "high", "mean_margin", "realized_difference")} | {
+        "share_right": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})

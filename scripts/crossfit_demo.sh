@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 FORGE=${FORGE:-.venv/bin/forge}
 crossfit() {  # lambda_in lambda_out split_seed accounting
     "$FORGE" eval crossfit --host embedded --folds 5 --stage 2 --lambda-in "$1" --lambda-out "$2" \
-        --split-seed "$3" --accounting "$4"
+        --split-seed "$3" --accounting "$4" --warm-arms 3  # the stored runs: the paper's Stage 1
 }
 for weights in "0.1 0.2" "0.6 0.6" "1.5 1.5"; do
     set -- $weights

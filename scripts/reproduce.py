@@ -27,6 +27,7 @@ from forge_core.policies.context import evaluation_context
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.store.schema import EXPORTED_TABLES
+from forge_core.training.stage1 import PAPER_STAGE1
 
 KEYS = ["policy", "benchmark", "example_id"]
 
@@ -66,7 +67,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     settings = CrossfitSettings("embedded", lambda_in=args.lambda_in, lambda_out=args.lambda_out, stage=args.stage,
-                                split_seed=args.split_seed)
+                                split_seed=args.split_seed, stage1=PAPER_STAGE1)  # the stored runs' Stage 1
     with tempfile.TemporaryDirectory() as scratch:
         stored_store = demo_store(Path(scratch) / "stored.duckdb", with_crossfit=True)
         base = evaluation_context(stored_store, settings.host, settings.n_arms, settings.weights,

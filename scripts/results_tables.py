@@ -596,6 +596,27 @@ def stage2_reading(results: Results) -> str:
             f"intervals exclude zero" + (f" ({'; '.join(decided)})" if decided else ""))
 
 
+ORACLE_SET_POLICIES = ("forge_lite", "forge_lite_cond", "forge_full", "bge_bm25_kl", "ridge_utility",
+                       "always_summary", "always_raw", "always_summary_cot", "always_direct")
+
+
+def _oracle_set_cell(report: dict, name: str) -> str:
+    row = report["policies"][name]
+    return (f"{row['regret']['mean']:.3f} {_ci(row['regret']['ci'])}, {row['oracle_agreement']:.1%}, "
+            f"{row['cot_share'].get('fever', 0.0):.1%}")
+
+
+def oracle_set_table(results: Results) -> str:
+    """Per policy and weight (the Stage-2 runs, split seed 0): regret with its interval, oracle-set
+    agreement and the FEVER cot share."""
+    reports = results.reports(results.select(2))
+    header = " | ".join(f"{_weights(r)}: regret [95% CI], in oracle set, FEVER cot" for r in reports)
+    lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
+    for name in (*ORACLE_SET_POLICIES, "oracle"):
+        lines.append(f"| `{name}` | " + " | ".join(_oracle_set_cell(r, name) for r in reports) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- Fresh Online protocol
 
 def fresh_run(results: Results) -> str:
@@ -875,7 +896,8 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "crossfit-runs": crossfit_runs, "crossfit-tables": crossfit_tables, "seed-runs": seed_runs,
     "seeds-table": seeds_table, "answer-view": answer_view, "full-router-reading": full_router_reading,
     "paper-weights-reading": paper_weights_reading, "costly-weights-reading": costly_weights_reading,
-    "floor-reading": floor_reading, "stage2-table": stage2_table, "stage2-reading": stage2_reading,
+    "floor-reading": floor_reading, "oracle-set-table": oracle_set_table, "stage2-table": stage2_table,
+    "stage2-reading": stage2_reading,
     "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
     "small-target-router": small_target_router,

@@ -81,19 +81,27 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
         _eval_cached(store, request, as_json)
 
 
+WarmArmsOption = Annotated[int, typer.Option(
+    help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm start: "
+         "support head only, thinking uniform; the demo store's stored runs).")]
+
+
 @eval_app.command("crossfit")
 def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
                   lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                   folds: FoldsOption = 5, stage: StageOption = 1, stage2_steps: Stage2StepsOption = 1000,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
-                  accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
+                  accounting: AccountingOption = "deploy", warm_arms: WarmArmsOption = 6,
+                  as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.training.stage1 import Stage1Config
     from forge_core.training.stage2 import Stage2Config
 
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
+                                    stage1=Stage1Config(warm_start_arms=warm_arms),
                                     stage2=Stage2Config(steps=stage2_steps)), as_json)
 
 
@@ -301,7 +309,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         print_json(report)
         return
     table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
-                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI",
+                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI", "regret, 95% CI", "in oracle set",
                   title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
                         f"{settings.split_seed}, {report['queries']} queries, "
                         f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})",
@@ -310,10 +318,18 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
                       f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
                       _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
-                      _interval(row.get("ci_utility_vs_floor")))
+                      _interval(row.get("ci_utility_vs_floor")),
+                      f"{row['regret']['mean']:.4f} {_interval(row['regret']['ci'])}", f"{row['oracle_agreement']:.1%}")
     Console().print(table)
+    _print_stage_gains(report["stage2_minus_stage1"])
     Console().print(f"Decision: {decision.sentence()}")
     _print_seed_spread(report["across_split_seeds"])
+
+
+def _print_stage_gains(gains: dict) -> None:
+    """One line per router with a Stage-1 parent: Stage 2 minus Stage 1 utility and its interval."""
+    for name, gain in gains.items():
+        Console().print(f"{name}: Stage 2 minus Stage 1 utility {gain['difference']:+.4f} {_interval(gain['ci'])}")
 
 
 def _eval_transfer(store: Store, request: TransferRequest, as_json: bool) -> None:

@@ -58,7 +58,9 @@ def train_router_command(
     stage2_reward: Annotated[str, typer.Option(help="Stage 2 reward: gold, judge or consensus.")] = "gold",
     router_kind: Annotated[str, typer.Option("--router", help="factorized, or flat (the ablation).")] = "factorized",
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
-    warm_arms: Annotated[int, typer.Option(help="Stage 1: 3 (warm start) or 6 (control).")] = 3,
+    warm_arms: Annotated[int, typer.Option(
+        help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm "
+             "start: support head only, thinking uniform).")] = 6,
     max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = 50,
     patience: Annotated[int, typer.Option(help="Stage 1: epochs without a better dev loss before stopping.")] = 7,
     steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = 5000,

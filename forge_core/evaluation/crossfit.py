@@ -34,6 +34,7 @@ import torch
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.oracle_measures import oracle_measures, stage2_minus_stage1, utility_matrix
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
@@ -49,7 +50,7 @@ from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 from forge_core.training.stage2 import Stage2Config
 from forge_core.training.threads import one_torch_thread
 from forge_core.training.trainer import STORED_CONFIG_KEYS, FitRows, fit_rows, fit_stage1_router, fit_stage2_router
@@ -62,7 +63,8 @@ DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held ou
 RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it changes
 NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
 STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
-REPORT_VERSION = 2  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identity omits it at this value
+REPORT_VERSION = 3  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
 @dataclass(frozen=True)
@@ -219,9 +221,12 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
 def crossfit_identity(settings: dict) -> dict:
     """What a run's decisions depend on, from its settings (today's `to_dict`, or an older run's
     stored JSON): today's field names, no value at today's default, the stages' own seeds left out
-    (the run's `seed` seeds them), Stage 2 only for a Stage-2 run, and no conditioning when it is
-    the default or None (it adds the conditioned routers, as another policy would be added)."""
+    (the run's `seed` seeds them), Stage 1's `warm_start_arms` named unless it is the paper's 3 (the
+    default when the first runs were stored: their ids stay), Stage 2 only for a Stage-2 run, and no
+    conditioning when it is the default or None (it adds the conditioned routers, as another policy
+    would be added)."""
     defaults = CrossfitSettings().to_dict()
+    defaults["stage1"] = {**defaults["stage1"], **IDENTITY_STAGE1_BASELINE}
     identity = without_defaults({k: v for k, v in settings.items() if k not in NESTED_SETTINGS}, defaults)
     for stage_key in ("stage1", "stage2")[: settings["stage"]]:
         config = without_defaults(settings[stage_key], defaults[stage_key], STAGE_CONFIG_RENAMES)
@@ -362,7 +367,10 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     run's accounting, `deploy_cost_k` every call, `answer_cost_k` the answering call), host calls
     a query, and the paired bootstrap 95% intervals of its F1 against Always-Raw, of its utility
     against the best fixed arm (the fixed arm of highest macro utility) and against the linear
-    floor `ridge_utility` (same folds)."""
+    floor `ridge_utility` (same folds); and against the oracle set (`oracle_measures`): regret with its
+    interval, tie-aware oracle agreement and per-benchmark cot share, with every policy's regret
+    also under `regret` and each Stage-2 router's gain over its Stage-1 parent under
+    `stage2_minus_stage1`."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -383,6 +391,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
     best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
+    arm_utility, arms = utility_matrix(per_policy, fixed, f"{accounting}_utility")
     policies = {}
     for name, frame in per_policy.items():
         f1 = frame["f1"].to_numpy()
@@ -396,6 +405,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
             "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility(name), utility(best_fixed), benchmarks)),
             "deployable": frame["kind"].iloc[0] != ORACLE_KIND,
+            **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(
@@ -405,7 +415,9 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "split_seed": settings["split_seed"],
             "lambda_in": settings["lambda_in"], "lambda_out": settings["lambda_out"],
             "queries": int(len(benchmarks)), "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
-            "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies}
+            "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies,
+            "regret": {name: row["regret"] for name, row in policies.items()},
+            "stage2_minus_stage1": stage2_minus_stage1(per_policy, f"{accounting}_utility", benchmarks)}
 
 
 def seed_key(report: dict) -> str:

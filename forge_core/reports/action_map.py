@@ -6,10 +6,12 @@ min_dist 0.3, cosine metric, fixed random_state (so the same queries give the sa
 
 Each query carries the router's argmax action and the oracle's (the per-query utility
 maximizer under the checkpoint's lambda_in and lambda_out, costs normalized by the host's train
-maxima as in the evaluation; TIE_RULE says how equal utilities are broken). The router's
-agreement with the oracle is shown beside two references at the same weights: Always-Direct's
-and the best fixed arm's (the arm of highest mean utility on the map's queries), each the share
-of queries whose oracle arm is that arm. Clusters are KMeans (k = 6, 10 restarts, fixed seed) on the 2-D
+maxima as in the evaluation; TIE_RULE says which arm of the oracle set is drawn). Agreement
+counts the router's arm in the query's oracle set (every arm within 1e-9 of the best utility), so a tie
+decides nothing; regret is
+the mean of the best utility minus the chosen arm's. Both are shown beside two references at the
+same weights: Always-Direct and the best fixed arm (the arm of highest mean utility on the map's
+queries). Clusters are KMeans (k = 6, 10 restarts, fixed seed) on the 2-D
 map coordinates, so a cluster is a region one can see on the map; they are numbered from left
 to right by centroid. The per-cluster action mix is the share of the cluster's queries each
 policy sends to each arm (every row sums to 1).
@@ -35,8 +37,9 @@ from forge_core.evaluation.file_cache import cached_file
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import CostWeights
+from forge_core.routing.utility import CostWeights, oracle_sets, regret
 from forge_core.routing.utility import oracle_actions as utility_oracle_actions
 from forge_core.store import Store
 
@@ -49,8 +52,9 @@ N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of querie
 MIN_QUERIES = 10  # fewer queries make no meaningful map
 SPLITS = ("test", "dev", "train", "all")
 QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
-TIE_RULE = ("Ties in utility go to the lowest action index: direct before summary before raw, and no_think "
-            "before cot within a form, so the cheaper arm wins a tie (e.g. when every arm scores F1 0).")
+TIE_RULE = ("The oracle drawn on the map is the lowest action index among the tied best arms (direct before "
+            "summary before raw, no_think before cot); agreement counts any arm of the tied set, so a tie "
+            "(e.g. every arm scoring F1 0) agrees with every policy and decides nothing.")
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,19 @@ class ActionMap:
         return utility_oracle_actions(self.utility)
 
     @property
+    def oracle_set(self) -> np.ndarray:
+        """[n, K] whether each arm is one of the query's best (`oracle_sets`)."""
+        return oracle_sets(self.utility)
+
+    @property
+    def router_agrees(self) -> np.ndarray:
+        """[n] whether the router's arm is in the query's oracle set."""
+        return self.oracle_set[np.arange(len(self.keys)), self.router_actions]
+
+    @property
     def agreement(self) -> float:
-        """Share of queries where the router picks the oracle's arm."""
-        return agreement_rate(self.router_actions, self.oracle_actions)
+        """Share of queries where the router's arm is in the oracle set."""
+        return float(self.router_agrees.mean()) if len(self.keys) else 0.0
 
     @property
     def best_fixed_arm(self) -> str:
@@ -94,24 +108,45 @@ class ActionMap:
         return self.arms[int(np.argmax(self.utility.mean(axis=0)))]
 
     def fixed_arm_agreement(self, arm: str) -> float:
-        """Share of queries whose oracle arm is `arm`: the oracle agreement of always answering with it."""
-        return agreement_rate(np.full(len(self.oracle_actions), self.arms.index(arm)), self.oracle_actions)
+        """Share of queries whose oracle set holds `arm`: the oracle agreement of always answering with it."""
+        return float(self.oracle_set[:, self.arms.index(arm)].mean()) if len(self.keys) else 0.0
+
+    def _references(self) -> dict[str, np.ndarray]:
+        """[n] actions of the router, Always-Direct and the best fixed arm, by display name."""
+        n = len(self.keys)
+        return {"router": self.router_actions,
+                f"Always-Direct ({DIRECT_NO_THINK})": np.full(n, self.arms.index(DIRECT_NO_THINK)),
+                f"best fixed arm ({self.best_fixed_arm})": np.full(n, self.arms.index(self.best_fixed_arm))}
 
     def agreements(self) -> dict[str, float]:
-        """Oracle agreement of the router, of Always-Direct and of the best fixed arm (same weights)."""
-        return {"router": self.agreement,
-                f"Always-Direct ({DIRECT_NO_THINK})": self.fixed_arm_agreement(DIRECT_NO_THINK),
-                f"best fixed arm ({self.best_fixed_arm})": self.fixed_arm_agreement(self.best_fixed_arm)}
+        """Oracle-set agreement of the router, of Always-Direct and of the best fixed arm (same weights)."""
+        in_set = self.oracle_set
+        return {name: float(in_set[np.arange(len(actions)), actions].mean()) if len(actions) else 0.0
+                for name, actions in self._references().items()}
+
+    def regrets(self) -> dict[str, float]:
+        """Mean regret (best utility minus the chosen arm's) of the router, Always-Direct and the best
+        fixed arm, same weights and names as `agreements`."""
+        return {name: float(regret(self.utility, actions).mean()) if len(actions) else 0.0
+                for name, actions in self._references().items()}
+
+    def confidence(self, index: int) -> Confidence:
+        """The router's margin in utility units on one query (`forge_core.routing.confidence`)."""
+        probabilities = dict(zip(self.arms, map(float, self.probabilities[index])))
+        return confidence(probabilities, self.arms[self.router_actions[index]])
 
     def query_outcomes(self, index: int) -> pd.DataFrame:
-        """One query's row per arm: F1, tokens in and out, utility, the router's probability, and
-        whether the router and the oracle chose it."""
+        """One query's row per arm: F1, tokens in and out, utility, the router's probability and the
+        utility it implies relative to its pick (tau * log-probability difference), and whether the
+        router chose it and whether it is in the oracle set."""
+        implied = self.confidence(index).implied_utility
         return pd.DataFrame({
             "arm": list(self.arms), "F1": self.f1[index], "tokens in": self.tokens_in[index].astype(int),
             "tokens out": self.tokens_out[index].astype(int), "utility": self.utility[index],
             "router probability": self.probabilities[index],
+            "router's implied utility vs its pick": [implied[arm] for arm in self.arms],
             "router": np.arange(len(self.arms)) == self.router_actions[index],
-            "oracle": np.arange(len(self.arms)) == self.oracle_actions[index]})
+            "oracle": self.oracle_set[index]})
 
     @property
     def n_clusters(self) -> int:
@@ -120,14 +155,16 @@ class ActionMap:
 
     def points(self) -> pd.DataFrame:
         """One row per query: x, y, benchmark, example_id, router, oracle (arm names), agree,
-        agreement ("agree" or "disagree"), cluster (1-based), hover, index (its position in the map)."""
+        agreement ("agree" or "disagree": the router's arm in the oracle set or not), regret, cluster
+        (1-based), hover, index (its position in the map)."""
         arms = np.array(self.arms)
-        agree = self.router_actions == self.oracle_actions
+        agree = self.router_agrees
         return pd.DataFrame({
             "x": self.coordinates[:, 0], "y": self.coordinates[:, 1],
             "benchmark": [key[0] for key in self.keys], "example_id": [key[1] for key in self.keys],
             "router": arms[self.router_actions], "oracle": arms[self.oracle_actions],
             "agree": agree, "agreement": np.where(agree, "agree", "disagree"),
+            "regret": regret(self.utility, self.router_actions),
             "cluster": self.clusters + 1, "hover": list(self.hover), "index": np.arange(len(self.keys)),
         })
 
@@ -140,7 +177,7 @@ class ActionMap:
             mix = action_mix(self.clusters, actions, k, n_arms)
             for cluster in range(k):
                 members = self.clusters == cluster
-                agreement = agreement_rate(self.router_actions[members], self.oracle_actions[members])
+                agreement = float(self.router_agrees[members].mean()) if members.any() else 0.0
                 for arm in range(n_arms):
                     rows.append({"cluster": cluster + 1, "policy": policy, "arm": self.arms[arm],
                                  "share": float(mix[cluster, arm]), "queries": int(members.sum()),
@@ -148,31 +185,27 @@ class ActionMap:
         return pd.DataFrame(rows, columns=["cluster", "policy", "arm", "share", "queries", "agreement"])
 
     def cluster_summary(self) -> pd.DataFrame:
-        """One row per cluster: queries, agreement, the router's and the oracle's most frequent arm."""
+        """One row per cluster: queries, oracle-set agreement, mean regret, the router's and the
+        oracle's most frequent arm."""
         rows = []
         for cluster in range(self.n_clusters):
             members = self.clusters == cluster
             router = np.bincount(self.router_actions[members], minlength=len(self.arms))
             oracle = np.bincount(self.oracle_actions[members], minlength=len(self.arms))
             rows.append({"cluster": cluster + 1, "queries": int(members.sum()),
-                         "agreement": agreement_rate(self.router_actions[members], self.oracle_actions[members]),
+                         "agreement": float(self.router_agrees[members].mean()) if members.any() else 0.0,
+                         "regret": float(regret(self.utility[members], self.router_actions[members]).mean())
+                         if members.any() else 0.0,
                          "router's top arm": self.arms[int(router.argmax())],
                          "oracle's top arm": self.arms[int(oracle.argmax())]})
-        return pd.DataFrame(rows, columns=["cluster", "queries", "agreement", "router's top arm", "oracle's top arm"])
+        return pd.DataFrame(rows, columns=["cluster", "queries", "agreement", "regret", "router's top arm",
+                                           "oracle's top arm"])
 
     def centroids(self) -> pd.DataFrame:
         """Mean coordinates of each cluster (columns cluster (1-based), x, y), to label the map."""
         return pd.DataFrame([{"cluster": c + 1, "x": float(self.coordinates[self.clusters == c, 0].mean()),
                               "y": float(self.coordinates[self.clusters == c, 1].mean())}
                              for c in range(self.n_clusters)], columns=["cluster", "x", "y"])
-
-
-def agreement_rate(router_actions: np.ndarray, oracle_actions_: np.ndarray) -> float:
-    """Fraction of positions where the two action arrays agree (0.0 for no positions)."""
-    router_actions, oracle_actions_ = np.asarray(router_actions), np.asarray(oracle_actions_)
-    if router_actions.shape != oracle_actions_.shape:
-        raise ValueError(f"action arrays differ in shape: {router_actions.shape} vs {oracle_actions_.shape}")
-    return float((router_actions == oracle_actions_).mean()) if len(router_actions) else 0.0
 
 
 def action_mix(clusters: np.ndarray, actions: np.ndarray, n_clusters: int, n_arms: int) -> np.ndarray:
@@ -248,13 +281,14 @@ def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: 
 
 def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, oracle: np.ndarray) -> list[str]:
     """Per query: question (cut at QUESTION_CHARS), benchmark, the two chosen arms, and every arm's
-    F1 and tokens (in + out), with HTML line breaks for Plotly hovers."""
+    F1 and tokens in and out (priced apart: lambda_in and lambda_out), with HTML line breaks for Plotly hovers."""
     texts = []
     for row, question in enumerate(questions):
         shown = question if len(question) <= QUESTION_CHARS else question[:QUESTION_CHARS - 1] + "…"
         lines = [f"<b>{html.escape(shown)}</b>", f"benchmark: {table.keys[row][0]}",
                  f"router: {table.arms[router[row]]} · oracle: {table.arms[oracle[row]]}"]
-        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.cost[row, a]):,} tokens"
+        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.tokens_in[row, a]):,} tokens in / "
+                  f"{int(table.tokens_out[row, a]):,} out"
                   for a, arm in enumerate(table.arms)]
         texts.append("<br>".join(lines))
     return texts

@@ -24,7 +24,8 @@ from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import ORACLE_KIND
 from forge_core.reports.decision import decidable_policies
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
-from forge_core.routing.utility import CostNormalizer, CostWeights, oracle_actions
+from forge_core.routing.utility import CostNormalizer, CostWeights, oracle_actions, oracle_sets
+from forge_core.statistics import macro as macro_mean
 from forge_core.statistics import pareto_frontier
 from forge_core.store import Store
 
@@ -121,6 +122,23 @@ def policy_summary(
     summary = summary.assign(is_macro=summary["benchmark"] == MACRO, position=summary["policy"].map(order))
     summary = summary.sort_values(["is_macro", "benchmark", "position"])
     return summary[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+def oracle_gap_summary(
+    table: OutcomeTable,
+    normalizer: CostNormalizer,
+    weights: CostWeights = CostWeights(),
+) -> pd.DataFrame:
+    """Per fixed arm (in action order), macro over benchmarks: mean regret (the query's best utility
+    minus the arm's, so no tie can decide it) and oracle agreement (share of queries where the arm is
+    one of the tied best, `oracle_sets`). Columns: policy, regret, oracle_agreement."""
+    utility = table.utility(normalizer, weights)
+    losses, in_set = utility.max(axis=1, keepdims=True) - utility, oracle_sets(utility)
+    benchmarks = np.asarray(table.benchmarks)
+    return pd.DataFrame({
+        "policy": list(table.arms),
+        "regret": [macro_mean(losses[:, a], benchmarks) for a in range(len(table.arms))],
+        "oracle_agreement": [macro_mean(in_set[:, a].astype(np.float64), benchmarks) for a in range(len(table.arms))]})
 
 
 # ---------------------------------------------------------------- Pareto page

@@ -46,6 +46,7 @@ from forge_core.hosts.base import Generation, Host, HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
+from forge_core.routing.confidence import Confidence, confidence
 from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.passage_vectors import passage_vectors
@@ -147,19 +148,16 @@ class RoutedAnswer:
         return None if self.raw_cost is None else self.raw_cost.tokens - self.tokens
 
     @property
-    def probability_margin(self) -> float | None:
-        """The chosen arm's router probability minus the next most probable arm's (how decided the
-        router was); None under an override."""
-        if not self.probabilities:
-            return None
-        others = [p for arm, p in self.probabilities.items() if arm != self.arm]
-        return self.probabilities[self.arm] - max(others, default=0.0)
+    def confidence(self) -> Confidence | None:
+        """The chosen arm's implied utility over every other arm and its margin over the runner-up,
+        in utility units (`forge_core.routing.confidence`); None under an override."""
+        return confidence(self.probabilities, self.arm) if self.probabilities else None
 
     @property
     def margin(self) -> float | None:
-        """The decision's margin in utility units, tau * (log pi(chosen) - log pi(runner-up)) at tau 1
-        (`decision_margin`); None under an override."""
-        return decision_margin(self.probabilities) if self.probabilities else None
+        """The decision's margin over the runner-up in utility units (`confidence`); None under an
+        override or with no other arm."""
+        return self.confidence.margin if self.probabilities else None
 
     @property
     def nothing_to_compare(self) -> bool:
@@ -189,6 +187,7 @@ class RoutedAnswer:
         return {
             "question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.checkpoint_id,
             "arm": self.arm, "probabilities": {arm: round(p, 6) for arm, p in self.probabilities.items()},
+            "confidence": None if self.confidence is None else self.confidence.to_json(),
             "routing_ms": round(self.routing_ms, 1), "probe_calls": self.probe_calls,
             "probe_tokens": self.probe_tokens, "answer_is_probe": self.answer_is_probe,
             "host_calls": self.host_calls, "tokens": self.tokens, "answer": answer.extracted,
@@ -322,9 +321,9 @@ class DryRoute:
     routing_ms: float
 
     @property
-    def margin(self) -> float:
-        """The decision's margin in utility units (`decision_margin`)."""
-        return decision_margin(self.probabilities)
+    def margin(self) -> float | None:
+        """The decision's margin over the runner-up in utility units (`confidence`)."""
+        return confidence(self.probabilities, self.arm).margin
 
 
 def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
@@ -341,16 +340,6 @@ def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
     probabilities = _probabilities(checkpoint, question, retriever, evidence, [], weights)
     arm = max(probabilities, key=probabilities.get)
     return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0)
-
-
-def decision_margin(probabilities: dict[str, float], tau: float = 1.0) -> float:
-    """tau * (log pi(best) - log pi(runner-up)): under the Boltzmann target, the estimated utility
-    gap between the chosen arm and the next best (0 for a tie; NaN with fewer than two arms)."""
-    ranked = sorted(probabilities.values(), reverse=True)
-    if len(ranked) < 2:
-        return float("nan")
-    best, runner_up = (max(p, 1e-300) for p in ranked[:2])
-    return tau * (float(np.log(best)) - float(np.log(runner_up)))
 
 
 def _prepare_router(checkpoint: LoadedCheckpoint, retriever: Retriever) -> None:

@@ -21,7 +21,7 @@ def live_trace(result: RoutedAnswer, example_id: str | None = None, support_verd
     return LiveTrace(
         trace_id=f"trace-{digest.hexdigest()[:16]}", asked_at=asked_at, question=result.question,
         benchmark=result.benchmark, example_id=example_id, host=result.host, router=result.checkpoint_id,
-        lambda_in=lambda_in, lambda_out=lambda_out, arm=result.arm, margin=result.probability_margin,
+        lambda_in=lambda_in, lambda_out=lambda_out, arm=result.arm, margin=result.margin,
         answer=result.answer.extracted, tokens_in=tokens_in, tokens_out=tokens_out,
         latency_ms=result.answer.latency_ms, routing_ms=result.routing_ms, f1=result.f1,
         support_verdict=support_verdict, evaluator=evaluator)

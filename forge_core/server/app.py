@@ -34,7 +34,6 @@ import contextlib
 import hmac
 import json
 import logging
-import math
 import os
 import socket
 import threading
@@ -367,7 +366,7 @@ class RequestEntry:
         return self.base(200) | {
             "latency_ms": round(latency_s * 1000.0, 3), "router": result.checkpoint_id, "budget": budget,
             "lambda_in": weights[0] if result.weights else None, "lambda_out": weights[1] if result.weights else None,
-            "arm": result.arm, "margin": None if margin is None or math.isnan(margin) else round(margin, 6),
+            "arm": result.arm, "margin": None if margin is None else round(margin, 6),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "tokens": result.tokens,
             "host_calls": result.host_calls, "routing_ms": round(result.routing_ms, 3),
             "question": result.question[:300], "evidence": [hit.document.title for hit in result.evidence.passages]}
@@ -377,7 +376,7 @@ class RequestEntry:
         margin = decision.margin
         return self.base(200) | {
             "router": router, "budget": budget, "lambda_in": weights[0], "lambda_out": weights[1],
-            "arm": decision.arm, "margin": None if math.isnan(margin) else round(margin, 6), "host_calls": 0,
+            "arm": decision.arm, "margin": None if margin is None else round(margin, 6), "host_calls": 0,
             "tokens_in": 0, "tokens_out": 0, "tokens": 0, "routing_ms": round(decision.routing_ms, 3)}
 
 

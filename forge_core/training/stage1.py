@@ -4,9 +4,14 @@ Loss per batch: `KL(pi* || pi) = sum_a pi*(a) (log pi*(a) - log pi(a))`, average
 where `pi* = softmax(U / tau)` (soft) or the one-hot oracle arm (hard; KL to a one-hot target is
 exactly the cross-entropy `-log pi(argmax U)`).
 
-- `warm_start_arms=3` (FORGE warm start): only the support head is trained, on the 3 NoThink columns of U;
-  the thinking head is reset to uniform and receives no gradient, so pi(t|s) stays uniform.
-- `warm_start_arms=K` (control, 6 on non-thinking hosts): the full K-arm policy against the K-arm target.
+- `warm_start_arms=6` (the default): the full K-arm policy against the K-arm target, so the thinking
+  head learns where thinking pays. (6 names the full alphabet of a six-arm router; any value other
+  than 3 trains the router's whole alphabet, whatever its size.)
+- `warm_start_arms=3` (the paper's warm start, `PAPER_STAGE1`): only the support head is trained, on
+  the 3 NoThink columns of U; the thinking head is reset to uniform and receives no gradient, so
+  pi(t|s) stays uniform and no Stage-1 router ever picks a thinking arm. Measured on planted data
+  (tests/training/test_planted_thinking.py) and on the demo store (docs/results.md), Stage 2 does
+  not lift it off that uniform head either, so the default trains the whole alphabet.
 
 With `epoch_rows`, each epoch after the first trains on fresh rows it returns (a cost-conditioned
 router sees every query at newly drawn cost weights each epoch; see
@@ -49,7 +54,7 @@ class Stage1Config:
     patience: int = 7  # stop after this many epochs without a better dev loss
     tau: float = 1.0  # Boltzmann temperature of the soft target softmax(U / tau)
     target: Literal["soft", "hard"] = "soft"  # Boltzmann target, or the one-hot oracle control
-    warm_start_arms: int = 3  # 3: support head on the NoThink arms; K (6): full-alphabet control
+    warm_start_arms: int = 6  # 6 (any but 3): the router's whole alphabet; 3: the paper's NoThink warm start
     seed: int = 0  # seeds dropout and minibatch shuffling
 
     def __post_init__(self) -> None:
@@ -59,6 +64,15 @@ class Stage1Config:
             raise InvalidInput("batch_size, max_epochs and patience must be at least 1")
         if self.lr <= 0 or self.weight_decay < 0 or self.tau <= 0:
             raise InvalidInput("lr and tau must be positive, weight_decay non-negative")
+
+
+PAPER_WARM_START_ARMS = 3  # the paper's Stage 1: the support head on the NoThink arms only
+PAPER_STAGE1 = Stage1Config(warm_start_arms=PAPER_WARM_START_ARMS)  # the paper's setting, kept as a named option
+
+
+def trained_arms(config: Stage1Config, n_arms: int) -> int:
+    """How many arms Stage 1 trains a router of `n_arms` on: 3 for the paper's warm start, else all."""
+    return N_SUPPORTS if config.warm_start_arms == PAPER_WARM_START_ARMS else n_arms
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,13 @@ class Stage1Result:
     epochs: list[Stage1Epoch]
     best_epoch: int
     best_dev_loss: float
+
+
+def check_warm_start(config: Stage1Config, n_arms: int) -> None:
+    """Refuse a `warm_start_arms` other than 3 (the paper's), 6 (the default: the whole alphabet) or
+    the router's own alphabet size."""
+    if config.warm_start_arms not in (PAPER_WARM_START_ARMS, 6, n_arms):
+        raise InvalidInput(f"Stage 1 trains on 3 arms or on all {n_arms}, not {config.warm_start_arms}")
 
 
 def kl_loss(target: Tensor, log_probs: Tensor) -> Tensor:
@@ -117,7 +138,7 @@ def _prepare(
     if utility.shape != (features.shape[0], router.n_arms):
         expected = f"[N, {router.n_arms}] in action order"
         raise ValueError(f"utility must be {expected}, got {utility.shape}")
-    if config.warm_start_arms == N_SUPPORTS:
+    if trained_arms(config, router.n_arms) == N_SUPPORTS:
         utility = utility[:, nothink_columns(router.n_arms)]
     return features, stage1_targets(utility, config)
 
@@ -146,11 +167,11 @@ def train_stage1(
     `on_epoch` is called after each epoch (progress bars). `epoch_rows(epoch)`, if given, returns
     the (x, u) of epochs 2, 3, ... in place of (x_train, u_train).
     """
-    if config.warm_start_arms not in (N_SUPPORTS, router.n_arms):
-        raise InvalidInput(f"arms is 3 or the router's {router.n_arms}, not {config.warm_start_arms}")
+    check_warm_start(config, router.n_arms)
+    arms = trained_arms(config, router.n_arms)
     x, target = _prepare(router, x_train, u_train, config)
     x_dev_t, target_dev = _prepare(router, x_dev, u_dev, config)
-    if config.warm_start_arms == N_SUPPORTS:
+    if arms == N_SUPPORTS:
         router.reset_thinking_head_uniform()
 
     with torch.random.fork_rng(devices=[]):
@@ -169,14 +190,14 @@ def train_stage1(
             router.train()
             total = 0.0
             for batch in torch.randperm(len(x), generator=shuffler).split(config.batch_size):
-                log_pi = _policy_log_probs(router, x[batch], config.warm_start_arms)
+                log_pi = _policy_log_probs(router, x[batch], arms)
                 loss = kl_loss(target[batch], log_pi)  # KL(pi* || pi), mean over the batch
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 total += loss.item() * len(batch)
 
-            dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, config.warm_start_arms)
+            dev_loss, agreement = _evaluate(router, x_dev_t, target_dev, arms)
             record = Stage1Epoch(epoch, total / len(x), dev_loss, agreement)
             epochs.append(record)
             logger.debug("stage1 %s", record)

@@ -48,7 +48,7 @@ from forge_core.routing.utility import (
     oracle_actions,
 )
 from forge_core.store import Store, utc_now
-from forge_core.training.stage1 import Stage1Config, train_stage1
+from forge_core.training.stage1 import Stage1Config, check_warm_start, train_stage1
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
 
@@ -100,8 +100,7 @@ class TrainRequest:
         CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
-        if self.stage1.warm_start_arms not in (3, self.n_arms):
-            raise InvalidInput(f"Stage 1 trains on 3 arms or on all {self.n_arms}, not {self.stage1.warm_start_arms}")
+        check_warm_start(self.stage1, self.n_arms)
 
     def check(self, store: Store) -> None:
         """Refuse, with the next step, what the training would refuse on this store: a host

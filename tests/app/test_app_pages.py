@@ -365,15 +365,15 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert abs(sum(result.probabilities.values()) - 1) < 1e-5
     assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
     assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
-    margin = result.probabilities[result.arm] - sorted(result.probabilities.values())[-2]
-    assert {m.label: m for m in app.metric}["Chosen arm"].proto.delta == \
-        f"p {result.probabilities[result.arm]:.3f}, margin {margin:+.3f}"  # near-uniform routers' margins show
+    delta = {m.label: m for m in app.metric}["Chosen arm"].proto.delta  # the margin in utility units
+    assert delta.startswith(f"{result.confidence.margin:+.3f} utility over {result.confidence.runner_up}")
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
     trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page
     assert (trace["question"], trace["router"], trace["arm"]) == ("Who founded the city of Rome and when?",
                                                                   checkpoint_id, result.arm)
-    assert trace["margin"] == pytest.approx(margin) and trace["tokens_in"] > 0 and trace["tokens_out"] > 0
+    assert trace["margin"] == pytest.approx(result.confidence.margin)
+    assert trace["tokens_in"] > 0 and trace["tokens_out"] > 0
 
     by_label(app.text_area, "Your question").set_value("A new question?").run()  # the answer shown is marked
     assert "This answer is for other inputs (the question changed since)" in texts(app.warning)
@@ -664,12 +664,14 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert not app.exception, app.exception
     assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
     metrics = metric_values(app)
-    assert metrics["Queries"] == "60" and metrics["Oracle agreement"].endswith("%")
+    assert metrics["Queries"] == "60"
+    regret, agreement = metrics["Router regret · oracle agreement"].split(" · ")
+    assert float(regret) >= 0 and agreement.endswith("%")
     cards = card_values(app)  # the references, same weights, labels shown whole
-    assert cards["Agreement of Always-Direct (direct:no_think)"].endswith("%")
-    assert any(label.startswith("Agreement of best fixed arm (") and value.endswith("%")
+    assert cards["Regret · agreement of Always-Direct (direct:no_think)"].endswith("%")
+    assert any(label.startswith("Regret · agreement of best fixed arm (") and value.endswith("%")
                for label, value in cards.items())
-    assert "Ties in utility go to the lowest action index" in texts(app.caption)
+    assert "a tie (e.g. every arm scoring F1 0) agrees with every policy" in texts(app.caption)
     charts = app.get("plotly_chart")
     assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
     assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome

@@ -36,7 +36,9 @@ def stored_runs() -> list[dict]:
 def crossfit_command(settings: dict) -> list[str]:
     return ["eval", "crossfit", "--folds", str(settings["folds"]), "--lambda-in", f"{settings['lambda_in']:g}",
             "--lambda-out", f"{settings['lambda_out']:g}", "--stage", str(settings["stage"]),
-            "--split-seed", str(settings["split_seed"]), "--accounting", settings["accounting"], "--json"]
+            "--split-seed", str(settings["split_seed"]), "--accounting", settings["accounting"],
+            # Stage 1 trains the whole alphabet by default since #35; the stored runs name the paper's warm start
+            "--warm-arms", str(settings["stage1"].get("warm_start_arms", settings["stage1"].get("arms", 6))), "--json"]
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,18 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     # the planted rule is learnable out of fold: ridge and the Lite router beat every fixed arm
     for name in ("ridge_utility", "forge_lite"):
         assert policies[name]["ci_utility_vs_best_fixed"][0] > 0
+    # against the oracle set: the oracle has no regret, a better policy has less, every interval holds its mean
+    assert policies["oracle"]["regret"] == {"mean": 0.0, "ci": [0.0, 0.0]}
+    assert policies["oracle"]["oracle_agreement"] == 1.0
+    assert policies["ridge_utility"]["regret"]["mean"] < policies[best]["regret"]["mean"]
+    for name, row in policies.items():
+        low, high = row["regret"]["ci"]
+        assert 0 <= low <= row["regret"]["mean"] <= high, name
+        assert report["regret"][name] == row["regret"]
+        assert set(row["cot_share"]) == set(np.unique(results["benchmark"]))
+    assert set(policies["always_summary_cot"]["cot_share"].values()) == {1.0}
+    assert set(policies["always_raw"]["cot_share"].values()) == {0.0}
+    assert report["stage2_minus_stage1"] == {}  # a Stage-1 run has no Stage-2 routers
     assert crossfit_report(store, report["run_id"]) == report  # read back, not recomputed
 
     from forge_core.evaluation import crossfit as crossfit_module
@@ -148,6 +160,9 @@ def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> 
         parent = f"{name}_stage1"
         assert (arms[name].sort_index() == arms[parent].sort_index()).mean() >= 0.9, name
         assert policies[name]["macro_utility"] >= policies[parent]["macro_utility"] - 0.02, name
+        gain = report["stage2_minus_stage1"][name]
+        assert gain["difference"] == pytest.approx(policies[name]["macro_utility"] - policies[parent]["macro_utility"])
+        assert gain["ci"][0] <= gain["difference"] <= gain["ci"][1]
 
 
 def test_crossfit_settings_are_checked() -> None:

@@ -8,28 +8,14 @@ import html
 import numpy as np
 import pytest
 
-from forge_core.reports.action_map import (
-    MIN_QUERIES,
-    action_mix,
-    agreement_rate,
-    cluster_points,
-    compute_action_map,
-    umap_coordinates,
-)
+from forge_core.reports.action_map import MIN_QUERIES, action_mix, cluster_points, compute_action_map, umap_coordinates
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
-from forge_core.routing.utility import CostWeights, oracle_actions
+from forge_core.routing.utility import CostWeights, oracle_actions, oracle_sets, regret
 from forge_core.store import Store
 
 HOST = "synthetic-host"
-
-
-def test_agreement_rate_is_the_share_of_equal_actions() -> None:
-    assert agreement_rate(np.array([0, 1, 2, 2, 5]), np.array([0, 1, 1, 2, 4])) == 0.6
-    assert agreement_rate(np.array([], dtype=int), np.array([], dtype=int)) == 0.0
-    with pytest.raises(ValueError, match="differ in shape"):
-        agreement_rate(np.array([0, 1]), np.array([0]))
 
 
 def test_action_mix_rows_are_shares_that_sum_to_one() -> None:
@@ -80,7 +66,10 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     oracle = oracle_actions(test.utility(table.fit_normalizer(), CostWeights(0.10, 0.20)))
     assert np.array_equal(action_map.router_actions, router)
     assert np.array_equal(action_map.oracle_actions, oracle)
-    assert action_map.agreement == pytest.approx(float((router == oracle).mean()), abs=0)
+    in_set = oracle_sets(test.utility(table.fit_normalizer(), CostWeights(0.10, 0.20)))
+    rows = np.arange(len(test))
+    assert action_map.agreement == pytest.approx(float(in_set[rows, router].mean()), abs=0)  # a tie agrees
+    assert action_map.agreement >= float((router == oracle).mean())
 
     assert len(list(tmp_path.glob("umap-*.npy"))) == len(list(tmp_path.glob("clusters-*.npy"))) == 1  # kept
     again = compute_action_map(store, HOST, checkpoint_id, "test")  # no cache: computed afresh, the same map
@@ -96,24 +85,34 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     best = int(np.argmax(utility.mean(axis=0)))
     agreements = action_map.agreements()
     assert agreements["router"] == action_map.agreement
-    assert agreements["Always-Direct (direct:no_think)"] == pytest.approx(float((oracle == 0).mean()), abs=0)
-    assert agreements[f"best fixed arm ({test.arms[best]})"] == pytest.approx(float((oracle == best).mean()), abs=0)
+    assert agreements["Always-Direct (direct:no_think)"] == pytest.approx(float(in_set[:, 0].mean()), abs=0)
+    assert agreements[f"best fixed arm ({test.arms[best]})"] == pytest.approx(float(in_set[:, best].mean()), abs=0)
+    regrets = action_map.regrets()
+    assert regrets["router"] == pytest.approx(float(regret(utility, router).mean()))
+    best_regret = float((utility.max(axis=1) - utility[:, best]).mean())
+    assert regrets[f"best fixed arm ({test.arms[best]})"] == pytest.approx(best_regret)
     outcomes = action_map.query_outcomes(0)
     assert list(outcomes["arm"]) == list(test.arms) and outcomes["router probability"].sum() == pytest.approx(1.0)
     assert outcomes["F1"].tolist() == test.f1[0].tolist() and outcomes["utility"].tolist() == utility[0].tolist()
     assert outcomes.loc[outcomes["router"], "arm"].tolist() == [test.arms[router[0]]]
-    assert outcomes.loc[outcomes["oracle"], "arm"].tolist() == [test.arms[oracle[0]]]
+    implied = outcomes["router's implied utility vs its pick"]
+    assert implied.max() <= 1e-12 and implied[outcomes["router"]].tolist() == [0.0]  # the pick is the most probable
+    tied_best = [arm for arm, in_oracle_set in zip(test.arms, in_set[0]) if in_oracle_set]
+    assert outcomes.loc[outcomes["oracle"], "arm"].tolist() == tied_best
     assert np.array_equal(action_map.clusters, again.clusters) and action_map.n_clusters == 6
 
     mix = action_map.cluster_mix()
     assert np.allclose(mix.groupby(["cluster", "policy"])["share"].sum(), 1.0)
     summary = action_map.cluster_summary()
     assert summary["queries"].sum() == len(test)
+    assert (summary["regret"] >= 0).all()
     points = action_map.points()
     first = store.examples(test.keys[0][0], [test.keys[0][1]])[0]
     assert html.escape(first.question[:40]) in points["hover"][0]
-    assert "raw:no_think: F1" in points["hover"][0] and "tokens" in points["hover"][0]
+    assert "raw:no_think: F1" in points["hover"][0] and "tokens in / " in points["hover"][0]
     assert points["agree"].mean() == action_map.agreement
+    assert np.allclose(points["regret"], regret(utility, router))
+    assert (points.loc[points["agree"], "regret"] < 1e-9).all()
     assert set(points.loc[points["agree"], "agreement"]) <= {"agree"}
     assert list(points["index"]) == list(range(len(test)))
 

@@ -6,6 +6,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from forge_core.hosts.base import HostConfig
@@ -19,6 +20,7 @@ from forge_core.reports.tables import (
     coverage_frame,
     default_alphabet_size,
     oracle_choices,
+    oracle_gap_summary,
     pareto_frame,
     pareto_highlights,
     pareto_report,
@@ -99,6 +101,20 @@ def test_policy_summary_exact_means(table: OutcomeTable) -> None:
             (queries, f1, tokens_in, tokens_out, tokens)), key
     assert set(summary.loc[summary["policy"] == ORACLE, "kind"]) == {ORACLE}
     assert set(summary.loc[summary["policy"] != ORACLE, "kind"]) == {"fixed"}
+
+
+def test_oracle_gap_summary_counts_ties_as_agreement(table: OutcomeTable) -> None:
+    normalizer = table.fit_normalizer()
+    gaps = oracle_gap_summary(table, normalizer, CostWeights(0.0, 0.0))  # no costs: utility is F1, so equal F1 ties
+    assert list(gaps["policy"]) == list(table.arms)
+    utility = table.f1
+    in_set = utility >= utility.max(axis=1, keepdims=True) - 1e-9
+    for a, row in enumerate(gaps.itertuples()):
+        per_benchmark = [(utility.max(axis=1) - utility[:, a])[table.benchmarks == b].mean() for b in ("a", "b")]
+        agree = [in_set[table.benchmarks == b, a].mean() for b in ("a", "b")]
+        assert row.regret == pytest.approx(np.mean(per_benchmark)) and row.regret >= 0
+        assert row.oracle_agreement == pytest.approx(np.mean(agree))
+    assert gaps["oracle_agreement"].sum() >= 1.0  # every query has at least one oracle arm; ties add more
 
 
 def test_policy_summary_without_normalizer_has_fixed_arms_only(table: OutcomeTable) -> None:

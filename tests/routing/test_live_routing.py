@@ -4,6 +4,7 @@ session totals, and `forge ask --route` on the real tiny host."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -40,8 +41,11 @@ def test_router_picks_the_arm_and_always_raw_is_beside_it(trained_store: tuple[S
                         checkpoint=checkpoint, always_raw="answer")
     assert result.question == "Who founded the city of Rome?" and result.checkpoint_id == checkpoint_id
     assert result.arm == max(result.probabilities, key=result.probabilities.get)
-    second = sorted(result.probabilities.values())[-2]
-    assert result.probability_margin == pytest.approx(result.probabilities[result.arm] - second)
+    confidence = result.confidence
+    assert confidence.chosen == result.arm and confidence.margin >= 0
+    runner_up = result.probabilities[confidence.runner_up]
+    assert confidence.margin == pytest.approx(math.log(result.probabilities[result.arm] / runner_up), abs=1e-6)
+    assert result.to_json()["confidence"]["margin_utility"] == pytest.approx(confidence.margin, abs=1e-6)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
     assert (result.probe_calls, result.probe_tokens, result.f1) == (0, 0, None)  # Lite; a typed question
     assert result.raw_answer is not None and result.raw_cost.tokens_in == result.raw_answer.tokens_in
@@ -69,7 +73,7 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     assert result.raw_cost.source == "stored outcome"
     assert result.raw_cost.tokens == row["tokens_in"] + row["tokens_out"]
     assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
-    assert answer_verdict(result.f1) == "wrong" and result.probability_margin is None
+    assert answer_verdict(result.f1) == "wrong" and result.confidence is None
     assert not result.nothing_to_compare
 
     raw = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("raw:no_think"),

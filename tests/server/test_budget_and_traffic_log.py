@@ -17,7 +17,7 @@ import pytest
 from forge_core.errors import InvalidInput
 from forge_core.reports.traffic import parse_since, read_traffic, summarize_traffic
 from forge_core.routing.conditioning import CostConditioning
-from forge_core.routing.live import decision_margin
+from forge_core.routing.confidence import confidence
 from forge_core.server import traffic_log
 from forge_core.server.budget import BudgetController, load_budgets_file, ray_bounds
 from forge_core.server.deployment import client_identity
@@ -59,9 +59,9 @@ def test_the_pacer_holds_a_simulated_routers_mean_through_a_shift() -> None:
 
 
 def test_margin_is_the_log_probability_gap_to_the_runner_up() -> None:
-    assert decision_margin({"a": 0.5, "b": 0.25, "c": 0.25}) == pytest.approx(math.log(2))
-    assert decision_margin({"a": 0.4, "b": 0.4, "c": 0.2}) == 0.0
-    assert math.isnan(decision_margin({"a": 1.0}))
+    assert confidence({"a": 0.5, "b": 0.25, "c": 0.25}, "a").margin == pytest.approx(math.log(2))
+    assert confidence({"a": 0.4, "b": 0.4, "c": 0.2}, "a").margin == 0.0
+    assert confidence({"a": 1.0}, "a").margin is None
 
 
 def test_the_log_keeps_every_record_of_concurrent_writers(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def test_nothink_columns(n_arms: int, columns: list[int]) -> None:
 
 def test_three_arm_warm_start_trains_support_head_keeps_thinking_uniform_and_reproduces() -> None:
     x, u = _data()
-    config = Stage1Config(max_epochs=4, batch_size=16, lr=1e-3, seed=3)
+    config = Stage1Config(max_epochs=4, batch_size=16, lr=1e-3, seed=3, warm_start_arms=3)  # the paper's
     router = _router()
     initial = {key: value.clone() for key, value in router.state_dict().items()}
     seen: list[int] = []
@@ -99,7 +99,7 @@ def test_different_seed_gives_a_different_run() -> None:
 
 def test_early_stopping_restores_the_best_dev_state() -> None:
     x, u = _data()
-    config = Stage1Config(max_epochs=50, patience=2, lr=5e-3, seed=0)
+    config = Stage1Config(max_epochs=50, patience=2, lr=5e-3, seed=0, warm_start_arms=3)  # the paper's
     router = _router()
     # dev prefers the opposite arms: training soon makes the dev loss worse
     result = train_stage1(router, x, u, x, -u, config)
@@ -130,7 +130,7 @@ def test_six_arm_control_trains_the_full_policy(kind: str) -> None:
 def test_flat_three_arm_warm_start_keeps_thinking_uniform() -> None:
     x, u = _data()
     router = _router(kind="flat")
-    train_stage1(router, x, u, x, u, Stage1Config(max_epochs=2, lr=1e-3))
+    train_stage1(router, x, u, x, u, Stage1Config(max_epochs=2, lr=1e-3, warm_start_arms=3))
     x_t = torch.from_numpy(x)
     conditional = router.log_probs(x_t).view(N, 3, 2) - router.support_log_probs(x_t).unsqueeze(-1)
     torch.testing.assert_close(conditional, torch.full_like(conditional, -math.log(2.0)), rtol=0, atol=1e-6)
@@ -138,7 +138,7 @@ def test_flat_three_arm_warm_start_keeps_thinking_uniform() -> None:
 
 def test_bad_inputs_are_refused() -> None:
     x, u = _data()
-    with pytest.raises(ValueError, match="arms is 3"):
+    with pytest.raises(ValueError, match="trains on 3 arms or on all 6"):
         train_stage1(_router(), x, u, x, u, Stage1Config(warm_start_arms=12))
     with pytest.raises(ValueError, match="action order"):
         train_stage1(_router(), x, u[:, :3], x, u, Stage1Config())

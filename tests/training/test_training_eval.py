@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 
@@ -62,7 +63,8 @@ def test_checkpoint_ids_are_those_recorded_here_on_any_machine(outcome_store: St
     the stored weights carry their own sha256."""
     from support.stores import copy_store
 
-    factorized = TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1)
+    # recorded when Stage 1's default was the paper's warm start: the lineage names it (arms 3)
+    factorized = TrainRequest(host=HOST, variant="lite", stage1=dataclasses.replace(FAST_STAGE1, warm_start_arms=3))
     flat = TrainRequest(host=HOST, variant="lite", router_kind="flat",
                         stage1=Stage1Config(max_epochs=3, warm_start_arms=6))
     recorded = {factorized: "ckpt-516885d7babd", flat: "ckpt-9c3ca0d481d4"}

@@ -1,0 +1,61 @@
+"""A router's confidence in utility units, read off its action distribution.
+
+The router is distilled to `softmax(U / tau)`, so `tau * (log pi(a) - log pi(b))` estimates
+`U(a) - U(b)`: each arm's implied utility relative to the chosen arm, and the margin of the chosen
+arm over the runner-up, are in the units the decision is made in (F1 minus priced tokens).
+
+A thinking head that learned nothing (the FORGE warm start leaves pi(t | s) uniform) gives every
+thinking mode of a support the same probability: its `cot` arm then carries its `no_think` twin's
+probability exactly. That is not a tie between two arms the router weighed, so the twin is left out
+of the runner-up and reported as `untrained_twins`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TAU = 1.0  # the Boltzmann temperature the routers are distilled at (Stage1Config.tau's default)
+UNTRAINED_TOLERANCE = 1e-6  # relative: twins closer than this carry one probability (a uniform head)
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """The chosen arm's standing in utility units."""
+
+    chosen: str
+    implied_utility: dict[str, float]  # per arm: tau * (log pi(arm) - log pi(chosen)); the chosen arm 0
+    runner_up: str | None  # the best other arm, the chosen arm's untrained twins left out
+    margin: float | None  # the chosen arm's implied utility over the runner-up's (>= 0)
+    untrained_twins: tuple[str, ...]  # other thinking modes of the chosen support that carry its probability
+
+    def to_json(self) -> dict:
+        """JSON-ready, rounded to 6 places."""
+        return {"chosen": self.chosen, "runner_up": self.runner_up,
+                "margin_utility": None if self.margin is None else round(self.margin, 6),
+                "implied_utility": {arm: round(value, 6) for arm, value in self.implied_utility.items()},
+                "untrained_thinking_twins": list(self.untrained_twins)}
+
+
+def _support(arm: str) -> str:
+    return arm.split(":", 1)[0]
+
+
+def untrained_twins(probabilities: dict[str, float], arm: str) -> tuple[str, ...]:
+    """The other arms of `arm`'s support whose probability equals its own (a uniform thinking head)."""
+    own = probabilities[arm]
+    return tuple(other for other, p in probabilities.items()
+                 if other != arm and _support(other) == _support(arm)
+                 and abs(p - own) <= UNTRAINED_TOLERANCE * max(own, p, 1e-300))
+
+
+def confidence(probabilities: dict[str, float], chosen: str, tau: float = TAU) -> Confidence:
+    """The implied utility of every arm relative to `chosen`, and its margin over the runner-up."""
+    floor = 1e-300  # a probability of exactly 0 is an implied utility of -inf: floor it
+    log_chosen = math.log(max(probabilities[chosen], floor))
+    implied = {arm: tau * (math.log(max(p, floor)) - log_chosen) for arm, p in probabilities.items()}
+    twins = untrained_twins(probabilities, chosen)
+    others = {arm: value for arm, value in implied.items() if arm != chosen and arm not in twins}
+    runner_up = max(others, key=others.get) if others else None
+    margin = None if runner_up is None else -others[runner_up]
+    return Confidence(chosen, implied, runner_up, margin, twins)
