@@ -70,8 +70,7 @@ with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} 
     shown = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen),
                         True, accounting) if by_benchmark else overall
 
-show_decision_at_weights(data.crossfit_reports(store, version, host), cost_weights, accounting, host,
-                         split)
+show_decision_at_weights(store, version, host, cost_weights, accounting, split)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)

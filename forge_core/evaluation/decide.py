@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from forge_core.errors import MissingStep
+from forge_core.errors import ForgeError, MissingStep
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
@@ -166,7 +166,11 @@ def _fixed_arm_serve_command(store: Store, host: str) -> str:
     `forge host serve`, a remote one is already served by its provider."""
     from forge_core.hosts.registry import get_host_config
 
-    if get_host_config(store, host).kind == "embedded":
+    try:
+        kind = get_host_config(store, host).kind
+    except ForgeError:
+        return f"forge host add  # host '{host}' has no configuration yet"
+    if kind == "embedded":
         return f"forge host serve {host}"
     return f"none needed: host '{host}' is served by its provider"
 
