@@ -70,6 +70,7 @@ ARM_COLORS = {
 KIND_SYMBOLS = {"fixed arm": "square", "baseline": "diamond", "oracle": "star", "router": "circle"}
 RUN_COLORS = ["#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2"]  # distinct lines (runs, series)
 COST_LABEL = "cost: mean tokens per query (thousands)"
+TOKEN_LABELS = {"tokens_in": "tokens in (λ_in prices them)", "tokens_out": "tokens out (λ_out prices them)"}
 
 
 def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
@@ -139,7 +140,7 @@ def _policy_points(points: pd.DataFrame, x_label: str, y_label: str, facet: dict
         hover_data={"policy": True, "name": False, "kind": True, "cost_k": ":.3f", "macro_f1": ":.3f",
                     "macro_utility": ":.3f", "on_frontier": True, **hover},
         labels={"cost_k": x_label, "macro_f1": y_label, "macro_utility": "utility", "on_frontier": "on frontier",
-                "policy": "id", "gain": "utility gain over best fixed arm"},
+                "policy": "id", "gain": "utility gain over best fixed arm", **TOKEN_LABELS},
         **facet, **error)
     for trace in figure.data:
         kind = next((k for k in KIND_ORDER if trace.name.endswith(", " + k)), "router")
@@ -161,17 +162,18 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
     facet = ({"facet_col": "benchmark", "facet_col_wrap": 3, "category_orders": {"benchmark": facets}}
              if by_benchmark else {})
     y_label = "F1" if by_benchmark else "F1 (macro over benchmarks)"
+    tokens = {"tokens_in": ":.0f", "tokens_out": ":.0f"} if "tokens_in" in points.columns else {}
     if color_by == "utility":
         figure = px.scatter(
             points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
             text="name", color_continuous_scale="Viridis", hover_name="name",
             hover_data={"policy": True, "name": False, "cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f",
-                        "kind": True, "benchmark": by_benchmark, "on_frontier": True},
+                        "kind": True, "benchmark": by_benchmark, "on_frontier": True, **tokens},
             labels={"cost_k": COST_LABEL, "macro_f1": y_label, "macro_utility": "utility",
-                    "on_frontier": "on frontier", "policy": "id"}, **facet)
+                    "on_frontier": "on frontier", "policy": "id", **TOKEN_LABELS}, **facet)
         figure.update_traces(marker_size=14, textposition="top center", textfont_size=10)
     else:
-        figure = _policy_points(points, COST_LABEL, y_label, facet, {}, {"benchmark": by_benchmark})
+        figure = _policy_points(points, COST_LABEL, y_label, facet, {}, {"benchmark": by_benchmark, **tokens})
     frontier = points[points["on_frontier"]].sort_values(["benchmark", "cost_k"])
     lines = px.line(frontier, x="cost_k", y="macro_f1", **facet)  # same facet grid: traces land in the same axes
     for index, trace in enumerate(lines.data):
@@ -199,7 +201,9 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
         marker = {"size": KIND_MARKER_SIZES.get(row.kind, 14), "color": colors[row.name],
                   "symbol": KIND_SYMBOLS.get(row.kind, "circle"),
                   "line": {"width": 1, "color": "#fff"} if oracle else {"width": 0}}
-        hover = (f"<b>{row.name}</b><br>id {row.policy}<br>cost %{{x:.3f}}k tokens<br>F1 %{{y:.3f}}"
+        split = (f" ({row.tokens_in:,.0f} in, {row.tokens_out:,.0f} out)"
+                 if "tokens_in" in ordered.columns else "")  # priced by lambda_in and lambda_out
+        hover = (f"<b>{row.name}</b><br>id {row.policy}<br>cost %{{x:.3f}}k tokens{split}<br>F1 %{{y:.3f}}"
                  f"<br>utility {row.macro_utility:.3f}<br>kind {row.kind}<br>on frontier {row.on_frontier}"
                  "<extra></extra>")
         figure.add_trace(go.Scatter(x=[row.cost_k], y=[row.macro_f1], mode="markers", marker=marker,

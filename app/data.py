@@ -20,6 +20,7 @@ from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import ForgeError, InvalidInput
 from forge_core.evaluation.crossfit import finished_crossfit_reports
+from forge_core.evaluation.decide import decide
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.answering import load_retriever
@@ -282,6 +283,16 @@ def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
     """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
     computed once and kept under the cache directory (`crossfit/`)."""
     return finished_crossfit_reports(store, host, config.cache_dir() / "crossfit")
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def decision_at(store: Store, version: int, host: str, weights: CostWeights, accounting: str) -> dict | str:
+    """`forge decide` at these weights (`version`: see `store_version`): the decision, or the one
+    line saying which command makes what it needs. Kept under the cache directory (`decide/`)."""
+    try:
+        return decide(store, host, weights, config.cache_dir(), accounting)
+    except ForgeError as error:
+        return str(error)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

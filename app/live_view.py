@@ -72,7 +72,7 @@ def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = Non
                                + (f" No held-out share: {held_out}." if isinstance(held_out, str) else ""))
     columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
                       help="Retrieval, features (probes included) and the router's forward pass.")
-    columns[2].metric("Probe tokens", f"{result.probe_tokens:,}",
+    columns[2].metric("Probe tokens", f"{result.probe_tokens_in:,} in + {result.probe_tokens_out:,} out",
                       help=f"{result.probe_calls} host calls before routing (a Full router's probes); "
                            f"{result.host_calls} host calls in all for this answer"
                            f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
@@ -83,10 +83,12 @@ def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = Non
                        result.f1, result.golds)
         _probabilities_and_evidence(result)
         return
+    tokens_in, tokens_out = result.host_tokens
     columns[3].metric("Saved vs Always-Raw", f"{result.tokens_saved:,} tokens",
                       delta=f"{result.saved_percent:+.1f}%",
-                      help=f"Always-Raw: {result.raw_cost.tokens:,} tokens ({result.raw_cost.source}); "
-                           f"this question: {result.tokens:,} (answer and probes).")
+                      help=f"Always-Raw: {result.raw_cost.tokens_in:,} in + {result.raw_cost.tokens_out:,} out "
+                           f"tokens ({result.raw_cost.source}); this question: {tokens_in:,} in + {tokens_out:,} out "
+                           "(answer and probes). λ_in prices the tokens in, λ_out those out.")
     routed, raw = st.columns(2)
     with routed:
         _answer_column(f"Routed: {result.arm}", result.answer, result.f1, result.golds)

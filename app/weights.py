@@ -12,8 +12,13 @@ WEIGHT_MAX = 3.0
 WEIGHT_STEP = 0.01
 KEPT = {"lambda_in": "weights_lambda_in", "lambda_out": "weights_lambda_out"}  # the session's values
 DEFAULTS = {"lambda_in": DEFAULT_LAMBDA_IN, "lambda_out": DEFAULT_LAMBDA_OUT}
-HELP = {"lambda_in": "Weight of the normalized input-token cost in U = F1 − λ_in c_in − λ_out c_out.",
-        "lambda_out": "Weight of the normalized output-token cost."}
+HELP = {"lambda_in": "Prices input tokens (the prompts: question and evidence, and any probe's prompt): the weight "
+                     "of c_in in U = F1 − λ_in c_in − λ_out c_out, costs normalized by the train maxima.",
+        "lambda_out": "Prices output tokens (the answers, reasoning included, and any probe's samples): the weight "
+                      "of c_out."}
+CAPTION = ("λ_in prices input tokens (evidence: Raw's passages are the dearest prompt), λ_out output tokens (the "
+           "answer: Direct answers run longer than Summary's). Raising λ_in moves routers from Raw to Summary or "
+           "Direct; raising λ_out alone can move them towards evidence, whose answers are shorter.")
 
 
 def current() -> CostWeights:

@@ -50,8 +50,7 @@ if record is not None and (warning := other_host_warning(checkpoint_id, record["
     st.warning(warning, icon=":material/swap_horiz:")
 router_is_conditioned = record is not None and conditioning_of(record["lineage"]) is not None
 cost_weights = weights.sliders("live")
-st.caption("The router decides at these cost weights: raise them and dear evidence (Raw) gives way to Summary or "
-           "Direct." if router_is_conditioned else
+st.caption(f"The router decides at these cost weights. {weights.CAPTION}" if router_is_conditioned else
            "This router was trained at one weight pair and ignores the sliders: pick a cost-conditioned router "
            "(`forge train --conditioned`) to route at them.")
 if router_is_conditioned:

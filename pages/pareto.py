@@ -42,6 +42,7 @@ answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes pro
 accounting = "answer" if answer_only else "deploy"
 calibration_panel(store, host, n_arms, accounting)
 cost_weights = weights.sliders("pareto")
+st.caption(weights.CAPTION)
 lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
 checkpoints = data.checkpoints(store)
@@ -70,8 +71,7 @@ with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} 
     shown = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen),
                         True, accounting) if by_benchmark else overall
 
-show_decision_at_weights(data.crossfit_reports(store, version, host), cost_weights, accounting, host,
-                         split)
+show_decision_at_weights(store, version, host, cost_weights, accounting, split)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)
@@ -85,14 +85,21 @@ ui.name_metric(columns[2], "Best policy by utility", labels.get(best_policy, bes
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
 moving = overall[overall["policy"].isin([c for c in chosen if c in conditioned])]
 for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
-    column.metric(f"{conditioned[row.policy]} at these weights", f"{row.cost_k * 1000:,.0f} tokens a query",
+    column.metric(f"{conditioned[row.policy]} at these weights",
+                  f"{row.tokens_in:,.0f} in + {row.tokens_out:,.0f} out tokens",
                   help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
-                       f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}.")
+                       f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}, {row.cost_k * 1000:,.0f} tokens a "
+                       "query in all (λ_in prices those in, λ_out those out).")
 st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f")
-        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate", "support_coverage")})
+        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate", "support_coverage")} | {
+        name: st.column_config.NumberColumn(format="%.1f") for name in ("tokens_in", "tokens_out")})
+    st.caption("cost_k: tokens a query in thousands, in and out together; tokens_in: input tokens a query (prompts: "
+               "question, evidence, probes), priced by λ_in; tokens_out: output tokens a query (answers, reasoning, "
+               "probe samples), priced by λ_out; macro over benchmarks, every call the decision needs unless "
+               "Answer-only cost is on.")
     st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
                "benchmarks that annotate it (none for PopQA).")
     evaluator = data.support_evaluator(store, host)

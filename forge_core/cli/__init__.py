@@ -1,5 +1,5 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
-command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `rewards`, `enumerate`, `batches`,
+command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `decide`, `rewards`, `enumerate`, `batches`,
 `ask`, `serve`, `traffic`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this module assembles
 them and is the entry point."""
 
@@ -15,6 +15,7 @@ from forge_core.cli import (
     calibrate,
     dashboard,
     data,
+    decide,
     enumerate,
     evaluate,
     host,
@@ -63,6 +64,7 @@ app.add_typer(rewards.rewards_app, name="rewards")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("sweep")(evaluate.sweep_command)
 app.command("calibrate")(calibrate.calibrate_command)
+app.command("decide")(decide.decide_command)
 app.command("enumerate")(enumerate.enumerate_command)
 app.add_typer(batches.batches_app, name="batches")
 app.command("serve")(serve.serve_command)

@@ -164,7 +164,8 @@ def pareto_points(store: Store, host: str, split: str, weights: CostWeights,
     """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
     oracle and the given checkpoints (a cost-conditioned one decides at these weights), without
     training anything; plus the frontier indices. Each point: policy, kind, benchmark ("all"
-    unless `by_benchmark`), cost_k and macro_utility under `accounting`, macro_f1, gold_recall
+    unless `by_benchmark`), cost_k (k tokens a query), tokens_in and tokens_out (tokens a query, in
+    and out apart) and macro_utility under `accounting`, macro_f1, gold_recall
     (None where no benchmark has evidence annotations), support_rate and support_coverage (None and
     0 without support verdicts; `support_evaluator` names who gave them). `base`: the host's `evaluation_context`
     already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
@@ -187,11 +188,13 @@ def pareto_points(store: Store, host: str, split: str, weights: CostWeights,
             for benchmark in np.unique(benchmarks):
                 mask = benchmarks == benchmark
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
-                                     outcome.f1[mask].mean(), outcome.utility[mask].mean())
+                                     outcome.f1[mask].mean(), outcome.utility[mask].mean(),
+                                     outcome.tokens_in[mask].mean())
                               | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask]))
         else:
             points.append(_point(outcome, "all", macro(outcome.tokens, benchmarks),
-                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks))
+                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks),
+                                 macro(outcome.tokens_in.astype(np.float64), benchmarks))
                           | _grounding(recall, support, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(rows)), "support_evaluator": verdicts.evaluator}
@@ -203,6 +206,8 @@ def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, ben
             "support_rate": rates["support_rate"], "support_coverage": rates["support_coverage"]}
 
 
-def _point(outcome: PolicyOutcome, benchmark: str, tokens: float, f1: float, utility: float) -> dict:
+def _point(outcome: PolicyOutcome, benchmark: str, tokens: float, f1: float, utility: float,
+           tokens_in: float) -> dict:
     return {"policy": outcome.name, "kind": outcome.kind, "benchmark": benchmark, "cost_k": float(tokens) / 1000.0,
+            "tokens_in": float(tokens_in), "tokens_out": float(tokens) - float(tokens_in),
             "macro_f1": float(f1), "macro_utility": float(utility)}

@@ -252,7 +252,7 @@ class RidgeUtility(Policy):
     live_variant = "lite"
 
     def fit(self, context: EvalContext) -> None:
-        self.standardizer, models = context.weight_free((self.name,), lambda: self._fit_components(context))
+        self.standardizer, models = context.weight_free((self.name,), lambda: self.fit_components(context))
         self.weights = context.weights
         dev = context.rows("dev")
         x_dev = self.standardizer.transform(context.features("lite")[dev])
@@ -266,7 +266,7 @@ class RidgeUtility(Policy):
         self.model = best[1]
 
     @staticmethod
-    def _fit_components(context: EvalContext) -> tuple[Standardizer, dict[float, Ridge]]:
+    def fit_components(context: EvalContext) -> tuple[Standardizer, dict[float, Ridge]]:
         """The standardizer and, per alpha, a ridge fit of [F1 | c_in | c_out] on the train rows."""
         train = context.rows("train")
         features = context.features("lite")

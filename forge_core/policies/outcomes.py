@@ -29,6 +29,8 @@ class PolicyOutcome:
     answer_utility: np.ndarray  # [n] utility of the answering arm alone (the paper's Cached view)
     deploy_utility: np.ndarray  # [n] minus the cost of every earlier call
     accounting: str  # which of the two `utility` and `tokens` are
+    answer_tokens_in: np.ndarray | None = None  # [n] input tokens of the answering call (its rest is output)
+    prior_tokens_in: np.ndarray | None = None  # [n] input tokens of the calls before it
 
     @property
     def utility(self) -> np.ndarray:
@@ -39,6 +41,18 @@ class PolicyOutcome:
     def tokens(self) -> np.ndarray:
         """[n] token cost under the evaluation's accounting."""
         return self.deploy_tokens if self.accounting == "deploy" else self.answer_tokens
+
+    @property
+    def tokens_in(self) -> np.ndarray:
+        """[n] the input tokens of `tokens` (what lambda_in prices)."""
+        if self.answer_tokens_in is None or self.prior_tokens_in is None:
+            raise ValueError(f"outcome of '{self.name}' was scored without its input tokens")
+        return self.answer_tokens_in + (self.prior_tokens_in if self.accounting == "deploy" else 0.0)
+
+    @property
+    def tokens_out(self) -> np.ndarray:
+        """[n] the output tokens of `tokens` (what lambda_out prices)."""
+        return self.tokens - self.tokens_in
 
 
 def score_decisions(context: EvalContext, rows: np.ndarray, policy: Policy, decisions: Decisions) -> PolicyOutcome:
@@ -52,7 +66,8 @@ def score_decisions(context: EvalContext, rows: np.ndarray, policy: Policy, deci
         answer_tokens=answer_tokens,
         deploy_tokens=answer_tokens + decisions.prior_tokens_in + decisions.prior_tokens_out,
         calls=1 + decisions.prior_calls, answer_utility=answer_utility, deploy_utility=answer_utility - prior_cost,
-        accounting=context.accounting)
+        accounting=context.accounting, answer_tokens_in=table.tokens_in[rows, actions],
+        prior_tokens_in=decisions.prior_tokens_in)
 
 
 def cost_summary(outcome: PolicyOutcome, benchmarks: np.ndarray, mask: np.ndarray | slice = slice(None)) -> dict:

@@ -4,8 +4,10 @@ The rule is the paper's dev fallback rule applied to cross-fitted results: a pol
 fixed arm decidably when the lower bound of the paired bootstrap 95% interval of its utility gain
 over that arm is above zero. Among the policies that do, the one of highest macro utility is the
 one to deploy; when none does, the best fixed arm is (a router that may not beat it is not worth
-its risk). The oracle is descriptive only and never a candidate; nor are fixed arms, which never
-beat the best fixed arm.
+its risk), or rather the cheapest fixed arm whose utility is not decidably below it (its interval
+contains 0: e.g. Summary beside Raw at the same utility for fewer tokens). The oracle is descriptive
+only and never a candidate; nor are fixed arms, which never beat the best fixed arm. `forge decide`
+(`forge_core.evaluation.decide`) applies the same rule at any weights.
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ class Decision:
         if self.decidable:
             return (f"Deploy {self.deploy}: {self.gain:+.3f} utility [{self.gain_low:+.3f}, {self.gain_high:+.3f}] "
                     f"over {self.best_fixed_arm}")
-        return f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy})"
+        if self.deploy == self.best_fixed_policy:
+            return f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy})"
+        return (f"No policy beats {self.best_fixed_arm} decidably here: deploy the fixed arm ({self.deploy}), "
+                f"{self.gain:+.3f} utility [{self.gain_low:+.3f}, {self.gain_high:+.3f}], not decidably below "
+                f"{self.best_fixed_policy} for fewer tokens")
 
     def to_dict(self) -> dict:
         """JSON-ready, the weights as the flat `lambda_in`/`lambda_out` keys reports use, and the sentence."""
@@ -60,11 +66,22 @@ def crossfit_decision(report: dict) -> Decision:
     winners = [name for name, decidable in decidable_policies(report).items() if decidable]
     weights = CostWeights(float(report["lambda_in"]), float(report["lambda_out"]))
     if not winners:
-        return Decision(best_fixed, best_fixed, report["best_fixed_arm"], False, 0.0, 0.0, 0.0, weights)
+        cheapest = _cheapest_not_decidably_below(policies, best_fixed)
+        low, high = policies[cheapest]["ci_utility_vs_best_fixed"] if cheapest != best_fixed else (0.0, 0.0)
+        return Decision(cheapest, best_fixed, report["best_fixed_arm"], False,
+                        policies[cheapest]["macro_utility"] - best_utility, float(low), float(high), weights)
     chosen = max(winners, key=lambda name: policies[name]["macro_utility"])
     low, high = policies[chosen]["ci_utility_vs_best_fixed"]
     return Decision(chosen, best_fixed, report["best_fixed_arm"], True,
                     policies[chosen]["macro_utility"] - best_utility, float(low), float(high), weights)
+
+
+def _cheapest_not_decidably_below(policies: dict, best_fixed: str) -> str:
+    """The fixed arm of fewest tokens whose utility interval against the best fixed arm contains 0
+    (the best fixed arm itself when no cheaper one is)."""
+    tied = [name for name, row in policies.items() if row["kind"] == FIXED_ARM_KIND
+            and row["ci_utility_vs_best_fixed"][0] <= 0 <= row["ci_utility_vs_best_fixed"][1]]
+    return min([best_fixed, *tied], key=lambda name: (policies[name]["cost_k"], name != best_fixed))
 
 
 def report_at_weights(reports: Sequence[dict], weights: CostWeights, accounting: str,

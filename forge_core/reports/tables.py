@@ -143,8 +143,8 @@ def oracle_gap_summary(
 
 # ---------------------------------------------------------------- Pareto page
 
-PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate",
-                  "support_coverage", "on_frontier")
+PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "tokens_in", "tokens_out", "macro_f1", "macro_utility",
+                  "gold_recall", "support_rate", "support_coverage", "on_frontier")
 
 
 def require_train_and_dev(table: OutcomeTable) -> None:

@@ -226,7 +226,7 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and len(app.error) == 1  # the routed answer, wrong
     saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]
-    assert "245 tokens (stored outcome)" in saved.proto.help  # 240 in + 5 out, as stored
+    assert "240 in + 5 out tokens (stored outcome)" in saved.proto.help  # as stored, in and out apart
     assert "Not asked" in texts(app.info)
     history = app.dataframe[-1].value
     assert history["arm"].tolist() == ["summary:no_think"] * 3
@@ -648,11 +648,12 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert by_label(at_weights.selectbox, "Crossfit run").value["lambda_in"] == 0.6
     assert "are not this run's" not in texts(at_weights.caption)
 
-    split_view = page("pareto.py")  # at a stored run's weights, the split's view names where its decision comes from
+    split_view = page("pareto.py")  # the split's view states `forge decide`'s decision and where it comes from
     by_label(split_view.slider, "lambda_in").set_value(0.6)
     by_label(split_view.slider, "lambda_out").set_value(0.6).run()
     assert not split_view.exception, split_view.exception
-    assert "The decision is the crossfit run's" in texts(split_view.caption)
+    assert "`forge decide --lambda-in 0.6 --lambda-out 0.6` gives the same" in texts(split_view.caption)
+    assert "Not the test split's points below" in texts(split_view.caption)
 
     action_map = page("action_map.py")
     assert not action_map.exception, action_map.exception

@@ -41,6 +41,16 @@ def test_without_a_decidable_policy_the_fixed_arm_is_deployed() -> None:
                                    "(always_summary)")
 
 
+def test_a_cheaper_fixed_arm_not_decidably_below_the_best_is_deployed() -> None:
+    cheaper = {**_row(0.196, -0.02, 0.013, "fixed arm"), "cost_k": 0.15}
+    decision = crossfit_decision(_report({"always_direct": cheaper, "forge_lite": _row(0.22, -0.003, 0.04)}))
+    assert decision.deploy == "always_direct" and not decision.decidable
+    assert decision.gain == pytest.approx(-0.004) and (decision.gain_low, decision.gain_high) == (-0.02, 0.013)
+    assert decision.sentence() == ("No policy beats summary:no_think decidably here: deploy the fixed arm "
+                                   "(always_direct), -0.004 utility [-0.020, +0.013], not decidably below "
+                                   "always_summary for fewer tokens")
+
+
 def test_the_oracle_is_never_deployed() -> None:
     decision = crossfit_decision(_report({}))  # the oracle's interval is far above zero
     assert decision.deploy == "always_summary" and not decision.decidable

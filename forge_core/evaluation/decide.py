@@ -1,0 +1,210 @@
+"""The decision at any cost weights, from out-of-fold decisions, without a new run per weight pair.
+
+The out-of-fold decisions come from the folds of the newest Stage-1 crossfit run that trained the
+cost-conditioned routers (`forge_core.evaluation.fold_decisions`: its fold routers trained once,
+then deciding at any weights), beside the fixed arms and the linear floor `ridge_utility`. The rule:
+
+1. The best fixed arm is the fixed arm of highest out-of-fold macro utility.
+2. Candidates: every fixed arm, and each conditioned router whose utility gain over the best fixed
+   arm has its paired-bootstrap 95% interval above zero (the paper's dev fallback rule: a router
+   only where it decidably pays).
+3. The leader is the candidate of highest macro utility. Among the candidates whose paired
+   difference from the leader is not decidable (its interval contains 0), the cheapest (fewest
+   tokens a query) is deployed, and the decision says so.
+
+Each decision is kept as JSON under the run id, accounting and weights (`cached_file`), so the same
+question is answered again in well under a second, without importing torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from forge_core.errors import ForgeError, MissingStep
+from forge_core.evaluation.file_cache import cached_file
+from forge_core.policies.kinds import FIXED_ARM_KIND
+from forge_core.routing.utility import CostWeights, check_accounting
+from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.store import Store
+
+DECISION_VERSION = 1  # layout of a cached decision: bump when it changes
+FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
+CONDITIONED_VARIANTS = {"forge_lite_cond": "lite", "forge_full_cond": "full"}  # the registry's ConditionedRouter
+
+
+def conditioned_run(store: Store, host: str) -> tuple[str, dict]:
+    """The newest finished Stage-1 crossfit run of the host that trained the cost-conditioned
+    routers, with its stored settings; refuses, naming the command that makes one, when none is."""
+    runs = store.crossfit_runs(host)
+    for run_id, stored, folds, done in zip(runs["run_id"], runs["settings"], runs["folds"], runs["folds_done"]):
+        settings = json.loads(stored)
+        if done >= folds and settings.get("conditioning") and settings["stage"] == 1:
+            return str(run_id), settings
+    raise MissingStep(f"no finished Stage-1 crossfit run of host '{host}' with the cost-conditioned routers: "
+                      f"run `forge eval crossfit --host {host}` (about a minute on the demo store)")
+
+
+# ---------------------------------------------------------------- the rule
+
+
+def _interval(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray) -> list[float]:
+    return [float(value) for value in paired_bootstrap_ci(a, b, benchmarks)]
+
+
+def decide_from_outcomes(outcomes: pd.DataFrame) -> dict:
+    """The decision from per-(policy, query) outcomes (columns policy, kind, row, benchmark, f1,
+    utility, tokens_in, tokens_out; every policy on the same rows): see the module docstring. Every
+    policy's macro values and intervals are returned beside it."""
+    per_policy = {name: frame.sort_values("row").reset_index(drop=True)
+                  for name, frame in outcomes.groupby("policy", sort=False)}
+    benchmarks = next(iter(per_policy.values()))["benchmark"].to_numpy()
+
+    def column(name: str, key: str) -> np.ndarray:
+        return per_policy[name][key].to_numpy(dtype=np.float64)
+
+    def mean(name: str, key: str) -> float:
+        return macro(column(name, key), benchmarks)
+
+    fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
+    best_fixed = max(fixed, key=lambda name: mean(name, "utility"))
+    routers = [name for name in per_policy if name not in fixed and name != FLOOR_POLICY]
+    policies = {}
+    for name in per_policy:
+        row = {"kind": per_policy[name]["kind"].iloc[0], "macro_utility": mean(name, "utility"),
+               "macro_f1": mean(name, "f1"), "tokens_in": mean(name, "tokens_in"),
+               "tokens_out": mean(name, "tokens_out")}
+        row["tokens"] = row["tokens_in"] + row["tokens_out"]
+        row["gain_vs_best_fixed"] = {key: {"difference": mean(name, key) - mean(best_fixed, key),
+                                           "ci": _interval(column(name, key), column(best_fixed, key), benchmarks)}
+                                     for key in ("utility", "f1", "tokens_in", "tokens_out")}
+        if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
+            row["vs_floor"] = {"difference": row["macro_utility"] - mean(FLOOR_POLICY, "utility"),
+                               "ci": _interval(column(name, "utility"), column(FLOOR_POLICY, "utility"), benchmarks)}
+        policies[name] = row
+    candidates = fixed + [name for name in routers if policies[name]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0]
+    leader = max(candidates, key=lambda name: policies[name]["macro_utility"])
+    tied = [name for name in candidates if name == leader or _undecidable(
+        _interval(column(name, "utility"), column(leader, "utility"), benchmarks))]
+    deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
+    return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": best_fixed,
+            "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
+            "deploy_arm": per_policy[deploy]["arm"].iloc[0] if deploy in fixed else None,
+            "router_candidates": [name for name in candidates if name in routers],
+            "queries": int(len(benchmarks)), "policies": policies}
+
+
+def _undecidable(interval: list[float]) -> bool:
+    return interval[0] <= 0 <= interval[1]
+
+
+# ---------------------------------------------------------------- the request
+
+
+def decision_file(cache_dir: Path, run_id: str, weights: CostWeights, accounting: str) -> Path:
+    """Where one decision is kept."""
+    name = f"{run_id}.{accounting}.{weights.lambda_in!r}_{weights.lambda_out!r}.v{DECISION_VERSION}.json"
+    return Path(cache_dir) / "decide" / name
+
+
+def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
+           on_fold: Callable[[int, int], None] | None = None) -> dict:
+    """The decision at `weights` for `host` (see the module docstring), with the checkpoint to
+    deploy and its serve command; computed once per (run, accounting, weights) and kept in
+    `cache_dir`. `on_fold(done, total)` follows the one-off training of the fold routers."""
+    check_accounting(accounting)
+    run_id, settings = conditioned_run(store, host)
+
+    def compute() -> dict:
+        from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
+
+        outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold)
+        return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced,
+                "fixed_arm_serve_command": _fixed_arm_serve_command(store, host)}
+
+    result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,
+                         lambda path: json.loads(path.read_text()),
+                         lambda path, value: path.write_text(json.dumps(value)))
+    return _named(store, host, settings, run_id, weights, accounting, result)
+
+
+def _named(store: Store, host: str, settings: dict, run_id: str, weights: CostWeights, accounting: str,
+           result: dict) -> dict:
+    """The decision with what to deploy named: the stored conditioned checkpoint of the decided
+    router's variant (or the fixed arm), its `forge serve` command and a sentence."""
+    deploy = result["deploy"]
+    variant = CONDITIONED_VARIANTS.get(deploy)
+    checkpoint = None
+    if variant is not None:
+        from forge_core.policies.conditioned import conditioned_checkpoint  # torch: only for a router
+
+        checkpoint = conditioned_checkpoint(store, host, variant, settings["n_arms"],
+                                            split_seed=settings["split_seed"], seed=settings["seed"])
+    lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
+    if variant is None:
+        command = result["fixed_arm_serve_command"]
+    elif checkpoint is None:
+        command = f"forge train --host {host} --conditioned --variant {variant}  # then: forge decide {lambdas}"
+    else:
+        command = f"forge serve --host {host} --router {checkpoint} {lambdas}"
+    ask = f"forge ask --host {host} " + (f"--arm {result['deploy_arm']}" if variant is None else
+                                         f"--route --router {checkpoint}") + ' "QUESTION"'
+    decided = {"host": host, **weights.to_dict(), "accounting": accounting, "run_id": run_id,
+               "folds": settings["folds"], **result, "checkpoint_id": checkpoint, "variant": variant,
+               "serve_command": command, "ask_command": ask if variant is None or checkpoint else None}
+    decided["sentence"] = decision_sentence(decided)
+    return decided
+
+
+def _fixed_arm_serve_command(store: Store, host: str) -> str:
+    """What serves a fixed arm's model: `forge serve` routes with a router, so a fixed arm is its
+    host's model, prompted with the arm (`forge ask --arm`); an embedded host is started by
+    `forge host serve`, a remote one is already served by its provider."""
+    from forge_core.hosts.registry import get_host_config
+
+    try:
+        kind = get_host_config(store, host).kind
+    except ForgeError:
+        return f"forge host add  # host '{host}' has no configuration yet"
+    if kind == "embedded":
+        return f"forge host serve {host}"
+    return f"none needed: host '{host}' is served by its provider"
+
+
+def decision_sentence(decided: dict) -> str:
+    """One or two lines: what to deploy, its gain over the best fixed arm, the floor, and why."""
+    row = decided["policies"][decided["deploy"]]
+    gain = row["gain_vs_best_fixed"]["utility"]
+    low, high = gain["ci"]
+    what = decided["checkpoint_id"] or decided["deploy"]
+    text = (f"Deploy {decided['deploy']}" + (f" (checkpoint {what})" if decided["checkpoint_id"] else "")
+            + f" at λ_in {decided['lambda_in']:g} / λ_out {decided['lambda_out']:g}: "
+            + f"{gain['difference']:+.3f} utility [{low:+.3f}, {high:+.3f}] over {decided['best_fixed_arm']}")
+    if decided["deploy"] != decided["leader"]:
+        text += (f"; {decided['leader']} has the highest utility but the difference is not decidable, so the cheaper "
+                 f"({row['tokens']:,.0f} tokens a query against "
+                 f"{decided['policies'][decided['leader']]['tokens']:,.0f}) is preferred")
+    if not decided["router_candidates"]:
+        text += "; no conditioned router beats the best fixed arm decidably"
+    return text + "."
+
+
+def decision_json(decided: dict) -> dict:
+    """The JSON output of `forge decide`: the decision, its gains with intervals, the floor."""
+    row = decided["policies"][decided["deploy"]]
+    floor = row.get("vs_floor")
+    return {key: decided[key] for key in (
+        "host", "lambda_in", "lambda_out", "accounting", "deploy", "checkpoint_id", "variant", "deploy_arm",
+        "best_fixed_policy", "best_fixed_arm", "leader", "tied_with_leader", "router_candidates", "serve_command",
+        "ask_command",
+        "run_id", "folds", "queries", "reproduced_share", "sentence")} | {
+        "gain": row["gain_vs_best_fixed"],
+        "macro_utility": row["macro_utility"], "macro_f1": row["macro_f1"],
+        "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
+        "floor_policy": FLOOR_POLICY, "vs_floor": floor,
+        "decidably_above_floor": bool(floor is not None and floor["ci"][0] > 0),
+        "policies": decided["policies"]}
