@@ -12,7 +12,9 @@ from forge_core.store import Store
 from forge_core.training.stage1 import Stage1Config
 
 HOST = "synthetic-host"
-FAST = Stage1Config(max_epochs=15, patience=4)
+# The paper's warm start: with the six-arm default, 15 epochs on the small synthetic store leave a conditioned
+# router that picks ~100-token arms at every weight, so no budget moves it (to look into)
+FAST = Stage1Config(max_epochs=15, patience=4, warm_start_arms=3)
 
 
 def test_the_ray_stays_in_the_trained_range_and_targets_are_checked() -> None:
