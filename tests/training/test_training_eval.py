@@ -121,11 +121,14 @@ def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(
 
     store = copy_store(outcome_store, tmp_path)
     train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
+    # two Stage-2 runs of the evaluation's seed (a router of another seed is never its candidate), say a
+    # GRPO and an RLOO run
     children = [train_router(store, TrainRequest(host=HOST, variant="full", stage=2, stage2=Stage2Config(
-        steps=20, log_every=10, lr=1e-3, seed=seed))) for seed in (0, 1)]
+        steps=40, log_every=10, lr=3e-3, loss_type=loss))) for loss in ("grpo", "rloo")]
     dev = {c: store.checkpoint(c)[0]["metrics"]["dev_utility"] for c in children}
     train_missing_routers(store, EvaluationSettings(HOST))  # the Lite and BGE+BM25 routers
     full = next(p for p in router_policies(store, EvaluationSettings(HOST)) if p.name == "forge_full")
+    assert len(set(dev.values())) == 2  # two candidates the dev utility tells apart
     assert full.checkpoint_id in children and dev[full.checkpoint_id] == max(dev.values())
 
 
