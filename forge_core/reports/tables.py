@@ -223,6 +223,12 @@ def crossfit_frame(report: dict) -> pd.DataFrame:
              "gain_high": row["ci_utility_vs_best_fixed"][1], "decidable": decidable[name], "on_frontier": False}
             for name, row in report["policies"].items()]
     frame = pd.DataFrame(rows, columns=list(CROSSFIT_COLUMNS))
+    return _mark_deployable_frontier(frame)
+
+
+def _mark_deployable_frontier(frame: pd.DataFrame) -> pd.DataFrame:
+    """Set `on_frontier` on the rows of the Pareto frontier of deployable policies (the oracle is a
+    reference, never on it) and return the frame."""
     deployable = frame[frame["policy"] != ORACLE]
     frontier = pareto_frontier(list(zip(deployable["cost_k"], deployable["macro_f1"])))
     frame.loc[deployable.index[frontier], "on_frontier"] = True
@@ -246,10 +252,7 @@ def transfer_frame(report: dict) -> pd.DataFrame:
              "gain_high": row["ci_utility_vs_target_router"][1], "on_frontier": False}
             for name, row in report["policies"].items()]
     frame = pd.DataFrame(rows, columns=list(TRANSFER_COLUMNS))
-    deployable = frame[frame["policy"] != ORACLE]
-    frontier = pareto_frontier(list(zip(deployable["cost_k"], deployable["macro_f1"])))
-    frame.loc[deployable.index[frontier], "on_frontier"] = True
-    return frame
+    return _mark_deployable_frontier(frame)
 
 
 def calibration_frame(report: dict) -> pd.DataFrame:
