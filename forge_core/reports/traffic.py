@@ -33,6 +33,7 @@ ROLLING = 200  # requests in the page's rolling mean (the controllers' default w
 Z_95 = 1.959964
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+BUCKETS_S = (1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400)  # widths of the requests-over-time bars
 
 
 SEGMENT_GLOB = "traffic-*.jsonl"  # the segments `forge_core.server.traffic_log` writes
@@ -207,6 +208,18 @@ def requests_frame(records: TrafficRecords) -> pd.DataFrame:
     half = Z_95 * std / np.sqrt(count)
     frame["rolling_tokens"], frame["rolling_low"], frame["rolling_high"] = mean, mean - half, mean + half
     return frame
+
+
+def requests_over_time(frame: pd.DataFrame, bars: int = 40) -> pd.Series:
+    """Answered requests per time bucket, the bucket a round width (1 s to 1 day) giving at most
+    about `bars` bars over the frame's span; named after its width ("requests per 10s")."""
+    if frame.empty:
+        return pd.Series(dtype=float)
+    span_s = (frame["time"].max() - frame["time"].min()).total_seconds()
+    width = next((w for w in BUCKETS_S if span_s / w <= bars), BUCKETS_S[-1])
+    label = f"{width}s" if width < 60 else f"{width // 60}min" if width < 3600 else f"{width // 3600}h"
+    counts = frame.set_index("time").resample(f"{width}s")["id"].count()
+    return counts.rename(f"requests per {label}")
 
 
 def arm_mix_over_time(frame: pd.DataFrame, buckets: int = 20) -> pd.DataFrame:
