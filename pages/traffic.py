@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from forge_core.reports.traffic import (
+    BUDGET_TOLERANCE,
     arm_mix_over_time,
     default_traffic_dir,
     parse_since,
@@ -17,8 +18,6 @@ from forge_core.reports.traffic import (
     summarize_traffic,
 )
 
-TOLERANCE = 0.05  # the budget controllers hold the realized mean within 5% of the target
-
 st.title("Traffic")
 st.caption("Every request `forge serve` received, from its traffic log (JSONL files beside the store, fsync'ed "
            "each second; the server never locks the store). Tokens count every host call made for an answer, as "
@@ -27,7 +26,7 @@ folder_column, since_column, follow_column = st.columns([3, 1, 1])
 folder = folder_column.text_input("Traffic log folder", str(default_traffic_dir()))
 since = since_column.text_input("Since", "", help="A duration back from now (15m, 2h, 1d) or an ISO time; "
                                                   "empty: everything.")
-follow = follow_column.toggle("Follow", value=True, help="Re-read the log every 3 seconds (while a server writes it).")
+follow = follow_column.toggle("Follow", value=True, help="Re-read the log every 5 seconds (while a server writes it).")
 
 
 def interval_text(stat: dict) -> str:
@@ -36,7 +35,7 @@ def interval_text(stat: dict) -> str:
     return f"{stat['mean']:,.1f}" + ("" if low is None else f" [95% interval {low:,.1f} to {high:,.1f}]")
 
 
-@st.fragment(run_every=3.0 if follow else None)
+@st.fragment(run_every=5.0 if follow else None)
 def traffic_view() -> None:
     """The page body, re-run on its own while following."""
     try:
@@ -66,7 +65,7 @@ def traffic_view() -> None:
 
     st.subheader("Realized tokens against the target")
     st.caption(f"The rolling mean over the last 200 requests of each budget with its 95% interval, the target "
-               f"and the controller's +-{TOLERANCE:.0%} band.")
+               f"and the controller's +-{BUDGET_TOLERANCE:.0%} band.")
     for budget, group in frame.groupby("budget"):
         chart = group.set_index("time")[["rolling_tokens", "rolling_low", "rolling_high"]]
         target = group["budget_target"].dropna()
@@ -75,10 +74,19 @@ def traffic_view() -> None:
                 f"[95% interval {last['rolling_low']:,.1f} to {last['rolling_high']:,.1f}]")
         if not target.empty:
             goal = float(target.iloc[-1])
-            chart = chart.assign(target=goal, band_low=goal * (1 - TOLERANCE), band_high=goal * (1 + TOLERANCE))
+            chart = chart.assign(target=goal, band_low=goal * (1 - BUDGET_TOLERANCE),
+                                 band_high=goal * (1 + BUDGET_TOLERANCE))
             text += f" against a target of {goal:,.1f} ({last['rolling_tokens'] / goal - 1:+.1%})"
         st.markdown(text)
         st.line_chart(chart)
+        budget_state = summary["budgets"].get(budget, {})
+        if budget_state.get("out_of_reach"):
+            side = ("less than the target even at its lowest trained weights (its cheapest price of a token)"
+                    if budget_state["at_bound"] == "lowest" else "more than the target even at its highest weights")
+            st.warning(f"Out of the router's reach: the controller sits at lambda_in {budget_state['lambda_in']:.4g}, "
+                       f"lambda_out {budget_state['lambda_out']:.4g}, where the router spends {side}. A router "
+                       "trained over a wider weight range (`forge train --conditioned --weight-range`) reaches "
+                       "further.", icon=":material/warning:")
 
     st.subheader("Weights in force over time")
     weights = frame.dropna(subset=["lambda_in", "lambda_out"])

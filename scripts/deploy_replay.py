@@ -132,13 +132,16 @@ def run_all(args: argparse.Namespace, questions: list[str]) -> None:
     with CountingHost() as double:
         save_host_config(Store(config.store_path()), HostConfig(name=HOST, kind="openai", model="counting",
                                                                base_url=double.base_url, max_retries=0))
-        plain = serve(args.port, args.router, args.benchmark, [])
-        try:
-            measured = target(url, questions)
-        finally:
-            plain.terminate()
-            plain.wait(timeout=60)
-        print(json.dumps(measured), flush=True)
+        if args.target is None:
+            plain = serve(args.port, args.router, args.benchmark, [])
+            try:
+                measured = target(url, questions)
+            finally:
+                plain.terminate()
+                plain.wait(timeout=60)
+            print(json.dumps(measured), flush=True)
+        else:
+            measured = {"target": args.target}
         shadow = ["--shadow-raw", "0.1"] + (["--candidate", args.candidate, "--shadow-rate", "0.2",
                                              "--shadow-max-tokens", "3000"] if args.candidate else [])
         budgeted = serve(args.port, args.router, args.benchmark,
@@ -156,7 +159,7 @@ def main() -> None:
     parser.add_argument("step", choices=("host", "target", "replay", "all"))
     parser.add_argument("--url", default="http://127.0.0.1:8100", help="a running `forge serve` (target, replay)")
     parser.add_argument("--port", type=int, default=8100, help="host: the double's port; all: the server's")
-    parser.add_argument("--target", type=float, help="replay: the server's --budget-tokens")
+    parser.add_argument("--target", type=float, help="replay: the server's --budget-tokens; all: skip measuring it")
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--traffic-dir", type=Path, default=None, help="replay: the server's traffic log")

@@ -67,7 +67,7 @@ from forge_core.routing.features import load_embedder
 from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
 from forge_core.routing.retriever_backends import open_retriever
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
-from forge_core.server.budget import DEFAULT_BUDGET
+from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
@@ -277,7 +277,8 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
         state.weights.record(budget, result.tokens)
         state.log_request(entry.answered(result, budget, weights, latency_s)
-                          | {"budget_target": state.weights.target(budget)})
+                          | {"budget_target": state.weights.target(budget),
+                             "budget_bound": state.weights.at_bound(budget)})
         background = _shadow_work(state, asked, result, entry.request_id, weights)
         if asked.stream:
             return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream",
@@ -337,6 +338,10 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
                 start[name] = (request.lambda_in, ratio * request.lambda_in)
                 continue
             found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
+            if found.lambda_in <= ray_bounds(router.conditioning, ratio)[0] * (1 + 1e-9) and found.tokens < target:
+                log.warning("budget %s (%g tokens) is above router %s's reach: at its lowest trained weights it spends "
+                            "%.1f tokens a query on its host's test split; the controller will sit there", name,
+                            target, router.checkpoint_id, found.tokens)
             log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
                      "queries%s)", name, target, found.lambda_in, found.lambda_out, found.tokens, found.queries,
                      "" if found.met else "; not met on the ray")
