@@ -5,17 +5,17 @@ costliest request opens its record."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from forge_core.records import ArmOutcome
 from forge_core.server.traffic_log import TrafficLog
 from forge_core.store import Store
 
 from support.browser import STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
-from support.stores import copy_store
 
-pytestmark = pytest.mark.timeout(300)
 HEADINGS = ("Requests over time", "Arm mix over time", "Realized tokens against the target",
             "Weights in force over time", "Saving against Always-Raw", "Candidate against the current router",
             "Slowest and costliest requests")
@@ -50,14 +50,25 @@ def write_log(folder: Path) -> None:
     log.close()
 
 
-def test_the_traffic_page_draws_every_element_and_opens_a_record(tmp_path: Path, outcome_store: Store,
+def store_with_an_outcome(path: Path) -> Store:
+    """A store holding one arm outcome: `forge app` then skips its first-run demo load."""
+    store = Store(path)
+    now = datetime.now(timezone.utc)
+    store.write_arm_outcome(ArmOutcome(host="traffic-test", benchmark="musique", example_id="q1", arm="direct:no_think",
+                                       answer="a", extracted="a", f1=1.0, em=1.0, tokens_in=10, tokens_out=2,
+                                       tokens_reasoning=0, latency_ms=1.0, error=None, attempts=1,
+                                       host_config_hash="h", started_at=now, finished_at=now))
+    return store
+
+
+def test_the_traffic_page_draws_every_element_and_opens_a_record(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from playwright.sync_api import expect
 
     require_browser()
     write_log(tmp_path / "traffic")
     monkeypatch.setenv("FORGE_TRAFFIC_DIR", str(tmp_path / "traffic"))
-    store = copy_store(outcome_store, tmp_path / "store")  # a store with outcomes: no first-run demo load
+    store = store_with_an_outcome(tmp_path / "store.duckdb")
     with running_dashboard(store.path, tmp_path / "app.log") as url, browser_page() as page:
         page.set_viewport_size({"width": 1280, "height": 1000})
         page.goto(f"{url}/traffic")
@@ -72,7 +83,7 @@ def test_the_traffic_page_draws_every_element_and_opens_a_record(tmp_path: Path,
         expect(page.get_by_text("against a target of 400.0")).to_be_visible()
         expect(page.get_by_text("Out of the router's reach")).to_be_visible()
         expect(page.get_by_text("saving", exact=False).filter(has_text="95% interval").first).to_be_visible()
-        assert page.locator("[data-testid='stVegaLiteChart'], [data-testid='stArrowVegaLiteChart']").count() == 5
+        assert page.locator("[data-testid='stVegaLiteChart'], [data-testid='stArrowVegaLiteChart']").count() == 4
         page.get_by_test_id("stSelectbox").click()
         page.get_by_role("option").filter(has_text="costliest").first.click()
         expect(page.get_by_test_id("stJson")).to_contain_text("req0057", timeout=timeout)  # 627 tokens: the costliest
