@@ -61,6 +61,7 @@ from forge_core.store import Store
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
+STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
 N_ARMS = 6  # its alphabet
 FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
@@ -866,6 +867,152 @@ def judge_match(results: Results) -> str:
             f"{by_utility}")
 
 
+# ---------------------------------------------------------------- stored reports (data/demo/reports)
+
+def _stored(name: str) -> dict:
+    """A command's `--json` output kept as data/demo/reports/NAME.json (scripts/stored_reports.sh
+    writes them): the commands that train routers in memory, whose numbers no store holds."""
+    return json.loads((STORED_REPORTS / f"{name}.json").read_text())
+
+
+def _stored_transfers() -> list[dict]:
+    """The stored `forge eval transfer ... --calibrate ... --json` reports, by weights, then direction."""
+    reports = [json.loads(path.read_text()) for path in sorted(STORED_REPORTS.glob("transfer_*.json"))]
+    return sorted(reports, key=lambda r: (r["lambda_in"], r["lambda_out"], r["source_host"]))
+
+
+def _transfer_row(report: dict, name: str) -> str:
+    row = report["policies"][name]
+    return (f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
+            f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
+            f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
+            f"| {_ci(row['ci_utility_vs_target_router'])} |")
+
+
+TRANSFER_HEADER = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
+                   "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
+
+
+def _calibrated(report: dict) -> list[str]:
+    """The calibrated routers of a stored transfer report, by router, then K."""
+    return [point["policy"] for points in report["calibration"].values() for point in points]
+
+
+def _zero_shot(report: dict) -> list[str]:
+    return list(dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]))
+
+
+def transfer_stored_table(results: Results) -> str:
+    """The stored transfer reports' rows the export cannot give: every zero-shot row at weights whose
+    routers the export lacks, and every calibrated router. Where the export has the routers, the
+    stored zero-shot rows must be the ones the store gives today."""
+    generated = {(r["source_host"], r["lambda_in"], r["lambda_out"]): r for r in results.transfers}
+    lines = list(TRANSFER_HEADER)
+    for report in _stored_transfers():
+        twin = generated.get((report["source_host"], report["lambda_in"], report["lambda_out"]))
+        if twin is not None:
+            _require(all(_transfer_row(report, name) == _transfer_row(twin, name) for name in _zero_shot(twin)),
+                     f"the stored transfer report at {_pair(report)} has the export's zero-shot rows")
+        names = _calibrated(report) if twin is not None else [*_zero_shot(report), *_calibrated(report)]
+        lines += [_transfer_row(report, name) for name in names]
+    return "\n".join(lines)
+
+
+def transfer_stored_runs(results: Results) -> str:
+    """What the stored transfer reports are: directions, weights, K and the draws per K."""
+    reports = _stored_transfers()
+    weights = _listing(list(dict.fromkeys(_pair(r) for r in reports)))
+    ks = sorted({point["k"] for r in reports for points in r["calibration"].values() for point in points})
+    return (f"{len(reports)} stored reports (`data/demo/reports/transfer_*.json`, at {weights}; calibrated on "
+            f"K = {_listing([str(k) for k in ks])} target queries)")
+
+
+def transfer_calibration_reading(results: Results) -> str:
+    """Whether the calibrated routers beat the target's own router or the transferred one decidably."""
+    lite, full = [], []
+    for report in _stored_transfers():
+        for router, points in report["calibration"].items():
+            for point in points:
+                interval = report["policies"][point["policy"]]["ci_utility_vs_target_router"]
+                (lite if router == "forge_lite" else full).append((report, point["policy"], interval))
+    above = [f"`{name}` {_ci(ci)} ({r['source_host']} -> {r['target_host']}, {_pair(r)})"
+             for r, name, ci in lite + full if ci[0] > 0]
+    lite_below = [(r, name, ci) for r, name, ci in lite if ci[1] < 0]
+    full_below = [ci for _, _, ci in full if ci[1] < 0]
+    parts = [f"{len(lite_below)} of the {len(lite)} calibrated Lite routers are decidably below the target's own "
+             f"router and {len(lite) - len(lite_below)} not decidably different from it; {len(full_below)} of the "
+             f"{len(full)} calibrated Full routers are decidably below it"]
+    parts.append(f"none is decidably above it" if not above else f"decidably above it: {_listing(above)}")
+    return "; ".join(parts)
+
+
+def transfer_stored_lite(results: Results) -> str:
+    """The transferred Lite routers' intervals against the target's own, at the stored weights the
+    export lacks."""
+    generated = {(r["lambda_in"], r["lambda_out"]) for r in results.transfers}
+    reports = [r for r in _stored_transfers() if (r["lambda_in"], r["lambda_out"]) not in generated]
+    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
+                     for r in reports + results.transfers),
+             "every zero-shot Lite interval against the target's router holds zero")
+    return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
+                     f"(to {r['target_host']}) at {_pair(r)}" for r in reports)
+
+
+def transfer_full_reading(results: Results) -> str:
+    """The transferred Full routers against Always-Raw and the best fixed arm, every stored direction
+    and weight."""
+    rows = []
+    for report in [*results.transfers, *_stored_transfers()]:
+        row = report["policies"]["transfer_forge_full"]
+        rows.append((report, row["ci_utility_vs_always_raw"], row["ci_utility_vs_best_fixed"]))
+    below = [r for r, raw, best in rows if raw[1] < 0 or best[1] < 0]
+    seen = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r, _, _ in rows}
+    below_keys = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r in below}
+    return (f"`transfer_forge_full` is decidably below Always-Raw or the best fixed arm in {len(below_keys)} of the "
+            f"{len(seen)} direction and weight pairs")
+
+
+def calibrate_budget(results: Results) -> str:
+    """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
+    report = _stored("calibrate_budget_200")
+    over = report["realized_tokens"] - report["budget_tokens"]
+    inside = report["realized_tokens_ci"][0] <= report["budget_tokens"] <= report["realized_tokens_ci"][1]
+    return (f"weights λ_in {report['lambda_in']:.3f} / λ_out {report['lambda_out']:.3f}, realized out of fold "
+            f"{report['realized_tokens']:.1f} tokens a query [{report['realized_tokens_ci'][0]:.1f}, "
+            f"{report['realized_tokens_ci'][1]:.1f}] and macro F1 {report['realized_f1']:.3f} "
+            f"[{report['realized_f1_ci'][0]:.3f}, {report['realized_f1_ci'][1]:.3f}] on {report['queries']:,} "
+            f"queries: {abs(over):.1f} tokens {'over' if over > 0 else 'under'} the target, which lies "
+            f"{'inside' if inside else 'outside'} the interval, so the report says "
+            f"\"{'met' if report['target_met'] else 'not met'}\"")
+
+
+def _stored_audit(reward: str, weights: tuple[float, float], results: Results) -> dict:
+    """A stored `forge rewards audit --reward R [--lambda-in --lambda-out] --json` report; its per-arm
+    part must be what the store gives today (`Results.audit`)."""
+    stored = _stored(f"audit_{reward}_{weights[0]:g}_{weights[1]:g}")
+    fresh = results.audit(reward, weights)
+    _require(json.dumps(stored["arms"], sort_keys=True) == json.dumps(fresh["arms"], sort_keys=True)
+             and stored["best_utility_arm_match"] == fresh["best_utility_arm_match"],
+             f"the stored {reward} audit at {weights[0]:g}/{weights[1]:g} has the store's per-arm figures")
+    return stored
+
+
+def _regret_sentence(audit: dict, name: str) -> str:
+    row = audit["routers"][name]
+    return (f"utility {row['proxy_trained']['macro_utility']:.3f} (gold F1 {row['proxy_trained']['macro_f1']:.3f}) "
+            f"trained on {audit['reward']} against {row['gold_trained']['macro_utility']:.3f} "
+            f"({row['gold_trained']['macro_f1']:.3f}) on gold, `regret_vs_gold` {row['regret_vs_gold']:+.3f} "
+            f"{_ci(row['ci_regret_vs_gold'])}")
+
+
+def consensus_regret(results: Results) -> str:
+    """The stored consensus audits' Lite router trained on consensus against the same trained on gold."""
+    audits = [_stored_audit("consensus", weights, results) for weights in AUDIT_WEIGHTS]
+    return "; ".join(f"at {a['lambda_in']:g}/{a['lambda_out']:g} ({a['folds']} folds, {a['queries']:,} queries) "
+                     f"the Lite router reaches {_regret_sentence(a, 'forge_lite')}: \"{a['verdict'].split(':')[0]}\""
+                     for a in audits)
+
+
 # ---------------------------------------------------------------- measured benchmarks
 
 def _bench(name: str) -> dict:
@@ -888,6 +1035,94 @@ def embedder_agreement(results: Results) -> str:
             f"pick the same arm on {agreement} of the {routers[0]['test_queries']} test queries under either embedder")
 
 
+def _load(bench: dict) -> str:
+    """The machine's load average (1, 5 and 15 minutes) before and after a bench run."""
+    before, after = (" / ".join(f"{value:.2f}" for value in bench[key])
+                     for key in ("load_average_before", "load_average_after"))
+    return f"load average {before} before, {after} after (1 / 5 / 15 min)"
+
+
+def router_bench(results: Results) -> str:
+    """`bench/router.py`: cold and warm routing, the warm pieces, the MLP and training times."""
+    bench = _bench("router")
+    rows = [("cold routing (top-1 passage vector dropped first)", bench["routing_cold_ms"]),
+            ("warm routing (the same questions again)", bench["routing_warm_ms"]),
+            *((f"warm: {piece.replace('_', ' ')}", bench["warm_pieces_ms"][piece]) for piece in bench["warm_pieces_ms"])]
+    lines = [f"`{bench['embedder']}`, {bench['threads']} thread, {bench['routing_queries']} test questions, a "
+             f"{bench['variant'].title()} router trained on {bench['train_queries']:,} train queries; {_load(bench)}:",
+             "", "| step | p50 ms | p95 ms |", "|---|---:|---:|"]
+    lines += [f"| {label} | {values['p50']:.2f} | {values['p95']:.2f} |" for label, values in rows]
+    warm, cold = bench["routing_warm_ms"]["p50"], bench["routing_cold_ms"]["p50"]
+    lines += ["", f"Warm routing p50 is {warm / cold:.2f} of cold in the same run. MLP alone: "
+              f"{bench['mlp_p50_us']:.0f} µs (p50). Stage 1 took {bench['stage1_seconds']:.1f} s, Stage 2 "
+              f"{bench['stage2_seconds_per_1000_steps']:.1f} s per 1,000 steps."]
+    return "\n".join(lines)
+
+
+def serve_bench(results: Results) -> str:
+    """`bench/serve.py`: what `forge serve` adds to a request's host call, and requests per second."""
+    bench = _bench("serve")
+    return "\n".join([
+        f"Router `{bench['router']}`, {bench['requests']} questions one after another, then the same with "
+        f"{bench['in_flight']} in flight; {_load(bench)}:", "",
+        "| overhead p50 | overhead p95 | requests/s at " + f"{bench['in_flight']} in flight |", "|---:|---:|---:|",
+        f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
+
+
+def client_throughput_bench(results: Results) -> str:
+    """`bench/client_throughput.py --endpoints 4`: calls per second against the ideal, per concurrency,
+    and N endpoints against one."""
+    bench = _bench("client_throughput")
+    lines = [f"Test server answering in {bench['latency_s']:g} s ({bench['server_check']['calls_per_s']:,.1f} calls/s "
+             f"alone, {bench['server_check']['required']:,.1f} required), {bench['processes']} client process, "
+             f"{bench['cpus']} CPUs; {_load(bench)}:", "",
+             "| concurrency | calls | calls/s | ideal | ratio | client CPU s |", "|---:|---:|---:|---:|---:|---:|"]
+    for concurrency, level in bench["concurrency"].items():
+        lines.append(f"| {concurrency} | {level['calls']:,} | {level['calls_per_s']:,.1f} "
+                     f"| {level['ideal_calls_per_s']:,.0f} | {level['ratio']:.2f} | {level['cpu_s']:.1f} |")
+    endpoints = bench.get("endpoints")
+    if endpoints:
+        many = next(key for key in endpoints if key.endswith("_endpoints"))
+        lines += ["", f"{many.split('_')[0]} endpoints of {endpoints['per_endpoint']} requests in flight each: "
+                  f"{endpoints[many]['calls_per_s']:,.1f} calls/s against {endpoints['one_endpoint']['calls_per_s']:,.1f} "
+                  f"for one such endpoint, **{endpoints['speedup']:.2f}x** in the same run."]
+    return "\n".join(lines)
+
+
+def slider_steps_bench(results: Results) -> str:
+    """`bench/slider_step.py --steps 10`: the Pareto page's first render and each slider step."""
+    bench = _bench("slider_step")
+    steps = bench["steps_s"]
+    return (f"first render {bench['first_render_s']:.1f} s, then {len(steps)} steps of 0.01 of lambda_in: "
+            f"{_listing([f'{step:.2f}' for step in steps])} s (median {bench['median_s']:.2f} s, "
+            f"{bench['median_s'] / bench['first_render_s']:.2f} of the first render in the same run); {_load(bench)}")
+
+
+def reproducibility_bench(results: Results) -> str:
+    """`bench/reproducibility.py --n 60 --ubatch-n 12`: stored outcomes rerun, orders, one-token batches."""
+    bench = _bench("reproducibility")
+    store, default = bench["against_store"], bench["default_server"]
+
+    def share(value: float, calls: int) -> str:
+        return f"{round(value * calls)} of {calls} ({value:.1%})"
+    lines = [f"{_load(bench)}:", "", "| | share identical |", "|---|---:|",
+             f"| rerun vs stored: answer, F1 and token counts all equal | {share(store['identical'], store['calls'])} |",
+             f"| rerun vs stored: F1 equal | {share(store['f1'], store['calls'])} |",
+             "| rerun vs stored, by arm (all equal) | " + ", ".join(
+                 f"{arm} {round(row['identical'] * row['calls'])}/{row['calls']}" for arm, row in store["by_arm"].items())
+             + " |",
+             f"| default server, the same calls in two orders | {share(default['same_in_both_orders'], default['calls'])} |"]
+    ubatch = bench.get("ubatch_1_server")
+    if ubatch:
+        lines += [f"| `--n_ubatch 1` server, the same calls in two orders "
+                  f"| {share(ubatch['same_in_both_orders'], ubatch['calls'])} |",
+                  f"| `--n_ubatch 1` server vs default server | {share(ubatch['same_as_default_server'], ubatch['calls'])} |",
+                  "", f"Seconds per call: {default['seconds_per_call']:.2f} on the default server, "
+                  f"{ubatch['seconds_per_call']:.2f} on the one-token-batch server "
+                  f"(**{ubatch['seconds_ratio_to_default']:.2f}x** on the same calls, in the same run)."]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -900,7 +1135,10 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "stage2-reading": stage2_reading,
     "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
-    "small-target-router": small_target_router,
+    "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
+    "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,
+    "transfer-calibration-reading": transfer_calibration_reading, "transfer-full-reading": transfer_full_reading,
+    "calibrate-budget": calibrate_budget, "consensus-regret": consensus_regret,
     "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
     "conditioned-reading": conditioned_reading,
     "grounding-evaluator": grounding_evaluator, "grounding-f1": grounding_f1, "grounding-recall": grounding_recall,
@@ -908,7 +1146,9 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "grounding-reading": grounding_reading,
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
-    "embedder-agreement": embedder_agreement,
+    "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
+    "client-throughput": client_throughput_bench, "slider-steps": slider_steps_bench,
+    "reproducibility": reproducibility_bench,
 }
 
 
