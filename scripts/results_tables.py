@@ -77,10 +77,12 @@ REGION = re.compile(r"<!-- generated:(?P<name>[\w-]+) -->(?P<body>.*?)<!-- /gene
 # ---------------------------------------------------------------- formatting
 
 def _ci(interval: Sequence[float] | None) -> str:
+    """"[-0.012, +0.034]", or "" for no interval."""
     return "" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
 
 
 def _gain(gain: float, interval: Sequence[float]) -> str:
+    """"+0.010 [-0.007, +0.026]"."""
     return f"{gain:+.3f} {_ci(interval)}"
 
 
@@ -90,6 +92,7 @@ def _pair(report: dict) -> str:
 
 
 def _weights(report: dict) -> str:
+    """"λ 0.1 / 0.2"."""
     return f"λ {_pair(report)}"
 
 
@@ -110,10 +113,12 @@ def _listing(items: Sequence[str]) -> str:
 
 
 def _ids(ids: Sequence[str]) -> str:
+    """Run ids as inline code, comma-separated."""
     return ", ".join(f"`{run_id}`" for run_id in ids)
 
 
 def _excludes_zero(interval: Sequence[float]) -> bool:
+    """Whether an interval decides the sign of its difference."""
     return interval[0] > 0 or interval[1] < 0
 
 
@@ -126,6 +131,19 @@ def _require(holds: bool, claim: str) -> None:
 def _difference(benchmarks: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float]]:
     """macro(a) - macro(b) and its paired bootstrap 95% interval."""
     return macro(a, benchmarks) - macro(b, benchmarks), paired_bootstrap_ci(a, b, benchmarks)
+
+
+# ---------------------------------------------------------------- committed outputs
+
+def _bench(name: str) -> dict:
+    """The JSON line bench/NAME.py printed last, committed as bench/results/NAME.json."""
+    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())
+
+
+def _stored(name: str) -> dict:
+    """A command's `--json` output kept as data/demo/reports/NAME.json (scripts/stored_reports.sh
+    writes them): the commands that train routers in memory, whose numbers no store holds."""
+    return json.loads((STORED_REPORTS / f"{name}.json").read_text())
 
 
 # ---------------------------------------------------------------- what the store holds
@@ -227,13 +245,18 @@ class Results:
         return [self._reports[run.run_id].result() for run in runs]
 
     @cached_property
+    def stage2_reports(self) -> list[dict]:
+        """`forge eval crossfit --stage 2 --json` of the split-seed-0 deployment runs, by weights."""
+        return self.reports(self.select(2))
+
+    @cached_property
     def seed_reports(self) -> list[dict]:
         """The Stage-2 runs of split seed 0, deployment accounting, each with `across_split_seeds`:
         the spread over the runs whose settings differ only in the split seed."""
         every_seed = self.reports(self.select(2, split_seed=None))
         return [{**report,
                  "across_split_seeds": seed_spread([r for r in every_seed if seed_key(r) == seed_key(report)])}
-                for report in self.reports(self.select(2))]
+                for report in self.stage2_reports]
 
     def rows(self, run: CrossfitRun) -> RunRows:
         """A run's out-of-fold utilities and arms per policy, ordered as `crossfit_report` orders them."""
@@ -305,6 +328,10 @@ class Results:
             self._audits[key] = run_reward_audit(self.store, request)
         return self._audits[key]
 
+    def audits(self, reward: str) -> list[dict]:
+        """`audit` at every audited weight pair (`AUDIT_WEIGHTS`)."""
+        return [self.audit(reward, weights) for weights in AUDIT_WEIGHTS]
+
     @cached_property
     def grounding(self) -> dict[str, dict[str, tuple[float, tuple[float, float]]]]:
         """Per router of the grounding tables, its gold recall and support rate minus
@@ -329,6 +356,7 @@ class Results:
 # ---------------------------------------------------------------- the demo store
 
 def demo_store(results: Results) -> str:
+    """The demo store's complete queries per split and benchmark, and those with probes."""
     coverage = results.coverage
     splits = coverage["by_split"]
     benchmarks = ", ".join(f"{BENCHMARK_NAMES[benchmark]} {counts['complete']}"
@@ -339,6 +367,7 @@ def demo_store(results: Results) -> str:
 
 
 def _arm_table(summary: pd.DataFrame) -> list[str]:
+    """Per arm (and the oracle) and benchmark: F1 / tokens, then macro F1 and tokens in / out."""
     benchmarks = [b for b in dict.fromkeys(summary["benchmark"]) if b != MACRO]
     lines = ["| arm | " + " | ".join(f"{b} F1 / tok" for b in benchmarks) + " | macro F1 | macro tok in / out |",
              "|---|" + "---:|" * (len(benchmarks) + 2)]
@@ -424,6 +453,7 @@ def _order(policies: dict) -> list[str]:
 
 
 def _utility_cell(report: dict, name: str) -> str:
+    """Utility, gain over the best fixed arm with its interval, and the interval against the floor."""
     row = report["policies"][name]
     best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
     return (f"{row['macro_utility']:.3f}, {row['macro_utility'] - best:+.3f} {_ci(row['ci_utility_vs_best_fixed'])}, "
@@ -431,21 +461,25 @@ def _utility_cell(report: dict, name: str) -> str:
 
 
 def _cost_cell(report: dict, name: str) -> str:
+    """Macro F1, k tokens (deployment / answering call) and calls a query."""
     row = report["policies"][name]
     return (f"{row['macro_f1']:.3f}, {row['deploy_cost_k']:.3f} / {row['answer_cost_k']:.3f}, "
             f"{row['calls_per_query']:.2f}")
 
 
-def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str], str]) -> list[str]:
+def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str], str],
+                      names: Sequence[str] | None = None) -> list[str]:
+    """One row per policy (`names`, default every policy in `_order`), one column per report's weights."""
     header = " | ".join(f"{_weights(r)}: {what}" for r in reports)
     lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
-    for name in _order(reports[0]["policies"]):
+    for name in names or _order(reports[0]["policies"]):
         lines.append(f"| `{name}` | " + " | ".join(cell(report, name) for report in reports) + " |")
     return lines
 
 
 def crossfit_runs(results: Results) -> str:
-    reports = results.reports(results.select(2))
+    """Each weight's best fixed arm and the run ids of the Stage-2 tables."""
+    reports = results.stage2_reports
     arms = ", ".join(f"`{r['best_fixed_arm']}` at {_pair(r)}" for r in reports)
     return f"Best fixed arm: {arms} (runs {_ids([r['run_id'] for r in reports])})"
 
@@ -453,7 +487,7 @@ def crossfit_runs(results: Results) -> str:
 def crossfit_tables(results: Results) -> str:
     """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals;
     then F1, both costs and the calls."""
-    reports = results.reports(results.select(2))
+    reports = results.stage2_reports
     return "\n".join([*_per_weight_table(reports, "utility, vs best fixed, vs floor", _utility_cell), "",
                       *_per_weight_table(reports, "F1, k tok deploy / answer, calls", _cost_cell)])
 
@@ -462,6 +496,7 @@ SEED_POLICIES = ("forge_full", "forge_lite", "bge_bm25_kl", "ridge_utility", "fo
 
 
 def seed_runs(results: Results) -> str:
+    """The run ids of the other split seeds' Stage-2 runs."""
     runs = [run for run in results.select(2, split_seed=None) if run.settings["split_seed"] != 0]
     seeds = sorted({run.settings["split_seed"] for run in runs})
     return f"runs at seeds {_listing([str(seed) for seed in seeds])}: {_ids([run.run_id for run in runs])}"
@@ -602,6 +637,7 @@ ORACLE_SET_POLICIES = ("forge_lite", "forge_lite_cond", "forge_full", "bge_bm25_
 
 
 def _oracle_set_cell(report: dict, name: str) -> str:
+    """Regret with its interval, oracle-set agreement and FEVER's thinking share."""
     row = report["policies"][name]
     return (f"{row['regret']['mean']:.3f} {_ci(row['regret']['ci'])}, {row['oracle_agreement']:.1%}, "
             f"{row['cot_share'].get('fever', 0.0):.1%}")
@@ -610,17 +646,14 @@ def _oracle_set_cell(report: dict, name: str) -> str:
 def oracle_set_table(results: Results) -> str:
     """Per policy and weight (the Stage-2 runs, split seed 0): regret with its interval, oracle-set
     agreement and the FEVER cot share."""
-    reports = results.reports(results.select(2))
-    header = " | ".join(f"{_weights(r)}: regret [95% CI], in oracle set, FEVER cot" for r in reports)
-    lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
-    for name in (*ORACLE_SET_POLICIES, "oracle"):
-        lines.append(f"| `{name}` | " + " | ".join(_oracle_set_cell(r, name) for r in reports) + " |")
-    return "\n".join(lines)
+    return "\n".join(_per_weight_table(results.stage2_reports, "regret [95% CI], in oracle set, FEVER cot",
+                                       _oracle_set_cell, (*ORACLE_SET_POLICIES, ORACLE)))
 
 
 # ---------------------------------------------------------------- Fresh Online protocol
 
 def fresh_run(results: Results) -> str:
+    """The stored Fresh Online run: queries, policies and its id."""
     fresh = results.fresh
     return (f"{fresh['queries']} queries, {len(fresh['policies'])} policies, run `{fresh['run_id']}`")
 
@@ -653,20 +686,54 @@ def fresh_counts(results: Results) -> str:
 TRANSFER_POLICIES = ("always_raw", "oracle", "target_forge_lite", "transfer_forge_lite", "transfer_forge_full")
 
 
+TRANSFER_HEADER = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
+                   "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
+
+
+def _transfer_row(report: dict, name: str) -> str:
+    """One policy's row of a transfer report (`TRANSFER_HEADER`)."""
+    row = report["policies"][name]
+    return (f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
+            f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
+            f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
+            f"| {_ci(row['ci_utility_vs_target_router'])} |")
+
+
+def _zero_shot(report: dict) -> list[str]:
+    """A transfer report's rows: its best fixed arm and `TRANSFER_POLICIES`."""
+    return list(dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]))
+
+
 def transfer_table(results: Results) -> str:
-    """Per zero-shot transfer report: the references and the transferred routers with F1, deployment
-    cost, utility and the paired intervals against the target's Always-Raw, best fixed arm and own
-    Lite router."""
-    lines = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
-             "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
-    for report in results.transfers:
-        for name in dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]):
-            row = report["policies"][name]
-            lines.append(f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
-                         f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
-                         f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
-                         f"| {_ci(row['ci_utility_vs_target_router'])} |")
-    return "\n".join(lines)
+    """Per zero-shot transfer report the store gives: the references and the transferred routers with
+    F1, deployment cost, utility and the paired intervals against the target's Always-Raw, best fixed
+    arm and own Lite router."""
+    return "\n".join([*TRANSFER_HEADER, *(_transfer_row(report, name) for report in results.transfers
+                                          for name in _zero_shot(report))])
+
+
+def _stored_transfers(results: Results) -> list[dict]:
+    """The stored `forge eval transfer --json` reports (data/demo/reports/transfer_*.json): weights
+    whose routers the export lacks (a report the store gives is generated from it, not kept)."""
+    reports = [json.loads(path.read_text()) for path in sorted(STORED_REPORTS.glob("transfer_*.json"))]
+    exported = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r in results.transfers}
+    _require(not any((r["source_host"], r["lambda_in"], r["lambda_out"]) in exported for r in reports),
+             "no stored transfer report repeats one the export gives")
+    return reports
+
+
+def transfer_stored_runs(results: Results) -> str:
+    """Which stored transfer reports there are: files, directions and weights."""
+    reports = _stored_transfers(results)
+    weights = _listing(list(dict.fromkeys(_pair(r) for r in reports)))
+    return (f"{len(reports)} reports, `data/demo/reports/transfer_*.json`, both directions at {weights}, "
+            "zero-shot")
+
+
+def transfer_stored_table(results: Results) -> str:
+    """The stored transfer reports' rows, as `transfer_table`'s."""
+    return "\n".join([*TRANSFER_HEADER, *(_transfer_row(report, name) for report in _stored_transfers(results)
+                                          for name in _zero_shot(report))])
 
 
 def transfer_arm_mix(results: Results) -> str:
@@ -680,9 +747,19 @@ def transfer_arm_mix(results: Results) -> str:
 
 
 def transfer_lite(results: Results) -> str:
-    """The transferred Lite routers' intervals against the target's own."""
+    """The transferred Lite routers' intervals against the target's own, from the store."""
     return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
                      f"(to {r['target_host']})" for r in results.transfers) + f" at {_pair(results.transfers[0])}"
+
+
+def transfer_stored_lite(results: Results) -> str:
+    """The same intervals from the stored reports; every interval, stored or not, must hold zero."""
+    reports = _stored_transfers(results)
+    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
+                     for r in reports + results.transfers),
+             "every zero-shot Lite interval against the target's router holds zero")
+    return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
+                     f"(to {r['target_host']}) at {_pair(r)}" for r in reports)
 
 
 def small_target_router(results: Results) -> str:
@@ -693,6 +770,15 @@ def small_target_router(results: Results) -> str:
     train = results.coverages[report["target_host"]]["by_split"]["train"]
     return (f"on `{report['target_host']}` it was trained on {train} train queries and its utility is below "
             f"Always-Raw at {_pair(report)} ({_ci(interval)})")
+
+
+def transfer_full_reading(results: Results) -> str:
+    """The transferred Full routers against Always-Raw and the best fixed arm, every direction and weight."""
+    reports = [*results.transfers, *_stored_transfers(results)]
+    below = [r for r in reports if any(r["policies"]["transfer_forge_full"][key][1] < 0
+                                       for key in ("ci_utility_vs_always_raw", "ci_utility_vs_best_fixed"))]
+    return (f"`transfer_forge_full` is decidably below Always-Raw or the best fixed arm in {len(below)} of the "
+            f"{len(reports)} directions and weights")
 
 
 # ---------------------------------------------------------------- One router for every weight
@@ -755,9 +841,24 @@ def conditioned_reading(results: Results) -> str:
                           "the shipped checkpoints." if not shipped_runs else ".")])
 
 
+def calibrate_budget(results: Results) -> str:
+    """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
+    report = _stored("calibrate_budget_200")
+    over = report["realized_tokens"] - report["budget_tokens"]
+    inside = report["realized_tokens_ci"][0] <= report["budget_tokens"] <= report["realized_tokens_ci"][1]
+    return (f"weights λ_in {report['lambda_in']:.3f} / λ_out {report['lambda_out']:.3f}, realized out of fold "
+            f"{report['realized_tokens']:.1f} tokens a query [{report['realized_tokens_ci'][0]:.1f}, "
+            f"{report['realized_tokens_ci'][1]:.1f}] and macro F1 {report['realized_f1']:.3f} "
+            f"[{report['realized_f1_ci'][0]:.3f}, {report['realized_f1_ci'][1]:.3f}] on {report['queries']:,} "
+            f"queries: {abs(over):.1f} tokens {'over' if over > 0 else 'under'} the target, which lies "
+            f"{'inside' if inside else 'outside'} the interval, so the report says "
+            f"\"{'met' if report['target_met'] else 'not met'}\"")
+
+
 # ---------------------------------------------------------------- grounding (docs/results-rewards-grounding.md)
 
 def grounding_evaluator(results: Results) -> str:
+    """The support evaluator the Cached report names, and its coverage."""
     report = results.cached["deploy"]
     coverage = {row["support_coverage"] for name, row in report["policies"].items()}
     _require(len(coverage) == 1, "every policy has the same support coverage")
@@ -778,11 +879,13 @@ def _grounding_table(results: Results, metric: str, value: Callable[[dict], dict
 
 
 def grounding_f1(results: Results) -> str:
+    """Per grounded policy and benchmark: F1 on the test split."""
     return _grounding_table(results, "F1", lambda row: {b: v["f1"] for b, v in row["per_benchmark"].items()},
                             lambda row: f"{row['macro_f1']:.3f}")
 
 
 def grounding_recall(results: Results) -> str:
+    """Per grounded policy and benchmark: gold evidence recall of the chosen arm."""
     return _grounding_table(results, "gold_recall", lambda row: row["gold_recall_per_benchmark"],
                             lambda row: f"{row['gold_recall']:.3f}")
 
@@ -793,10 +896,12 @@ def _rate_table(results: Results, rate: str) -> str:
 
 
 def grounding_support(results: Results) -> str:
+    """Per grounded policy and benchmark: the share of answers judged SUPPORTED."""
     return _rate_table(results, "support_rate")
 
 
 def grounding_unsupported(results: Results) -> str:
+    """Per grounded policy and benchmark: the share of answers judged CONTRADICTED."""
     return _rate_table(results, "unsupported_rate")
 
 
@@ -825,10 +930,12 @@ def grounding_reading(results: Results) -> str:
 # ---------------------------------------------------------------- reward audits (docs/results-rewards-grounding.md)
 
 def _rho(rho: float | None) -> str:
+    """A Spearman coefficient, "–" where it is undefined (a constant arm)."""
     return "–" if rho is None else f"{rho:.3f}"
 
 
 def _match(match: dict) -> str:
+    """A share with its interval: "0.654 [0.627, 0.678]"."""
     return f"{match['share']:.3f} [{match['ci'][0]:.3f}, {match['ci'][1]:.3f}]"
 
 
@@ -841,6 +948,7 @@ def consensus_arms(results: Results) -> str:
 
 
 def consensus_match(results: Results) -> str:
+    """How often the consensus-best arm is a gold-best arm, by F1 and by utility."""
     audit = results.audit("consensus", AUDIT_WEIGHTS[0])
     return (f"on {_match(audit['best_arm_match']).replace(' [', ' of the queries [', 1)}, and by utility on "
             f"{_match(audit['best_utility_arm_match'])}")
@@ -849,7 +957,7 @@ def consensus_match(results: Results) -> str:
 def judge_arms(results: Results) -> str:
     """Per arm: Spearman of the judge reward with gold F1, both means, and the arm's gold utility at
     each audited weight pair."""
-    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    audits = results.audits("judge")
     lines = ["| arm | Spearman with gold F1 | mean judge reward | mean gold F1 | gold utility at "
              + " | at ".join(f"{li:g}/{lo:g}" for li, lo in AUDIT_WEIGHTS) + " |", "|---|---|---|---|---|---|"]
     for arm, row in audits[0]["arms"].items():
@@ -860,130 +968,12 @@ def judge_arms(results: Results) -> str:
 
 
 def judge_match(results: Results) -> str:
-    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    """How often the judge-best arm is a gold-best arm, by F1 and by utility at each weight pair."""
+    audits = results.audits("judge")
     by_utility = " and ".join(f"{_match(audit['best_utility_arm_match'])} at {audit['lambda_in']:g}/"
                               f"{audit['lambda_out']:g}" for audit in audits)
     return (f"by F1 on {_match(audits[0]['best_arm_match']).replace(' [', ' of the queries [', 1)}, by utility on "
             f"{by_utility}")
-
-
-# ---------------------------------------------------------------- stored reports (data/demo/reports)
-
-def _stored(name: str) -> dict:
-    """A command's `--json` output kept as data/demo/reports/NAME.json (scripts/stored_reports.sh
-    writes them): the commands that train routers in memory, whose numbers no store holds."""
-    return json.loads((STORED_REPORTS / f"{name}.json").read_text())
-
-
-def _stored_transfers() -> list[dict]:
-    """The stored `forge eval transfer ... --calibrate ... --json` reports, by weights, then direction."""
-    reports = [json.loads(path.read_text()) for path in sorted(STORED_REPORTS.glob("transfer_*.json"))]
-    return sorted(reports, key=lambda r: (r["lambda_in"], r["lambda_out"], r["source_host"]))
-
-
-def _transfer_row(report: dict, name: str) -> str:
-    row = report["policies"][name]
-    return (f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
-            f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
-            f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
-            f"| {_ci(row['ci_utility_vs_target_router'])} |")
-
-
-TRANSFER_HEADER = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
-                   "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
-
-
-def _calibrated(report: dict) -> list[str]:
-    """The calibrated routers of a stored transfer report, by router, then K."""
-    return [point["policy"] for points in report["calibration"].values() for point in points]
-
-
-def _zero_shot(report: dict) -> list[str]:
-    return list(dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]))
-
-
-def transfer_stored_table(results: Results) -> str:
-    """The stored transfer reports' rows the export cannot give: every zero-shot row at weights whose
-    routers the export lacks, and every calibrated router. Where the export has the routers, the
-    stored zero-shot rows must be the ones the store gives today."""
-    generated = {(r["source_host"], r["lambda_in"], r["lambda_out"]): r for r in results.transfers}
-    lines = list(TRANSFER_HEADER)
-    for report in _stored_transfers():
-        twin = generated.get((report["source_host"], report["lambda_in"], report["lambda_out"]))
-        if twin is not None:
-            _require(all(_transfer_row(report, name) == _transfer_row(twin, name) for name in _zero_shot(twin)),
-                     f"the stored transfer report at {_pair(report)} has the export's zero-shot rows")
-        names = _calibrated(report) if twin is not None else [*_zero_shot(report), *_calibrated(report)]
-        lines += [_transfer_row(report, name) for name in names]
-    return "\n".join(lines)
-
-
-def transfer_stored_runs(results: Results) -> str:
-    """What the stored transfer reports are: directions, weights, K and the draws per K."""
-    reports = _stored_transfers()
-    weights = _listing(list(dict.fromkeys(_pair(r) for r in reports)))
-    ks = sorted({point["k"] for r in reports for points in r["calibration"].values() for point in points})
-    return (f"{len(reports)} stored reports (`data/demo/reports/transfer_*.json`, at {weights}; calibrated on "
-            f"K = {_listing([str(k) for k in ks])} target queries)")
-
-
-def transfer_calibration_reading(results: Results) -> str:
-    """Whether the calibrated routers beat the target's own router or the transferred one decidably."""
-    lite, full = [], []
-    for report in _stored_transfers():
-        for router, points in report["calibration"].items():
-            for point in points:
-                interval = report["policies"][point["policy"]]["ci_utility_vs_target_router"]
-                (lite if router == "forge_lite" else full).append((report, point["policy"], interval))
-    above = [f"`{name}` {_ci(ci)} ({r['source_host']} -> {r['target_host']}, {_pair(r)})"
-             for r, name, ci in lite + full if ci[0] > 0]
-    lite_below = [(r, name, ci) for r, name, ci in lite if ci[1] < 0]
-    full_below = [ci for _, _, ci in full if ci[1] < 0]
-    parts = [f"{len(lite_below)} of the {len(lite)} calibrated Lite routers are decidably below the target's own "
-             f"router and {len(lite) - len(lite_below)} not decidably different from it; {len(full_below)} of the "
-             f"{len(full)} calibrated Full routers are decidably below it"]
-    parts.append(f"none is decidably above it" if not above else f"decidably above it: {_listing(above)}")
-    return "; ".join(parts)
-
-
-def transfer_stored_lite(results: Results) -> str:
-    """The transferred Lite routers' intervals against the target's own, at the stored weights the
-    export lacks."""
-    generated = {(r["lambda_in"], r["lambda_out"]) for r in results.transfers}
-    reports = [r for r in _stored_transfers() if (r["lambda_in"], r["lambda_out"]) not in generated]
-    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
-                     for r in reports + results.transfers),
-             "every zero-shot Lite interval against the target's router holds zero")
-    return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
-                     f"(to {r['target_host']}) at {_pair(r)}" for r in reports)
-
-
-def transfer_full_reading(results: Results) -> str:
-    """The transferred Full routers against Always-Raw and the best fixed arm, every stored direction
-    and weight."""
-    rows = []
-    for report in [*results.transfers, *_stored_transfers()]:
-        row = report["policies"]["transfer_forge_full"]
-        rows.append((report, row["ci_utility_vs_always_raw"], row["ci_utility_vs_best_fixed"]))
-    below = [r for r, raw, best in rows if raw[1] < 0 or best[1] < 0]
-    seen = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r, _, _ in rows}
-    below_keys = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r in below}
-    return (f"`transfer_forge_full` is decidably below Always-Raw or the best fixed arm in {len(below_keys)} of the "
-            f"{len(seen)} direction and weight pairs")
-
-
-def calibrate_budget(results: Results) -> str:
-    """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
-    report = _stored("calibrate_budget_200")
-    over = report["realized_tokens"] - report["budget_tokens"]
-    inside = report["realized_tokens_ci"][0] <= report["budget_tokens"] <= report["realized_tokens_ci"][1]
-    return (f"weights λ_in {report['lambda_in']:.3f} / λ_out {report['lambda_out']:.3f}, realized out of fold "
-            f"{report['realized_tokens']:.1f} tokens a query [{report['realized_tokens_ci'][0]:.1f}, "
-            f"{report['realized_tokens_ci'][1]:.1f}] and macro F1 {report['realized_f1']:.3f} "
-            f"[{report['realized_f1_ci'][0]:.3f}, {report['realized_f1_ci'][1]:.3f}] on {report['queries']:,} "
-            f"queries: {abs(over):.1f} tokens {'over' if over > 0 else 'under'} the target, which lies "
-            f"{'inside' if inside else 'outside'} the interval, so the report says "
-            f"\"{'met' if report['target_met'] else 'not met'}\"")
 
 
 def _stored_audit(reward: str, weights: tuple[float, float], results: Results) -> dict:
@@ -998,6 +988,7 @@ def _stored_audit(reward: str, weights: tuple[float, float], results: Results) -
 
 
 def _regret_sentence(audit: dict, name: str) -> str:
+    """A router trained on the proxy against the same trained on gold: utility, F1, `regret_vs_gold`."""
     row = audit["routers"][name]
     return (f"utility {row['proxy_trained']['macro_utility']:.3f} (gold F1 {row['proxy_trained']['macro_f1']:.3f}) "
             f"trained on {audit['reward']} against {row['gold_trained']['macro_utility']:.3f} "
@@ -1014,11 +1005,6 @@ def consensus_regret(results: Results) -> str:
 
 
 # ---------------------------------------------------------------- measured benchmarks
-
-def _bench(name: str) -> dict:
-    """The JSON line bench/NAME.py printed last, committed as bench/results/NAME.json."""
-    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())
-
 
 def embedder_agreement(results: Results) -> str:
     """`bench/embedder_agreement.py`: the two embeddings' cosines and the routers' agreement."""
@@ -1047,16 +1033,16 @@ def router_bench(results: Results) -> str:
     bench = _bench("router")
     rows = [("cold routing (top-1 passage vector dropped first)", bench["routing_cold_ms"]),
             ("warm routing (the same questions again)", bench["routing_warm_ms"]),
-            *((f"warm: {piece.replace('_', ' ')}", bench["warm_pieces_ms"][piece]) for piece in bench["warm_pieces_ms"])]
-    lines = [f"`{bench['embedder']}`, {bench['threads']} thread, {bench['routing_queries']} test questions, a "
-             f"{bench['variant'].title()} router trained on {bench['train_queries']:,} train queries; {_load(bench)}:",
-             "", "| step | p50 ms | p95 ms |", "|---|---:|---:|"]
-    lines += [f"| {label} | {values['p50']:.2f} | {values['p95']:.2f} |" for label, values in rows]
+            *((f"warm: {piece.replace('_', ' ')}", times) for piece, times in bench["warm_pieces_ms"].items())]
     warm, cold = bench["routing_warm_ms"]["p50"], bench["routing_cold_ms"]["p50"]
-    lines += ["", f"Warm routing p50 is {warm / cold:.2f} of cold in the same run. MLP alone: "
-              f"{bench['mlp_p50_us']:.0f} µs (p50). Stage 1 took {bench['stage1_seconds']:.1f} s, Stage 2 "
-              f"{bench['stage2_seconds_per_1000_steps']:.1f} s per 1,000 steps."]
-    return "\n".join(lines)
+    return "\n".join([
+        f"`{bench['embedder']}`, {bench['threads']} thread, {bench['routing_queries']} test questions, a "
+        f"{bench['variant'].title()} router trained on {bench['train_queries']:,} train queries; {_load(bench)}:", "",
+        "| step | p50 ms | p95 ms |", "|---|---:|---:|",
+        *(f"| {label} | {times['p50']:.2f} | {times['p95']:.2f} |" for label, times in rows), "",
+        f"Warm routing p50 is {warm / cold:.2f} of cold in the same run. MLP alone: {bench['mlp_p50_us']:.0f} µs "
+        f"(p50). Stage 1 took {bench['stage1_seconds']:.1f} s, Stage 2 {bench['stage2_seconds_per_1000_steps']:.1f} s "
+        "per 1,000 steps."])
 
 
 def serve_bench(results: Results) -> str:
@@ -1083,9 +1069,10 @@ def client_throughput_bench(results: Results) -> str:
     endpoints = bench.get("endpoints")
     if endpoints:
         many = next(key for key in endpoints if key.endswith("_endpoints"))
+        one = endpoints["one_endpoint"]["calls_per_s"]
         lines += ["", f"{many.split('_')[0]} endpoints of {endpoints['per_endpoint']} requests in flight each: "
-                  f"{endpoints[many]['calls_per_s']:,.1f} calls/s against {endpoints['one_endpoint']['calls_per_s']:,.1f} "
-                  f"for one such endpoint, **{endpoints['speedup']:.2f}x** in the same run."]
+                  f"{endpoints[many]['calls_per_s']:,.1f} calls/s against {one:,.1f} for one such endpoint, "
+                  f"**{endpoints['speedup']:.2f}x** in the same run."]
     return "\n".join(lines)
 
 
@@ -1098,28 +1085,36 @@ def slider_steps_bench(results: Results) -> str:
             f"{bench['median_s'] / bench['first_render_s']:.2f} of the first render in the same run); {_load(bench)}")
 
 
-def reproducibility_bench(results: Results) -> str:
-    """`bench/reproducibility.py --n 60 --ubatch-n 12`: stored outcomes rerun, orders, one-token batches."""
-    bench = _bench("reproducibility")
-    store, default = bench["against_store"], bench["default_server"]
+def _identical(share: float, calls: int) -> str:
+    """"52 of 60 (86.7%)"."""
+    return f"{round(share * calls)} of {calls} ({share:.1%})"
 
-    def share(value: float, calls: int) -> str:
-        return f"{round(value * calls)} of {calls} ({value:.1%})"
-    lines = [f"{_load(bench)}:", "", "| | share identical |", "|---|---:|",
-             f"| rerun vs stored: answer, F1 and token counts all equal | {share(store['identical'], store['calls'])} |",
-             f"| rerun vs stored: F1 equal | {share(store['f1'], store['calls'])} |",
-             "| rerun vs stored, by arm (all equal) | " + ", ".join(
-                 f"{arm} {round(row['identical'] * row['calls'])}/{row['calls']}" for arm, row in store["by_arm"].items())
-             + " |",
-             f"| default server, the same calls in two orders | {share(default['same_in_both_orders'], default['calls'])} |"]
+
+def reproducibility_bench(results: Results) -> str:
+    """`bench/reproducibility.py`: stored outcomes rerun, the same calls in two orders, and the
+    one-token-batch server against the default one (seconds per call as a ratio in the same run)."""
+    bench = _bench("reproducibility")
+    stored, default = bench["against_store"], bench["default_server"]
+    by_arm = ", ".join(f"{arm} {round(row['identical'] * row['calls'])}/{row['calls']}"
+                       for arm, row in stored["by_arm"].items())
+    rows = [("rerun vs stored: answer, F1 and token counts all equal",
+             _identical(stored["identical"], stored["calls"])),
+            ("rerun vs stored: F1 equal", _identical(stored["f1"], stored["calls"])),
+            ("rerun vs stored, by arm (all equal)", by_arm),
+            ("default server, the same calls in two orders",
+             _identical(default["same_in_both_orders"], default["calls"]))]
     ubatch = bench.get("ubatch_1_server")
     if ubatch:
-        lines += [f"| `--n_ubatch 1` server, the same calls in two orders "
-                  f"| {share(ubatch['same_in_both_orders'], ubatch['calls'])} |",
-                  f"| `--n_ubatch 1` server vs default server | {share(ubatch['same_as_default_server'], ubatch['calls'])} |",
-                  "", f"Seconds per call: {default['seconds_per_call']:.2f} on the default server, "
-                  f"{ubatch['seconds_per_call']:.2f} on the one-token-batch server "
-                  f"(**{ubatch['seconds_ratio_to_default']:.2f}x** on the same calls, in the same run)."]
+        rows += [("`--n_ubatch 1` server, the same calls in two orders",
+                  _identical(ubatch["same_in_both_orders"], ubatch["calls"])),
+                 ("`--n_ubatch 1` server vs default server",
+                  _identical(ubatch["same_as_default_server"], ubatch["calls"]))]
+    lines = [f"{_load(bench)}:", "", "| | share identical |", "|---|---:|", *(f"| {a} | {b} |" for a, b in rows)]
+    if ubatch:
+        ratio = ubatch["seconds_ratio_to_default"]
+        lines += ["", f"Seconds per call: {default['seconds_per_call']:.2f} on the default server, "
+                  f"{ubatch['seconds_per_call']:.2f} on the one-token-batch server (**{ratio:.2f}x** on the same "
+                  "calls, in the same run)."]
     return "\n".join(lines)
 
 
@@ -1137,7 +1132,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
     "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
     "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,
-    "transfer-calibration-reading": transfer_calibration_reading, "transfer-full-reading": transfer_full_reading,
+    "transfer-full-reading": transfer_full_reading,
     "calibrate-budget": calibrate_budget, "consensus-regret": consensus_regret,
     "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
     "conditioned-reading": conditioned_reading,
