@@ -715,7 +715,8 @@ def transfer_table(results: Results) -> str:
 def _stored_transfers(results: Results) -> list[dict]:
     """The stored `forge eval transfer --json` reports (data/demo/reports/transfer_*.json): weights
     whose routers the export lacks (a report the store gives is generated from it, not kept)."""
-    reports = [json.loads(path.read_text()) for path in sorted(STORED_REPORTS.glob("transfer_*.json"))]
+    reports = sorted((json.loads(path.read_text()) for path in STORED_REPORTS.glob("transfer_*.json")),
+                     key=lambda r: (r["lambda_in"], r["lambda_out"], r["source_host"]))
     exported = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r in results.transfers}
     _require(not any((r["source_host"], r["lambda_in"], r["lambda_out"]) in exported for r in reports),
              "no stored transfer report repeats one the export gives")
@@ -747,19 +748,23 @@ def transfer_arm_mix(results: Results) -> str:
 
 
 def transfer_lite(results: Results) -> str:
-    """The transferred Lite routers' intervals against the target's own, from the store."""
+    """The transferred Lite routers' intervals against the target's own, from the store (each holds zero)."""
+    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
+                     for r in results.transfers), "every exported zero-shot Lite interval holds zero")
     return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
                      f"(to {r['target_host']})" for r in results.transfers) + f" at {_pair(results.transfers[0])}"
 
 
+def _verdict(interval: Sequence[float]) -> str:
+    """An interval's sign in words."""
+    return "above" if interval[0] > 0 else "below" if interval[1] < 0 else "not decidably different from"
+
+
 def transfer_stored_lite(results: Results) -> str:
-    """The same intervals from the stored reports; every interval, stored or not, must hold zero."""
-    reports = _stored_transfers(results)
-    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
-                     for r in reports + results.transfers),
-             "every zero-shot Lite interval against the target's router holds zero")
-    return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
-                     f"(to {r['target_host']}) at {_pair(r)}" for r in reports)
+    """The same intervals from the stored reports, each with its verdict against the target's router."""
+    return ", ".join(f"{_ci(ci)} (to {r['target_host']}, {_verdict(ci)} it)" for r in _stored_transfers(results)
+                     for ci in [r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"]]) + \
+        f" at {_pair(_stored_transfers(results)[0])}"
 
 
 def small_target_router(results: Results) -> str:
@@ -1170,12 +1175,9 @@ def check_regions(texts: Sequence[str]) -> None:
         raise SystemExit(f"no region in {', '.join(p.name for p in DOCUMENTS)} for: {', '.join(sorted(missing))}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Rewrite the generated regions (or, with --check, report how they differ): 0, or 1 on a difference."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 with a diff when a document differs")
-    check = parser.parse_args(argv).check
+def documents_from_store() -> dict[Path, tuple[str, str]]:
+    """Each document's committed text and its text with every region generated from the store
+    (FORGE_STORE) and the committed outputs."""
     if not config.store_path().exists():
         raise SystemExit(f"no store at {config.store_path()}: `forge data import && forge store load-demo` first")
     texts = {path: path.read_text() for path in DOCUMENTS}
@@ -1183,17 +1185,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = Results(Store(config.store_path()), config.cache_dir() / "crossfit")
     results.start_reports(results.select(2, split_seed=None) + results.select(2, accounting="answer"))
     try:
-        generated = {path: regenerate(old, results) for path, old in texts.items()}
+        return {path: (old, regenerate(old, results)) for path, old in texts.items()}
     finally:
         results.close()
-    differing = [path for path in DOCUMENTS if generated[path] != texts[path]]
-    for path in differing:
+
+
+def difference(path: Path, committed: str, generated: str) -> str:
+    """A unified diff of a document's committed text against the generated one ("" when equal)."""
+    return "".join(difflib.unified_diff(
+        committed.splitlines(keepends=True), generated.splitlines(keepends=True),
+        f"{path.relative_to(ROOT)} (committed)", f"{path.relative_to(ROOT)} (from the store)"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite the generated regions (or, with --check, report how they differ): 0, or 1 on a difference."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 with a diff when a document differs")
+    check = parser.parse_args(argv).check
+    differing = {path: texts for path, texts in documents_from_store().items() if texts[0] != texts[1]}
+    for path, (committed, generated) in differing.items():
         if check:
-            sys.stdout.writelines(difflib.unified_diff(
-                texts[path].splitlines(keepends=True), generated[path].splitlines(keepends=True),
-                f"{path.relative_to(ROOT)} (committed)", f"{path.relative_to(ROOT)} (from the store)"))
+            sys.stdout.write(difference(path, committed, generated))
         else:
-            path.write_text(generated[path])
+            path.write_text(generated)
     return 1 if check and differing else 0
 
 
