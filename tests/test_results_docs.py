@@ -34,15 +34,20 @@ def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def documents(imported_store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+def documents(imported_store: Store, tmp_path_factory: pytest.TempPathFactory,
+              shared_cache_root: Path) -> dict[str, tuple[str, str]]:
     """Per document name: (committed text, the diff against the text the demo store gives)."""
     require_demo_export()
     root = tmp_path_factory.mktemp("results_docs")
+    cache = root / "cache"
+    cache.mkdir()
+    for shared in shared_cache_root.iterdir():  # the session's BM25 indexes and embedder exports
+        (cache / shared.name).symlink_to(shared, target_is_directory=True)
     with pytest.MonkeyPatch.context() as patch:
         store = copy_store(imported_store, root / "demo")
         store.load_export_once(config.demo_dir())
         patch.setenv("FORGE_STORE", str(store.path))
-        patch.setenv("FORGE_CACHE_DIR", str(root / "cache"))
+        patch.setenv("FORGE_CACHE_DIR", str(cache))
         module = results_tables(patch)
         return {path.name: (committed, module.difference(path, committed, generated))
                 for path, (committed, generated) in module.documents_from_store().items()}
