@@ -1,6 +1,8 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md, from the store's runs and the committed bench results
-(bench/results/NAME.json: the JSON line bench/NAME.py printed last).
+docs/results-rewards-grounding.md, from the store's runs and two kinds of committed outputs:
+bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
+and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
+holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
@@ -10,16 +12,17 @@ of the two documents sits between `<!-- generated:NAME -->` and `<!-- /generated
 comments, invisible once rendered): a block (the markers on lines of their own) or a fragment of
 a sentence (the markers inline). The script rewrites what lies between the markers and nothing
 else; `--check` writes nothing and exits 1 with a unified diff when a document differs from what
-it would write (tests/test_results_docs.py runs it).
+it would write (tests/test_results_docs.py compares the same texts).
 
 It only reads, through the functions the documented commands call (`forge store summary`, `forge
 eval cached|crossfit|fresh|transfer`, `forge rewards audit --no-crossfit`): no host is called and
 nothing is trained. A sentence whose wording the store no longer bears out stops the script with
-the claim that failed (rewrite the sentence). Runs are selected
-by their settings (host, stage, accounting, split seed, cost weights, conditioning), never by id;
-the ids the text quotes come from the store. Crossfit reports are kept in FORGE_CACHE_DIR/crossfit,
-as the dashboard keeps them. Intervals are paired bootstrap 95% intervals (seeded, so the text is
-the same on every run): queries resampled within benchmarks, macro over benchmarks.
+the claim that failed (rewrite the sentence), and so does a stored report whose figures the store
+also gives and gives otherwise. Runs are selected by their settings (host, stage, accounting,
+split seed, cost weights, conditioning), never by id; the ids the text quotes come from the store.
+Crossfit reports are kept in FORGE_CACHE_DIR/crossfit, as the dashboard keeps them. Intervals are
+paired bootstrap 95% intervals (seeded, so the text is the same on every run): queries resampled
+within benchmarks, macro over benchmarks.
 """
 
 from __future__ import annotations
