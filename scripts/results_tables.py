@@ -1093,39 +1093,6 @@ def slider_steps_bench(results: Results) -> str:
             f"{bench['median_s'] / bench['first_render_s']:.2f} of the first render in the same run); {_load(bench)}")
 
 
-def _identical(share: float, calls: int) -> str:
-    """"52 of 60 (86.7%)"."""
-    return f"{round(share * calls)} of {calls} ({share:.1%})"
-
-
-def reproducibility_bench(results: Results) -> str:
-    """`bench/reproducibility.py`: stored outcomes rerun, the same calls in two orders, and the
-    one-token-batch server against the default one (seconds per call as a ratio in the same run)."""
-    bench = _bench("reproducibility")
-    stored, default = bench["against_store"], bench["default_server"]
-    by_arm = ", ".join(f"{arm} {round(row['identical'] * row['calls'])}/{row['calls']}"
-                       for arm, row in stored["by_arm"].items())
-    rows = [("rerun vs stored: answer, F1 and token counts all equal",
-             _identical(stored["identical"], stored["calls"])),
-            ("rerun vs stored: F1 equal", _identical(stored["f1"], stored["calls"])),
-            ("rerun vs stored, by arm (all equal)", by_arm),
-            ("default server, the same calls in two orders",
-             _identical(default["same_in_both_orders"], default["calls"]))]
-    ubatch = bench.get("ubatch_1_server")
-    if ubatch:
-        rows += [("`--n_ubatch 1` server, the same calls in two orders",
-                  _identical(ubatch["same_in_both_orders"], ubatch["calls"])),
-                 ("`--n_ubatch 1` server vs default server",
-                  _identical(ubatch["same_as_default_server"], ubatch["calls"]))]
-    lines = [f"{_load(bench)}:", "", "| | share identical |", "|---|---:|", *(f"| {a} | {b} |" for a, b in rows)]
-    if ubatch:
-        ratio = ubatch["seconds_ratio_to_default"]
-        lines += ["", f"Seconds per call: {default['seconds_per_call']:.2f} on the default server, "
-                  f"{ubatch['seconds_per_call']:.2f} on the one-token-batch server (**{ratio:.2f}x** on the same "
-                  "calls, in the same run)."]
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1151,7 +1118,6 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
     "client-throughput": client_throughput_bench, "slider-steps": slider_steps_bench,
-    "reproducibility": reproducibility_bench,
 }
 
 
