@@ -1084,15 +1084,6 @@ def client_throughput_bench(results: Results) -> str:
     return "\n".join(lines)
 
 
-def slider_steps_bench(results: Results) -> str:
-    """`bench/slider_step.py --steps 10`: the Pareto page's first render and each slider step."""
-    bench = _bench("slider_step")
-    steps = bench["steps_s"]
-    return (f"first render {bench['first_render_s']:.1f} s, then {len(steps)} steps of 0.01 of lambda_in: "
-            f"{_listing([f'{step:.2f}' for step in steps])} s (median {bench['median_s']:.2f} s, "
-            f"{bench['median_s'] / bench['first_render_s']:.2f} of the first render in the same run); {_load(bench)}")
-
-
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1117,7 +1108,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
-    "client-throughput": client_throughput_bench, "slider-steps": slider_steps_bench,
+    "client-throughput": client_throughput_bench,
 }
 
 
