@@ -1063,27 +1063,6 @@ def serve_bench(results: Results) -> str:
         f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
 
 
-def client_throughput_bench(results: Results) -> str:
-    """`bench/client_throughput.py --endpoints 4`: calls per second against the ideal, per concurrency,
-    and N endpoints against one."""
-    bench = _bench("client_throughput")
-    lines = [f"Test server answering in {bench['latency_s']:g} s ({bench['server_check']['calls_per_s']:,.1f} calls/s "
-             f"alone, {bench['server_check']['required']:,.1f} required), {bench['processes']} client process, "
-             f"{bench['cpus']} CPUs; {_load(bench)}:", "",
-             "| concurrency | calls | calls/s | ideal | ratio | client CPU s |", "|---:|---:|---:|---:|---:|---:|"]
-    for concurrency, level in bench["concurrency"].items():
-        lines.append(f"| {concurrency} | {level['calls']:,} | {level['calls_per_s']:,.1f} "
-                     f"| {level['ideal_calls_per_s']:,.0f} | {level['ratio']:.2f} | {level['cpu_s']:.1f} |")
-    endpoints = bench.get("endpoints")
-    if endpoints:
-        many = next(key for key in endpoints if key.endswith("_endpoints"))
-        one = endpoints["one_endpoint"]["calls_per_s"]
-        lines += ["", f"{many.split('_')[0]} endpoints of {endpoints['per_endpoint']} requests in flight each: "
-                  f"{endpoints[many]['calls_per_s']:,.1f} calls/s against {one:,.1f} for one such endpoint, "
-                  f"**{endpoints['speedup']:.2f}x** in the same run."]
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1108,7 +1087,6 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
-    "client-throughput": client_throughput_bench,
 }
 
 
