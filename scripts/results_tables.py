@@ -852,6 +852,9 @@ def conditioned_reading(results: Results) -> str:
 def calibrate_budget(results: Results) -> str:
     """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
     report = _stored("calibrate_budget_200")
+    settings = (report["variant"], report["ratio"], len(report["folds"]), report["accounting"])
+    _require(settings == ("lite", 2, 5, "deploy"),
+             "the stored calibration is the Lite router's at ratio 2, 5 folds, deployment accounting")
     over = report["realized_tokens"] - report["budget_tokens"]
     inside = report["realized_tokens_ci"][0] <= report["budget_tokens"] <= report["realized_tokens_ci"][1]
     return (f"weights λ_in {report['lambda_in']:.3f} / λ_out {report['lambda_out']:.3f}, realized out of fold "
