@@ -319,10 +319,11 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
                 start[name] = (request.lambda_in, ratio * request.lambda_in)
                 continue
             found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
+            at = found.weights
             log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
-                     "queries%s)", name, target, found.lambda_in, found.lambda_out, found.tokens, found.queries,
+                     "queries%s)", name, target, at.lambda_in, at.lambda_out, found.tokens, found.queries,
                      "" if found.met else "; not met on the ray")
-            start[name] = (found.lambda_in, found.lambda_out)
+            start[name] = (at.lambda_in, at.lambda_out)
     return ServingWeights.build(request, router, start)
 
 

@@ -166,9 +166,9 @@ def budget_lines(budgets: Sequence[BudgetState]) -> list[str]:
         *_family("forge_budget_requests_total", "counter", "Answered requests counted against each budget.",
                  per_budget(lambda b: b.requests)),
         *_family("forge_budget_lambda_in", "gauge", "lambda_in in force for each budget.",
-                 per_budget(lambda b: b.lambda_in)),
+                 per_budget(lambda b: b.weights.lambda_in)),
         *_family("forge_budget_lambda_out", "gauge", "lambda_out in force for each budget.",
-                 per_budget(lambda b: b.lambda_out)),
+                 per_budget(lambda b: b.weights.lambda_out)),
     ]
 
 
