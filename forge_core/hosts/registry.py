@@ -9,6 +9,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 
+from forge_core.config import builtin_or_stored
 from forge_core.errors import InvalidInput
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
@@ -33,13 +34,7 @@ BUILTIN_HOSTS: dict[str, HostConfig] = {
 
 def get_host_config(store: Store, name: str) -> HostConfig:
     """A built-in or stored host configuration by name, with a clear error when unknown."""
-    if name in BUILTIN_HOSTS:
-        return BUILTIN_HOSTS[name]
-    stored = store.host_config(name)
-    if stored is None:
-        known = ", ".join([*BUILTIN_HOSTS, *store.host_names()])
-        raise InvalidInput(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
-    return host_config_from_dict(stored)
+    return builtin_or_stored("host", name, BUILTIN_HOSTS, store.host_config, store.host_names, host_config_from_dict)
 
 
 def host_config_from_dict(stored: dict) -> HostConfig:
