@@ -16,6 +16,18 @@ def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
 
 
 
+def known_per_benchmark(values: np.ndarray, benchmarks: np.ndarray) -> dict[str, tuple[np.ndarray, int]]:
+    """Per benchmark with at least one known value: its known (not NaN) values and its number of
+    queries, in benchmark order."""
+    known = {}
+    for benchmark in np.unique(benchmarks):
+        of_benchmark = values[benchmarks == benchmark]
+        present = of_benchmark[~np.isnan(of_benchmark)]
+        if len(present):
+            known[str(benchmark)] = (present, len(of_benchmark))
+    return known
+
+
 def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
                         seed: int = 0) -> tuple[float, float]:
     """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
