@@ -8,7 +8,6 @@ are keyed by its path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,6 +18,7 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import ForgeError, InvalidInput
+from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.decide import decide
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
@@ -246,17 +246,16 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
 
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def pareto(store: Store, version: int, host: str, split: str, n_arms: int, weights: CostWeights,
-           checkpoint_ids: Sequence[str], by_benchmark: bool, accounting: str = "deploy") -> pd.DataFrame:
-    """Every policy's cost/quality point and the frontier under these weights and accounting
-    (`version`: see `store_version`)."""
-    base = evaluation_base(store, version, host, n_arms, accounting)
+def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: bool) -> pd.DataFrame:
+    """Every policy's cost/quality point and the frontier of a Cached request, as the Cached protocol
+    scores it (`version`: see `store_version`)."""
+    settings = request.settings
+    base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting)
     # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
     # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
     # threads, under 0.1 s on one).
     with one_torch_thread(), threadpool_limits(1):
-        return tables.pareto_report(store, host, split, weights, tuple(checkpoint_ids), n_arms,
-                                     by_benchmark, accounting, base)
+        return tables.pareto_report(store, request, by_benchmark, base)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -51,7 +51,7 @@ def _starting_job(store: Store) -> None:
 
 
 def _active_job(store: Store, row: dict, progress: jobs.JobProgress) -> None:
-    params = jobs.plan_from_params(row["params"])
+    params = EnumerationPlan.from_dict(row["params"])
     with st.container(border=True):
         st.markdown(f"**{progress.job_id}**: {params.host}, {params.split} split, {params.n_arms} arms "
                     f"({progress.status})")
@@ -75,5 +75,5 @@ def _resume(store: Store, rows: list[dict]) -> None:
                           help="Starts the same plan again: only the calls still missing run.")
     if st.button("Resume", icon=":material/replay:"):
         row = next(row for row in rows if row["job_id"] == choice)
-        start_job(store, jobs.plan_from_params(row["params"]))
+        start_job(store, EnumerationPlan.from_dict(row["params"]))
         st.rerun()

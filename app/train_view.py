@@ -73,7 +73,7 @@ def runs_panel(store: Store, checkpoints: int) -> None:
 
 
 def _job_label(row: dict, progress: jobs.JobProgress) -> str:
-    request = jobs.request_from_params(row["params"])
+    request = TrainRequest.from_dict(row["params"])
     return (f"{progress.job_id}: stage {request.stage}, {request.variant}, {request.host}, "
             f"{request.n_arms} arms ({progress.status}, {row['started_at']:%Y-%m-%d %H:%M})")
 
@@ -97,7 +97,7 @@ def _rerun_when_watched_job_ends(rows: list[tuple[dict, jobs.JobProgress]]) -> N
 
 
 def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
-    request = jobs.request_from_params(row["params"])
+    request = TrainRequest.from_dict(row["params"])
     unit = "steps" if request.stage == 2 else "epochs"
     logs = data.job_logs(store, row["job_id"])
     with st.container(border=True):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from forge_core.errors import InvalidInput
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def benchmarks_dir() -> Path:
@@ -47,3 +50,16 @@ def models_dir() -> Path:
 def demo_dir() -> Path:
     """The committed demo outcomes (Parquet) loaded into a new store on first run."""
     return PROJECT_ROOT / "data" / "demo"
+
+
+def builtin_or_stored(kind: str, name: str, builtins: Mapping[str, T], stored: Callable[[str], dict | None],
+                      stored_names: Callable[[], Iterable[str]], build: Callable[[dict], T]) -> T:
+    """A built-in or stored configuration of `kind` ("host", "retriever") by name: the built-in one,
+    else `build(stored(name))`, else a one-line error naming the known ones and `forge KIND add`."""
+    if name in builtins:
+        return builtins[name]
+    record = stored(name)
+    if record is None:
+        known = ", ".join([*builtins, *stored_names()])
+        raise InvalidInput(f"unknown {kind} '{name}' (known: {known}); add one with `forge {kind} add`")
+    return build(record)

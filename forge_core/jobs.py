@@ -13,7 +13,6 @@ its calls in flight; starting the same plan again runs only what is still missin
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import os
@@ -30,22 +29,15 @@ from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_w
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
 from forge_core.hosts.registry import get_host_config, serving
-from forge_core.records import BENCHMARKS
 from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
-from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import Stage2Config
 from forge_core.training.trainer import TrainRequest, train_router_job
 
 log = logging.getLogger(__name__)
 
 ACTIVE_STATUSES = ("running", "cancelling")
 GONE_STATUS = "interrupted"  # a job whose row says running but whose process has gone
-# fields of a stored training request renamed since: old name -> new name (older job rows still load)
-RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
-RENAMED_STAGE1_FIELDS = {"arms": "warm_start_arms"}
 
 
 @dataclass(frozen=True)
@@ -114,7 +106,7 @@ def write_request(request: JobRequest, path: Path) -> Path:
     """The request as JSON at `path` (written atomically), for `python -m forge_core.jobs run`."""
     kind = _REQUEST_KINDS[type(request)]
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps({"kind": kind, "request": dataclasses.asdict(request)}))
+    temporary.write_text(json.dumps({"kind": kind, "request": request.to_dict()}))
     os.replace(temporary, path)
     return path
 
@@ -122,12 +114,9 @@ def write_request(request: JobRequest, path: Path) -> Path:
 def read_request(path: Path) -> JobRequest:
     """The request `write_request` wrote."""
     written = json.loads(path.read_text())
-    if written.get("kind") == "judge":
-        return judge_request_from_params(written["request"])
-    if written.get("kind") == "train":
-        return request_from_params(written["request"])
-    if written.get("kind") == "enumerate":
-        return plan_from_params(written["request"])
+    for request_type, kind in _REQUEST_KINDS.items():
+        if written.get("kind") == kind:
+            return request_type.from_dict(written["request"])
     raise InvalidInput(f"{path}: not a FORGE job request")
 
 
@@ -188,45 +177,6 @@ def start_train_job(request: TrainRequest, store_path: Path, log_dir: Path) -> S
     """Run `request` on the store at `store_path` in a detached process, like an enumeration job;
     its jobs-table row (kind "train") appears once the data is loaded."""
     return _spawn(request, store_path, log_dir)
-
-
-def request_from_params(params: dict[str, Any] | str) -> TrainRequest:
-    """The request a training job row was started with (its `params` column)."""
-    values = json.loads(params) if isinstance(params, str) else dict(params)
-    values = {RENAMED_TRAIN_FIELDS.get(key, key): value for key, value in values.items()}
-    known = {field.name for field in dataclasses.fields(TrainRequest)}
-    values = {key: value for key, value in values.items() if key in known}
-    stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}
-    stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
-    stage1 = {RENAMED_STAGE1_FIELDS.get(key, key): value for key, value in values.get("stage1", {}).items()}
-    values["stage1"] = Stage1Config(**{k: v for k, v in stage1.items() if k in stage1_fields})
-    values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
-    if values.get("benchmarks") is not None:
-        values["benchmarks"] = tuple(values["benchmarks"])
-    if values.get("conditioning") is not None:
-        values["conditioning"] = CostConditioning.from_dict(values["conditioning"])
-    return TrainRequest(**values)
-
-
-def plan_from_params(params: dict[str, Any] | str) -> EnumerationPlan:
-    """The plan a job row was started with (its `params` column), to run it again."""
-    values = json.loads(params) if isinstance(params, str) else dict(params)
-    known = {field.name for field in dataclasses.fields(EnumerationPlan)}
-    values = {key: value for key, value in values.items() if key in known}
-    values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
-    values["shard"] = tuple(values.get("shard", (1, 1)))
-    return EnumerationPlan(**values)
-
-
-def judge_request_from_params(params: dict[str, Any] | str) -> JudgeRequest:
-    """The request a judge job row was started with (its `params` column); fields this version does
-    not know are left out."""
-    values = json.loads(params) if isinstance(params, str) else dict(params)
-    known = {field.name for field in dataclasses.fields(JudgeRequest)}
-    values = {key: value for key, value in values.items() if key in known}
-    if values.get("benchmarks") is not None:
-        values["benchmarks"] = tuple(values["benchmarks"])
-    return JudgeRequest(**values)
 
 
 def process_alive(pid: int) -> bool:

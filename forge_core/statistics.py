@@ -17,6 +17,18 @@ def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
 
 
 
+def known_per_benchmark(values: np.ndarray, benchmarks: np.ndarray) -> dict[str, tuple[np.ndarray, int]]:
+    """Per benchmark with at least one known value: its known (not NaN) values and its number of
+    queries, in benchmark order."""
+    known = {}
+    for benchmark in np.unique(benchmarks):
+        of_benchmark = values[benchmarks == benchmark]
+        present = of_benchmark[~np.isnan(of_benchmark)]
+        if len(present):
+            known[str(benchmark)] = (present, len(of_benchmark))
+    return known
+
+
 @functools.lru_cache(maxsize=8)
 def _resamples(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     """The bootstrap's resampled query positions, per benchmark of these sizes (in `np.unique`

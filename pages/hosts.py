@@ -1,6 +1,5 @@
 """Hosts: the built-in and stored host configurations; add, edit, remove and test them."""
 
-import dataclasses
 
 import streamlit as st
 
@@ -12,7 +11,9 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.depth_maps import CUSTOM, PROTOCOL_PRESETS
 from forge_core.hosts.registry import (
     BUILTIN_HOSTS,
+    HostEdit,
     depth_map_text,
+    edit_host,
     get_host_config,
     remove_host,
     save_host_config,
@@ -40,10 +41,11 @@ st.header("Add or edit a host")
 stored = [c.name for c in configs if c.name not in BUILTIN_HOSTS]
 editing = st.selectbox("Host to edit", [NEW_HOST, *stored])
 current = HostConfig(name="", kind="openai", model="") if editing == NEW_HOST else get_host_config(store, editing)
+fixed = editing != NEW_HOST  # a stored host keeps its kind, model and thinking control (its outcomes depend on them)
 with st.form("host"):
     name_column, kind_column = st.columns(2)
     name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
-    kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind),
+    kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind), disabled=fixed,
                                  help="openai: any OpenAI-compatible server "
                                       "(vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
     base_urls = st.text_area(
@@ -51,14 +53,14 @@ with st.form("host"):
         help="One per line. Several URLs are replicas of the same model (e.g. vLLM data-parallel "
              "servers): each request goes to the least-loaded healthy one; a failing one is rested.")
     model_column, thinking_column = st.columns(2)
-    model = model_column.text_input("Model", current.model)
+    model = model_column.text_input("Model", current.model, disabled=fixed)
     thinking = thinking_column.selectbox("Thinking control", THINKING_CONTROLS,
-                                         index=THINKING_CONTROLS.index(current.thinking),
+                                         index=THINKING_CONTROLS.index(current.thinking), disabled=fixed,
                                          help="A depth-map preset (see docs/hosts.md); "
                                               "none: no reasoning budget (6 arms). Editing the map below makes "
                                               "it a custom one.")
     depth_map = st.text_area(
-        "Depth map (JSON)", depth_map_text(current), height=260,
+        "Depth map (JSON)", depth_map_text(current), height=260, disabled=fixed,
         help="Per depth, the request fields sent (\"$budget\": the depth's budget, \"$cap\": the output cap) and "
              "whether temperature/top_p are sent; then where reasoning comes back. Leave it as shown to use the "
              "preset chosen above.")
@@ -75,13 +77,16 @@ with st.form("host"):
     concurrency = concurrency_column.number_input("Requests in flight per URL", 1, 1024, current.max_concurrency)
     if st.form_submit_button("Save", type="primary"):
         with ui.user_errors(stop=False):
-            if not name.strip() or not model.strip():
-                raise InvalidInput("a host needs a name and a model")
-            edited = dataclasses.replace(  # an edit keeps the fields the form does not show
-                current, name=name.strip(), kind=kind, model=model.strip(),
-                api_key_env=api_key_env.strip(), max_concurrency=concurrency, budget_forcing=budget_forcing)
-            edited = with_depth_map(edited, thinking, depth_map)
-            save_host_config(store, with_base_urls(edited, base_urls.splitlines()))
+            if fixed:  # the same request as `forge host edit`
+                edit_host(store, HostEdit(editing, tuple(base_urls.splitlines()), api_key_env.strip(), concurrency,
+                                          budget_forcing))
+            else:
+                if not name.strip() or not model.strip():
+                    raise InvalidInput("a host needs a name and a model")
+                added = HostConfig(name=name.strip(), kind=kind, model=model.strip(), api_key_env=api_key_env.strip(),
+                                   max_concurrency=concurrency, budget_forcing=budget_forcing)
+                save_host_config(store, with_base_urls(with_depth_map(added, thinking, depth_map),
+                                                       base_urls.splitlines()))
             data.refresh()
             ui.flash(f"Host '{name.strip()}' saved.")
             st.rerun()

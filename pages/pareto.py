@@ -7,6 +7,8 @@ from app.calibration_view import calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
+from forge_core.evaluation.cached import CachedRequest
+from forge_core.evaluation.setup import EvaluationSettings
 from forge_core.reports.tables import pareto_highlights
 from forge_core.training.checkpoint_views import checkpoint_names
 
@@ -66,10 +68,10 @@ if not labels:
 
 version = data.store_version(store)
 with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
-    overall = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen), False,
-                          accounting)
-    shown = data.pareto(store, version, host, split, n_arms, cost_weights, tuple(chosen),
-                        True, accounting) if by_benchmark else overall
+    request = CachedRequest(EvaluationSettings(host, split, n_arms, cost_weights, accounting=accounting),
+                            checkpoints=tuple(chosen))
+    overall = data.pareto(store, version, request, False)
+    shown = data.pareto(store, version, request, True) if by_benchmark else overall
 
 show_decision_at_weights(store, version, host, cost_weights, accounting, split)
 

@@ -17,11 +17,8 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.jobs import (
     cancel_job,
     job_progress,
-    judge_request_from_params,
-    plan_from_params,
     process_alive,
     read_request,
-    request_from_params,
     run_request,
     stage2_log_every,
     start_enumeration_job,
@@ -77,7 +74,7 @@ def test_plans_are_validated_with_the_next_step(tmp_path, benchmarks_root) -> No
 
 def test_plan_round_trips_through_the_jobs_table_params() -> None:
     plan = EnumerationPlan(host="h", split="test", benchmarks=("popqa",), limit=7)
-    assert plan_from_params(json.dumps(dataclasses.asdict(plan))) == plan
+    assert EnumerationPlan.from_dict(json.dumps(plan.to_dict())) == plan
 
 
 def test_progress_rate_and_eta() -> None:
@@ -146,9 +143,9 @@ def test_python_m_jobs_refuses_a_file_that_is_no_request(tmp_path) -> None:
 
 def test_train_request_round_trips_through_the_jobs_table_params() -> None:
     request = train_request()
-    assert request_from_params(json.dumps(dataclasses.asdict(request))) == request
+    assert TrainRequest.from_dict(json.dumps(request.to_dict())) == request
     restricted = dataclasses.replace(request, benchmarks=("mine",))
-    assert request_from_params(json.dumps(dataclasses.asdict(restricted))) == restricted
+    assert TrainRequest.from_dict(json.dumps(restricted.to_dict())) == restricted
 
 
 def test_train_request_params_written_before_the_renames_still_load() -> None:
@@ -157,14 +154,14 @@ def test_train_request_params_written_before_the_renames_still_load() -> None:
     params = dataclasses.asdict(request)
     params["router"] = params.pop("router_kind")
     params["stage1"]["arms"] = params["stage1"].pop("warm_start_arms")
-    assert request_from_params(json.dumps(params)) == request
+    assert TrainRequest.from_dict(json.dumps(params)) == request
 
 
 def test_judge_request_round_trips_and_leaves_out_fields_it_does_not_know(tmp_path) -> None:
     from forge_core.rewards.judge_job import JudgeRequest
 
     request = JudgeRequest(host="h", benchmarks=("musique",), limit=3)
-    assert judge_request_from_params(json.dumps(dataclasses.asdict(request))) == request
+    assert JudgeRequest.from_dict(json.dumps(request.to_dict())) == request
     path = tmp_path / "judge.json"
     path.write_text(json.dumps({"kind": "judge", "request": {**dataclasses.asdict(request), "from_a_newer": 1}}))
     assert read_request(path) == request

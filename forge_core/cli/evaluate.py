@@ -70,8 +70,8 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
     (the Stage-1 routers still missing for these settings are trained first, and said so)."""
     from forge_core.evaluation.cached import CachedRequest
 
-    request = CachedRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
-                                      accounting), repeats=repeats)
+    request = CachedRequest(_settings(host, split, arms, CostWeights(lambda_in, lambda_out), policy, benchmark,
+                                      split_seed, accounting), repeats=repeats)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, request.evaluations())
@@ -116,8 +116,8 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
     from forge_core.evaluation.fresh_online import FreshRequest
 
-    request = FreshRequest(_settings(host, split, arms, lambda_in, lambda_out, policy, benchmark, split_seed,
-                                     accounting), per_benchmark)
+    request = FreshRequest(_settings(host, split, arms, CostWeights(lambda_in, lambda_out), policy, benchmark,
+                                     split_seed, accounting), per_benchmark)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, [request.settings])
@@ -197,11 +197,11 @@ def eval_command(
         eval_cached(split=split or "test", policy=policy, repeats=repeats, benchmark=benchmark, **common)
 
 
-def _settings(host: str, split: str, arms: int, lambda_in: float, lambda_out: float, policy: list[str] | None,
+def _settings(host: str, split: str, arms: int, weights: CostWeights, policy: list[str] | None,
               benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
     from forge_core.evaluation.setup import EvaluationSettings
 
-    return EvaluationSettings(host, split, arms, CostWeights(lambda_in, lambda_out), tuple(policy) if policy else None,
+    return EvaluationSettings(host, split, arms, weights, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
                               accounting=accounting)
 

@@ -180,27 +180,14 @@ def host_edit(
 ) -> None:
     """Change a host's endpoints, key variable, concurrency or prices; its kind, model and thinking
     control (what its stored outcomes depend on) stay: add a new host for another model."""
-    import dataclasses
-
-    from forge_core.hosts.registry import (
-        BUILTIN_HOSTS,
-        get_host_config,
-        save_host_config,
-        save_host_prices,
-        updated_prices,
-        with_base_urls,
-    )
+    from forge_core.hosts.registry import BUILTIN_HOSTS, HostEdit, edit_host, save_host_prices, updated_prices
 
     store = open_store()
-    current = get_host_config(store, name)
+    edit = HostEdit(name, tuple(base_url) if base_url else None, api_key_env, concurrency)
+    edit.check(store)
     prices = updated_prices(store, name, price_in, price_out)
-    changes = {key: value for key, value in (("api_key_env", api_key_env), ("max_concurrency", concurrency))
-               if value is not None}
-    if name in BUILTIN_HOSTS and (changes or base_url):
-        raise InvalidInput(f"'{name}' is a built-in host: only its prices can be set (--price-in, --price-out)")
     if name not in BUILTIN_HOSTS:
-        edited = dataclasses.replace(current, **changes)
-        save_host_config(store, with_base_urls(edited, base_url) if base_url else edited)
+        edit_host(store, edit)
     if prices is not None:
         save_host_prices(store, prices)
     console.print(f"host '{name}' saved")

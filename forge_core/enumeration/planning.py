@@ -11,9 +11,10 @@ share the evidence prefix hit the host's prompt cache) or arm-major, for compari
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
@@ -49,6 +50,21 @@ class EnumerationPlan:
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
     allow_unchecked_depths: bool = False  # 12 arms without a depth check that found every depth honoured
     queries_of: str | None = None  # only the queries this other host has every arm of (a second host, same queries)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (the jobs table's `params`, a job's request file)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any] | str) -> EnumerationPlan:
+        """The plan `to_dict` wrote (or its JSON), to run it again; fields this version does not
+        know are left out."""
+        values = json.loads(params) if isinstance(params, str) else dict(params)
+        known = {field.name for field in dataclasses.fields(cls)}
+        values = {key: value for key, value in values.items() if key in known}
+        values["benchmarks"] = tuple(values.get("benchmarks", BENCHMARKS))
+        values["shard"] = tuple(values.get("shard", (1, 1)))
+        return cls(**values)
 
     def check(self, store: Store) -> None:
         """Refuse a plan the run would refuse, with one-line reasons (`ForgeError`), before any

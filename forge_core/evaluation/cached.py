@@ -16,7 +16,7 @@ It only reads: the routers it evaluates must exist. `CachedRequest.evaluations()
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,11 +25,9 @@ from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, settings_context
 from forge_core.policies.baselines import FixedArm
-from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.context import EvalContext
 from forge_core.policies.grounding import gold_recall_matrix, grounding_summary
 from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
-from forge_core.policies.registry import build_baselines
-from forge_core.policies.routers import RouterPolicy
 from forge_core.policies.support_rates import support_summary, support_verdicts
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, pareto_frontier
@@ -47,6 +45,7 @@ class CachedRequest:
     settings: EvaluationSettings = EvaluationSettings()
     repeats: bool = False  # mean +- SD over split seeds x training seeds (the settings' own seeds ignored)
     repeat_seeds: tuple[int, ...] = REPEATED_SEEDS  # with `repeats`: the split seeds, and the training seeds
+    checkpoints: tuple[str, ...] | None = None  # these routers by id instead of the matched FORGE ones (Pareto page)
 
     def evaluations(self) -> list[EvaluationSettings]:
         """The settings of every evaluation this request runs (one, or one per split seed x
@@ -84,22 +83,50 @@ class SweepRequest:
         check_evaluation(store, self.settings)
 
 
+@dataclass(frozen=True)
+class CachedScores:
+    """What one Cached evaluation scored: every policy's outcome on the split's complete queries,
+    with the gold recall and support verdicts of their arms; `evaluate` summarizes it for
+    `forge eval cached`, `pareto_points` draws it for the Pareto page."""
+
+    context: EvalContext
+    rows: np.ndarray
+    outcomes: dict[str, PolicyOutcome]
+    recall: np.ndarray  # [rows, arms] gold recall (NaN where not annotated)
+    support: np.ndarray  # [rows, arms] support scores (NaN where not judged)
+    support_evaluator: str | None
+
+    @property
+    def benchmarks(self) -> np.ndarray:
+        """The benchmark of each scored query."""
+        return self.context.table.benchmarks[self.rows]
+
+
+def score_cached(store: Store, request: CachedRequest, on_policy: Callable[[str], None] | None = None,
+                 base: EvalContext | None = None) -> CachedScores:
+    """Fit and score the request's policies once (its settings; `repeats` aside). `base`: see
+    `evaluation_setup`."""
+    setup = evaluation_setup(store, request.settings, base, request.checkpoints)
+    context, rows = setup.context, setup.rows
+    outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
+    verdicts = support_verdicts(store, context.table)
+    return CachedScores(context, rows, outcomes, gold_recall_matrix(store, context.table)[rows],
+                        verdicts.scores[rows], verdicts.evaluator)
+
+
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
              on_policy: Callable[[str], None] | None = None, base: EvalContext | None = None) -> dict:
     """One Cached evaluation: `{"policies": {name: summary}, "queries": n, ...}` for the
     baselines and FORGE routers. `base`: see `evaluation_setup`."""
-    setup = evaluation_setup(store, settings, base)
-    context, rows = setup.context, setup.rows
-    outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
+    scores = score_cached(store, CachedRequest(settings), on_policy, base)
+    context, rows, outcomes, benchmarks = scores.context, scores.rows, scores.outcomes, scores.benchmarks
+    recall, support = scores.recall, scores.support
     raw = FixedArm(RAW_NO_THINK)
     reference = outcomes.get(raw.name) or score_decisions(context, rows, raw, raw.decide(context, rows))
-    recall, benchmarks = gold_recall_matrix(store, context.table)[rows], context.table.benchmarks[rows]
-    verdicts = support_verdicts(store, context.table)
-    support = verdicts.scores[rows]
     return {
         "host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
         "queries": int(len(rows)), **settings.weights.to_dict(),
-        "arms": list(context.table.arms), "support_evaluator": verdicts.evaluator,
+        "arms": list(context.table.arms), "support_evaluator": scores.support_evaluator,
         "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
                      | support_summary(support, o.actions, benchmarks) for name, o in outcomes.items()},
     }
@@ -158,32 +185,23 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
             "frontier": frontier}
 
 
-def pareto_points(store: Store, host: str, split: str, weights: CostWeights,
-                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
-                  accounting: str = "deploy", base: EvalContext | None = None) -> dict:
-    """Cost/quality points of the fixed arms, the baselines (re-tuned for these weights), the
-    oracle and the given checkpoints (a cost-conditioned one decides at these weights), without
-    training anything; plus the frontier indices. Each point: policy, kind, benchmark ("all"
-    unless `by_benchmark`), cost_k (k tokens a query), tokens_in and tokens_out (tokens a query, in
-    and out apart) and macro_utility under `accounting`, macro_f1, gold_recall
-    (None where no benchmark has evidence annotations), support_rate and support_coverage (None and
-    0 without support verdicts; `support_evaluator` names who gave them). `base`: the host's `evaluation_context`
-    already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
-    what a slider step recomputes is only what the weights change."""
-    if base is None:
-        base = evaluation_context(store, host, n_arms, weights, accounting=accounting)
-    context = base.at(weights)
-    rows = context.rows(split)
-    if not len(rows):
-        raise InvalidInput(f"no complete {split} queries for host '{host}'")
-    policies = build_baselines() + [RouterPolicy(c, c) for c in checkpoint_ids]
-    outcomes = policy_outcomes(context, rows, policies)
-    benchmarks = context.table.benchmarks[rows]
-    recall = gold_recall_matrix(store, context.table)[rows]
-    verdicts = support_verdicts(store, context.table)
-    support = verdicts.scores[rows]
+def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = False,
+                  base: EvalContext | None = None) -> dict:
+    """The Pareto page's view of one Cached evaluation (`score_cached`, the scoring `forge eval
+    cached` reports): cost/quality points of the fixed arms, the baselines (re-tuned for the
+    weights), the oracle and the request's routers (its `checkpoints` on the page; a
+    cost-conditioned one decides at these weights), without training anything; plus the frontier
+    indices. Each point: policy, kind, benchmark ("all" unless `by_benchmark`), cost_k (k tokens a
+    query), tokens_in and tokens_out (tokens a query, in and out apart) and macro_utility under
+    the accounting, macro_f1, gold_recall (None where no benchmark has evidence annotations),
+    support_rate and support_coverage (None and 0 without support verdicts; `support_evaluator`
+    names who gave them). `base`: the host's `evaluation_context` already loaded (any weights, this
+    accounting and alphabet), whose weight-free fits are reused: what a slider step recomputes is
+    only what the weights change."""
+    scores = score_cached(store, request, base=base)
+    benchmarks, recall, support = scores.benchmarks, scores.recall, scores.support
     points = []
-    for outcome in outcomes.values():
+    for outcome in scores.outcomes.values():
         if by_benchmark:
             for benchmark in np.unique(benchmarks):
                 mask = benchmarks == benchmark
@@ -197,7 +215,8 @@ def pareto_points(store: Store, host: str, split: str, weights: CostWeights,
                                  macro(outcome.tokens_in.astype(np.float64), benchmarks))
                           | _grounding(recall, support, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
-    return {"points": points, "frontier": frontier, "queries": int(len(rows)), "support_evaluator": verdicts.evaluator}
+    return {"points": points, "frontier": frontier, "queries": int(len(scores.rows)),
+            "support_evaluator": scores.support_evaluator}
 
 
 def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:

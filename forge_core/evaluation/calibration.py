@@ -109,11 +109,15 @@ class FoldCalibration:
     """One fold: the weights chosen on its inner dev part and what they gave there."""
 
     fold: int
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights  # along the request's ray
     dev_tokens: float  # macro tokens a query on the inner dev part at those weights
     dev_f1: float  # macro F1 there
     met_on_dev: bool  # False: no weight of the ray met the target; the nearest end was taken
+
+    def to_dict(self) -> dict:
+        """A JSON-ready record, the weights as their two keys."""
+        return {"fold": self.fold, **self.weights.to_dict(), "dev_tokens": self.dev_tokens,
+                "dev_f1": self.dev_f1, "met_on_dev": self.met_on_dev}
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ class CalibrationResult:
             "ratio": request.ratio, **self.weights.to_dict(),
             "realized_tokens": self.tokens, "realized_tokens_ci": list(self.tokens_ci),
             "realized_f1": self.f1, "realized_f1_ci": list(self.f1_ci), "target_met": self.target_met,
-            "queries": self.queries, "folds": [dataclasses.asdict(fold) for fold in self.folds],
+            "queries": self.queries, "folds": [fold.to_dict() for fold in self.folds],
         }
 
 
@@ -169,7 +173,8 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
     f1 = np.array([macro(f, benchmarks) for _, f in scanned])
     index, met = _choose(request, lambdas, tokens, f1)
     chosen = float(lambdas[index])
-    return FoldCalibration(fold, chosen, request.ratio * chosen, float(tokens[index]), float(f1[index]), met), router
+    weights = CostWeights(chosen, request.ratio * chosen)
+    return FoldCalibration(fold, weights, float(tokens[index]), float(f1[index]), met), router
 
 
 def run_calibration(store: Store, request: CalibrationRequest,
@@ -189,7 +194,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
             calibration, router = _calibrate_fold(request, context, fold)
             folds.append(calibration)
             held_out = context.rows("test")
-            at_weights = context.at(CostWeights(calibration.lambda_in, calibration.lambda_out))
+            at_weights = context.at(calibration.weights)
             tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
             log.info("calibration fold %d: %s", fold, calibration)
             if on_fold:
@@ -198,7 +203,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
     realized_tokens, realized_f1 = macro(tokens, benchmarks), macro(f1, benchmarks)
     met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None
            else realized_f1 >= request.min_f1)
-    lambda_in = float(np.median([fold.lambda_in for fold in folds]))
+    lambda_in = float(np.median([fold.weights.lambda_in for fold in folds]))
     return CalibrationResult(
         request, CostWeights(lambda_in, request.ratio * lambda_in), realized_tokens,
         paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
@@ -209,8 +214,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
 class RayStart:
     """Weights along a ray at which a stored conditioned router meets a token budget on held-out queries."""
 
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights
     tokens: float  # macro tokens a query at those weights, on the router's test split
     met: bool  # False: no weight of the ray met the budget; the ray's highest weights were taken
     queries: int
@@ -248,4 +252,4 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
                             benchmarks))
     index, met = _choose(request, lambdas, np.array(tokens), np.zeros(len(lambdas)))
     chosen = float(lambdas[index])
-    return RayStart(chosen, ratio * chosen, float(tokens[index]), met, len(rows))
+    return RayStart(CostWeights(chosen, ratio * chosen), float(tokens[index]), met, len(rows))

@@ -88,12 +88,15 @@ def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
                               settings.split_seed, settings.benchmarks, settings.accounting)
 
 
-def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalContext | None = None) -> EvaluationSetup:
+def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalContext | None = None,
+                     checkpoints: Sequence[str] | None = None) -> EvaluationSetup:
     """The complete queries of the split, and the baselines and FORGE routers (all, or the named
     ones). It only reads: `prepare_evaluation` computes what it needs first. `base`: the
     `settings_context` of settings that differ at most in their cost weights and training seed,
     already loaded; the evaluation runs on it at the settings' weights and reuses its weight-free
-    fits (a sweep or repeated runs load the outcome table once)."""
+    fits (a sweep or repeated runs load the outcome table once). `checkpoints`: these router
+    checkpoints, each named by its id (a cost-conditioned one decides at the settings' weights), in
+    place of the FORGE routers matched to the settings (the Pareto page's choice)."""
     host, names = settings.host, settings.policy_names
     if base is None:
         base = settings_context(store, settings)
@@ -101,9 +104,13 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
     rows = context.rows(settings.split)
     if not len(rows):
         raise InvalidInput(f"no complete {settings.split} queries for host '{host}'")
-    routers = router_policies(store, settings)
     baselines = registered(Baseline)
-    policies = build_baselines([n for n in (names or baselines) if n in baselines]) + routers
+    chosen_baselines = build_baselines([n for n in (names or baselines) if n in baselines])
+    if checkpoints is not None:
+        routers: list[Policy] = [RouterPolicy(checkpoint, checkpoint) for checkpoint in checkpoints]
+        return EvaluationSetup(context, rows, chosen_baselines + routers, {c: c for c in checkpoints})
+    routers = router_policies(store, settings)
+    policies = chosen_baselines + routers
     policies += [FallbackPolicy(r) for r in routers if has_dev_fallback(r.name)]
     conditioned = conditioned_policies(store, host, settings.n_arms, settings.split_seed, settings.seed,
                                        settings.benchmarks, required=names or ())

@@ -21,6 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from forge_core.config import builtin_or_stored
 from forge_core.errors import InvalidInput
 from forge_core.evidence.settings import RAW_WORDS_PER_PASSAGE, SUMMARY_WORD_BUDGET, SUPPORT_TOP_K, SupportSettings
 from forge_core.store import Store
@@ -100,13 +101,8 @@ def check_retriever_config(config: RetrieverConfig) -> None:
 
 def get_retriever_config(store: Store, name: str) -> RetrieverConfig:
     """A built-in or stored retriever configuration by name, with a clear error when unknown."""
-    if name in BUILTIN_RETRIEVERS:
-        return BUILTIN_RETRIEVERS[name]
-    stored = store.retriever_config(name)
-    if stored is None:
-        known = ", ".join([*BUILTIN_RETRIEVERS, *store.retriever_names()])
-        raise InvalidInput(f"unknown retriever '{name}' (known: {known}); add one with `forge retriever add`")
-    return RetrieverConfig(**stored)
+    return builtin_or_stored("retriever", name, BUILTIN_RETRIEVERS, store.retriever_config, store.retriever_names,
+                             lambda stored: RetrieverConfig(**stored))
 
 
 def list_retriever_configs(store: Store) -> list[RetrieverConfig]:

@@ -8,7 +8,10 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from forge_core.config import builtin_or_stored
 from forge_core.errors import InvalidInput
 from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
@@ -33,13 +36,7 @@ BUILTIN_HOSTS: dict[str, HostConfig] = {
 
 def get_host_config(store: Store, name: str) -> HostConfig:
     """A built-in or stored host configuration by name, with a clear error when unknown."""
-    if name in BUILTIN_HOSTS:
-        return BUILTIN_HOSTS[name]
-    stored = store.host_config(name)
-    if stored is None:
-        known = ", ".join([*BUILTIN_HOSTS, *store.host_names()])
-        raise InvalidInput(f"unknown host '{name}' (known: {known}); add one with `forge host add`")
-    return host_config_from_dict(stored)
+    return builtin_or_stored("host", name, BUILTIN_HOSTS, store.host_config, store.host_names, host_config_from_dict)
 
 
 def host_config_from_dict(stored: dict) -> HostConfig:
@@ -95,6 +92,42 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     if config.budget_forcing and not (config.kind == "openai" and config.supports_thinking):
         raise InvalidInput(f"host '{config.name}': budget forcing needs an openai-kind host with thinking depths")
     store.save_host_config(config.name, dataclasses.asdict(config))
+
+
+@dataclass(frozen=True)
+class HostEdit:
+    """A change to a stored host, as `forge host edit` and the Hosts page's Save both ask it: its
+    endpoints, key variable, concurrency and budget forcing (None: unchanged). Its kind, model and
+    thinking control, what its stored outcomes depend on, stay: another model is another host."""
+
+    name: str
+    base_urls: tuple[str, ...] | None = None  # replaces the base URLs: the first, then its replicas
+    api_key_env: str | None = None  # the name of the environment variable with the key
+    max_concurrency: int | None = None  # requests in flight at once, per base URL
+    budget_forcing: bool | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The fields it changes, base URLs aside."""
+        fields = {"api_key_env": self.api_key_env, "max_concurrency": self.max_concurrency,
+                  "budget_forcing": self.budget_forcing}
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def check(self, store: Store) -> HostConfig:
+        """Refuse, in one line, an unknown host or a change to a built-in one; the host as stored."""
+        current = get_host_config(store, self.name)
+        if self.name in BUILTIN_HOSTS and (self.changes() or self.base_urls is not None):
+            raise InvalidInput(f"'{self.name}' is a built-in host: only its prices can be set "
+                               "(--price-in, --price-out)")
+        return current
+
+
+def edit_host(store: Store, edit: HostEdit) -> HostConfig:
+    """Apply `edit` to its stored host and save it (checked as `save_host_config` checks a new one)."""
+    edited = dataclasses.replace(edit.check(store), **edit.changes())
+    if edit.base_urls is not None:
+        edited = with_base_urls(edited, edit.base_urls)
+    save_host_config(store, edited)
+    return edited
 
 
 def remove_host(store: Store, name: str) -> None:

@@ -20,6 +20,7 @@ from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
 from forge_core.records import Example
 from forge_core.routing.outcome_table import OutcomeTable
+from forge_core.statistics import known_per_benchmark
 from forge_core.store import Store
 
 GROUNDED_SUPPORTS = ("summary", "raw")
@@ -89,11 +90,7 @@ def grounding_summary(recall: np.ndarray, actions: np.ndarray, benchmarks: np.nd
     """A policy's gold recall: macro over the annotated benchmarks and per benchmark (absent
     where a benchmark has no annotation)."""
     chosen = recall[np.arange(len(actions)), actions]
-    per_benchmark = {}
-    for benchmark in np.unique(benchmarks):
-        values = chosen[benchmarks == benchmark]
-        values = values[~np.isnan(values)]
-        if len(values):
-            per_benchmark[str(benchmark)] = float(values.mean())
+    per_benchmark = {benchmark: float(values.mean())
+                     for benchmark, (values, _) in known_per_benchmark(chosen, benchmarks).items()}
     return {"gold_recall": float(np.mean(list(per_benchmark.values()))) if per_benchmark else None,
             "gold_recall_per_benchmark": per_benchmark}

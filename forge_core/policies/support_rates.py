@@ -18,7 +18,7 @@ import pandas as pd
 from forge_core.rewards.sources import aligned_rewards
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORT_SCORES, SUPPORT_SOURCE, SUPPORTED, evaluator_name
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import known_per_benchmark, macro, paired_bootstrap_ci
 from forge_core.store import Store
 
 
@@ -59,12 +59,8 @@ def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndar
     benchmarks with verdicts (with bootstrap 95% intervals) and per benchmark, with the share of
     queries covered."""
     chosen = scores[np.arange(len(actions)), actions]
-    per_benchmark = {}
-    for benchmark in np.unique(benchmarks):
-        values = chosen[benchmarks == benchmark]
-        judged = values[~np.isnan(values)]
-        if len(judged):
-            per_benchmark[str(benchmark)] = _rates(judged, len(values))
+    per_benchmark = {benchmark: _rates(judged, queries)
+                     for benchmark, (judged, queries) in known_per_benchmark(chosen, benchmarks).items()}
     judged = ~np.isnan(chosen)
     summary: dict = {}
     for name, label in RATE_VERDICTS.items():

@@ -18,7 +18,7 @@ import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.cached import pareto_points
+from forge_core.evaluation.cached import CachedRequest, pareto_points
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import ORACLE_KIND
@@ -169,18 +169,18 @@ def pareto_frame(points: dict) -> pd.DataFrame:
     return frame[list(PARETO_COLUMNS)]
 
 
-def pareto_report(store: Store, host: str, split: str, weights: CostWeights,
-                  checkpoint_ids: Sequence[str] = (), n_arms: int = 6, by_benchmark: bool = False,
-                  accounting: str = "deploy", base: EvalContext | None = None) -> pd.DataFrame:
-    """The Pareto page's points: fixed arms, baselines (re-tuned for these weights), the oracle
-    and the chosen checkpoints, with frontier flags (per benchmark when `by_benchmark`). A host
-    without train and dev queries is refused; the features must be computed
-    (`forge_core.routing.features.compute_features`). `base`: see `pareto_points`."""
+def pareto_report(store: Store, request: CachedRequest, by_benchmark: bool = False,
+                  base: EvalContext | None = None) -> pd.DataFrame:
+    """The Pareto page's points, from the Cached protocol (`evaluation.pareto_points` of the
+    request): fixed arms, baselines (re-tuned for its weights), the oracle and its checkpoints,
+    with frontier flags (per benchmark when `by_benchmark`). A host without train and dev queries
+    is refused; the features must be computed (`forge_core.routing.features.compute_features`).
+    `base`: see `pareto_points`."""
 
-    require_train_and_dev(base.table if base is not None else load_outcome_table(store, host, n_arms))
-    points = pareto_points(store, host, split, weights, tuple(checkpoint_ids), n_arms, by_benchmark,
-                           accounting, base)
-    return pareto_frame(points)
+    settings = request.settings
+    require_train_and_dev(base.table if base is not None else load_outcome_table(store, settings.host,
+                                                                                  settings.n_arms))
+    return pareto_frame(pareto_points(store, request, by_benchmark, base))
 
 
 def pareto_highlights(frame: pd.DataFrame) -> dict:

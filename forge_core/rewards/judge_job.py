@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -21,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from forge_core.arms import alphabet, parse_arm, thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
@@ -53,6 +55,20 @@ class JudgeRequest:
     limit: int | None = None  # at most this many queries in all
     concurrency: int = 1  # judge calls in flight at once
     kind: str = "judge"  # judge (is the answer correct?) or support (does the prompt's evidence support it?)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (the jobs table's `params`, a job's request file)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any] | str) -> JudgeRequest:
+        """The request `to_dict` wrote (or its JSON); fields this version does not know are left out."""
+        values = json.loads(params) if isinstance(params, str) else dict(params)
+        known = {field.name for field in dataclasses.fields(cls)}
+        values = {key: value for key, value in values.items() if key in known}
+        if values.get("benchmarks") is not None:
+            values["benchmarks"] = tuple(values["benchmarks"])
+        return cls(**values)
 
     def check(self, store: Store) -> None:
         """Refuse, in one line, what the job would refuse: unknown hosts, kind, split, split seed or

@@ -254,14 +254,13 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             {"id": name, "object": "model", "created": 0, "owned_by": "forge"} for name in state.models]})
 
     async def chat_completions(request: Request) -> Response:
-        entry = RequestEntry.start(request, "chat")
-        refused = _refusal(state, request)
+        entry, refused = _admit(state, request, "chat")
         if refused:
-            return entry.refused(state, refused)
+            return refused
         try:
             asked = await _read_chat_request(request)
         except RefusedField as error:
-            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error", error.param))
+            return entry.refused(state, _invalid(state, error, error.param))
         entry.model = asked.model
         if asked.model not in state.models:
             return entry.refused(state, _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
@@ -272,7 +271,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         except HostError as error:
             return entry.refused(state, _error(state, 502, f"the host failed: {error}", "api_error"))
         except ForgeError as error:
-            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error"))
+            return entry.refused(state, _invalid(state, error))
         latency_s = entry.elapsed_s()
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
         state.weights.record(budget, result.tokens)
@@ -286,10 +285,9 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         return JSONResponse(_completion(asked.model, result), background=background)
 
     async def route(request: Request) -> Response:
-        entry = RequestEntry.start(request, "route")
-        refused = _refusal(state, request)
+        entry, refused = _admit(state, request, "route")
         if refused:
-            return entry.refused(state, refused)
+            return refused
         try:
             model, question = await _read_route_request(request)
             entry.model = model
@@ -300,9 +298,9 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             budget, weights = _weights_for(state, model, entry.client)
             decision = dry_route(state.retriever, question, state.checkpoints[target], CostWeights(*weights))
         except RefusedField as error:
-            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error", error.param))
+            return entry.refused(state, _invalid(state, error, error.param))
         except ForgeError as error:
-            return entry.refused(state, _error(state, 400, str(error), "invalid_request_error"))
+            return entry.refused(state, _invalid(state, error))
         state.log_request(entry.routed(decision, target, budget, weights))
         return JSONResponse({"model": model, "router": target, "arm": decision.arm, "margin": decision.margin,
                              "weights": {"lambda_in": weights[0], "lambda_out": weights[1]}, "budget": budget,
@@ -338,14 +336,15 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
                 start[name] = (request.lambda_in, ratio * request.lambda_in)
                 continue
             found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
-            if found.lambda_in <= ray_bounds(router.conditioning, ratio)[0] * (1 + 1e-9) and found.tokens < target:
+            at = found.weights
+            if at.lambda_in <= ray_bounds(router.conditioning, ratio)[0] * (1 + 1e-9) and found.tokens < target:
                 log.warning("budget %s (%g tokens) is above router %s's reach: at its lowest trained weights it spends "
                             "%.1f tokens a query on its host's test split; the controller will sit there", name,
                             target, router.checkpoint_id, found.tokens)
             log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
-                     "queries%s)", name, target, found.lambda_in, found.lambda_out, found.tokens, found.queries,
+                     "queries%s)", name, target, at.lambda_in, at.lambda_out, found.tokens, found.queries,
                      "" if found.met else "; not met on the ray")
-            start[name] = (found.lambda_in, found.lambda_out)
+            start[name] = (at.lambda_in, at.lambda_out)
     return ServingWeights.build(request, router, start)
 
 
@@ -467,6 +466,19 @@ def _health_status(url: str) -> str | None:
         return httpx.get(f"{url}/health", timeout=5).json()["status"]
     except (httpx.HTTPError, ValueError, KeyError):
         return None
+
+
+def _admit(state: ServerState, request: Request, endpoint: str) -> tuple[RequestEntry, Response | None]:
+    """A logged endpoint's prologue: its traffic-log entry, started now, and the refusal to send (logged
+    as such) when the key is wrong or the server not ready (None: go on)."""
+    entry = RequestEntry.start(request, endpoint)
+    refused = _refusal(state, request)
+    return entry, entry.refused(state, refused) if refused else None
+
+
+def _invalid(state: ServerState, error: Exception, param: str | None = None) -> JSONResponse:
+    """400 for a request FORGE cannot honour (`param`: the field at fault, when one is)."""
+    return _error(state, 400, str(error), "invalid_request_error", param)
 
 
 def _refusal(state: ServerState, request: Request) -> Response | None:

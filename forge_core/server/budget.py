@@ -28,6 +28,7 @@ from pathlib import Path
 from forge_core.errors import InvalidInput
 from forge_core.reports.traffic import mean_interval
 from forge_core.routing.conditioning import CostConditioning
+from forge_core.routing.utility import CostWeights
 
 DEFAULT_GAIN = 0.1  # step of log lambda_in per request at a relative error of 1
 DEFAULT_WINDOW = 200  # requests the realized mean (and its interval) is taken over
@@ -49,16 +50,16 @@ class BudgetState:
     window_requests: int
     realized_mean: float  # over the window (NaN before the first request)
     realized_ci: tuple[float, float]  # normal 95% interval (NaN below two requests)
-    lambda_in: float
-    lambda_out: float
+    weights: CostWeights  # in force now
     at_bound: str | None = None  # "lowest"/"highest": the weights sit at that end of the ray's trained part
 
 
 class BudgetController:
     """The pacer of one budget (see the module docstring); thread-safe."""
 
-    def __init__(self, name: str, target: float, start_lambda_in: float, ratio: float, bounds: tuple[float, float],
+    def __init__(self, name: str, target: float, start: CostWeights, ratio: float, bounds: tuple[float, float],
                  gain: float = DEFAULT_GAIN, window: int = DEFAULT_WINDOW) -> None:
+        """`start`: the weights to start from (their lambda_in is taken onto the ray)."""
         check_budget(target, name)
         if not (math.isfinite(ratio) and ratio > 0):
             raise InvalidInput(f"the ray's ratio lambda_out / lambda_in must be positive, not {ratio}")
@@ -67,7 +68,7 @@ class BudgetController:
         self.ratio = float(ratio)
         self.gain = gain
         self._log_bounds = (math.log(bounds[0]), math.log(bounds[1]))
-        self._log_lambda = self._clip(math.log(start_lambda_in))
+        self._log_lambda = self._clip(math.log(start.lambda_in))
         self._window: deque[int] = deque(maxlen=window)
         self._requests = 0
         self._lock = threading.Lock()
@@ -91,9 +92,8 @@ class BudgetController:
         with self._lock:
             window = list(self._window)
             requests = self._requests
-        lambda_in, lambda_out = self.weights()
         mean, interval = mean_interval(window)
-        return BudgetState(self.name, self.target, requests, len(window), mean, interval, lambda_in, lambda_out,
+        return BudgetState(self.name, self.target, requests, len(window), mean, interval, CostWeights(*self.weights()),
                            self.at_bound())
 
     def at_bound(self) -> str | None:

@@ -107,7 +107,7 @@ class ServingWeights:
         targets = dict(request.budgets)
         if request.budget_tokens is not None:
             targets.setdefault(DEFAULT_BUDGET, request.budget_tokens)
-        controllers = {name: BudgetController(name, target, start[name][0], ratio, bounds)
+        controllers = {name: BudgetController(name, target, CostWeights(*start[name]), ratio, bounds)
                        for name, target in targets.items()}
         return cls(request.fixed_weights(), controllers)
 

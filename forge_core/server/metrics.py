@@ -169,9 +169,9 @@ def budget_lines(budgets: Sequence[BudgetState]) -> list[str]:
         *_family("forge_budget_requests_total", "counter", "Answered requests counted against each budget.",
                  per_budget(lambda b: b.requests)),
         *_family("forge_budget_lambda_in", "gauge", "lambda_in in force for each budget.",
-                 per_budget(lambda b: b.lambda_in)),
+                 per_budget(lambda b: b.weights.lambda_in)),
         *_family("forge_budget_lambda_out", "gauge", "lambda_out in force for each budget.",
-                 per_budget(lambda b: b.lambda_out)),
+                 per_budget(lambda b: b.weights.lambda_out)),
         *_family("forge_budget_at_bound", "gauge",
                  "-1 at the lowest trained weights of the ray, 1 at the highest (the target out of the router's "
                  "reach), else 0.", per_budget(lambda b: BOUND_VALUE[b.at_bound])),

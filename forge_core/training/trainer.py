@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 import logging
 import os
 import uuid
@@ -55,6 +56,9 @@ from forge_core.training.threads import one_torch_thread
 log = logging.getLogger(__name__)
 
 VARIANTS = ("full", "lite", "bge")
+# fields of a stored training request renamed since: old name -> new name (older job rows still load)
+RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
+RENAMED_STAGE1_FIELDS = {"arms": "warm_start_arms"}
 # stage-config fields renamed since: the lineage keeps their older names (checkpoint ids hash them)
 STORED_CONFIG_KEYS = {"warm_start_arms": "arms"}
 
@@ -101,6 +105,29 @@ class TrainRequest:
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (the jobs table's `params`, a job's request file)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any] | str) -> TrainRequest:
+        """The request `to_dict` wrote (or its JSON), as older versions wrote it too (renamed fields
+        load under today's names); fields this version does not know are left out."""
+        values = json.loads(params) if isinstance(params, str) else dict(params)
+        values = {RENAMED_TRAIN_FIELDS.get(key, key): value for key, value in values.items()}
+        known = {field.name for field in dataclasses.fields(cls)}
+        values = {key: value for key, value in values.items() if key in known}
+        stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}
+        stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
+        stage1 = {RENAMED_STAGE1_FIELDS.get(key, key): value for key, value in values.get("stage1", {}).items()}
+        values["stage1"] = Stage1Config(**{k: v for k, v in stage1.items() if k in stage1_fields})
+        values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
+        if values.get("benchmarks") is not None:
+            values["benchmarks"] = tuple(values["benchmarks"])
+        if values.get("conditioning") is not None:
+            values["conditioning"] = CostConditioning.from_dict(values["conditioning"])
+        return cls(**values)
 
     def check(self, store: Store) -> None:
         """Refuse, with the next step, what the training would refuse on this store: a host

@@ -180,6 +180,21 @@ def test_hosts_edits_a_depth_map_and_checks_depths(app_store: Store) -> None:
     assert app.dataframe[0].value.set_index("name").loc[FAKE_HOST, "depth check"] == "all 2 honoured"
 
 
+def test_hosts_page_edits_a_stored_host_as_forge_host_edit_does(app_store: Store) -> None:
+    save_host_config(app_store, HostConfig(name="edited", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+    app = page("hosts.py")
+    by_label(app.selectbox, "Host to edit").set_value("edited").run()
+    assert by_label(app.text_input, "Model").disabled and by_label(app.selectbox, "Thinking control").disabled
+    by_label(app.number_input, "Requests in flight per URL").set_value(3)
+    by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1\nhttp://127.0.0.1:10/v1")
+    by_label(app.button, "Save").click().run()
+    assert not app.exception and "Host 'edited' saved." in texts(app.success)
+    saved = get_host_config(app_store, "edited")
+    assert (saved.model, saved.max_concurrency, saved.base_urls) == ("m", 3, ("http://127.0.0.1:9/v1",
+                                                                          "http://127.0.0.1:10/v1"))
+    app_store.delete_host_config("edited")
+
+
 def test_host_failure_is_one_message(app_store: Store) -> None:
     save_host_config(app_store, HostConfig(name="dead", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
                                            max_retries=0, timeout_s=5.0))

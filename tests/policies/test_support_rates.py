@@ -53,17 +53,19 @@ def store(outcome_store, tmp_path) -> Store:
 
 
 def test_pareto_points_give_each_policy_its_own_rate_and_name_the_evaluator(store) -> None:
-    from forge_core.evaluation.cached import pareto_points
+    from forge_core.evaluation.cached import CachedRequest, pareto_points
+    from forge_core.evaluation.setup import EvaluationSettings
 
-    empty = pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))
+    request = CachedRequest(EvaluationSettings(HOST, "test", weights=CostWeights(0.1, 0.2)), checkpoints=())
+    empty = pareto_points(store, request)
     assert empty["support_evaluator"] is None
     assert all(p["support_rate"] is None and p["support_coverage"] == 0.0 for p in empty["points"])
     write_verdicts(store, {"raw:no_think": 1.0, "direct:no_think": 0.0})
-    points = {p["policy"]: p for p in pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))["points"]}
+    points = {p["policy"]: p for p in pareto_points(store, request)["points"]}
     assert (points["always_raw"]["support_rate"], points["always_raw"]["support_coverage"]) == (1.0, 1.0)
     assert (points["always_direct"]["support_rate"], points["always_direct"]["support_coverage"]) == (0.0, 1.0)
     assert points["always_summary"]["support_rate"] is None
-    assert pareto_points(store, HOST, "test", CostWeights(0.1, 0.2))["support_evaluator"] == "judge:double@cfg1"
+    assert pareto_points(store, request)["support_evaluator"] == "judge:double@cfg1"
 
 
 def test_the_overview_frame_has_one_row_per_arm_and_benchmark_with_verdicts(store) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forge_core.evaluation.cached import CachedRequest
+from forge_core.evaluation.setup import EvaluationSettings
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.policies.registry import build_baselines
@@ -203,8 +205,13 @@ def test_pareto_highlights() -> None:
 
 def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     store, checkpoint_id = trained_store
-    cheap = pareto_report(store, "synthetic-host", "test", CostWeights(0.0, 0.0), [checkpoint_id])
-    costly = pareto_report(store, "synthetic-host", "test", CostWeights(1.0, 1.0), [checkpoint_id])
+
+    def request(weights: CostWeights) -> CachedRequest:
+        settings = EvaluationSettings("synthetic-host", "test", weights=weights)
+        return CachedRequest(settings, checkpoints=(checkpoint_id,))
+
+    cheap = pareto_report(store, request(CostWeights(0.0, 0.0)))
+    costly = pareto_report(store, request(CostWeights(1.0, 1.0)))
     assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 11  # 10 baselines (oracle included) + 1 router
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
@@ -212,8 +219,7 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
     router = {name: frame.set_index("policy").loc[checkpoint_id]
               for name, frame in (("cheap", cheap), ("costly", costly))}
     assert router["cheap"]["cost_k"] == router["costly"]["cost_k"]  # a checkpoint keeps its decisions
-    by_benchmark = pareto_report(store, "synthetic-host", "test", CostWeights(0.1, 0.2), [checkpoint_id],
-                                 by_benchmark=True)
+    by_benchmark = pareto_report(store, request(CostWeights(0.1, 0.2)), by_benchmark=True)
     assert set(by_benchmark["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"}
     assert by_benchmark.groupby("benchmark")["on_frontier"].any().all()
 

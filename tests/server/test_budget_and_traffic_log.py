@@ -18,6 +18,7 @@ from forge_core.errors import InvalidInput
 from forge_core.reports.traffic import parse_since, read_traffic, summarize_traffic
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.confidence import confidence
+from forge_core.routing.utility import CostWeights
 from forge_core.server import traffic_log
 from forge_core.server.budget import BudgetController, load_budgets_file, ray_bounds
 from forge_core.server.deployment import client_identity
@@ -25,7 +26,7 @@ from forge_core.server.traffic_log import TrafficLog
 
 
 def test_the_pacer_steps_log_lambda_by_the_relative_error_within_the_ray() -> None:
-    controller = BudgetController("b", 100.0, 0.1, 2.0, (0.02, 1.5), gain=0.1, window=3)
+    controller = BudgetController("b", 100.0, CostWeights(0.1, 0.2), 2.0, (0.02, 1.5), gain=0.1, window=3)
     controller.record(200)  # 100% over: log lambda_in + 0.1
     assert controller.weights() == pytest.approx((0.1 * math.exp(0.1), 0.2 * math.exp(0.1)))
     controller.record(50)  # 50% under: - 0.05
@@ -40,7 +41,7 @@ def test_the_pacer_steps_log_lambda_by_the_relative_error_within_the_ray() -> No
 
 
 def test_a_target_out_of_reach_pins_the_weights_and_is_flagged(tmp_path: Path) -> None:
-    controller = BudgetController("b", 400.0, 0.1, 2.0, (0.02, 1.5))
+    controller = BudgetController("b", 400.0, CostWeights(0.1, 0.2), 2.0, (0.02, 1.5))
     assert controller.at_bound() is None
     log = TrafficLog(tmp_path)
     for i in range(300):  # a router that never spends more than 150 tokens
@@ -65,7 +66,7 @@ def test_the_pacer_holds_a_simulated_routers_mean_through_a_shift() -> None:
     """A router whose share of Raw answers falls with lambda_in; the costs shift half-way."""
     rng = np.random.default_rng(0)
     target = 300.0
-    controller = BudgetController("b", target, 0.02, 2.0, (0.02, 1.5))
+    controller = BudgetController("b", target, CostWeights(0.02, 0.04), 2.0, (0.02, 1.5))
     spent = []
     for n in range(4000):
         raw_share = 1.0 / (1.0 + (controller.weights()[0] / (0.1 if n < 2000 else 0.4)) ** 2)

@@ -269,14 +269,19 @@ def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
 
 
 def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
-    from forge_core.evaluation.cached import pareto_points
+    from forge_core.evaluation.cached import CachedRequest, pareto_points
+    from forge_core.evaluation.setup import EvaluationSettings
 
-    cheap = pareto_points(outcome_store, HOST, "test", CostWeights(0.0, 0.0))
-    costly = pareto_points(outcome_store, HOST, "test", CostWeights(2.0, 2.0))
+    def points(weights: CostWeights, by_benchmark: bool = False) -> dict:
+        settings = EvaluationSettings(HOST, "test", weights=weights)
+        return pareto_points(outcome_store, CachedRequest(settings, checkpoints=()), by_benchmark)
+
+    cheap = points(CostWeights(0.0, 0.0))
+    costly = points(CostWeights(2.0, 2.0))
     oracle = lambda result: next(p for p in result["points"] if p["policy"] == "oracle")  # noqa: E731
     assert oracle(costly)["cost_k"] < oracle(cheap)["cost_k"]
     assert {p["policy"] for p in cheap["points"]} >= {"always_raw", "bm25_threshold", "oracle"}
-    per_benchmark = pareto_points(outcome_store, HOST, "test", CostWeights(0.1, 0.2), by_benchmark=True)
+    per_benchmark = points(CostWeights(0.1, 0.2), by_benchmark=True)
     assert {p["benchmark"] for p in per_benchmark["points"]} == {"musique", "popqa", "2wikimultihopqa"}
 
 
