@@ -8,9 +8,10 @@ from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_configs
 from forge_core.hosts.base import HostError
+from forge_core.rewards.live_support import judge_live_support_on
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
-from forge_core.routing.traces import judge_live_support_on, live_trace
+from forge_core.routing.traces import live_trace
 from forge_core.routing.utility import CostWeights
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
@@ -126,7 +127,8 @@ if asked:
                 st.session_state[SUPPORT_KEY] = support
             except HostError as error:
                 st.session_state[SUPPORT_KEY] = f"not checked: {evaluator_host} failed ({error})"
-        store.write_live_trace(live_trace(result, example.example_id if example else None, support))  # Queries page
+        verdict, evaluator = (support.verdict, support.evaluator) if support else (None, None)
+        store.write_live_trace(live_trace(result, example.example_id if example else None, verdict, evaluator))
 
 history = st.session_state.get(HISTORY_KEY, [])
 answered = st.session_state.get(ASKED_KEY)

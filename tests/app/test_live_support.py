@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from forge_core.config import PROJECT_ROOT
 from forge_core.hosts.base import Host, HostConfig
 from forge_core.hosts.registry import config_hash, save_host_config
-from forge_core.routing import traces
+from forge_core.rewards import live_support
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -50,7 +50,7 @@ def test_a_live_answer_gets_the_evaluators_support_verdict_in_its_trace(
         assert config.name == EVALUATOR
         yield evaluator
 
-    monkeypatch.setattr(traces, "hosted", double)
+    monkeypatch.setattr(live_support, "hosted", double)
     st.cache_data.clear()
     app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "live_query.py"), default_timeout=120).run()
     next(w for w in app.selectbox if w.label == "Host").set_value(FAKE_HOST).run()
