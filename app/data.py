@@ -38,6 +38,7 @@ from forge_core.reports import tables
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.reports.reliability import Reliability, checkpoint_reliability
+from forge_core.reports.view_cache import CROSSFIT_CACHE
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -281,7 +282,7 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
 def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
     """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
     computed once and kept under the cache directory (`crossfit/`)."""
-    return finished_crossfit_reports(store, host, config.cache_dir() / "crossfit")
+    return finished_crossfit_reports(store, host, config.cache_dir() / CROSSFIT_CACHE)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

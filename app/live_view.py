@@ -14,6 +14,8 @@ import streamlit as st
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
 from forge_core.reports.reliability import Reliability, share_right
+from forge_core.rewards.live_support import LiveSupport
+from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORTED
 from forge_core.routing.confidence import Confidence
 from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
 
@@ -111,6 +113,18 @@ def _probabilities_and_evidence(result: RoutedAnswer) -> None:
     with st.expander("Evidence"):
         st.text(result.answer.support_text or "(none: the Direct arm gets the question only)")
         st.dataframe(ui.evidence_frame(result.evidence), hide_index=True)
+
+
+def support_verdict(support: LiveSupport | str | None) -> None:
+    """The evaluator's verdict on the answer on screen (a string: why there is none; None: no evaluator asked)."""
+    if support is None:
+        return
+    if isinstance(support, str):
+        st.warning(f"Support {support}", icon=":material/help:")
+        return
+    box = {SUPPORTED: st.success, CONTRADICTED: st.error}.get(support.verdict, st.info)
+    box(f"Support: **{support.verdict}** by {support.evaluator} (does the evidence in the answer's prompt support "
+        "it?)", icon=":material/fact_check:")
 
 
 def session_history(answers: Sequence[RoutedAnswer]) -> None:

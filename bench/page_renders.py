@@ -2,15 +2,18 @@
 
 Copies a store (default: FORGE_STORE, e.g. one made by `forge store load-demo`), starts `forge app`
 on the copy with an empty result cache (a new app process, and a new cache directory holding only
-what `forge store load-demo` puts there: the demo export's Action map arrays, plus links to the
-downloaded models and built retrieval indexes, which are setup, not a render), opens each page in
+what `forge store load-demo` puts there: the demo export's Action map arrays and the views it
+precomputes (`forge_core.reports.view_cache`: crossfit reports, the decision at the default weights,
+whose fold routers, trained once per crossfit run by load-demo, are linked from the current cache
+like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
 Debian's chromium (Playwright) and times it from navigation until its title is drawn and the script
 is done. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
 (`bench/slider_step.py`'s step check).
 
 Prints one JSON line: seconds per page's first render, the slider steps and their median, and
 `os.getloadavg()` before and after (a loaded machine's numbers say so).
-Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`.
+Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`; the README's figures come from its
+stored line, `bench/results/page_renders.json`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from forge_core import config  # noqa: E402
+from forge_core.evaluation.fold_decisions import fold_file  # noqa: E402
 from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
+from forge_core.reports.view_cache import precompute_views  # noqa: E402
+from forge_core.store import Store  # noqa: E402
 
 from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
 
@@ -39,14 +45,22 @@ PAGES = {"Overview": "", "Enumerate": "enumerate", "Hosts": "hosts", "Live query
 SETUP_CACHES = ("embedders", "bm25", "passage_vectors")  # model files and indexes, linked from the current cache
 
 
-def fresh_cache(directory: Path) -> Path:
-    """A cache directory as `forge store load-demo` leaves it, with the current cache's setup linked in."""
+def fresh_cache(directory: Path, store: Store) -> Path:
+    """A cache directory as `forge store load-demo` leaves it for `store`, with the current cache's
+    setup linked in (models, indexes, and the fold routers its decision trains once per crossfit run)."""
     cache = directory / "cache"
     cache.mkdir()
     for name in SETUP_CACHES:
         if (config.cache_dir() / name).exists():
             (cache / name).symlink_to(config.cache_dir() / name)
+    for host in store.hosts_with_outcomes():
+        for run_id in store.crossfit_runs(host)["run_id"]:
+            trained = fold_file(config.cache_dir(), run_id)
+            if trained.exists():
+                fold_file(cache, run_id).parent.mkdir(exist_ok=True)
+                fold_file(cache, run_id).symlink_to(trained)
     import_map_cache(config.demo_dir() / MAP_CACHE_FILE, cache / "umap")
+    precompute_views(store, cache)
     return cache
 
 
@@ -65,7 +79,7 @@ def slider_steps(page, steps: int) -> list[float]:
     """Seconds of each lambda_in step on the (open) Pareto page."""
     oracle = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id("stMetricValue")
     thumb = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_role("slider")
-    thumb.focus()
+    thumb.focus(timeout=TIMEOUT_MS)  # a loaded machine can keep the browser busy drawing the page for long
     durations = []
     for _ in range(steps):
         shown = oracle.inner_text()
@@ -76,16 +90,22 @@ def slider_steps(page, steps: int) -> list[float]:
     return durations
 
 
-def measure(store: Path, steps: int) -> dict:
-    """Every page's first render and the Pareto slider steps on a copy of `store`."""
+def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
+    """Every page's first render and the Pareto slider steps on a copy of `store` (with
+    `screenshots`, a full-page PNG of each page there, taken after its render is timed)."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
-        os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory)))
+        os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory), Store(copy)))
         with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
             page.set_viewport_size({"width": 1280, "height": 1000})
-            renders = {title: first_render(page, f"{url}/{path}", title) for title, path in PAGES.items()}
+            renders = {}
+            for title, path in PAGES.items():
+                renders[title] = first_render(page, f"{url}/{path}", title)
+                if screenshots is not None:
+                    screenshots.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(screenshots / f"{path or 'overview'}.png"), full_page=True)
             first_render(page, f"{url}/pareto", "Pareto")
             durations = slider_steps(page, steps)
     return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
@@ -98,8 +118,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=config.store_path())
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--screenshots", type=Path, help="Also save a full-page screenshot of each page here.")
     arguments = parser.parse_args()
-    print(json.dumps(measure(arguments.store, arguments.steps)))
+    print(json.dumps(measure(arguments.store, arguments.steps, arguments.screenshots)))
 
 
 if __name__ == "__main__":

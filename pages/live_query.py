@@ -7,6 +7,8 @@ import streamlit as st
 from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_configs
+from forge_core.hosts.base import HostError
+from forge_core.rewards.live_support import judge_live_support_on
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
 from forge_core.routing.traces import live_trace
@@ -14,6 +16,8 @@ from forge_core.routing.utility import CostWeights
 
 HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
+SUPPORT_KEY = "live_support"  # the evaluator's verdict on the answer on screen (a LiveSupport, or why none)
+NO_EVALUATOR = "none"
 ROUTER_CHOICE = "the router's choice"
 NO_ROUTER = ("No trained router yet: run `forge train --stage 1` or use the Train page. Until then, pick an arm "
              "by hand under Override.")
@@ -81,6 +85,11 @@ compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side
                         "does not need", value=picked, key=f"compare_raw_{picked}",
                         help="On by default for benchmark questions. Off: Always-Raw's cost comes from its stored "
                              "outcome when there is one, else from the same extra call.")
+evaluator_host = st.selectbox(
+    "Support evaluator", [NO_EVALUATOR, *configs],
+    help="A host that checks whether the evidence in the answer's prompt supports it, as `forge rewards support` "
+         "does for stored answers (one extra call); the verdict is kept with the question on the Queries page. "
+         "none: no check.")
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
     choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]
@@ -91,6 +100,7 @@ inputs_now = {"question": question.strip(), "benchmark": benchmark, "host": host
               if override != ROUTER_CHOICE else checkpoint_id, "weights": cost_weights}
 if asked:
     st.session_state.pop(ASKED_KEY, None)  # a failed ask leaves no earlier answer on screen
+    st.session_state.pop(SUPPORT_KEY, None)
     with ui.user_errors(stop=False):
         by_hand = override != ROUTER_CHOICE
         request = AskRequest(question=question, benchmark=benchmark, host_name=host,
@@ -109,7 +119,16 @@ if asked:
                              checkpoint=checkpoint)
         st.session_state.setdefault(HISTORY_KEY, []).append(result)
         st.session_state[ASKED_KEY] = inputs_now
-        store.write_live_trace(live_trace(result, example.example_id if example else None))  # the Queries page
+        support = None
+        if evaluator_host != NO_EVALUATOR:
+            try:
+                with st.spinner(f"Checking the answer's support with {evaluator_host}…"):
+                    support = judge_live_support_on(result, data.served_host(configs[evaluator_host]))
+                st.session_state[SUPPORT_KEY] = support
+            except HostError as error:
+                st.session_state[SUPPORT_KEY] = f"not checked: {evaluator_host} failed ({error})"
+        verdict, evaluator = (support.verdict, support.evaluator) if support else (None, None)
+        store.write_live_trace(live_trace(result, example.example_id if example else None, verdict, evaluator))
 
 history = st.session_state.get(HISTORY_KEY, [])
 answered = st.session_state.get(ASKED_KEY)
@@ -122,5 +141,6 @@ if answered is not None:
                 else data.reliability(store, data.store_version(store), last.checkpoint_id,
                                       None if last.weights is None else CostWeights(*last.weights)))
     live_view.routed_answer(last, held_out)
+    live_view.support_verdict(st.session_state.get(SUPPORT_KEY))
 if history:
     live_view.session_history(history)

@@ -51,14 +51,14 @@ checkpoints = data.checkpoints(store)
 checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
 labels = checkpoint_names(checkpoints)
 conditioned = data.conditioned_checkpoints(store, host, n_arms)
-chosen_column, color_column, facet_column = st.columns([4, 1.2, 1.8])  # room for the toggle label
 shared_choice = routers.chosen(store, host, list(labels))  # the router picked on the other pages
-chosen = chosen_column.multiselect("Router checkpoints", list(labels),
-                                   default=list(dict.fromkeys([*conditioned, *filter(None, [shared_choice])])),
-                                   format_func=labels.get,
-                                   help="Default: the cost-conditioned routers (`forge train --conditioned`), which "
-                                        "decide at the sliders' weights, and the router chosen on the other pages "
-                                        "(the host's default until you pick one).")
+chosen = st.multiselect("Router checkpoints", list(labels),
+                        default=list(dict.fromkeys([*conditioned, *filter(None, [shared_choice])])),
+                        format_func=labels.get,
+                        help="Default: the cost-conditioned routers (`forge train --conditioned`), which decide at the "
+                             "sliders' weights, and the router chosen on the other pages (the host's default until "
+                             "you pick one).")
+color_column, facet_column = st.columns([1, 2], vertical_alignment="bottom")  # a row of their own: nothing cut
 color_by = color_column.segmented_control("Colour by", ["policy", "utility"], default="policy",
                                           help="utility: the policies' utility under these weights.") or "policy"
 by_benchmark = facet_column.toggle("One chart per benchmark", help="Each benchmark's own points and frontier.")

@@ -17,6 +17,7 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
     """Load the committed demo outcomes (and the benchmarks, when the store has none) into a store
     that has no outcomes yet (once per export)."""
     from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+    from forge_core.reports.view_cache import precompute_views
 
     if store.hosts_with_outcomes():
         return
@@ -28,6 +29,7 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
     if loaded.added:
         console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in loaded.added.items())
                       + ")")
+        precompute_views(store, config.cache_dir(), on_step=lambda line: console.print(f"first run: {line}"))
 
 
 def app_command(

@@ -56,11 +56,17 @@ def store_export(
 def store_load_demo(
     source: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
     again: Annotated[bool, typer.Option("--again", help="Add its rows even if this export was loaded before.")] = False,
+    precompute: Annotated[bool, typer.Option(
+        help="Compute the dashboard's slow first views into the cache (crossfit reports, the decision at the "
+             "default weights).")] = True,
 ) -> None:
     """Add the committed demo outcomes to the store once per export (rows already there are kept),
     importing the benchmarks first when the store has none (from $FORGE_BENCHMARKS_DIR or
-    ../shared/benchmarks): the dashboard then works on its own."""
+    ../shared/benchmarks): the dashboard then works on its own. Then computes the dashboard's slow
+    first views into the cache (the crossfit reports, the decision at the default weights: about a
+    minute once; seconds when run again)."""
     from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+    from forge_core.reports.view_cache import precompute_views
 
     store, directory = open_store(), source or config.demo_dir()
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
@@ -74,8 +80,10 @@ def store_load_demo(
         console.print(f"action maps: {loaded.map_arrays} precomputed UMAP and cluster arrays in the cache")
     if loaded.added is None:
         console.print("this demo export is already loaded (`--again` adds its rows once more)")
-        return
-    console.print(", ".join(f"{table}: +{n} rows" for table, n in loaded.added.items()) or "no demo files found")
+    else:
+        console.print(", ".join(f"{table}: +{n} rows" for table, n in loaded.added.items()) or "no demo files found")
+    if precompute:
+        precompute_views(store, config.cache_dir(), on_step=console.print)
 
 
 @store_app.command("import")

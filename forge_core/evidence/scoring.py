@@ -99,6 +99,22 @@ def _check_golds(golds: Sequence[str]) -> None:
         raise ValueError("golds must hold at least one gold answer")
 
 
+def token_counts(text: str) -> Counter[str]:
+    """The tokens token F1 compares, counted: the SQuAD-normalized text split on whitespace."""
+    return Counter(normalize_answer(text).split())
+
+
+def counts_f1(prediction: Counter[str], gold: Counter[str]) -> float:
+    """Token F1 of one prediction against one gold from their `token_counts` (SQuAD v1.1): the
+    number `token_f1` gives for one gold, for callers that compare each text with many."""
+    num_same = sum((prediction & gold).values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / prediction.total()
+    recall = num_same / gold.total()
+    return 2 * precision * recall / (precision + recall)
+
+
 def _f1_single(prediction_tokens: list[str], gold_tokens: list[str]) -> float:
     """Token F1 of one prediction against one gold, on normalized tokens (SQuAD v1.1)."""
     common = Counter(prediction_tokens) & Counter(gold_tokens)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from forge_core.arms import DIRECT_NO_THINK, parse_arm
 from forge_core.evidence.answering import extract_answer
-from forge_core.evidence.scoring import token_f1
+from forge_core.evidence.scoring import counts_f1, token_counts, token_f1
 from forge_core.records import SAMPLE_PROBES, is_fever_benchmark
 from forge_core.store import Store
 
@@ -34,11 +34,17 @@ def agreement(answer: str, others: Sequence[str], is_fever: bool) -> float:
 
 
 def query_consensus(arm_answers: dict[str, str], sample_answers: Sequence[str], is_fever: bool) -> dict[str, float]:
-    """Arm -> consensus reward of one query, from its arms' scored answers and its sample answers."""
+    """Arm -> consensus reward of one query, from its arms' scored answers and its sample answers
+    (`agreement` of each arm's answer with all the others; each answer is normalized once)."""
+    if is_fever:
+        return {arm: agreement(answer, [other for name, other in arm_answers.items() if name != arm]
+                               + list(sample_answers), is_fever) for arm, answer in arm_answers.items()}
+    tokens = {arm: token_counts(answer) for arm, answer in arm_answers.items()}
+    sampled = [token_counts(answer) for answer in sample_answers]
     rewards = {}
-    for arm, answer in arm_answers.items():
-        others = [other for name, other in arm_answers.items() if name != arm] + list(sample_answers)
-        rewards[arm] = agreement(answer, others, is_fever)
+    for arm, answer in tokens.items():
+        others = [other for name, other in tokens.items() if name != arm] + sampled
+        rewards[arm] = float(np.mean([counts_f1(answer, other) for other in others])) if others else 0.0
     return rewards
 
 
