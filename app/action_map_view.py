@@ -52,6 +52,9 @@ def show_query(store: Store, action_map: ActionMap, index: int | None,
         "F1": st.column_config.NumberColumn(format="%.2f"), "utility": st.column_config.NumberColumn(format="%.4f"),
         "router probability": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
         "router's implied utility vs its pick": st.column_config.NumberColumn(format="%+.4f")})
+    st.caption(f"Utility = F1 − λ_in × tokens in − λ_out × tokens out (each normalized by its train maximum) at "
+               f"λ_in {action_map.weights.lambda_in:g} / λ_out {action_map.weights.lambda_out:g}: λ_in prices the "
+               "prompt (question and evidence), λ_out the answer and any reasoning.")
     with st.spinner("Retrieving the evidence…"):
         evidence = retrieve_evidence(data.retriever(store, benchmark), action_map.questions[index])
     for form, tab in zip(("direct", "summary", "raw"), st.tabs(["Direct", "Summary", "Raw"])):

@@ -8,7 +8,13 @@ from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
 from forge_core.evaluation.crossfit import seed_key, seed_spread
 from forge_core.reports.decision import report_at_weights
-from forge_core.reports.tables import ORACLE, crossfit_frame, routing_gain_frame, seed_spread_frame
+from forge_core.reports.tables import (
+    ORACLE,
+    crossfit_frame,
+    crossfit_reliability_frame,
+    routing_gain_frame,
+    seed_spread_frame,
+)
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -59,8 +65,28 @@ def show_crossfit(store: Store, host: str) -> None:
         st.dataframe(frame, hide_index=True, column_config={
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
 
+    _show_reliability(report)
     _show_seed_spread(report, reports)
     _show_routing_gain(report, reports)
+
+
+def _show_reliability(report: dict) -> None:
+    """Each router's out-of-fold margins in utility units, by decile, against what its choice then
+    realized over the runner-up; or why the run has none."""
+    st.subheader("Reliability of the routers' margins")
+    frame = crossfit_reliability_frame(report)
+    if frame.empty:
+        st.caption("No reliability table: this run was stored before crossfit runs recorded each routed query's "
+                   "margin (its stored decisions are reused as they are). Runs stored since have one.")
+        return
+    st.caption("Per router, its held-out queries in margin deciles (margin: the chosen arm's implied utility over "
+               "the runner-up's, τ·Δlog π, in utility units) against the realized utility difference of the same "
+               "two arms; share_right: how often the chosen arm did at least as well.")
+    router = st.selectbox("Router", list(dict.fromkeys(frame["policy"])), key="crossfit-reliability-router")
+    st.dataframe(frame[frame["policy"] == router].drop(columns="policy"), hide_index=True, column_config={
+        **{name: st.column_config.NumberColumn(format="%.4f")
+           for name in ("low", "high", "mean_margin", "realized_difference")},
+        "share_right": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
 
 
 def _show_seed_spread(report: dict, reports: list[dict]) -> None:

@@ -13,10 +13,10 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.reports.reliability import Reliability, share_right
+from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORTED
-from forge_core.routing.confidence import Confidence
+from forge_core.routing.confidence import Confidence, share_right
 from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
 
 VERDICT_BOXES = {"right": st.success, "partly right": st.warning, "wrong": st.error, "unscored": st.info}

@@ -40,7 +40,7 @@ with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached 
 points = action_map.points()
 
 agreements, regrets = action_map.agreements(), action_map.regrets()
-columns = st.columns(5)
+columns = st.columns(6)
 columns[0].metric("Queries", f"{len(points):,}")
 columns[1].metric("Router regret · oracle agreement", f"{regrets['router']:.3f} · {action_map.agreement:.1%}",
                   help="Regret: mean utility the oracle gets and the router does not (0 is perfect). Agreement: share "
@@ -50,6 +50,12 @@ for column, name in zip(columns[2:4], list(agreements)[1:]):
                    help="Always answering with this fixed arm: its mean regret, and the share of queries where it "
                         "is one of the tied best arms. Compare regrets: a tie counts as agreement for every policy.")
 columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
+router_in, router_out = action_map.mean_tokens(action_map.router_actions)
+oracle_in, oracle_out = action_map.mean_tokens(action_map.oracle_actions)
+columns[5].metric("Router tokens in / out", f"{router_in:,.0f} / {router_out:,.0f}",
+                  help=f"Mean input and output tokens of the router's arms (the oracle's: {oracle_in:,.0f} / "
+                       f"{oracle_out:,.0f}). λ_in prices the first (the evidence in the prompt), λ_out the second (the "
+                       "answer and any reasoning).")
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")
@@ -71,8 +77,14 @@ show_query(store, action_map, clicked_query())
 
 st.subheader("Action mix per cluster")
 st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
-st.dataframe(action_map.cluster_summary(), hide_index=True,
-             column_config={"agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+st.caption("Per cluster: the router's and the oracle's commonest arm, and the mean tokens in and out of the arms "
+           "each chose, apart because each weight prices one: λ_in the input tokens (question and evidence: Raw's "
+           "passages cost most), λ_out the output tokens (the answer, and a cot arm's reasoning).")
+st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
+    "agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+    "regret": st.column_config.NumberColumn(format="%.4f"),
+    **{name: st.column_config.NumberColumn(format="%.1f")
+       for name in ("router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")}})
 
 st.subheader("Crossfit decisions")
 crossfit_runs = data.crossfit_reports(store, data.store_version(store), host)

@@ -322,8 +322,29 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
                       f"{row['regret']['mean']:.4f} {_interval(row['regret']['ci'])}", f"{row['oracle_agreement']:.1%}")
     Console().print(table)
     _print_stage_gains(report["stage2_minus_stage1"])
+    _print_reliability(report)
     Console().print(f"Decision: {decision.sentence()}")
     _print_seed_spread(report["across_split_seeds"])
+
+
+def _print_reliability(report: dict) -> None:
+    """Per router: its margin deciles' share of right decisions, lowest to highest (or why none)."""
+    if not report["margins_stored"]:
+        Console().print("No reliability table: this run was stored before crossfit runs recorded routed margins.")
+        return
+    table = Table("router", "queries", "margin range (utility)", "share right by margin decile, low to high",
+                  "realized difference, lowest / highest decile",
+                  title="Reliability of the routers' margins (held out)",
+                  caption="margin: tau * (log pi(chosen) - log pi(runner-up)); right: the chosen arm realized at "
+                          "least the runner-up's utility")
+    for name, row in report["policies"].items():
+        bins = row.get("reliability")
+        if not bins:
+            continue
+        table.add_row(name, str(sum(b["queries"] for b in bins)), f"{bins[0]['low']:.4f} to {bins[-1]['high']:.4f}",
+                      " ".join(f"{b['share_right']:.0%}" for b in bins),
+                      f"{bins[0]['realized_difference']:+.4f} / {bins[-1]['realized_difference']:+.4f}")
+    Console().print(table)
 
 
 def _print_stage_gains(gains: dict) -> None:

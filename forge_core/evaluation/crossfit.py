@@ -34,7 +34,12 @@ import torch
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.oracle_measures import oracle_measures, stage2_minus_stage1, utility_matrix
+from forge_core.evaluation.oracle_measures import (
+    margin_reliability,
+    oracle_measures,
+    stage2_minus_stage1,
+    utility_matrix,
+)
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
@@ -45,6 +50,7 @@ from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
 from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
+from forge_core.routing.confidence import margins
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
@@ -64,7 +70,7 @@ RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it 
 NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
 STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
 IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identity omits it at this value
-REPORT_VERSION = 3  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 4  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
 @dataclass(frozen=True)
@@ -187,10 +193,11 @@ class FoldRouter(Policy):
         if self.conditioning is not None:
             x = self.conditioning.inputs(x, context.weights)
         with torch.no_grad():
-            actions = self.router.log_probs(torch.as_tensor(x)).argmax(dim=1).numpy()
-        if needs_probes(self.live_variant):
-            return context.probed_decisions(rows, actions)
-        return Decisions.single(actions)
+            probabilities = self.router.log_probs(torch.as_tensor(x)).exp().numpy()
+        actions, runner_up, margin = margins(probabilities, tuple(context.table.arms))
+        decisions = context.probed_decisions(rows, actions) if needs_probes(self.live_variant) \
+            else Decisions.single(actions)
+        return dataclasses.replace(decisions, margin=margin, runner_up=runner_up)
 
 
 def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
@@ -283,14 +290,24 @@ def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy], s
         policy.fit(context)
         if policy not in stored:
             continue
-        outcome = score_decisions(context, rows, policy, policy.decide(context, rows))
+        decisions = policy.decide(context, rows)
+        outcome = score_decisions(context, rows, policy, decisions)
         frames.append(pd.DataFrame({
             "policy": policy.name, "kind": policy.kind, "benchmark": [k[0] for k in keys],
             "example_id": [k[1] for k in keys],
             "arm": [context.table.arms[a] for a in outcome.actions], "f1": outcome.f1,
             "deploy_utility": outcome.deploy_utility, "answer_utility": outcome.answer_utility,
-            "deploy_tokens": outcome.deploy_tokens, "answer_tokens": outcome.answer_tokens, "calls": outcome.calls}))
+            "deploy_tokens": outcome.deploy_tokens, "answer_tokens": outcome.answer_tokens, "calls": outcome.calls,
+            **_margin_columns(context, decisions)}))
     return pd.concat(frames, ignore_index=True)
+
+
+def _margin_columns(context: EvalContext, decisions: Decisions) -> dict:
+    """A router's margin per decision and the runner-up it is taken over (None for other policies)."""
+    if decisions.margin is None or decisions.runner_up is None:
+        return {"margin": np.nan, "runner_up": None}
+    return {"margin": decisions.margin,
+            "runner_up": [context.table.arms[a] if a >= 0 else None for a in decisions.runner_up]}
 
 
 def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
@@ -370,7 +387,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     floor `ridge_utility` (same folds); and against the oracle set (`oracle_measures`): regret with its
     interval, tie-aware oracle agreement and per-benchmark cot share, with every policy's regret
     also under `regret` and each Stage-2 router's gain over its Stage-1 parent under
-    `stage2_minus_stage1`."""
+    `stage2_minus_stage1`; each router's `reliability` table (margin deciles against the realized
+    utility difference), None with `margins_stored` false for a run stored before margins were."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -407,6 +425,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "deployable": frame["kind"].iloc[0] != ORACLE_KIND,
             **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
+        if frame["kind"].iloc[0] == ROUTER_KIND:
+            policies[name]["reliability"] = margin_reliability(frame, arm_utility, arms)
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(
                 paired_bootstrap_ci(utility(name), utility(FLOOR_POLICY), benchmarks))
@@ -417,6 +437,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "queries": int(len(benchmarks)), "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
             "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies,
             "regret": {name: row["regret"] for name, row in policies.items()},
+            "margins_stored": any(row.get("reliability") for row in policies.values()),
             "stage2_minus_stage1": stage2_minus_stage1(per_policy, f"{accounting}_utility", benchmarks)}
 
 

@@ -9,7 +9,9 @@ the query's utility row) each policy gets:
 - `oracle_agreement`: the share of queries whose chosen arm is in the oracle set;
 - `cot_share`: per benchmark, the share of queries sent to a thinking arm (any mode but no_think);
 - for a router with a Stage-1 parent (`<router>_stage1`), `stage2_minus_stage1`: its macro utility
-  minus the parent's with the paired interval.
+  minus the parent's with the paired interval;
+- for a router whose margins were stored (runs since schema margins), `reliability`: its margin
+  deciles against the realized utility difference of the chosen arm and the runner-up.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from forge_core.routing.confidence import reliability_table
 from forge_core.routing.utility import oracle_sets
 from forge_core.statistics import macro, paired_bootstrap_ci
 
@@ -65,3 +68,20 @@ def stage2_minus_stage1(per_policy: dict[str, pd.DataFrame], column: str, benchm
                              "ci": list(paired_bootstrap_ci(child, base, benchmarks))}
     return differences
 
+
+def margin_reliability(frame: pd.DataFrame, utility: np.ndarray, arms: list[str]) -> list[dict] | None:
+    """A router's reliability table (`reliability_table` rows) from its stored margins and runner-up
+    arms, the realized difference read off the fixed arms' utilities (`utility`, rows in the frame's
+    order); None when the policy stored no margins (not a router, or a run stored before margins)."""
+    if "margin" not in frame or "runner_up" not in frame:
+        return None
+    stored = frame["margin"].notna().to_numpy() & frame["runner_up"].notna().to_numpy()
+    if not stored.any():
+        return None
+    index = {arm: a for a, arm in enumerate(arms)}
+    rows = np.flatnonzero(stored)
+    chosen = np.array([index[arm] for arm in frame["arm"].to_numpy()[rows]])
+    runner_up = np.array([index[arm] for arm in frame["runner_up"].to_numpy()[rows]])
+    realized = utility[rows, chosen] - utility[rows, runner_up]
+    table = reliability_table(frame["margin"].to_numpy(dtype=np.float64)[rows], realized)
+    return table.to_dict(orient="records")

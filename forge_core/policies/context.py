@@ -119,6 +119,8 @@ class Decisions:
     prior_tokens_in: np.ndarray  # [n] input tokens of the calls before the answer
     prior_tokens_out: np.ndarray  # [n] their output tokens
     prior_calls: np.ndarray  # [n] how many calls come before the answer
+    margin: np.ndarray | None = None  # [n] a router's margin in utility units (`routing.confidence.margins`)
+    runner_up: np.ndarray | None = None  # [n] column index of the arm the margin is taken over
 
     @classmethod
     def single(cls, actions: np.ndarray) -> Decisions:
@@ -127,9 +129,12 @@ class Decisions:
         return cls(np.asarray(actions, dtype=np.int64), zeros, zeros.copy(), zeros.astype(np.int64))
 
     def where(self, keep: np.ndarray, actions: np.ndarray) -> Decisions:
-        """These decisions where `keep`, else a single call of `actions` (no earlier calls)."""
+        """These decisions where `keep`, else a single call of `actions` (no earlier calls, no margin)."""
+        margin = None if self.margin is None else np.where(keep, self.margin, np.nan)
+        runner_up = None if self.runner_up is None else np.where(keep, self.runner_up, -1)
         return Decisions(np.where(keep, self.actions, actions), np.where(keep, self.prior_tokens_in, 0.0),
-                         np.where(keep, self.prior_tokens_out, 0.0), np.where(keep, self.prior_calls, 0))
+                         np.where(keep, self.prior_tokens_out, 0.0), np.where(keep, self.prior_calls, 0),
+                         margin, runner_up)
 
 
 def evaluation_context(store: Store, host: str, n_arms: int, weights: CostWeights,

@@ -57,6 +57,10 @@ TIE_RULE = ("The oracle drawn on the map is the lowest action index among the ti
             "(e.g. every arm scoring F1 0) agrees with every policy and decides nothing.")
 
 
+CLUSTER_SUMMARY_COLUMNS = ("cluster", "queries", "agreement", "regret", "router's top arm", "oracle's top arm",
+                           "router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")
+
+
 @dataclass(frozen=True)
 class ActionMap:
     """Per query: map coordinates, router and oracle actions, cluster and hover text."""
@@ -184,22 +188,35 @@ class ActionMap:
                                  "agreement": agreement})
         return pd.DataFrame(rows, columns=["cluster", "policy", "arm", "share", "queries", "agreement"])
 
+    def mean_tokens(self, actions: np.ndarray, members: np.ndarray | None = None) -> tuple[float, float]:
+        """Mean input and output tokens of the chosen `actions` (per query) over `members` (default:
+        every query); (0, 0) when there are none. Apart, since lambda_in and lambda_out price them apart."""
+        rows = np.arange(len(self.keys)) if members is None else np.flatnonzero(members)
+        if not len(rows):
+            return 0.0, 0.0
+        chosen = np.asarray(actions)[rows]
+        return float(self.tokens_in[rows, chosen].mean()), float(self.tokens_out[rows, chosen].mean())
+
     def cluster_summary(self) -> pd.DataFrame:
         """One row per cluster: queries, oracle-set agreement, mean regret, the router's and the
-        oracle's most frequent arm."""
+        oracle's most frequent arm, and the mean tokens in and out of the router's and of the oracle's
+        arms."""
         rows = []
         for cluster in range(self.n_clusters):
             members = self.clusters == cluster
             router = np.bincount(self.router_actions[members], minlength=len(self.arms))
             oracle = np.bincount(self.oracle_actions[members], minlength=len(self.arms))
+            router_in, router_out = self.mean_tokens(self.router_actions, members)
+            oracle_in, oracle_out = self.mean_tokens(self.oracle_actions, members)
             rows.append({"cluster": cluster + 1, "queries": int(members.sum()),
                          "agreement": float(self.router_agrees[members].mean()) if members.any() else 0.0,
                          "regret": float(regret(self.utility[members], self.router_actions[members]).mean())
                          if members.any() else 0.0,
                          "router's top arm": self.arms[int(router.argmax())],
-                         "oracle's top arm": self.arms[int(oracle.argmax())]})
-        return pd.DataFrame(rows, columns=["cluster", "queries", "agreement", "regret", "router's top arm",
-                                           "oracle's top arm"])
+                         "oracle's top arm": self.arms[int(oracle.argmax())],
+                         "router tokens in": router_in, "router tokens out": router_out,
+                         "oracle tokens in": oracle_in, "oracle tokens out": oracle_out})
+        return pd.DataFrame(rows, columns=list(CLUSTER_SUMMARY_COLUMNS))
 
     def centroids(self) -> pd.DataFrame:
         """Mean coordinates of each cluster (columns cluster (1-based), x, y), to label the map."""

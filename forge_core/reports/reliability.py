@@ -19,61 +19,10 @@ from forge_core.errors import MissingStep
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.confidence import TAU, UNTRAINED_TOLERANCE
+from forge_core.routing.confidence import margins, reliability_table
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-
-N_BINS = 10  # margin deciles
-RIGHT_TOLERANCE = 1e-9  # the chosen arm is right when it realizes at least the runner-up's utility minus this
-COLUMNS = ("low", "high", "queries", "mean_margin", "realized_difference", "share_right")
-
-
-def margins(probabilities: np.ndarray, arms: tuple[str, ...],
-            tau: float = TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of [n, K] probabilities: the chosen arm (argmax), the runner-up (the chosen arm's
-    untrained thinking twins left out) and the margin tau * (log pi(chosen) - log pi(runner-up))."""
-    probabilities = np.asarray(probabilities, dtype=np.float64)
-    rows = np.arange(len(probabilities))
-    chosen = probabilities.argmax(axis=1)
-    supports = np.array([arm.split(":", 1)[0] for arm in arms])
-    top = probabilities[rows, chosen][:, None]
-    same_support = supports[None, :] == supports[chosen][:, None]
-    twins = same_support & (np.abs(probabilities - top) <= UNTRAINED_TOLERANCE * top)
-    candidates = np.where(twins, -np.inf, probabilities)  # the chosen arm is its own twin: excluded too
-    runner_up = candidates.argmax(axis=1)
-    logs = np.log(np.maximum(probabilities, 1e-300))
-    return chosen, runner_up, tau * (logs[rows, chosen] - logs[rows, runner_up])
-
-
-def reliability_table(margin: np.ndarray, realized: np.ndarray, bins: int = N_BINS) -> pd.DataFrame:
-    """Margin deciles (by rank, so equal margins share a bin) against the realized utility difference
-    (chosen minus runner-up) and the share of decisions that were right."""
-    margin, realized = np.asarray(margin, dtype=np.float64), np.asarray(realized, dtype=np.float64)
-    if not len(margin):
-        return pd.DataFrame(columns=list(COLUMNS))
-    edges = np.unique(np.quantile(margin, np.linspace(0, 1, bins + 1)))
-    groups = np.clip(np.searchsorted(edges, margin, side="right") - 1, 0, max(len(edges) - 2, 0))
-    rows = []
-    for group in np.unique(groups):
-        members = groups == group
-        rows.append({"low": float(margin[members].min()), "high": float(margin[members].max()),
-                     "queries": int(members.sum()), "mean_margin": float(margin[members].mean()),
-                     "realized_difference": float(realized[members].mean()),
-                     "share_right": float((realized[members] >= -RIGHT_TOLERANCE).mean())})
-    return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def share_right(table: pd.DataFrame, margin: float) -> float | None:
-    """The share of held-out decisions that were right in the bin whose margins hold `margin` (the
-    nearest bin when it falls between or outside them); None for an empty table."""
-    if table.empty:
-        return None
-    inside = table[(table["low"] <= margin) & (margin <= table["high"])]
-    if inside.empty:
-        distance = np.minimum(np.abs(table["low"] - margin), np.abs(table["high"] - margin))
-        inside = table.iloc[[int(np.argmin(distance))]]
-    return float(inside["share_right"].iloc[0])
 
 
 @dataclass(frozen=True)
@@ -82,7 +31,7 @@ class Reliability:
 
     checkpoint_id: str
     weights: CostWeights
-    table: pd.DataFrame  # COLUMNS, one row per margin bin
+    table: pd.DataFrame  # RELIABILITY_COLUMNS, one row per margin bin
 
 
 def checkpoint_reliability(store: Store, checkpoint_id: str, weights: CostWeights | None = None) -> Reliability:

@@ -23,6 +23,7 @@ from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
 from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import ORACLE_KIND
 from forge_core.reports.decision import decidable_policies
+from forge_core.routing.confidence import RELIABILITY_COLUMNS
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostNormalizer, CostWeights, oracle_actions, oracle_sets
 from forge_core.statistics import macro as macro_mean
@@ -340,6 +341,17 @@ def seed_spread_frame(spread: dict) -> pd.DataFrame:
         rows.append({"policy": name, **cells, "spread": row["spread"], "decidable": row["decidable"],
                      "decidable vs floor": row["decidable_vs_floor"]})
     return pd.DataFrame(rows)
+
+
+def crossfit_reliability_frame(report: dict) -> pd.DataFrame:
+    """Every router's reliability table of a crossfit report, stacked: policy, then the margin bins
+    (`routing.confidence.RELIABILITY_COLUMNS`); empty for a run stored before margins were (its
+    `margins_stored` is false)."""
+    frames = [pd.DataFrame(row["reliability"]).assign(policy=name)
+              for name, row in report["policies"].items() if row.get("reliability")]
+    if not frames:
+        return pd.DataFrame(columns=["policy", *RELIABILITY_COLUMNS])
+    return pd.concat(frames, ignore_index=True)[["policy", *RELIABILITY_COLUMNS]]
 
 
 def crossfit_arms(store: Store, run_id: str, policy: str) -> pd.DataFrame:

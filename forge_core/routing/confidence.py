@@ -8,6 +8,10 @@ A thinking head that learned nothing (the FORGE warm start leaves pi(t | s) unif
 thinking mode of a support the same probability: its `cot` arm then carries its `no_think` twin's
 probability exactly. That is not a tie between two arms the router weighed, so the twin is left out
 of the runner-up and reported as `untrained_twins`.
+
+On held-out queries the margins are binned into deciles beside the realized utility difference of
+the same two arms (`reliability_table`), so a margin reads as "N% of held-out decisions with this
+margin were right".
 """
 
 from __future__ import annotations
@@ -15,8 +19,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 TAU = 1.0  # the Boltzmann temperature the routers are distilled at (Stage1Config.tau's default)
 UNTRAINED_TOLERANCE = 1e-6  # relative: twins closer than this carry one probability (a uniform head)
+N_BINS = 10  # margin deciles
+RIGHT_TOLERANCE = 1e-9  # the chosen arm is right when it realizes at least the runner-up's utility minus this
+RELIABILITY_COLUMNS = ("low", "high", "queries", "mean_margin", "realized_difference", "share_right")
 
 
 @dataclass(frozen=True)
@@ -59,3 +69,50 @@ def confidence(probabilities: dict[str, float], chosen: str, tau: float = TAU) -
     runner_up = max(others, key=others.get) if others else None
     margin = None if runner_up is None else -others[runner_up]
     return Confidence(chosen, implied, runner_up, margin, twins)
+
+
+def margins(probabilities: np.ndarray, arms: tuple[str, ...],
+            tau: float = TAU) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of [n, K] probabilities: the chosen arm (argmax), the runner-up (the chosen arm's
+    untrained thinking twins left out) and the margin tau * (log pi(chosen) - log pi(runner-up))."""
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    rows = np.arange(len(probabilities))
+    chosen = probabilities.argmax(axis=1)
+    supports = np.array([arm.split(":", 1)[0] for arm in arms])
+    top = probabilities[rows, chosen][:, None]
+    same_support = supports[None, :] == supports[chosen][:, None]
+    twins = same_support & (np.abs(probabilities - top) <= UNTRAINED_TOLERANCE * top)
+    candidates = np.where(twins, -np.inf, probabilities)  # the chosen arm is its own twin: excluded too
+    runner_up = candidates.argmax(axis=1)
+    logs = np.log(np.maximum(probabilities, 1e-300))
+    return chosen, runner_up, tau * (logs[rows, chosen] - logs[rows, runner_up])
+
+
+def reliability_table(margin: np.ndarray, realized: np.ndarray, bins: int = N_BINS) -> pd.DataFrame:
+    """Margin deciles (by rank, so equal margins share a bin) against the realized utility difference
+    (chosen minus runner-up) and the share of decisions that were right."""
+    margin, realized = np.asarray(margin, dtype=np.float64), np.asarray(realized, dtype=np.float64)
+    if not len(margin):
+        return pd.DataFrame(columns=list(RELIABILITY_COLUMNS))
+    edges = np.unique(np.quantile(margin, np.linspace(0, 1, bins + 1)))
+    groups = np.clip(np.searchsorted(edges, margin, side="right") - 1, 0, max(len(edges) - 2, 0))
+    rows = []
+    for group in np.unique(groups):
+        members = groups == group
+        rows.append({"low": float(margin[members].min()), "high": float(margin[members].max()),
+                     "queries": int(members.sum()), "mean_margin": float(margin[members].mean()),
+                     "realized_difference": float(realized[members].mean()),
+                     "share_right": float((realized[members] >= -RIGHT_TOLERANCE).mean())})
+    return pd.DataFrame(rows, columns=list(RELIABILITY_COLUMNS))
+
+
+def share_right(table: pd.DataFrame, margin: float) -> float | None:
+    """The share of held-out decisions that were right in the bin whose margins hold `margin` (the
+    nearest bin when it falls between or outside them); None for an empty table."""
+    if table.empty:
+        return None
+    inside = table[(table["low"] <= margin) & (margin <= table["high"])]
+    if inside.empty:
+        distance = np.minimum(np.abs(table["low"] - margin), np.abs(table["high"] - margin))
+        inside = table.iloc[[int(np.argmin(distance))]]
+    return float(inside["share_right"].iloc[0])

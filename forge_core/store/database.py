@@ -767,10 +767,15 @@ class Store(StoreFile):
     def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
         """Some policies' out-of-fold decisions of one fold, in one transaction (stored whole or
         not at all; the fold's rows of other policies stay). Columns: policy, kind, benchmark,
-        example_id, arm, f1, deploy_utility, answer_utility, deploy_tokens, answer_tokens, calls."""
+        example_id, arm, f1, deploy_utility, answer_utility, deploy_tokens, answer_tokens, calls, and
+        optionally a router's margin (utility units) and the runner-up arm it is taken over."""
         frame = rows.assign(run_id=run_id, fold=fold, finished_at=utc_now())
+        for column in ("margin", "runner_up"):
+            if column not in frame:
+                frame[column] = None
         frame = frame[["run_id", "fold", "policy", "benchmark", "example_id", "arm", "f1", "deploy_utility",
-                       "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at", "kind"]]
+                       "answer_utility", "deploy_tokens", "answer_tokens", "calls", "finished_at", "kind",
+                       "margin", "runner_up"]]
         with self.transaction() as connection:
             connection.execute(
                 "DELETE FROM crossfit_results WHERE run_id = ? AND fold = ? AND list_contains(?, policy)",

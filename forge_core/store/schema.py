@@ -169,6 +169,12 @@ MIGRATIONS: tuple[str, ...] = (
         tokens_in INTEGER NOT NULL, tokens_out INTEGER NOT NULL, latency_ms DOUBLE, routing_ms DOUBLE, f1 DOUBLE,
         support_verdict VARCHAR, evaluator VARCHAR);
     """,
+    # Each routed crossfit decision's margin in utility units and the runner-up it is taken over
+    # (the crossfit report's reliability table); NULL for other policies and for older runs.
+    """
+    ALTER TABLE crossfit_results ADD COLUMN margin DOUBLE;
+    ALTER TABLE crossfit_results ADD COLUMN runner_up VARCHAR;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -185,7 +191,7 @@ LATER_COLUMNS: dict[str, tuple[str, ...]] = {
     "checkpoints": (*CHECKPOINT_LINEAGE_COLUMNS, "weights_sha256"),
     "arm_outcomes": ("reasoning_method",),
     "probe_outcomes": ("tokens_reasoning", "reasoning_method"),
-    "crossfit_results": ("kind",),
+    "crossfit_results": ("kind", "margin", "runner_up"),
     "fresh_results": ("checkpoint_id",),
 }
 # Copies the lineage keys of the checkpoints with the given ids into those columns.

@@ -105,6 +105,21 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     assert set(policies["always_summary_cot"]["cot_share"].values()) == {1.0}
     assert set(policies["always_raw"]["cot_share"].values()) == {0.0}
     assert report["stage2_minus_stage1"] == {}  # a Stage-1 run has no Stage-2 routers
+    # every routed decision stores its margin (utility units) over a runner-up; the report bins them
+    routed = results[(results["kind"] == "router") & ~results["policy"].str.endswith("_fallback")]
+    assert routed["margin"].notna().all() and (routed["margin"] >= 0).all()
+    assert (routed["runner_up"] != routed["arm"]).all()
+    assert results.loc[results["kind"] != "router", "margin"].isna().all()
+    assert report["margins_stored"]
+    for name in ("forge_lite", "forge_full", "forge_lite_cond"):
+        bins = policies[name]["reliability"]
+        assert sum(b["queries"] for b in bins) == queries
+        assert all(0 <= b["share_right"] <= 1 and b["low"] <= b["mean_margin"] <= b["high"] for b in bins)
+    assert "reliability" not in policies["always_raw"]
+    from forge_core.evaluation.oracle_measures import margin_reliability
+
+    older = results[results["policy"] == "forge_lite"].drop(columns=["margin", "runner_up"])
+    assert margin_reliability(older, np.zeros((len(older), 6)), []) is None  # a run stored before margins
     assert crossfit_report(store, report["run_id"]) == report  # read back, not recomputed
 
     from forge_core.evaluation import crossfit as crossfit_module

@@ -106,6 +106,13 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
     summary = action_map.cluster_summary()
     assert summary["queries"].sum() == len(test)
     assert (summary["regret"] >= 0).all()
+    members = action_map.clusters == 0
+    rows = np.flatnonzero(members)
+    assert summary["router tokens in"].iloc[0] == pytest.approx(test.tokens_in[rows, router[rows]].mean())
+    assert summary["oracle tokens out"].iloc[0] == pytest.approx(
+        test.tokens_out[rows, action_map.oracle_actions[rows]].mean())
+    assert action_map.mean_tokens(router) == pytest.approx(
+        (test.tokens_in[np.arange(len(test)), router].mean(), test.tokens_out[np.arange(len(test)), router].mean()))
     points = action_map.points()
     first = store.examples(test.keys[0][0], [test.keys[0][1]])[0]
     assert html.escape(first.question[:40]) in points["hover"][0]

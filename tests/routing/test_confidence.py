@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from forge_core.reports.reliability import margins, reliability_table, share_right
-from forge_core.routing.confidence import confidence
+from forge_core.routing.confidence import confidence, margins, reliability_table, share_right
 
 ARMS = ("direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot")
 
