@@ -27,12 +27,33 @@ from support.stores import copy_store, synthetic_outcomes
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Cache folders whose files are named by a digest of what they are built from (BM25 indexes by
+# corpus, ONNX exports by weights) and written atomically: the tests share them instead of
+# rebuilding the same files in every test's own cache (about 140 index builds in a run).
+CONTENT_ADDRESSED_CACHES = ("bm25", "embedders")
+
+
+@pytest.fixture(scope="session")
+def shared_cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the content-addressed cache folders live for the whole session."""
+    root = tmp_path_factory.mktemp("shared-cache")
+    for name in CONTENT_ADDRESSED_CACHES:
+        (root / name).mkdir()
+    return root
+
+
 @pytest.fixture(autouse=True)
-def isolated_paths(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets its own store and cache unless it sets them itself (never data/)."""
+def isolated_paths(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                   shared_cache_root: Path) -> None:
+    """Every test gets its own store and cache unless it sets them itself (never data/); the
+    cache's content-addressed folders are the session's shared ones."""
     root = tmp_path_factory.mktemp("forge")
+    cache = root / "cache"
+    cache.mkdir()
+    for name in CONTENT_ADDRESSED_CACHES:
+        (cache / name).symlink_to(shared_cache_root / name, target_is_directory=True)
     monkeypatch.setenv("FORGE_STORE", str(root / "store.duckdb"))
-    monkeypatch.setenv("FORGE_CACHE_DIR", str(root / "cache"))
+    monkeypatch.setenv("FORGE_CACHE_DIR", str(cache))
 
 
 @pytest.fixture(scope="session")
