@@ -416,19 +416,19 @@ class Store(StoreFile):
 
     def answered_arm_tokens_in(self, host: str, limit: int) -> list[tuple[str, str, str, int]]:
         """(benchmark, example_id, arm, tokens_in) of a host's first `limit` answered arm outcomes,
-        in `arm_outcomes`' order (benchmark, example_id, arm)."""
+        in `arm_outcomes`' order (benchmark, example_id, arm), under the default BM25 evidence."""
         with self.connect() as connection:
             return connection.execute(
                 "SELECT benchmark, example_id, arm, tokens_in FROM arm_outcomes WHERE host = ? AND error IS NULL "
-                "ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
+                "AND retriever_hash = '' ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
 
     def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
         """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
-        over all benchmarks by (None, name)."""
+        over all benchmarks by (None, name), under the default BM25 evidence."""
         with self.connect() as connection:
             rows = connection.execute(
                 "WITH calls AS (SELECT benchmark, arm AS name, tokens_out FROM arm_outcomes "
-                "               WHERE host = $host AND error IS NULL "
+                "               WHERE host = $host AND error IS NULL AND retriever_hash = '' "
                 "               UNION ALL SELECT benchmark, probe, tokens_out FROM probe_outcomes "
                 "               WHERE host = $host AND error IS NULL) "
                 "SELECT benchmark, name, avg(tokens_out) FROM calls GROUP BY GROUPING SETS ((benchmark, name), (name))",
@@ -444,7 +444,7 @@ class Store(StoreFile):
     def reasoning_by_arm(self, host: str) -> pd.DataFrame:
         """Per arm, over a host's answered outcomes: count, mean output and reasoning tokens (reasoning
         is part of the output), and how the reasoning counts were obtained (NULL: stored before
-        they were recorded)."""
+        they were recorded); under the default BM25 evidence."""
         with self.connect() as connection:
             return connection.execute(
                 """
@@ -452,7 +452,7 @@ class Store(StoreFile):
                        avg(tokens_reasoning) AS tokens_reasoning,
                        string_agg(DISTINCT coalesce(reasoning_method, 'not recorded'), ', '
                                   ORDER BY coalesce(reasoning_method, 'not recorded')) AS counted_by
-                FROM arm_outcomes WHERE host = ? AND error IS NULL GROUP BY arm ORDER BY arm
+                FROM arm_outcomes WHERE host = ? AND error IS NULL AND retriever_hash = '' GROUP BY arm ORDER BY arm
                 """, [host]).fetchdf()
 
     def probe_outcomes(self, host: str) -> pd.DataFrame:
@@ -464,7 +464,8 @@ class Store(StoreFile):
 
     def coverage(self, n_arms_by_host: dict[str, int], split_seed: int = 0) -> dict[str, dict[str, Any]]:
         """Per host: queries with all K arms of the K-arm alphabet free of errors, how many also
-        have all four probes, and their counts by benchmark and by split."""
+        have all four probes, and their counts by benchmark and by split (under the default BM25
+        evidence: `forge evidence arms` compares other retrievers)."""
         coverage = {}
         with self.connect() as connection:
             for host, n_arms in n_arms_by_host.items():
@@ -472,7 +473,7 @@ class Store(StoreFile):
                     """
                     WITH complete AS (
                         SELECT benchmark, example_id FROM arm_outcomes
-                        WHERE host = ? AND error IS NULL AND list_contains(?, arm)
+                        WHERE host = ? AND error IS NULL AND list_contains(?, arm) AND retriever_hash = ''
                         GROUP BY ALL HAVING count(*) = ?),
                     probed AS (
                         SELECT benchmark, example_id FROM probe_outcomes
