@@ -5,4 +5,5 @@ moves with the weights (`demo_questions`), the Queries page's per-query table (`
 Action map arrays that travel with the demo export (`map_cache`), the demo store loaded in one step
 with the benchmarks it needs (`demo_store`), the traffic log of `forge serve` read and summarized
 for the Traffic page and `forge traffic` (`traffic`), and how far a router's margins in utility units
-can be trusted on its held-out queries (`reliability`)."""
+can be trusted on its held-out queries (`reliability`), and the Overview's stored evidence measurements
+per retriever (`evidence`)."""

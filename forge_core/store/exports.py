@@ -131,6 +131,8 @@ def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: p
     before the lineage columns get them from their lineage."""
     if frame.empty:
         return
+    if table in ("arm_outcomes", "features") and "retriever_hash" not in frame.columns:
+        frame = frame.assign(retriever_hash="")  # an export made before evidence keyed them: the default BM25
     connection.register("new_rows", frame)
     connection.execute(f"INSERT INTO {known_table(table)} BY NAME SELECT * FROM new_rows ON CONFLICT DO NOTHING")
     connection.unregister("new_rows")

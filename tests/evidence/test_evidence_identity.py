@@ -99,3 +99,16 @@ def test_a_router_trained_under_dense_records_it_and_refuses_bm25(dense_store: t
     with pytest.raises(InvalidInput, match=f"retriever configuration {dense_hash}; it cannot route with retriever "
                                            "'bm25'"):
         TrainRequest(host=HOST, variant="lite", stage=2, parent=router).check(store)
+
+
+def test_outcomes_under_a_retriever_export_as_an_added_part(dense_store: tuple[Store, str, str],
+                                                            tmp_path: Path) -> None:
+    from forge_core.store.exports import export_part, load_exported
+
+    store, _, dense_hash = dense_store
+    rows = export_part(store, tmp_path, "arm_outcomes", "retrievers", "retriever_hash <> ''")
+    assert rows == len(store.arm_outcomes(HOST, retriever_hash=dense_hash).query("retriever_hash != ''"))
+    fresh = Store(tmp_path / "fresh.duckdb")
+    assert load_exported(fresh, tmp_path) == {"arm_outcomes": rows}  # only the part: no main file here
+    assert fresh.arm_outcomes(HOST).empty  # the default evidence: none of the part's rows
+    assert len(fresh.arm_outcomes(HOST, retriever_hash=dense_hash)) == rows
