@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--ubatch-n", type=int, default=0, help="calls to run on a one-token-batch server too")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    load_before = os.getloadavg()  # a loaded machine's seconds per call say so
     store = Store(config.store_path())
     host_config = BUILTIN_HOSTS[args.host]
     stored = sample_outcomes(store, args.host, args.n, args.seed)
@@ -148,6 +150,7 @@ def main() -> None:
             "same_as_default_server": _share([identical(one[k], first[k]) for k in one]),
             "seconds_per_call": round(ubatch_seconds, 2),
             "seconds_ratio_to_default": round(ubatch_seconds / default_seconds, 2)}
+    report["load_average_before"], report["load_average_after"] = load_before, os.getloadavg()
     print(json.dumps(report))
 
 

@@ -8,7 +8,8 @@ every animation frame (`tests/app/test_conditioned_browser.py` uses the same che
 a new weight pair, so nothing is served from the result cache.
 
 Prints one JSON line: the first render's seconds, each step's seconds, their median, and the
-conditioned Lite router's tokens a query before and after the steps (empty without one).
+conditioned Lite router's tokens a query before and after the steps (empty without one), and the
+machine's load average before and after.
 Run: `.venv/bin/python bench/slider_step.py [--store data/forge.duckdb] [--steps 10]`.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -67,7 +69,9 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=ROOT / "data" / "forge.duckdb")
     parser.add_argument("--steps", type=int, default=10)
     arguments = parser.parse_args()
-    print(json.dumps(measure(arguments.store, arguments.steps)))
+    load_before = os.getloadavg()  # a loaded machine's figures say so
+    result = measure(arguments.store, arguments.steps)
+    print(json.dumps({**result, "load_average_before": load_before, "load_average_after": os.getloadavg()}))
 
 
 if __name__ == "__main__":

@@ -7,12 +7,14 @@ from pathlib import Path
 import streamlit as st
 
 from forge_core.reports.traffic import (
+    BUDGET_TOLERANCE,
     arm_mix_over_time,
     default_traffic_dir,
     parse_since,
     read_traffic,
     request_record,
     requests_frame,
+    requests_over_time,
     summarize_traffic,
 )
 
@@ -24,10 +26,16 @@ folder_column, since_column, follow_column = st.columns([3, 1, 1])
 folder = folder_column.text_input("Traffic log folder", str(default_traffic_dir()))
 since = since_column.text_input("Since", "", help="A duration back from now (15m, 2h, 1d) or an ISO time; "
                                                   "empty: everything.")
-follow = follow_column.toggle("Follow", value=False, help="Re-read the log every 2 seconds.")
+follow = follow_column.toggle("Follow", value=True, help="Re-read the log every 5 seconds (while a server writes it).")
 
 
-@st.fragment(run_every=2.0 if follow else None)
+def interval_text(stat: dict) -> str:
+    """'mean [low, high]' of a `summarize_traffic` interval, or the mean alone below two values."""
+    low, high = stat["ci95"]
+    return f"{stat['mean']:,.1f}" + ("" if low is None else f" [95% interval {low:,.1f} to {high:,.1f}]")
+
+
+@st.fragment(run_every=5.0 if follow else None)
 def traffic_view() -> None:
     """The page body, re-run on its own while following."""
     try:
@@ -50,46 +58,74 @@ def traffic_view() -> None:
     columns[3].metric("Latency (mean ms)", f"{summary['latency_ms']['mean']:.0f}")
 
     st.subheader("Requests over time")
-    per_minute = frame.set_index("time").resample("1min")["id"].count().rename("requests a minute")
-    st.bar_chart(per_minute)
+    st.bar_chart(requests_over_time(frame))
     st.subheader("Arm mix over time")
+    st.caption("Share of each arm in 20 equal runs of consecutive answered requests.")
     st.area_chart(arm_mix_over_time(frame))
 
     st.subheader("Realized tokens against the target")
-    st.caption("The rolling mean over the last 200 requests of each budget, with its 95% interval, and the target.")
+    st.caption(f"The rolling mean over the last 200 requests of each budget with its 95% interval, the target "
+               f"and the controller's +-{BUDGET_TOLERANCE:.0%} band.")
     for budget, group in frame.groupby("budget"):
         chart = group.set_index("time")[["rolling_tokens", "rolling_low", "rolling_high"]]
         target = group["budget_target"].dropna()
+        last = group.iloc[-1]
+        text = (f"**{budget}**: last 200 requests {last['rolling_tokens']:,.1f} tokens a request "
+                f"[95% interval {last['rolling_low']:,.1f} to {last['rolling_high']:,.1f}]")
         if not target.empty:
-            chart = chart.assign(target=float(target.iloc[-1]))
-        st.markdown(f"**{budget}**")
+            goal = float(target.iloc[-1])
+            chart = chart.assign(target=goal, band_low=goal * (1 - BUDGET_TOLERANCE),
+                                 band_high=goal * (1 + BUDGET_TOLERANCE))
+            text += f" against a target of {goal:,.1f} ({last['rolling_tokens'] / goal - 1:+.1%})"
+        st.markdown(text)
         st.line_chart(chart)
-        weights = group.set_index("time")[["lambda_in", "lambda_out"]].dropna()
-        if not weights.empty:
-            st.caption(f"Weights in force ({budget}): lambda_in, lambda_out")
-            st.line_chart(weights)
+        budget_state = summary["budgets"].get(budget, {})
+        if budget_state.get("out_of_reach"):
+            side = ("less than the target even at its lowest trained weights (its cheapest price of a token)"
+                    if budget_state["at_bound"] == "lowest" else "more than the target even at its highest weights")
+            st.warning(f"Out of the router's reach: the controller sits at lambda_in {budget_state['lambda_in']:.4g}, "
+                       f"lambda_out {budget_state['lambda_out']:.4g}, where the router spends {side}. A router "
+                       "trained over a wider weight range (`forge train --conditioned --weight-range`) reaches "
+                       "further.", icon=":material/warning:")
+
+    st.subheader("Weights in force over time")
+    weights = frame.dropna(subset=["lambda_in", "lambda_out"])
+    if weights.empty:
+        st.caption("No cost-conditioned router served these requests: no weights to show.")
+    for budget, group in weights.groupby("budget"):
+        st.markdown(f"**{budget}**: now lambda_in {group['lambda_in'].iloc[-1]:.4g}, "
+                    f"lambda_out {group['lambda_out'].iloc[-1]:.4g}")
+        st.line_chart(group.set_index("time")[["lambda_in", "lambda_out"]])
 
     saving = summary["shadow_raw"]["saving_tokens"]
     st.subheader("Saving against Always-Raw")
     if saving["n"]:
-        low, high = saving["ci95"]
-        st.metric("Tokens saved a request (shadow sample)", f"{saving['mean']:.1f}",
-                  help=f"{saving['n']} shadowed requests; 95% interval {low} to {high}")
+        raw = summary["shadow_raw"]["raw_tokens"]
+        columns = st.columns(2)
+        columns[0].metric("Tokens saved a request (shadow sample)", f"{saving['mean']:,.1f}")
+        columns[1].metric("Always-Raw's tokens a request (same requests)", f"{raw['mean']:,.1f}")
+        st.caption(f"Over {saving['n']} requests whose Always-Raw cost was measured after their response: "
+                   f"saving {interval_text(saving)}.")
     else:
         st.caption("No shadow Always-Raw sample: serve with `--shadow-raw 0.1` to measure it.")
     candidate = summary["candidate"]
     st.subheader("Candidate against the current router")
     if candidate["shadowed"]:
         difference = candidate["token_difference"]
-        st.write(f"{candidate['routed']} requests routed by the candidate; agreement "
-                 f"{candidate['agreement']:.0%}; {candidate['calls']} shadow answers, {candidate['tokens_spent']:,} "
-                 f"tokens; {candidate['capped']} past the token cap. Candidate minus current tokens a request: "
-                 f"{difference['mean']} (95% interval {difference['ci95'][0]} to {difference['ci95'][1]}).")
+        columns = st.columns(3)
+        columns[0].metric("Routed by the candidate", f"{candidate['routed']:,}")
+        columns[1].metric("Agreement with the current router",
+                          "-" if candidate["agreement"] is None else f"{candidate['agreement']:.0%}")
+        columns[2].metric("Candidate minus current tokens", "-" if difference["mean"] is None
+                          else f"{difference['mean']:+,.1f}")
+        st.caption(f"{candidate['calls']} shadow answers spent {candidate['tokens_spent']:,} tokens; "
+                   f"{candidate['capped']} skipped past the token cap. Token difference over the "
+                   f"{difference['n']} requests it routed and answered (agreements count 0): "
+                   + ("-" if difference["mean"] is None else interval_text(difference)) + ".")
         quality = candidate["quality_difference"]
         if quality["n"]:
-            st.metric("Candidate minus current rating (evaluator host, 0 to 1)", f"{quality['mean']:+.3f}",
-                      help=f"{quality['n']} requests (agreements count 0); 95% interval {quality['ci95'][0]} to "
-                           f"{quality['ci95'][1]}")
+            st.metric("Candidate minus current rating (evaluator host, 0 to 1)", f"{quality['mean']:+.3f}")
+            st.caption(f"Over {quality['n']} requests (agreements count 0): {interval_text(quality)}.")
         else:
             st.caption("No rating: serve with `--evaluator-host HOST` to rate both answers of each disagreement.")
         st.dataframe({"candidate arm": list(candidate["arms"]), "requests": list(candidate["arms"].values())})

@@ -1,6 +1,8 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md, from the store's runs and the committed bench results
-(bench/results/NAME.json: the JSON line bench/NAME.py printed last).
+docs/results-rewards-grounding.md, from the store's runs and two kinds of committed outputs:
+bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
+and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
+holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
@@ -10,16 +12,17 @@ of the two documents sits between `<!-- generated:NAME -->` and `<!-- /generated
 comments, invisible once rendered): a block (the markers on lines of their own) or a fragment of
 a sentence (the markers inline). The script rewrites what lies between the markers and nothing
 else; `--check` writes nothing and exits 1 with a unified diff when a document differs from what
-it would write (tests/test_results_docs.py runs it).
+it would write (tests/test_results_docs.py compares the same texts).
 
 It only reads, through the functions the documented commands call (`forge store summary`, `forge
 eval cached|crossfit|fresh|transfer`, `forge rewards audit --no-crossfit`): no host is called and
 nothing is trained. A sentence whose wording the store no longer bears out stops the script with
-the claim that failed (rewrite the sentence). Runs are selected
-by their settings (host, stage, accounting, split seed, cost weights, conditioning), never by id;
-the ids the text quotes come from the store. Crossfit reports are kept in FORGE_CACHE_DIR/crossfit,
-as the dashboard keeps them. Intervals are paired bootstrap 95% intervals (seeded, so the text is
-the same on every run): queries resampled within benchmarks, macro over benchmarks.
+the claim that failed (rewrite the sentence), and so does a stored report whose figures the store
+also gives and gives otherwise. Runs are selected by their settings (host, stage, accounting,
+split seed, cost weights, conditioning), never by id; the ids the text quotes come from the store.
+Crossfit reports are kept in FORGE_CACHE_DIR/crossfit, as the dashboard keeps them. Intervals are
+paired bootstrap 95% intervals (seeded, so the text is the same on every run): queries resampled
+within benchmarks, macro over benchmarks.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from forge_core.store import Store
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
+STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
 N_ARMS = 6  # its alphabet
 FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
@@ -76,10 +80,12 @@ REGION = re.compile(r"<!-- generated:(?P<name>[\w-]+) -->(?P<body>.*?)<!-- /gene
 # ---------------------------------------------------------------- formatting
 
 def _ci(interval: Sequence[float] | None) -> str:
+    """"[-0.012, +0.034]", or "" for no interval."""
     return "" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
 
 
 def _gain(gain: float, interval: Sequence[float]) -> str:
+    """"+0.010 [-0.007, +0.026]"."""
     return f"{gain:+.3f} {_ci(interval)}"
 
 
@@ -89,6 +95,7 @@ def _pair(report: dict) -> str:
 
 
 def _weights(report: dict) -> str:
+    """"λ 0.1 / 0.2"."""
     return f"λ {_pair(report)}"
 
 
@@ -109,10 +116,12 @@ def _listing(items: Sequence[str]) -> str:
 
 
 def _ids(ids: Sequence[str]) -> str:
+    """Run ids as inline code, comma-separated."""
     return ", ".join(f"`{run_id}`" for run_id in ids)
 
 
 def _excludes_zero(interval: Sequence[float]) -> bool:
+    """Whether an interval decides the sign of its difference."""
     return interval[0] > 0 or interval[1] < 0
 
 
@@ -125,6 +134,19 @@ def _require(holds: bool, claim: str) -> None:
 def _difference(benchmarks: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float]]:
     """macro(a) - macro(b) and its paired bootstrap 95% interval."""
     return macro(a, benchmarks) - macro(b, benchmarks), paired_bootstrap_ci(a, b, benchmarks)
+
+
+# ---------------------------------------------------------------- committed outputs
+
+def _bench(name: str) -> dict:
+    """The JSON line bench/NAME.py printed last, committed as bench/results/NAME.json."""
+    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())
+
+
+def _stored(name: str) -> dict:
+    """A command's `--json` output kept as data/demo/reports/NAME.json (scripts/stored_reports.sh
+    writes them): the commands that train routers in memory, whose numbers no store holds."""
+    return json.loads((STORED_REPORTS / f"{name}.json").read_text())
 
 
 # ---------------------------------------------------------------- what the store holds
@@ -226,13 +248,18 @@ class Results:
         return [self._reports[run.run_id].result() for run in runs]
 
     @cached_property
+    def stage2_reports(self) -> list[dict]:
+        """`forge eval crossfit --stage 2 --json` of the split-seed-0 deployment runs, by weights."""
+        return self.reports(self.select(2))
+
+    @cached_property
     def seed_reports(self) -> list[dict]:
         """The Stage-2 runs of split seed 0, deployment accounting, each with `across_split_seeds`:
         the spread over the runs whose settings differ only in the split seed."""
         every_seed = self.reports(self.select(2, split_seed=None))
         return [{**report,
                  "across_split_seeds": seed_spread([r for r in every_seed if seed_key(r) == seed_key(report)])}
-                for report in self.reports(self.select(2))]
+                for report in self.stage2_reports]
 
     def rows(self, run: CrossfitRun) -> RunRows:
         """A run's out-of-fold utilities and arms per policy, ordered as `crossfit_report` orders them."""
@@ -304,6 +331,10 @@ class Results:
             self._audits[key] = run_reward_audit(self.store, request)
         return self._audits[key]
 
+    def audits(self, reward: str) -> list[dict]:
+        """`audit` at every audited weight pair (`AUDIT_WEIGHTS`)."""
+        return [self.audit(reward, weights) for weights in AUDIT_WEIGHTS]
+
     @cached_property
     def grounding(self) -> dict[str, dict[str, tuple[float, tuple[float, float]]]]:
         """Per router of the grounding tables, its gold recall and support rate minus
@@ -328,6 +359,7 @@ class Results:
 # ---------------------------------------------------------------- the demo store
 
 def demo_store(results: Results) -> str:
+    """The demo store's complete queries per split and benchmark, and those with probes."""
     coverage = results.coverage
     splits = coverage["by_split"]
     benchmarks = ", ".join(f"{BENCHMARK_NAMES[benchmark]} {counts['complete']}"
@@ -338,6 +370,7 @@ def demo_store(results: Results) -> str:
 
 
 def _arm_table(summary: pd.DataFrame) -> list[str]:
+    """Per arm (and the oracle) and benchmark: F1 / tokens, then macro F1 and tokens in / out."""
     benchmarks = [b for b in dict.fromkeys(summary["benchmark"]) if b != MACRO]
     lines = ["| arm | " + " | ".join(f"{b} F1 / tok" for b in benchmarks) + " | macro F1 | macro tok in / out |",
              "|---|" + "---:|" * (len(benchmarks) + 2)]
@@ -423,6 +456,7 @@ def _order(policies: dict) -> list[str]:
 
 
 def _utility_cell(report: dict, name: str) -> str:
+    """Utility, gain over the best fixed arm with its interval, and the interval against the floor."""
     row = report["policies"][name]
     best = report["policies"][report["best_fixed_policy"]]["macro_utility"]
     return (f"{row['macro_utility']:.3f}, {row['macro_utility'] - best:+.3f} {_ci(row['ci_utility_vs_best_fixed'])}, "
@@ -430,21 +464,25 @@ def _utility_cell(report: dict, name: str) -> str:
 
 
 def _cost_cell(report: dict, name: str) -> str:
+    """Macro F1, k tokens (deployment / answering call) and calls a query."""
     row = report["policies"][name]
     return (f"{row['macro_f1']:.3f}, {row['deploy_cost_k']:.3f} / {row['answer_cost_k']:.3f}, "
             f"{row['calls_per_query']:.2f}")
 
 
-def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str], str]) -> list[str]:
+def _per_weight_table(reports: list[dict], what: str, cell: Callable[[dict, str], str],
+                      names: Sequence[str] | None = None) -> list[str]:
+    """One row per policy (`names`, default every policy in `_order`), one column per report's weights."""
     header = " | ".join(f"{_weights(r)}: {what}" for r in reports)
     lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
-    for name in _order(reports[0]["policies"]):
+    for name in names or _order(reports[0]["policies"]):
         lines.append(f"| `{name}` | " + " | ".join(cell(report, name) for report in reports) + " |")
     return lines
 
 
 def crossfit_runs(results: Results) -> str:
-    reports = results.reports(results.select(2))
+    """Each weight's best fixed arm and the run ids of the Stage-2 tables."""
+    reports = results.stage2_reports
     arms = ", ".join(f"`{r['best_fixed_arm']}` at {_pair(r)}" for r in reports)
     return f"Best fixed arm: {arms} (runs {_ids([r['run_id'] for r in reports])})"
 
@@ -452,7 +490,7 @@ def crossfit_runs(results: Results) -> str:
 def crossfit_tables(results: Results) -> str:
     """Per policy and weight: utility, gain over the best fixed arm and over the floor with intervals;
     then F1, both costs and the calls."""
-    reports = results.reports(results.select(2))
+    reports = results.stage2_reports
     return "\n".join([*_per_weight_table(reports, "utility, vs best fixed, vs floor", _utility_cell), "",
                       *_per_weight_table(reports, "F1, k tok deploy / answer, calls", _cost_cell)])
 
@@ -461,6 +499,7 @@ SEED_POLICIES = ("forge_full", "forge_lite", "bge_bm25_kl", "ridge_utility", "fo
 
 
 def seed_runs(results: Results) -> str:
+    """The run ids of the other split seeds' Stage-2 runs."""
     runs = [run for run in results.select(2, split_seed=None) if run.settings["split_seed"] != 0]
     seeds = sorted({run.settings["split_seed"] for run in runs})
     return f"runs at seeds {_listing([str(seed) for seed in seeds])}: {_ids([run.run_id for run in runs])}"
@@ -601,6 +640,7 @@ ORACLE_SET_POLICIES = ("forge_lite", "forge_lite_cond", "forge_full", "bge_bm25_
 
 
 def _oracle_set_cell(report: dict, name: str) -> str:
+    """Regret with its interval, oracle-set agreement and FEVER's thinking share."""
     row = report["policies"][name]
     return (f"{row['regret']['mean']:.3f} {_ci(row['regret']['ci'])}, {row['oracle_agreement']:.1%}, "
             f"{row['cot_share'].get('fever', 0.0):.1%}")
@@ -609,17 +649,14 @@ def _oracle_set_cell(report: dict, name: str) -> str:
 def oracle_set_table(results: Results) -> str:
     """Per policy and weight (the Stage-2 runs, split seed 0): regret with its interval, oracle-set
     agreement and the FEVER cot share."""
-    reports = results.reports(results.select(2))
-    header = " | ".join(f"{_weights(r)}: regret [95% CI], in oracle set, FEVER cot" for r in reports)
-    lines = [f"| policy | {header} |", "|---|" + "---|" * len(reports)]
-    for name in (*ORACLE_SET_POLICIES, "oracle"):
-        lines.append(f"| `{name}` | " + " | ".join(_oracle_set_cell(r, name) for r in reports) + " |")
-    return "\n".join(lines)
+    return "\n".join(_per_weight_table(results.stage2_reports, "regret [95% CI], in oracle set, FEVER cot",
+                                       _oracle_set_cell, (*ORACLE_SET_POLICIES, ORACLE)))
 
 
 # ---------------------------------------------------------------- Fresh Online protocol
 
 def fresh_run(results: Results) -> str:
+    """The stored Fresh Online run: queries, policies and its id."""
     fresh = results.fresh
     return (f"{fresh['queries']} queries, {len(fresh['policies'])} policies, run `{fresh['run_id']}`")
 
@@ -652,20 +689,55 @@ def fresh_counts(results: Results) -> str:
 TRANSFER_POLICIES = ("always_raw", "oracle", "target_forge_lite", "transfer_forge_lite", "transfer_forge_full")
 
 
+TRANSFER_HEADER = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
+                   "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
+
+
+def _transfer_row(report: dict, name: str) -> str:
+    """One policy's row of a transfer report (`TRANSFER_HEADER`)."""
+    row = report["policies"][name]
+    return (f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
+            f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
+            f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
+            f"| {_ci(row['ci_utility_vs_target_router'])} |")
+
+
+def _zero_shot(report: dict) -> list[str]:
+    """A transfer report's rows: its best fixed arm and `TRANSFER_POLICIES`."""
+    return list(dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]))
+
+
 def transfer_table(results: Results) -> str:
-    """Per zero-shot transfer report: the references and the transferred routers with F1, deployment
-    cost, utility and the paired intervals against the target's Always-Raw, best fixed arm and own
-    Lite router."""
-    lines = ["| source -> target, weights | policy | macro F1 | k tok, deploy | utility | vs Always-Raw "
-             "| vs best fixed | vs target's router |", "|---|---|---:|---:|---:|---|---|---|"]
-    for report in results.transfers:
-        for name in dict.fromkeys([report["best_fixed_policy"], *TRANSFER_POLICIES]):
-            row = report["policies"][name]
-            lines.append(f"| {report['source_host']} -> {report['target_host']}, {_weights(report)} | `{name}` "
-                         f"| {row['macro_f1']:.3f} | {row['deploy_cost_k']:.3f} | {row['macro_utility']:.3f} "
-                         f"| {_ci(row['ci_utility_vs_always_raw'])} | {_ci(row['ci_utility_vs_best_fixed'])} "
-                         f"| {_ci(row['ci_utility_vs_target_router'])} |")
-    return "\n".join(lines)
+    """Per zero-shot transfer report the store gives: the references and the transferred routers with
+    F1, deployment cost, utility and the paired intervals against the target's Always-Raw, best fixed
+    arm and own Lite router."""
+    return "\n".join([*TRANSFER_HEADER, *(_transfer_row(report, name) for report in results.transfers
+                                          for name in _zero_shot(report))])
+
+
+def _stored_transfers(results: Results) -> list[dict]:
+    """The stored `forge eval transfer --json` reports (data/demo/reports/transfer_*.json): weights
+    whose routers the export lacks (a report the store gives is generated from it, not kept)."""
+    reports = sorted((json.loads(path.read_text()) for path in STORED_REPORTS.glob("transfer_*.json")),
+                     key=lambda r: (r["lambda_in"], r["lambda_out"], r["source_host"]))
+    exported = {(r["source_host"], r["lambda_in"], r["lambda_out"]) for r in results.transfers}
+    _require(not any((r["source_host"], r["lambda_in"], r["lambda_out"]) in exported for r in reports),
+             "no stored transfer report repeats one the export gives")
+    return reports
+
+
+def transfer_stored_runs(results: Results) -> str:
+    """Which stored transfer reports there are: files, directions and weights."""
+    reports = _stored_transfers(results)
+    weights = _listing(list(dict.fromkeys(_pair(r) for r in reports)))
+    return (f"{len(reports)} reports, `data/demo/reports/transfer_*.json`, both directions at {weights}, "
+            "zero-shot")
+
+
+def transfer_stored_table(results: Results) -> str:
+    """The stored transfer reports' rows, as `transfer_table`'s."""
+    return "\n".join([*TRANSFER_HEADER, *(_transfer_row(report, name) for report in _stored_transfers(results)
+                                          for name in _zero_shot(report))])
 
 
 def transfer_arm_mix(results: Results) -> str:
@@ -679,9 +751,23 @@ def transfer_arm_mix(results: Results) -> str:
 
 
 def transfer_lite(results: Results) -> str:
-    """The transferred Lite routers' intervals against the target's own."""
+    """The transferred Lite routers' intervals against the target's own, from the store (each holds zero)."""
+    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
+                     for r in results.transfers), "every exported zero-shot Lite interval holds zero")
     return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
                      f"(to {r['target_host']})" for r in results.transfers) + f" at {_pair(results.transfers[0])}"
+
+
+def _verdict(interval: Sequence[float]) -> str:
+    """An interval's sign in words."""
+    return "above" if interval[0] > 0 else "below" if interval[1] < 0 else "not decidably different from"
+
+
+def transfer_stored_lite(results: Results) -> str:
+    """The same intervals from the stored reports, each with its verdict against the target's router."""
+    return ", ".join(f"{_ci(ci)} (to {r['target_host']}, {_verdict(ci)} it)" for r in _stored_transfers(results)
+                     for ci in [r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"]]) + \
+        f" at {_pair(_stored_transfers(results)[0])}"
 
 
 def small_target_router(results: Results) -> str:
@@ -692,6 +778,15 @@ def small_target_router(results: Results) -> str:
     train = results.coverages[report["target_host"]]["by_split"]["train"]
     return (f"on `{report['target_host']}` it was trained on {train} train queries and its utility is below "
             f"Always-Raw at {_pair(report)} ({_ci(interval)})")
+
+
+def transfer_full_reading(results: Results) -> str:
+    """The transferred Full routers against Always-Raw and the best fixed arm, every direction and weight."""
+    reports = [*results.transfers, *_stored_transfers(results)]
+    below = [r for r in reports if any(r["policies"]["transfer_forge_full"][key][1] < 0
+                                       for key in ("ci_utility_vs_always_raw", "ci_utility_vs_best_fixed"))]
+    return (f"`transfer_forge_full` is decidably below Always-Raw or the best fixed arm in {len(below)} of the "
+            f"{len(reports)} directions and weights")
 
 
 # ---------------------------------------------------------------- One router for every weight
@@ -754,9 +849,27 @@ def conditioned_reading(results: Results) -> str:
                           "the shipped checkpoints." if not shipped_runs else ".")])
 
 
+def calibrate_budget(results: Results) -> str:
+    """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
+    report = _stored("calibrate_budget_200")
+    settings = (report["variant"], report["ratio"], len(report["folds"]), report["accounting"])
+    _require(settings == ("lite", 2, 5, "deploy"),
+             "the stored calibration is the Lite router's at ratio 2, 5 folds, deployment accounting")
+    over = report["realized_tokens"] - report["budget_tokens"]
+    inside = report["realized_tokens_ci"][0] <= report["budget_tokens"] <= report["realized_tokens_ci"][1]
+    return (f"weights λ_in {report['lambda_in']:.3f} / λ_out {report['lambda_out']:.3f}, realized out of fold "
+            f"{report['realized_tokens']:.1f} tokens a query [{report['realized_tokens_ci'][0]:.1f}, "
+            f"{report['realized_tokens_ci'][1]:.1f}] and macro F1 {report['realized_f1']:.3f} "
+            f"[{report['realized_f1_ci'][0]:.3f}, {report['realized_f1_ci'][1]:.3f}] on {report['queries']:,} "
+            f"queries: {abs(over):.1f} tokens {'over' if over > 0 else 'under'} the target, which lies "
+            f"{'inside' if inside else 'outside'} the interval, so the report says "
+            f"\"{'met' if report['target_met'] else 'not met'}\"")
+
+
 # ---------------------------------------------------------------- grounding (docs/results-rewards-grounding.md)
 
 def grounding_evaluator(results: Results) -> str:
+    """The support evaluator the Cached report names, and its coverage."""
     report = results.cached["deploy"]
     coverage = {row["support_coverage"] for name, row in report["policies"].items()}
     _require(len(coverage) == 1, "every policy has the same support coverage")
@@ -777,11 +890,13 @@ def _grounding_table(results: Results, metric: str, value: Callable[[dict], dict
 
 
 def grounding_f1(results: Results) -> str:
+    """Per grounded policy and benchmark: F1 on the test split."""
     return _grounding_table(results, "F1", lambda row: {b: v["f1"] for b, v in row["per_benchmark"].items()},
                             lambda row: f"{row['macro_f1']:.3f}")
 
 
 def grounding_recall(results: Results) -> str:
+    """Per grounded policy and benchmark: gold evidence recall of the chosen arm."""
     return _grounding_table(results, "gold_recall", lambda row: row["gold_recall_per_benchmark"],
                             lambda row: f"{row['gold_recall']:.3f}")
 
@@ -792,10 +907,12 @@ def _rate_table(results: Results, rate: str) -> str:
 
 
 def grounding_support(results: Results) -> str:
+    """Per grounded policy and benchmark: the share of answers judged SUPPORTED."""
     return _rate_table(results, "support_rate")
 
 
 def grounding_unsupported(results: Results) -> str:
+    """Per grounded policy and benchmark: the share of answers judged CONTRADICTED."""
     return _rate_table(results, "unsupported_rate")
 
 
@@ -824,10 +941,12 @@ def grounding_reading(results: Results) -> str:
 # ---------------------------------------------------------------- reward audits (docs/results-rewards-grounding.md)
 
 def _rho(rho: float | None) -> str:
+    """A Spearman coefficient, "–" where it is undefined (a constant arm)."""
     return "–" if rho is None else f"{rho:.3f}"
 
 
 def _match(match: dict) -> str:
+    """A share with its interval: "0.654 [0.627, 0.678]"."""
     return f"{match['share']:.3f} [{match['ci'][0]:.3f}, {match['ci'][1]:.3f}]"
 
 
@@ -840,6 +959,7 @@ def consensus_arms(results: Results) -> str:
 
 
 def consensus_match(results: Results) -> str:
+    """How often the consensus-best arm is a gold-best arm, by F1 and by utility."""
     audit = results.audit("consensus", AUDIT_WEIGHTS[0])
     return (f"on {_match(audit['best_arm_match']).replace(' [', ' of the queries [', 1)}, and by utility on "
             f"{_match(audit['best_utility_arm_match'])}")
@@ -848,7 +968,7 @@ def consensus_match(results: Results) -> str:
 def judge_arms(results: Results) -> str:
     """Per arm: Spearman of the judge reward with gold F1, both means, and the arm's gold utility at
     each audited weight pair."""
-    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    audits = results.audits("judge")
     lines = ["| arm | Spearman with gold F1 | mean judge reward | mean gold F1 | gold utility at "
              + " | at ".join(f"{li:g}/{lo:g}" for li, lo in AUDIT_WEIGHTS) + " |", "|---|---|---|---|---|---|"]
     for arm, row in audits[0]["arms"].items():
@@ -859,19 +979,43 @@ def judge_arms(results: Results) -> str:
 
 
 def judge_match(results: Results) -> str:
-    audits = [results.audit("judge", weights) for weights in AUDIT_WEIGHTS]
+    """How often the judge-best arm is a gold-best arm, by F1 and by utility at each weight pair."""
+    audits = results.audits("judge")
     by_utility = " and ".join(f"{_match(audit['best_utility_arm_match'])} at {audit['lambda_in']:g}/"
                               f"{audit['lambda_out']:g}" for audit in audits)
     return (f"by F1 on {_match(audits[0]['best_arm_match']).replace(' [', ' of the queries [', 1)}, by utility on "
             f"{by_utility}")
 
 
+def _stored_audit(reward: str, weights: tuple[float, float], results: Results) -> dict:
+    """A stored `forge rewards audit --reward R [--lambda-in --lambda-out] --json` report; its per-arm
+    part must be what the store gives today (`Results.audit`)."""
+    stored = _stored(f"audit_{reward}_{weights[0]:g}_{weights[1]:g}")
+    fresh = results.audit(reward, weights)
+    _require(json.dumps(stored["arms"], sort_keys=True) == json.dumps(fresh["arms"], sort_keys=True)
+             and stored["best_utility_arm_match"] == fresh["best_utility_arm_match"],
+             f"the stored {reward} audit at {weights[0]:g}/{weights[1]:g} has the store's per-arm figures")
+    return stored
+
+
+def _regret_sentence(audit: dict, name: str) -> str:
+    """A router trained on the proxy against the same trained on gold: utility, F1, `regret_vs_gold`."""
+    row = audit["routers"][name]
+    return (f"utility {row['proxy_trained']['macro_utility']:.3f} (gold F1 {row['proxy_trained']['macro_f1']:.3f}) "
+            f"trained on {audit['reward']} against {row['gold_trained']['macro_utility']:.3f} "
+            f"({row['gold_trained']['macro_f1']:.3f}) on gold, `regret_vs_gold` {row['regret_vs_gold']:+.3f} "
+            f"{_ci(row['ci_regret_vs_gold'])}")
+
+
+def consensus_regret(results: Results) -> str:
+    """The stored consensus audits' Lite router trained on consensus against the same trained on gold."""
+    audits = [_stored_audit("consensus", weights, results) for weights in AUDIT_WEIGHTS]
+    return "; ".join(f"at {a['lambda_in']:g}/{a['lambda_out']:g} ({a['folds']} folds, {a['queries']:,} queries) "
+                     f"the Lite router reaches {_regret_sentence(a, 'forge_lite')}: \"{a['verdict'].split(':')[0]}\""
+                     for a in audits)
+
+
 # ---------------------------------------------------------------- measured benchmarks
-
-def _bench(name: str) -> dict:
-    """The JSON line bench/NAME.py printed last, committed as bench/results/NAME.json."""
-    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())
-
 
 def embedder_agreement(results: Results) -> str:
     """`bench/embedder_agreement.py`: the two embeddings' cosines and the routers' agreement."""
@@ -888,6 +1032,40 @@ def embedder_agreement(results: Results) -> str:
             f"pick the same arm on {agreement} of the {routers[0]['test_queries']} test queries under either embedder")
 
 
+def _load(bench: dict) -> str:
+    """The machine's load average (1, 5 and 15 minutes) before and after a bench run."""
+    before, after = (" / ".join(f"{value:.2f}" for value in bench[key])
+                     for key in ("load_average_before", "load_average_after"))
+    return f"load average {before} before, {after} after (1 / 5 / 15 min)"
+
+
+def router_bench(results: Results) -> str:
+    """`bench/router.py`: cold and warm routing, the warm pieces, the MLP and training times."""
+    bench = _bench("router")
+    rows = [("cold routing (top-1 passage vector dropped first)", bench["routing_cold_ms"]),
+            ("warm routing (the same questions again)", bench["routing_warm_ms"]),
+            *((f"warm: {piece.replace('_', ' ')}", times) for piece, times in bench["warm_pieces_ms"].items())]
+    warm, cold = bench["routing_warm_ms"]["p50"], bench["routing_cold_ms"]["p50"]
+    return "\n".join([
+        f"`{bench['embedder']}`, {bench['threads']} thread, {bench['routing_queries']} test questions, a "
+        f"{bench['variant'].title()} router trained on {bench['train_queries']:,} train queries; {_load(bench)}:", "",
+        "| step | p50 ms | p95 ms |", "|---|---:|---:|",
+        *(f"| {label} | {times['p50']:.2f} | {times['p95']:.2f} |" for label, times in rows), "",
+        f"Warm routing p50 is {warm / cold:.2f} of cold in the same run. MLP alone: {bench['mlp_p50_us']:.0f} µs "
+        f"(p50). Stage 1 took {bench['stage1_seconds']:.1f} s, Stage 2 {bench['stage2_seconds_per_1000_steps']:.1f} s "
+        "per 1,000 steps."])
+
+
+def serve_bench(results: Results) -> str:
+    """`bench/serve.py`: what `forge serve` adds to a request's host call, and requests per second."""
+    bench = _bench("serve")
+    return "\n".join([
+        f"Router `{bench['router']}`, {bench['requests']} questions one after another, then the same with "
+        f"{bench['in_flight']} in flight; {_load(bench)}:", "",
+        "| overhead p50 | overhead p95 | requests/s at " + f"{bench['in_flight']} in flight |", "|---:|---:|---:|",
+        f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -900,7 +1078,10 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "stage2-reading": stage2_reading,
     "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
-    "small-target-router": small_target_router,
+    "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
+    "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,
+    "transfer-full-reading": transfer_full_reading,
+    "calibrate-budget": calibrate_budget, "consensus-regret": consensus_regret,
     "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
     "conditioned-reading": conditioned_reading,
     "grounding-evaluator": grounding_evaluator, "grounding-f1": grounding_f1, "grounding-recall": grounding_recall,
@@ -908,7 +1089,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "grounding-reading": grounding_reading,
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
-    "embedder-agreement": embedder_agreement,
+    "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
 }
 
 
@@ -935,12 +1116,9 @@ def check_regions(texts: Sequence[str]) -> None:
         raise SystemExit(f"no region in {', '.join(p.name for p in DOCUMENTS)} for: {', '.join(sorted(missing))}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Rewrite the generated regions (or, with --check, report how they differ): 0, or 1 on a difference."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 with a diff when a document differs")
-    check = parser.parse_args(argv).check
+def documents_from_store() -> dict[Path, tuple[str, str]]:
+    """Each document's committed text and its text with every region generated from the store
+    (FORGE_STORE) and the committed outputs."""
     if not config.store_path().exists():
         raise SystemExit(f"no store at {config.store_path()}: `forge data import && forge store load-demo` first")
     texts = {path: path.read_text() for path in DOCUMENTS}
@@ -948,17 +1126,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = Results(Store(config.store_path()), config.cache_dir() / "crossfit")
     results.start_reports(results.select(2, split_seed=None) + results.select(2, accounting="answer"))
     try:
-        generated = {path: regenerate(old, results) for path, old in texts.items()}
+        return {path: (old, regenerate(old, results)) for path, old in texts.items()}
     finally:
         results.close()
-    differing = [path for path in DOCUMENTS if generated[path] != texts[path]]
-    for path in differing:
+
+
+def difference(path: Path, committed: str, generated: str) -> str:
+    """A unified diff of a document's committed text against the generated one ("" when equal)."""
+    return "".join(difflib.unified_diff(
+        committed.splitlines(keepends=True), generated.splitlines(keepends=True),
+        f"{path.relative_to(ROOT)} (committed)", f"{path.relative_to(ROOT)} (from the store)"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite the generated regions (or, with --check, report how they differ): 0, or 1 on a difference."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 with a diff when a document differs")
+    check = parser.parse_args(argv).check
+    differing = {path: texts for path, texts in documents_from_store().items() if texts[0] != texts[1]}
+    for path, (committed, generated) in differing.items():
         if check:
-            sys.stdout.writelines(difflib.unified_diff(
-                texts[path].splitlines(keepends=True), generated[path].splitlines(keepends=True),
-                f"{path.relative_to(ROOT)} (committed)", f"{path.relative_to(ROOT)} (from the store)"))
+            sys.stdout.write(difference(path, committed, generated))
         else:
-            path.write_text(generated[path])
+            path.write_text(generated)
     return 1 if check and differing else 0
 
 

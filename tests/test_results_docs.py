@@ -1,7 +1,8 @@
 """Numbers that replay: every generated region of docs/results.md and
 docs/results-rewards-grounding.md is what scripts/results_tables.py generates from the committed
-demo store (`forge data import && forge store load-demo`), so a table or a figure that no longer
-matches its runs fails here."""
+demo store (`forge data import && forge store load-demo`) and the committed outputs (bench/results,
+data/demo/reports), so a table or a figure that no longer matches its runs fails here. The
+documents are generated once for the module, then compared one by one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from support.resources import require_demo_export
 from support.stores import copy_store
 
 GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "results_tables.py"
+DOCUMENTS = ("results.md", "results-rewards-grounding.md")
 
 
 def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -31,16 +33,37 @@ def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return module
 
 
-@pytest.fixture
-def demo_store(imported_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
-    """The five benchmarks and the committed demo export, as FORGE_STORE."""
+@pytest.fixture(scope="module")
+def documents(imported_store: Store, tmp_path_factory: pytest.TempPathFactory,
+              shared_cache_root: Path) -> dict[str, tuple[str, str]]:
+    """Per document name: (committed text, the diff against the text the demo store gives)."""
     require_demo_export()
-    store = copy_store(imported_store, tmp_path / "demo")
-    store.load_export_once(config.demo_dir())
-    monkeypatch.setenv("FORGE_STORE", str(store.path))
-    return store
+    root = tmp_path_factory.mktemp("results_docs")
+    cache = root / "cache"
+    cache.mkdir()
+    for shared in shared_cache_root.iterdir():  # the session's BM25 indexes and embedder exports
+        (cache / shared.name).symlink_to(shared, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as patch:
+        store = copy_store(imported_store, root / "demo")
+        store.load_export_once(config.demo_dir())
+        patch.setenv("FORGE_STORE", str(store.path))
+        patch.setenv("FORGE_CACHE_DIR", str(cache))
+        module = results_tables(patch)
+        return {path.name: (committed, module.difference(path, committed, generated))
+                for path, (committed, generated) in module.documents_from_store().items()}
 
 
-def test_the_documents_say_what_the_demo_store_gives(demo_store: Store, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture) -> None:
-    assert results_tables(monkeypatch).main(["--check"]) == 0, capsys.readouterr().out
+def test_the_generator_covers_both_documents(documents: dict[str, tuple[str, str]]) -> None:
+    assert sorted(documents) == sorted(DOCUMENTS)
+    assert all("<!-- generated:" in committed for committed, _ in documents.values())
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_the_document_says_what_the_demo_store_gives(documents: dict[str, tuple[str, str]], name: str) -> None:
+    assert documents[name][1] == "", documents[name][1]
+
+
+def test_the_check_refuses_a_missing_store_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FORGE_STORE", str(tmp_path / "none.duckdb"))
+    with pytest.raises(SystemExit, match="no store at .*forge data import && forge store load-demo"):
+        results_tables(monkeypatch).main(["--check"])

@@ -8,11 +8,15 @@ from typing import Annotated, Optional
 import typer
 
 from forge_core.cli.output import console, open_store, warn_if_other_host
+from forge_core.errors import InvalidInput
 
 
 def serve_command(
-    router: Annotated[str, typer.Option(
-        help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant.")] = "lite",
+    router: Annotated[Optional[str], typer.Option(
+        help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant (default: lite).")] = None,
+    arm: Annotated[Optional[str], typer.Option(
+        "--arm", help="Serve one fixed arm instead of a router (e.g. summary:no_think, what `forge decide` names "
+                      "when no router wins); weights, budgets and a candidate are refused with it.")] = None,
     host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
     benchmark: Annotated[str, typer.Option(help="Whose corpus evidence is retrieved from.")] = "hotpotqa",
     retriever: Annotated[str, typer.Option(
@@ -54,8 +58,8 @@ def serve_command(
         "--traffic-dir", help="Where the traffic log is written (default: traffic/ beside the store).")] = None,
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
-    Live query path) with only the host calls the decision needs, /v1/models, /metrics
-    (Prometheus), /health; until Ctrl-C."""
+    Live query path) with only the host calls the decision needs, or under one fixed arm with
+    --arm, /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
     from forge_core.reports.traffic import default_traffic_dir
@@ -63,6 +67,9 @@ def serve_command(
     from forge_core.server.budget import check_budget, load_budgets_file
     from forge_core.server.deployment import WeightsRequest
 
+    if arm is not None and router is not None:
+        raise InvalidInput(f"--arm {arm} serves one fixed arm: --router needs routing (drop one of them)")
+    router = router or "lite"
     weights = WeightsRequest(lambda_in=lambda_in, lambda_out=lambda_out,
                              budget_tokens=None if budget_tokens is None else check_budget(budget_tokens),
                              budgets=tuple(load_budgets_file(budgets).items()) if budgets else (), ratio=ratio)
@@ -71,9 +78,9 @@ def serve_command(
     settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
-                             traffic_dir=traffic_dir, retriever=retriever)
+                             traffic_dir=traffic_dir, retriever=retriever, arm=arm)
     store = open_store()
-    if router not in ("lite", "full"):
+    if arm is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
     application = build_app(store, settings)
     if bind != "127.0.0.1":

@@ -54,6 +54,11 @@ def _print(summary: dict[str, Any]) -> None:
                 table.add_row(name, str(group["requests"]), _mean(group["tokens"]), _weight(group["lambda_in"]),
                               _weight(group["lambda_out"]))
             console.print(table)
+    for name, group in summary["budgets"].items():
+        if group.get("out_of_reach"):
+            side = "lowest (the router spends less)" if group["at_bound"] == "lowest" else "highest (it spends more)"
+            console.print(f"[yellow]budget {name}: target {group['target']:g} out of the router's reach; the "
+                          f"controller sits at its {side} trained weights[/yellow]")
     saving = summary["shadow_raw"]["saving_tokens"]
     if saving["n"]:
         console.print(f"saving against Always-Raw (shadow sample of {saving['n']}): {_mean(saving)} tokens a request")

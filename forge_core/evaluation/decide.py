@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from forge_core.errors import ForgeError, MissingStep
+from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
@@ -123,8 +123,7 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
 
         outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold)
-        return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced,
-                "fixed_arm_serve_command": _fixed_arm_serve_command(store, host)}
+        return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
 
     result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,
                          lambda path: json.loads(path.read_text()),
@@ -146,7 +145,7 @@ def _named(store: Store, host: str, settings: dict, run_id: str, weights: CostWe
                                             split_seed=settings["split_seed"], seed=settings["seed"])
     lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
     if variant is None:
-        command = result["fixed_arm_serve_command"]
+        command = f"forge serve --host {host} --arm {result['deploy_arm']}"
     elif checkpoint is None:
         command = f"forge train --host {host} --conditioned --variant {variant}  # then: forge decide {lambdas}"
     else:
@@ -158,21 +157,6 @@ def _named(store: Store, host: str, settings: dict, run_id: str, weights: CostWe
                "serve_command": command, "ask_command": ask if variant is None or checkpoint else None}
     decided["sentence"] = decision_sentence(decided)
     return decided
-
-
-def _fixed_arm_serve_command(store: Store, host: str) -> str:
-    """What serves a fixed arm's model: `forge serve` routes with a router, so a fixed arm is its
-    host's model, prompted with the arm (`forge ask --arm`); an embedded host is started by
-    `forge host serve`, a remote one is already served by its provider."""
-    from forge_core.hosts.registry import get_host_config
-
-    try:
-        kind = get_host_config(store, host).kind
-    except ForgeError:
-        return f"forge host add  # host '{host}' has no configuration yet"
-    if kind == "embedded":
-        return f"forge host serve {host}"
-    return f"none needed: host '{host}' is served by its provider"
 
 
 def decision_sentence(decided: dict) -> str:

@@ -30,9 +30,11 @@ from forge_core.errors import InvalidInput
 
 TOP = 5  # slowest and costliest requests listed
 ROLLING = 200  # requests in the page's rolling mean (the controllers' default window)
+BUDGET_TOLERANCE = 0.05  # the controllers hold the realized mean within 5% of the target
 Z_95 = 1.959964
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+BUCKETS_S = (1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400)  # widths of the requests-over-time bars
 
 
 SEGMENT_GLOB = "traffic-*.jsonl"  # the segments `forge_core.server.traffic_log` writes
@@ -155,7 +157,24 @@ def _groups(requests: list[dict[str, Any]], key: str) -> dict[str, Any]:
         last = answered[-1] if answered else {}
         result[name] = {"requests": len(members), "tokens": _interval([r["tokens"] for r in answered]),
                         "lambda_in": last.get("lambda_in"), "lambda_out": last.get("lambda_out")}
+        if key == "budget":
+            window = [r["tokens"] for r in answered[-ROLLING:]]
+            result[name] |= {"target": last.get("budget_target"), "window": _interval(window),
+                             "at_bound": last.get("budget_bound"),
+                             "out_of_reach": out_of_reach(last.get("budget_bound"), float(np.mean(window)),
+                                                          last.get("budget_target"))}
     return result
+
+
+def out_of_reach(bound: str | None, realized: float, target: float | None) -> bool:
+    """True when a budget's controller sits at an end of the router's trained weights with the
+    realized mean still beyond `BUDGET_TOLERANCE` of the target on the far side: at the lowest
+    weights spending less (the router never spends that much), at the highest spending more."""
+    if target is None or bound is None:
+        return False
+    if bound == "lowest":
+        return realized < target * (1 - BUDGET_TOLERANCE)
+    return realized > target * (1 + BUDGET_TOLERANCE)
 
 
 def _shadow_raw(records: TrafficRecords, answered: list[dict[str, Any]]) -> dict[str, Any]:
@@ -194,8 +213,8 @@ def requests_frame(records: TrafficRecords) -> pd.DataFrame:
     weights in force, arm, margin, tokens, host calls, latency, and the rolling mean tokens over the
     last `ROLLING` requests of its budget (or of all unbudgeted ones) with a normal 95% interval."""
     rows = [r for r in records.requests if r.get("status") == 200 and r.get("endpoint") == "chat"]
-    columns = ["id", "time", "client", "budget", "budget_target", "lambda_in", "lambda_out", "arm", "margin",
-               "tokens", "host_calls", "latency_ms"]
+    columns = ["id", "time", "client", "budget", "budget_target", "budget_bound", "lambda_in", "lambda_out", "arm",
+               "margin", "tokens", "host_calls", "latency_ms"]
     frame = pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=columns)
     frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
     frame["budget"] = frame["budget"].fillna("(none)")
@@ -207,6 +226,18 @@ def requests_frame(records: TrafficRecords) -> pd.DataFrame:
     half = Z_95 * std / np.sqrt(count)
     frame["rolling_tokens"], frame["rolling_low"], frame["rolling_high"] = mean, mean - half, mean + half
     return frame
+
+
+def requests_over_time(frame: pd.DataFrame, bars: int = 40) -> pd.Series:
+    """Answered requests per time bucket, the bucket a round width (1 s to 1 day) giving at most
+    about `bars` bars over the frame's span; named after its width ("requests per 10s")."""
+    if frame.empty:
+        return pd.Series(dtype=float)
+    span_s = (frame["time"].max() - frame["time"].min()).total_seconds()
+    width = next((w for w in BUCKETS_S if span_s / w <= bars), BUCKETS_S[-1])
+    label = f"{width}s" if width < 60 else f"{width // 60}min" if width < 3600 else f"{width // 3600}h"
+    counts = frame.set_index("time").resample(f"{width}s")["id"].count()
+    return counts.rename(f"requests per {label}")
 
 
 def arm_mix_over_time(frame: pd.DataFrame, buckets: int = 20) -> pd.DataFrame:

@@ -52,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forge_core.arms import Arm, alphabet
+from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evidence.retrieval import Retriever
@@ -67,7 +67,7 @@ from forge_core.routing.features import load_embedder
 from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
 from forge_core.routing.retriever_backends import open_retriever
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
-from forge_core.server.budget import DEFAULT_BUDGET
+from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
@@ -98,11 +98,31 @@ class ServeSettings:
     evaluator_host: str | None = None  # a host rating the served and candidate answers (the judge of `forge rewards`)
     traffic_dir: Path | None = None  # where the traffic log goes (None: `default_traffic_dir()`)
     traffic_log: bool = True  # False only to measure the server without its log (bench/)
+    arm: str | None = None  # the `forge` model answers under this fixed arm instead of routing (`--arm`)
+
+
+def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
+    """The `--arm` the `forge` model answers under; refuses, in one line, an arm outside the host's
+    alphabet and what only a router can do (weights, budgets, a candidate)."""
+    arm = parse_arm(settings.arm)
+    arm_index(arm, n_arms)  # refuses an arm outside the host's alphabet
+    weights = settings.weights
+    asked = [flag for flag, given in (("--lambda-in", weights.lambda_in is not None),
+                                      ("--lambda-out", weights.lambda_out is not None),
+                                      ("--budget-tokens", weights.budget_tokens is not None),
+                                      ("--budgets", bool(weights.budgets)), ("--ratio", weights.ratio is not None),
+                                      ("--candidate", settings.candidate is not None)) if given]
+    if asked:
+        raise InvalidInput(f"--arm {arm.name} serves one fixed arm: {asked[0]} needs a router (drop --arm)")
+    return arm
 
 
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
     """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host."""
     config = get_host_config(store, settings.host)
+    fixed = {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(config.alphabet_size)}
+    if settings.arm is not None:
+        return {ROUTER_MODEL: check_fixed_arm(settings, config.alphabet_size)} | fixed
     if settings.candidate is not None:
         found = store.checkpoint(settings.candidate)
         if found is None:
@@ -127,8 +147,7 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
         newest = latest_checkpoint(store, settings.host, variant)
         if newest is not None:
             models[model] = newest
-    models |= {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(config.alphabet_size)}
-    return models
+    return models | fixed
 
 
 def api_key(settings: ServeSettings) -> str | None:
@@ -190,12 +209,11 @@ class ServerState:
         served = {m for m in self.models.values() if isinstance(m, str)} | set(filter(None, [self.settings.candidate]))
         for checkpoint_id in served:
             self.checkpoints[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
-        self.weights = serving_weights(self.store, self.settings.weights, self.router)
-
-    @property
-    def router(self) -> LoadedCheckpoint:
-        """The `forge` model's router (the `--router` checkpoint)."""
-        return self.checkpoints[self.models[ROUTER_MODEL]]
+        served_by = self.models[ROUTER_MODEL]
+        if isinstance(served_by, Arm):  # `--arm`: no weights to move
+            self.weights = ServingWeights(self.settings.weights.fixed_weights(), {})
+        else:
+            self.weights = serving_weights(self.store, self.settings.weights, self.checkpoints[served_by])
 
     def open_traffic_log(self) -> None:
         """Start this process's traffic-log segment (unless the log is off)."""
@@ -259,7 +277,8 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
         state.weights.record(budget, result.tokens)
         state.log_request(entry.answered(result, budget, weights, latency_s)
-                          | {"budget_target": state.weights.target(budget)})
+                          | {"budget_target": state.weights.target(budget),
+                             "budget_bound": state.weights.at_bound(budget)})
         background = _shadow_work(state, asked, result, entry.request_id, weights)
         if asked.stream:
             return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream",
@@ -319,6 +338,10 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
                 start[name] = (request.lambda_in, ratio * request.lambda_in)
                 continue
             found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
+            if found.lambda_in <= ray_bounds(router.conditioning, ratio)[0] * (1 + 1e-9) and found.tokens < target:
+                log.warning("budget %s (%g tokens) is above router %s's reach: at its lowest trained weights it spends "
+                            "%.1f tokens a query on its host's test split; the controller will sit there", name,
+                            target, router.checkpoint_id, found.tokens)
             log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
                      "queries%s)", name, target, found.lambda_in, found.lambda_out, found.tokens, found.queries,
                      "" if found.met else "; not met on the ray")

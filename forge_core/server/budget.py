@@ -51,6 +51,7 @@ class BudgetState:
     realized_ci: tuple[float, float]  # normal 95% interval (NaN below two requests)
     lambda_in: float
     lambda_out: float
+    at_bound: str | None = None  # "lowest"/"highest": the weights sit at that end of the ray's trained part
 
 
 class BudgetController:
@@ -92,7 +93,20 @@ class BudgetController:
             requests = self._requests
         lambda_in, lambda_out = self.weights()
         mean, interval = mean_interval(window)
-        return BudgetState(self.name, self.target, requests, len(window), mean, interval, lambda_in, lambda_out)
+        return BudgetState(self.name, self.target, requests, len(window), mean, interval, lambda_in, lambda_out,
+                           self.at_bound())
+
+    def at_bound(self) -> str | None:
+        """"lowest" or "highest" when the weights sit at that end of the ray's trained part (a
+        target the router cannot reach there: it spends less even at its cheapest price, or more
+        at its dearest), else None."""
+        with self._lock:
+            log_lambda = self._log_lambda
+        if math.isclose(log_lambda, self._log_bounds[0], abs_tol=1e-9):
+            return "lowest"
+        if math.isclose(log_lambda, self._log_bounds[1], abs_tol=1e-9):
+            return "highest"
+        return None
 
     def _clip(self, log_lambda: float) -> float:
         return min(max(log_lambda, self._log_bounds[0]), self._log_bounds[1])

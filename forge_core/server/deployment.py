@@ -122,6 +122,10 @@ class ServingWeights:
         """The budget's target mean tokens a request (None: no budget)."""
         return None if budget is None else self.controllers[budget].target
 
+    def at_bound(self, budget: str | None) -> str | None:
+        """Whether the budget's weights sit at an end of the ray's trained part (None: no budget)."""
+        return None if budget is None else self.controllers[budget].at_bound()
+
     def record(self, budget: str | None, tokens: int) -> None:
         """An answered request's tokens, for its budget's controller."""
         if budget is not None:

@@ -143,6 +143,9 @@ class ServerMetrics:
                        buckets)
 
 
+BOUND_VALUE = {"lowest": -1.0, None: 0.0, "highest": 1.0}  # forge_budget_at_bound
+
+
 def budget_lines(budgets: Sequence[BudgetState]) -> list[str]:
     """Per budget (`--budget-tokens`, `--budgets`): the target, the realized mean tokens a request
     over the controller's window with its normal 95% interval, and the weights in force."""
@@ -169,6 +172,9 @@ def budget_lines(budgets: Sequence[BudgetState]) -> list[str]:
                  per_budget(lambda b: b.lambda_in)),
         *_family("forge_budget_lambda_out", "gauge", "lambda_out in force for each budget.",
                  per_budget(lambda b: b.lambda_out)),
+        *_family("forge_budget_at_bound", "gauge",
+                 "-1 at the lowest trained weights of the ray, 1 at the highest (the target out of the router's "
+                 "reach), else 0.", per_budget(lambda b: BOUND_VALUE[b.at_bound])),
     ]
 
 

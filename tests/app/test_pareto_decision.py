@@ -57,7 +57,8 @@ def test_the_decision_is_stated_where_no_run_is_stored(decide_app: tuple[Store, 
     assert list(gains.index) == ["utility", "macro F1", "tokens in a query", "tokens out a query"]
     assert (gains["95% low"] <= gains["95% high"]).all()
     assert "the linear floor ridge_utility" in texts(app.caption)
-    assert app.code[0].value.startswith(("forge serve --host synthetic-host --router", "forge host add"))
+    served = tuple(f"forge serve --host synthetic-host {flag} " for flag in ("--router", "--arm"))
+    assert app.code[0].value.startswith(served)
     assert "`forge decide --lambda-in 0.1 --lambda-out 0.2` gives the same" in texts(app.caption)
     points = app.dataframe[0].value  # the Pareto table: tokens in and out apart, summing to the cost
     assert ((points["tokens_in"] + points["tokens_out"]) / 1000 - points["cost_k"]).abs().max() < 1e-9

@@ -47,7 +47,7 @@ def test_decide_prefers_the_cheaper_arm_and_answers_again_from_the_cache(demo_st
     assert decided["leader"] == "always_raw"
     assert decided["deploy"] == "always_summary"  # not decidably worse than raw, and 31% fewer tokens
     assert "the cheaper" in decided["sentence"]
-    assert decided["serve_command"] == "forge host serve embedded"
+    assert decided["serve_command"] == "forge serve --host embedded --arm summary:no_think"
     low, high = decided["gain"]["utility"]["ci"]
     assert low < 0 < high
     assert decided["gain"]["tokens_in"]["difference"] < -100

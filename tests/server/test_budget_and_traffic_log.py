@@ -36,6 +36,24 @@ def test_the_pacer_steps_log_lambda_by_the_relative_error_within_the_ray() -> No
     state = controller.state()
     assert (state.requests, state.window_requests, state.realized_mean) == (202, 3, 10_000)
     assert state.realized_ci == (10_000, 10_000)
+    assert state.at_bound == "highest"  # the router spends more than the target even at its dearest price
+
+
+def test_a_target_out_of_reach_pins_the_weights_and_is_flagged(tmp_path: Path) -> None:
+    controller = BudgetController("b", 400.0, 0.1, 2.0, (0.02, 1.5))
+    assert controller.at_bound() is None
+    log = TrafficLog(tmp_path)
+    for i in range(300):  # a router that never spends more than 150 tokens
+        controller.record(150)
+        log.append({"kind": "request", "id": str(i), "time": float(i), "endpoint": "chat", "client": "c",
+                    "status": 200, "arm": "direct:no_think", "tokens": 150, "latency_ms": 1.0, "budget": "b",
+                    "budget_target": 400.0, "budget_bound": controller.at_bound(),
+                    "lambda_in": controller.weights()[0], "lambda_out": controller.weights()[1]})
+    log.close()
+    assert controller.weights() == pytest.approx((0.02, 0.04)) and controller.at_bound() == "lowest"
+    budget = summarize_traffic(read_traffic(tmp_path))["budgets"]["b"]
+    assert (budget["target"], budget["at_bound"], budget["out_of_reach"]) == (400.0, "lowest", True)
+    assert budget["window"]["n"] == 200
 
 
 def test_ray_bounds_keep_both_weights_in_the_trained_range() -> None:

@@ -20,6 +20,7 @@ import httpx
 import numpy as np
 import pytest
 
+from forge_core.cli.serve import serve_command
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
@@ -28,14 +29,12 @@ from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
 
-from support.counting_host import CountingHost
+from support.counting_host import CountingHost, replay_questions
 from support.resources import require_module
 from support.stores import copy_store
 
 openai = require_module("openai", "the openai client is a test extra: pip install -e '.[test]'")
 BENCHMARK = "musique"
-LONG_BENCHMARKS = ("musique", "2wikimultihopqa")  # the mix before the shift
-SHIFTED_MIX = {"musique": 0.35, "2wikimultihopqa": 0.35, "popqa": 0.3}  # after it
 
 
 @pytest.fixture(scope="module")
@@ -56,17 +55,6 @@ def deploy_store(tmp_path_factory: pytest.TempPathFactory, conditioned_store: tu
     checkpoints = store.find_checkpoints("synthetic-host", variant="lite")
     per_weight = str(checkpoints[~checkpoints["conditioned"]]["checkpoint_id"].iloc[0])
     return store, conditioned_store[1], per_weight
-
-
-def replay_questions(store: Store, n: int, seed: int = 0) -> list[str]:
-    """`n` demo questions: the first half from the long-question benchmarks, the second half from
-    `SHIFTED_MIX` (the mix of benchmarks shifts half-way)."""
-    rng = np.random.default_rng(seed)
-    pools = {b: [e.question for e in store.examples(b)] for b in SHIFTED_MIX}
-    first = [pools[str(rng.choice(LONG_BENCHMARKS))] for _ in range(n // 2)]
-    names, shares = list(SHIFTED_MIX), list(SHIFTED_MIX.values())
-    second = [pools[str(rng.choice(names, p=shares))] for _ in range(n - n // 2)]
-    return [str(rng.choice(pool)) for pool in first + second]
 
 
 def arm_costs(url: str, questions: list[str], arm: str) -> float:
@@ -119,6 +107,27 @@ def test_a_per_weight_router_refuses_other_weights_in_one_line(deploy_store: tup
                             check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "serves only those" in result.stderr.strip().splitlines()[-1]  # the error is one line
+
+
+def test_serves_a_fixed_arm_and_refuses_what_needs_a_router_in_one_line(
+        deploy_store: tuple[Store, str, str], host: CountingHost, tmp_path: Path) -> None:
+    store, conditioned, _ = deploy_store
+    for settings, message in [
+            (ServeSettings(host="counting", arm="summary:no_think", weights=WeightsRequest(budget_tokens=300.0)),
+             "--budget-tokens needs a router"),
+            (ServeSettings(host="counting", arm="summary:no_think", candidate=conditioned), "--candidate needs"),
+            (ServeSettings(host="counting", arm="summary:think_high"), "not in the 6-arm alphabet")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, settings)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, arm="summary:no_think", traffic_dir=tmp_path)
+    with serving_in_thread(store, settings) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="forge", messages=[{"role": "user", "content": "Who?"}])
+    assert reply.model_extra["forge"]["arm"] == "summary:no_think" and reply.model_extra["forge"]["host_calls"] == 1
+    [record] = read_traffic(tmp_path).requests
+    assert record["arm"] == "summary:no_think" and record["lambda_in"] is None and record["budget"] is None
+    with pytest.raises(InvalidInput, match="--router needs routing"):  # the CLI's exit 2 with this line
+        serve_command(arm="summary:no_think", router=conditioned, host="counting")
 
 
 def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:

@@ -22,7 +22,7 @@ RequestHook = Callable[[int], bool]  # (number of this request, from 1) -> True 
 class AnsweringServer(LocalHttpServer):
     """Answers "answer <hash>" with usage counted from the prompt's characters; thread-based."""
 
-    def __init__(self, delay_s: float | DelayRule = 0.0, fail: FailureRule | None = None) -> None:
+    def __init__(self, delay_s: float | DelayRule = 0.0, fail: FailureRule | None = None, port: int = 0) -> None:
         self.delay_s = delay_s
         self.fail = fail
         self.attempts: dict[str, int] = {}
@@ -30,7 +30,7 @@ class AnsweringServer(LocalHttpServer):
         self.answered_at: list[float] = []  # time.monotonic() after each successful answer was sent
         self.on_request: RequestHook | None = None  # called as each request arrives, before the delay
         self.lock = threading.Lock()
-        self._listen()
+        self._listen(port)
 
     @staticmethod
     def usage(body: dict[str, Any]) -> dict[str, int]:

@@ -1,18 +1,26 @@
 """A test double of an answering host for deployment tests: a local HTTP server speaking the OpenAI
 chat-completions protocol (`AnsweringServer`) whose usage is realistic per arm (prompt tokens from
 the prompt's characters, as a tokenizer counts about four to a token; a step-by-step answer is long,
-a direct one short), and which counts the calls and tokens it served."""
+a direct one short), and which counts the calls and tokens it served; and the replay's questions
+(`replay_questions`: demo questions whose mix of benchmarks shifts half-way), shared by the deploy
+tests and scripts/deploy_replay.py."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import numpy as np
+
+from forge_core.store import Store
+
 from support.answering_server import AnsweringServer
 
 SHORT_ANSWER_TOKENS = 6  # a no_think answer's completion tokens
 STEP_BY_STEP_TOKENS = 90  # a CoT answer's
 STEP_BY_STEP = "Let us think step by step"  # the CoT arms' instruction (forge_core.evidence.prompts.COT_SUFFIX)
+LONG_BENCHMARKS = ("musique", "2wikimultihopqa")  # the replay's mix before the shift
+SHIFTED_MIX = {"musique": 0.35, "2wikimultihopqa": 0.35, "popqa": 0.3}  # after it
 
 
 class CountingHost(AnsweringServer):
@@ -32,3 +40,14 @@ class CountingHost(AnsweringServer):
         with self.lock:
             bodies = [body for _, body in self.received]
         return sum(self.usage(body)["total_tokens"] for body in bodies)
+
+
+def replay_questions(store: Store, n: int, seed: int = 0) -> list[str]:
+    """`n` demo questions: the first half from the long-question benchmarks, the second half from
+    `SHIFTED_MIX` (the mix of benchmarks shifts half-way)."""
+    rng = np.random.default_rng(seed)
+    pools = {b: [e.question for e in store.examples(b)] for b in SHIFTED_MIX}
+    first = [pools[str(rng.choice(LONG_BENCHMARKS))] for _ in range(n // 2)]
+    names, shares = list(SHIFTED_MIX), list(SHIFTED_MIX.values())
+    second = [pools[str(rng.choice(names, p=shares))] for _ in range(n - n // 2)]
+    return [str(rng.choice(pool)) for pool in first + second]

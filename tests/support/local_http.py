@@ -25,9 +25,9 @@ class LocalHttpServer:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         raise NotImplementedError
 
-    def _listen(self) -> None:
-        """Bind the port (requests wait in the backlog until the server is entered)."""
-        self.httpd = QuietHTTPServer(("127.0.0.1", 0), self._handler())
+    def _listen(self, port: int = 0) -> None:
+        """Bind `port` (0: a free one; requests wait in the backlog until the server is entered)."""
+        self.httpd = QuietHTTPServer(("127.0.0.1", port), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property

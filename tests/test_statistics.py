@@ -1,0 +1,34 @@
+"""The paired bootstrap: its resampled positions are drawn once per (seed, sizes) and reused, and
+the interval is exactly what drawing them afresh for each call gives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forge_core.statistics import paired_bootstrap_ci
+
+
+def drawn_afresh(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:
+    """The interval with its own generator, positions drawn per benchmark in `np.unique` order."""
+    rng = np.random.default_rng(seed)
+    diff = a - b
+    per_benchmark = []
+    for benchmark in np.unique(benchmarks):
+        values = diff[benchmarks == benchmark]
+        per_benchmark.append(values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1))
+    low, high = np.percentile(np.mean(per_benchmark, axis=0), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def test_reused_draws_give_the_interval_of_fresh_draws_to_the_last_bit() -> None:
+    rng = np.random.default_rng(3)
+    benchmarks = np.repeat(np.array(["fever", "hotpotqa", "popqa"]), [40, 25, 31])
+    for seed in (0, 1):
+        for _ in range(3):  # the second and third calls reuse the first one's draws
+            a, b = rng.random(len(benchmarks)), rng.random(len(benchmarks))
+            assert paired_bootstrap_ci(a, b, benchmarks, n_boot=500, seed=seed) == drawn_afresh(
+                a, b, benchmarks, 500, seed)
+    # another seed draws other positions: another interval
+    a, b = rng.random(len(benchmarks)), rng.random(len(benchmarks))
+    assert paired_bootstrap_ci(a, b, benchmarks, n_boot=500, seed=0) != paired_bootstrap_ci(
+        a, b, benchmarks, n_boot=500, seed=1)
