@@ -85,6 +85,7 @@ class ArmOutcome:
     started_at: datetime
     finished_at: datetime
     reasoning_method: str | None = None  # how tokens_reasoning was obtained (usage, estimated, none)
+    retriever_hash: str = ""  # the evidence it was made under ("": the default BM25, and every Direct arm)
 
 
 @dataclass(frozen=True)

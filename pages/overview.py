@@ -7,6 +7,7 @@ from app.overview_view import TERMS, first_contact
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
+from forge_core.reports.evidence import evidence_frame
 from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
@@ -65,6 +66,18 @@ right.caption("complete: queries whose every arm of the host's alphabet has an o
               "a few queries fewer than a Lite one).")
 right.dataframe(coverage_frame(coverage).rename(columns={"complete queries": "complete", "with probes": "probes"}),
                 hide_index=True)  # short headers: the table fits its half of the page
+
+st.subheader("Evidence by retriever")
+evidence = evidence_frame(store.evidence_results())
+if evidence.empty:
+    st.caption("No evidence measured yet: `forge evidence compare --benchmark hotpotqa` measures each retriever's "
+               "gold recall, prompt tokens and latency before any host call (docs/retrievers.md).")
+else:
+    st.caption("Stored `forge evidence compare` runs, no host call: per benchmark and retriever, the share of each "
+               "query's gold evidence in its top k passages, Summary's and Raw's prompt tokens (means with 95% "
+               "bootstrap intervals over queries), the paired interval of recall minus the run's first retriever's, "
+               "and retrieval latency one query at a time.")
+    st.dataframe(evidence, hide_index=True)
 
 if not hosts:
     st.info(ui.NO_OUTCOMES, icon=":material/hourglass_empty:")

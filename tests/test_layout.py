@@ -11,7 +11,7 @@ import forge_core
 ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
-    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing",
+    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "routing", "enumeration",
     "rewards", "training", "statistics", "policies", "evaluation", "reports", "jobs", "server", "cli",
 )
 REPO = ROOT.parent

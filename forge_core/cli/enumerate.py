@@ -11,6 +11,7 @@ from rich.table import Table
 
 from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary, spinner_progress
 from forge_core.errors import InvalidInput
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 
 if TYPE_CHECKING:
     from forge_core.enumeration.estimate import StageZeroEstimate
@@ -64,6 +65,10 @@ def enumerate_command(
         help="openai or anthropic: submit the missing calls to the host provider's Batch API (half the price, "
              "within 24 h), poll, download and store the results; a rerun resumes the stored batches.")] = None,
     poll_seconds: Annotated[float, typer.Option(help="With --batch: seconds between status requests.")] = 30.0,
+    retriever: Annotated[str, typer.Option(
+        help="The retriever whose passages Summary and Raw arms get (see `forge retriever list`); its outcomes "
+             "are stored under its configuration hash, apart from every other retriever's. Direct arms use no "
+             "evidence: one Direct outcome serves every retriever.")] = "bm25",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -93,8 +98,10 @@ def enumerate_command(
                            per_benchmark=per_benchmark, max_calls=max_calls, max_tokens=max_tokens,
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
                            allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of,
-                           budget_usd=budget_usd)
+                           budget_usd=budget_usd, retriever=retriever)
     plan.check(store)
+    if retriever != DEFAULT_RETRIEVER and (batch or to_batch):
+        raise InvalidInput("--retriever other than bm25 goes with an online run (not --batch or --to-batch)")
     work = plan_work(store, plan)
     planned = count_calls(work)
     if estimate or budget_usd is not None:

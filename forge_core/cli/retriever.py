@@ -162,5 +162,42 @@ def evidence_compare(
     console.print(f"tokens: {result.token_counter}; intervals: 95% bootstrap over queries", highlight=False)
 
 
+@evidence_app.command("arms")
+def evidence_arms(
+    benchmark: Annotated[str, typer.Option(help="The benchmark whose outcomes to compare.")],
+    retrievers: Annotated[list[str], typer.Option(
+        "--retrievers", help="Retriever names (repeatable); the first is the reference of the paired differences.")],
+    host: Annotated[str, typer.Option(help="The host whose outcomes to compare.")] = "embedded",
+    split: Annotated[str, typer.Option(help="train, dev or test.")] = "test",
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    as_json: JsonFlag = False,
+) -> None:
+    """The host's arms under each retriever side by side, on the queries complete under all of them:
+    F1 with intervals, tokens, F1 minus the first retriever's (paired) and each Pareto frontier."""
+    from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms
+
+    report = compare_arms(open_store(), EvidenceArmsRequest(host, benchmark, tuple(retrievers), split, arms))
+    if as_json:
+        print_json(report)
+        return
+    table = Table("retriever", "arm", "F1", "EM", "tokens in", "tokens out", f"F1 minus {report['reference']}",
+                  "frontier", title=f"{host}, {benchmark} {split}: {report['queries']} queries complete under "
+                                    f"every retriever")
+    for retriever in report["retrievers"]:
+        for arm in retriever["arms"]:
+            low, high = arm["f1_minus_reference_ci95"]
+            table.add_row(retriever["name"], arm["arm"], _interval_json(arm["f1"]), _interval_json(arm["em"]),
+                          f"{arm['tokens_in']:.0f}", f"{arm['tokens_out']:.0f}",
+                          f"{arm['f1_minus_reference']:+.3f} [{low:+.3f}, {high:+.3f}]",
+                          "yes" if arm["arm"] in retriever["pareto_frontier"] else "")
+    Console().print(table)
+    console.print("intervals: 95% bootstrap over queries (paired for the differences)", highlight=False)
+
+
+def _interval_json(value: dict) -> str:
+    low, high = value["ci95"]
+    return f"{value['mean']:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def _interval(value, digits: int) -> str:
     return f"{value.mean:.{digits}f} [{value.low:.{digits}f}, {value.high:.{digits}f}]"

@@ -19,28 +19,32 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
+RETRIEVER_HELP = ("The retriever whose evidence the outcomes and the retrieval features were made under "
+                  "(`forge enumerate --retriever`); a router records it and refuses any other.")
 
 def features_command(
     host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = "embedded",
+    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compute the router features of every enumerated query (only what is missing)."""
-    print_summary(compute_features_with_progress(open_store(), host), as_json)
+    print_summary(compute_features_with_progress(open_store(), host, retriever=retriever), as_json)
 
 
-def compute_features_with_progress(store: Store, host: str,
-                                   benchmarks: tuple[str, ...] | None = None) -> dict[str, Any]:
+def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[str, ...] | None = None,
+                                   retriever: str = DEFAULT_RETRIEVER) -> dict[str, Any]:
     """`compute_features` with a progress bar: the explicit step before training and evaluation."""
     from forge_core.routing.features import compute_features
 
     with counting_progress(transient=True) as progress:
         task = progress.add_task("features", total=None)
         return compute_features(store, host, benchmarks, on_progress=lambda done, total: progress.update(
-            task, completed=done, total=total))
+            task, completed=done, total=total), retriever=retriever)
 
 
 def train_router_command(
@@ -79,6 +83,7 @@ def train_router_command(
                                                                     "weight.")] = (CostConditioning.low,
                                                                                    CostConditioning.high),
     draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
+    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
@@ -95,11 +100,11 @@ def train_router_command(
                             patience=patience),
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
-        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None,
+        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None, retriever=retriever,
     )
     store = open_store()
     request.check(store)
-    compute_features_with_progress(store, host, request.benchmarks)
+    compute_features_with_progress(store, host, request.benchmarks, retriever)
     with spinner_progress() as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
 

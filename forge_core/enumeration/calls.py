@@ -17,10 +17,12 @@ from urllib.parse import quote, unquote
 from forge_core.arms import DIRECT_NO_THINK, Arm, parse_arm
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, has_direct, order_work, plan_work
 from forge_core.errors import InvalidInput
-from forge_core.evidence.answering import Evidence, arm_request, load_retriever, retrieve_evidence
+from forge_core.evidence.answering import Evidence, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
+from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import GenerationRequest
 from forge_core.records import SAMPLE_PROBES, Example
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store
 
 GREEDY_SUFFIX = "+greedy"  # after `direct:no_think` in a custom_id: the call is also the greedy probe
@@ -96,7 +98,8 @@ def call_request(key: CallKey, example: Example, evidence: Evidence) -> Generati
 def planned_calls(store: Store, plan: EnumerationPlan, work: list[QueryWork] | None = None) -> Iterator[PlannedCall]:
     """Every missing call of the plan, in the online run's order (see `order_work`)."""
     work = plan_work(store, plan) if work is None else work
-    retrievers = {benchmark: load_retriever(store, benchmark) for benchmark in plan.benchmarks}
+    config = get_retriever_config(store, plan.retriever)
+    retrievers = {benchmark: open_retriever(store, config, benchmark) for benchmark in plan.benchmarks}
     for unit in order_work(work, plan.n_arms, plan.prefix_order):
         example = unit.example
         evidence = retrieve_evidence(retrievers[example.benchmark], example.question)

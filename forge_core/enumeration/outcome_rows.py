@@ -12,24 +12,29 @@ from __future__ import annotations
 from datetime import datetime
 
 from forge_core.evidence.answering import ArmAnswer, score_arm_answer
+from forge_core.evidence.retrievers import outcome_retriever_hash
 from forge_core.hosts.base import Generation
 from forge_core.records import GREEDY_PROBE, ArmOutcome, Example, ProbeOutcome
 
 
 def answered_arm_row(host: str, example: Example, answer: ArmAnswer, host_hash: str, started_at: datetime,
-                     finished_at: datetime, latency_ms: float | None, attempts: int) -> ArmOutcome:
-    """The row of an answered (query, arm) call, scored."""
+                     finished_at: datetime, latency_ms: float | None, attempts: int,
+                     retriever_hash: str = "") -> ArmOutcome:
+    """The row of an answered (query, arm) call under a retriever configuration (its hash), scored."""
     f1, em = score_arm_answer(answer, example.answers, example.is_fever) if example.answers else (None, None)
     return ArmOutcome(host, example.benchmark, example.example_id, answer.arm, answer.answer, answer.extracted, f1, em,
                       answer.tokens_in, answer.tokens_out, answer.tokens_reasoning, latency_ms, None, attempts,
-                      host_hash, started_at, finished_at, answer.reasoning_method)
+                      host_hash, started_at, finished_at, answer.reasoning_method,
+                      outcome_retriever_hash(answer.arm, retriever_hash))
 
 
 def failed_arm_row(host: str, example: Example, arm: str, error: str, host_hash: str, started_at: datetime,
-                   finished_at: datetime, latency_ms: float | None, attempts: int) -> ArmOutcome:
-    """The error row of a (query, arm) call that failed."""
+                   finished_at: datetime, latency_ms: float | None, attempts: int,
+                   retriever_hash: str = "") -> ArmOutcome:
+    """The error row of a (query, arm) call under a retriever configuration (its hash) that failed."""
     return ArmOutcome(host, example.benchmark, example.example_id, arm, "", "", None, None, 0, 0, 0, latency_ms, error,
-                      attempts, host_hash, started_at, finished_at)
+                      attempts, host_hash, started_at, finished_at,
+                      retriever_hash=outcome_retriever_hash(arm, retriever_hash))
 
 
 def greedy_probe_row(host: str, example: Example, answer: ArmAnswer, host_hash: str, finished_at: datetime,

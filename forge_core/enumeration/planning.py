@@ -21,6 +21,7 @@ from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.depth_check import refuse_unchecked_depths
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, get_retriever_config, retriever_hash
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import BENCHMARKS, GREEDY_PROBE, SAMPLE_PROBES, Example, HostPrices
@@ -50,6 +51,7 @@ class EnumerationPlan:
     shard: tuple[int, int] = (1, 1)  # (i, n): only every n-th query of each benchmark, from the i-th
     allow_unchecked_depths: bool = False  # 12 arms without a depth check that found every depth honoured
     queries_of: str | None = None  # only the queries this other host has every arm of (a second host, same queries)
+    retriever: str = DEFAULT_RETRIEVER  # the evidence of Summary and Raw (a `forge retriever` name)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (the jobs table's `params`, a job's request file)."""
@@ -83,6 +85,7 @@ class EnumerationPlan:
         if self.n_arms == 12 and not self.allow_unchecked_depths:
             refuse_unchecked_depths(store, host_config, thinking_modes(12))
         check_same_configuration(store, self.host, host_config)
+        get_retriever_config(store, self.retriever)
         if self.queries_of is not None and self.queries_of not in store.hosts_with_outcomes():
             raise MissingStep(f"--queries-of: host '{self.queries_of}' has no stored outcomes")
         if self.budget_usd is not None:
@@ -184,7 +187,7 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
     ids = ids[: plan.per_benchmark] if plan.per_benchmark is not None else ids
     index, count = plan.shard
     ids = ids[index - 1 :: count]
-    finished_arms = store.finished_arms(plan.host, benchmark)
+    finished_arms = store.finished_arms(plan.host, benchmark, plan_retriever_hash(store, plan))
     finished_probes = store.finished_probes(plan.host, benchmark) if plan.probes else {}
     examples = {e.example_id: e for e in store.examples(benchmark, ids)}
     work = []
@@ -197,6 +200,11 @@ def _benchmark_work(store: Store, plan: EnumerationPlan, benchmark: str, arms: t
         if missing_arms or samples or greedy:
             work.append(QueryWork(examples[example_id], missing_arms, samples, greedy))
     return work
+
+
+def plan_retriever_hash(store: Store, plan: EnumerationPlan) -> str:
+    """The configuration hash of the plan's retriever: the key its Summary and Raw outcomes get."""
+    return retriever_hash(get_retriever_config(store, plan.retriever))
 
 
 def round_robin(lists: Sequence[Sequence[T]]) -> list[T]:

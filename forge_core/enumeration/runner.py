@@ -44,12 +44,14 @@ from forge_core.enumeration.outcome_rows import (
     greedy_probe_row,
 )
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
-from forge_core.evidence.answering import Evidence, arm_answer, arm_request, load_retriever, retrieve_evidence
+from forge_core.evidence.answering import Evidence, arm_answer, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
+from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
 from forge_core.records import Example
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, utc_now
 from forge_core.store.outcome_writer import OutcomeWriter
 
@@ -84,7 +86,9 @@ class _Run:
         self.host_hash = config_hash(host_config)
         self.budget = SpendBudget.for_plan(store, plan, host_config)
         self.on_progress = on_progress
-        self.retrievers = {b: load_retriever(store, b) for b in plan.benchmarks}
+        retriever_config = get_retriever_config(store, plan.retriever)
+        self.retriever_hash = retriever_hash(retriever_config)
+        self.retrievers = {b: open_retriever(store, retriever_config, b) for b in plan.benchmarks}
         self.last_job_update = 0.0
         self.publishing: asyncio.Future | None = None
         self.in_flight = 0
@@ -157,12 +161,14 @@ class _Run:
             generation = await self.client.generate(request)
         except HostError as error:
             self.writer.put(failed_arm_row(self.plan.host, example, arm.name, str(error), self.host_hash, started,
-                                           utc_now(), latency_ms=0.0, attempts=error.attempts))
+                                           utc_now(), latency_ms=0.0, attempts=error.attempts,
+                                           retriever_hash=self.retriever_hash))
             self.record_call(0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}", bound)
             return
         answer = arm_answer(arm, generation, evidence.support_text(arm.support), example.is_fever)
         self.writer.put(answered_arm_row(self.plan.host, example, answer, self.host_hash, started, utc_now(),
-                                         latency_ms=answer.latency_ms, attempts=answer.attempts))
+                                         latency_ms=answer.latency_ms, attempts=answer.attempts,
+                                         retriever_hash=self.retriever_hash))
         if greedy_probe:
             self.writer.put(greedy_probe_row(self.plan.host, example, answer, self.host_hash, utc_now(),
                                              latency_ms=answer.latency_ms))

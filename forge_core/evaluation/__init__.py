@@ -6,5 +6,6 @@ decision at any cost weights (`decide`) from out-of-fold decisions made at those
 crossfit run's retrained fold routers (`fold_decisions`), the proxy-reward audit (`proxy_audit`),
 each policy's out-of-fold decisions against the oracle set (regret, tie-aware agreement, cot share,
 Stage 2 minus Stage 1: `oracle_measures`), retrievers' evidence measured before any host call
-(`evidence_compare`), and results computed once and kept in a file (`file_cache`). The policies
-they evaluate are in `forge_core.policies`; what the pages show of them in `forge_core.reports`."""
+(`evidence_compare`), a host's arms under each retriever side by side (`evidence_arms`), and
+results computed once and kept in a file (`file_cache`). The policies they evaluate are in
+`forge_core.policies`; what the pages show of them in `forge_core.reports`."""

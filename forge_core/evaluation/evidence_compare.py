@@ -132,7 +132,8 @@ class EvidenceComparison:
 
 def run_evidence_compare(store: Store, request: EvidenceCompareRequest,
                          on_progress: ProgressFn | None = None) -> EvidenceComparison:
-    """Measure every requested retriever on the benchmark (see the module docstring)."""
+    """Measure every requested retriever on the benchmark (see the module docstring) and store each
+    retriever's row (`Store.save_evidence_results`: the Overview shows them without recomputing)."""
     configs, examples = request.check(store)
     tokenizer = prompt_tokenizer()
     measured = []
@@ -146,8 +147,11 @@ def run_evidence_compare(store: Store, request: EvidenceCompareRequest,
             row = dataclasses.replace(row, recall_vs_first=paired_bootstrap_ci(
                 row.per_query_recall, first, np.zeros(len(first))))
         measured.append(row)
-    return EvidenceComparison(request.benchmark, request.k, len(examples),
-                              f"{tokenizer.model_key} prompt tokens (its chat template)", tuple(measured))
+    comparison = EvidenceComparison(request.benchmark, request.k, len(examples),
+                                    f"{tokenizer.model_key} prompt tokens (its chat template)", tuple(measured))
+    store.save_evidence_results(request.benchmark, request.k, len(examples), request.limit,
+                                [row.to_json() for row in measured])
+    return comparison
 
 
 def _measure(config: RetrieverConfig, retriever: AnyRetriever, examples: Sequence[Example],

@@ -81,6 +81,23 @@ def retriever_hash(config: RetrieverConfig) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def outcome_retriever_hash(arm: str, config_hash: str) -> str:
+    """The retriever hash an outcome of `arm` is stored under: the configuration's for Summary and
+    Raw, "" for Direct arms, which use no evidence (one Direct outcome serves every retriever)."""
+    return "" if arm.startswith("direct:") else config_hash
+
+
+def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
+    """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
+    the retriever's (routers trained before retrievers existed were trained under the default BM25
+    evidence)."""
+    trained_under = lineage.get("retriever_hash", "")
+    if retriever_hash(config) != trained_under:
+        trained = f"retriever configuration {trained_under}" if trained_under else "the default bm25 evidence"
+        raise InvalidInput(f"router {checkpoint_id} was trained under {trained}; it cannot route with "
+                           f"retriever '{config.name}' (train one under it, or answer with --arm)")
+
+
 def check_retriever_config(config: RetrieverConfig) -> None:
     """Refuse a configuration FORGE cannot use, in one line."""
     if config.kind not in KINDS:

@@ -6,4 +6,5 @@ Action map arrays that travel with the demo export (`map_cache`), the demo store
 with the benchmarks it needs (`demo_store`), the slow first views computed when the outcomes arrive
 rather than on a page's first view (`view_cache`), the traffic log of `forge serve` read and summarized
 for the Traffic page and `forge traffic` (`traffic`), and how far a router's margins in utility units
-can be trusted on its held-out queries (`reliability`)."""
+can be trusted on its held-out queries (`reliability`), and the Overview's stored evidence measurements
+per retriever (`evidence`)."""

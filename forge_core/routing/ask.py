@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from forge_core.arms import Arm, parse_arm
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, RetrieverConfig, get_retriever_config, retriever_hash
+from forge_core.evidence.retrievers import (
+    DEFAULT_RETRIEVER,
+    RetrieverConfig,
+    check_router_retriever,
+    get_retriever_config,
+)
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import get_host_config
 from forge_core.records import Example
@@ -96,17 +101,6 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
                       inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
                       arm=inputs.arm, example=inputs.example, always_raw=request.always_raw,
                       weights=request.weights)
-
-
-def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
-    """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
-    the retriever's (routers trained before retrievers existed were trained under the default BM25
-    evidence)."""
-    trained_under = lineage.get("retriever_hash", "")
-    if retriever_hash(config) != trained_under:
-        trained = f"retriever configuration {trained_under}" if trained_under else "the default bm25 evidence"
-        raise InvalidInput(f"router {checkpoint_id} was trained under {trained}; it cannot route with "
-                           f"retriever '{config.name}' (train one under it, or answer with --arm)")
 
 
 def _stored_example(store: Store, benchmark: str, example_id: str) -> Example:

@@ -149,10 +149,11 @@ def default_router(store: Store, host: str) -> str | None:
 
 
 def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None = None,
-                      n_arms: int | None = None, conditioned: bool = False) -> str | None:
+                      n_arms: int | None = None, conditioned: bool = False, retriever_hash: str = "") -> str | None:
     """The newest checkpoint id matching the filters, or None: among the routers of one weight
-    pair, or with `conditioned` among the cost-conditioned ones."""
+    pair, or with `conditioned` among the cost-conditioned ones, trained under one retriever
+    configuration (its hash; "": the default BM25 evidence)."""
     filters = {name: value for name, value in (("stage", stage), ("n_arms", n_arms)) if value is not None}
-    found = store.find_checkpoints(host, variant=variant, **filters)
+    found = store.find_checkpoints(host, retriever_hash, variant=variant, **filters)
     found = found[found["conditioned"] == conditioned]
     return None if found.empty else str(found["checkpoint_id"].iloc[0])

@@ -92,10 +92,12 @@ from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.evidence.answers import extract_plain_answer
 from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, RetrieverConfig, get_retriever_config, retriever_hash
 from forge_core.evidence.scoring import normalize_answer, token_f1
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
 from forge_core.routing.embedders import Embedder, embedder_name, load_embedder
 from forge_core.routing.passage_vectors import PassageVectors, passage_vectors
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,8 @@ BLOCK_NAMES: dict[str, tuple[str, ...]] = {
     "probe": GREEDY_NAMES + CONSISTENCY_NAMES,
 }
 INDEPENDENT_BLOCKS: tuple[str, ...] = ("embedding", "structural", "retrieval", "cosine")
+# the blocks read off the evidence: stored under the retriever configuration's hash (the rest under "")
+EVIDENCE_BLOCKS = frozenset({"retrieval", "cosine"})
 EMBEDDER_BLOCKS = frozenset({"embedding", "cosine"})  # their kind names the embedder
 FEATURE_VARIANTS: dict[str, tuple[str, ...]] = {
     "full": ("embedding", "structural", "retrieval", "cosine", "probe"),
@@ -356,24 +360,33 @@ def compose(variant: str, blocks: Mapping[str, np.ndarray]) -> np.ndarray:
 
 
 def assemble_features(
-    store: Store, host: str, variant: str, keys: Sequence[tuple[str, str]], embedder: str | None = None
+    store: Store, host: str, variant: str, keys: Sequence[tuple[str, str]], embedder: str | None = None,
+    retriever_hash: str = "",
 ) -> np.ndarray:
     """The (len(keys), d) float32 feature matrix of a variant, one row per (benchmark,
-    example_id) key in key order ((0, 0) for no keys); ValueError when any key lacks a stored
-    feature."""
+    example_id) key in key order ((0, 0) for no keys), its retrieval and cosine blocks those of
+    the retriever configuration `retriever_hash` ("": the default BM25); ValueError when any key
+    lacks a stored feature."""
     blocks = _check_variant(variant)
     model = embedder_name(embedder)
     found: dict[tuple[str, str, str], np.ndarray] = {}
     for block_host, kinds in _kinds_by_host(blocks, host, model).items():
-        frame = store.feature_rows(block_host, kinds, keys)
-        for benchmark, example_id, kind, vals in frame.itertuples(index=False):
-            found[(benchmark, example_id, kind)] = vals
+        for evidence in (False, True):
+            chosen = [kind for kind in kinds if _is_evidence_kind(kind) == evidence]
+            frame = store.feature_rows(block_host, chosen, keys, retriever_hash if evidence else "")
+            for benchmark, example_id, kind, vals in frame.itertuples(index=False):
+                found[(benchmark, example_id, kind)] = vals
     kinds = [block_kind(block, model) for block in blocks]
     missing = [key for key in keys if any((*key, kind) not in found for kind in kinds)]
     if missing:
         raise InvalidInput(_missing_message(missing, len(keys), host, variant, model))
     rows = [compose(variant, dict(zip(blocks, (found[(*key, kind)] for kind in kinds)))) for key in keys]
     return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+def _is_evidence_kind(kind: str) -> bool:
+    """Whether a stored kind ("cosine:<model>", "retrieval", ...) is read off the evidence."""
+    return kind.split(":")[0] in EVIDENCE_BLOCKS
 
 
 def _kinds_by_host(blocks: Sequence[str], host: str, model: str) -> dict[str, list[str]]:
@@ -483,9 +496,9 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-def _candidate_keys(store: Store, host: str, benchmarks: Sequence[str]) -> list[tuple[str, str]]:
-    """Queries with at least one non-error arm outcome on the host, sorted."""
-    return sorted((b, i) for b in benchmarks for i in store.finished_arms(host, b))
+def _candidate_keys(store: Store, host: str, benchmarks: Sequence[str], evidence_hash: str) -> list[tuple[str, str]]:
+    """Queries with at least one non-error arm outcome on the host under a retriever, sorted."""
+    return sorted((b, i) for b in benchmarks for i in store.finished_arms(host, b, evidence_hash))
 
 
 def _questions(store: Store, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -496,18 +509,22 @@ def _questions(store: Store, keys: Sequence[tuple[str, str]]) -> dict[tuple[str,
     return questions
 
 
-def _independent_rows(store: Store, keys: Sequence[tuple[str, str]], embedder: str | None) -> list[tuple]:
+def _independent_rows(store: Store, keys: Sequence[tuple[str, str]], embedder: str | None,
+                      retriever: RetrieverConfig) -> list[tuple]:
+    """Rows of the host-independent blocks of the keys, the evidence blocks under `retriever`."""
     questions = _questions(store, keys)
     texts = [questions[key] for key in keys]
-    evidences = [retrieve_evidence(load_retriever(store, b), q) for (b, _), q in zip(keys, texts)]
+    opened = {b: open_retriever(store, retriever, b) for b in {b for b, _ in keys}}
+    evidences = [retrieve_evidence(opened[b], q) for (b, _), q in zip(keys, texts)]
     passages = {b: passage_vectors(load_retriever(store, b), embedder) for b in {b for b, _ in keys}}
     for benchmark, kept in passages.items():  # the top-1 passages not kept yet, in one pass
         kept.ensure([e.passages[0].document for (b, _), e in zip(keys, evidences) if b == benchmark and e.passages])
     rows = []
     blocks_per_key = independent_blocks(texts, evidences, load_embedder(embedder), passages)
-    for (benchmark, example_id), blocks in zip(keys, blocks_per_key):
+    model = embedder_name(embedder)
+    for (benchmark, example_id), computed in zip(keys, blocks_per_key):
         for block in INDEPENDENT_BLOCKS:
-            rows.append((SHARED_HOST, benchmark, example_id, block_kind(block, embedder_name(embedder)), blocks[block]))
+            rows.append((SHARED_HOST, benchmark, example_id, block_kind(block, model), computed[block]))
     return rows
 
 
@@ -539,8 +556,14 @@ def compute_features(
     benchmarks: Sequence[str] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     embedder: str | None = None,
+    retriever: str = DEFAULT_RETRIEVER,
 ) -> dict[str, Any]:
     """Compute and store the missing features of every query with an arm outcome on the host.
+
+    The retrieval and cosine blocks are read off the evidence of `retriever` (a retriever name)
+    and stored under its configuration hash; the embedding and structural blocks use no evidence
+    and are stored once. An http retriever's passages are not in the corpus, whose kept vectors
+    the cosine reads: its features are refused.
 
     Host-independent kinds are computed once per query (shared by all hosts); the probe kind
     when all four probes exist without error. Each batch is one transaction, so an interrupted
@@ -555,8 +578,14 @@ def compute_features(
         raise MissingStep(f"host '{host}' has no arm outcomes: run `forge enumerate --host {host}` first "
                          f"(hosts with outcomes: {', '.join(hosts) or 'none'})")
     model = embedder_name(embedder)
-    candidates = _candidate_keys(store, host, benchmarks or known_benchmarks(store))
-    stored = [store.feature_keys(SHARED_HOST, block_kind(b, model)) for b in INDEPENDENT_BLOCKS]
+    config = get_retriever_config(store, retriever)
+    if config.kind == "http":
+        raise InvalidInput(f"retriever '{retriever}' is an http one: its passages are not in the corpus, whose "
+                           "passage vectors the cosine feature reads; routers under it are not supported yet")
+    evidence_hash = retriever_hash(config)
+    candidates = _candidate_keys(store, host, benchmarks or known_benchmarks(store), evidence_hash)
+    stored = [store.feature_keys(SHARED_HOST, block_kind(b, model), evidence_hash if b in EVIDENCE_BLOCKS else "")
+              for b in INDEPENDENT_BLOCKS]
     independent_todo = [key for key in candidates if not all(key in keys for keys in stored)]
     probes = _complete_probes(store, host)
     stored_probe = store.feature_keys(host, "probe")
@@ -565,7 +594,10 @@ def compute_features(
     log.info("features for %s: %d queries, %d need shared features, %d need probe features",
              host, len(candidates), len(independent_todo), len(probe_todo))
     for batch in _batches(independent_todo, EMBED_BATCH):
-        store.write_features(_independent_rows(store, batch, embedder))
+        rows = _independent_rows(store, batch, embedder, config)
+        evidence_kinds = {block_kind(b, model) for b in EVIDENCE_BLOCKS}
+        store.write_features([row for row in rows if row[3] not in evidence_kinds])
+        store.write_features([row for row in rows if row[3] in evidence_kinds], evidence_hash)
         done += len(batch)
         if on_progress:
             on_progress(done, total)

@@ -39,6 +39,7 @@ class OutcomeTable:
     sample_tokens_out: np.ndarray  # [N] their output tokens (the greedy probe is the direct:no_think call)
     probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
     answers: np.ndarray  # [N, K] the generated answer texts (object array)
+    retriever_hash: str = ""  # the evidence of its Summary and Raw arms ("": the default BM25)
 
     @property
     def benchmarks(self) -> np.ndarray:
@@ -66,7 +67,7 @@ class OutcomeTable:
             self.f1[indices], self.em[indices], self.tokens_in[indices], self.tokens_out[indices],
             self.latency_ms[indices], self.sample_tokens_in[indices], self.sample_tokens_out[indices],
             self.probe_latency_ms[indices],
-            self.answers[indices],
+            self.answers[indices], self.retriever_hash,
         )
 
     def split(self, name: str) -> OutcomeTable:
@@ -87,13 +88,16 @@ class OutcomeTable:
 
 
 def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int = 0,
-                       benchmarks: Sequence[str] | None = None, labeled_only: bool = True) -> OutcomeTable:
-    """The complete queries of a host on the `n_arms` alphabet, sorted by benchmark and id; only
-    those of `benchmarks` when given (default: every benchmark the host has outcomes on). With
-    `labeled_only` False, queries without gold answers stay in, their F1 and EM NaN (training on a
-    proxy reward replaces them)."""
+                       benchmarks: Sequence[str] | None = None, labeled_only: bool = True,
+                       retriever_hash: str = "") -> OutcomeTable:
+    """The complete queries of a host on the `n_arms` alphabet under one retriever configuration
+    (its hash; default: the BM25 evidence), sorted by benchmark and id; only those of `benchmarks`
+    when given (default: every benchmark the host has outcomes on). Outcomes under other evidence
+    never enter (Direct arms, which use none, serve every retriever). With `labeled_only` False,
+    queries without gold answers stay in, their F1 and EM NaN (training on a proxy reward replaces
+    them)."""
     arms = tuple(arm.name for arm in alphabet(n_arms))
-    outcomes = store.arm_outcomes(host)
+    outcomes = store.arm_outcomes(host, retriever_hash=retriever_hash)
     if benchmarks is not None:
         outcomes = outcomes[outcomes["benchmark"].isin(check_benchmarks(store, benchmarks))]
     if outcomes.empty:
@@ -124,7 +128,7 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
     answers = outcomes.pivot(index=["benchmark", "example_id"], columns="arm", values="answer")
     answers = answers.loc[wide.index, list(arms)].to_numpy(dtype=object)
     return OutcomeTable(host, arms, tuple(keys), splits, f1, em, tokens_in, tokens_out, latency,
-                        sample_in, sample_out, probe_latency, answers)
+                        sample_in, sample_out, probe_latency, answers, retriever_hash)
 
 
 def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:

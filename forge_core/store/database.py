@@ -67,6 +67,9 @@ def _mark_default_router(connection: duckdb.DuckDBPyConnection, host: str, check
         "checkpoint_id = excluded.checkpoint_id, set_at = excluded.set_at", [host, checkpoint_id, utc_now()])
 
 
+# The arm outcomes made under one retriever configuration (the parameter: its hash): its own rows,
+# and the Direct rows, which use no evidence and are stored once under "" (the default's hash).
+_UNDER_RETRIEVER = "(retriever_hash = ? OR (retriever_hash = '' AND starts_with(arm, 'direct:')))"
 _CHECKPOINT_FILTERS = frozenset({"stage", "variant", "n_arms", *CHECKPOINT_LINEAGE_COLUMNS})
 
 
@@ -360,11 +363,12 @@ class Store(StoreFile):
                 {"host": host, "probe": GREEDY_PROBE},
             )
 
-    def finished_arms(self, host: str, benchmark: str) -> dict[str, set[str]]:
-        """example_id -> arms with a non-error outcome on this host."""
+    def finished_arms(self, host: str, benchmark: str, retriever_hash: str = "") -> dict[str, set[str]]:
+        """example_id -> arms with a non-error outcome on this host under one retriever
+        configuration (Direct arms, which use no evidence, under every one)."""
         return self._finished(
-            "SELECT example_id, arm FROM arm_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
-            host, benchmark)
+            "SELECT example_id, arm FROM arm_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL"
+            f" AND {_UNDER_RETRIEVER}", host, benchmark, retriever_hash)
 
     def finished_probes(self, host: str, benchmark: str) -> dict[str, set[str]]:
         """example_id -> probes with a non-error outcome on this host."""
@@ -372,30 +376,34 @@ class Store(StoreFile):
             "SELECT example_id, probe FROM probe_outcomes WHERE host = ? AND benchmark = ? AND error IS NULL",
             host, benchmark)
 
-    def _finished(self, query: str, host: str, benchmark: str) -> dict[str, set[str]]:
+    def _finished(self, query: str, *params: str) -> dict[str, set[str]]:
         with self.connect() as connection:
-            rows = connection.execute(query, [host, benchmark]).fetchall()
+            rows = connection.execute(query, list(params)).fetchall()
         finished: dict[str, set[str]] = {}
         for example_id, name in rows:
             finished.setdefault(example_id, set()).add(name)
         return finished
 
-    def arm_outcomes(self, host: str, benchmark: str | None = None) -> pd.DataFrame:
-        """All stored arm outcomes of a host (optionally one benchmark), errors included."""
-        query = "SELECT * FROM arm_outcomes WHERE host = ?"
-        params: list[Any] = [host]
+    def arm_outcomes(self, host: str, benchmark: str | None = None, retriever_hash: str = "") -> pd.DataFrame:
+        """All stored arm outcomes of a host (optionally one benchmark), errors included, under one
+        retriever configuration (default: the BM25 evidence): its Summary and Raw rows and the
+        Direct rows, which use no evidence and are stored once, under "". Never two evidences."""
+        query = f"SELECT * FROM arm_outcomes WHERE host = ? AND {_UNDER_RETRIEVER}"
+        params: list[Any] = [host, retriever_hash]
         if benchmark is not None:
             query += " AND benchmark = ?"
             params.append(benchmark)
         with self.connect() as connection:
             return connection.execute(query + " ORDER BY benchmark, example_id, arm", params).fetchdf()
 
-    def arm_outcome(self, host: str, benchmark: str, example_id: str, arm: str) -> ArmOutcome | None:
-        """The stored outcome of one (query, arm) on a host (an error row included), or None."""
+    def arm_outcome(self, host: str, benchmark: str, example_id: str, arm: str,
+                    retriever_hash: str = "") -> ArmOutcome | None:
+        """The stored outcome of one (query, arm) on a host under one retriever configuration (an
+        error row included), or None."""
         with self.connect() as connection:
             row = first_row(connection.execute(
-                "SELECT * FROM arm_outcomes WHERE host = ? AND benchmark = ? AND example_id = ? AND arm = ?",
-                [host, benchmark, example_id, arm]))
+                "SELECT * FROM arm_outcomes WHERE host = ? AND benchmark = ? AND example_id = ? AND arm = ?"
+                f" AND {_UNDER_RETRIEVER}", [host, benchmark, example_id, arm, retriever_hash]))
         return ArmOutcome(*row) if row else None
 
     def recent_arm_errors(self, host: str, limit: int) -> list[ArmOutcome]:
@@ -408,19 +416,19 @@ class Store(StoreFile):
 
     def answered_arm_tokens_in(self, host: str, limit: int) -> list[tuple[str, str, str, int]]:
         """(benchmark, example_id, arm, tokens_in) of a host's first `limit` answered arm outcomes,
-        in `arm_outcomes`' order (benchmark, example_id, arm)."""
+        in `arm_outcomes`' order (benchmark, example_id, arm), under the default BM25 evidence."""
         with self.connect() as connection:
             return connection.execute(
                 "SELECT benchmark, example_id, arm, tokens_in FROM arm_outcomes WHERE host = ? AND error IS NULL "
-                "ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
+                "AND retriever_hash = '' ORDER BY benchmark, example_id, arm LIMIT ?", [host, limit]).fetchall()
 
     def mean_tokens_out(self, host: str) -> dict[tuple[str | None, str], float]:
         """Mean output tokens of a host's answered calls by (benchmark, arm or probe name), and
-        over all benchmarks by (None, name)."""
+        over all benchmarks by (None, name), under the default BM25 evidence."""
         with self.connect() as connection:
             rows = connection.execute(
                 "WITH calls AS (SELECT benchmark, arm AS name, tokens_out FROM arm_outcomes "
-                "               WHERE host = $host AND error IS NULL "
+                "               WHERE host = $host AND error IS NULL AND retriever_hash = '' "
                 "               UNION ALL SELECT benchmark, probe, tokens_out FROM probe_outcomes "
                 "               WHERE host = $host AND error IS NULL) "
                 "SELECT benchmark, name, avg(tokens_out) FROM calls GROUP BY GROUPING SETS ((benchmark, name), (name))",
@@ -436,7 +444,7 @@ class Store(StoreFile):
     def reasoning_by_arm(self, host: str) -> pd.DataFrame:
         """Per arm, over a host's answered outcomes: count, mean output and reasoning tokens (reasoning
         is part of the output), and how the reasoning counts were obtained (NULL: stored before
-        they were recorded)."""
+        they were recorded); under the default BM25 evidence."""
         with self.connect() as connection:
             return connection.execute(
                 """
@@ -444,7 +452,7 @@ class Store(StoreFile):
                        avg(tokens_reasoning) AS tokens_reasoning,
                        string_agg(DISTINCT coalesce(reasoning_method, 'not recorded'), ', '
                                   ORDER BY coalesce(reasoning_method, 'not recorded')) AS counted_by
-                FROM arm_outcomes WHERE host = ? AND error IS NULL GROUP BY arm ORDER BY arm
+                FROM arm_outcomes WHERE host = ? AND error IS NULL AND retriever_hash = '' GROUP BY arm ORDER BY arm
                 """, [host]).fetchdf()
 
     def probe_outcomes(self, host: str) -> pd.DataFrame:
@@ -456,7 +464,8 @@ class Store(StoreFile):
 
     def coverage(self, n_arms_by_host: dict[str, int], split_seed: int = 0) -> dict[str, dict[str, Any]]:
         """Per host: queries with all K arms of the K-arm alphabet free of errors, how many also
-        have all four probes, and their counts by benchmark and by split."""
+        have all four probes, and their counts by benchmark and by split (under the default BM25
+        evidence: `forge evidence arms` compares other retrievers)."""
         coverage = {}
         with self.connect() as connection:
             for host, n_arms in n_arms_by_host.items():
@@ -464,7 +473,7 @@ class Store(StoreFile):
                     """
                     WITH complete AS (
                         SELECT benchmark, example_id FROM arm_outcomes
-                        WHERE host = ? AND error IS NULL AND list_contains(?, arm)
+                        WHERE host = ? AND error IS NULL AND list_contains(?, arm) AND retriever_hash = ''
                         GROUP BY ALL HAVING count(*) = ?),
                     probed AS (
                         SELECT benchmark, example_id FROM probe_outcomes
@@ -607,8 +616,9 @@ class Store(StoreFile):
             frame = connection.execute(query + " ORDER BY created_at DESC", params).fetchdf()
         return _parent_none_when_null(frame)
 
-    def find_checkpoints(self, host: str, **columns: Any) -> pd.DataFrame:
-        """The checkpoints of a host whose columns equal the given values (None matches NULL only),
+    def find_checkpoints(self, host: str, retriever_hash: str = "", **columns: Any) -> pd.DataFrame:
+        """The checkpoints of a host trained under one retriever configuration (its hash; "": the
+        default BM25 evidence) whose columns equal the given values (None matches NULL only),
         newest first: checkpoint_id, created_at, stage, store_snapshot, metrics, conditioned (a
         cost-conditioned router: its lineage has a `conditioning`). Selectable: stage, variant,
         n_arms and `CHECKPOINT_LINEAGE_COLUMNS`. A router calibrated from another host's checkpoint
@@ -622,7 +632,8 @@ class Store(StoreFile):
                 "SELECT checkpoint_id, created_at, stage, store_snapshot, metrics, "
                 "json_exists(lineage, '$.conditioning') AS conditioned FROM checkpoints "
                 f"WHERE host = ? AND NOT json_exists(lineage, '$.calibrated_from'){conditions} "
-                "ORDER BY created_at DESC", [host, *columns.values()]).fetchdf()
+                "AND coalesce(lineage ->> '$.retriever_hash', '') = ? "
+                "ORDER BY created_at DESC", [host, *columns.values(), retriever_hash]).fetchdf()
 
     # ------------------------------------------------------------ jobs
 
@@ -677,22 +688,26 @@ class Store(StoreFile):
 
     # ------------------------------------------------------------ features
 
-    def write_features(self, rows: Sequence[tuple[str, str, str, str, Sequence[float]]]) -> int:
-        """Store (host, benchmark, example_id, kind, vals) rows in one transaction, replacing rows
-        with the same key; returns how many were written. Host-independent kinds use host ""."""
+    def write_features(self, rows: Sequence[tuple[str, str, str, str, Sequence[float]]],
+                       retriever_hash: str = "") -> int:
+        """Store (host, benchmark, example_id, kind, vals) rows made under one retriever
+        configuration in one transaction, replacing rows with the same key; returns how many were
+        written. Host-independent kinds use host ""."""
         if not rows:
             return 0
         frame = pd.DataFrame(list(rows))
+        frame[5] = retriever_hash
         with self.transaction() as connection:
             insert_rows(connection, "features", frame, replace=True)
         return len(frame)
 
     def feature_rows(
-        self, host: str, kinds: Sequence[str], keys: Sequence[tuple[str, str]] | None = None
+        self, host: str, kinds: Sequence[str], keys: Sequence[tuple[str, str]] | None = None,
+        retriever_hash: str = "",
     ) -> pd.DataFrame:
-        """Stored features of one host ("" for host-independent kinds) and the given kinds, with
-        columns benchmark, example_id, kind, vals (float32 arrays); optionally only the given
-        (benchmark, example_id) keys."""
+        """Stored features of one host ("" for host-independent kinds), the given kinds and one
+        retriever configuration, with columns benchmark, example_id, kind, vals (float32 arrays);
+        optionally only the given (benchmark, example_id) keys."""
         query = "SELECT f.benchmark, f.example_id, f.kind, f.vals FROM features f"
         with self.connect() as connection:
             if keys is not None:
@@ -704,17 +719,40 @@ class Store(StoreFile):
                 query += (" SEMI JOIN wanted_keys w"
                           " ON f.benchmark = w.benchmark AND f.example_id = w.example_id")
             return connection.execute(
-                query + " WHERE f.host = ? AND list_contains(?, f.kind) ORDER BY f.benchmark, f.example_id, f.kind",
-                [host, list(kinds)],
+                query + " WHERE f.host = ? AND list_contains(?, f.kind) AND f.retriever_hash = ?"
+                " ORDER BY f.benchmark, f.example_id, f.kind",
+                [host, list(kinds), retriever_hash],
             ).fetchdf()
 
-    def feature_keys(self, host: str, kind: str) -> set[tuple[str, str]]:
-        """(benchmark, example_id) of every stored feature row of one host and kind."""
+    def feature_keys(self, host: str, kind: str, retriever_hash: str = "") -> set[tuple[str, str]]:
+        """(benchmark, example_id) of every stored feature row of one host, kind and retriever."""
         with self.connect() as connection:
             rows = connection.execute(
-                "SELECT benchmark, example_id FROM features WHERE host = ? AND kind = ?", [host, kind]
-            ).fetchall()
+                "SELECT benchmark, example_id FROM features WHERE host = ? AND kind = ? AND retriever_hash = ?",
+                [host, kind, retriever_hash]).fetchall()
         return {(benchmark, example_id) for benchmark, example_id in rows}
+
+    # ------------------------------------------------------------ evidence measured before any host call
+
+    def save_evidence_results(self, benchmark: str, k: int, queries: int, query_limit: int | None,
+                              retrievers: Sequence[dict[str, Any]]) -> None:
+        """Store one `forge evidence compare` (each retriever's JSON row, keyed by its configuration
+        hash), replacing an earlier measurement of the same benchmark, retriever and k."""
+        now = utc_now()
+        with self.transaction() as connection:
+            connection.executemany(
+                "INSERT OR REPLACE INTO evidence_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [[benchmark, row["config_hash"], k, row["name"], queries, query_limit, now, dumps(row)]
+                 for row in retrievers])
+
+    def evidence_results(self) -> pd.DataFrame:
+        """Every stored evidence measurement: benchmark, retriever_hash, k, retriever, queries,
+        query_limit, measured_at and result (the retriever's JSON row, parsed)."""
+        with self.connect() as connection:
+            frame = connection.execute(
+                "SELECT * FROM evidence_results ORDER BY benchmark, k, measured_at, retriever").fetchdf()
+        frame["result"] = [json.loads(text) for text in frame["result"]]
+        return frame
 
     # ------------------------------------------------------------ Fresh Online results
 

@@ -32,11 +32,28 @@ def export_fingerprint(directory: Path) -> str:
     """A short sha256 of the exported Parquet files' names and contents."""
     digest = hashlib.sha256()
     for table in EXPORTED_TABLES:
-        path = directory / f"{table}.parquet"
-        if path.exists():
-            digest.update(table.encode())
+        for path in table_files(directory, table):
+            digest.update(path.name.encode() if path.name != f"{table}.parquet" else table.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def table_files(directory: Path, table: str) -> list[Path]:
+    """A table's exported files: `TABLE.parquet`, then its added parts `TABLE.PART.parquet` by name
+    (rows appended to an export as a new file, so the existing file is never rewritten)."""
+    main = directory / f"{table}.parquet"
+    return [path for path in (main, *sorted(directory.glob(f"{table}.*.parquet"))) if path.exists()]
+
+
+def export_part(store: StoreFile, directory: Path, table: str, part: str, where: str) -> int:
+    """Write the rows of `table` that `where` selects (a fixed SQL condition, no user text) as the
+    added part `TABLE.PART.parquet`; returns the row count."""
+    with store.connect() as connection:
+        frame = connection.execute(f"SELECT * FROM {known_table(table)} WHERE {where} ORDER BY ALL").fetchdf()
+    temporary = directory / f".{table}.{part}.parquet.tmp"
+    frame.to_parquet(temporary, compression="zstd", index=False)
+    os.replace(temporary, directory / f"{table}.{part}.parquet")
+    return len(frame)
 
 
 def export_tables(store: StoreFile, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
@@ -60,17 +77,17 @@ def load_exported(store: StoreFile, directory: Path, replace_errors: bool = Fals
     `replace_errors` (merging machines' enumerations), an imported answered arm or probe
     outcome also replaces this store's error row for that key. Returns rows added (or
     replaced) per table."""
-    added = {}
+    added: dict[str, int] = {}
     for table in tables:
-        path = directory / f"{table}.parquet"
-        if not path.exists() or _skip_older_export(store, table, directory):
-            continue
-        frame = pd.read_parquet(path)
-        with store.transaction() as connection:
-            before = _row_count(connection, table)
-            replaced = _delete_errors_answered_in(connection, table, frame) if replace_errors else 0
-            _insert_new_rows(connection, table, frame)
-            added[table] = _row_count(connection, table) - before + replaced
+        for path in table_files(directory, table):
+            if _skip_older_export(store, table, directory, path):
+                continue
+            frame = pd.read_parquet(path)
+            with store.transaction() as connection:
+                before = _row_count(connection, table)
+                replaced = _delete_errors_answered_in(connection, table, frame) if replace_errors else 0
+                _insert_new_rows(connection, table, frame)
+                added[table] = added.get(table, 0) + _row_count(connection, table) - before + replaced
     return added
 
 
@@ -87,13 +104,13 @@ def load_export_once(store: StoreFile, directory: Path) -> dict[str, int] | None
     return added
 
 
-def _skip_older_export(store: StoreFile, table: str, directory: Path) -> bool:
+def _skip_older_export(store: StoreFile, table: str, directory: Path, part: Path | None = None) -> bool:
     """True for the crossfit tables of an export made before deployment accounting (they
     charged no probe: rerun them); exports made before any of a table's later columns load
     (checkpoints' lineage columns, their weights' sha256 and crossfit results' kinds are filled on
     load, the others stay NULL); another older export is refused."""
     source = "crossfit_results" if table.startswith("crossfit_") else table
-    path = directory / f"{source}.parquet"
+    path = part if part is not None and source == table else directory / f"{source}.parquet"
     if not path.exists():
         return False
     with store.connect() as connection:
@@ -114,6 +131,8 @@ def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: p
     before the lineage columns get them from their lineage."""
     if frame.empty:
         return
+    if table in ("arm_outcomes", "features") and "retriever_hash" not in frame.columns:
+        frame = frame.assign(retriever_hash="")  # an export made before evidence keyed them: the default BM25
     connection.register("new_rows", frame)
     connection.execute(f"INSERT INTO {known_table(table)} BY NAME SELECT * FROM new_rows ON CONFLICT DO NOTHING")
     connection.unregister("new_rows")
@@ -135,10 +154,14 @@ def _delete_errors_answered_in(connection: duckdb.DuckDBPyConnection, table: str
         return 0
     last_key = _OUTCOME_KEYS[table]
     answered = frame.loc[frame["error"].isna(), ["host", "benchmark", "example_id", last_key]]
+    evidence = ""  # an arm outcome's key includes its evidence (an export made before: the default's, "")
+    if table == "arm_outcomes":
+        answered = answered.assign(retriever_hash=frame.get("retriever_hash", pd.Series("", index=frame.index)))
+        evidence = "AND t.retriever_hash = a.retriever_hash "
     connection.register("answered_keys", answered)
     deleted = connection.execute(
         f"DELETE FROM {table} t USING answered_keys a WHERE t.error IS NOT NULL AND t.host = a.host "
         f"AND t.benchmark = a.benchmark AND t.example_id = a.example_id AND t.{last_key} = a.{last_key} "
-        "RETURNING 1").fetchall()
+        f"{evidence}RETURNING 1").fetchall()
     connection.unregister("answered_keys")
     return len(deleted)

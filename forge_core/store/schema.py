@@ -175,11 +175,37 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE crossfit_results ADD COLUMN margin DOUBLE;
     ALTER TABLE crossfit_results ADD COLUMN runner_up VARCHAR;
     """,
+    # Evidence is part of an arm's identity (`forge_core.evidence.retrievers.retriever_hash`):
+    # arm outcomes and features are keyed by the retriever configuration they were made under;
+    # every row stored before has the default BM25 evidence, whose hash is "".
+    """
+    CREATE TABLE arm_outcomes_keyed (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, arm VARCHAR,
+        answer VARCHAR, extracted VARCHAR, f1 DOUBLE, em DOUBLE,
+        tokens_in INTEGER, tokens_out INTEGER, tokens_reasoning INTEGER, latency_ms DOUBLE,
+        error VARCHAR, attempts INTEGER, host_config_hash VARCHAR,
+        started_at TIMESTAMP, finished_at TIMESTAMP, reasoning_method VARCHAR,
+        retriever_hash VARCHAR NOT NULL DEFAULT '',
+        PRIMARY KEY (host, benchmark, example_id, arm, retriever_hash));
+    INSERT INTO arm_outcomes_keyed SELECT *, '' FROM arm_outcomes;
+    DROP TABLE arm_outcomes;
+    ALTER TABLE arm_outcomes_keyed RENAME TO arm_outcomes;
+    CREATE TABLE features_keyed (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, kind VARCHAR, vals FLOAT[],
+        retriever_hash VARCHAR NOT NULL DEFAULT '',
+        PRIMARY KEY (host, benchmark, example_id, kind, retriever_hash));
+    INSERT INTO features_keyed SELECT *, '' FROM features;
+    DROP TABLE features;
+    ALTER TABLE features_keyed RENAME TO features;
+    CREATE TABLE evidence_results (
+        benchmark VARCHAR, retriever_hash VARCHAR, k INTEGER, retriever VARCHAR, queries INTEGER,
+        query_limit INTEGER, measured_at TIMESTAMP, result JSON, PRIMARY KEY (benchmark, retriever_hash, k));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
     "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
-    "fresh_results", "reward_outcomes")
+    "fresh_results", "reward_outcomes", "evidence_results")
 # The checkpoint columns copied from its lineage JSON (schema version 6 added them); with stage,
 # variant and n_arms, the columns checkpoints are selected by.
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
@@ -189,7 +215,8 @@ CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
 # columns, crossfit results' kinds: schema version 7).
 LATER_COLUMNS: dict[str, tuple[str, ...]] = {
     "checkpoints": (*CHECKPOINT_LINEAGE_COLUMNS, "weights_sha256"),
-    "arm_outcomes": ("reasoning_method",),
+    "arm_outcomes": ("reasoning_method", "retriever_hash"),
+    "features": ("retriever_hash",),
     "probe_outcomes": ("tokens_reasoning", "reasoning_method"),
     "crossfit_results": ("kind", "margin", "runner_up"),
     "fresh_results": ("checkpoint_id",),
@@ -200,4 +227,4 @@ TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
     "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers",
-    "retrievers", "live_traces"})
+    "retrievers", "live_traces", "evidence_results"})

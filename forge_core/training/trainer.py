@@ -24,6 +24,12 @@ import torch
 from forge_core.arms import parse_arm, thinking_modes
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.evidence.retrievers import (
+    DEFAULT_RETRIEVER,
+    check_router_retriever,
+    get_retriever_config,
+    retriever_hash,
+)
 from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -83,6 +89,7 @@ class TrainRequest:
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
     conditioning: CostConditioning | None = None  # a cost-conditioned router (None: one for lambda_in/lambda_out)
+    retriever: str = DEFAULT_RETRIEVER  # the evidence its outcomes and features were made under (a retriever name)
 
     @property
     def weights(self) -> CostWeights:
@@ -102,6 +109,9 @@ class TrainRequest:
             raise InvalidInput("live Stage-2 rewards are gold F1: use the table replay for judge or consensus")
         thinking_modes(self.n_arms)  # validates the alphabet size
         CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
+        if self.rewards == "live" and self.retriever != DEFAULT_RETRIEVER:
+            raise InvalidInput("live Stage-2 rewards use the default bm25 evidence: replay the table (rewards "
+                               "'table') under another retriever")
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)
@@ -135,7 +145,8 @@ class TrainRequest:
         Stage 2 run without a Stage-1 checkpoint to start from. The one place a request is checked:
         the CLI, the Train page and the jobs call it before training."""
         table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks,
-                                   labeled_only=self.training_reward == GOLD)
+                                   labeled_only=self.training_reward == GOLD,
+                                   retriever_hash=self.retriever_hash(store))
         if self.variant == "full" and not table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes (Full features need them): "
                               f"run `forge enumerate --host {self.host} --probes`, or train Lite")
@@ -148,7 +159,8 @@ class TrainRequest:
         if self.training_reward != GOLD:
             proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
         if self.parent is not None:
-            load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
+            parent = load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
+            check_router_retriever(self.parent, parent.lineage, get_retriever_config(store, self.retriever))
         if self.stage == 2 and self.parent is None and self.default_parent(store) is None:
             kind = " cost-conditioned" if self.conditioned else ""
             raise MissingStep(f"Stage 2 starts from a{kind} Stage-1 checkpoint: train one first (Stage 1, "
@@ -160,18 +172,23 @@ class TrainRequest:
         """Whether the router takes the cost weights as inputs (one router for every weight)."""
         return self.conditioning is not None
 
+    def retriever_hash(self, store: Store) -> str:
+        """The configuration hash of the request's retriever ("" for the default BM25 evidence)."""
+        return retriever_hash(get_retriever_config(store, self.retriever))
+
     def default_parent(self, store: Store) -> str | None:
         """Stage 2's parent when none is named: the newest Stage-1 checkpoint of the variant and
         alphabet, cost-conditioned or not as this request."""
         return latest_checkpoint(store, self.host, self.variant, stage=1, n_arms=self.n_arms,
-                                 conditioned=self.conditioned)
+                                 conditioned=self.conditioned, retriever_hash=self.retriever_hash(store))
 
 
     def training_data(self, store: Store) -> TrainingData:
         """The data this request trains on: the complete queries, also those without gold answers
         when the reward is a proxy (then with the proxy in place of F1)."""
         data = prepare_training_data(store, self.host, self.variant, self.n_arms, self.split_seed, self.benchmarks,
-                                     labeled_only=self.training_reward == GOLD)
+                                     labeled_only=self.training_reward == GOLD,
+                                     retriever_hash=self.retriever_hash(store))
         return with_reward(store, data, self.training_reward)
 
     @property
@@ -206,18 +223,23 @@ class TrainingData:
 
 
 def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0,
-                          benchmarks: Sequence[str] | None = None, labeled_only: bool = True) -> TrainingData:
-    """Complete queries (of `benchmarks` when given) with their stored features, standardized on
-    train (compute the features first: `forge_core.routing.features.compute_features`); with
-    `labeled_only` False, queries without gold answers too (for training on a proxy reward)."""
+                          benchmarks: Sequence[str] | None = None, labeled_only: bool = True,
+                          retriever_hash: str = "") -> TrainingData:
+    """Complete queries (of `benchmarks` when given) under one retriever configuration (its hash;
+    "": the default BM25) with their stored features, standardized on train (compute the features
+    first: `forge_core.routing.features.compute_features`); with `labeled_only` False, queries
+    without gold answers too (for training on a proxy reward). The retrieval features are each
+    retriever's own scores, standardized on its train queries like every structured feature: a
+    z-score that means "retrieval confidence against the training queries under the same
+    evidence" for every kind (BM25 scores, cosines, reciprocal-rank sums)."""
     if variant not in VARIANTS:
         raise InvalidInput(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
-    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks, labeled_only)
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks, labeled_only, retriever_hash)
     if variant == "full":
         table = table.subset(table.has_probes)
         if not len(table):
             raise MissingStep(f"no query of host '{host}' has probes: run `forge enumerate --probes`")
-    raw = assemble_features(store, host, variant, table.keys)
+    raw = assemble_features(store, host, variant, table.keys, retriever_hash=retriever_hash)
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
         raise MissingStep(f"host '{host}' needs complete train and dev queries: "
@@ -304,7 +326,13 @@ def _weight_pair_lineage(request: TrainRequest, data: TrainingData, host_hashes:
         "benchmarks": list(request.benchmarks) if request.benchmarks is not None else None, "stage": request.stage,
         "config": _stored_config(stage_config), "parent": request.parent,
         "standardizer": data.standardizer.to_dict(), "normalizer": data.normalizer.to_dict(),
-    } | _reward_lineage(request)
+    } | _reward_lineage(request) | _retriever_lineage(data)
+
+
+def _retriever_lineage(data: TrainingData) -> dict[str, str]:
+    """The evidence a checkpoint was trained under, in its lineage: the retriever configuration's
+    hash, left out for the default BM25 evidence (""), so earlier checkpoints keep their ids."""
+    return {"retriever_hash": data.table.retriever_hash} if data.table.retriever_hash else {}
 
 
 def _stored_config(stage_config: Any) -> dict[str, Any]:
@@ -473,6 +501,7 @@ def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: 
         raise MissingStep("Stage 2 starts from a Stage-1 checkpoint: "
                           f"run `forge train --stage 1 --variant {request.variant}` first")
     parent = load_checkpoint(store, parent_id)
+    check_router_retriever(parent_id, parent.lineage, get_retriever_config(store, request.retriever))
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
         raise InvalidInput(f"checkpoint {parent_id} was trained on other features or another alphabet")
     if parent.conditioning != request.conditioning:

@@ -736,3 +736,20 @@ def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tu
     outcomes = frame_with(linked, "router probability")  # the worst-regret query, opened from its URL
     assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
     assert table["question"].iloc[0] in texts(linked.markdown)
+
+
+def test_overview_shows_stored_evidence_without_outcomes(benchmarks_root: Path) -> None:
+    store = Store(os.environ["FORGE_STORE"])
+    import_benchmarks(store, benchmarks_root, ["2wikimultihopqa"])
+    measured = {"name": "d", "kind": "dense", "config_hash": "abc123def456",
+                "recall_at_k": {"mean": 0.667, "ci95": [0.626, 0.709]}, "recall_vs_first_ci95": [0.026, 0.101],
+                "summary_tokens_in": {"mean": 266.4, "ci95": [260.0, 272.0]},
+                "raw_tokens_in": {"mean": 404.2, "ci95": [379.0, 429.0]}, "latency_ms": {"p50": 83.7, "p95": 121.8}}
+    store.save_evidence_results("2wikimultihopqa", 3, 153, None, [measured])
+    app = page("overview.py")
+    assert not app.exception
+    assert len(app.dataframe) == 3  # benchmarks, coverage, evidence by retriever
+    row = app.dataframe[2].value.iloc[0]
+    assert (row["retriever"], row["gold recall@k"], row["minus the run's first"]) == (
+        "d", "0.667 [0.626, 0.709]", "[+0.026, +0.101]")
+    assert row["Raw tokens in"] == "404 [379, 429]" and row["latency p50 / p95 ms"] == "83.7 / 121.8"
