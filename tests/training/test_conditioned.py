@@ -29,7 +29,8 @@ def _lineage_hash(request: TrainRequest) -> str:
     data = SimpleNamespace(
         snapshot_hash=lambda: "0123456789abcdef", embedder="all-MiniLM-L6-v2", feature_names=("a", "b"),
         features=np.zeros((4, 3)), normalizer=CostNormalizer(100.0, 10.0),
-        standardizer=Standardizer.fit(np.arange(12.0).reshape(4, 3), "train", embedding_dim=1))
+        standardizer=Standardizer.fit(np.arange(12.0).reshape(4, 3), "train", embedding_dim=1),
+        table=SimpleNamespace(retriever_hash=""))  # the default BM25 evidence
     config = request.stage1 if request.stage == 1 else request.stage2
     return hashlib.sha256(json.dumps(_lineage(request, data, ["h1"], config), sort_keys=True).encode()).hexdigest()
 
