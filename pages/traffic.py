@@ -10,6 +10,7 @@ from forge_core.reports.traffic import (
     BUDGET_TOLERANCE,
     arm_mix_over_time,
     default_traffic_dir,
+    interval_text,
     parse_since,
     read_traffic,
     request_record,
@@ -27,12 +28,6 @@ folder = folder_column.text_input("Traffic log folder", str(default_traffic_dir(
 since = since_column.text_input("Since", "", help="A duration back from now (15m, 2h, 1d) or an ISO time; "
                                                   "empty: everything.")
 follow = follow_column.toggle("Follow", value=True, help="Re-read the log every 5 seconds (while a server writes it).")
-
-
-def interval_text(stat: dict) -> str:
-    """'mean [low, high]' of a `summarize_traffic` interval, or the mean alone below two values."""
-    low, high = stat["ci95"]
-    return f"{stat['mean']:,.1f}" + ("" if low is None else f" [95% interval {low:,.1f} to {high:,.1f}]")
 
 
 @st.fragment(run_every=5.0 if follow else None)
@@ -105,7 +100,7 @@ def traffic_view() -> None:
         columns[0].metric("Tokens saved a request (shadow sample)", f"{saving['mean']:,.1f}")
         columns[1].metric("Always-Raw's tokens a request (same requests)", f"{raw['mean']:,.1f}")
         st.caption(f"Over {saving['n']} requests whose Always-Raw cost was measured after their response: "
-                   f"saving {interval_text(saving)}.")
+                   f"saving, with its 95% interval, {interval_text(saving)}.")
     else:
         st.caption("No shadow Always-Raw sample: serve with `--shadow-raw 0.1` to measure it.")
     candidate = summary["candidate"]
@@ -120,12 +115,13 @@ def traffic_view() -> None:
                           else f"{difference['mean']:+,.1f}")
         st.caption(f"{candidate['calls']} shadow answers spent {candidate['tokens_spent']:,} tokens; "
                    f"{candidate['capped']} skipped past the token cap. Token difference over the "
-                   f"{difference['n']} requests it routed and answered (agreements count 0): "
-                   + ("-" if difference["mean"] is None else interval_text(difference)) + ".")
+                   f"{difference['n']} requests it routed and answered (agreements count 0), with its 95% interval: "
+                   + interval_text(difference) + ".")
         quality = candidate["quality_difference"]
         if quality["n"]:
             st.metric("Candidate minus current rating (evaluator host, 0 to 1)", f"{quality['mean']:+.3f}")
-            st.caption(f"Over {quality['n']} requests (agreements count 0): {interval_text(quality)}.")
+            st.caption(f"Over {quality['n']} requests (agreements count 0), with its 95% interval: "
+                       f"{interval_text(quality)}.")
         else:
             st.caption("No rating: serve with `--evaluator-host HOST` to rate both answers of each disagreement.")
         st.dataframe({"candidate arm": list(candidate["arms"]), "requests": list(candidate["arms"].values())})

@@ -33,6 +33,8 @@ def traffic_command(
 
 
 def _print(summary: dict[str, Any]) -> None:
+    from forge_core.reports.traffic import interval_text
+
     if not summary["requests"]:
         console.print(f"no request logged in {summary['traffic_dir']}")
         return
@@ -42,8 +44,8 @@ def _print(summary: dict[str, Any]) -> None:
     console.print(f"{summary['requests']:,} requests ({first} to {last} UTC), {summary['answered']:,} answered; "
                   f"status {summary['by_status']}")
     if tokens["n"]:
-        console.print(f"tokens a request {_mean(tokens)}; {summary['host_calls']:,} host calls; "
-                      f"latency {_mean(summary['latency_ms'])} ms")
+        console.print(f"tokens a request {interval_text(tokens)}; {summary['host_calls']:,} host calls; "
+                      f"latency {interval_text(summary['latency_ms'])} ms")
         console.print("arms: " + ", ".join(f"{arm} {count}" for arm, count in summary["arms"].items()))
     for title, key in (("budget", "budgets"), ("client", "clients")):
         if summary[key]:
@@ -51,7 +53,7 @@ def _print(summary: dict[str, Any]) -> None:
             for column in (title, "requests", "tokens a request (95% CI)", "lambda_in", "lambda_out"):
                 table.add_column(column)
             for name, group in summary[key].items():
-                table.add_row(name, str(group["requests"]), _mean(group["tokens"]), _weight(group["lambda_in"]),
+                table.add_row(name, str(group["requests"]), interval_text(group["tokens"]), _weight(group["lambda_in"]),
                               _weight(group["lambda_out"]))
             console.print(table)
     for name, group in summary["budgets"].items():
@@ -61,7 +63,8 @@ def _print(summary: dict[str, Any]) -> None:
                           f"controller sits at its {side} trained weights[/yellow]")
     saving = summary["shadow_raw"]["saving_tokens"]
     if saving["n"]:
-        console.print(f"saving against Always-Raw (shadow sample of {saving['n']}): {_mean(saving)} tokens a request")
+        console.print(f"saving against Always-Raw (shadow sample of {saving['n']}): {interval_text(saving)} "
+                      "tokens a request")
     candidate = summary["candidate"]
     if candidate["shadowed"]:
         console.print(f"candidate: {candidate['routed']} routed, agreement {candidate['agreement']}, "
@@ -70,13 +73,6 @@ def _print(summary: dict[str, Any]) -> None:
     for key in ("slowest", "costliest"):
         console.print(f"{key}: " + "; ".join(f"{r['id'][:8]} {r['arm']} {r['tokens']} tok {r['latency_ms']:.0f} ms"
                                            for r in summary[key]))
-
-
-def _mean(stat: dict[str, Any]) -> str:
-    if stat["mean"] is None:
-        return "-"
-    low, high = stat["ci95"]
-    return f"{stat['mean']:.1f}" + ("" if low is None else f" [{low:.1f}, {high:.1f}]")
 
 
 def _weight(value: float | None) -> str:

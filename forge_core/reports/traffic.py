@@ -125,6 +125,15 @@ def _finite(value: float) -> float | None:
     return None if value != value else round(value, 3)  # NaN -> None (JSON-safe)
 
 
+def interval_text(stat: dict) -> str:
+    """'mean [low, high]' (its 95% interval) of a `summarize_traffic` statistic: the mean alone
+    below two values, "-" without one."""
+    if stat["mean"] is None:
+        return "-"
+    low, high = stat["ci95"]
+    return f"{stat['mean']:,.1f}" + ("" if low is None else f" [{low:,.1f}, {high:,.1f}]")
+
+
 def summarize_traffic(records: TrafficRecords) -> dict[str, Any]:
     """The summary `forge traffic --json` prints."""
     requests = records.requests
