@@ -131,7 +131,8 @@ def traffic_view() -> None:
     st.subheader("Slowest and costliest requests")
     listed = {f"{r['id'][:8]} · {r['arm']} · {r['tokens']} tokens · {r['latency_ms']:.0f} ms · {kind}": r["id"]
               for kind in ("slowest", "costliest") for r in summary[kind]}
-    chosen = st.selectbox("Open a request's record", list(listed))
+    # A radio, not a select box: the list stays open while Follow re-reads the log.
+    chosen = st.radio("Open a request's record", list(listed))
     st.json(request_record(records, listed[chosen]))
 
 

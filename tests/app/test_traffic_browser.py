@@ -83,10 +83,10 @@ def test_the_traffic_page_draws_every_element_and_opens_a_record(tmp_path: Path,
         expect(page.get_by_text("against a target of 400.0")).to_be_visible()
         expect(page.get_by_text("Out of the router's reach")).to_be_visible()
         expect(page.get_by_text("saving", exact=False).filter(has_text="95% interval").first).to_be_visible()
-        assert page.locator("[data-testid='stVegaLiteChart'], [data-testid='stArrowVegaLiteChart']").count() == 4
-        page.get_by_text("Follow", exact=True).click()  # stop the re-reads: each would close the open list
-        page.get_by_test_id("stSelectbox").click()
-        page.get_by_role("option").filter(has_text="costliest").first.click()
+        charts = page.locator("[data-testid='stVegaLiteChart'], [data-testid='stArrowVegaLiteChart']")
+        expect(charts).to_have_count(4, timeout=timeout)
+        page.wait_for_timeout(6000)  # past a Follow re-read (every 5 s): the choice below must still be offered
+        page.get_by_test_id("stRadio").get_by_text("costliest").first.click()
         expect(page.get_by_test_id("stJson")).to_contain_text("req0057", timeout=timeout)  # 627 tokens: the costliest
         expect(page.get_by_test_id("stJson")).to_contain_text("shadows")
         assert page.get_by_test_id("stException").count() == 0

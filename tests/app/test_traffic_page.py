@@ -40,7 +40,7 @@ def test_the_page_shows_the_traffic_and_opens_the_costliest_request(tmp_path: Pa
     assert "Tokens saved a request (shadow sample)" in metrics
     assert [s.value for s in app.subheader][:3] == ["Requests over time", "Arm mix over time",
                                                    "Realized tokens against the target"]
-    opened = app.selectbox[0]
+    opened = app.radio[0]
     costliest = [option for option in opened.options if option.endswith("costliest")][0]
     assert costliest.startswith("req0027")
     opened.set_value(costliest).run()
