@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 CONTEXT_TOKENS = 8192  # prompt + answer window of the embedded model
 STARTUP_TIMEOUT_S = 180.0
+HEALTH_TIMEOUT_S = 2.0  # an idle server answers `/models` at once
+BUSY_CONNECT_TIMEOUT_S = 2.0  # a live server's socket accepts at once, even mid-call
 
 
 @dataclass(frozen=True)
@@ -60,20 +62,39 @@ def _free_port() -> int:
 
 def _is_healthy(info: ServerInfo) -> bool:
     try:
-        response = httpx.get(f"{info.base_url}/models", timeout=2.0)
+        response = httpx.get(f"{info.base_url}/models", timeout=HEALTH_TIMEOUT_S)
     except httpx.HTTPError:
         return False
     return response.status_code == 200
 
 
+def _is_busy(info: ServerInfo) -> bool:
+    """True when the announced process is alive and its port accepts connections: a server in the
+    middle of a long call (llama.cpp answers `/models` only between calls), not a dead one."""
+    if info.pid <= 0:
+        return False
+    try:
+        os.kill(info.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, owned by another user
+    try:
+        with socket.create_connection(("127.0.0.1", info.port), timeout=BUSY_CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
 def running_server(model_key: str) -> ServerInfo | None:
-    """The announced server for this model if it is alive and answering, else None."""
+    """The announced server for this model if it answers, or is alive and busy with a call (its
+    health check then times out: starting a second copy would halve both), else None."""
     path = _state_file(model_key)
     try:
         info = ServerInfo(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    return info if _is_healthy(info) else None
+    return info if _is_healthy(info) or _is_busy(info) else None
 
 
 class EmbeddedServer:
