@@ -43,11 +43,14 @@ import pandas as pd
 
 from forge_core import config
 from forge_core.evaluation.cached import CachedRequest, run_cached
+from forge_core.errors import MissingStep
+from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
 from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
 from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, evaluation_setup
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
 from forge_core.hosts.registry import get_host_config
 from forge_core.policies.conditioned import conditioned_checkpoint
 from forge_core.policies.grounding import gold_recall_matrix
@@ -57,6 +60,7 @@ from forge_core.policies.support_rates import support_verdicts
 from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
 from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
@@ -1066,6 +1070,75 @@ def serve_bench(results: Results) -> str:
         f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
 
 
+# ---------------------------------------------------------------- evidence per retriever (issue #39)
+
+EVIDENCE_RETRIEVERS = {  # the retrievers the documents compare, as `forge retriever add NAME --kind NAME` makes them
+    name: retriever_hash(RetrieverConfig(name, kind=name, embedder=embedder_name(DEFAULT_EMBEDDER) if name != "bm25" else ""))
+    for name in ("bm25", "dense", "hybrid")}
+EVIDENCE_ARMS_BENCHMARK = "hotpotqa"  # the benchmark of the per-retriever Stage 0 (`forge enumerate --retriever`)
+
+
+def _mean_ci(measure: dict, digits: int = 3) -> str:
+    """"0.603 [0.559, 0.647]" from an `Interval` JSON."""
+    low, high = measure["ci95"]
+    return f"{measure['mean']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def evidence_compare_table(results: Results) -> str:
+    """`forge evidence compare`'s stored rows: per benchmark and retriever, gold recall at k with
+    its interval and its paired difference from the first retriever, Summary's and Raw's gold
+    recall and input tokens, and retrieval latency."""
+    stored = results.store.evidence_results()
+    _require(not stored.empty, "forge evidence compare has stored results")
+    lines = ["| benchmark | retriever | queries | gold recall@k | minus bm25 (paired) | Summary recall | Raw recall "
+             "| Summary tokens in | Raw tokens in | latency p50 / p95 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in stored.itertuples():
+        result = row.result
+        lines.append(
+            f"| {BENCHMARK_NAMES.get(row.benchmark, row.benchmark)} | {row.retriever} | {row.queries:,} "
+            f"| {_mean_ci(result['recall_at_k'])} (k {row.k}) | {_ci(result['recall_vs_first_ci95'])} "
+            f"| {_mean_ci(result['summary_recall'])} | {_mean_ci(result['raw_recall'])} "
+            f"| {_mean_ci(result['summary_tokens_in'], 0)} | {_mean_ci(result['raw_tokens_in'], 0)} "
+            f"| {result['latency_ms']['p50']:.1f} / {result['latency_ms']['p95']:.1f} |")
+    return "\n".join(lines)
+
+
+def _evidence_arms(results: Results) -> dict | None:
+    """`forge evidence arms` on the documented benchmark's test split (None before any query is
+    complete under every retriever)."""
+    request = EvidenceArmsRequest(HOST, EVIDENCE_ARMS_BENCHMARK, tuple(EVIDENCE_RETRIEVERS), "test", N_ARMS)
+    try:
+        return compare_arms_of(results.store, request, EVIDENCE_RETRIEVERS)
+    except MissingStep:
+        return None
+
+
+def evidence_arms_table(results: Results) -> str:
+    """Per arm, one column per retriever: F1 with its interval / mean tokens in + out, F1 minus
+    bm25's (paired) under the others, and each retriever's Pareto frontier."""
+    report = _evidence_arms(results)
+    if report is None:
+        return (f"No {BENCHMARK_NAMES[EVIDENCE_ARMS_BENCHMARK]} test query has all {N_ARMS} arms under "
+                f"{_listing(list(EVIDENCE_RETRIEVERS))} yet.")
+    retrievers = report["retrievers"]
+    lines = [f"{report['queries']} {BENCHMARK_NAMES[report['benchmark']]} test queries with all {N_ARMS} arms under "
+             f"every retriever (split seed 0), host `{report['host']}`. Cells: F1 [95% interval] / tokens in + out "
+             f"a query; under dense and hybrid also F1 minus bm25's on the same queries (paired 95% interval).", "",
+             "| arm | " + " | ".join(r["name"] for r in retrievers) + " |", "|---" * (len(retrievers) + 1) + "|"]
+    for a, arm in enumerate(report["arms"]):
+        cells = []
+        for r in retrievers:
+            measure = r["arms"][a]
+            cell = f"{_mean_ci(measure['f1'])} / {measure['tokens_in'] + measure['tokens_out']:,.0f}"
+            if r["name"] != report["reference"]:
+                cell += f"; {_gain(measure['f1_minus_reference'], measure['f1_minus_reference_ci95'])}"
+            cells.append(cell)
+        lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
+    lines.append("| Pareto frontier | " + " | ".join(", ".join(f"`{arm}`" for arm in r["pareto_frontier"])
+                                                 for r in retrievers) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1090,6 +1163,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
+    "evidence-compare": evidence_compare_table, "evidence-arms": evidence_arms_table,
 }
 
 

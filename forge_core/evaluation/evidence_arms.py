@@ -12,7 +12,7 @@ queries; per retriever, the Pareto frontier of its arms over (mean tokens in + o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,7 +41,15 @@ def compare_arms(store: Store, request: EvidenceArmsRequest) -> dict:
     F1 minus the first retriever's (paired), and the Pareto frontier of its arms (JSON-ready)."""
     if not request.retrievers:
         raise InvalidInput("name at least one retriever (--retrievers)")
-    tables = {name: _table(store, request, name) for name in request.retrievers}
+    hashes = {name: retriever_hash(get_retriever_config(store, name)) for name in request.retrievers}
+    return compare_arms_of(store, request, hashes)
+
+
+def compare_arms_of(store: Store, request: EvidenceArmsRequest, hashes: dict[str, str]) -> dict:
+    """`compare_arms` for retrievers given by name and configuration hash (the first is the
+    reference), e.g. on an exported store that holds the outcomes but not the configurations."""
+    request = replace(request, retrievers=tuple(hashes))
+    tables = {name: _table(store, request, name, config_hash) for name, config_hash in hashes.items()}
     common = set.intersection(*(set(table.keys) for table in tables.values()))
     if not common:
         raise MissingStep(f"no {request.split} query of {request.benchmark} has all {request.n_arms} arms under every "
@@ -54,8 +62,7 @@ def compare_arms(store: Store, request: EvidenceArmsRequest) -> dict:
             "retrievers": [_retriever_report(name, table, reference) for name, table in aligned.items()]}
 
 
-def _table(store: Store, request: EvidenceArmsRequest, name: str) -> OutcomeTable:
-    config_hash = retriever_hash(get_retriever_config(store, name))
+def _table(store: Store, request: EvidenceArmsRequest, name: str, config_hash: str) -> OutcomeTable:
     try:
         table = load_outcome_table(store, request.host, request.n_arms, request.split_seed, [request.benchmark],
                                    retriever_hash=config_hash)

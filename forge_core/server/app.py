@@ -56,7 +56,7 @@ from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evidence.retrieval import Retriever
-from forge_core.evidence.retrievers import get_retriever_config
+from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
@@ -221,8 +221,12 @@ class ServerState:
             self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir(self.store.path))
 
     def log_request(self, record: dict[str, Any]) -> None:
-        """Append a request (or shadow) record to the traffic log, if it is on."""
+        """Append a request (or shadow) record to the traffic log, if it is on; a request record
+        names the retriever whose evidence it was served under (name and configuration hash)."""
         if self.traffic is not None:
+            if record.get("kind") == "request":
+                record = record | {"retriever": self.retriever_config.name,
+                                   "retriever_hash": retriever_hash(self.retriever_config)}
             self.traffic.append(record)
 
     async def close(self) -> None:

@@ -126,6 +126,7 @@ def test_serves_a_fixed_arm_and_refuses_what_needs_a_router_in_one_line(
     assert reply.model_extra["forge"]["arm"] == "summary:no_think" and reply.model_extra["forge"]["host_calls"] == 1
     [record] = read_traffic(tmp_path).requests
     assert record["arm"] == "summary:no_think" and record["lambda_in"] is None and record["budget"] is None
+    assert (record["retriever"], record["retriever_hash"]) == ("bm25", "")  # the default evidence's name and hash
     with pytest.raises(InvalidInput, match="--router needs routing"):  # the CLI's exit 2 with this line
         serve_command(arm="summary:no_think", router=conditioned, host="counting")
 
