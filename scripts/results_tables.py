@@ -42,10 +42,10 @@ import numpy as np
 import pandas as pd
 
 from forge_core import config
-from forge_core.evaluation.cached import CachedRequest, run_cached
 from forge_core.errors import MissingStep
-from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
+from forge_core.evaluation.cached import CachedRequest, run_cached
 from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
+from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
 from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, evaluation_setup
@@ -59,8 +59,8 @@ from forge_core.policies.registry import ConditionedRouter, TrainedRouter, varia
 from forge_core.policies.support_rates import support_verdicts
 from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices, policy_summary, store_coverage
 from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
-from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.embedders import DEFAULT_EMBEDDER, embedder_name
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
@@ -1072,8 +1072,9 @@ def serve_bench(results: Results) -> str:
 
 # ---------------------------------------------------------------- evidence per retriever (issue #39)
 
-EVIDENCE_RETRIEVERS = {  # the retrievers the documents compare, as `forge retriever add NAME --kind NAME` makes them
-    name: retriever_hash(RetrieverConfig(name, kind=name, embedder=embedder_name(DEFAULT_EMBEDDER) if name != "bm25" else ""))
+EVIDENCE_RETRIEVERS = {  # the retrievers compared, as `forge retriever add NAME --kind NAME` makes them
+    name: retriever_hash(RetrieverConfig(name, kind=name,
+                                         embedder="" if name == "bm25" else embedder_name(DEFAULT_EMBEDDER)))
     for name in ("bm25", "dense", "hybrid")}
 EVIDENCE_ARMS_BENCHMARK = "hotpotqa"  # the benchmark of the per-retriever Stage 0 (`forge enumerate --retriever`)
 
@@ -1090,8 +1091,8 @@ def evidence_compare_table(results: Results) -> str:
     recall and input tokens, and retrieval latency."""
     stored = results.store.evidence_results()
     _require(not stored.empty, "forge evidence compare has stored results")
-    lines = ["| benchmark | retriever | queries | gold recall@k | minus bm25 (paired) | Summary recall | Raw recall "
-             "| Summary tokens in | Raw tokens in | latency p50 / p95 ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| benchmark | retriever | queries | gold recall@k | minus bm25 (paired) | Summary recall "
+             "| Raw recall | Summary tokens in | Raw tokens in | latency p50 / p95 ms |", "|---" * 10 + "|"]
     for row in stored.itertuples():
         result = row.result
         lines.append(

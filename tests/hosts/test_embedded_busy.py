@@ -19,7 +19,8 @@ from forge_core.hosts.embedded import running_server
 def announce(cache: Path, port: int, pid: int) -> None:
     """The state file an `EmbeddedServer` writes, for a test double standing in for its process."""
     (cache / "servers").mkdir(parents=True, exist_ok=True)
-    (cache / "servers" / "busy-model.json").write_text(json.dumps({"model_key": "busy-model", "port": port, "pid": pid}))
+    announcement = {"model_key": "busy-model", "port": port, "pid": pid}
+    (cache / "servers" / "busy-model.json").write_text(json.dumps(announcement))
 
 
 @pytest.fixture
