@@ -1,5 +1,5 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md, from the store's runs and two kinds of committed outputs:
+docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and two kinds of committed outputs:
 bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
 and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
 holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
@@ -63,7 +63,7 @@ from forge_core.store import Store
 from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md")
+DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
 STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
@@ -801,6 +801,28 @@ def fresh_run(results: Results) -> str:
     return (f"{fresh['queries']} queries, {len(fresh['policies'])} policies, run `{fresh['run_id']}`")
 
 
+def _duration(seconds: float) -> str:
+    """"39 min 11 s"."""
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def fresh_timing(results: Results) -> str:
+    """When the stored Fresh Online run's answers were made: the per-weight routers and baselines,
+    then the cost-conditioned routers, each from its first stored answer to its last."""
+    stored = results.store.fresh_results(results.fresh["run_id"])
+    stored = stored[stored["policy"].isin(list(results.fresh["policies"]))]
+    conditioned = stored["policy"].isin(list(variants(ConditionedRouter)))
+    parts = []
+    for label, answers in (("the per-weight routers of the Cached table above and the baselines", stored[~conditioned]),
+                           ("the two cost-conditioned routers", stored[conditioned])):
+        first, last = answers["finished_at"].min(), answers["finished_at"].max()
+        days = _listing(sorted({f"{first:%Y-%m-%d}", f"{last:%Y-%m-%d}"}))
+        parts.append(f"{label} answered on {days}, {len(answers):,} answers in "
+                     f"{_duration((last - first).total_seconds())} from the first stored answer to the last")
+    return "; ".join(parts)
+
+
 def fresh_table(results: Results) -> str:
     """Fresh Online: F1 (live and cached), both costs, calls, utility, latency."""
     lines = ["| policy | macro F1 | Cached F1, same queries | k tok, every call | k tok, answer | calls "
@@ -1207,6 +1229,15 @@ def serve_bench(results: Results) -> str:
         f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
 
 
+def page_renders(results: Results) -> str:
+    """`bench/page_renders.py`: each dashboard page's first render, the slider steps, the load average."""
+    bench = _bench("page_renders")
+    before, after = (" / ".join(f"{value:.2f}" for value in bench[key]) for key in ("loadavg_before", "loadavg_after"))
+    renders = ", ".join(f"{page} {seconds:.1f} s" for page, seconds in bench["first_render_s"].items())
+    return (f"its first renders: {renders}; the Pareto slider's {len(bench['steps_s'])} steps, median "
+            f"{bench['step_median_s']:.1f} s; load average {before} before, {after} after (1 / 5 / 15 min)")
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1218,7 +1249,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "floor-reading": floor_reading, "oracle-set-table": oracle_set_table, "stage2-table": stage2_table,
     "stage2-reading": stage2_reading,
     "six-arm-runs": six_arm_runs, "six-arm-table": six_arm_table, "six-arm-reading": six_arm_reading,
-    "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
+    "fresh-run": fresh_run, "fresh-timing": fresh_timing, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
     "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
     "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,
@@ -1232,6 +1263,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
+    "page-renders": page_renders,
 }
 
 
