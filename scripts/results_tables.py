@@ -1,6 +1,6 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and two kinds of committed outputs:
-bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
+docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and
+two kinds of committed outputs: bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
 and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
 holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
 
@@ -654,6 +654,25 @@ def oracle_set_table(results: Results) -> str:
                                        _oracle_set_cell, (*ORACLE_SET_POLICIES, ORACLE)))
 
 
+def _overlaps(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def oracle_set_reading(results: Results) -> str:
+    """Which routers' regret intervals overlap ridge's at every weight, and how the Full router's grows."""
+    reports = results.stage2_reports
+    routers = [name for name in ORACLE_SET_POLICIES if reports[0]["policies"][name]["kind"] == "router"]
+    near = [name for name in routers if all(_overlaps(r["policies"][name]["regret"]["ci"],
+                                                      r["policies"]["ridge_utility"]["regret"]["ci"]) for r in reports)]
+    full = [r["policies"]["forge_full"]["regret"]["mean"] for r in reports]
+    _require("forge_full" not in near and full == sorted(full), "the Full router's regret grows with the weights")
+    _require(all(r["policies"][name]["cot_share"].get("fever", 0.0) == 0 for r in reports for name in routers),
+             "no router of these runs sends a FEVER query to a thinking arm")
+    return (f"The regret intervals of {_listing([f'`{name}`' for name in near])} overlap ridge's at every weight; "
+            f"the Full router's regret grows with the weights ({_listing([f'{value:.3f}' for value in full])}), "
+            "as its probes cost more")
+
+
 # ---------------------------------------------------------------- today's Stage 1 (the whole alphabet)
 
 SIX_ARM_ROUTERS = (*variants(TrainedRouter), *variants(ConditionedRouter))  # the routers with a Stage-1 parent
@@ -1246,7 +1265,8 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "crossfit-runs": crossfit_runs, "crossfit-tables": crossfit_tables, "seed-runs": seed_runs,
     "seeds-table": seeds_table, "answer-view": answer_view, "full-router-reading": full_router_reading,
     "paper-weights-reading": paper_weights_reading, "costly-weights-reading": costly_weights_reading,
-    "floor-reading": floor_reading, "oracle-set-table": oracle_set_table, "stage2-table": stage2_table,
+    "floor-reading": floor_reading, "oracle-set-table": oracle_set_table,
+    "oracle-set-reading": oracle_set_reading, "stage2-table": stage2_table,
     "stage2-reading": stage2_reading,
     "six-arm-runs": six_arm_runs, "six-arm-table": six_arm_table, "six-arm-reading": six_arm_reading,
     "fresh-run": fresh_run, "fresh-timing": fresh_timing, "fresh-table": fresh_table, "fresh-counts": fresh_counts,

@@ -1,5 +1,6 @@
 """Numbers that replay: every generated region of docs/results.md, docs/results-rewards-grounding.md
-and docs/bench.md is what scripts/results_tables.py generates from the committed demo store (`forge data import && forge store load-demo`) and the committed outputs (bench/results,
+and docs/bench.md is what scripts/results_tables.py generates from the committed demo store
+(`forge data import && forge store load-demo`) and the committed outputs (bench/results,
 data/demo/reports), so a table or a figure that no longer matches its runs fails here. The
 documents are generated once for the module, then compared one by one."""
 
