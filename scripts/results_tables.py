@@ -1,8 +1,9 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
 docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and
-two kinds of committed outputs: bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
-and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
-holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
+two kinds of committed outputs: bench/results/NAME.json (the JSON line bench/NAME.py printed last,
+with the machine's load average) and data/demo/reports/NAME.json (the `--json` output of a command
+whose routers no exported store holds: trained in memory, or trained by the command;
+`scripts/stored_reports.sh` writes them).
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
