@@ -52,6 +52,7 @@ RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by stor
 JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
 STORE_TTL_S = 10  # counts and configurations
 TABLE_TTL_S = 30  # outcome tables (heavier to load)
+KEEP_STORE_OPEN_S = 1.0  # a page's burst of reads opens the store file once (`StoreFile.keep_open_s`)
 
 
 def store() -> Store:
@@ -61,7 +62,7 @@ def store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def _store(path: str) -> Store:
-    return Store(path)
+    return Store(path, keep_open_s=KEEP_STORE_OPEN_S)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
