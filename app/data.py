@@ -22,7 +22,7 @@ from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.decide import decide
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -38,7 +38,7 @@ from forge_core.reports import tables
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.reports.reliability import Reliability, checkpoint_reliability
-from forge_core.reports.view_cache import CROSSFIT_CACHE
+from forge_core.reports.view_cache import CROSSFIT_CACHE, transfer_view
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -263,9 +263,10 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def transfer(store: Store, version: int, request: TransferRequest) -> dict:
     """The transfer report (`forge eval transfer`) for a request that stores nothing (`version`:
-    see `store_version`)."""
+    see `store_version`), kept under the cache directory (`transfer/`: the page's default request
+    is computed there by `forge store load-demo`)."""
     with one_torch_thread():
-        return run_transfer(store, request)
+        return transfer_view(store, request, config.cache_dir())
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
