@@ -59,9 +59,8 @@ def show_decision_at_weights(store: Store, version: int, host: str, weights: Cos
     st.table(_gains(report).set_index("measure").round(3))
     floor = report["vs_floor"]
     if floor is not None:
-        verdict = "decidably above" if report["decidably_above_floor"] else "not decidably above"
-        st.caption(f"{verdict.capitalize()} the linear floor {report['floor_policy']}: {floor['difference']:+.3f} "
-                   f"utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
+        st.caption(f"{report['floor_verdict'].capitalize()} the linear floor {report['floor_policy']}: "
+                   f"{floor['difference']:+.3f} utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
     st.code(report["serve_command"], language="bash")
     _default_router_button(store, host, report)
     st.caption(f"`forge decide --lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}` gives the same. "

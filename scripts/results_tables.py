@@ -1,8 +1,9 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md, from the store's runs and two kinds of committed outputs:
-bench/results/NAME.json (the JSON line bench/NAME.py printed last, with the machine's load average)
-and data/demo/reports/NAME.json (the `--json` output of a command whose routers no exported store
-holds: trained in memory, or trained by the command; `scripts/stored_reports.sh` writes them).
+docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and
+two kinds of committed outputs: bench/results/NAME.json (the JSON line bench/NAME.py printed last,
+with the machine's load average) and data/demo/reports/NAME.json (the `--json` output of a command
+whose routers no exported store holds: trained in memory, or trained by the command;
+`scripts/stored_reports.sh` writes them).
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py          # rewrite
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/results_tables.py --check  # compare
@@ -43,7 +44,7 @@ import pandas as pd
 
 from forge_core import config
 from forge_core.evaluation.cached import CachedRequest, run_cached
-from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
+from forge_core.evaluation.crossfit import STAGE_CONFIG_RENAMES, cached_crossfit_report, seed_key, seed_spread
 from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, evaluation_setup
@@ -60,9 +61,10 @@ from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
+from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md")
+DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
 STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
@@ -653,12 +655,192 @@ def oracle_set_table(results: Results) -> str:
                                        _oracle_set_cell, (*ORACLE_SET_POLICIES, ORACLE)))
 
 
+def _overlaps(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def oracle_set_reading(results: Results) -> str:
+    """Which routers' regret intervals overlap ridge's at every weight, and how the Full router's grows."""
+    reports = results.stage2_reports
+    routers = [name for name in ORACLE_SET_POLICIES if reports[0]["policies"][name]["kind"] == "router"]
+    near = [name for name in routers if all(_overlaps(r["policies"][name]["regret"]["ci"],
+                                                      r["policies"]["ridge_utility"]["regret"]["ci"]) for r in reports)]
+    full = [r["policies"]["forge_full"]["regret"]["mean"] for r in reports]
+    _require("forge_full" not in near and full == sorted(full), "the Full router's regret grows with the weights")
+    _require(all(r["policies"][name]["cot_share"].get("fever", 0.0) == 0 for r in reports for name in routers),
+             "no router of these runs sends a FEVER query to a thinking arm")
+    return (f"The regret intervals of {_listing([f'`{name}`' for name in near])} overlap ridge's at every weight; "
+            f"the Full router's regret grows with the weights ({_listing([f'{value:.3f}' for value in full])}), "
+            "as its probes cost more")
+
+
+# ---------------------------------------------------------------- today's Stage 1 (the whole alphabet)
+
+SIX_ARM_ROUTERS = (*variants(TrainedRouter), *variants(ConditionedRouter))  # the routers with a Stage-1 parent
+SIX_ARM_REFERENCES = ("ridge_utility", ORACLE)
+
+
+def warm_start_arms(settings: dict) -> int:
+    """The arms a run's Stage 1 trained on (older runs store the field as `arms`)."""
+    stage1 = {STAGE_CONFIG_RENAMES.get(key, key): value for key, value in settings["stage1"].items()}
+    return stage1["warm_start_arms"]
+
+
+def _stage1_label(settings: dict) -> str:
+    """"the paper's (3 arms)" or "the whole alphabet (6 arms)"."""
+    arms = warm_start_arms(settings)
+    return f"the paper's ({arms} arms)" if arms == PAPER_WARM_START_ARMS else f"the whole alphabet ({arms} arms)"
+
+
+def _six_arm_runs(results: Results) -> tuple[CrossfitRun, CrossfitRun]:
+    """The Stage-1 and Stage-2 runs (deployment accounting, split seed 0, the conditioned routers)
+    under today's default Stage 1, at the same weights; the Stage-2 run's Stage-1 parents are the
+    Stage-1 run's routers (the same out-of-fold rows)."""
+    default = Stage1Config().warm_start_arms
+    stage1, stage2 = ([run for run in results.select(stage, conditioned=True)
+                       if warm_start_arms(run.settings) == default] for stage in (1, 2))
+    _require(len(stage1) == len(stage2) == 1 and stage1[0].weights == stage2[0].weights,
+             f"one Stage-1 and one Stage-2 run with Stage 1 on {default} arms, at the same weights")
+    first, second = results.rows(stage1[0]), results.rows(stage2[0])
+    _require(all(np.array_equal(first.utility[name], second.utility[f"{name}_stage1"]) for name in SIX_ARM_ROUTERS),
+             "the Stage-2 run's Stage-1 parents decide as the Stage-1 run's routers")
+    return stage1[0], stage2[0]
+
+
+def _fever_cot(report: dict, name: str) -> str:
+    return f"{report['policies'][name]['cot_share'].get('fever', 0.0):.1%}"
+
+
+def _regret(report: dict, name: str) -> str:
+    regret = report["policies"][name]["regret"]
+    return f"{regret['mean']:.3f} [{regret['ci'][0]:.3f}, {regret['ci'][1]:.3f}]"
+
+
+def _shares_right(report: dict, name: str) -> list[float]:
+    """A router's share of right decisions per margin decile, lowest margins first."""
+    return [decile["share_right"] for decile in report["policies"][name]["reliability"]]
+
+
+def _percent_range(values: Sequence[float], digits: int = 0) -> str:
+    """"34% to 62%" ("34.2% to 61.7%" with one digit)."""
+    return f"{min(values):.{digits}%} to {max(values):.{digits}%}"
+
+
+def six_arm_runs(results: Results) -> str:
+    """The two runs: ids, stages, weights, folds, queries and the day they were stored."""
+    runs = _six_arm_runs(results)
+    created = results.store.crossfit_runs(HOST).set_index("run_id")["created_at"]
+    days = _listing(sorted({f"{created[run.run_id]:%Y-%m-%d}" for run in runs}))
+    report = results.reports([runs[1]])[0]
+    return (f"runs `{runs[0].run_id}` (Stage 1) and `{runs[1].run_id}` (Stage 2) at {_pair(runs[0].settings)}, "
+            f"{runs[0].settings['folds']} folds, {report['queries']:,} queries, created on {days}")
+
+
+def six_arm_table(results: Results) -> str:
+    """Per router: FEVER thinking share and regret under each stage, Stage 2 minus Stage 1, and
+    the share of right decisions in the lowest and highest margin decile; ridge and the oracle below."""
+    first, second = results.reports(_six_arm_runs(results))
+    lines = ["| policy | Stage 1: FEVER cot, regret [95% CI] | Stage 2: FEVER cot, regret [95% CI] "
+             "| Stage 2 minus Stage 1 [95% CI] | right decisions, lowest / highest margin decile: Stage 1; Stage 2 |",
+             "|---|---|---|---|---|"]
+    for name in (*SIX_ARM_ROUTERS, *SIX_ARM_REFERENCES):
+        if name in SIX_ARM_ROUTERS:
+            difference = second["stage2_minus_stage1"][name]
+            deciles = "; ".join(f"{shares[0]:.0%} / {shares[-1]:.0%}"
+                                for shares in (_shares_right(first, name), _shares_right(second, name)))
+            extra = f"{_gain(difference['difference'], difference['ci'])} | {deciles}"
+        else:
+            extra = "– | –"
+        lines.append(f"| `{name}` | {_fever_cot(first, name)}, {_regret(first, name)} "
+                     f"| {_fever_cot(second, name)}, {_regret(second, name)} | {extra} |")
+    return "\n".join(lines)
+
+
+def _decile_gap(report: dict, name: str) -> tuple[float, tuple[float, float]]:
+    """A router's share of right decisions in its highest margin decile minus its lowest, with the
+    95% interval of a difference of two independent shares (normal approximation)."""
+    low, high = report["policies"][name]["reliability"][0], report["policies"][name]["reliability"][-1]
+    gap = high["share_right"] - low["share_right"]
+    half = 1.96 * np.sqrt(sum(d["share_right"] * (1 - d["share_right"]) / d["queries"] for d in (low, high)))
+    return gap, (gap - half, gap + half)
+
+
+def six_arm_reading(results: Results) -> str:
+    """What the two runs show: the thinking share under each stage against ridge's and the
+    oracle's, regrets against ridge, Stage 2 minus Stage 1, and whether the margins tell right
+    decisions apart."""
+    first, second = results.reports(_six_arm_runs(results))
+    routers = list(SIX_ARM_ROUTERS)
+    cot = [{name: report["policies"][name]["cot_share"].get("fever", 0.0) for name in (*routers, *SIX_ARM_REFERENCES)}
+           for report in (first, second)]
+    _require(all(cot[0][name] > cot[0]["ridge_utility"] for name in routers),
+             "under Stage 1 every router sends more of FEVER to a thinking arm than ridge")
+    _require(all(cot[1][name] < cot[0][name] for name in routers), "Stage 2 lowers every router's FEVER thinking share")
+    floor = [{name: report["policies"][name]["ci_utility_vs_floor"] for name in routers} for report in (first, second)]
+    _require(not any(_excludes_zero(ci) for ci in floor[0].values()),
+             "under Stage 1 every router-minus-ridge interval contains zero")
+    _require(not any(ci[0] > 0 for ci in floor[1].values()), "no Stage-2 router is decidably above ridge")
+    below = [f"`{name}` {_ci(ci)}" for name, ci in floor[1].items() if ci[1] < 0]
+    moved = [f"`{name}` {_gain(row['difference'], row['ci'])}" for name, row in second["stage2_minus_stage1"].items()
+             if name in routers and _excludes_zero(row["ci"])]
+    gaps = [{name: _decile_gap(report, name) for name in routers} for report in (first, second)]
+    apart = [[f"`{name}` {_gain(gap, ci)}" for name, (gap, ci) in stage.items() if ci[0] > 0] for stage in gaps]
+    _require(not any(ci[1] < 0 for stage in gaps for _, ci in stage.values()),
+             "no router's highest-margin decile is decidably less often right than its lowest")
+    _require(len(apart[1]) > len(apart[0]), "more routers' margins tell right decisions apart after Stage 2")
+    best = first["best_fixed_policy"]
+    margins = [decile["high"] for report in (first, second) for name in routers
+               for decile in report["policies"][name]["reliability"]]
+    deciles = [decile["queries"] for name in routers for decile in first["policies"][name]["reliability"]]
+    return " ".join([
+        f"Under Stage 1 every trained router sends more of FEVER to a thinking arm "
+        f"({_percent_range([cot[0][n] for n in routers], 1)}) than `ridge_utility` ({cot[0]['ridge_utility']:.1%}; the "
+        f"oracle {cot[0][ORACLE]:.1%}); their regrets "
+        f"({_range([first['policies'][n]['regret']['mean'] for n in routers]).replace('+', '')}) sit beside ridge's "
+        f"{_regret(first, 'ridge_utility')} and the best fixed arm's (`{best}`, {_regret(first, best)}), every "
+        "router-minus-ridge interval containing zero.",
+        f"Stage 2 lowers every router's FEVER thinking share (to {_percent_range([cot[1][n] for n in routers], 1)}); "
+        + (f"Stage 2 minus Stage 1 excludes zero for {_listing(moved)} only" if moved
+           else "no Stage 2 minus Stage 1 interval excludes zero")
+        + (f", and {_listing(below)} fall decidably below ridge (router minus ridge)." if below
+           else ", and no router falls decidably below ridge."),
+        f"A routed decision's margin (its arm's predicted utility over the runner-up's, 0 to {max(margins):.2f}) "
+        "tells right decisions apart for more routers after Stage 2: under Stage 1 the share of right decisions is "
+        f"{_percent_range([d['share_right'] for n in routers for d in first['policies'][n]['reliability']])} in "
+        "every margin decile of every router, and the highest decile minus the lowest is above zero for "
+        + (f"{_listing(apart[0])} only" if apart[0] else "no router")
+        + f"; under Stage 2 for {_listing(apart[1])} (deciles of {min(deciles)} to {max(deciles)} queries; 95% "
+        "intervals of a difference of two shares)."])
+
+
 # ---------------------------------------------------------------- Fresh Online protocol
 
 def fresh_run(results: Results) -> str:
     """The stored Fresh Online run: queries, policies and its id."""
     fresh = results.fresh
     return (f"{fresh['queries']} queries, {len(fresh['policies'])} policies, run `{fresh['run_id']}`")
+
+
+def _duration(seconds: float) -> str:
+    """"39 min 11 s"."""
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def fresh_timing(results: Results) -> str:
+    """When the stored Fresh Online run's answers were made: the per-weight routers and baselines,
+    then the cost-conditioned routers, each from its first stored answer to its last."""
+    stored = results.store.fresh_results(results.fresh["run_id"])
+    stored = stored[stored["policy"].isin(list(results.fresh["policies"]))]
+    conditioned = stored["policy"].isin(list(variants(ConditionedRouter)))
+    parts = []
+    for label, answers in (("the per-weight routers of the Cached table above and the baselines", stored[~conditioned]),
+                           ("the two cost-conditioned routers", stored[conditioned])):
+        first, last = answers["finished_at"].min(), answers["finished_at"].max()
+        days = _listing(sorted({f"{first:%Y-%m-%d}", f"{last:%Y-%m-%d}"}))
+        parts.append(f"{label} answered on {days}, {len(answers):,} answers in "
+                     f"{_duration((last - first).total_seconds())} from the first stored answer to the last")
+    return "; ".join(parts)
 
 
 def fresh_table(results: Results) -> str:
@@ -809,8 +991,8 @@ def conditioned_settings(results: Results) -> str:
 
 def conditioned_table(results: Results) -> str:
     """Per weight: each per-weight router, its conditioned twin and the difference with its interval."""
-    lines = ["| weights (λ_in / λ_out) | run | forge_lite | forge_lite_cond | diff [95% CI] | forge_full "
-             "| forge_full_cond | diff [95% CI] |", "| --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
+    lines = ["| weights (λ_in / λ_out) | run | Stage 1 on | forge_lite | forge_lite_cond | diff [95% CI] | forge_full "
+             "| forge_full_cond | diff [95% CI] |", "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
     for run in _conditioned_runs(results):
         rows = results.rows(run)
         cells = []
@@ -819,7 +1001,8 @@ def conditioned_table(results: Results) -> str:
             gain, interval = _difference(rows.benchmarks, ours, theirs)
             cells.append(f"{macro(theirs, rows.benchmarks):.4f} | {macro(ours, rows.benchmarks):.4f} "
                          f"| {gain:+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}]")
-        lines.append(f"| {_pair(run.settings)} | `{run.run_id}` | " + " | ".join(cells) + " |")
+        lines.append(f"| {_pair(run.settings)} | `{run.run_id}` | {_stage1_label(run.settings)} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -1066,6 +1249,15 @@ def serve_bench(results: Results) -> str:
         f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
 
 
+def page_renders(results: Results) -> str:
+    """`bench/page_renders.py`: each dashboard page's first render, the slider steps, the load average."""
+    bench = _bench("page_renders")
+    before, after = (" / ".join(f"{value:.2f}" for value in bench[key]) for key in ("loadavg_before", "loadavg_after"))
+    renders = ", ".join(f"{page} {seconds:.1f} s" for page, seconds in bench["first_render_s"].items())
+    return (f"its first renders: {renders}; the Pareto slider's {len(bench['steps_s'])} steps, median "
+            f"{bench['step_median_s']:.1f} s; load average {before} before, {after} after (1 / 5 / 15 min)")
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1074,9 +1266,11 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "crossfit-runs": crossfit_runs, "crossfit-tables": crossfit_tables, "seed-runs": seed_runs,
     "seeds-table": seeds_table, "answer-view": answer_view, "full-router-reading": full_router_reading,
     "paper-weights-reading": paper_weights_reading, "costly-weights-reading": costly_weights_reading,
-    "floor-reading": floor_reading, "oracle-set-table": oracle_set_table, "stage2-table": stage2_table,
+    "floor-reading": floor_reading, "oracle-set-table": oracle_set_table,
+    "oracle-set-reading": oracle_set_reading, "stage2-table": stage2_table,
     "stage2-reading": stage2_reading,
-    "fresh-run": fresh_run, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
+    "six-arm-runs": six_arm_runs, "six-arm-table": six_arm_table, "six-arm-reading": six_arm_reading,
+    "fresh-run": fresh_run, "fresh-timing": fresh_timing, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
     "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
     "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,
@@ -1090,6 +1284,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "consensus-arms": consensus_arms, "consensus-match": consensus_match,
     "judge-arms": judge_arms, "judge-match": judge_match,
     "embedder-agreement": embedder_agreement, "router-bench": router_bench, "serve-bench": serve_bench,
+    "page-renders": page_renders,
 }
 
 

@@ -1,6 +1,6 @@
-"""Numbers that replay: every generated region of docs/results.md and
-docs/results-rewards-grounding.md is what scripts/results_tables.py generates from the committed
-demo store (`forge data import && forge store load-demo`) and the committed outputs (bench/results,
+"""Numbers that replay: every generated region of docs/results.md, docs/results-rewards-grounding.md
+and docs/bench.md is what scripts/results_tables.py generates from the committed demo store
+(`forge data import && forge store load-demo`) and the committed outputs (bench/results,
 data/demo/reports), so a table or a figure that no longer matches its runs fails here. The
 documents are generated once for the module, then compared one by one."""
 
@@ -20,7 +20,7 @@ from support.resources import require_demo_export
 from support.stores import copy_store
 
 GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "results_tables.py"
-DOCUMENTS = ("results.md", "results-rewards-grounding.md")
+DOCUMENTS = ("results.md", "results-rewards-grounding.md", "bench.md")
 
 
 def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:

@@ -51,9 +51,8 @@ def _print(report: dict) -> None:
     floor = report["vs_floor"]
     if floor is not None:
         low, high = floor["ci"]
-        verdict = "decidably above" if report["decidably_above_floor"] else "not decidably above"
-        console.print(f"  {verdict} the floor {report['floor_policy']}: {floor['difference']:+.3f} utility "
-                      f"[{low:+.3f}, {high:+.3f}]", highlight=False)
+        console.print(f"  {report['floor_verdict']} the floor {report['floor_policy']}: "
+                      f"{floor['difference']:+.3f} utility [{low:+.3f}, {high:+.3f}]", highlight=False)
     console.print(f"serve: {report['serve_command']}", highlight=False, soft_wrap=True)
     console.print(f"(out of fold: {report['queries']} queries, {report['folds']} folds of crossfit run "
                   f"{report['run_id']}, {report['accounting']} accounting)", highlight=False)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -52,7 +51,7 @@ from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
 from forge_core.records import Example
 from forge_core.routing.retriever_backends import open_retriever
-from forge_core.store import Store, utc_now
+from forge_core.store import Store, job_run, utc_now
 from forge_core.store.outcome_writer import OutcomeWriter
 
 log = logging.getLogger(__name__)
@@ -235,34 +234,31 @@ async def enumerate_arms(
     runs once the work is planned, just before the first call (several processes wait for each
     other there)."""
     work = plan_work(store, plan)
-    report = EnumerationReport(job_id=f"enumerate-{uuid.uuid4().hex[:10]}", planned_calls=count_calls(work))
-    store.create_job(report.job_id, "enumerate", dataclasses.asdict(plan), report.planned_calls, os.getpid())
-    queue: asyncio.Queue = asyncio.Queue()
-    for unit in order_work(work, plan.n_arms, plan.prefix_order):
-        queue.put_nowait(unit)
-    writer = OutcomeWriter(store)
-    try:
-        run = _Run(store, writer, plan, client, client.config, report, on_progress)
-        if before_calls is not None:
-            before_calls()
-        started = report.started_at = time.monotonic()
+    planned = count_calls(work)
+    job_id = f"enumerate-{uuid.uuid4().hex[:10]}"
+    with job_run(store, "enumerate", dataclasses.asdict(plan), planned, job_id) as job:
+        report = EnumerationReport(job_id=job.job_id, planned_calls=planned)
+        queue: asyncio.Queue = asyncio.Queue()
+        for unit in order_work(work, plan.n_arms, plan.prefix_order):
+            queue.put_nowait(unit)
+        writer = OutcomeWriter(store)
         try:
-            await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
+            run = _Run(store, writer, plan, client, client.config, report, on_progress)
+            if before_calls is not None:
+                before_calls()
+            started = report.started_at = time.monotonic()
+            try:
+                await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
+            finally:
+                await _finish_publishing(run)
+                report.spent_usd = run.budget.spent_usd if run.budget else None
+            report.seconds = time.monotonic() - started
         finally:
-            await _finish_publishing(run)
-            report.spent_usd = run.budget.spent_usd if run.budget else None
-        report.seconds = time.monotonic() - started
-    except BaseException as error:
-        report.status = "failed" if isinstance(error, Exception) else "interrupted"
-        raise
-    finally:
-        try:
-            writer.close()  # every finished call is written before the job is closed
-        except BaseException:
-            report.status = "failed"  # the store refused a batch (a full disk): the job still gets closed
-            raise
-        finally:
-            _close_job(store, report)
+            job.progress(report.calls, len(report.errors))
+            job.end("finished" if report.status == "running" else report.status,  # or "stopped: ..."
+                    f"{report.calls} calls, {len(report.errors)} errors")
+            writer.close()  # every finished call is written before the job is closed (a full disk fails it)
+    report.status = job.status
     return report
 
 
@@ -276,14 +272,6 @@ async def enumerate_on_host(
     """`enumerate_arms` on a client for the host configuration `host_config` (see `hosted`)."""
     async with hosted(host_config) as client:
         return await enumerate_arms(store, plan, client, on_progress, before_calls)
-
-
-def _close_job(store: Store, report: EnumerationReport) -> None:
-    """The job's final counts and status in the jobs table."""
-    if report.status == "running":
-        report.status = "finished"
-    store.update_job(report.job_id, report.calls, len(report.errors))
-    store.finish_job(report.job_id, report.status, f"{report.calls} calls, {len(report.errors)} errors")
 
 
 async def _finish_publishing(run: _Run) -> None:

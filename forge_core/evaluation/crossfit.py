@@ -22,8 +22,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +53,7 @@ from forge_core.routing.features import compute_features, needs_probes, router_s
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
-from forge_core.store import Store
+from forge_core.store import Store, job_run
 from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 from forge_core.training.stage2 import Stage2Config
 from forge_core.training.threads import one_torch_thread
@@ -339,23 +337,17 @@ def _run_folds(store: Store, settings: CrossfitSettings, run_id: str,
                on_fold: Callable[[int, int], None] | None, on_policy: Callable[[str], None] | None) -> None:
     """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
     to store) as one job."""
-    job_id = f"crossfit-{uuid.uuid4().hex[:10]}"
-    store.create_job(job_id, "crossfit", {"run_id": run_id, **settings.to_dict()}, settings.folds, os.getpid())
-    try:
-        with one_torch_thread():
-            for fold, context, fitted, missing in work:
-                if missing:
-                    log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, settings.folds,
-                             len(missing))
-                    rows = _fold_rows(context, context.rows("test"), fitted, missing, on_policy)
-                    store.write_crossfit_fold(run_id, fold, rows)
-                store.update_job(job_id, fold + 1, 0)
-                if on_fold:
-                    on_fold(fold + 1, settings.folds)
-    except BaseException as error:
-        store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
-        raise
-    store.finish_job(job_id, "finished", run_id)
+    params = {"run_id": run_id, **settings.to_dict()}
+    with job_run(store, "crossfit", params, settings.folds) as job, one_torch_thread():
+        for fold, context, fitted, missing in work:
+            if missing:
+                log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, settings.folds, len(missing))
+                rows = _fold_rows(context, context.rows("test"), fitted, missing, on_policy)
+                store.write_crossfit_fold(run_id, fold, rows)
+            job.progress(fold + 1)
+            if on_fold:
+                on_fold(fold + 1, settings.folds)
+        job.end("finished", run_id)
 
 
 def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None) -> list[dict]:

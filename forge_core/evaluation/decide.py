@@ -177,6 +177,13 @@ def decision_sentence(decided: dict) -> str:
     return text + "."
 
 
+def floor_verdict(vs_floor: dict) -> str:
+    """How the deployed policy stands against the floor, from its paired 95% interval: "decidably
+    above", "decidably below" or "not decidably different from"."""
+    low, high = vs_floor["ci"]
+    return "decidably above" if low > 0 else "decidably below" if high < 0 else "not decidably different from"
+
+
 def decision_json(decided: dict) -> dict:
     """The JSON output of `forge decide`: the decision, its gains with intervals, the floor."""
     row = decided["policies"][decided["deploy"]]
@@ -191,4 +198,5 @@ def decision_json(decided: dict) -> dict:
         "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
         "floor_policy": FLOOR_POLICY, "vs_floor": floor,
         "decidably_above_floor": bool(floor is not None and floor["ci"][0] > 0),
+        "floor_verdict": floor_verdict(floor) if floor is not None else None,
         "policies": decided["policies"]}

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.linear_model import Ridge
+from threadpoolctl import threadpool_limits
 
 from forge_core.evaluation.crossfit import (
     FLOOR_POLICY,
@@ -158,15 +159,21 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     stored = cached_file(fold_file(cache_dir, run_id), lambda: _train_folds(run_id, settings, contexts, on_fold),
                          lambda path: torch.load(io.BytesIO(path.read_bytes()), weights_only=True),
                          lambda path, value: torch.save(value, path))
-    frames = []
-    for context, fold in zip(contexts, stored["folds"]):
-        context.weight_free((FLOOR_POLICY,), lambda fold=fold: _loaded_floor(fold["floor"]))
-        policies: list[Policy] = [FixedArm(arm) for arm in context.table.arms] + [RidgeUtility()]
-        for policy in policies:
-            policy.fit(context)
-        policies += [_loaded_router(name, record, settings) for name, record in fold["routers"].items()]
-        frames += [_policy_rows(context, context.rows("test"), policy) for policy in policies]
+    # Torch and BLAS on one thread, as the crossfit run decided: the matrices are small, and on a
+    # busy machine extra threads only wait for each other.
+    with one_torch_thread(), threadpool_limits(1):
+        frames = [_fold_outcomes(context, fold, settings) for context, fold in zip(contexts, stored["folds"])]
     return pd.concat(frames, ignore_index=True), stored["reproduced_share"]
+
+
+def _fold_outcomes(context: EvalContext, fold: dict, settings: CrossfitSettings) -> pd.DataFrame:
+    """One fold's held-out rows of every fixed arm, the floor and the stored conditioned routers."""
+    context.weight_free((FLOOR_POLICY,), lambda: _loaded_floor(fold["floor"]))
+    policies: list[Policy] = [FixedArm(arm) for arm in context.table.arms] + [RidgeUtility()]
+    for policy in policies:
+        policy.fit(context)
+    policies += [_loaded_router(name, record, settings) for name, record in fold["routers"].items()]
+    return pd.concat([_policy_rows(context, context.rows("test"), policy) for policy in policies])
 
 
 def _policy_rows(context: EvalContext, rows: np.ndarray, policy: Policy) -> pd.DataFrame:

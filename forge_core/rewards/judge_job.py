@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -35,7 +34,7 @@ from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
 from forge_core.rewards.rating_kinds import RatingKind, rating_kind
-from forge_core.store import Store, utc_now
+from forge_core.store import Store, job_run, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -243,24 +242,22 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
     reward_key = rating_kind(request.kind).reward_key(config_hash(judge.config))
     if work is None:
         work = plan_judging(store, request, reward_key)
-    report = JudgeReport(job_id=f"{request.kind}-{uuid.uuid4().hex[:10]}", reward_key=reward_key, planned=len(work))
-    store.create_job(report.job_id, "judge", dataclasses.asdict(request), len(work), os.getpid())
-    run = _JudgeRun(store, request, judge, report, on_progress)
-    queue: asyncio.Queue = asyncio.Queue()
-    for unit in work:
-        queue.put_nowait(unit)
-    started = time.monotonic()
-    try:
-        await asyncio.gather(*(_worker(run, queue) for _ in range(request.concurrency)))
-    except BaseException as error:
-        report.status = "failed" if isinstance(error, Exception) else "interrupted"
-        raise
-    finally:
-        report.seconds = time.monotonic() - started
-        if report.status == "running":
-            report.status = "finished"
-        store.update_job(report.job_id, report.judged, len(report.errors))
-        store.finish_job(report.job_id, report.status, f"{report.judged} judged, {len(report.errors)} errors")
+    job_id = f"{request.kind}-{uuid.uuid4().hex[:10]}"
+    with job_run(store, "judge", dataclasses.asdict(request), len(work), job_id) as job:
+        report = JudgeReport(job_id=job.job_id, reward_key=reward_key, planned=len(work))
+        run = _JudgeRun(store, request, judge, report, on_progress)
+        queue: asyncio.Queue = asyncio.Queue()
+        for unit in work:
+            queue.put_nowait(unit)
+        started = time.monotonic()
+        try:
+            await asyncio.gather(*(_worker(run, queue) for _ in range(request.concurrency)))
+        finally:
+            report.seconds = time.monotonic() - started
+            job.progress(report.judged, len(report.errors))
+            job.end("finished" if report.status == "running" else report.status,  # or "stopped: ..."
+                    f"{report.judged} judged, {len(report.errors)} errors")
+    report.status = job.status
     return report
 
 

@@ -12,8 +12,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +52,7 @@ from forge_core.routing.utility import (
     CostWeights,
     oracle_actions,
 )
-from forge_core.store import Store, utc_now
+from forge_core.store import Store, job_run, utc_now
 from forge_core.training.stage1 import Stage1Config, check_warm_start, train_stage1
 from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
@@ -370,34 +368,30 @@ def train_router_job(store: Store, request: TrainRequest,
     A cancel request (`forge_core.jobs.cancel_job`) is noticed at the next log row (a Stage-1
     epoch, a logged Stage-2 step): the run stops, the job closes as "cancelled" and no checkpoint
     is stored (the state so far is discarded); returns None then."""
-    job_id = f"train-{uuid.uuid4().hex[:10]}"
     total = request.stage2.steps if request.stage == 2 else request.stage1.max_epochs
-    store.create_job(job_id, "train", dataclasses.asdict(request), total, os.getpid())
-    seq = 0
+    with job_run(store, "train", dataclasses.asdict(request), total) as job:
+        seq = 0
 
-    def log_row(row: dict[str, Any]) -> None:
-        nonlocal seq
-        seq += 1
-        store.append_job_log(job_id, seq, row)
-        store.update_job(job_id, int(row.get("step", row.get("epoch", seq))), 0)
-        if on_log:
-            on_log(row)
-        job = store.job(job_id)
-        if job is not None and job["status"] == "cancelling":
-            unit = "step" if "step" in row else "epoch"
-            raise TrainingCancelled(f"cancelled at {unit} {row.get(unit, seq)} of {total}: no checkpoint kept")
+        def log_row(row: dict[str, Any]) -> None:
+            nonlocal seq
+            seq += 1
+            store.append_job_log(job.job_id, seq, row)
+            job.progress(int(row.get("step", row.get("epoch", seq))))
+            if on_log:
+                on_log(row)
+            stored = store.job(job.job_id)
+            if stored is not None and stored["status"] == "cancelling":
+                unit = "step" if "step" in row else "epoch"
+                raise TrainingCancelled(f"cancelled at {unit} {row.get(unit, seq)} of {total}: no checkpoint kept")
 
-    try:
-        checkpoint_id = train_router(store, request, log_row)
-    except TrainingCancelled as cancelled:
-        log.info("training job %s %s", job_id, cancelled)
-        store.finish_job(job_id, "cancelled", str(cancelled))
-        return None
-    except BaseException as error:
-        store.finish_job(job_id, "failed", str(error).splitlines()[0] if str(error) else type(error).__name__)
-        raise
-    store.finish_job(job_id, "finished", checkpoint_id)
-    return checkpoint_id
+        try:
+            checkpoint_id = train_router(store, request, log_row)
+        except TrainingCancelled as cancelled:
+            log.info("training job %s %s", job.job_id, cancelled)
+            job.end("cancelled", str(cancelled))
+            return None
+        job.end("finished", checkpoint_id)
+        return checkpoint_id
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:

@@ -9,7 +9,13 @@ import pytest
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation import crossfit
-from forge_core.evaluation.decide import CONDITIONED_VARIANTS, FLOOR_POLICY, conditioned_run, decide_from_outcomes
+from forge_core.evaluation.decide import (
+    CONDITIONED_VARIANTS,
+    FLOOR_POLICY,
+    conditioned_run,
+    decide_from_outcomes,
+    floor_verdict,
+)
 from forge_core.policies.kinds import BASELINE_KIND, FIXED_ARM_KIND, ROUTER_KIND
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.store import Store
@@ -64,6 +70,14 @@ def test_a_decidable_gain_wins_over_cheaper_arms() -> None:
     assert gain["utility"]["ci"][0] > 0
     assert gain["tokens_in"]["difference"] == pytest.approx(-80.0)
     assert gain["tokens_out"]["difference"] == pytest.approx(6.0)
+
+
+def test_the_floor_verdict_reads_the_interval() -> None:
+    assert floor_verdict({"difference": 0.02, "ci": [0.005, 0.04]}) == "decidably above"
+    assert floor_verdict({"difference": -0.024, "ci": [-0.045, -0.005]}) == "decidably below"
+    assert floor_verdict({"difference": -0.004, "ci": [-0.012, 0.004]}) == "not decidably different from"
+    decided = decide_from_outcomes(table(np.full(N, 0.45)))
+    assert floor_verdict(decided["policies"]["always_summary"]["vs_floor"]) == "decidably above"
 
 
 def test_the_names_match_the_registry() -> None:

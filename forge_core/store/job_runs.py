@@ -1,0 +1,63 @@
+"""One lifecycle for every job that keeps a row in the jobs table (enumeration, judging, training,
+crossfit): `with job_run(store, kind, params, total) as job:` opens the row as running and closes
+it exactly once, whatever ends the block: "finished" (or what the block set with `job.end`) on a
+normal exit, "failed" on an exception, "interrupted" on Ctrl-C or a signal turned into one."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from forge_core.store.database import Store
+
+
+@dataclass
+class JobRun:
+    """An open job row: report progress with `progress`, set how it ends with `end`."""
+
+    store: Store
+    job_id: str
+    status: str = "finished"
+    message: str = ""
+    done: int | None = None
+    errors: int = 0
+
+    def progress(self, done: int, errors: int = 0, message: str = "") -> None:
+        """Store the progress so far (the dashboard reads it while the job runs)."""
+        self.done, self.errors = done, errors
+        self.store.update_job(self.job_id, done, errors, message)
+
+    def end(self, status: str, message: str = "") -> None:
+        """How the job ends if the block exits normally (say "cancelled"), and its final message."""
+        self.status, self.message = status, message
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message, else its type's name: a job row's message."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+@contextmanager
+def job_run(store: Store, kind: str, params: dict[str, Any], total: int,
+            job_id: str | None = None) -> Iterator[JobRun]:
+    """Open a jobs-table row for the block and close it when the block ends (see the module's
+    docstring). A message the block set with `end` is kept on failure (say its counts so far);
+    else the error's first line is the message. The last `progress` counts are written once more
+    on closing, so a row never ends behind the work it reports."""
+    job = JobRun(store, job_id or f"{kind}-{uuid.uuid4().hex[:10]}")
+    store.create_job(job.job_id, kind, params, total, os.getpid())
+    try:
+        yield job
+    except BaseException as error:
+        job.status = "failed" if isinstance(error, Exception) else "interrupted"
+        job.message = job.message or first_line(error)
+        raise
+    finally:
+        if job.done is not None:
+            store.update_job(job.job_id, job.done, job.errors)
+        store.finish_job(job.job_id, job.status, job.message)
