@@ -52,7 +52,8 @@ RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by stor
 JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
 STORE_TTL_S = 10  # counts and configurations
 TABLE_TTL_S = 30  # outcome tables (heavier to load)
-KEEP_STORE_OPEN_S = 1.0  # a page's burst of reads opens the store file once (`StoreFile.keep_open_s`)
+KEEP_STORE_OPEN_S = 0.25  # a burst of reads opens the store file once (`StoreFile.keep_open_s`); short, because
+# a job writing meanwhile waits for it, and the job and train panels re-read every 2 s
 
 
 def store() -> Store:
