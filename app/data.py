@@ -22,7 +22,7 @@ from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.decide import decide
 from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
@@ -38,7 +38,7 @@ from forge_core.reports import tables
 from forge_core.reports.action_map import ActionMap, compute_action_map
 from forge_core.reports.demo_questions import DemoQuestion, demo_questions
 from forge_core.reports.reliability import Reliability, checkpoint_reliability
-from forge_core.reports.view_cache import CROSSFIT_CACHE
+from forge_core.reports.view_cache import CROSSFIT_CACHE, transfer_view
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -52,6 +52,8 @@ RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by stor
 JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
 STORE_TTL_S = 10  # counts and configurations
 TABLE_TTL_S = 30  # outcome tables (heavier to load)
+KEEP_STORE_OPEN_S = 0.25  # a burst of reads opens the store file once (`StoreFile.keep_open_s`); short, because
+# a job writing meanwhile waits for it, and the job and train panels re-read every 2 s
 
 
 def store() -> Store:
@@ -61,7 +63,7 @@ def store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def _store(path: str) -> Store:
-    return Store(path)
+    return Store(path, keep_open_s=KEEP_STORE_OPEN_S)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -262,9 +264,10 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def transfer(store: Store, version: int, request: TransferRequest) -> dict:
     """The transfer report (`forge eval transfer`) for a request that stores nothing (`version`:
-    see `store_version`)."""
+    see `store_version`), kept under the cache directory (`transfer/`: the page's default request
+    is computed there by `forge store load-demo`)."""
     with one_torch_thread():
-        return run_transfer(store, request)
+        return transfer_view(store, request, config.cache_dir())
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

@@ -57,15 +57,15 @@ columns[3].metric("Complete queries (all hosts)", f"{sum(complete.values()):,}",
                        + ", ".join(f"{host} {count:,}" for host, count in complete.items()) + ". " + TERMS[
                            "complete query"])
 
-left, right = st.columns(2)
-left.subheader("Benchmarks and splits")
-left.dataframe(ui.benchmarks_frame(stats), hide_index=True)
-right.subheader("Coverage")
-right.caption("complete: queries whose every arm of the host's alphabet has an outcome without error; probes: "
-              "those of them with a Full router's four probes too (a Full router is scored on those, so it can see "
-              "a few queries fewer than a Lite one).")
-right.dataframe(coverage_frame(coverage).rename(columns={"complete queries": "complete", "with probes": "probes"}),
-                hide_index=True)  # short headers: the table fits its half of the page
+# one table under the other: side by side at 1,280 px each cut its last column
+st.subheader("Benchmarks and splits")
+st.dataframe(ui.benchmarks_frame(stats), hide_index=True)
+st.subheader("Coverage")
+st.caption("complete: queries whose every arm of the host's alphabet has an outcome without error; probes: "
+           "those of them with a Full router's four probes too (a Full router is scored on those, so it can see "
+           "a few queries fewer than a Lite one).")
+st.dataframe(coverage_frame(coverage).rename(columns={"complete queries": "complete", "with probes": "probes"}),
+             hide_index=True)
 
 st.subheader("Evidence by retriever")
 evidence = evidence_frame(store.evidence_results())

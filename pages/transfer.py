@@ -8,6 +8,7 @@ from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.evaluation.transfer import TransferRequest
 from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame
+from forge_core.reports.view_cache import TRANSFER_VIEW_SIZES
 
 CALIBRATION_SIZES = (25, 50, 100, 200)
 
@@ -31,7 +32,7 @@ targets = [host for host in hosts if host != source]
 target = target_column.selectbox("Target host (whose queries and costs)", targets)
 calibration_split = split_column.selectbox("Calibrate on the target's", ["train", "dev"],
                                            help="Never the evaluated test split.")
-sizes = st.multiselect("Calibration sizes K", CALIBRATION_SIZES, default=CALIBRATION_SIZES[:3],
+sizes = st.multiselect("Calibration sizes K", CALIBRATION_SIZES, default=TRANSFER_VIEW_SIZES,
                        help="Each K refits the transferred routers' heads on K target queries, 3 draws each "
                             "(seconds per K).")
 cost_weights = weights.sliders("transfer")

@@ -2,9 +2,17 @@
 small statement helpers every store module shares.
 
 DuckDB lets one process hold a database file read-write and blocks the others meanwhile. FORGE
-therefore never keeps a connection open: every operation opens the file, does its work inside a
-transaction and closes it again, retrying for a while when another process holds the lock. A long
-job (enumeration, training) writes in small batches, so the dashboard can read in between.
+therefore never keeps a connection open for long: every operation opens the file, does its work
+inside a transaction and closes it again, retrying for a while when another process holds the lock.
+A long job (enumeration, training) writes in small batches, so the dashboard can read in between.
+
+Opening the file costs tens of milliseconds (DuckDB reads its catalog), and a dashboard page makes
+a hundred reads. A store made with `keep_open_s` (the dashboard's) therefore keeps the file open
+for that many seconds after its last use, while nothing of it waits in the write-ahead log, and
+serves the next operation a new connection on the open database (`cursor`: its own transactions,
+no file read): a burst of reads opens the file once, and other processes wait at most
+`keep_open_s` longer for it. A write leaves a write-ahead log, so the file is closed (checkpointed)
+at once, as without `keep_open_s`: a copy of the file holds every committed write.
 
 A new store file is written in the storage format of `STORAGE_COMPATIBILITY_VERSION`, which every
 DuckDB FORGE supports reads; an existing file is opened in the format it has, never rewritten in
@@ -22,6 +30,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -103,18 +112,71 @@ _THREAD_LOCKS: dict[str, threading.RLock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
 
 
-def _thread_lock(path: Path) -> threading.RLock:
+def _file_key(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _thread_lock(key: str) -> threading.RLock:
     """The in-process lock of a store file (re-entrant: a thread may nest connections)."""
-    key = str(path.resolve())
     with _THREAD_LOCKS_GUARD:
         return _THREAD_LOCKS.setdefault(key, threading.RLock())
+
+
+@dataclass
+class _OpenFile:
+    """A store file this process keeps open between operations (`StoreFile.keep_open_s`)."""
+
+    connection: duckdb.DuckDBPyConnection
+    identity: tuple[int, int, int]  # process, device and inode: a forked child or a replaced file opens anew
+    users: int = 0
+    last_used: float = 0.0
+    closer: threading.Timer | None = None
+
+
+_OPEN_FILES: dict[str, _OpenFile] = {}  # by file key, guarded by the file's thread lock
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return os.getpid(), status.st_dev, status.st_ino
+
+
+def _close_open_file(key: str) -> None:
+    """Close the file kept open under `key`, if any (its owner holds the file's thread lock)."""
+    held = _OPEN_FILES.pop(key, None)
+    if held is None:
+        return
+    if held.closer is not None:
+        held.closer.cancel()
+    if held.identity[0] == os.getpid():  # a forked child leaves its parent's database alone
+        held.connection.close()
+
+
+def _close_if_idle(key: str, keep_open_s: float) -> None:
+    with _thread_lock(key):
+        held = _OPEN_FILES.get(key)
+        if held is not None and not held.users and time.monotonic() - held.last_used >= keep_open_s * 0.99:
+            _close_open_file(key)
+
+
+def release_store_file(path: Path | str) -> None:
+    """Close the connection this process keeps open on a store file (after `keep_open_s` reads),
+    so another configuration (a read-only connection) or a file copy sees it closed."""
+    key = _file_key(Path(path))
+    with _thread_lock(key):
+        _close_open_file(key)
 
 
 class StoreFile:
     """A DuckDB store file: short-lived connections and transactions on it, migrated on first use."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, keep_open_s: float = 0.0) -> None:
+        """`keep_open_s` > 0 keeps the file open that long after its last read (see the module)."""
         self.path = Path(path)
+        self.keep_open_s = keep_open_s
         self._migrated = False
 
     @contextlib.contextmanager
@@ -126,14 +188,50 @@ class StoreFile:
         the last one races with another opening or scanning a registered frame (the dashboard
         runs overlapping script runs and fragments in threads)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _thread_lock(self.path):
-            connection = self._open_with_wait()
+        key = _file_key(self.path)
+        with _thread_lock(key):
+            if self.keep_open_s > 0:
+                held = self._open_kept(key)
+                connection = held.connection.cursor()
+            else:
+                held, connection = None, self._open_with_wait()
             try:
                 if not self._migrated:
                     self._migrate(connection)
                 yield connection
             finally:
                 connection.close()
+                if held is not None:
+                    self._release_kept(key, held)
+
+    def _open_kept(self, key: str) -> _OpenFile:
+        """The file as this process keeps it open, opened now if it is not (or is another file)."""
+        held = _OPEN_FILES.get(key)
+        if held is not None and held.identity != _identity(self.path):
+            _close_open_file(key)
+            held = None
+        if held is None:
+            connection = self._open_with_wait()
+            held = _OPEN_FILES[key] = _OpenFile(connection, _identity(self.path) or (0, 0, 0))
+        if held.closer is not None:
+            held.closer.cancel()
+            held.closer = None
+        held.users += 1
+        return held
+
+    def _release_kept(self, key: str, held: _OpenFile) -> None:
+        """After an operation: close the file now if a write left a write-ahead log, else once
+        `keep_open_s` pass without another operation."""
+        held.users -= 1
+        if held.users:
+            return
+        if self.path.with_name(self.path.name + ".wal").exists():
+            _close_open_file(key)
+            return
+        held.last_used = time.monotonic()
+        held.closer = threading.Timer(self.keep_open_s, _close_if_idle, (key, self.keep_open_s))
+        held.closer.daemon = True  # never keeps a finished process alive
+        held.closer.start()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -5,6 +5,7 @@ the sidebar, run to its end without an error block."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from support.resources import require_tiny_model
 from support.stores import copy_store
 
 TINY = BUILTIN_HOSTS["embedded-tiny"]
+KEY_TAKEN_TIMEOUT_MS = 5_000  # a slider key press shows its new value at once, or was lost
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -127,12 +129,17 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
         thumb = slider.get_by_role("slider")
         expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("0.10")
         value = slider.get_by_test_id("stSliderThumbValue")
+        app_state = page.get_by_test_id("stApp")
         for _ in range(20):  # 0.10 -> 0.15 in steps of 0.01; a key pressed while the page reruns may be lost
-            if value.inner_text() == "0.15":
+            shown = value.inner_text()
+            if shown == "0.15":
                 break
             thumb.focus()
             thumb.press("ArrowRight")
-            page.wait_for_timeout(300)
+            with contextlib.suppress(AssertionError):  # the key was lost: pressed again
+                expect(value).not_to_have_text(shown, timeout=KEY_TAKEN_TIMEOUT_MS)
+            expect(app_state).to_have_attribute("data-test-script-state", "notRunning",
+                                                timeout=ANSWER_TIMEOUT_S * 1000)
         expect(value).to_have_text("0.15")
         expect(oracle_utility).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
         assert float(oracle_utility.inner_text()) < float(before)  # dearer input tokens: lower utility
@@ -224,6 +231,8 @@ def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
         expect(seed).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
         seed.fill("7")
         seed.press("Enter")
-        page.wait_for_timeout(3000)
+        expect(seed).to_have_value("7")  # committed in the form
+        expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                               timeout=ANSWER_TIMEOUT_S * 1000)
         expect(page.get_by_text("Training started")).to_have_count(0)
         expect(page.get_by_test_id("stException")).to_have_count(0)

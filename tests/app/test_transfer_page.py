@@ -9,6 +9,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from forge_core import config
+from forge_core.reports import view_cache
+from forge_core.reports.view_cache import TRANSFER_CACHE
 from forge_core.store import Store
 
 from support.stores import copy_store
@@ -46,3 +49,11 @@ def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
     assert "raw:no_think" in mix.loc["musique", "transfer_forge_lite"]  # the source's habit, which the target
     assert "raw:no_think" not in mix.loc["musique", "oracle"]  # does not need
     assert not store.checkpoints()["lineage"].str.contains("calibrated_from").any()  # the page stores nothing
+
+    # the report is kept under the cache directory: a new process's first view reads it, computing nothing
+    kept = list((config.cache_dir() / TRANSFER_CACHE).glob("*.json"))
+    assert len(kept) == 1
+    st.cache_data.clear()
+    monkeypatch.setattr(view_cache, "run_transfer", lambda *_: pytest.fail("the kept report was computed again"))
+    app.run()
+    assert not app.exception and app.markdown[0].value == verdict

@@ -1,0 +1,74 @@
+"""A store made with `keep_open_s` (the dashboard's): a burst of reads opens the file once, the file
+is closed once the reads stop, a write is in the file (not only its write-ahead log) when the write
+returns, and a replaced file is opened anew."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from forge_core.store import Store
+from forge_core.store import connection as store_connection
+
+KEEP_S = 0.2
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths every file open of the test went to, in order."""
+    paths: list[Path] = []
+    open_with_wait = store_connection.StoreFile._open_with_wait
+
+    def counted(self: store_connection.StoreFile):
+        paths.append(self.path)
+        return open_with_wait(self)
+
+    monkeypatch.setattr(store_connection.StoreFile, "_open_with_wait", counted)
+    return paths
+
+
+def kept_open(path: Path) -> bool:
+    return store_connection._file_key(path) in store_connection._OPEN_FILES
+
+
+def test_reads_share_one_open_file_until_they_stop(tmp_path: Path, opened: list[Path]) -> None:
+    Store(tmp_path / "s.duckdb").save_host_config("h", {"kind": "test"})  # a store, written and closed
+    assert not kept_open(tmp_path / "s.duckdb")
+    store = Store(tmp_path / "s.duckdb", keep_open_s=KEEP_S)
+    opened.clear()
+    for _ in range(5):
+        assert store.host_names() == ["h"]
+    assert opened == [store.path]  # five reads, one file open
+    assert kept_open(store.path)
+    deadline = time.monotonic() + 10
+    while kept_open(store.path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not kept_open(store.path)  # closed once the reads stopped: other processes may write
+    assert store.host_names() == ["h"] and len(opened) == 2
+
+
+def test_a_write_is_in_the_file_when_it_returns(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb", keep_open_s=60)
+    assert store.host_names() == []
+    store.save_host_config("h", {"kind": "test"})
+    assert not kept_open(store.path)  # closed at once: its write-ahead log is checkpointed
+    assert not store.path.with_name("s.duckdb.wal").exists()
+    shutil.copy(store.path, tmp_path / "copy.duckdb")
+    assert Store(tmp_path / "copy.duckdb").host_names() == ["h"]
+
+
+def test_a_replaced_file_is_opened_anew(tmp_path: Path) -> None:
+    Store(tmp_path / "a.duckdb").save_host_config("a", {"kind": "test"})
+    Store(tmp_path / "b.duckdb").save_host_config("b", {"kind": "test"})
+    store = Store(tmp_path / "s.duckdb", keep_open_s=60)
+    shutil.copy(tmp_path / "a.duckdb", store.path)
+    assert store.host_names() == ["a"]
+    assert kept_open(store.path)
+    store.path.unlink()
+    shutil.copy(tmp_path / "b.duckdb", store.path)
+    assert store.host_names() == ["b"]
+    store_connection.release_store_file(store.path)
+    assert not kept_open(store.path)
