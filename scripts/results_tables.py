@@ -698,17 +698,18 @@ def _stage1_label(settings: dict) -> str:
 
 def _six_arm_runs(results: Results) -> tuple[CrossfitRun, CrossfitRun]:
     """The Stage-1 and Stage-2 runs (deployment accounting, split seed 0, the conditioned routers)
-    under today's default Stage 1, at the same weights; the Stage-2 run's Stage-1 parents are the
+    under today's default Stage 1, at the one weight pair that has both; the Stage-2 run's Stage-1 parents are the
     Stage-1 run's routers (the same out-of-fold rows)."""
     default = Stage1Config().warm_start_arms
     stage1, stage2 = ([run for run in results.select(stage, conditioned=True)
                        if warm_start_arms(run.settings) == default] for stage in (1, 2))
-    _require(len(stage1) == len(stage2) == 1 and stage1[0].weights == stage2[0].weights,
-             f"one Stage-1 and one Stage-2 run with Stage 1 on {default} arms, at the same weights")
-    first, second = results.rows(stage1[0]), results.rows(stage2[0])
+    pairs = [(one, two) for one in stage1 for two in stage2 if one.weights == two.weights]
+    _require(len(pairs) == 1, f"one Stage-1 and one Stage-2 run with Stage 1 on {default} arms, at the same weights")
+    (stage1_run, stage2_run), = pairs
+    first, second = results.rows(stage1_run), results.rows(stage2_run)
     _require(all(np.array_equal(first.utility[name], second.utility[f"{name}_stage1"]) for name in SIX_ARM_ROUTERS),
              "the Stage-2 run's Stage-1 parents decide as the Stage-1 run's routers")
-    return stage1[0], stage2[0]
+    return stage1_run, stage2_run
 
 
 def _fever_cot(report: dict, name: str) -> str:
@@ -728,6 +729,15 @@ def _shares_right(report: dict, name: str) -> list[float]:
 def _percent_range(values: Sequence[float], digits: int = 0) -> str:
     """"34% to 62%" ("34.2% to 61.7%" with one digit)."""
     return f"{min(values):.{digits}%} to {max(values):.{digits}%}"
+
+
+def default_stage1_runs(results: Results) -> str:
+    """The stored Stage-2 runs under today's default Stage 1 (what `forge eval crossfit --stage 2`
+    without `--warm-arms` prints at their weights): ids and weights."""
+    default = Stage1Config().warm_start_arms
+    runs = [run for run in results.select(2, conditioned=True) if warm_start_arms(run.settings) == default]
+    _require(bool(runs), f"a stored Stage-2 run with Stage 1 on {default} arms")
+    return _listing([f"`{run.run_id}` at {_pair(run.settings)}" for run in runs])
 
 
 def six_arm_runs(results: Results) -> str:
@@ -1342,7 +1352,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "paper-weights-reading": paper_weights_reading, "costly-weights-reading": costly_weights_reading,
     "floor-reading": floor_reading, "oracle-set-table": oracle_set_table,
     "oracle-set-reading": oracle_set_reading, "stage2-table": stage2_table,
-    "stage2-reading": stage2_reading,
+    "stage2-reading": stage2_reading, "default-stage1-runs": default_stage1_runs,
     "six-arm-runs": six_arm_runs, "six-arm-table": six_arm_table, "six-arm-reading": six_arm_reading,
     "fresh-run": fresh_run, "fresh-timing": fresh_timing, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
