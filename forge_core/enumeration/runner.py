@@ -254,9 +254,8 @@ async def enumerate_arms(
                 report.spent_usd = run.budget.spent_usd if run.budget else None
             report.seconds = time.monotonic() - started
         finally:
-            job.progress(report.calls, len(report.errors))
             job.end("finished" if report.status == "running" else report.status,  # or "stopped: ..."
-                    f"{report.calls} calls, {len(report.errors)} errors")
+                    f"{report.calls} calls, {len(report.errors)} errors", report.calls, len(report.errors))
             writer.close()  # every finished call is written before the job is closed (a full disk fails it)
     report.status = job.status
     return report

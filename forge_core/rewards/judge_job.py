@@ -254,9 +254,8 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
             await asyncio.gather(*(_worker(run, queue) for _ in range(request.concurrency)))
         finally:
             report.seconds = time.monotonic() - started
-            job.progress(report.judged, len(report.errors))
             job.end("finished" if report.status == "running" else report.status,  # or "stopped: ..."
-                    f"{report.judged} judged, {len(report.errors)} errors")
+                    f"{report.judged} judged, {len(report.errors)} errors", report.judged, len(report.errors))
     report.status = job.status
     return report
 

@@ -31,9 +31,14 @@ class JobRun:
         self.done, self.errors = done, errors
         self.store.update_job(self.job_id, done, errors, message)
 
-    def end(self, status: str, message: str = "") -> None:
-        """How the job ends if the block exits normally (say "cancelled"), and its final message."""
+    def end(self, status: str, message: str = "", done: int | None = None, errors: int | None = None) -> None:
+        """How the job ends if the block exits normally (say "cancelled"), its final message and,
+        if given, its final counts: recorded here, written when the block closes the row."""
         self.status, self.message = status, message
+        if done is not None:
+            self.done = done
+        if errors is not None:
+            self.errors = errors
 
 
 def first_line(error: BaseException) -> str:

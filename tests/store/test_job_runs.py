@@ -29,9 +29,10 @@ def test_a_normal_exit_finishes_the_job_with_its_last_counts(tmp_path: Path) -> 
 def test_the_block_can_say_how_it_ends(tmp_path: Path) -> None:
     store = Store(tmp_path / "store.duckdb")
     with job_run(store, "train", {}, 10, job_id="train-given") as job:
-        job.end("cancelled", "cancelled at epoch 3 of 10")
+        job.end("cancelled", "cancelled at epoch 3 of 10", done=3)
+        assert store.job("train-given")["done"] == 0  # counts given to `end` are written on closing
     row = closed_row(store, "train-given")
-    assert (row["status"], row["message"]) == ("cancelled", "cancelled at epoch 3 of 10")
+    assert (row["status"], row["message"], row["done"]) == ("cancelled", "cancelled at epoch 3 of 10", 3)
 
 
 @pytest.mark.parametrize(("error", "status"), [(ValueError("disk full\nmore"), "failed"),
