@@ -23,12 +23,11 @@ class JobRun:
     job_id: str
     status: str = "finished"
     message: str = ""
-    done: int | None = None
+    done: int | None = None  # final counts given to `end`, written when the row closes
     errors: int = 0
 
     def progress(self, done: int, errors: int = 0, message: str = "") -> None:
         """Store the progress so far (the dashboard reads it while the job runs)."""
-        self.done, self.errors = done, errors
         self.store.update_job(self.job_id, done, errors, message)
 
     def end(self, status: str, message: str = "", done: int | None = None, errors: int | None = None) -> None:
@@ -52,8 +51,7 @@ def job_run(store: Store, kind: str, params: dict[str, Any], total: int,
             job_id: str | None = None) -> Iterator[JobRun]:
     """Open a jobs-table row for the block and close it when the block ends (see the module's
     docstring). A message the block set with `end` is kept on failure (say its counts so far);
-    else the error's first line is the message. The last `progress` counts are written once more
-    on closing, so a row never ends behind the work it reports."""
+    else the error's first line is the message. Counts given to `end` are written on closing."""
     job = JobRun(store, job_id or f"{kind}-{uuid.uuid4().hex[:10]}")
     store.create_job(job.job_id, kind, params, total, os.getpid())
     try:

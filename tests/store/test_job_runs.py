@@ -21,6 +21,7 @@ def test_a_normal_exit_finishes_the_job_with_its_last_counts(tmp_path: Path) -> 
     with job_run(store, "train", {"seed": 0}, 10) as job:
         assert store.job(job.job_id)["status"] == "running"
         job.progress(4, 1)
+        assert store.job(job.job_id)["done"] == 4  # written at once: the dashboard reads it
     row = closed_row(store, job.job_id)
     assert (row["status"], row["done"], row["errors"], row["kind"]) == ("finished", 4, 1, "train")
     assert job.job_id.startswith("train-")
