@@ -11,7 +11,6 @@ counts), so a result that no longer matches the store is simply never read."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from forge_core.evaluation.decide import decide
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.setup import router_policies
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.identity import canonical_hash
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -53,9 +53,9 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> di
     request.check(store)
     routers = [policy.checkpoint_id for settings in request.evaluations()
                for policy in router_policies(store, settings)]
-    key = json.dumps([dataclasses.asdict(request), routers, store.table_counts(), TRANSFER_VIEW_VERSION],
-                     sort_keys=True, default=str)
-    path = Path(cache_dir) / TRANSFER_CACHE / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+    key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
+        "request": dataclasses.asdict(request), "routers": routers, "rows": store.table_counts()})
+    path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
     return cached_file(path, lambda: run_transfer(store, request), lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
 
