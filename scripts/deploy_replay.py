@@ -7,9 +7,10 @@ Steps (each its own subcommand, so a person can watch the Traffic page while `re
 
     python scripts/deploy_replay.py host --port 8199            # the counting double, until Ctrl-C
     forge host add counting --base-url http://127.0.0.1:8199/v1 --model counting
-    forge serve --host counting --router CKPT --benchmark musique --port 8100   # no budget yet
+    forge serve --host counting --router CKPT --benchmark musique --benchmark 2wikimultihopqa \\
+        --benchmark popqa --port 8100   # no budget yet; evidence from the three corpora's union
     python scripts/deploy_replay.py target --url http://127.0.0.1:8100   # T: halfway Direct..Raw
-    forge serve --host counting --router CKPT --benchmark musique --port 8100 --budget-tokens T \\
+    forge serve --host counting --router CKPT --benchmark ... --port 8100 --budget-tokens T \\
         --shadow-raw 0.1 --candidate CKPT2 --shadow-rate 0.2 --shadow-max-tokens 3000
     python scripts/deploy_replay.py replay --url http://127.0.0.1:8100 --target T
     forge traffic --json
@@ -40,7 +41,7 @@ from forge_core.reports.traffic import default_traffic_dir, read_traffic
 from forge_core.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from support.counting_host import CountingHost, replay_questions  # the test double  # noqa: E402
+from support.counting_host import SHIFTED_MIX, CountingHost, replay_questions  # the test double  # noqa: E402
 
 HOST = "counting"
 CLIENT = "replay"  # the X-Forge-Client of the replay's requests
@@ -101,10 +102,12 @@ def _counts(arms: list[str]) -> dict[str, int]:
     return dict(sorted({arm: arms.count(arm) for arm in set(arms)}.items()))
 
 
-def serve(port: int, router: str, benchmark: str, extra: list[str]) -> subprocess.Popen:
-    """`forge serve` on the counting host as a subprocess, once /health says ok."""
-    command = [sys.executable, "-m", "forge_core.cli", "serve", "--host", HOST, "--router", router,
-               "--benchmark", benchmark, "--port", str(port), *extra]
+def serve(port: int, router: str, benchmarks: list[str], extra: list[str]) -> subprocess.Popen:
+    """`forge serve` on the counting host as a subprocess (retrieving from the union of the
+    benchmarks' corpora), once /health says ok."""
+    corpus = [option for name in benchmarks for option in ("--benchmark", name)]
+    command = [sys.executable, "-m", "forge_core.cli", "serve", "--host", HOST, "--router", router, *corpus,
+               "--port", str(port), *extra]
     print("$ forge " + " ".join(command[3:]), file=sys.stderr, flush=True)
     server = subprocess.Popen(command)
     deadline = time.monotonic() + 600
@@ -133,7 +136,7 @@ def run_all(args: argparse.Namespace, questions: list[str]) -> None:
         save_host_config(Store(config.store_path()), HostConfig(name=HOST, kind="openai", model="counting",
                                                                base_url=double.base_url, max_retries=0))
         if args.target is None:
-            plain = serve(args.port, args.router, args.benchmark, [])
+            plain = serve(args.port, args.router, args.benchmark or list(SHIFTED_MIX), [])
             try:
                 measured = target(url, questions)
             finally:
@@ -144,10 +147,15 @@ def run_all(args: argparse.Namespace, questions: list[str]) -> None:
             measured = {"target": args.target}
         shadow = ["--shadow-raw", "0.1"] + (["--candidate", args.candidate, "--shadow-rate", "0.2",
                                              "--shadow-max-tokens", "3000"] if args.candidate else [])
-        budgeted = serve(args.port, args.router, args.benchmark,
+        budgeted = serve(args.port, args.router, args.benchmark or list(SHIFTED_MIX),
                          ["--budget-tokens", str(measured["target"]), *shadow])
         try:
-            print(json.dumps(replay(url, questions, measured["target"], default_traffic_dir())), flush=True)
+            result = replay(url, questions, measured["target"], default_traffic_dir())
+            print(json.dumps(result), flush=True)
+            if args.out:  # what the docs quote (data/demo/reports/deploy_replay_*.json)
+                corpus = args.benchmark or list(SHIFTED_MIX)
+                args.out.write_text(json.dumps({"router": args.router, "corpus": corpus, **measured, **result},
+                                               indent=1) + "\n")
         finally:
             budgeted.terminate()
             budgeted.wait(timeout=60)
@@ -164,8 +172,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--traffic-dir", type=Path, default=None, help="replay: the server's traffic log")
     parser.add_argument("--router", help="all: a cost-conditioned checkpoint")
+    parser.add_argument("--out", type=Path, help="all: also write the target and the replay's result there (JSON)")
     parser.add_argument("--candidate", help="all: a checkpoint shadowing 20%% of the requests")
-    parser.add_argument("--benchmark", default="musique", help="all: whose corpus the server retrieves from")
+    parser.add_argument("--benchmark", action="append", help="all: whose corpus the server retrieves from "
+                        "(repeatable: the union; default: every benchmark the replay asks from)")
     args = parser.parse_args()
     if args.step == "host":
         with CountingHost(port=args.port) as double:

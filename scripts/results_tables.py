@@ -1,5 +1,6 @@
 """Docs generated, not typed: the result tables and figures of docs/results.md and
-docs/results-rewards-grounding.md (and docs/bench.md's page renders), from the store's runs and
+docs/results-rewards-grounding.md (and docs/bench.md's page renders, docs/serving.md's budget
+replays), from the store's runs and
 two kinds of committed outputs: bench/results/NAME.json (the JSON line bench/NAME.py printed last,
 with the machine's load average) and data/demo/reports/NAME.json (the `--json` output of a command
 whose routers no exported store holds: trained in memory, or trained by the command;
@@ -68,7 +69,8 @@ from forge_core.store import Store
 from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md")
+DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md",
+             ROOT / "docs" / "serving.md")
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
 STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
@@ -1404,6 +1406,45 @@ def evidence_arms_table(results: Results) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- serving to a budget
+
+def _replay(name: str) -> dict:
+    """A stored `scripts/deploy_replay.py all --out` result, checked against its own counts."""
+    replay = _stored(f"deploy_replay_{name}")
+    _require(replay["requests"] == replay["answered"] + replay["refused"] == replay["log_records"],
+             f"the {name} replay counts every request once, answered or refused, and logs each")
+    return replay
+
+
+def _replay_arms(replay: dict) -> str:
+    arms = replay["arms_last_half"]
+    return ", ".join(f"{arm} {arms.get(arm, 0)}" for arm in ("direct:no_think", "summary:no_think", "raw:no_think"))
+
+
+def deploy_replay(results: Results) -> str:
+    """The two stored budget replays of the demo's default conditioned router: evidence from the
+    union of the replay's corpora (the target held), and from one benchmark's corpus (out of reach)."""
+    union, single = _replay("union"), _replay("musique")
+    _require(union["router"] == single["router"], "both replays serve the same router")
+    _require(abs(union["relative_error_last_half"]) <= 0.05 and union["refused"] == 0,
+             "with the union's evidence the replay holds the target within 5% and refuses nothing")
+    _require(single["relative_error_last_half"] < -0.05, "with one corpus the replay stays below the target")
+    return " ".join([
+        f"On the demo store's default conditioned Lite router (`{union['router']}`), a {union['requests']:,}-request "
+        f"replay (`scripts/deploy_replay.py all`, the counting double as host) at the target halfway between "
+        f"Always-Direct's and Always-Raw's cost ({union['direct_tokens']:.1f} and {union['raw_tokens']:.1f} tokens: "
+        f"{union['target']:.1f}), with evidence from the union of the {_listing(union['corpus'])} corpora, realized "
+        f"{union['realized_mean_last_half']:.1f} tokens a request over the last {union['requests'] // 2} "
+        f"({union['relative_error_last_half']:+.1%}); {union['refused']} refused, "
+        f"{union['log_records_per_request']:g} log record a request; arms after the shift: {_replay_arms(union)}.",
+        f"Served from the {_listing(single['corpus'])} corpus alone, the same replay (target "
+        f"{single['target']:.1f}) realized {single['realized_mean_last_half']:.1f} "
+        f"({single['relative_error_last_half']:+.1%}; arms after the shift: {_replay_arms(single)}): the questions "
+        "of the other benchmarks find no passage of theirs in it, and with retrieval features that say so the "
+        f"router answers {single['arms_last_half'].get('direct:no_think', 0)} of the last "
+        f"{single['requests'] // 2} requests Direct: that budget is out of its reach."])
+
+
 # ---------------------------------------------------------------- the documents
 
 REGIONS: dict[str, Callable[[Results], str]] = {
@@ -1424,6 +1465,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "calibrate-budget": calibrate_budget, "consensus-regret": consensus_regret,
     "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
     "conditioned-reading": conditioned_reading, "stage1-recipe-reading": stage1_recipe_reading,
+    "deploy-replay": deploy_replay,
     "grounding-evaluator": grounding_evaluator, "grounding-f1": grounding_f1, "grounding-recall": grounding_recall,
     "grounding-support": grounding_support, "grounding-unsupported": grounding_unsupported,
     "grounding-reading": grounding_reading,

@@ -18,7 +18,9 @@ def serve_command(
         "--arm", help="Serve one fixed arm instead of a router (e.g. summary:no_think, what `forge decide` names "
                       "when no router wins); weights, budgets and a candidate are refused with it.")] = None,
     host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
-    benchmark: Annotated[str, typer.Option(help="Whose corpus evidence is retrieved from.")] = "hotpotqa",
+    benchmark: Annotated[Optional[list[str]], typer.Option(
+        help="Whose corpus evidence is retrieved from (default hotpotqa); repeat it to retrieve from the union of "
+             "several benchmarks' corpora (FEVER only on its own: its claims take their own prompt).")] = None,
     retriever: Annotated[str, typer.Option(
         help="Where the evidence comes from (see `forge retriever list`); the routers must be trained "
              "under it.")] = "bm25",
@@ -62,6 +64,7 @@ def serve_command(
     --arm, /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
+    from forge_core.evidence.answering import corpus_name
     from forge_core.reports.traffic import default_traffic_dir
     from forge_core.server.app import ServeSettings, build_app
     from forge_core.server.budget import check_budget, load_budgets_file
@@ -75,7 +78,8 @@ def serve_command(
                              budgets=tuple(load_budgets_file(budgets).items()) if budgets else (), ratio=ratio)
     if not weights.budgeted:
         weights.fixed_weights()  # refuses negative or non-finite weights now
-    settings = ServeSettings(host=host, benchmark=benchmark, router=router, api_key_env=api_key_env,
+    settings = ServeSettings(host=host, benchmark=corpus_name(benchmark or ["hotpotqa"]), router=router,
+                             api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
                              traffic_dir=traffic_dir, retriever=retriever, arm=arm)

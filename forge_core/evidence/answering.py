@@ -7,11 +7,12 @@ is produced and scored the same way everywhere.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forge_core import config
 from forge_core.arms import Arm
-from forge_core.errors import MissingStep
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
 from forge_core.evidence.prompts import ClientChat, build_request
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
@@ -19,6 +20,7 @@ from forge_core.evidence.scoring import extract_fever_label, score_answer
 from forge_core.evidence.settings import DEFAULT_SUPPORT, SupportSettings
 from forge_core.evidence.support import RETRIEVE_TOP_K, raw_support, summary_support
 from forge_core.hosts.base import REASONING_NONE, Generation, GenerationRequest, Host
+from forge_core.records import is_fever_benchmark
 from forge_core.store import Store
 
 
@@ -66,16 +68,34 @@ class ArmAnswer:
     reasoning_method: str = REASONING_NONE  # how tokens_reasoning was obtained
 
 
+CORPUS_SEPARATOR = "+"  # joins benchmarks into one served corpus: "hotpotqa+popqa" is their corpora's union
+
+
+def corpus_name(benchmarks: Sequence[str]) -> str:
+    """The corpus of several benchmarks' passages (`forge serve --benchmark A --benchmark B`): FEVER
+    only on its own, since its claims take their own prompt."""
+    names = list(dict.fromkeys(benchmarks))
+    if not names:
+        raise InvalidInput("name at least one benchmark whose corpus to retrieve from")
+    if len(names) > 1 and any(is_fever_benchmark(name) for name in names):
+        raise InvalidInput("FEVER's claims take their own prompt: serve FEVER's corpus on its own")
+    return CORPUS_SEPARATOR.join(names)
+
+
 @functools.lru_cache(maxsize=8)
 def _cached_retriever(store_path: str, benchmark: str) -> Retriever:
-    documents = Store(store_path).documents(benchmark)
-    if not documents:
-        raise MissingStep(f"no corpus for '{benchmark}' in the store: run `forge data import`")
+    store, documents = Store(store_path), []
+    for name in benchmark.split(CORPUS_SEPARATOR):
+        found = store.documents(name)
+        if not found:
+            raise MissingStep(f"no corpus for '{name}' in the store: run `forge data import`")
+        documents += found
     return Retriever.from_documents(documents, cache_dir=config.cache_dir() / "bm25")
 
 
 def load_retriever(store: Store, benchmark: str) -> Retriever:
-    """The benchmark's BM25 retriever (index cached on disk and in memory)."""
+    """The benchmark's BM25 retriever (index cached on disk and in memory); a `corpus_name` of
+    several benchmarks retrieves over the union of their corpora."""
     return _cached_retriever(str(store.path), benchmark)
 
 

@@ -422,7 +422,10 @@ def features_for_question(
     `variant` defaults to "full" when probe outcomes are given, else "lite".
     """
     variant = variant or ("full" if probes else "lite")
-    passages = {retriever.documents[0].benchmark: passage_vectors(retriever, embedder)}
+    # the cosine reads the top passage's vector from the retriever's own corpus (a served union of
+    # several benchmarks' corpora included)
+    top = evidence.passages[0].document.benchmark if evidence.passages else None
+    passages = {top: passage_vectors(retriever, embedder)} if top else {}
     blocks = independent_blocks([question], [evidence], load_embedder(embedder), passages)[0]
     if needs_probes(variant):
         if not probes:

@@ -86,7 +86,7 @@ class ServeSettings:
     """What `forge serve` routes with and where it answers."""
 
     host: str = "embedded"  # a host name (see `forge host list`)
-    benchmark: str = "hotpotqa"  # whose corpus evidence is retrieved from
+    benchmark: str = "hotpotqa"  # whose corpus evidence is retrieved from (`corpus_name`: "a+b" is a union)
     router: str = "lite"  # a checkpoint id, or lite/full: the host's newest checkpoint of that variant
     api_key_env: str | None = None  # the environment variable holding the key clients must send
     shadow_raw: float = 0.0  # share of requests whose Always-Raw cost is measured after the response
@@ -342,8 +342,9 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
             found = ray_start_for_budget(store, router.checkpoint_id, target, ratio)
             at = found.weights
             if at.lambda_in <= ray_bounds(router.conditioning, ratio)[0] * (1 + 1e-9) and found.tokens < target:
-                log.warning("budget %s (%g tokens) is above router %s's reach: at its lowest trained weights it spends "
-                            "%.1f tokens a query on its host's test split; the controller will sit there", name,
+                log.warning("budget %s (%g tokens) may be above router %s's reach: at its lowest trained weights it "
+                            "spends %.1f tokens a query on its host's test split; if the traffic here is alike, the "
+                            "controller will sit there (`budget_bound` in each record says so)", name,
                             target, router.checkpoint_id, found.tokens)
             log.info("budget %s (%g tokens): starting at lambda_in %.4g, lambda_out %.4g (%.1f tokens on %d test "
                      "queries%s)", name, target, at.lambda_in, at.lambda_out, found.tokens, found.queries,

@@ -11,7 +11,9 @@ from rank_bm25 import BM25Okapi
 
 from forge_core.config import benchmarks_dir
 from forge_core.data.importers import BENCHMARK_FILES, read_benchmark
+from forge_core.errors import InvalidInput
 from forge_core.evidence import retrieval
+from forge_core.evidence.answering import corpus_name, load_retriever, retrieve_evidence
 from forge_core.evidence.retrieval import (
     STOPWORDS,
     BM25Index,
@@ -24,6 +26,8 @@ from forge_core.evidence.retrieval import (
     top_k,
 )
 from forge_core.records import Document
+from forge_core.routing.features import features_for_question
+from forge_core.store import Store
 
 from support.resources import require_or_skip
 
@@ -272,3 +276,20 @@ def test_retriever_returns_documents_with_scores(tmp_path: Path) -> None:
 def test_empty_corpus_is_refused() -> None:
     with pytest.raises(ValueError, match="empty corpus"):
         BM25Index.build([])
+
+
+def test_a_corpus_of_several_benchmarks_retrieves_from_their_union(imported_store: Store, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORGE_CACHE_DIR", str(tmp_path))
+    union = load_retriever(imported_store, corpus_name(["2wikimultihopqa", "musique"]))
+    parts = [imported_store.documents(name) for name in ("2wikimultihopqa", "musique")]
+    assert len(union.documents) == sum(map(len, parts))
+    for part in parts:  # each part's own first passage is found in the union by its own text
+        best = union.retrieve(part[0].text, k=1)[0].document
+        assert (best.benchmark, best.title) == (part[0].benchmark, part[0].title)
+    question = parts[1][0].text  # a musique passage's text: its top passage is the union's second part
+    features = features_for_question(question, union, retrieve_evidence(union, question), variant="lite")
+    assert np.isfinite(features).all() and features[-1] > 0.5  # the cosine to its own passage
+    with pytest.raises(InvalidInput, match="FEVER"):
+        corpus_name(["hotpotqa", "fever"])
+    assert corpus_name(["popqa", "popqa"]) == "popqa"
