@@ -20,7 +20,7 @@ from support.resources import require_demo_export
 from support.stores import copy_store
 
 GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "results_tables.py"
-DOCUMENTS = ("results.md", "results-rewards-grounding.md", "bench.md")
+DOCUMENTS = ("results.md", "results-rewards-grounding.md", "bench.md", "serving.md")
 
 
 def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
