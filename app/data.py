@@ -308,9 +308,21 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     """`forge decide` at these weights (`version`: see `store_version`): the decision, or the one
     line saying which command makes what it needs. Kept under the cache directory (`decide/`)."""
     try:
-        return decide(store, host, weights, config.cache_dir(), accounting)
+        return decide(store, host, weights, config.cache_dir(), accounting,
+                      context_for=lambda settings: decision_base(store, version, settings, accounting))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_resource(show_spinner="Loading the crossfit run's outcomes and features…", max_entries=4,
+                   hash_funcs=STORE_KEY)
+def decision_base(store: Store, version: int, settings: dict, accounting: str) -> EvalContext:
+    """The evaluation context `forge decide` reads for a crossfit run's stored `settings`, loaded
+    once per store version and shared by every weight the sliders visit (`version`: see
+    `store_version`): a slider step then decides without reloading outcomes and features."""
+    from forge_core.evaluation.fold_decisions import decision_context
+
+    return decision_context(store, settings, accounting)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
