@@ -4,11 +4,15 @@ they realize out of fold beside the target (`forge calibrate`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from app import ui, weights
-from forge_core.evaluation.calibration import CalibrationRequest, CalibrationResult, run_calibration
 from forge_core.store import Store
+
+if TYPE_CHECKING:  # calibration trains routers (torch): imported when the button is pressed
+    from forge_core.evaluation.calibration import CalibrationRequest, CalibrationResult
 
 RESULT_KEY = "calibration_result"  # the last CalibrationResult of the session
 TARGETS = ("At most T tokens a query", "At least F macro F1")
@@ -34,6 +38,8 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
         variant = variant_column.segmented_control("Router", ["lite", "full"], default="lite",
                                                    key="calibration_variant") or "lite"
         if st.button("Calibrate", icon=":material/tune:", key="calibrate"):
+            from forge_core.evaluation.calibration import CalibrationRequest
+
             with ui.user_errors(stop=False):
                 request = CalibrationRequest(
                     budget_tokens=value if target == TARGETS[0] else None,
@@ -49,6 +55,8 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
 
 
 def _run(store: Store, request: CalibrationRequest) -> CalibrationResult:
+    from forge_core.evaluation.calibration import run_calibration
+
     with st.status(f"Calibrating to {request.target} on {request.folds} folds…", expanded=True) as status:
         progress = st.progress(0.0, text="fold 1")
         result = run_calibration(store, request, on_fold=lambda done, total: progress.progress(

@@ -6,7 +6,6 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
-from forge_core.evaluation.crossfit import seed_key, seed_spread
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
     ORACLE,
@@ -91,6 +90,8 @@ def _show_reliability(report: dict) -> None:
 
 def _show_seed_spread(report: dict, reports: list[dict]) -> None:
     """The run's gains at every stored split seed of the same settings, and which are decidable."""
+    from forge_core.evaluation.crossfit import seed_key, seed_spread  # the crossfit module imports torch
+
     siblings = [r for r in reports if seed_key(r) == seed_key(report)]
     st.subheader("Across split seeds")
     if len(siblings) < 2:

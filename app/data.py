@@ -8,44 +8,42 @@ are keyed by its path.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
-from threadpoolctl import threadpool_limits
 
 from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.evaluation.cached import CachedRequest
-from forge_core.evaluation.crossfit import finished_crossfit_reports
 from forge_core.evaluation.decide import decide
-from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
-from forge_core.policies.conditioned import conditioned_policies
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.grounding import gold_recall_frame
-from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
 from forge_core.reports import tables
-from forge_core.reports.action_map import ActionMap, compute_action_map
-from forge_core.reports.demo_questions import DemoQuestion, demo_questions
-from forge_core.reports.reliability import Reliability, checkpoint_reliability
-from forge_core.reports.view_cache import CROSSFIT_CACHE, transfer_view
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-from forge_core.training.threads import one_torch_thread
+
+# Scoring policies, training and the UMAP import sklearn, torch, scipy.stats or umap (seconds of CPU): the
+# functions that compute them import them on first use, so a page that only reads stored tables (the
+# Overview) never loads them (tests/app/test_page_imports.py checks it).
+if TYPE_CHECKING:
+    from forge_core.evaluation.cached import CachedRequest
+    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.reports.action_map import ActionMap
+    from forge_core.reports.demo_questions import DemoQuestion
+    from forge_core.reports.reliability import Reliability
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -184,6 +182,9 @@ def checkpoints(store: Store) -> pd.DataFrame:
 def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, str]:
     """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
     -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
+    from forge_core.policies.conditioned import conditioned_policies
+    from forge_core.policies.registry import ConditionedRouter, variants
+
     policies = conditioned_policies(store, host, n_arms)
     lite_first = sorted(policies, key=lambda policy: variants(ConditionedRouter)[policy.name] != "lite")
     return {policy.checkpoint_id: policy.name for policy in lite_first}
@@ -194,6 +195,8 @@ def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, s
 def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str) -> list[DemoQuestion]:
     """Stored test questions whose arm under the conditioned checkpoint changes with the weights
     (`version`: see `store_version`)."""
+    from forge_core.reports.demo_questions import demo_questions
+
     return demo_questions(store, host, checkpoint_id)
 
 
@@ -252,6 +255,10 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
 def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: bool) -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier of a Cached request, as the Cached protocol
     scores it (`version`: see `store_version`)."""
+    from threadpoolctl import threadpool_limits
+
+    from forge_core.training.threads import one_torch_thread
+
     settings = request.settings
     base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting)
     # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
@@ -266,6 +273,9 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
     """The transfer report (`forge eval transfer`) for a request that stores nothing (`version`:
     see `store_version`), kept under the cache directory (`transfer/`: the page's default request
     is computed there by `forge store load-demo`)."""
+    from forge_core.reports.view_cache import transfer_view
+    from forge_core.training.threads import one_torch_thread
+
     with one_torch_thread():
         return transfer_view(store, request, config.cache_dir())
 
@@ -275,6 +285,8 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
                  routers: tuple[str, ...] = ()) -> dict:
     """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
     (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
+    from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+
     request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
                                  routers=routers)
     return run_reward_audit(store, request)
@@ -285,6 +297,9 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
 def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
     """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
     computed once and kept under the cache directory (`crossfit/`)."""
+    from forge_core.evaluation.crossfit import finished_crossfit_reports
+    from forge_core.reports.view_cache import CROSSFIT_CACHE
+
     return finished_crossfit_reports(store, host, config.cache_dir() / CROSSFIT_CACHE)
 
 
@@ -293,9 +308,21 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     """`forge decide` at these weights (`version`: see `store_version`): the decision, or the one
     line saying which command makes what it needs. Kept under the cache directory (`decide/`)."""
     try:
-        return decide(store, host, weights, config.cache_dir(), accounting)
+        return decide(store, host, weights, config.cache_dir(), accounting,
+                      context_for=lambda settings: decision_base(store, version, settings, accounting))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_resource(show_spinner="Loading the crossfit run's outcomes and features…", max_entries=4,
+                   hash_funcs=STORE_KEY)
+def decision_base(store: Store, version: int, settings: dict, accounting: str) -> EvalContext:
+    """The evaluation context `forge decide` reads for a crossfit run's stored `settings`, loaded
+    once per store version and shared by every weight the sliders visit (`version`: see
+    `store_version`): a slider step then decides without reloading outcomes and features."""
+    from forge_core.evaluation.fold_decisions import decision_context
+
+    return decision_context(store, settings, accounting)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
@@ -311,6 +338,8 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     when given, a cost-conditioned router's at `weights` (`version`: see `store_version`); its UMAP
     is computed once per set of queries and kept on disk under the cache directory (`umap/`),
     across app restarts, store writes and weights."""
+    from forge_core.reports.action_map import compute_action_map
+
     compute_features(store, host)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
@@ -321,6 +350,8 @@ def reliability(store: Store, version: int, checkpoint_id: str,
                 weights: CostWeights | None = None) -> Reliability | str:
     """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
     or why there is none (a one-line reason: no test split, no outcomes)."""
+    from forge_core.reports.reliability import checkpoint_reliability
+
     try:
         return checkpoint_reliability(store, checkpoint_id, weights)
     except ForgeError as error:

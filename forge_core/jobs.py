@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forge_core import config
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
@@ -32,7 +32,11 @@ from forge_core.hosts.registry import get_host_config, serving
 from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
-from forge_core.training.trainer import TrainRequest, train_router_job
+
+if TYPE_CHECKING:  # training imports torch: loaded only by the code that trains or reads a train request
+    from forge_core.training.trainer import TrainRequest
+
+    JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +85,16 @@ def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path
     return _spawn(plan, store_path, log_dir)
 
 
-JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
-_REQUEST_KINDS: dict[type, str] = {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
+def _request_kinds() -> dict[type, str]:
+    """Request type -> job kind (the training module, and torch with it, is imported here, on the first job
+    written or read, not by every page that lists jobs)."""
+    from forge_core.training.trainer import TrainRequest
+
+    return {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
 
 
 def _spawn(request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
-    kind = _REQUEST_KINDS[type(request)]
+    kind = _request_kinds()[type(request)]
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
     log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
@@ -104,7 +112,7 @@ def _spawn(request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
 
 def write_request(request: JobRequest, path: Path) -> Path:
     """The request as JSON at `path` (written atomically), for `python -m forge_core.jobs run`."""
-    kind = _REQUEST_KINDS[type(request)]
+    kind = _request_kinds()[type(request)]
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps({"kind": kind, "request": request.to_dict()}))
     os.replace(temporary, path)
@@ -114,7 +122,7 @@ def write_request(request: JobRequest, path: Path) -> Path:
 def read_request(path: Path) -> JobRequest:
     """The request `write_request` wrote."""
     written = json.loads(path.read_text())
-    for request_type, kind in _REQUEST_KINDS.items():
+    for request_type, kind in _request_kinds().items():
         if written.get("kind") == kind:
             return request_type.from_dict(written["request"])
     raise InvalidInput(f"{path}: not a FORGE job request")
@@ -127,7 +135,9 @@ def run_request(store: Store, request: JobRequest) -> None:
     if isinstance(request, JudgeRequest):
         _run_judging(store, request)
         return
-    if isinstance(request, TrainRequest):
+    if _request_kinds()[type(request)] == "train":
+        from forge_core.training.trainer import train_router_job
+
         compute_features(store, request.host, request.benchmarks)
         train_router_job(store, request, on_log=lambda row: log.info("%s", row))
         return

@@ -76,7 +76,7 @@ elif len(lite_curve):
                 f"Up to K = {int(lite_curve['k'].max())} calibration queries it stays below the target's own router.")
 
 columns = st.columns(4)
-columns[0].metric("Target's best fixed arm", report["best_fixed_arm"])
+ui.name_metric(columns[0], "Target's best fixed arm", report["best_fixed_arm"])  # an arm name: wraps, never cut
 columns[1].metric("Zero-shot Lite", f"{zero_shot['macro_f1']:.3f} F1",
                   f"{zero_shot['macro_utility'] - policies[report['best_fixed_policy']]['macro_utility']:+.4f} "
                   "utility vs best fixed", help="Macro F1 on the target; the delta is the utility gain.")

@@ -121,9 +121,10 @@ def test_a_training_job_trains_exactly_its_request(tmp_path, monkeypatch) -> Non
     """Every knob of the Train page's request reaches the training: the job reads the request the
     page wrote and runs it, without a command line in between."""
     import forge_core.jobs as jobs_module
+    import forge_core.training.trainer as trainer_module  # the job imports its training on first use
 
     seen = []
-    monkeypatch.setattr(jobs_module, "train_router_job", lambda store, request, on_log=None: seen.append(request))
+    monkeypatch.setattr(trainer_module, "train_router_job", lambda store, request, on_log=None: seen.append(request))
     monkeypatch.setattr(jobs_module, "compute_features", lambda store, host, benchmarks=None: {})
     monkeypatch.setattr(TrainRequest, "check", lambda self, store: None)
     for request in (train_request(), TrainRequest(host="h", variant="bge", n_arms=3, benchmarks=("mine", "popqa"),

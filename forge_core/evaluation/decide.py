@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,9 @@ from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
+
+if TYPE_CHECKING:
+    from forge_core.policies.context import EvalContext
 
 DECISION_VERSION = 1  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
@@ -112,17 +116,21 @@ def decision_file(cache_dir: Path, run_id: str, weights: CostWeights, accounting
 
 
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
-           on_fold: Callable[[int, int], None] | None = None) -> dict:
+           on_fold: Callable[[int, int], None] | None = None,
+           context_for: Callable[[dict], EvalContext] | None = None) -> dict:
     """The decision at `weights` for `host` (see the module docstring), with the checkpoint to
     deploy and its serve command; computed once per (run, accounting, weights) and kept in
-    `cache_dir`. `on_fold(done, total)` follows the one-off training of the fold routers."""
+    `cache_dir`. `on_fold(done, total)` follows the one-off training of the fold routers.
+    `context_for`: given the run's stored settings, its `fold_decisions.decision_context` under `accounting`, kept
+    by the caller (the dashboard's slider steps then load outcomes and features once)."""
     check_accounting(accounting)
     run_id, settings = conditioned_run(store, host)
 
     def compute() -> dict:
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
 
-        outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold)
+        outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold,
+                                                    context_for(settings) if context_for else None)
         return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
 
     result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,

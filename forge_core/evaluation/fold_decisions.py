@@ -142,16 +142,23 @@ def _loaded_floor(record: dict) -> tuple[Standardizer, dict[float, Ridge]]:
     return Standardizer.from_dict(json.loads(record["standardizer"])), models
 
 
+def decision_context(store: Store, stored_settings: dict, accounting: str) -> EvalContext:
+    """The evaluation context a run's fold decisions read (features computed first), at the default
+    weights: pass it as `base` to decide at many weights with one load of outcomes and features."""
+    settings = settings_from_dict(stored_settings)
+    compute_features(store, settings.host)
+    return evaluation_context(store, settings.host, settings.n_arms, CostWeights(), accounting=accounting)
+
+
 def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weights: CostWeights, accounting: str,
-                         cache_dir: Path, on_fold: Callable[[int, int], None] | None = None
-                         ) -> tuple[pd.DataFrame, dict[str, float]]:
+                         cache_dir: Path, on_fold: Callable[[int, int], None] | None = None,
+                         base: EvalContext | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """One row per (policy, query) at `weights`: the held-out decision of every fixed arm, the floor
     and each conditioned router, with F1, utility and tokens in and out (under `accounting`); and
     the routers' `reproduced_share`. The fold file is made on the first call (`on_fold(done, total)`
-    follows it)."""
+    follows it). `base`: the run's `decision_context` under `accounting`, already loaded."""
     settings = settings_from_dict(stored_settings)
-    compute_features(store, settings.host)
-    base = evaluation_context(store, settings.host, settings.n_arms, weights, accounting=accounting)
+    base = (base or decision_context(store, stored_settings, accounting)).at(weights)
     if crossfit_run_id(settings.to_dict(), base) != run_id:
         log.warning("fold decisions: the store's outcomes changed since crossfit run %s", run_id)
     contexts = [context for _, context in

@@ -30,8 +30,6 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +145,9 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
 def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[str]:
     """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
     checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
+    from forge_core.training.stage1 import Stage1Config  # training imports torch: only when a router is missing
+    from forge_core.training.trainer import TrainRequest, train_router
+
     trained = []
     for name, variant in variants(TrainedRouter).items():
         if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:

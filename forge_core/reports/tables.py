@@ -12,15 +12,14 @@ train queries; it is descriptive only (it sees the answers' scores).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from forge_core.arms import alphabet
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.cached import CachedRequest, pareto_points
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config
-from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import ORACLE_KIND
 from forge_core.reports.decision import decidable_policies
 from forge_core.routing.confidence import RELIABILITY_COLUMNS
@@ -29,6 +28,10 @@ from forge_core.routing.utility import CostNormalizer, CostWeights, oracle_actio
 from forge_core.statistics import macro as macro_mean
 from forge_core.statistics import pareto_frontier
 from forge_core.store import Store
+
+if TYPE_CHECKING:  # scoring policies imports their models (sklearn, torch): only `pareto_report` needs it
+    from forge_core.evaluation.cached import CachedRequest
+    from forge_core.policies.context import EvalContext
 
 MACRO = "macro"  # benchmark label of the unweighted mean over benchmarks
 ORACLE = "oracle"  # policy name of the per-query utility oracle
@@ -181,6 +184,8 @@ def pareto_report(store: Store, request: CachedRequest, by_benchmark: bool = Fal
     settings = request.settings
     require_train_and_dev(base.table if base is not None else load_outcome_table(store, settings.host,
                                                                                   settings.n_arms))
+    from forge_core.evaluation.cached import pareto_points
+
     return pareto_frame(pareto_points(store, request, by_benchmark, base))
 
 

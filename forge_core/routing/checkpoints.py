@@ -17,16 +17,17 @@ import hashlib
 import io
 import pickle
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from forge_core.errors import ForgeError
 from forge_core.identity import canonical_hash
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning
 from forge_core.routing.features import Standardizer
-from forge_core.routing.routers import Router, build_router
+
+if TYPE_CHECKING:  # torch is imported by the functions that load, save or run weights: reading records needs none
+    from forge_core.routing.routers import Router
 from forge_core.routing.utility import CostNormalizer, CostWeights
 from forge_core.store import Store
 
@@ -66,6 +67,8 @@ class LoadedCheckpoint:
 
     def probabilities(self, features: np.ndarray, weights: CostWeights) -> np.ndarray:
         """[n, K] the router's action distribution on raw features [n, d] at these weights."""
+        import torch
+
         with torch.no_grad():
             x = torch.as_tensor(self.router_inputs(features, weights))
             return self.router.log_probs(x).exp().numpy()
@@ -95,6 +98,8 @@ def save_checkpoint(store: Store, router: Router, record: dict[str, Any]) -> str
     """Serialize the router's weights and store them with `record` (stage, host, variant,
     n_arms, parent, lineage, metrics, training_log) and their sha256; returns the checkpoint id.
     A checkpoint already stored under the id is kept (the first training of a lineage stays)."""
+    import torch
+
     buffer = io.BytesIO()
     torch.save(router.state_dict(), buffer)
     state = buffer.getvalue()
@@ -105,6 +110,10 @@ def save_checkpoint(store: Store, router: Router, record: dict[str, Any]) -> str
 
 def load_checkpoint(store: Store, checkpoint_id: str) -> LoadedCheckpoint:
     """Load and validate a checkpoint (weights only: no pickled code is ever executed)."""
+    import torch
+
+    from forge_core.routing.routers import build_router
+
     found = store.checkpoint(checkpoint_id)
     if found is None:
         raise CheckpointError(f"no checkpoint '{checkpoint_id}' (see `forge checkpoints`)")

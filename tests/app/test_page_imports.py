@@ -1,0 +1,63 @@
+"""Pages that draw stored results import no training stack: torch (and, for the Overview, sklearn and
+scipy.stats) are loaded by the functions that train, score or fit, on first use, not by importing
+a page's modules (seconds of CPU on every app start: the first render of whichever page opens first)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from forge_core.config import PROJECT_ROOT
+
+PAGES = PROJECT_ROOT / "pages"
+HEAVY = ("torch", "sklearn", "scipy.stats", "umap")
+# page -> the heavy packages importing its modules may load (none may load torch)
+ALLOWED = {"overview.py": (), "pareto.py": ("sklearn", "scipy.stats"), "action_map.py": ("sklearn", "scipy.stats")}
+
+
+def page_imports(page: str) -> list[str]:
+    """The modules a page script imports (what Streamlit loads before the page draws anything)."""
+    tree = ast.parse((PAGES / page).read_text())
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+    return found
+
+
+def heavy_after_importing(modules: list[str]) -> list[str]:
+    """The heavy packages in sys.modules of a fresh interpreter after importing `modules`
+    (names that are attributes, not modules, are skipped)."""
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except ModuleNotFoundError:\n"
+        "        pass\n"
+        f"print(json.dumps(sorted(h for h in {HEAVY!r} if h in sys.modules)))\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
+                          cwd=PROJECT_ROOT, timeout=120, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_page_imports_are_parsed():
+    assert "app.data" in page_imports("pareto.py")
+    assert "forge_core.evaluation.cached.CachedRequest" in page_imports("pareto.py")
+
+
+@pytest.mark.parametrize("page", sorted(ALLOWED))
+def test_page_modules_import_no_training_stack(page):
+    loaded = heavy_after_importing(page_imports(page))
+    assert "torch" not in loaded
+    assert set(loaded) <= set(ALLOWED[page]), f"{page} loads {loaded}"
