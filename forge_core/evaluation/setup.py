@@ -30,7 +30,7 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
 log = logging.getLogger(__name__)
