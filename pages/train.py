@@ -23,8 +23,7 @@ from forge_core.training.checkpoint_views import (
     lineage_diff,
     metrics_comparison,
 )
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import LOSS_TYPES, Stage2Config
+from forge_core.training.settings import LOSS_TYPES, Stage1Config, Stage2Config
 from forge_core.training.trainer import VARIANTS, TrainRequest
 
 VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge": "BGE+BM25 (baseline)"}

@@ -27,7 +27,7 @@ from forge_core.policies.context import evaluation_context
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.store.schema import EXPORTED_TABLES
-from forge_core.training.stage1 import PAPER_STAGE1
+from forge_core.training.settings import PAPER_STAGE1
 
 KEYS = ["policy", "benchmark", "example_id"]
 

@@ -66,7 +66,7 @@ from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
-from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
+from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md",

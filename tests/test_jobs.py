@@ -25,8 +25,7 @@ from forge_core.jobs import (
     write_request,
 )
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import Stage2Config
+from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.trainer import TrainRequest
 
 START = datetime(2026, 1, 1, 12, 0, 0)

@@ -8,15 +8,17 @@ from typing import Annotated, Optional
 import typer
 
 from forge_core.cli.output import console, counting_progress, open_store, print_json
+from forge_core.evaluation.settings import CALIBRATION_RATIO, CROSSFIT_FOLDS
 
 
 def calibrate_command(
     budget_tokens: Annotated[Optional[float], typer.Option(help="Target: at most this many tokens a query.")] = None,
     min_f1: Annotated[Optional[float], typer.Option(help="Target: at least this macro F1 (0 to 1).")] = None,
-    ratio: Annotated[float, typer.Option(help="lambda_out / lambda_in along the searched weights.")] = 2.0,
+    ratio: Annotated[float, typer.Option(
+        help="lambda_out / lambda_in along the searched weights.")] = CALIBRATION_RATIO,
     variant: Annotated[str, typer.Option(help="The conditioned router's features: lite or full.")] = "lite",
     host: Annotated[str, typer.Option(help="Whose outcomes to calibrate on.")] = "embedded",
-    folds: Annotated[int, typer.Option(help="Crossfit folds (stratified by benchmark).")] = 5,
+    folds: Annotated[int, typer.Option(help="Crossfit folds (stratified by benchmark).")] = CROSSFIT_FOLDS,
     split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
     accounting: Annotated[str, typer.Option(help="deploy: tokens of every host call a decision needs; answer: "
                                                  "the answering call's only.")] = "deploy",

@@ -68,7 +68,7 @@ def enumerate_command(
     retriever: Annotated[str, typer.Option(
         help="The retriever whose passages Summary and Raw arms get (see `forge retriever list`); its outcomes "
              "are stored under its configuration hash, apart from every other retriever's. Direct arms use no "
-             "evidence: one Direct outcome serves every retriever.")] = "bm25",
+             "evidence: one Direct outcome serves every retriever.")] = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""

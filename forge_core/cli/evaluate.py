@@ -17,7 +17,9 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, DEFAULT_PER_BENCHMARK
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
+from forge_core.training.settings import Stage1Config, Stage2Config
 
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
@@ -89,15 +91,15 @@ WarmArmsOption = Annotated[int, typer.Option(
 @eval_app.command("crossfit")
 def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
                   lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
-                  folds: FoldsOption = 5, stage: StageOption = 1, stage2_steps: Stage2StepsOption = 1000,
+                  folds: FoldsOption = CROSSFIT_FOLDS, stage: StageOption = 1,
+                  stage2_steps: Stage2StepsOption = CROSSFIT_STAGE2_STEPS,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
-                  accounting: AccountingOption = "deploy", warm_arms: WarmArmsOption = 6,
+                  accounting: AccountingOption = "deploy",
+                  warm_arms: WarmArmsOption = Stage1Config.warm_start_arms,
                   as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
-    from forge_core.training.stage1 import Stage1Config
-    from forge_core.training.stage2 import Stage2Config
 
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
@@ -109,7 +111,7 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
 def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
                lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                policy: PolicyOption = None,
-               per_benchmark: PerBenchmarkOption = 10, benchmark: BenchmarkOption = None,
+               per_benchmark: PerBenchmarkOption = DEFAULT_PER_BENCHMARK, benchmark: BenchmarkOption = None,
                split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
                as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
@@ -161,11 +163,13 @@ def eval_command(
     lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
     policy: PolicyOption = None,
     repeats: Annotated[bool, typer.Option(help="Cached: mean +- SD over 3 x 3 runs.")] = False,
-    per_benchmark: Annotated[Optional[int], typer.Option(help="Fresh: queries per benchmark (default 10).")] = None,
+    per_benchmark: Annotated[Optional[int], typer.Option(
+        help=f"Fresh: queries per benchmark (default {DEFAULT_PER_BENCHMARK}).")] = None,
     benchmark: BenchmarkOption = None,
-    folds: Annotated[Optional[int], typer.Option(help="Crossfit: number of folds (default 5).")] = None,
+    folds: Annotated[Optional[int], typer.Option(help=f"Crossfit: number of folds (default {CROSSFIT_FOLDS}).")] = None,
     stage: Annotated[Optional[int], typer.Option(help="Crossfit: 1 (default) or 2.")] = None,
-    stage2_steps: Annotated[Optional[int], typer.Option(help="Crossfit: Stage-2 steps (default 1000).")] = None,
+    stage2_steps: Annotated[Optional[int], typer.Option(
+        help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
     split_seed: SplitSeedOption = 0,
     accounting: AccountingOption = "deploy",
     as_json: JsonOption = False,
@@ -189,10 +193,11 @@ def eval_command(
     common = {"host": host, "arms": arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
               "split_seed": split_seed, "accounting": accounting, "as_json": as_json}
     if protocol == "crossfit":
-        eval_crossfit(folds=folds or 5, stage=stage or 1, stage2_steps=stage2_steps or 1000, **common)
+        eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or 1,
+                      stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, **common)
     elif protocol == "fresh":
-        eval_fresh(split=split or "test", policy=policy, per_benchmark=10 if per_benchmark is None else per_benchmark,
-                   benchmark=benchmark, **common)
+        eval_fresh(split=split or "test", policy=policy, benchmark=benchmark,
+                   per_benchmark=DEFAULT_PER_BENCHMARK if per_benchmark is None else per_benchmark, **common)
     else:
         eval_cached(split=split or "test", policy=policy, repeats=repeats, benchmark=benchmark, **common)
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from forge_core import config
 from forge_core.cli.output import console, counting_progress, open_store, print_json, spinner_progress
 from forge_core.errors import InvalidInput
-from forge_core.hosts.base import HostError
+from forge_core.hosts.base import HostConfig, HostError
 from forge_core.records import HostPrices
 
 host_app = typer.Typer(help="Pull, serve, list, add, edit and remove hosts.", no_args_is_help=True)
@@ -104,12 +104,12 @@ def host_add(
         help="Stop reasoning at the budget and continue for the answer (engines that continue a partial "
              "assistant message: vLLM's continue_final_message; llama.cpp's raw /completion).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
-    concurrency: Annotated[int, typer.Option(help="Requests in flight at once, per base URL.")] = 4,
+    concurrency: Annotated[int, typer.Option(
+        help="Requests in flight at once, per base URL.")] = HostConfig.max_concurrency,
     price_in: PriceIn = None,
     price_out: PriceOut = None,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
-    from forge_core.hosts.base import HostConfig
     from forge_core.hosts.depth_maps import CUSTOM
     from forge_core.hosts.registry import save_host_config, save_host_prices, updated_prices, with_base_urls
 

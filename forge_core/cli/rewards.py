@@ -16,6 +16,7 @@ from forge_core.cli.output import (
     print_json,
     print_summary,
 )
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
 if TYPE_CHECKING:
@@ -139,18 +140,18 @@ def audit_command(
         help="Router trained on gold and on the proxy in every fold (repeatable: forge_lite, forge_full, "
              "bge_bm25_kl; default forge_lite).")] = None,
     no_crossfit: Annotated[bool, typer.Option("--no-crossfit", help="Only the per-arm audit (seconds).")] = False,
-    folds: Annotated[int, typer.Option(help="Crossfit folds.")] = 5,
+    folds: Annotated[int, typer.Option(help="Crossfit folds.")] = CROSSFIT_FOLDS,
     grid: Annotated[bool, typer.Option("--grid", help="Also Stage 2 on gold or proxy rewards: the paper's "
                                        "gold/gold, gold/proxy and proxy/proxy routers.")] = False,
     stage2_steps: Annotated[Optional[int], typer.Option(
-        help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, 1000).")] = None,
+        help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, "
+             f"{CROSSFIT_STAGE2_STEPS}).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
     whose proxy-best arm is gold-best, and the gold utility lost by routers trained on the proxy
     (`regret_vs_gold`, cross-fitted, with its paired 95% interval); with --grid, the paper's proxy
     table (Stage-1 reward / Stage-2 reward) against gold/gold."""
-    from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS
     from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
 
     routers = () if no_crossfit else tuple(router or ("forge_lite",))

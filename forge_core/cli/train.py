@@ -23,6 +23,7 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
+from forge_core.training.settings import Stage1Config, Stage2Config
 
 RETRIEVER_HELP = ("The retriever whose evidence the outcomes and the retrieval features were made under "
                   "(`forge enumerate --retriever`); a router records it and refuses any other.")
@@ -54,25 +55,28 @@ def train_router_command(
     host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = "embedded",
     lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = DEFAULT_LAMBDA_IN,
     lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
-    tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = 1.0,
-    algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = "grpo",
+    tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = Stage1Config.tau,
+    algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = Stage2Config.loss_type,
     rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",
     reward: Annotated[str, typer.Option(
         help="Stage 1 reward: gold (F1), judge (`forge rewards judge`) or consensus (no call).")] = "gold",
     stage2_reward: Annotated[str, typer.Option(help="Stage 2 reward: gold, judge or consensus.")] = "gold",
     router_kind: Annotated[str, typer.Option("--router", help="factorized, or flat (the ablation).")] = "factorized",
-    target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = "soft",
+    target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = Stage1Config.target,
     warm_arms: Annotated[int, typer.Option(
         help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm "
-             "start: support head only, thinking uniform).")] = 6,
-    max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = 50,
-    patience: Annotated[int, typer.Option(help="Stage 1: epochs without a better dev loss before stopping.")] = 7,
-    steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = 5000,
-    beta: Annotated[float, typer.Option(help="Stage 2: initial weight of the KL anchor to Stage 1.")] = 0.05,
-    entropy_coef: Annotated[float, typer.Option(help="Stage 2: weight of the entropy bonus.")] = 0.01,
-    log_every: Annotated[int, typer.Option(help="Stage 2: steps per logged row.")] = 50,
+             "start: support head only, thinking uniform).")] = Stage1Config.warm_start_arms,
+    max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = Stage1Config.max_epochs,
+    patience: Annotated[int, typer.Option(
+        help="Stage 1: epochs without a better dev loss before stopping.")] = Stage1Config.patience,
+    steps: Annotated[int, typer.Option(help="Stage 2 steps.")] = Stage2Config.steps,
+    beta: Annotated[float, typer.Option(
+        help="Stage 2: initial weight of the KL anchor to Stage 1.")] = Stage2Config.beta,
+    entropy_coef: Annotated[float, typer.Option(
+        help="Stage 2: weight of the entropy bonus.")] = Stage2Config.entropy_coef,
+    log_every: Annotated[int, typer.Option(help="Stage 2: steps per logged row.")] = Stage2Config.log_every,
     parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
-    seed: Annotated[int, typer.Option(help="Training seed.")] = 0,
+    seed: Annotated[int, typer.Option(help="Training seed.")] = Stage1Config.seed,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     conditioned: Annotated[bool, typer.Option(
@@ -87,8 +91,6 @@ def train_router_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
-    from forge_core.training.stage1 import Stage1Config
-    from forge_core.training.stage2 import Stage2Config
     from forge_core.training.trainer import TrainRequest, train_router_job
 
     request = TrainRequest(

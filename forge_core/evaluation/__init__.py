@@ -7,5 +7,6 @@ crossfit run's retrained fold routers (`fold_decisions`), the proxy-reward audit
 each policy's out-of-fold decisions against the oracle set (regret, tie-aware agreement, cot share,
 Stage 2 minus Stage 1: `oracle_measures`), retrievers' evidence measured before any host call
 (`evidence_compare`), a host's arms under each retriever side by side (`evidence_arms`), and
-results computed once and kept in a file (`file_cache`). The policies they evaluate are in
+results computed once and kept in a file (`file_cache`), and the protocols' knobs the command line
+reads without importing them (`settings`). The policies they evaluate are in
 `forge_core.policies`; what the pages show of them in `forge_core.reports`."""

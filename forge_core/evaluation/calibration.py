@@ -29,6 +29,7 @@ import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evaluation.settings import CALIBRATION_RATIO, CROSSFIT_FOLDS
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
@@ -37,7 +38,7 @@ from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,11 @@ class CalibrationRequest:
 
     budget_tokens: float | None = None  # at most this many tokens a query (macro over benchmarks)
     min_f1: float | None = None  # at least this macro F1 (a fraction in [0, 1])
-    ratio: float = 2.0  # lambda_out / lambda_in along the searched ray
+    ratio: float = CALIBRATION_RATIO  # lambda_out / lambda_in along the searched ray
     host: str = "embedded"  # whose outcomes and features
     variant: str = "lite"  # the conditioned router's features: lite or full
     n_arms: int = 6  # alphabet size
-    folds: int = 5  # crossfit folds (stratified by benchmark)
+    folds: int = CROSSFIT_FOLDS  # crossfit folds (stratified by benchmark)
     split_seed: int = 0  # seeds the folds and inner dev parts
     dev_fraction: float = DEV_FRACTION  # share of each training part held out as inner dev
     seed: int = 0  # router training seed
@@ -220,7 +221,7 @@ class RayStart:
     queries: int
 
 
-def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float, ratio: float = 2.0,
+def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float, ratio: float = CALIBRATION_RATIO,
                          accounting: str = "deploy") -> RayStart:
     """Calibration's rule applied to one stored conditioned router (no training): the smallest
     weights of the ray `(lambda_in, ratio * lambda_in)` whose macro tokens a query, on the test split

@@ -38,6 +38,7 @@ from forge_core.evaluation.oracle_measures import (
     stage2_minus_stage1,
     utility_matrix,
 )
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
@@ -54,14 +55,12 @@ from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store, job_run
-from forge_core.training.stage1 import PAPER_WARM_START_ARMS, Stage1Config
-from forge_core.training.stage2 import Stage2Config
+from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config, Stage2Config
 from forge_core.training.threads import one_torch_thread
 from forge_core.training.trainer import STORED_CONFIG_KEYS, FitRows, fit_rows, fit_stage1_router, fit_stage2_router
 
 log = logging.getLogger(__name__)
 
-CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 FLOOR_POLICY = "ridge_utility"  # the strongest simple learner every router is compared with
 DEV_FRACTION = 0.2  # share of each fold's training part (per benchmark) held out as inner dev
 RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it changes
@@ -80,7 +79,7 @@ class CrossfitSettings:
     lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
     lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
     accounting: str = "deploy"  # what tuning, utilities and gains charge: every call ("deploy") or the answer's
-    folds: int = 5  # number of folds (stratified by benchmark)
+    folds: int = CROSSFIT_FOLDS  # number of folds (stratified by benchmark)
     stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
     split_seed: int = 0  # seeds the fold and inner-dev assignment
     dev_fraction: float = DEV_FRACTION  # share of each training part (per benchmark) held out as inner dev

@@ -44,8 +44,7 @@ from forge_core.routing.features import Standardizer, compute_features
 from forge_core.routing.routers import build_router
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import Stage2Config
+from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)

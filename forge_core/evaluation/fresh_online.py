@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.settings import DEFAULT_PER_BENCHMARK
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.hosts.base import HostConfig
@@ -51,7 +52,6 @@ from forge_core.store import Store, utc_now
 log = logging.getLogger(__name__)
 
 RUN_ID_VERSION = 1  # layout of the identity `fresh_run_id` hashes: bump when it changes
-DEFAULT_PER_BENCHMARK = 10  # queries per benchmark: every call is a real one, so keep runs short
 
 
 async def answer_fresh(policy: Policy, query: LiveQuery, run_id: str, checkpoint_id: str | None) -> FreshResult:

@@ -25,7 +25,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.crossfit import CROSSFIT_STAGE2_STEPS, DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import TrainedRouter, variants
@@ -35,8 +36,7 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import CostWeights, pareto_utility
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import Stage2Config
+from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class RewardAuditRequest:
     n_arms: int = 6
     weights: CostWeights = CostWeights()  # the cost weights of the utilities compared
     routers: tuple[str, ...] = ("forge_lite",)  # routers trained on gold and on the proxy ("" none: no crossfit)
-    folds: int = 5
+    folds: int = CROSSFIT_FOLDS
     split_seed: int = 0  # seeds the folds
     seed: int = 0  # router training seed
     max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)

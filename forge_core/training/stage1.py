@@ -7,7 +7,7 @@ exactly the cross-entropy `-log pi(argmax U)`).
 - `warm_start_arms=6` (the default): the full K-arm policy against the K-arm target, so the thinking
   head learns where thinking pays. (6 names the full alphabet of a six-arm router; any value other
   than 3 trains the router's whole alphabet, whatever its size.)
-- `warm_start_arms=3` (the paper's warm start, `PAPER_STAGE1`): only the support head is trained, on
+- `warm_start_arms=3` (the paper's warm start, `settings.PAPER_STAGE1`): only the support head is trained, on
   the 3 NoThink columns of U; the thinking head is reset to uniform and receives no gradient, so
   pi(t|s) stays uniform and no Stage-1 router ever picks a thinking arm. Measured on planted data
   (tests/training/test_planted_thinking.py) and on the demo store (docs/results.md), Stage 2 does
@@ -28,7 +28,6 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
@@ -36,38 +35,11 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
-from forge_core.errors import InvalidInput
 from forge_core.routing.routers import N_SUPPORTS, Router
 from forge_core.routing.utility import boltzmann_target, oracle_actions
+from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config, check_warm_start
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Stage1Config:
-    """Stage 1 hyperparameters (paper defaults)."""
-
-    lr: float = 2e-4  # AdamW learning rate
-    weight_decay: float = 0.01  # AdamW decoupled weight decay
-    batch_size: int = 64  # queries per minibatch
-    max_epochs: int = 50  # upper bound on passes over the training set
-    patience: int = 7  # stop after this many epochs without a better dev loss
-    tau: float = 1.0  # Boltzmann temperature of the soft target softmax(U / tau)
-    target: Literal["soft", "hard"] = "soft"  # Boltzmann target, or the one-hot oracle control
-    warm_start_arms: int = 6  # 6 (any but 3): the router's whole alphabet; 3: the paper's NoThink warm start
-    seed: int = 0  # seeds dropout and minibatch shuffling
-
-    def __post_init__(self) -> None:
-        if self.target not in ("soft", "hard"):
-            raise InvalidInput(f"target is 'soft' or 'hard', not '{self.target}'")
-        if min(self.batch_size, self.max_epochs, self.patience) < 1:
-            raise InvalidInput("batch_size, max_epochs and patience must be at least 1")
-        if self.lr <= 0 or self.weight_decay < 0 or self.tau <= 0:
-            raise InvalidInput("lr and tau must be positive, weight_decay non-negative")
-
-
-PAPER_WARM_START_ARMS = 3  # the paper's Stage 1: the support head on the NoThink arms only
-PAPER_STAGE1 = Stage1Config(warm_start_arms=PAPER_WARM_START_ARMS)  # the paper's setting, kept as a named option
 
 
 def trained_arms(config: Stage1Config, n_arms: int) -> int:
@@ -95,13 +67,6 @@ class Stage1Result:
     epochs: list[Stage1Epoch]
     best_epoch: int
     best_dev_loss: float
-
-
-def check_warm_start(config: Stage1Config, n_arms: int) -> None:
-    """Refuse a `warm_start_arms` other than 3 (the paper's), 6 (the default: the whole alphabet) or
-    the router's own alphabet size."""
-    if config.warm_start_arms not in (PAPER_WARM_START_ARMS, 6, n_arms):
-        raise InvalidInput(f"Stage 1 trains on 3 arms or on all {n_arms}, not {config.warm_start_arms}")
 
 
 def kl_loss(target: Tensor, log_probs: Tensor) -> Tensor:

@@ -45,7 +45,6 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
@@ -53,55 +52,16 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional as F
 
-from forge_core.errors import InvalidInput
 from forge_core.routing.routers import N_SUPPORTS, Router
+from forge_core.training.settings import Stage2Config
 
 logger = logging.getLogger(__name__)
 
 ADVANTAGE_EPS = 1e-4
-LOSS_TYPES = ("grpo", "dr_grpo", "rloo", "dpo")
 LOG_KEYS = ("reward_mean", "loss", "kl", "entropy", "tied_groups")  # averaged per log row
 
 RewardFn = Callable[[np.ndarray, np.ndarray], ArrayLike]
 DevUtilityFn = Callable[[Router], float]
-
-
-@dataclass(frozen=True)
-class Stage2Config:
-    """Stage 2 hyperparameters (paper defaults; knob names follow TRL's GRPOConfig)."""
-
-    steps: int = 5000  # rollouts (outer steps)
-    batch_queries: int = 32  # B: queries per rollout
-    num_generations: int = 8  # G: actions sampled per query
-    epsilon: float = 0.2  # PPO clip range of the ratio pi_new / pi_old
-    inner_steps: int = 4  # AdamW steps per rollout
-    lr: float = 1e-5  # AdamW learning rate
-    weight_decay: float = 0.01  # AdamW weight decay (as in Stage 1; the paper does not say)
-    beta: float = 0.05  # initial weight of the KL anchor to the Stage-1 policy
-    kl_target_high: float = 0.05  # beta *= beta_factor when the window's mean KL is above this
-    kl_target_low: float = 0.005  # beta /= beta_factor when the window's mean KL is below this
-    beta_factor: float = 1.5  # multiplicative beta step
-    beta_update_every: int = 100  # steps per beta check (mean KL over those steps)
-    entropy_coef: float = 0.01  # weight of the entropy bonus
-    scale_rewards: bool = True  # divide grpo advantages by the group std (dr_grpo/rloo never do)
-    weight_forced_draws: bool = True  # weight each forced draw by pi_old(its support) (module note)
-    loss_type: Literal["grpo", "dr_grpo", "rloo", "dpo"] = "grpo"  # policy loss variant
-    dpo_beta: float = 0.1  # DPO inverse temperature on the log-ratio margin
-    seed: int = 0  # seeds query batches and action sampling
-    log_every: int = 50  # steps per log row (window means); the last step always logs
-
-    def __post_init__(self) -> None:
-        if self.loss_type not in LOSS_TYPES:
-            raise InvalidInput(f"loss_type is one of {LOSS_TYPES}, not '{self.loss_type}'")
-        counts = (self.steps, self.batch_queries, self.inner_steps)
-        if min(*counts, self.beta_update_every, self.log_every) < 1 or self.num_generations < 2:
-            raise InvalidInput("step counts must be at least 1 and num_generations at least 2")
-        if not 0 < self.epsilon < 1 or self.lr <= 0 or self.dpo_beta <= 0:
-            raise InvalidInput("epsilon must be in (0, 1); lr and dpo_beta positive")
-        if min(self.beta, self.entropy_coef, self.weight_decay) < 0:
-            raise InvalidInput("beta, entropy_coef and weight_decay must be non-negative")
-        if not 0 <= self.kl_target_low < self.kl_target_high or self.beta_factor <= 1:
-            raise InvalidInput("need 0 <= kl_target_low < kl_target_high and beta_factor > 1")
 
 
 @dataclass

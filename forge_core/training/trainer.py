@@ -53,8 +53,9 @@ from forge_core.routing.utility import (
     oracle_actions,
 )
 from forge_core.store import Store, job_run, utc_now
-from forge_core.training.stage1 import Stage1Config, check_warm_start, train_stage1
-from forge_core.training.stage2 import Stage2Config, table_reward_fn, train_stage2
+from forge_core.training.settings import Stage1Config, Stage2Config, check_warm_start
+from forge_core.training.stage1 import train_stage1
+from forge_core.training.stage2 import table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)

@@ -63,7 +63,7 @@ def crossfit_dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iter
     """`forge app` on a copy of the trained store with a stored crossfit run at the default
     weights (2 folds, short Stage 1), so the Pareto page can state a decision."""
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
-    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.settings import Stage1Config
 
     require_browser()
     store = copy_store(trained_store[0], tmp_path / "crossfit")

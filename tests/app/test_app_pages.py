@@ -615,7 +615,7 @@ def test_pareto_and_overview_show_support_rates_and_their_evaluator(trained_app:
 
 def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
-    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.settings import Stage1Config
 
     store, _ = trained_app
     app = page("pareto.py")

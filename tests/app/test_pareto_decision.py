@@ -24,7 +24,7 @@ HOST = "synthetic-host"
 def crossfit_store(conditioned_store: tuple[Store, str], tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, str]:
     """The conditioned store with a 2-fold Stage-1 crossfit run (with the conditioned routers) at 0.6 / 0.6."""
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
-    from forge_core.training.stage1 import Stage1Config
+    from forge_core.training.settings import Stage1Config
 
     store = copy_store(conditioned_store[0], tmp_path_factory.mktemp("decide-crossfit"))
     run_crossfit(store, CrossfitSettings(HOST, lambda_in=0.6, lambda_out=0.6, folds=2,

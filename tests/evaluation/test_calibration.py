@@ -9,7 +9,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation.calibration import RAY_POINTS, CalibrationRequest, _choose, run_calibration
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 
 HOST = "synthetic-host"
 # The paper's warm start: with the six-arm default, 15 epochs on the small synthetic store leave a conditioned

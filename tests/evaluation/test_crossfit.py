@@ -18,7 +18,7 @@ from forge_core.policies.baselines import RidgeUtility
 from forge_core.policies.context import evaluation_context
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 
 HOST = "synthetic-host"
 FAST = CrossfitSettings(HOST, folds=3, stage1=Stage1Config(max_epochs=15))
@@ -158,7 +158,7 @@ def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_o
 
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
     from forge_core.policies.registry import TrainedRouter, variants
-    from forge_core.training.stage2 import Stage2Config
+    from forge_core.training.settings import Stage2Config
 
     from support.stores import copy_store
 

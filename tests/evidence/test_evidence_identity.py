@@ -17,7 +17,7 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import block_kind
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
 from support.stores import copy_store

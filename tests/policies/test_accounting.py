@@ -20,7 +20,7 @@ from forge_core.policies.outcomes import score_decisions
 from forge_core.routing.embedders import load_embedder
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 
 from support.stores import copy_store
 

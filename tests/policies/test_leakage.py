@@ -29,7 +29,7 @@ from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 
 HOST = "synthetic-host"
 

@@ -26,7 +26,7 @@ from forge_core.hosts.registry import save_host_config
 from forge_core.routing import live
 from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.store import Store
-from forge_core.training.stage1 import Stage1Config
+from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
 from support.answering_server import AnsweringServer

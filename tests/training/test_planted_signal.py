@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from forge_core.routing.routers import Router
-from forge_core.training.stage1 import Stage1Config
-from forge_core.training.stage2 import Stage2Config, Stage2Result, table_reward_fn, train_stage2
+from forge_core.training.settings import Stage1Config, Stage2Config
+from forge_core.training.stage2 import Stage2Result, table_reward_fn, train_stage2
 from forge_core.training.trainer import FitRows, dev_utility_of, fit_stage1_router, fit_stage2_router
 
 N_FEATURES, N_ARMS = 4, 6

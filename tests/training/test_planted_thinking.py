@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from forge_core.routing.routers import build_router
-from forge_core.training.stage1 import PAPER_STAGE1, Stage1Config, train_stage1
+from forge_core.training.settings import PAPER_STAGE1, Stage1Config
+from forge_core.training.stage1 import train_stage1
 
 ARMS = ("direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot")
 DIM = 8

@@ -10,7 +10,8 @@ import torch
 from torch.nn import functional as F
 
 from forge_core.routing.routers import Router, build_router
-from forge_core.training.stage1 import Stage1Config, kl_loss, nothink_columns, stage1_targets, train_stage1
+from forge_core.training.settings import Stage1Config
+from forge_core.training.stage1 import kl_loss, nothink_columns, stage1_targets, train_stage1
 
 N, D, K = 64, 16, 6
 

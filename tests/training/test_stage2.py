@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from forge_core.routing.routers import Router, build_router
+from forge_core.training.settings import Stage2Config
 from forge_core.training.stage2 import (
-    Stage2Config,
     clipped_policy_loss,
     dpo_loss,
     entropy,

@@ -1,0 +1,123 @@
+"""A knob is declared once: every `forge` option default equals the default of the request or
+config field it feeds, and the command line starts without importing torch, sklearn or scipy
+(it reads its defaults from the torch-free settings modules)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import typer
+
+from forge_core.cli import app
+from forge_core.enumeration.batch_api import run_batches
+from forge_core.enumeration.planning import EnumerationPlan, parse_shard
+from forge_core.evaluation.calibration import CalibrationRequest
+from forge_core.evaluation.crossfit import CrossfitSettings
+from forge_core.evaluation.fresh_online import FreshRequest
+from forge_core.evaluation.proxy_audit import RewardAuditRequest
+from forge_core.evaluation.setup import EvaluationSettings
+from forge_core.evaluation.transfer import TransferRequest
+from forge_core.evidence.retrievers import RetrieverConfig
+from forge_core.hosts.base import HostConfig
+from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.routing.conditioning import CostConditioning
+from forge_core.training.trainer import TrainRequest
+
+EVALUATION = {"host": "host", "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in",
+              "lambda_out": "weights.lambda_out", "split_seed": "split_seed", "accounting": "accounting"}
+JUDGING = {"host": "host", "judge_host": "judge_host", "split": "split", "arms": "n_arms",
+           "concurrency": "concurrency", "split_seed": "split_seed"}
+
+# command -> (the dataclass its options feed, {option: the field's dotted path})
+FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
+    ("train",): (TrainRequest, {
+        "stage": "stage", "variant": "variant", "arms": "n_arms", "host": "host", "lambda_in": "lambda_in",
+        "lambda_out": "lambda_out", "rewards": "rewards", "reward": "reward", "stage2_reward": "stage2_reward",
+        "router_kind": "router_kind", "split_seed": "split_seed", "retriever": "retriever",
+        "tau": "stage1.tau", "target": "stage1.target", "warm_arms": "stage1.warm_start_arms",
+        "max_epochs": "stage1.max_epochs", "patience": "stage1.patience", "seed": "stage1.seed",
+        "algorithm": "stage2.loss_type", "steps": "stage2.steps", "beta": "stage2.beta",
+        "entropy_coef": "stage2.entropy_coef", "log_every": "stage2.log_every"}),
+    ("eval", "crossfit"): (CrossfitSettings, {
+        "host": "host", "arms": "n_arms", "lambda_in": "lambda_in", "lambda_out": "lambda_out", "folds": "folds",
+        "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting",
+        "warm_arms": "stage1.warm_start_arms"}),
+    ("eval", "cached"): (EvaluationSettings, EVALUATION),
+    ("eval", "fresh"): (FreshRequest, {"per_benchmark": "per_benchmark"}
+                        | {option: f"settings.{path}" for option, path in EVALUATION.items()}),
+    ("eval", "transfer"): (TransferRequest, {option: path for option, path in EVALUATION.items() if option != "host"}
+                           | {"calibration_split": "calibration_split"}),
+    ("eval",): (EvaluationSettings, {option: path for option, path in EVALUATION.items() if option != "split"}),
+    ("sweep",): (EvaluationSettings, {"host": "host", "split": "split", "arms": "n_arms", "accounting": "accounting"}),
+    ("calibrate",): (CalibrationRequest, {
+        "ratio": "ratio", "variant": "variant", "host": "host", "folds": "folds", "split_seed": "split_seed",
+        "accounting": "accounting"}),
+    ("rewards", "judge"): (JudgeRequest, JUDGING),
+    ("rewards", "support"): (JudgeRequest, JUDGING),
+    ("rewards", "audit"): (RewardAuditRequest, {
+        "reward": "reward", "host": "host", "arms": "n_arms", "lambda_in": "weights.lambda_in",
+        "lambda_out": "weights.lambda_out", "folds": "folds"}),
+    ("enumerate",): (EnumerationPlan, {
+        "split": "split", "arms": "n_arms", "probes": "probes", "split_seed": "split_seed",
+        "allow_unchecked_depths": "allow_unchecked_depths", "retriever": "retriever"}),
+    ("host", "add"): (HostConfig, {
+        "thinking": "thinking", "api_key_env": "api_key_env", "concurrency": "max_concurrency",
+        "budget_forcing": "budget_forcing"}),
+    ("retriever", "add"): (RetrieverConfig, {
+        "kind": "kind", "k": "k", "raw_words": "raw_words", "summary_words": "summary_words", "fusion_k": "fusion_k",
+        "url": "url", "timeout": "timeout_s", "retries": "retries", "api_key_env": "api_key_env"}),
+}
+
+
+def option_defaults(path: tuple[str, ...]) -> dict[str, Any]:
+    """The default of every option of `forge <path>`, as the parser holds it."""
+    command = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return {param.name: param.default for param in command.params}
+
+
+def field_default(cls: type, dotted: str) -> Any:
+    """The default of a (possibly nested) dataclass field, e.g. `stage2.steps` of `CrossfitSettings`."""
+    head, _, rest = dotted.partition(".")
+    field = {field.name: field for field in dataclasses.fields(cls)}[head]
+    value = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    for name in rest.split(".") if rest else ():
+        value = getattr(value, name)
+    return value
+
+
+@pytest.mark.parametrize("path", FED_FIELDS, ids=" ".join)
+def test_option_defaults_equal_the_fields_they_feed(path: tuple[str, ...]) -> None:
+    cls, fields = FED_FIELDS[path]
+    defaults = option_defaults(path)
+    assert set(fields) <= set(defaults), f"forge {' '.join(path)} has no option {set(fields) - set(defaults)}"
+    disagree = {option: (defaults[option], field_default(cls, dotted)) for option, dotted in fields.items()
+                if defaults[option] != field_default(cls, dotted)}
+    assert not disagree, f"forge {' '.join(path)}: option default vs {cls.__name__} field: {disagree}"
+
+
+def test_option_defaults_of_the_other_fed_values() -> None:
+    """What the mapped dataclasses cannot say: the seed feeds both stages, the trained weight range
+    the cost conditioning, the shard and the poll interval their parsers and runners."""
+    train = option_defaults(("train",))
+    assert train["seed"] == field_default(TrainRequest, "stage2.seed")
+    assert tuple(train["weight_range"]) == (CostConditioning.low, CostConditioning.high)
+    enumerate_ = option_defaults(("enumerate",))
+    assert parse_shard(enumerate_["shard"]) == field_default(EnumerationPlan, "shard")
+    assert enumerate_["poll_seconds"] == inspect.signature(run_batches).parameters["poll_seconds"].default
+
+
+def test_forge_help_imports_no_torch_sklearn_or_scipy() -> None:
+    code = ("import sys\nfrom forge_core.cli import app\n"
+            "try:\n    app(['--help', ], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+            "print('imported:', *sorted(m for m in ('torch', 'sklearn', 'scipy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Usage" in done.stdout
+    assert done.stdout.splitlines()[-1] == "imported:"
