@@ -150,9 +150,11 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     the routers' `reproduced_share`. The fold file is made on the first call (`on_fold(done, total)`
     follows it)."""
     settings = settings_from_dict(stored_settings)
-    compute_features(store, settings.host)
-    base = evaluation_context(store, settings.host, settings.n_arms, weights, accounting=accounting)
-    if crossfit_run_id(settings.to_dict(), base) != run_id:
+    evidence = stored_settings.get("retriever_hash", "")
+    compute_features(store, settings.host, retriever=settings.retriever)
+    base = evaluation_context(store, settings.host, settings.n_arms, weights, accounting=accounting,
+                              retriever_hash=evidence)
+    if crossfit_run_id(settings.to_dict(evidence), base) != run_id:
         log.warning("fold decisions: the store's outcomes changed since crossfit run %s", run_id)
     contexts = [context for _, context in
                 crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
