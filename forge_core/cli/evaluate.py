@@ -139,7 +139,7 @@ def eval_transfer(
              "--calibrate 25 --calibrate 50 ...).")] = None,
     calibration_split: Annotated[str, typer.Option(
         help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
-    accounting: AccountingOption = "deploy", as_json: JsonOption = False,
+    accounting: AccountingOption = "deploy", retriever: RetrieverOption = "bm25", as_json: JsonOption = False,
 ) -> None:
     """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
     router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
@@ -147,7 +147,7 @@ def eval_transfer(
     from forge_core.evaluation.transfer import TransferRequest
 
     request = TransferRequest(source, target, arms, CostWeights(lambda_in, lambda_out), split, split_seed, accounting,
-                              tuple(calibrate or ()), calibration_split)
+                              tuple(calibrate or ()), calibration_split, retriever=retriever)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, request.evaluations())
