@@ -80,3 +80,18 @@ def test_a_retriever_without_outcomes_is_one_line(command: list[str], outcome_st
     assert capsys.readouterr().err.strip() == (
         f"error: no outcomes for host '{HOST}' under retriever 'dense': run "
         f"`forge enumerate --host {HOST} --retriever dense` first")
+
+
+def test_enumerate_under_another_retriever_refuses_a_batch_in_one_line(outcome_store: Store, tmp_path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys) -> None:
+    store = copy_store(outcome_store, tmp_path)
+    save_retriever_config(store, DENSE)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    monkeypatch.setattr(sys, "argv", ["forge", "enumerate", "--host", "embedded", "--retriever", "dense",
+                                      "--batch", "openai"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    error = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and "\n" not in error
+    assert error.startswith("error: --retriever other than bm25 goes with an online run, not --batch or --to-batch: ")
