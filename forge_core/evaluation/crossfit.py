@@ -362,11 +362,14 @@ def _run_folds(store: Store, settings: dict, run_id: str,
         job.end("finished", run_id)
 
 
-def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None) -> list[dict]:
-    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows);
-    with `cache_dir`, each is computed once and kept there (`cached_crossfit_report`)."""
+def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None,
+                              retriever_hash: str = "") -> list[dict]:
+    """The reports of the host's finished crossfit runs under one retriever configuration (its
+    hash; "": the default BM25 evidence), newest first (what the dashboard shows); with
+    `cache_dir`, each is computed once and kept there (`cached_crossfit_report`)."""
     runs = store.crossfit_runs(host)
-    finished = runs[runs["folds_done"] >= runs["folds"]]
+    evidence = runs["settings"].map(lambda settings: json.loads(settings).get("retriever_hash", ""))
+    finished = runs[(runs["folds_done"] >= runs["folds"]) & (evidence == retriever_hash)]
     if cache_dir is None:
         return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
     return [cached_crossfit_report(store, run_id, cache_dir) for run_id in finished["run_id"]]

@@ -143,6 +143,14 @@ def evaluated_retriever_hash(store: Store, host: str, retriever: str) -> str:
     return config_hash
 
 
+def retrievers_with_outcomes(store: Store, host: str) -> list[str]:
+    """Names of the retrievers an evaluation of the host can read: the default bm25 first, then
+    each configured retriever the host has Summary or Raw outcomes under, by name."""
+    hashes = store.evidence_hashes_with_outcomes(host)
+    return [DEFAULT_RETRIEVER, *(config.name for config in list_retriever_configs(store)
+                                 if config.name != DEFAULT_RETRIEVER and retriever_hash(config) in hashes)]
+
+
 def list_retriever_configs(store: Store) -> list[RetrieverConfig]:
     """The built-in retriever first, then the stored ones by name."""
     return [*BUILTIN_RETRIEVERS.values(), *(get_retriever_config(store, n) for n in store.retriever_names())]
