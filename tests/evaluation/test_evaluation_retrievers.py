@@ -95,3 +95,16 @@ def test_enumerate_under_another_retriever_refuses_a_batch_in_one_line(outcome_s
     error = capsys.readouterr().err.strip()
     assert exit_info.value.code == 2 and "\n" not in error
     assert error.startswith("error: --retriever other than bm25 goes with an online run, not --batch or --to-batch: ")
+
+
+def test_a_transfer_view_key_names_the_retriever_hash_but_not_bm25(dense_store: Store) -> None:
+    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.reports.view_cache import _request_identity
+
+    bm25 = TransferRequest(HOST, "another-host", store_calibrated=False)
+    before_retrievers = {k: v for k, v in dataclasses.asdict(bm25).items() if k != "retriever"}
+    assert _request_identity(dense_store, bm25) == before_retrievers  # views kept before retrievers keep their key
+    dense = TransferRequest("another-host", HOST, store_calibrated=False, retriever="dense")
+    assert _request_identity(dense_store, dense)["retriever_hash"] == retriever_hash(DENSE)
+    with pytest.raises(MissingStep, match="under retriever 'dense'"):  # that target has nothing under dense
+        _request_identity(dense_store, dataclasses.replace(bm25, retriever="dense"))
