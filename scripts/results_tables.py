@@ -1046,6 +1046,68 @@ def conditioned_reading(results: Results) -> str:
                           "the shipped checkpoints." if not shipped_runs else ".")])
 
 
+def _stage1_recipe_pairs(results: Results) -> list[tuple[CrossfitRun, CrossfitRun]]:
+    """(paper's warm start Stage-1 run, whole-alphabet Stage-2 run) of the conditioned routers at
+    the same weights: the second run's `_stage1` parents are the whole-alphabet Stage 1 on the same folds."""
+    warm = [run for run in results.select(1, conditioned=True)
+            if warm_start_arms(run.settings) == PAPER_WARM_START_ARMS]
+    whole = [run for run in results.select(2, conditioned=True)
+             if warm_start_arms(run.settings) != PAPER_WARM_START_ARMS]
+    pairs = [(one, two) for one in warm for two in whole if one.weights == two.weights]
+    _require(bool(pairs), "a conditioned run under each Stage 1 at the same weights")
+    for one, two in pairs:
+        first, second = results.rows(one), results.rows(two)
+        _require(np.array_equal(first.benchmarks, second.benchmarks)
+                 and np.array_equal(first.utility["always_raw"], second.utility["always_raw"]),
+                 "the two runs decide the same queries under the same utilities")
+    return pairs
+
+
+def _target_thinking_shares(results: Results, run: CrossfitRun) -> list[float]:
+    """The Boltzmann target's pi(cot | support) at the run's weights (tau 1), averaged over each
+    benchmark's complete queries, per benchmark and support form."""
+    table = results.outcomes
+    utility = table.utility(table.fit_normalizer(), CostWeights(*run.weights))
+    gap = utility[:, 1::2] - utility[:, 0::2]  # [N, 3]: cot minus NoThink per support form
+    share = 1 / (1 + np.exp(-gap))
+    return [float(value) for name in np.unique(table.benchmarks)
+            for value in share[table.benchmarks == name].mean(axis=0)]
+
+
+def stage1_recipe_reading(results: Results) -> str:
+    """The conditioned routers under the whole-alphabet Stage 1 (and Stage 2 on it) minus under the
+    paper's warm start, on the same folds: why the shipped conditioned checkpoints keep the warm start."""
+    cells, gains = [], []
+    for warm, whole in _stage1_recipe_pairs(results):
+        base, other = results.rows(warm), results.rows(whole)
+        parts = []
+        for name in variants(ConditionedRouter):
+            for stage, column in (("Stage 1", f"{name}_stage1"), ("with Stage 2", name)):
+                gain, interval = _difference(base.benchmarks, other.utility[column], base.utility[name])
+                gains.append((gain, interval))
+                parts.append(f"`{name}` {stage} {_gain(gain, interval)}")
+        cells.append(f"at {_pair(warm.settings)} (`{whole.run_id}` against `{warm.run_id}`): {_listing(parts)}")
+    shares = [share for warm, _ in _stage1_recipe_pairs(results) for share in _target_thinking_shares(results, warm)]
+    _require(not any(interval[0] > 0 for _, interval in gains), "no whole-alphabet conditioned router is decidably "
+                                                                 "above its warm-start twin")
+    below = sum(interval[1] < 0 for _, interval in gains)
+    shipped = {variant: conditioned_checkpoint(results.store, HOST, variant) for variant in ("lite", "full")}
+    arms = {STAGE_CONFIG_RENAMES.get(key, key): value
+            for c in shipped.values() for key, value in results.store.checkpoint(c)[0]["lineage"]["config"].items()}
+    _require(arms["warm_start_arms"] == PAPER_WARM_START_ARMS, "the shipped conditioned checkpoints use the warm start")
+    return " ".join([
+        "The cost-conditioned routers under the whole-alphabet Stage 1, minus the same routers under the paper's "
+        "warm start, out of fold on the same queries (macro utility, paired 95% intervals): "
+        + "; ".join(cells) + ".",
+        f"No difference is above zero and {below} of {len(gains)} are decidably below it: at these weights the "
+        f"Boltzmann target (tau 1) gives a thinking arm {_range(shares, 2).replace('+', '')} of its support form's "
+        "mass, averaged per benchmark and support form: the thinking head learns from a target close to even, "
+        "and what it learns costs more than the FEVER gain it finds.",
+        f"The shipped conditioned checkpoints (`{shipped['lite']}`, `{shipped['full']}`, the Live query's default "
+        "router) therefore keep the paper's warm start: their thinking heads are uniform, and the Live query, "
+        "`forge ask --route` and the Action map name each cot arm an untrained twin of its NoThink arm, not a tie."])
+
+
 def calibrate_budget(results: Results) -> str:
     """`forge calibrate --budget-tokens 200 --json`, stored: the weights, what they realize out of fold."""
     report = _stored("calibrate_budget_200")
@@ -1361,7 +1423,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "transfer-full-reading": transfer_full_reading,
     "calibrate-budget": calibrate_budget, "consensus-regret": consensus_regret,
     "conditioned-settings": conditioned_settings, "conditioned-table": conditioned_table,
-    "conditioned-reading": conditioned_reading,
+    "conditioned-reading": conditioned_reading, "stage1-recipe-reading": stage1_recipe_reading,
     "grounding-evaluator": grounding_evaluator, "grounding-f1": grounding_f1, "grounding-recall": grounding_recall,
     "grounding-support": grounding_support, "grounding-unsupported": grounding_unsupported,
     "grounding-reading": grounding_reading,
