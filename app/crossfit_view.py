@@ -6,6 +6,7 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
     ORACLE,
@@ -31,12 +32,15 @@ def crossfit_run_label(report: dict) -> str:
             f"· {report['run_id']}")
 
 
-def show_crossfit(store: Store, host: str) -> None:
-    """A stored crossfit run's points with their intervals and the frontier of the deployable
-    policies; the routing gain over the best fixed arm along the stored runs' cost weights."""
-    reports = data.crossfit_reports(store, data.store_version(store), host)
+def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> None:
+    """A stored crossfit run under the retriever: its points with their intervals and the frontier
+    of the deployable policies; the routing gain over the best fixed arm along the stored runs'
+    cost weights."""
+    reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
-        st.info(f"No finished crossfit run for host '{host}' yet: run `forge eval crossfit --host {host} "
+        option = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
+        st.info(f"No finished crossfit run for host '{host}' under retriever '{retriever}' yet: run "
+                f"`forge eval crossfit --host {host}{option} "
                 f"--lambda-in {DEFAULT_LAMBDA_IN} --lambda-out {DEFAULT_LAMBDA_OUT}` (one per cost weight; results "
                 "are stored and shown here).",
                 icon=":material/query_stats:")

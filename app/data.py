@@ -8,6 +8,7 @@ are keyed by its path.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -20,6 +21,7 @@ from forge_core.errors import ForgeError, InvalidInput
 from forge_core.evaluation.decide import decide
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash, retrievers_with_outcomes
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
@@ -100,24 +102,32 @@ def alphabet_size(store: Store, host: str) -> int:
     return tables.default_alphabet_size(store, host)
 
 
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def retrievers_of(store: Store, host: str) -> list[str]:
+    """The retrievers the host has outcomes under: bm25 first, then the configured ones."""
+    return retrievers_with_outcomes(store, host)
+
+
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Loading outcomes…", hash_funcs=STORE_KEY)
-def outcome_table(store: Store, host: str, n_arms: int) -> OutcomeTable:
-    """The host's complete queries on an alphabet."""
-    return load_outcome_table(store, host, n_arms)
+def outcome_table(store: Store, host: str, n_arms: int, retriever: str = DEFAULT_RETRIEVER) -> OutcomeTable:
+    """The host's complete queries on an alphabet under one retriever's evidence."""
+    return load_outcome_table(store, host, n_arms,
+                              retriever_hash=evaluated_retriever_hash(store, host, retriever))
 
 
 @st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
-def gold_recall(store: Store, host: str, n_arms: int, split: str) -> pd.DataFrame:
+def gold_recall(store: Store, host: str, n_arms: int, split: str, retriever: str = DEFAULT_RETRIEVER) -> pd.DataFrame:
     """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
-    table = outcome_table(store, host, n_arms)
+    table = outcome_table(store, host, n_arms, retriever)
     return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def support_rates(store: Store, host: str, n_arms: int, split: str) -> tuple[pd.DataFrame, str | None]:
+def support_rates(store: Store, host: str, n_arms: int, split: str,
+                  retriever: str = DEFAULT_RETRIEVER) -> tuple[pd.DataFrame, str | None]:
     """Support rates of always taking each arm per benchmark on the host's complete queries of
     `split`, and the name of their evaluator (None without support verdicts)."""
-    table = outcome_table(store, host, n_arms)
+    table = outcome_table(store, host, n_arms, retriever)
     table = table if split == "all" else table.split(split)
     verdicts = support_verdicts(store, table)
     return support_rate_frame(verdicts, table), verdicts.evaluator
@@ -178,14 +188,22 @@ def checkpoints(store: Store) -> pd.DataFrame:
     return store.checkpoints()
 
 
+def trained_under(frame: pd.DataFrame, store: Store, host: str, retriever: str) -> pd.Series:
+    """Per checkpoint row (`checkpoints`): True where it was trained under the retriever's evidence
+    (its lineage's `retriever_hash`; none: the default BM25)."""
+    evidence = evaluated_retriever_hash(store, host, retriever)
+    return frame["lineage"].map(lambda lineage: json.loads(lineage).get("retriever_hash", "") == evidence)
+
+
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def conditioned_checkpoints(store: Store, host: str, n_arms: int) -> dict[str, str]:
-    """The cost-conditioned router of each variant the host has (Lite, then Full): checkpoint id
-    -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
+def conditioned_checkpoints(store: Store, host: str, n_arms: int, retriever: str = DEFAULT_RETRIEVER) -> dict[str, str]:
+    """The cost-conditioned router of each variant the host has under the retriever (Lite, then
+    Full): checkpoint id -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
     from forge_core.policies.conditioned import conditioned_policies
     from forge_core.policies.registry import ConditionedRouter, variants
 
-    policies = conditioned_policies(store, host, n_arms)
+    policies = conditioned_policies(store, host, n_arms,
+                                    retriever_hash=evaluated_retriever_hash(store, host, retriever))
     lite_first = sorted(policies, key=lambda policy: variants(ConditionedRouter)[policy.name] != "lite")
     return {policy.checkpoint_id: policy.name for policy in lite_first}
 
@@ -242,12 +260,14 @@ def store_version(store: Store) -> int:
 
 
 @st.cache_resource(show_spinner="Loading outcomes and features…", max_entries=4, hash_funcs=STORE_KEY)
-def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounting: str) -> EvalContext:
-    """The host's evaluation context (features computed first), loaded once per store version and
-    shared by every weight the sliders visit, with its weight-free fits (`version`: see
-    `store_version`)."""
-    compute_features(store, host)
-    return evaluation_context(store, host, n_arms, CostWeights(), accounting=accounting)
+def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounting: str,
+                    retriever: str = DEFAULT_RETRIEVER) -> EvalContext:
+    """The host's evaluation context under one retriever's evidence (features computed first),
+    loaded once per store version and shared by every weight the sliders visit, with its
+    weight-free fits (`version`: see `store_version`)."""
+    evidence = evaluated_retriever_hash(store, host, retriever)
+    compute_features(store, host, retriever=retriever)
+    return evaluation_context(store, host, n_arms, CostWeights(), accounting=accounting, retriever_hash=evidence)
 
 
 # No spinner: while the weights move, the previous chart stays on screen until the new one is ready.
@@ -260,7 +280,7 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
     from forge_core.training.threads import one_torch_thread
 
     settings = request.settings
-    base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting)
+    base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
     # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
     # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
     # threads, under 0.1 s on one).
@@ -294,21 +314,24 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
 
 @st.cache_data(show_spinner="Reading the stored crossfit runs (a run's intervals are computed once, then kept)…",
                max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def crossfit_reports(store: Store, version: int, host: str) -> list[dict]:
-    """The host's finished crossfit runs as stored (`version`: see `store_version`), each report
-    computed once and kept under the cache directory (`crossfit/`)."""
+def crossfit_reports(store: Store, version: int, host: str, retriever: str = DEFAULT_RETRIEVER) -> list[dict]:
+    """The host's finished crossfit runs under the retriever as stored (`version`: see
+    `store_version`), each report computed once and kept under the cache directory (`crossfit/`)."""
     from forge_core.evaluation.crossfit import finished_crossfit_reports
     from forge_core.reports.view_cache import CROSSFIT_CACHE
 
-    return finished_crossfit_reports(store, host, config.cache_dir() / CROSSFIT_CACHE)
+    return finished_crossfit_reports(store, host, config.cache_dir() / CROSSFIT_CACHE,
+                                     evaluated_retriever_hash(store, host, retriever))
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def decision_at(store: Store, version: int, host: str, weights: CostWeights, accounting: str) -> dict | str:
-    """`forge decide` at these weights (`version`: see `store_version`): the decision, or the one
-    line saying which command makes what it needs. Kept under the cache directory (`decide/`)."""
+def decision_at(store: Store, version: int, host: str, weights: CostWeights, accounting: str,
+                retriever: str = DEFAULT_RETRIEVER) -> dict | str:
+    """`forge decide` at these weights under the retriever (`version`: see `store_version`): the
+    decision, or the one line saying which command makes what it needs. Kept under the cache
+    directory (`decide/`)."""
     try:
-        return decide(store, host, weights, config.cache_dir(), accounting,
+        return decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
                       context_for=lambda settings: decision_base(store, version, settings, accounting))
     except ForgeError as error:
         return str(error)

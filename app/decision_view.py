@@ -11,6 +11,7 @@ import streamlit as st
 
 from app import data, ui
 from forge_core.evaluation.decide import decision_json
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.decision import crossfit_decision
 from forge_core.reports.tables import merge_identical_points
 from forge_core.routing.utility import CostWeights
@@ -40,14 +41,14 @@ def show_decision(report: dict) -> None:
 
 
 def show_decision_at_weights(store: Store, version: int, host: str, weights: CostWeights, accounting: str,
-                             split: str) -> None:
+                             split: str, retriever: str = DEFAULT_RETRIEVER) -> None:
     """`forge decide` at the sliders' weights: what to deploy, its gains over the best fixed arm
     with intervals (tokens in and out apart), the floor, the serve command, and a button that marks
     a decided router as the host's default."""
     lambdas = f"λ_in {weights.lambda_in:g} / λ_out {weights.lambda_out:g}"
     with st.spinner(f"Deciding at {lambdas} out of fold (the first time trains each fold's routers once, "
                     "about a minute)…"):
-        decided = data.decision_at(store, version, host, weights, accounting)
+        decided = data.decision_at(store, version, host, weights, accounting, retriever)
     if isinstance(decided, str):
         st.info(f"No decision at {lambdas}: {decided}", icon=":material/help:")
         return

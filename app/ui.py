@@ -232,3 +232,12 @@ def job_ended_before_its_row(store: Store, key: str, kind: str, starting: str) -
 def log_excerpt(started: StartedJob, tail: str) -> str:
     """A process's log tail as a code block, with where the full log is."""
     return f"\n\n```\n{tail}\n```\nFull log: `{started.log_path}`"
+
+
+def retriever_select(column: Any, names: list[str], key: str | None = None) -> str:
+    """The retriever whose outcomes a page reads, beside its host select: `names` are the ones the
+    host has outcomes under, bm25 first (the default). Outcomes under two retrievers never mix."""
+    return column.selectbox(
+        "Retriever", names, key=key,
+        help="Whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): only "
+             "its outcomes, features and routers are read; Direct outcomes use no evidence and serve every retriever.")

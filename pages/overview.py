@@ -84,15 +84,16 @@ if not hosts:
     st.stop()
 
 st.header("Arms and the oracle")
-host_column, arms_column, split_column = st.columns(3)
+host_column, retriever_column, arms_column, split_column = st.columns(4)
 host = host_column.selectbox("Host", hosts)
+retriever = ui.retriever_select(retriever_column, data.retrievers_of(store, host))
 default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
                                format_func=lambda k: f"{k} arms", help=TERMS["alphabet"])
 split = split_column.selectbox("Split", ["all", "train", "dev", "test"])
 
 with ui.user_errors():
-    table = data.outcome_table(store, host, n_arms)
+    table = data.outcome_table(store, host, n_arms, retriever)
 shown = table if split == "all" else table.split(split)
 if not len(shown):
     st.info(f"No complete {split} queries on {host} with {n_arms} arms yet.")
@@ -150,7 +151,7 @@ with st.expander("Reasoning table"):
         "counted_by": "counted by"})
 
 st.subheader("Gold evidence in the prompt")
-recall = data.gold_recall(store, host, n_arms, split)
+recall = data.gold_recall(store, host, n_arms, split, retriever)
 if recall.empty:
     st.caption("No benchmark of these queries annotates its gold evidence.")
 else:
@@ -162,7 +163,7 @@ else:
         name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})
 
 st.subheader("Answers supported by their evidence")
-support, evaluator = data.support_rates(store, host, n_arms, split)
+support, evaluator = data.support_rates(store, host, n_arms, split, retriever)
 if support.empty:
     st.caption(f"No support verdicts for these queries yet: run `forge rewards support --host {host}`.")
 else:

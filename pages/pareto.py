@@ -9,6 +9,7 @@ from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.setup import EvaluationSettings
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.tables import pareto_highlights
 from forge_core.training.checkpoint_views import checkpoint_names
 
@@ -23,14 +24,15 @@ st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-q
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, protocol_column = st.columns([2, 1])
+host_column, retriever_column, protocol_column = st.columns([2, 1, 1])
 host = host_column.selectbox("Host", hosts)
+retriever = ui.retriever_select(retriever_column, data.retrievers_of(store, host))
 protocol = protocol_column.segmented_control(
     "Protocol", ["test split", "crossfit"], default="test split",
     help="test split: the Cached protocol on the fixed test split, computed here; crossfit: stored out-of-fold "
          "results over every complete query (`forge eval --protocol crossfit`).") or "test split"
 if protocol == "crossfit":
-    show_crossfit(store, host)
+    show_crossfit(store, host, retriever)
     st.stop()
 
 arms_column, split_column = st.columns(2)
@@ -42,15 +44,20 @@ answer_only = st.toggle("Answer-only cost (the paper's Cached view: excludes pro
                         help="Off: the deployment's accounting, every host call a decision needs, each charged with "
                              "the utility formula. On: only the answering call, as the paper's Cached cost.")
 accounting = "answer" if answer_only else "deploy"
-calibration_panel(store, host, n_arms, accounting)
+if retriever == DEFAULT_RETRIEVER:
+    calibration_panel(store, host, n_arms, accounting)
+else:
+    st.caption(f"Calibrate to a budget under retriever '{retriever}': `forge calibrate --host {host} "
+               f"--retriever {retriever} --budget-tokens T`.")
 cost_weights = weights.sliders("pareto")
 st.caption(weights.CAPTION)
 lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
 checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)]
+checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)
+                          & data.trained_under(checkpoints, store, host, retriever)]
 labels = checkpoint_names(checkpoints)
-conditioned = data.conditioned_checkpoints(store, host, n_arms)
+conditioned = data.conditioned_checkpoints(store, host, n_arms, retriever)
 shared_choice = routers.chosen(store, host, list(labels))  # the router picked on the other pages
 chosen = st.multiselect("Router checkpoints", list(labels),
                         default=list(dict.fromkeys([*conditioned, *filter(None, [shared_choice])])),
@@ -68,12 +75,13 @@ if not labels:
 
 version = data.store_version(store)
 with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
-    request = CachedRequest(EvaluationSettings(host, split, n_arms, cost_weights, accounting=accounting),
+    request = CachedRequest(EvaluationSettings(host, split, n_arms, cost_weights, accounting=accounting,
+                                               retriever=retriever),
                             checkpoints=tuple(chosen))
     overall = data.pareto(store, version, request, False)
     shown = data.pareto(store, version, request, True) if by_benchmark else overall
 
-show_decision_at_weights(store, version, host, cost_weights, accounting, split)
+show_decision_at_weights(store, version, host, cost_weights, accounting, split, retriever)
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)

@@ -22,6 +22,8 @@ def calibrate_command(
     split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
     accounting: Annotated[str, typer.Option(help="deploy: tokens of every host call a decision needs; answer: "
                                                  "the answering call's only.")] = "deploy",
+    retriever: Annotated[str, typer.Option(
+        help="The retriever whose outcomes to calibrate on (`forge enumerate --retriever`).")] = "bm25",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Find the weights (along lambda_out = ratio x lambda_in) at which the cost-conditioned router
@@ -30,7 +32,8 @@ def calibrate_command(
     from forge_core.evaluation.calibration import CalibrationRequest, run_calibration
 
     request = CalibrationRequest(budget_tokens=budget_tokens, min_f1=min_f1, ratio=ratio, variant=variant,
-                                 host=host, folds=folds, split_seed=split_seed, accounting=accounting)
+                                 host=host, folds=folds, split_seed=split_seed, accounting=accounting,
+                                 retriever=retriever)
     store = open_store()
     with counting_progress(transient=True) as progress:
         task = progress.add_task("calibrating (folds)", total=folds)

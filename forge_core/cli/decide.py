@@ -17,6 +17,8 @@ def decide_command(
     host: Annotated[str, typer.Option(help="Whose outcomes and crossfit run.")] = "embedded",
     accounting: Annotated[str, typer.Option(help="deploy: every host call a decision needs; answer: the "
                                                  "answering call's only.")] = "deploy",
+    retriever: Annotated[str, typer.Option(
+        help="The retriever whose outcomes and crossfit run (`forge eval crossfit --retriever`).")] = "bm25",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The decision at these weights: the conditioned router's checkpoint or the fixed arm to
@@ -32,7 +34,8 @@ def decide_command(
     with counting_progress(transient=True) as progress:
         task = progress.add_task("training the fold routers once (folds)", total=None)
         decided = decide(store, host, weights, config.cache_dir(), accounting,
-                         on_fold=lambda done, total: progress.update(task, completed=done, total=total))
+                         on_fold=lambda done, total: progress.update(task, completed=done, total=total),
+                         retriever=retriever)
     report = decision_json(decided)
     if as_json:
         print_json(report)

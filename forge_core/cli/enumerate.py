@@ -101,7 +101,9 @@ def enumerate_command(
                            budget_usd=budget_usd, retriever=retriever)
     plan.check(store)
     if retriever != DEFAULT_RETRIEVER and (batch or to_batch):
-        raise InvalidInput("--retriever other than bm25 goes with an online run (not --batch or --to-batch)")
+        raise InvalidInput("--retriever other than bm25 goes with an online run, not --batch or --to-batch: a batch "
+                           "line's custom_id names host/benchmark/example/arm only, and its result is stored by "
+                           "rebuilding the prompt's evidence from that id with bm25")
     work = plan_work(store, plan)
     planned = count_calls(work)
     if estimate or budget_usd is not None:

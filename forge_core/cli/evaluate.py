@@ -18,6 +18,7 @@ from forge_core.cli.output import (
 )
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, DEFAULT_PER_BENCHMARK
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.training.settings import Stage1Config, Stage2Config
 
@@ -45,6 +46,9 @@ FoldsOption = Annotated[int, typer.Option(help="Number of folds (stratified by b
 StageOption = Annotated[int, typer.Option(help="1, or 2 (Stage 2 on top; Stage-1 parents reported too).")]
 Stage2StepsOption = Annotated[int, typer.Option(help="Stage-2 steps per fold and router.")]
 PerBenchmarkOption = Annotated[int, typer.Option(help="Queries per benchmark, each answered live.")]
+RetrieverOption = Annotated[str, typer.Option(
+    help="The retriever whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): "
+         "only its outcomes are read (Direct outcomes serve every retriever), and its routers.")]
 
 eval_app = typer.Typer(
     help="Compare FORGE routers with the baselines and the oracle: `cached` on the enumerated outcomes of a "
@@ -67,13 +71,14 @@ def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms
                 repeats: Annotated[bool, typer.Option(
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
                 benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
-                accounting: AccountingOption = "deploy", as_json: JsonOption = False) -> None:
+                accounting: AccountingOption = "deploy", retriever: RetrieverOption = DEFAULT_RETRIEVER,
+                as_json: JsonOption = False) -> None:
     """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries
     (the Stage-1 routers still missing for these settings are trained first, and said so)."""
     from forge_core.evaluation.cached import CachedRequest
 
     request = CachedRequest(_settings(host, split, arms, CostWeights(lambda_in, lambda_out), policy, benchmark,
-                                      split_seed, accounting), repeats=repeats)
+                                      split_seed, accounting, retriever), repeats=repeats)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, request.evaluations())
@@ -96,7 +101,7 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
                   split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
                   accounting: AccountingOption = "deploy",
                   warm_arms: WarmArmsOption = Stage1Config.warm_start_arms,
-                  as_json: JsonOption = False) -> None:
+                  retriever: RetrieverOption = DEFAULT_RETRIEVER, as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
@@ -104,7 +109,7 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
                                     stage1=Stage1Config(warm_start_arms=warm_arms),
-                                    stage2=Stage2Config(steps=stage2_steps)), as_json)
+                                    stage2=Stage2Config(steps=stage2_steps), retriever=retriever), as_json)
 
 
 @eval_app.command("fresh")
@@ -113,13 +118,13 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
                policy: PolicyOption = None,
                per_benchmark: PerBenchmarkOption = DEFAULT_PER_BENCHMARK, benchmark: BenchmarkOption = None,
                split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
-               as_json: JsonOption = False) -> None:
+               retriever: RetrieverOption = DEFAULT_RETRIEVER, as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
     from forge_core.evaluation.fresh_online import FreshRequest
 
     request = FreshRequest(_settings(host, split, arms, CostWeights(lambda_in, lambda_out), policy, benchmark,
-                                     split_seed, accounting), per_benchmark)
+                                     split_seed, accounting, retriever), per_benchmark)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, [request.settings])
@@ -137,7 +142,8 @@ def eval_transfer(
              "--calibrate 25 --calibrate 50 ...).")] = None,
     calibration_split: Annotated[str, typer.Option(
         help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
-    accounting: AccountingOption = "deploy", as_json: JsonOption = False,
+    accounting: AccountingOption = "deploy", retriever: RetrieverOption = DEFAULT_RETRIEVER,
+    as_json: JsonOption = False,
 ) -> None:
     """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
     router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
@@ -145,7 +151,7 @@ def eval_transfer(
     from forge_core.evaluation.transfer import TransferRequest
 
     request = TransferRequest(source, target, arms, CostWeights(lambda_in, lambda_out), split, split_seed, accounting,
-                              tuple(calibrate or ()), calibration_split)
+                              tuple(calibrate or ()), calibration_split, retriever=retriever)
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, request.evaluations())
@@ -172,6 +178,7 @@ def eval_command(
         help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
     split_seed: SplitSeedOption = 0,
     accounting: AccountingOption = "deploy",
+    retriever: RetrieverOption = DEFAULT_RETRIEVER,
     as_json: JsonOption = False,
 ) -> None:
     """`forge eval [--protocol P] ...`: the protocol's subcommand, with only the options it takes."""
@@ -191,7 +198,7 @@ def eval_command(
     if foreign:
         raise InvalidInput(f"{', '.join(foreign)} does not apply to `forge eval {protocol}` (see its --help)")
     common = {"host": host, "arms": arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
-              "split_seed": split_seed, "accounting": accounting, "as_json": as_json}
+              "split_seed": split_seed, "accounting": accounting, "retriever": retriever, "as_json": as_json}
     if protocol == "crossfit":
         eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or 1,
                       stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, **common)
@@ -203,12 +210,12 @@ def eval_command(
 
 
 def _settings(host: str, split: str, arms: int, weights: CostWeights, policy: list[str] | None,
-              benchmark: list[str] | None, split_seed: int, accounting: str) -> EvaluationSettings:
+              benchmark: list[str] | None, split_seed: int, accounting: str, retriever: str) -> EvaluationSettings:
     from forge_core.evaluation.setup import EvaluationSettings
 
     return EvaluationSettings(host, split, arms, weights, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
-                              accounting=accounting)
+                              accounting=accounting, retriever=retriever)
 
 
 def _prepare_evaluations(store: Store, evaluations: list[EvaluationSettings]) -> None:
@@ -257,7 +264,8 @@ def _eval_cached(store: Store, request: CachedRequest, as_json: bool) -> None:
 
     table = Table("policy", "macro F1", "macro EM", "k tok (deploy)", "k tok (answer)", "calls", "utility",
                   "oracle agr.", "F1 vs Raw, 95% CI",
-                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, cached",
+                  title=f"{settings.host}, {settings.split}, {report['queries']} queries, "
+                        f"cached{_under(settings.retriever)}",
                   caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
     for name, row in report["policies"].items():
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['macro_em']:.4f}", f"{row['deploy_cost_k']:.3f}",
@@ -315,7 +323,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         return
     table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
                   "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI", "regret, 95% CI", "in oracle set",
-                  title=f"{settings.host}, crossfit {settings.folds} folds, stage {settings.stage}, split seed "
+                  title=f"{settings.host}{_under(settings.retriever)}, crossfit {settings.folds} folds, "
+                        f"stage {settings.stage}, split seed "
                         f"{settings.split_seed}, {report['queries']} queries, "
                         f"best fixed arm {report['best_fixed_arm']} (run {report['run_id']})",
                   caption=f"utility charges {ACCOUNTINGS[settings.accounting]}")
@@ -411,6 +420,11 @@ def _print_seed_spread(spread: dict) -> None:
     Console().print(table)
 
 
+def _under(retriever: str) -> str:
+    """A title's note of a retriever other than the default BM25."""
+    return "" if retriever == "bm25" else f", retriever {retriever}"
+
+
 def _interval(ci: list[float] | None) -> str:
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
 
@@ -435,6 +449,7 @@ def sweep_command(
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     accounting: AccountingOption = "deploy",
+    retriever: RetrieverOption = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
@@ -444,7 +459,8 @@ def sweep_command(
 
     grid = tuple((li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out"))
     settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
-                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting)
+                                  benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting,
+                                  retriever=retriever)
     request = SweepRequest(grid, settings)
     store = open_store()
     request.check(store)

@@ -129,7 +129,13 @@ def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
         "arms": list(context.table.arms), "support_evaluator": scores.support_evaluator,
         "policies": {name: summarize(o, context, rows, reference) | grounding_summary(recall, o.actions, benchmarks)
                      | support_summary(support, o.actions, benchmarks) for name, o in outcomes.items()},
-    }
+    } | retriever_fields(settings.retriever, context.table.retriever_hash)
+
+
+def retriever_fields(retriever: str, config_hash: str) -> dict:
+    """A report's retriever and its configuration hash; nothing for the default BM25 evidence (so
+    reports made before retrievers existed read the same)."""
+    return {"retriever": retriever, "retriever_hash": config_hash} if config_hash else {}
 
 
 def run_cached(store: Store, request: CachedRequest, on_policy: Callable[[str], None] | None = None,
@@ -152,7 +158,8 @@ def run_cached(store: Store, request: CachedRequest, on_policy: Callable[[str], 
     settings = request.settings
     return {"host": settings.host, "split": settings.split, "protocol": "cached", "accounting": settings.accounting,
             "split_seeds": list(request.repeat_seeds), "seeds": list(request.repeat_seeds),
-            "policies": _mean_and_sd(runs)}
+            "policies": _mean_and_sd(runs)} | retriever_fields(settings.retriever,
+                                                                bases[settings.split_seed].table.retriever_hash)
 
 
 def _mean_and_sd(runs: list[dict]) -> dict:
@@ -182,7 +189,7 @@ def run_sweep(store: Store, request: SweepRequest, on_point: Callable[[float, fl
     frontier = pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     settings = request.settings
     return {"host": settings.host, "split": settings.split, "accounting": settings.accounting, "points": points,
-            "frontier": frontier}
+            "frontier": frontier} | retriever_fields(settings.retriever, base.table.retriever_hash)
 
 
 def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = False,

@@ -30,6 +30,7 @@ import numpy as np
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.settings import CALIBRATION_RATIO, CROSSFIT_FOLDS
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
@@ -64,6 +65,7 @@ class CalibrationRequest:
     accounting: str = "deploy"  # tokens of every call a decision needs ("deploy") or the answer's
     conditioning: CostConditioning = field(default_factory=CostConditioning)
     stage1: Stage1Config = field(default_factory=Stage1Config)
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         if (self.budget_tokens is None) == (self.min_f1 is None):
@@ -97,8 +99,8 @@ class CalibrationRequest:
     def base_context(self, store: Store) -> EvalContext:
         """The host's evaluation context the calibration runs on; refuses a store without complete
         queries (or, for a Full router, without probes)."""
-        context = evaluation_context(store, self.host, self.n_arms, CostWeights(),
-                                     accounting=self.accounting)
+        context = evaluation_context(store, self.host, self.n_arms, CostWeights(), accounting=self.accounting,
+                                     retriever_hash=evaluated_retriever_hash(store, self.host, self.retriever))
         if self.variant == "full" and not context.table.has_probes.any():
             raise MissingStep(f"no complete query of host '{self.host}' has probes: run "
                               f"`forge enumerate --host {self.host} --probes`, or calibrate Lite")
@@ -186,7 +188,7 @@ def run_calibration(store: Store, request: CalibrationRequest,
     (no checkpoint is stored)."""
     base = request.base_context(store)
     fold_contexts = crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed)
-    compute_features(store, request.host)
+    compute_features(store, request.host, retriever=request.retriever)
     benchmarks = base.table.benchmarks
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
@@ -238,7 +240,8 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
                                  variant=checkpoint.variant if checkpoint.variant in CONDITIONED_NAMES else "lite",
                                  n_arms=record["n_arms"], conditioning=checkpoint.conditioning, accounting=accounting)
     context = evaluation_context(store, record["host"], record["n_arms"], CostWeights(),
-                                 split_seed=record["lineage"].get("split_seed", 0), accounting=accounting)
+                                 split_seed=record["lineage"].get("split_seed", 0), accounting=accounting,
+                                 retriever_hash=record["lineage"].get("retriever_hash", ""))  # its evidence
     rows = context.rows("test")
     if len(rows) == 0:
         raise MissingStep(f"host '{record['host']}' has no complete test query to calibrate router {checkpoint_id} on")

@@ -40,6 +40,7 @@ from forge_core.evaluation.oracle_measures import (
 )
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
 from forge_core.policies.baselines import FixedArm
@@ -67,6 +68,10 @@ RUN_ID_VERSION = 1  # layout of `crossfit_identity` in the run id: bump when it 
 NESTED_SETTINGS = ("stage1", "stage2", "conditioning")  # settings that are dataclasses of their own
 STAGE_CONFIG_RENAMES = {old: new for new, old in STORED_CONFIG_KEYS.items()}  # older stored name -> today's
 IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identity omits it at this value
+# The retriever enters a run's identity as its configuration hash, omitted at "" (the default BM25
+# evidence: runs stored before retrievers existed keep their ids); its name is only a label.
+IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
+IDENTITY_LABELS = ("retriever",)
 REPORT_VERSION = 4  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 
 
@@ -87,6 +92,7 @@ class CrossfitSettings:
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
     conditioning: CostConditioning | None = field(default_factory=CostConditioning)  # the *_cond routers (None: none)
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
 
     @property
     def weights(self) -> CostWeights:
@@ -103,14 +109,18 @@ class CrossfitSettings:
         if not 0 < self.dev_fraction < 1:
             raise InvalidInput(f"dev_fraction must be in (0, 1), not {self.dev_fraction}")
 
-    def check(self, store: Store) -> None:
-        """Refuse, with a one-line `ForgeError`, a host without stored outcomes (the settings
-        checked their own values)."""
-        check_evaluation(store, EvaluationSettings(self.host, n_arms=self.n_arms, accounting=self.accounting))
+    def check(self, store: Store) -> str:
+        """Refuse, with a one-line `ForgeError`, a host without stored outcomes, or without any
+        under the retriever (the settings checked their own values); returns the retriever's
+        configuration hash ("": the default BM25)."""
+        check_evaluation(store, EvaluationSettings(self.host, n_arms=self.n_arms, accounting=self.accounting,
+                                                   retriever=self.retriever))
+        return evaluated_retriever_hash(store, self.host, self.retriever)
 
-    def to_dict(self) -> dict:
-        """JSON-ready settings (part of the run id)."""
-        return dataclasses.asdict(self)
+    def to_dict(self, retriever_hash: str = "") -> dict:
+        """JSON-ready settings (part of the run id), with the configuration hash of the retriever
+        (`check` returns it; "": the default BM25 evidence)."""
+        return dataclasses.asdict(self) | {"retriever_hash": retriever_hash}
 
 
 def fold_assignment(benchmarks: np.ndarray, folds: int, seed: int) -> np.ndarray:
@@ -228,10 +238,12 @@ def crossfit_identity(settings: dict) -> dict:
     (the run's `seed` seeds them), Stage 1's `warm_start_arms` named unless it is the paper's 3 (the
     default when the first runs were stored: their ids stay), Stage 2 only for a Stage-2 run, and no
     conditioning when it is the default or None (it adds the conditioned routers, as another policy
-    would be added)."""
-    defaults = CrossfitSettings().to_dict()
+    would be added); the retriever by its configuration hash, omitted for the default BM25 evidence
+    (`IDENTITY_RETRIEVER_BASELINE`), never by its name."""
+    defaults = CrossfitSettings().to_dict() | IDENTITY_RETRIEVER_BASELINE
     defaults["stage1"] = {**defaults["stage1"], **IDENTITY_STAGE1_BASELINE}
-    identity = without_defaults({k: v for k, v in settings.items() if k not in NESTED_SETTINGS}, defaults)
+    identity = without_defaults({k: v for k, v in settings.items() if k not in NESTED_SETTINGS + IDENTITY_LABELS},
+                                defaults)
     for stage_key in ("stage1", "stage2")[: settings["stage"]]:
         config = without_defaults(settings[stage_key], defaults[stage_key], STAGE_CONFIG_RENAMES)
         config.pop("seed", None)
@@ -316,44 +328,47 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     The (fold, policy) rows already stored under the run id are not recomputed; a run stored
     whole is reported at once, without a job. Computes missing features first.
     """
-    settings.check(store)
-    compute_features(store, settings.host)
+    evidence = settings.check(store)
+    compute_features(store, settings.host, retriever=settings.retriever)
     base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
-                              accounting=settings.accounting)
-    run_id = crossfit_run_id(settings.to_dict(), base)
-    store.save_crossfit_run(run_id, settings.host, settings.to_dict(), settings.folds)
+                              accounting=settings.accounting, retriever_hash=evidence)
+    run_id = crossfit_run_id(settings.to_dict(evidence), base)
+    store.save_crossfit_run(run_id, settings.host, settings.to_dict(evidence), settings.folds)
     stored = store.crossfit_results(run_id)
     done = {fold: set(frame["policy"]) for fold, frame in stored.groupby("fold")}
     work = [(fold, context, *missing_policies(crossfit_policies(settings, context.table.arms), done.get(fold, set())))
             for fold, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
     if any(missing for *_, missing in work):
-        _run_folds(store, settings, run_id, work, on_fold, on_policy)
+        _run_folds(store, settings.to_dict(evidence), run_id, work, on_fold, on_policy)
     return crossfit_report(store, run_id)
 
 
-def _run_folds(store: Store, settings: CrossfitSettings, run_id: str,
+def _run_folds(store: Store, settings: dict, run_id: str,
                work: list[tuple[int, EvalContext, list[Policy], list[Policy]]],
                on_fold: Callable[[int, int], None] | None, on_policy: Callable[[str], None] | None) -> None:
     """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
-    to store) as one job."""
-    params = {"run_id": run_id, **settings.to_dict()}
-    with job_run(store, "crossfit", params, settings.folds) as job, one_torch_thread():
+    to store) as one job (`settings`: the run's stored settings)."""
+    folds = settings["folds"]
+    with job_run(store, "crossfit", {"run_id": run_id, **settings}, folds) as job, one_torch_thread():
         for fold, context, fitted, missing in work:
             if missing:
-                log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, settings.folds, len(missing))
+                log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, folds, len(missing))
                 rows = _fold_rows(context, context.rows("test"), fitted, missing, on_policy)
                 store.write_crossfit_fold(run_id, fold, rows)
             job.progress(fold + 1)
             if on_fold:
-                on_fold(fold + 1, settings.folds)
+                on_fold(fold + 1, folds)
         job.end("finished", run_id)
 
 
-def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None) -> list[dict]:
-    """The reports of the host's finished crossfit runs, newest first (what the dashboard shows);
-    with `cache_dir`, each is computed once and kept there (`cached_crossfit_report`)."""
+def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None,
+                              retriever_hash: str = "") -> list[dict]:
+    """The reports of the host's finished crossfit runs under one retriever configuration (its
+    hash; "": the default BM25 evidence), newest first (what the dashboard shows); with
+    `cache_dir`, each is computed once and kept there (`cached_crossfit_report`)."""
     runs = store.crossfit_runs(host)
-    finished = runs[runs["folds_done"] >= runs["folds"]]
+    evidence = runs["settings"].map(lambda settings: json.loads(settings).get("retriever_hash", ""))
+    finished = runs[(runs["folds_done"] >= runs["folds"]) & (evidence == retriever_hash)]
     if cache_dir is None:
         return [crossfit_report(store, run_id) for run_id in finished["run_id"]]
     return [cached_crossfit_report(store, run_id, cache_dir) for run_id in finished["run_id"]]

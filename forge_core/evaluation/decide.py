@@ -28,6 +28,7 @@ import pandas as pd
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import macro, paired_bootstrap_ci
@@ -41,16 +42,21 @@ FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.cross
 CONDITIONED_VARIANTS = {"forge_lite_cond": "lite", "forge_full_cond": "full"}  # the registry's ConditionedRouter
 
 
-def conditioned_run(store: Store, host: str) -> tuple[str, dict]:
-    """The newest finished Stage-1 crossfit run of the host that trained the cost-conditioned
-    routers, with its stored settings; refuses, naming the command that makes one, when none is."""
+def conditioned_run(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> tuple[str, dict]:
+    """The newest finished Stage-1 crossfit run of the host under the retriever (its configuration
+    hash) that trained the cost-conditioned routers, with its stored settings; refuses, naming the
+    command that makes one, when none is."""
+    evidence = evaluated_retriever_hash(store, host, retriever)
     runs = store.crossfit_runs(host)
     for run_id, stored, folds, done in zip(runs["run_id"], runs["settings"], runs["folds"], runs["folds_done"]):
         settings = json.loads(stored)
-        if done >= folds and settings.get("conditioning") and settings["stage"] == 1:
+        if (done >= folds and settings.get("conditioning") and settings["stage"] == 1
+                and settings.get("retriever_hash", "") == evidence):
             return str(run_id), settings
-    raise MissingStep(f"no finished Stage-1 crossfit run of host '{host}' with the cost-conditioned routers: "
-                      f"run `forge eval crossfit --host {host}` (about a minute on the demo store)")
+    option = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
+    raise MissingStep(f"no finished Stage-1 crossfit run of host '{host}' under retriever '{retriever}' with the "
+                      f"cost-conditioned routers: run `forge eval crossfit --host {host}{option}` "
+                      "(about a minute on the demo store)")
 
 
 # ---------------------------------------------------------------- the rule
@@ -116,15 +122,16 @@ def decision_file(cache_dir: Path, run_id: str, weights: CostWeights, accounting
 
 
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
-           on_fold: Callable[[int, int], None] | None = None,
+           on_fold: Callable[[int, int], None] | None = None, retriever: str = DEFAULT_RETRIEVER,
            context_for: Callable[[dict], EvalContext] | None = None) -> dict:
-    """The decision at `weights` for `host` (see the module docstring), with the checkpoint to
-    deploy and its serve command; computed once per (run, accounting, weights) and kept in
-    `cache_dir`. `on_fold(done, total)` follows the one-off training of the fold routers.
-    `context_for`: given the run's stored settings, its `fold_decisions.decision_context` under `accounting`, kept
-    by the caller (the dashboard's slider steps then load outcomes and features once)."""
+    """The decision at `weights` for `host` under `retriever`'s evidence (see the module
+    docstring), with the checkpoint to deploy and its serve command; computed once per (run,
+    accounting, weights) and kept in `cache_dir` (a run under another retriever has another id).
+    `on_fold(done, total)` follows the one-off training of the fold routers. `context_for`: given
+    the run's stored settings, its `fold_decisions.decision_context` under `accounting`, kept by the
+    caller (the dashboard's slider steps then load outcomes and features once)."""
     check_accounting(accounting)
-    run_id, settings = conditioned_run(store, host)
+    run_id, settings = conditioned_run(store, host, retriever)
 
     def compute() -> dict:
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
@@ -150,17 +157,21 @@ def _named(store: Store, host: str, settings: dict, run_id: str, weights: CostWe
         from forge_core.policies.conditioned import conditioned_checkpoint  # torch: only for a router
 
         checkpoint = conditioned_checkpoint(store, host, variant, settings["n_arms"],
-                                            split_seed=settings["split_seed"], seed=settings["seed"])
+                                            split_seed=settings["split_seed"], seed=settings["seed"],
+                                            retriever_hash=settings.get("retriever_hash", ""))
+    retriever = settings.get("retriever", DEFAULT_RETRIEVER)
+    evidence = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
     lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
     if variant is None:
-        command = f"forge serve --host {host} --arm {result['deploy_arm']}"
+        command = f"forge serve --host {host}{evidence} --arm {result['deploy_arm']}"
     elif checkpoint is None:
-        command = f"forge train --host {host} --conditioned --variant {variant}  # then: forge decide {lambdas}"
+        command = (f"forge train --host {host}{evidence} --conditioned --variant {variant}  "
+                   f"# then: forge decide{evidence} {lambdas}")
     else:
-        command = f"forge serve --host {host} --router {checkpoint} {lambdas}"
-    ask = f"forge ask --host {host} " + (f"--arm {result['deploy_arm']}" if variant is None else
-                                         f"--route --router {checkpoint}") + ' "QUESTION"'
-    decided = {"host": host, **weights.to_dict(), "accounting": accounting, "run_id": run_id,
+        command = f"forge serve --host {host}{evidence} --router {checkpoint} {lambdas}"
+    ask = f"forge ask --host {host}{evidence} " + (f"--arm {result['deploy_arm']}" if variant is None else
+                                                   f"--route --router {checkpoint}") + ' "QUESTION"'
+    decided = {"host": host, "retriever": retriever, **weights.to_dict(), "accounting": accounting, "run_id": run_id,
                "folds": settings["folds"], **result, "checkpoint_id": checkpoint, "variant": variant,
                "serve_command": command, "ask_command": ask if variant is None or checkpoint else None}
     decided["sentence"] = decision_sentence(decided)
@@ -197,9 +208,9 @@ def decision_json(decided: dict) -> dict:
     row = decided["policies"][decided["deploy"]]
     floor = row.get("vs_floor")
     return {key: decided[key] for key in (
-        "host", "lambda_in", "lambda_out", "accounting", "deploy", "checkpoint_id", "variant", "deploy_arm",
-        "best_fixed_policy", "best_fixed_arm", "leader", "tied_with_leader", "router_candidates", "serve_command",
-        "ask_command",
+        "host", "retriever", "lambda_in", "lambda_out", "accounting", "deploy", "checkpoint_id", "variant",
+        "deploy_arm", "best_fixed_policy", "best_fixed_arm", "leader", "tied_with_leader", "router_candidates",
+        "serve_command", "ask_command",
         "run_id", "folds", "queries", "reproduced_share", "sentence")} | {
         "gain": row["gain_vs_best_fixed"],
         "macro_utility": row["macro_utility"], "macro_f1": row["macro_f1"],

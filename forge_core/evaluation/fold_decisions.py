@@ -145,8 +145,9 @@ def decision_context(store: Store, stored_settings: dict, accounting: str) -> Ev
     """The evaluation context a run's fold decisions read (features computed first), at the default
     weights: pass it as `base` to decide at many weights with one load of outcomes and features."""
     settings = settings_from_dict(stored_settings)
-    compute_features(store, settings.host)
-    return evaluation_context(store, settings.host, settings.n_arms, CostWeights(), accounting=accounting)
+    compute_features(store, settings.host, retriever=settings.retriever)
+    return evaluation_context(store, settings.host, settings.n_arms, CostWeights(), accounting=accounting,
+                              retriever_hash=stored_settings.get("retriever_hash", ""))
 
 
 def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weights: CostWeights, accounting: str,
@@ -158,7 +159,7 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     follows it). `base`: the run's `decision_context` under `accounting`, already loaded."""
     settings = settings_from_dict(stored_settings)
     base = (base or decision_context(store, stored_settings, accounting)).at(weights)
-    if crossfit_run_id(settings.to_dict(), base) != run_id:
+    if crossfit_run_id(settings.to_dict(stored_settings.get("retriever_hash", "")), base) != run_id:
         log.warning("fold decisions: the store's outcomes changed since crossfit run %s", run_id)
     contexts = [context for _, context in
                 crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]

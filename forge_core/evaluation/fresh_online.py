@@ -32,9 +32,11 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.cached import retriever_fields
 from forge_core.evaluation.settings import DEFAULT_PER_BENCHMARK
 from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evidence.answering import load_retriever, score_arm_answer
+from forge_core.evidence.retrievers import retriever_config_for_hash
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -46,6 +48,7 @@ from forge_core.policies.outcomes import policy_outcomes
 from forge_core.policies.routers import FallbackPolicy
 from forge_core.records import Example, FreshResult
 from forge_core.routing.passage_vectors import passage_vectors
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.store import Store, utc_now
 
@@ -109,7 +112,8 @@ def run_fresh(store: Store, request: FreshRequest,
     return {"host": settings.host, "split": settings.split, "protocol": "fresh", "accounting": settings.accounting,
             "run_id": run_id,
             "queries": int(len(rows)), **settings.weights.to_dict(),
-            "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped}
+            "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped,
+            } | retriever_fields(settings.retriever, setup.context.table.retriever_hash)
 
 
 def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchmark: int) -> np.ndarray:
@@ -122,8 +126,10 @@ def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchma
 def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: EvaluationSettings) -> str:
     """A hash of a canonical form of what the run's answers depend on: the host configuration,
     the data the policies were fitted on and the queries they answer, the cost weights, seeds and
-    accounting. Not the policies: each row records the router checkpoint it was answered with, so
-    an added policy answers its own rows only and a retrained router redoes its own."""
+    accounting, and the retriever's configuration hash (omitted for the default BM25, so runs stored
+    before retrievers existed keep their ids). Not the policies: each row records the router
+    checkpoint it was answered with, so an added policy answers its own rows only and a retrained
+    router redoes its own."""
     table = setup.context.table
     data = hashlib.sha256(repr(table.keys).encode() + repr(table.splits.tolist()).encode())
     identity = {
@@ -131,6 +137,8 @@ def fresh_run_id(config: HostConfig, setup: EvaluationSetup, settings: Evaluatio
         **settings.weights.to_dict(), "split_seed": settings.split_seed,
         "seed": settings.seed, "accounting": settings.accounting,
     }
+    if table.retriever_hash:
+        identity["retriever_hash"] = table.retriever_hash
     return canonical_hash("fresh", RUN_ID_VERSION, identity)[:16]
 
 
@@ -164,9 +172,11 @@ def _missing(store: Store, run_id: str, checkpoints: dict[str, str | None], poli
 async def _answer_all(store: Store, config: HostConfig, context: EvalContext, run_id: str,
                       checkpoints: dict[str, str | None], todo: list[tuple[Policy, Example]],
                       on_result: Callable[[FreshResult, int], None] | None) -> None:
-    retrievers = {b: load_retriever(store, b) for b in dict.fromkeys(e.benchmark for _, e in todo)}
-    for retriever in retrievers.values():  # the embedder and passage vectors before the first timed query
-        passage_vectors(retriever)
+    evidence = retriever_config_for_hash(store, context.table.retriever_hash)  # the outcomes' retriever
+    benchmarks = list(dict.fromkeys(e.benchmark for _, e in todo))
+    retrievers = {b: open_retriever(store, evidence, b) for b in benchmarks}
+    for benchmark in benchmarks:  # the embedder and the corpus's passage vectors before the first timed query
+        passage_vectors(load_retriever(store, benchmark))
     async with hosted(config) as client:
         for done, (policy, example) in enumerate(todo, start=1):
             query = LiveQuery(example, client, retrievers[example.benchmark], context)

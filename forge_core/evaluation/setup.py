@@ -13,6 +13,7 @@ import numpy as np
 
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.base import Policy
 from forge_core.policies.conditioned import conditioned_policies
 from forge_core.policies.context import EvalContext, evaluation_context
@@ -51,6 +52,7 @@ class EvaluationSettings:
     seed: int = 0  # training seed of routers fitted on the fly
     benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
     accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         check_accounting(self.accounting)
@@ -67,6 +69,7 @@ def check_evaluation(store: Store, settings: EvaluationSettings) -> None:
         check_benchmarks(store, settings.benchmarks)
     if settings.host not in store.hosts_with_outcomes():
         raise MissingStep(f"no outcomes for host '{settings.host}': run `forge enumerate --host {settings.host}` first")
+    evaluated_retriever_hash(store, settings.host, settings.retriever)
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,10 @@ class EvaluationSetup:
 
 def settings_context(store: Store, settings: EvaluationSettings) -> EvalContext:
     """The `evaluation_context` of the settings (their host, alphabet, weights, split seed,
-    benchmarks and accounting)."""
+    benchmarks, accounting and retriever)."""
     return evaluation_context(store, settings.host, settings.n_arms, settings.weights,
-                              settings.split_seed, settings.benchmarks, settings.accounting)
+                              settings.split_seed, settings.benchmarks, settings.accounting,
+                              evaluated_retriever_hash(store, settings.host, settings.retriever))
 
 
 def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalContext | None = None,
@@ -112,7 +116,8 @@ def evaluation_setup(store: Store, settings: EvaluationSettings, base: EvalConte
     policies = chosen_baselines + routers
     policies += [FallbackPolicy(r) for r in routers if has_dev_fallback(r.name)]
     conditioned = conditioned_policies(store, host, settings.n_arms, settings.split_seed, settings.seed,
-                                       settings.benchmarks, required=names or ())
+                                       settings.benchmarks, required=names or (),
+                                       retriever_hash=context.table.retriever_hash)
     policies += conditioned
     routers += conditioned
     if names:
@@ -133,11 +138,12 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
     same data as the newest of them (say a GRPO and a Dr. GRPO run), the best dev utility. A
     variant without one is refused: `prepare_evaluation` is the step that trains it."""
     policies: list[Policy] = []
+    evidence = evaluated_retriever_hash(store, settings.host, settings.retriever)
     for name, variant in variants(TrainedRouter).items():
-        checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant))
+        checkpoint = _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant), evidence)
         if checkpoint is None:
             raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
-                             f"on embedder '{embedder_name()}': "
+                             f"on embedder '{embedder_name()}' under retriever '{settings.retriever}': "
                              f"`forge eval` trains it first, or `forge train --variant {variant}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies
@@ -149,13 +155,14 @@ def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[st
     from forge_core.training.trainer import TrainRequest, train_router  # imports torch: only when a router is missing
 
     trained = []
+    evidence = evaluated_retriever_hash(store, settings.host, settings.retriever)
     for name, variant in variants(TrainedRouter).items():
-        if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant)) is None:
+        if _matching_checkpoint(store, settings.host, _wanted_lineage(settings, variant), evidence) is None:
             log.info("training a Stage-1 %s router for %s", variant, name)
             trained.append(train_router(store, TrainRequest(
                 host=settings.host, variant=variant, n_arms=settings.n_arms, lambda_in=settings.weights.lambda_in,
                 lambda_out=settings.weights.lambda_out, split_seed=settings.split_seed, benchmarks=settings.benchmarks,
-                stage1=Stage1Config(seed=settings.seed))))
+                stage1=Stage1Config(seed=settings.seed), retriever=settings.retriever)))
     return trained
 
 
@@ -170,15 +177,15 @@ def prepare_evaluation(store: Store, settings: EvaluationSettings,
 def prepare_evaluations(store: Store, evaluations: Sequence[EvaluationSettings],
                         on_features: Callable[[int, int], None] | None = None) -> list[str]:
     """`prepare_evaluation` for several settings (a sweep, repeated runs, a transfer): the
-    features once per distinct host and benchmarks, then the routers still missing for each of
-    the settings; returns the ids of the routers it trained."""
-    for host, benchmarks in dict.fromkeys((settings.host, settings.benchmarks) for settings in evaluations):
-        compute_features(store, host, benchmarks, on_progress=on_features)
+    features once per distinct host, benchmarks and retriever, then the routers still missing for
+    each of the settings; returns the ids of the routers it trained."""
+    for host, benchmarks, retriever in dict.fromkeys((s.host, s.benchmarks, s.retriever) for s in evaluations):
+        compute_features(store, host, benchmarks, on_progress=on_features, retriever=retriever)
     return [checkpoint for settings in evaluations for checkpoint in train_missing_routers(store, settings)]
 
 
-def _matching_checkpoint(store: Store, host: str, wanted: dict) -> str | None:
-    match = store.find_checkpoints(host, **wanted)
+def _matching_checkpoint(store: Store, host: str, wanted: dict, evidence: str = "") -> str | None:
+    match = store.find_checkpoints(host, evidence, **wanted)
     if match.empty:
         return None
     candidates = match[match["stage"] == match["stage"].max()]  # newest first

@@ -39,7 +39,9 @@ import torch
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.cached import retriever_fields
 from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, router_policies
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.policies.baselines import FixedArm, Oracle
 from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
@@ -76,6 +78,7 @@ class TransferRequest:
     calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
     calibration_split: str = "train"  # the target split calibration queries are drawn from
     store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence both hosts' Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         if self.source_host == self.target_host:
@@ -90,7 +93,7 @@ class TransferRequest:
     def source_settings(self) -> EvaluationSettings:
         """The settings whose routers are transferred (selected as the Cached protocol would)."""
         return EvaluationSettings(self.source_host, self.split, self.n_arms, self.weights,
-                                  split_seed=self.split_seed, accounting=self.accounting)
+                                  split_seed=self.split_seed, accounting=self.accounting, retriever=self.retriever)
 
     def target_settings(self) -> EvaluationSettings:
         """The settings of the target's own evaluation (its routers are the upper reference)."""
@@ -220,7 +223,8 @@ def _report(request: TransferRequest, context: EvalContext, rows: np.ndarray, ou
             **request.weights.to_dict(), "queries": int(len(rows)),
             "calibration_split": request.calibration_split, "best_fixed_policy": best.name,
             "best_fixed_arm": context.table.arms[int(best.actions[0])], "policies": policies, "calibration": curves,
-            "arm_mix": arm_mix(context, rows, outcomes)}
+            "arm_mix": arm_mix(context, rows, outcomes)} | retriever_fields(request.retriever,
+                                                                            context.table.retriever_hash)
 
 
 def arm_mix(context: EvalContext, rows: np.ndarray, outcomes: dict[str, PolicyOutcome]) -> dict[str, dict]:

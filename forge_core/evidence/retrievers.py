@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 
 from forge_core.config import builtin_or_stored
-from forge_core.errors import InvalidInput
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.settings import RAW_WORDS_PER_PASSAGE, SUMMARY_WORD_BUDGET, SUPPORT_TOP_K, SupportSettings
 from forge_core.store import Store
 
@@ -120,6 +120,35 @@ def get_retriever_config(store: Store, name: str) -> RetrieverConfig:
     """A built-in or stored retriever configuration by name, with a clear error when unknown."""
     return builtin_or_stored("retriever", name, BUILTIN_RETRIEVERS, store.retriever_config, store.retriever_names,
                              lambda stored: RetrieverConfig(**stored))
+
+
+def retriever_config_for_hash(store: Store, config_hash: str) -> RetrieverConfig:
+    """The first configured retriever (built-in first, then by name) whose configuration hash is
+    `config_hash`; refuses in one line when none is configured any more."""
+    for config in list_retriever_configs(store):
+        if retriever_hash(config) == config_hash:
+            return config
+    raise InvalidInput(f"no configured retriever has configuration hash {config_hash}: add it again with "
+                       "`forge retriever add` (same kind and settings)")
+
+
+def evaluated_retriever_hash(store: Store, host: str, retriever: str) -> str:
+    """The configuration hash of the retriever an evaluation reads the host's outcomes under ("":
+    the default BM25); refuses, in one line, an unknown retriever or one the host has no Summary or
+    Raw outcome under (outcomes under different evidence are never mixed)."""
+    config_hash = retriever_hash(get_retriever_config(store, retriever))
+    if config_hash and config_hash not in store.evidence_hashes_with_outcomes(host):
+        raise MissingStep(f"no outcomes for host '{host}' under retriever '{retriever}': run "
+                          f"`forge enumerate --host {host} --retriever {retriever}` first")
+    return config_hash
+
+
+def retrievers_with_outcomes(store: Store, host: str) -> list[str]:
+    """Names of the retrievers an evaluation of the host can read: the default bm25 first, then
+    each configured retriever the host has Summary or Raw outcomes under, by name."""
+    hashes = store.evidence_hashes_with_outcomes(host)
+    return [DEFAULT_RETRIEVER, *(config.name for config in list_retriever_configs(store)
+                                 if config.name != DEFAULT_RETRIEVER and retriever_hash(config) in hashes)]
 
 
 def list_retriever_configs(store: Store) -> list[RetrieverConfig]:

@@ -18,12 +18,15 @@ from forge_core.store import Store
 
 
 def conditioned_checkpoint(store: Store, host: str, variant: str, n_arms: int = 6, split_seed: int = 0,
-                           seed: int = 0, benchmarks: Sequence[str] | None = None) -> str | None:
-    """The cost-conditioned checkpoint of a variant trained on this split seed, seed, benchmarks and
-    the current embedder: of the latest stage, the newest; None when there is none."""
+                           seed: int = 0, benchmarks: Sequence[str] | None = None,
+                           retriever_hash: str = "") -> str | None:
+    """The cost-conditioned checkpoint of a variant trained on this split seed, seed, benchmarks,
+    retriever configuration (its hash) and the current embedder: of the latest stage, the newest;
+    None when there is none."""
     found = store.find_checkpoints(
-        host, variant=variant, n_arms=n_arms, lambda_in=None, lambda_out=None, split_seed=split_seed, seed=seed,
-        benchmarks=list(benchmarks) if benchmarks is not None else None, embedder=embedder_name())
+        host, retriever_hash, variant=variant, n_arms=n_arms, lambda_in=None, lambda_out=None,
+        split_seed=split_seed, seed=seed, benchmarks=list(benchmarks) if benchmarks is not None else None,
+        embedder=embedder_name())
     found = found[found["conditioned"]]
     if found.empty:
         return None
@@ -32,12 +35,14 @@ def conditioned_checkpoint(store: Store, host: str, variant: str, n_arms: int = 
 
 def conditioned_policies(store: Store, host: str, n_arms: int = 6, split_seed: int = 0, seed: int = 0,
                          benchmarks: Sequence[str] | None = None,
-                         required: Sequence[str] = ()) -> list[RouterPolicy]:
-    """A `RouterPolicy` per conditioned router the store has; one named in `required` but missing
-    is refused with the step that trains it."""
+                         required: Sequence[str] = (), retriever_hash: str = "") -> list[RouterPolicy]:
+    """A `RouterPolicy` per conditioned router the store has (trained under the retriever
+    configuration `retriever_hash`); one named in `required` but missing is refused with the step
+    that trains it."""
     policies = []
     for name, variant in variants(ConditionedRouter).items():
-        checkpoint = conditioned_checkpoint(store, host, variant, n_arms, split_seed, seed, benchmarks)
+        checkpoint = conditioned_checkpoint(store, host, variant, n_arms, split_seed, seed, benchmarks,
+                                            retriever_hash)
         if checkpoint is not None:
             policies.append(RouterPolicy(checkpoint, name))
         elif name in required:

@@ -76,7 +76,8 @@ class EvalContext:
         FORGE_EMBEDDER's)."""
         key = (variant, embedder_name(embedder))
         if key not in self._features:
-            self._features[key] = assemble_features(self.store, self.table.host, variant, self.table.keys, embedder)
+            self._features[key] = assemble_features(self.store, self.table.host, variant, self.table.keys, embedder,
+                                                    retriever_hash=self.table.retriever_hash)
         return self._features[key]
 
     def feature(self, variant: str, name: str) -> np.ndarray:
@@ -139,11 +140,12 @@ class Decisions:
 
 def evaluation_context(store: Store, host: str, n_arms: int, weights: CostWeights,
                        split_seed: int = 0, benchmarks: Sequence[str] | None = None,
-                       accounting: str = "deploy") -> EvalContext:
+                       accounting: str = "deploy", retriever_hash: str = "") -> EvalContext:
     """Complete queries with probes (so every policy sees the same rows), only those of
-    `benchmarks` when given, and the train normalizer."""
+    `benchmarks` when given, under one retriever configuration (its hash; "": the default BM25
+    evidence), and the train normalizer."""
     check_accounting(accounting)
-    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks)
+    table = load_outcome_table(store, host, n_arms, split_seed, benchmarks, retriever_hash=retriever_hash)
     if table.has_probes.any():
         table = table.subset(table.has_probes)
     return EvalContext(store, table, table.fit_normalizer(), weights, accounting)

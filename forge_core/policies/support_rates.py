@@ -41,9 +41,11 @@ def newest_support_key(store: Store, host: str) -> tuple[str, str] | None:
 
 
 def support_verdicts(store: Store, table: OutcomeTable) -> SupportVerdicts:
-    """The newest support verdicts of the table's host, aligned with its rows and arms."""
+    """The newest support verdicts of the table's host, aligned with its rows and arms; none for a
+    table under another retriever than the default BM25 (the judge's verdicts are of the answers
+    under BM25 evidence, which that table's Summary and Raw arms did not give)."""
     newest = newest_support_key(store, table.host)
-    if newest is None:
+    if newest is None or table.retriever_hash:
         return SupportVerdicts(np.full(table.f1.shape, np.nan), None, None)
     reward_key, evaluator = newest
     rows = store.reward_outcomes(table.host, reward_key)

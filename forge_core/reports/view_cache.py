@@ -22,6 +22,7 @@ from forge_core.evaluation.decide import decide
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.setup import router_policies
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
+from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.identity import canonical_hash
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
@@ -54,10 +55,18 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> di
     routers = [policy.checkpoint_id for settings in request.evaluations()
                for policy in router_policies(store, settings)]
     key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
-        "request": dataclasses.asdict(request), "routers": routers, "rows": store.table_counts()})
+        "request": _request_identity(store, request), "routers": routers, "rows": store.table_counts()})
     path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
     return cached_file(path, lambda: run_transfer(store, request), lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
+
+
+def _request_identity(store: Store, request: TransferRequest) -> dict:
+    """The request's fields, its retriever as the configuration hash (never the name), omitted for
+    the default BM25 evidence so views kept before retrievers existed keep their keys."""
+    identity = dataclasses.asdict(request)
+    evidence = evaluated_retriever_hash(store, request.target_host, identity.pop("retriever"))
+    return identity | ({"retriever_hash": evidence} if evidence else {})
 
 
 def precompute_views(store: Store, cache_dir: Path, on_step: Callable[[str], None] | None = None) -> list[str]:

@@ -497,6 +497,14 @@ class Store(StoreFile):
             return [r[0] for r in connection.execute(
                 "SELECT DISTINCT host FROM arm_outcomes ORDER BY host").fetchall()]
 
+    def evidence_hashes_with_outcomes(self, host: str) -> set[str]:
+        """The retriever configuration hashes the host has Summary or Raw outcomes under ("": the
+        default BM25 evidence; Direct outcomes, stored under "", use no evidence and do not count)."""
+        with self.connect() as connection:
+            return {r[0] for r in connection.execute(
+                "SELECT DISTINCT retriever_hash FROM arm_outcomes WHERE host = ? AND NOT starts_with(arm, 'direct:')",
+                [host]).fetchall()}
+
     def host_config_hashes(self, host: str) -> list[str]:
         """The distinct host configuration hashes a host's outcomes were produced under."""
         with self.connect() as connection:

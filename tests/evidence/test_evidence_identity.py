@@ -10,37 +10,18 @@ import numpy as np
 import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
-from forge_core.records import ArmOutcome
+from forge_core.evidence.retrievers import RetrieverConfig
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
-from forge_core.routing.embedders import embedder_name
-from forge_core.routing.features import block_kind
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import TrainRequest, train_router
 
-from support.stores import copy_store
+from support.stores import copy_store, outcomes_under_retriever
 
 HOST = "synthetic-host"
 DENSE = RetrieverConfig("dense", kind="dense", embedder="all-MiniLM-L6-v2")
 DENSE_F1 = 0.987  # no synthetic outcome has this F1: it marks the rows made under dense
-
-
-def _under_dense(store: Store) -> str:
-    """Save the dense retriever and copy every Summary and Raw outcome, with F1 `DENSE_F1`, and the
-    evidence features of the default evidence under its hash; returns the hash."""
-    save_retriever_config(store, DENSE)
-    dense_hash = retriever_hash(DENSE)
-    frame = store.arm_outcomes(HOST)
-    rows = []
-    for row in frame[~frame["arm"].str.startswith("direct:")].to_dict("records"):
-        fields = {name: row[name] for name in ArmOutcome.__dataclass_fields__}
-        rows.append(ArmOutcome(**{**fields, "f1": DENSE_F1, "retriever_hash": dense_hash}))
-    store.write_arm_outcome(*rows)
-    evidence = store.feature_rows("", ["retrieval", block_kind("cosine", embedder_name())])
-    store.write_features([("", *row) for row in evidence.itertuples(index=False)], dense_hash)
-    return dense_hash
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +29,7 @@ def dense_store(tmp_path_factory: pytest.TempPathFactory, trained_store: tuple[S
     """A copy of `trained_store` (one Lite router trained under bm25) with outcomes and features under
     dense too; (store, the bm25 router's id, the dense hash)."""
     store = copy_store(trained_store[0], tmp_path_factory.mktemp("dense"))
-    return store, trained_store[1], _under_dense(store)
+    return store, trained_store[1], outcomes_under_retriever(store, HOST, DENSE, DENSE_F1)
 
 
 def test_an_outcome_table_never_mixes_retrievers(dense_store: tuple[Store, str, str]) -> None:

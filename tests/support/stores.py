@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from forge_core.arms import alphabet
+from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
 from forge_core.records import ArmOutcome, ProbeOutcome
 from forge_core.store import Store, utc_now
 
@@ -43,6 +44,26 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
                                                    80.0, None, "synthetic", now))
     store.write_arm_outcome(*arm_rows)
     store.write_probe_outcome(*probe_rows)
+
+
+def outcomes_under_retriever(store: Store, host: str, config: RetrieverConfig, f1: float) -> str:
+    """Test data: save the retriever `config` and copy every Summary and Raw outcome of the host,
+    with F1 `f1` (a value no other row has, marking the copies), and the evidence features of the
+    default evidence under its configuration hash; returns the hash."""
+    from forge_core.routing.embedders import embedder_name
+    from forge_core.routing.features import block_kind
+
+    save_retriever_config(store, config)
+    config_hash = retriever_hash(config)
+    frame = store.arm_outcomes(host)
+    rows = []
+    for row in frame[~frame["arm"].str.startswith("direct:")].to_dict("records"):
+        fields = {name: row[name] for name in ArmOutcome.__dataclass_fields__}
+        rows.append(ArmOutcome(**{**fields, "f1": f1, "retriever_hash": config_hash}))
+    store.write_arm_outcome(*rows)
+    evidence = store.feature_rows("", ["retrieval", block_kind("cosine", embedder_name())])
+    store.write_features([("", *row) for row in evidence.itertuples(index=False)], config_hash)
+    return config_hash
 
 
 def copy_store(source: Store, directory: Path) -> Store:
