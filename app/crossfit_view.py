@@ -39,7 +39,8 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -
     reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
         option = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
-        st.info(f"No finished crossfit run for host '{host}' under retriever '{retriever}' yet: run "
+        under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+        st.info(f"No finished crossfit run for host '{host}'{under} yet: run "
                 f"`forge eval crossfit --host {host}{option} "
                 f"--lambda-in {DEFAULT_LAMBDA_IN} --lambda-out {DEFAULT_LAMBDA_OUT}` (one per cost weight; results "
                 "are stored and shown here).",
