@@ -1079,8 +1079,9 @@ def _target_thinking_shares(results: Results, run: CrossfitRun) -> list[float]:
 def stage1_recipe_reading(results: Results) -> str:
     """The conditioned routers under the whole-alphabet Stage 1 (and Stage 2 on it) minus under the
     paper's warm start, on the same folds: why the shipped conditioned checkpoints keep the warm start."""
+    pairs = _stage1_recipe_pairs(results)
     cells, gains = [], []
-    for warm, whole in _stage1_recipe_pairs(results):
+    for warm, whole in pairs:
         base, other = results.rows(warm), results.rows(whole)
         parts = []
         for name in variants(ConditionedRouter):
@@ -1089,7 +1090,7 @@ def stage1_recipe_reading(results: Results) -> str:
                 gains.append((gain, interval))
                 parts.append(f"`{name}` {stage} {_gain(gain, interval)}")
         cells.append(f"at {_pair(warm.settings)} (`{whole.run_id}` against `{warm.run_id}`): {_listing(parts)}")
-    shares = [share for warm, _ in _stage1_recipe_pairs(results) for share in _target_thinking_shares(results, warm)]
+    shares = [share for warm, _ in pairs for share in _target_thinking_shares(results, warm)]
     _require(not any(interval[0] > 0 for _, interval in gains), "no whole-alphabet conditioned router is decidably "
                                                                  "above its warm-start twin")
     below = sum(interval[1] < 0 for _, interval in gains)
