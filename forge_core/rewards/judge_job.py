@@ -14,7 +14,6 @@ kinds of rating) and a callback. The request itself (`JudgeRequest`, checked) is
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import threading
 import time
@@ -194,7 +193,7 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
     if work is None:
         work = plan_judging(store, request, reward_key)
     job_id = f"{request.kind}-{uuid.uuid4().hex[:10]}"
-    with job_run(store, "judge", dataclasses.asdict(request), len(work), job_id) as job:
+    with job_run(store, "judge", request.to_dict(), len(work), job_id) as job:
         report = JudgeReport(job_id=job.job_id, reward_key=reward_key, planned=len(work))
         run = _JudgeRun(store, request, judge, report, on_progress)
         queue: asyncio.Queue = asyncio.Queue()

@@ -225,7 +225,7 @@ def train_router_job(store: Store, request: TrainRequest,
     epoch, a logged Stage-2 step): the run stops, the job closes as "cancelled" and no checkpoint
     is stored (the state so far is discarded); returns None then."""
     total = request.stage2.steps if request.stage == 2 else request.stage1.max_epochs
-    with job_run(store, "train", dataclasses.asdict(request), total) as job:
+    with job_run(store, "train", request.to_dict(), total) as job:
         seq = 0
 
         def log_row(row: dict[str, Any]) -> None:
