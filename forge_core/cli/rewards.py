@@ -39,7 +39,6 @@ def judge_command(
 ) -> None:
     """Rate every stored answer still unjudged with the judge host, storing each rating as it lands
     (resumable: run the same command again to continue)."""
-
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
                            limit=limit, concurrency=concurrency)
