@@ -305,7 +305,8 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
                  routers: tuple[str, ...] = ()) -> dict:
     """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
     (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
-    from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+    from forge_core.evaluation.audit_request import RewardAuditRequest
+    from forge_core.evaluation.proxy_audit import run_reward_audit
 
     request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
                                  routers=routers)

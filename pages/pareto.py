@@ -8,7 +8,7 @@ from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
-from forge_core.evaluation.setup import EvaluationSettings
+from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.tables import pareto_highlights
 from forge_core.training.checkpoint_views import checkpoint_names

@@ -45,12 +45,14 @@ import pandas as pd
 
 from forge_core import config
 from forge_core.errors import MissingStep
+from forge_core.evaluation.audit_request import RewardAuditRequest
 from forge_core.evaluation.cached import CachedRequest, run_cached
 from forge_core.evaluation.crossfit import STAGE_CONFIG_RENAMES, cached_crossfit_report, seed_key, seed_spread
 from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
 from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
-from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
-from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, evaluation_setup
+from forge_core.evaluation.proxy_audit import run_reward_audit
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import EvaluationSetup, evaluation_setup
 from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
 from forge_core.hosts.registry import get_host_config

@@ -17,8 +17,12 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, DEFAULT_PER_BENCHMARK
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evaluation.settings import (
+    CROSSFIT_FOLDS,
+    CROSSFIT_STAGE2_STEPS,
+    DEFAULT_PER_BENCHMARK,
+    EvaluationSettings,
+)
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.training.settings import Stage1Config, Stage2Config
 
@@ -26,7 +30,6 @@ if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.crossfit import CrossfitSettings
     from forge_core.evaluation.fresh_online import FreshRequest
-    from forge_core.evaluation.setup import EvaluationSettings
     from forge_core.evaluation.transfer import TransferRequest
     from forge_core.store import Store
 
@@ -65,13 +68,15 @@ PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only o
 
 
 @eval_app.command("cached")
-def eval_cached(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
+def eval_cached(host: HostOption = EvaluationSettings.host, split: SplitOption = EvaluationSettings.split,
+                arms: ArmsOption = EvaluationSettings.n_arms,
                 lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                 policy: PolicyOption = None,
                 repeats: Annotated[bool, typer.Option(
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
-                benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = 0,
-                accounting: AccountingOption = "deploy", retriever: RetrieverOption = DEFAULT_RETRIEVER,
+                benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = EvaluationSettings.split_seed,
+                accounting: AccountingOption = EvaluationSettings.accounting,
+                retriever: RetrieverOption = EvaluationSettings.retriever,
                 as_json: JsonOption = False) -> None:
     """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries
     (the Stage-1 routers still missing for these settings are trained first, and said so)."""
@@ -94,14 +99,15 @@ WarmArmsOption = Annotated[int, typer.Option(
 
 
 @eval_app.command("crossfit")
-def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
+def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption = EvaluationSettings.n_arms,
                   lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                   folds: FoldsOption = CROSSFIT_FOLDS, stage: StageOption = 1,
                   stage2_steps: Stage2StepsOption = CROSSFIT_STAGE2_STEPS,
-                  split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
-                  accounting: AccountingOption = "deploy",
+                  split_seed: Annotated[int, typer.Option(
+                      help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
+                  accounting: AccountingOption = EvaluationSettings.accounting,
                   warm_arms: WarmArmsOption = Stage1Config.warm_start_arms,
-                  retriever: RetrieverOption = DEFAULT_RETRIEVER, as_json: JsonOption = False) -> None:
+                  retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
@@ -113,12 +119,14 @@ def eval_crossfit(host: HostOption = "embedded", arms: ArmsOption = 6,
 
 
 @eval_app.command("fresh")
-def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms: ArmsOption = 6,
+def eval_fresh(host: HostOption = EvaluationSettings.host, split: SplitOption = EvaluationSettings.split,
+               arms: ArmsOption = EvaluationSettings.n_arms,
                lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
                policy: PolicyOption = None,
                per_benchmark: PerBenchmarkOption = DEFAULT_PER_BENCHMARK, benchmark: BenchmarkOption = None,
-               split_seed: SplitSeedOption = 0, accounting: AccountingOption = "deploy",
-               retriever: RetrieverOption = DEFAULT_RETRIEVER, as_json: JsonOption = False) -> None:
+               split_seed: SplitSeedOption = EvaluationSettings.split_seed,
+               accounting: AccountingOption = EvaluationSettings.accounting,
+               retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
     from forge_core.evaluation.fresh_online import FreshRequest
@@ -135,15 +143,16 @@ def eval_fresh(host: HostOption = "embedded", split: SplitOption = "test", arms:
 def eval_transfer(
     source: Annotated[str, typer.Option("--from", help="The source host: whose routers (trained on its data only).")],
     target: Annotated[str, typer.Option("--to", help="The target host: whose queries, outcomes and costs.")],
-    split: SplitOption = "test", arms: ArmsOption = 6, lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
-    lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT, split_seed: SplitSeedOption = 0,
+    split: SplitOption = EvaluationSettings.split, arms: ArmsOption = EvaluationSettings.n_arms,
+    lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+    split_seed: SplitSeedOption = EvaluationSettings.split_seed,
     calibrate: Annotated[Optional[list[int]], typer.Option(
         help="Also refit the transferred routers' last layers on K labelled target queries (repeatable: "
              "--calibrate 25 --calibrate 50 ...).")] = None,
     calibration_split: Annotated[str, typer.Option(
         help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
-    accounting: AccountingOption = "deploy", retriever: RetrieverOption = DEFAULT_RETRIEVER,
-    as_json: JsonOption = False,
+    accounting: AccountingOption = EvaluationSettings.accounting,
+    retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False,
 ) -> None:
     """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
     router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
@@ -161,10 +170,11 @@ def eval_transfer(
 @eval_app.callback()
 def eval_command(
     context: typer.Context,
-    host: HostOption = "embedded",
-    split: Annotated[Optional[str], typer.Option(help="Cached and fresh: dev or test (default test).")] = None,
+    host: HostOption = EvaluationSettings.host,
+    split: Annotated[Optional[str], typer.Option(
+        help=f"Cached and fresh: dev or test (default {EvaluationSettings.split}).")] = None,
     protocol: Annotated[str, typer.Option(help="cached, crossfit or fresh (or name it as a subcommand).")] = "cached",
-    arms: ArmsOption = 6,
+    arms: ArmsOption = EvaluationSettings.n_arms,
     lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN,
     lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
     policy: PolicyOption = None,
@@ -176,9 +186,9 @@ def eval_command(
     stage: Annotated[Optional[int], typer.Option(help="Crossfit: 1 (default) or 2.")] = None,
     stage2_steps: Annotated[Optional[int], typer.Option(
         help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
-    split_seed: SplitSeedOption = 0,
-    accounting: AccountingOption = "deploy",
-    retriever: RetrieverOption = DEFAULT_RETRIEVER,
+    split_seed: SplitSeedOption = EvaluationSettings.split_seed,
+    accounting: AccountingOption = EvaluationSettings.accounting,
+    retriever: RetrieverOption = EvaluationSettings.retriever,
     as_json: JsonOption = False,
 ) -> None:
     """`forge eval [--protocol P] ...`: the protocol's subcommand, with only the options it takes."""
@@ -203,15 +213,15 @@ def eval_command(
         eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or 1,
                       stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, **common)
     elif protocol == "fresh":
-        eval_fresh(split=split or "test", policy=policy, benchmark=benchmark,
+        eval_fresh(split=split or EvaluationSettings.split, policy=policy, benchmark=benchmark,
                    per_benchmark=DEFAULT_PER_BENCHMARK if per_benchmark is None else per_benchmark, **common)
     else:
-        eval_cached(split=split or "test", policy=policy, repeats=repeats, benchmark=benchmark, **common)
+        eval_cached(split=split or EvaluationSettings.split, policy=policy, repeats=repeats, benchmark=benchmark,
+                    **common)
 
 
 def _settings(host: str, split: str, arms: int, weights: CostWeights, policy: list[str] | None,
               benchmark: list[str] | None, split_seed: int, accounting: str, retriever: str) -> EvaluationSettings:
-    from forge_core.evaluation.setup import EvaluationSettings
 
     return EvaluationSettings(host, split, arms, weights, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
@@ -441,21 +451,20 @@ def _floats(text: str, option: str) -> list[float]:
 
 
 def sweep_command(
-    host: Annotated[str, typer.Option(help="Whose outcomes to use.")] = "embedded",
+    host: Annotated[str, typer.Option(help="Whose outcomes to use.")] = EvaluationSettings.host,
     lambda_in: Annotated[str, typer.Option(help="Comma-separated input-cost weights.")] = "0,0.1,0.3",
     lambda_out: Annotated[str, typer.Option(help="Comma-separated output-cost weights.")] = "0,0.2,0.5",
-    split: Annotated[str, typer.Option(help="dev or test.")] = "test",
-    arms: Annotated[int, typer.Option(help="Alphabet size.")] = 6,
+    split: Annotated[str, typer.Option(help="dev or test.")] = EvaluationSettings.split,
+    arms: Annotated[int, typer.Option(help="Alphabet size.")] = EvaluationSettings.n_arms,
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
-    accounting: AccountingOption = "deploy",
-    retriever: RetrieverOption = DEFAULT_RETRIEVER,
+    accounting: AccountingOption = EvaluationSettings.accounting,
+    retriever: RetrieverOption = EvaluationSettings.retriever,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
     Pareto frontier (a Stage-1 router is trained first at every point that has none)."""
     from forge_core.evaluation.cached import SweepRequest, run_sweep
-    from forge_core.evaluation.setup import EvaluationSettings
 
     grid = tuple((li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out"))
     settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,

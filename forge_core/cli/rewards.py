@@ -16,7 +16,7 @@ from forge_core.cli.output import (
     print_json,
     print_summary,
 )
-from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
+from forge_core.evaluation.audit_request import RewardAuditRequest
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
@@ -127,34 +127,34 @@ def consensus_command(
 
 @rewards_app.command("audit")
 def audit_command(
-    reward: Annotated[str, typer.Option(help="The proxy to audit: judge or consensus.")] = "consensus",
-    host: Annotated[str, typer.Option(help="Whose outcomes (they need gold answers).")] = "embedded",
+    reward: Annotated[str, typer.Option(help="The proxy to audit: judge or consensus.")] = RewardAuditRequest.reward,
+    host: Annotated[str, typer.Option(help="Whose outcomes (they need gold answers).")] = RewardAuditRequest.host,
     judge_key: Annotated[Optional[str], typer.Option(help="Judge rewards of this key (default: the newest).")] = None,
-    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = RewardAuditRequest.n_arms,
     lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = DEFAULT_LAMBDA_IN,
     lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
     router: Annotated[Optional[list[str]], typer.Option(
         help="Router trained on gold and on the proxy in every fold (repeatable: forge_lite, forge_full, "
-             "bge_bm25_kl; default forge_lite).")] = None,
+             f"bge_bm25_kl; default {', '.join(RewardAuditRequest.routers)}).")] = None,
     no_crossfit: Annotated[bool, typer.Option("--no-crossfit", help="Only the per-arm audit (seconds).")] = False,
-    folds: Annotated[int, typer.Option(help="Crossfit folds.")] = CROSSFIT_FOLDS,
+    folds: Annotated[int, typer.Option(help="Crossfit folds.")] = RewardAuditRequest.folds,
     grid: Annotated[bool, typer.Option("--grid", help="Also Stage 2 on gold or proxy rewards: the paper's "
-                                       "gold/gold, gold/proxy and proxy/proxy routers.")] = False,
+                                       "gold/gold, gold/proxy and proxy/proxy routers.")] = RewardAuditRequest.grid,
     stage2_steps: Annotated[Optional[int], typer.Option(
         help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, "
-             f"{CROSSFIT_STAGE2_STEPS}).")] = None,
+             f"{RewardAuditRequest.stage2_steps}).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
     whose proxy-best arm is gold-best, and the gold utility lost by routers trained on the proxy
     (`regret_vs_gold`, cross-fitted, with its paired 95% interval); with --grid, the paper's proxy
     table (Stage-1 reward / Stage-2 reward) against gold/gold."""
-    from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+    from forge_core.evaluation.proxy_audit import run_reward_audit
 
-    routers = () if no_crossfit else tuple(router or ("forge_lite",))
+    routers = () if no_crossfit else tuple(router or RewardAuditRequest.routers)
     request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms,
                                  weights=CostWeights(lambda_in, lambda_out), routers=routers, folds=folds, grid=grid,
-                                 stage2_steps=CROSSFIT_STAGE2_STEPS if stage2_steps is None else stage2_steps)
+                                 stage2_steps=RewardAuditRequest.stage2_steps if stage2_steps is None else stage2_steps)
     store = open_store()
     request.check(store)
     with counting_progress(transient=True) as progress:

@@ -23,7 +23,8 @@ import numpy as np
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, settings_context
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import check_evaluation, evaluation_setup, settings_context
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import EvalContext
 from forge_core.policies.grounding import gold_recall_matrix, grounding_summary

@@ -38,9 +38,9 @@ from forge_core.evaluation.oracle_measures import (
     stage2_minus_stage1,
     utility_matrix,
 )
-from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
-from forge_core.evaluation.setup import EvaluationSettings, check_evaluation
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, EvaluationSettings
+from forge_core.evaluation.setup import check_evaluation
+from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
 from forge_core.policies.baselines import FixedArm
@@ -79,20 +79,20 @@ REPORT_VERSION = 4  # layout of `crossfit_report`: bump when it changes (cached 
 class CrossfitSettings:
     """What a cross-fitted evaluation is asked for."""
 
-    host: str = "embedded"  # whose outcomes, features and policies
-    n_arms: int = 6  # alphabet size
+    host: str = EvaluationSettings.host  # whose outcomes, features and policies
+    n_arms: int = EvaluationSettings.n_arms  # alphabet size
     lambda_in: float = DEFAULT_LAMBDA_IN  # input-token cost weight
     lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
-    accounting: str = "deploy"  # what tuning, utilities and gains charge: every call ("deploy") or the answer's
+    accounting: str = EvaluationSettings.accounting  # what tuning, utilities and gains charge: "deploy" or "answer"
     folds: int = CROSSFIT_FOLDS  # number of folds (stratified by benchmark)
     stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
-    split_seed: int = 0  # seeds the fold and inner-dev assignment
+    split_seed: int = EvaluationSettings.split_seed  # seeds the fold and inner-dev assignment
     dev_fraction: float = DEV_FRACTION  # share of each training part (per benchmark) held out as inner dev
-    seed: int = 0  # router training seed
+    seed: int = EvaluationSettings.seed  # router training seed
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=lambda: Stage2Config(steps=CROSSFIT_STAGE2_STEPS))
     conditioning: CostConditioning | None = field(default_factory=CostConditioning)  # the *_cond routers (None: none)
-    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
+    retriever: str = EvaluationSettings.retriever  # whose evidence the Summary and Raw outcomes were made under
 
     @property
     def weights(self) -> CostWeights:

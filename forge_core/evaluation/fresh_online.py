@@ -33,8 +33,8 @@ import pandas as pd
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import retriever_fields
-from forge_core.evaluation.settings import DEFAULT_PER_BENCHMARK
-from forge_core.evaluation.setup import EvaluationSettings, EvaluationSetup, check_evaluation, evaluation_setup
+from forge_core.evaluation.settings import DEFAULT_PER_BENCHMARK, EvaluationSettings
+from forge_core.evaluation.setup import EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evidence.answering import load_retriever, score_arm_answer
 from forge_core.evidence.retrievers import retriever_config_for_hash
 from forge_core.hosts.base import HostConfig

@@ -18,22 +18,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from forge_core.errors import InvalidInput, MissingStep
+from forge_core.errors import MissingStep
+from forge_core.evaluation.audit_request import RewardAuditRequest
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
-from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import TrainedRouter, variants
-from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key, reward_matrix
+from forge_core.rewards.sources import JUDGE, latest_judge_key, reward_matrix
 from forge_core.routing.features import compute_features
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.routing.utility import CostWeights, pareto_utility
+from forge_core.routing.utility import pareto_utility
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config, Stage2Config
@@ -44,43 +43,6 @@ log = logging.getLogger(__name__)
 MIN_AUDIT_QUERIES = 10  # below this, correlations and intervals say nothing
 STAGE1_RECIPES = (("gold", None), ("proxy", None))  # (Stage-1 reward, Stage-2 reward): Stage 1 alone
 GRID_RECIPES = (("gold", "gold"), ("gold", "proxy"), ("proxy", "proxy"))  # the paper's proxy table
-
-
-@dataclass(frozen=True)
-class RewardAuditRequest:
-    """Which proxy to audit on which host, and the cross-fit of its routers."""
-
-    host: str = "embedded"
-    reward: str = "consensus"  # judge or consensus
-    judge_key: str | None = None  # judge rewards of this key (default: the newest)
-    n_arms: int = 6
-    weights: CostWeights = CostWeights()  # the cost weights of the utilities compared
-    routers: tuple[str, ...] = ("forge_lite",)  # routers trained on gold and on the proxy ("" none: no crossfit)
-    folds: int = CROSSFIT_FOLDS
-    split_seed: int = 0  # seeds the folds
-    seed: int = 0  # router training seed
-    max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
-    grid: bool = False  # also Stage 2 on gold or proxy rewards (the paper's gold/gold, gold/proxy, proxy/proxy)
-    stage2_steps: int = CROSSFIT_STAGE2_STEPS  # Stage-2 steps per fold and recipe (with grid)
-
-    def __post_init__(self) -> None:
-        check_reward_source(self.reward, proxies_only=True)
-        unknown = sorted(set(self.routers) - set(variants(TrainedRouter)))
-        if unknown:
-            raise InvalidInput(f"unknown router(s) {', '.join(unknown)} (known: {', '.join(variants(TrainedRouter))})")
-        if self.folds < 2:
-            raise InvalidInput(f"the audit's crossfit needs at least 2 folds, not {self.folds}")
-        if self.grid and not self.routers:
-            raise InvalidInput("the gold/proxy grid trains routers: name one (it cannot go with --no-crossfit)")
-        if self.stage2_steps < 1:
-            raise InvalidInput(f"Stage 2 needs at least 1 step, not {self.stage2_steps}")
-
-    def check(self, store: Store) -> None:
-        """Refuse a host without outcomes, or judge rewards that were never computed."""
-        if self.host not in store.hosts_with_outcomes():
-            raise MissingStep(f"host '{self.host}' has no stored outcomes: run `forge enumerate --host {self.host}`")
-        if self.reward == JUDGE and self.judge_key is None:
-            latest_judge_key(store, self.host)
 
 
 def audit_context(store: Store, request: RewardAuditRequest) -> tuple[EvalContext, np.ndarray]:

@@ -13,7 +13,8 @@ import numpy as np
 
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.policies.base import Policy
 from forge_core.policies.conditioned import conditioned_policies
 from forge_core.policies.context import EvalContext, evaluation_context
@@ -21,7 +22,6 @@ from forge_core.policies.registry import (
     Baseline,
     TrainedRouter,
     build_baselines,
-    check_policy_names,
     has_dev_fallback,
     registered,
     variants,
@@ -29,39 +29,11 @@ from forge_core.policies.registry import (
 from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
-from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
 from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
 
 log = logging.getLogger(__name__)
-
-EVALUATED_SPLITS = ("dev", "test")
-
-
-@dataclass(frozen=True)
-class EvaluationSettings:
-    """What an evaluation is asked for; every protocol (Cached, repeated, sweep, Fresh Online)
-    takes one."""
-
-    host: str = "embedded"  # whose outcomes, features and routers
-    split: str = "test"  # the split evaluated (dev or test)
-    n_arms: int = 6  # alphabet size: 3, 6 or 12
-    weights: CostWeights = CostWeights()  # the cost weights
-    policy_names: tuple[str, ...] | None = None  # only these policies (default: every one)
-    split_seed: int = 0  # which of the three train/dev/test splits
-    seed: int = 0  # training seed of routers fitted on the fly
-    benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
-    accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
-    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
-
-    def __post_init__(self) -> None:
-        check_accounting(self.accounting)
-        if self.split not in EVALUATED_SPLITS:
-            raise InvalidInput(f"the evaluated split is dev or test, not '{self.split}' (routers and baselines "
-                             "are fitted on train)")
-        check_policy_names(self.policy_names or ())
-
 
 def check_evaluation(store: Store, settings: EvaluationSettings) -> None:
     """Refuse, with a one-line `ForgeError`, settings the store cannot evaluate: unknown

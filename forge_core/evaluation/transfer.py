@@ -40,8 +40,8 @@ import torch
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import retriever_fields
-from forge_core.evaluation.setup import EvaluationSettings, check_evaluation, evaluation_setup, router_policies
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import check_evaluation, evaluation_setup, router_policies
 from forge_core.policies.baselines import FixedArm, Oracle
 from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
@@ -70,15 +70,15 @@ class TransferRequest:
 
     source_host: str  # whose routers (trained on its data only)
     target_host: str  # whose queries, outcomes, probes and costs
-    n_arms: int = 6  # alphabet size, the same on both hosts
-    weights: CostWeights = CostWeights()  # the cost weights
-    split: str = "test"  # the target split evaluated (dev or test)
-    split_seed: int = 0  # which train/dev/test split, on both hosts
-    accounting: str = "deploy"  # "deploy": every call a decision needs; "answer": the answering call only
+    n_arms: int = EvaluationSettings.n_arms  # alphabet size, the same on both hosts
+    weights: CostWeights = EvaluationSettings.weights  # the cost weights
+    split: str = EvaluationSettings.split  # the target split evaluated (dev or test)
+    split_seed: int = EvaluationSettings.split_seed  # which train/dev/test split, on both hosts
+    accounting: str = EvaluationSettings.accounting  # "deploy": every call a decision needs; "answer": the answer
     calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
     calibration_split: str = "train"  # the target split calibration queries are drawn from
     store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
-    retriever: str = DEFAULT_RETRIEVER  # whose evidence both hosts' Summary and Raw outcomes were made under
+    retriever: str = EvaluationSettings.retriever  # whose evidence both hosts' Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         if self.source_host == self.target_host:

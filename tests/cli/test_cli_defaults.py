@@ -1,8 +1,8 @@
 """A knob is declared once: every `forge` option default equals the default of the request or
-config field it feeds (for the commands that build `TrainRequest`, `EnumerationPlan`, `JudgeRequest`
-and `CalibrationRequest`, every option is accounted for), and the command line starts without
-importing torch, sklearn or scipy (it reads its defaults from the torch-free settings and request
-modules)."""
+config field it feeds (for the commands that build `TrainRequest`, `EnumerationPlan`, `JudgeRequest`,
+`CalibrationRequest`, `EvaluationSettings` and `RewardAuditRequest`, every option is accounted for),
+and the command line starts without importing torch, sklearn or scipy (it reads its defaults from the
+torch-free settings and request modules)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ import typer
 from forge_core.cli import app
 from forge_core.enumeration.batch_api import run_batches
 from forge_core.enumeration.planning import EnumerationPlan, parse_shard
+from forge_core.evaluation.audit_request import RewardAuditRequest
+from forge_core.evaluation.cached import CachedRequest, SweepRequest
 from forge_core.evaluation.calibration import CalibrationRequest
 from forge_core.evaluation.crossfit import CrossfitSettings
 from forge_core.evaluation.fresh_online import FreshRequest
-from forge_core.evaluation.proxy_audit import RewardAuditRequest
-from forge_core.evaluation.setup import EvaluationSettings
+from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.retrievers import RetrieverConfig
 from forge_core.hosts.base import HostConfig
@@ -31,7 +32,9 @@ from forge_core.routing.conditioning import CostConditioning
 from forge_core.training.request import TrainRequest
 
 EVALUATION = {"host": "host", "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in",
-              "lambda_out": "weights.lambda_out", "split_seed": "split_seed", "accounting": "accounting"}
+              "lambda_out": "weights.lambda_out", "policy": "policy_names", "benchmark": "benchmarks",
+              "split_seed": "split_seed", "accounting": "accounting", "retriever": "retriever"}
+IN_SETTINGS = {option: f"settings.{path}" for option, path in EVALUATION.items()}  # a request holding settings
 JUDGING = {"host": "host", "judge_host": "judge_host", "benchmark": "benchmarks", "split": "split", "limit": "limit",
            "arms": "n_arms", "concurrency": "concurrency", "split_seed": "split_seed"}
 
@@ -50,14 +53,16 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("eval", "crossfit"): (CrossfitSettings, {
         "host": "host", "arms": "n_arms", "lambda_in": "lambda_in", "lambda_out": "lambda_out", "folds": "folds",
         "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting",
-        "warm_arms": "stage1.warm_start_arms"}),
-    ("eval", "cached"): (EvaluationSettings, EVALUATION),
-    ("eval", "fresh"): (FreshRequest, {"per_benchmark": "per_benchmark"}
-                        | {option: f"settings.{path}" for option, path in EVALUATION.items()}),
-    ("eval", "transfer"): (TransferRequest, {option: path for option, path in EVALUATION.items() if option != "host"}
-                           | {"calibration_split": "calibration_split"}),
+        "warm_arms": "stage1.warm_start_arms", "retriever": "retriever"}),
+    ("eval", "cached"): (CachedRequest, {"repeats": "repeats"} | IN_SETTINGS),
+    ("eval", "fresh"): (FreshRequest, {"per_benchmark": "per_benchmark"} | IN_SETTINGS),
+    ("eval", "transfer"): (TransferRequest, {
+        "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in", "lambda_out": "weights.lambda_out",
+        "split_seed": "split_seed", "calibration_split": "calibration_split", "accounting": "accounting",
+        "retriever": "retriever"}),
     ("eval",): (EvaluationSettings, {option: path for option, path in EVALUATION.items() if option != "split"}),
-    ("sweep",): (EvaluationSettings, {"host": "host", "split": "split", "arms": "n_arms", "accounting": "accounting"}),
+    ("sweep",): (SweepRequest, {option: path for option, path in IN_SETTINGS.items()
+                                if option not in ("lambda_in", "lambda_out", "split_seed")}),
     ("calibrate",): (CalibrationRequest, {
         "budget_tokens": "budget_tokens", "min_f1": "min_f1", "ratio": "ratio", "variant": "variant", "host": "host",
         "folds": "folds", "split_seed": "split_seed", "accounting": "accounting", "retriever": "retriever"}),
@@ -65,7 +70,7 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("rewards", "support"): (JudgeRequest, JUDGING),
     ("rewards", "audit"): (RewardAuditRequest, {
         "reward": "reward", "host": "host", "arms": "n_arms", "lambda_in": "weights.lambda_in",
-        "lambda_out": "weights.lambda_out", "folds": "folds"}),
+        "lambda_out": "weights.lambda_out", "folds": "folds", "judge_key": "judge_key", "grid": "grid"}),
     ("enumerate",): (EnumerationPlan, {
         "split": "split", "arms": "n_arms", "probes": "probes", "limit": "limit", "per_benchmark": "per_benchmark",
         "max_calls": "max_calls", "max_tokens": "max_tokens", "split_seed": "split_seed",
@@ -93,6 +98,17 @@ NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
     ("rewards", "judge"): {"as_json"},
     ("rewards", "support"): {"as_json"},
     ("calibrate",): {"as_json"},
+    ("eval",): {"protocol", "split", "repeats", "per_benchmark", "folds", "stage",  # the older spelling: None
+                "stage2_steps", "as_json"},  # or False, the protocol subcommand's default (checked there)
+    ("eval", "cached"): {"as_json"},
+    ("eval", "crossfit"): {"as_json"},
+    ("eval", "fresh"): {"as_json"},
+    ("eval", "transfer"): {"source", "target",  # required (no default)
+                           "calibrate", "as_json"},  # None: no calibration, the field's ()
+    ("sweep",): {"lambda_in", "lambda_out",  # the grid: the CLI's own (a request always names its grid)
+                 "as_json"},
+    ("rewards", "audit"): {"router", "stage2_steps",  # None: the field's default
+                           "no_crossfit", "as_json"},  # no routers; how to print
 }
 
 
@@ -126,8 +142,8 @@ def test_option_defaults_equal_the_fields_they_feed(path: tuple[str, ...]) -> No
 
 @pytest.mark.parametrize("path", NOT_FIELD_DEFAULTS, ids=" ".join)
 def test_every_option_of_a_request_command_is_accounted_for(path: tuple[str, ...]) -> None:
-    """A new option of `forge train`, `enumerate`, `rewards judge|support` or `calibrate` is either
-    checked against the field it feeds or named above with its reason."""
+    """A new option of `forge train`, `enumerate`, `rewards judge|support|audit`, `calibrate`, `eval`
+    or `sweep` is either checked against the field it feeds or named above with its reason."""
     options, fed = set(option_defaults(path)), set(FED_FIELDS[path][1])
     assert fed & NOT_FIELD_DEFAULTS[path] == set()
     unchecked = options - fed - NOT_FIELD_DEFAULTS[path]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from forge_core.evaluation.cached import evaluate
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation, router_policies
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluation, router_policies
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing.checkpoints import load_checkpoint

@@ -14,7 +14,8 @@ from forge_core import cli
 from forge_core.arms import DIRECT_NO_THINK, RAW_NO_THINK
 from forge_core.errors import MissingStep
 from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_identity, crossfit_run_id
-from forge_core.evaluation.setup import EvaluationSettings, router_policies, settings_context
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import router_policies, settings_context
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import evaluation_context

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from forge_core.evaluation.fresh_online import FreshRequest, run_fresh
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing.utility import CostWeights

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
+from forge_core.evaluation.audit_request import RewardAuditRequest
+from forge_core.evaluation.proxy_audit import run_reward_audit
 from forge_core.records import RewardOutcome
 from forge_core.store import Store, utc_now
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from forge_core.evaluation import setup
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluations
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluations
 
 
 def test_features_are_computed_once_per_host_benchmarks_and_retriever(monkeypatch) -> None:

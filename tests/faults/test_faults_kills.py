@@ -55,7 +55,8 @@ import pytest
 from forge_core import jobs
 from forge_core.data.importers import BENCHMARK_FILES
 from forge_core.data.importing import import_benchmarks
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing.features import compute_features

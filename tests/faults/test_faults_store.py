@@ -70,7 +70,8 @@ def test_a_store_of_an_older_schema_is_migrated(tmp_path: Path) -> None:
 
 
 def test_a_damaged_checkpoint_is_refused_by_its_id_and_the_rest_stay_usable(trained_store, tmp_path: Path) -> None:
-    from forge_core.evaluation.setup import EvaluationSettings, train_missing_routers
+    from forge_core.evaluation.settings import EvaluationSettings
+    from forge_core.evaluation.setup import train_missing_routers
 
     store = copy_store(trained_store[0], tmp_path)
     train_missing_routers(store, EvaluationSettings("synthetic-host"))

@@ -13,7 +13,8 @@ import pytest
 
 from forge_core.evaluation.cached import evaluate
 from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit, seed_spread
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.policies.baselines import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
 from forge_core.policies.context import Decisions, evaluation_context
 from forge_core.policies.outcomes import score_decisions

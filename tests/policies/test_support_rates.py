@@ -54,7 +54,7 @@ def store(outcome_store, tmp_path) -> Store:
 
 def test_pareto_points_give_each_policy_its_own_rate_and_name_the_evaluator(store) -> None:
     from forge_core.evaluation.cached import CachedRequest, pareto_points
-    from forge_core.evaluation.setup import EvaluationSettings
+    from forge_core.evaluation.settings import EvaluationSettings
 
     request = CachedRequest(EvaluationSettings(HOST, "test", weights=CostWeights(0.1, 0.2)), checkpoints=())
     empty = pareto_points(store, request)
@@ -83,7 +83,8 @@ def test_the_cached_report_has_the_rates_beside_gold_recall_and_its_evaluator(st
     import json
 
     from forge_core.evaluation.cached import evaluate
-    from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+    from forge_core.evaluation.settings import EvaluationSettings
+    from forge_core.evaluation.setup import prepare_evaluation
 
     settings = EvaluationSettings(HOST, split="test", policy_names=("always_raw", "always_direct", "always_summary"))
     prepare_evaluation(store, settings)  # the routers the setup loads

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from forge_core import cli
 from forge_core.evaluation.cached import CachedRequest
-from forge_core.evaluation.setup import EvaluationSettings, router_policies
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import router_policies
 from forge_core.policies.context import evaluation_context
 from forge_core.policies.registry import TrainedRouter, variants
 from forge_core.reports.tables import pareto_report

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from forge_core.evaluation.cached import CachedRequest
-from forge_core.evaluation.setup import EvaluationSettings
+from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.policies.registry import build_baselines

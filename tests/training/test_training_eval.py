@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from forge_core.evaluation.cached import evaluate
-from forge_core.evaluation.setup import EvaluationSettings, prepare_evaluation
+from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.routing.checkpoints import CheckpointError, load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
@@ -270,7 +271,7 @@ def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
 
 def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
     from forge_core.evaluation.cached import CachedRequest, pareto_points
-    from forge_core.evaluation.setup import EvaluationSettings
+    from forge_core.evaluation.settings import EvaluationSettings
 
     def points(weights: CostWeights, by_benchmark: bool = False) -> dict:
         settings = EvaluationSettings(HOST, "test", weights=weights)
