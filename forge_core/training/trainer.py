@@ -53,14 +53,13 @@ from forge_core.routing.utility import (
     oracle_actions,
 )
 from forge_core.store import Store, job_run, utc_now
-from forge_core.training.settings import Stage1Config, Stage2Config, check_warm_start
+from forge_core.training.settings import VARIANTS, Stage1Config, Stage2Config, check_warm_start
 from forge_core.training.stage1 import train_stage1
 from forge_core.training.stage2 import table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("full", "lite", "bge")
 # fields of a stored training request renamed since: old name -> new name (older job rows still load)
 RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
 RENAMED_STAGE1_FIELDS = {"arms": "warm_start_arms"}
