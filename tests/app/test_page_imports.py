@@ -1,6 +1,6 @@
-"""Pages that draw stored results import no training stack: torch (and, for the Overview, sklearn and
-scipy.stats) are loaded by the functions that train, score or fit, on first use, not by importing
-a page's modules (seconds of CPU on every app start: the first render of whichever page opens first)."""
+"""Pages that draw stored results import no training stack: torch, sklearn and scipy.stats are
+loaded by the functions that train, score or fit, on first use, not by importing a page's modules
+(seconds of CPU on every app start: the first render of whichever page opens first)."""
 
 from __future__ import annotations
 
