@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from forge_core.evaluation.transfer import TransferRequest
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
-    from forge_core.reports.reliability import Reliability
+    from forge_core.reports.reliability import Reliability, ReliabilityBase
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -388,14 +388,23 @@ def reliability(store: Store, version: int, checkpoint_id: str,
     """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
     or why there is none (a one-line reason: no test split, no outcomes); kept under the cache
     directory (`pareto/`: the Pareto page's first ones are computed there by `forge store load-demo`)."""
-    from forge_core.reports.reliability import checkpoint_reliability
+    from forge_core.reports.reliability import reliability_at
     from forge_core.reports.view_cache import reliability_view
 
     try:
         return reliability_view(store, checkpoint_id, weights, config.cache_dir(),
-                                lambda: checkpoint_reliability(store, checkpoint_id, weights))
+                                lambda: reliability_at(reliability_base(store, version, checkpoint_id), weights))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def reliability_base(store: Store, version: int, checkpoint_id: str) -> ReliabilityBase:
+    """The weight-free part of a checkpoint's reliability table (its test queries, features and loaded
+    router), loaded once per store version and shared by every weight the sliders visit."""
+    from forge_core.reports.reliability import reliability_base as load_base
+
+    return load_base(store, checkpoint_id)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

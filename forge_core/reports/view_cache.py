@@ -15,6 +15,7 @@ result that no longer matches the store is simply never read."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -80,7 +81,7 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> di
     routers = [policy.checkpoint_id for settings in request.evaluations()
                for policy in router_policies(store, settings)]
     key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
-        "request": _request_identity(store, request), "routers": routers, "rows": store.table_counts()})
+        "request": _request_identity(store, request), "routers": routers, "rows": _row_counts(store)})
     path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
     return cached_file(path, lambda: run_transfer(store, request), lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
@@ -92,7 +93,7 @@ def reward_audit_view(store: Store, host: str, reward: str, n_arms: int, weights
     host at these weights, computed once and kept under `cache_dir` (`audit/`) in a file named by
     its inputs and the store's row counts."""
     key = canonical_hash("reward-audit", AUDIT_VIEW_VERSION, {
-        "host": host, "reward": reward, "n_arms": n_arms, "weights": weights.to_dict(), "rows": store.table_counts()})
+        "host": host, "reward": reward, "n_arms": n_arms, "weights": weights.to_dict(), "rows": _row_counts(store)})
 
     def compute() -> dict:
         from forge_core.evaluation.proxy_audit import RewardAuditRequest, run_reward_audit
@@ -114,7 +115,7 @@ def pareto_view(store: Store, request: CachedRequest, by_benchmark: bool, cache_
 
     identity = {"request": dataclasses.asdict(request), "by_benchmark": by_benchmark,
                 "retriever_hash": evaluated_retriever_hash(store, request.settings.host, request.settings.retriever),
-                "rows": store.table_counts()}
+                "rows": _row_counts(store)}
     key = canonical_hash("pareto-view", PARETO_VIEW_VERSION, identity)
     return cached_file(Path(cache_dir) / PARETO_CACHE / f"points-{key[:20]}.parquet", compute, pd.read_parquet,
                        lambda file, frame: frame.to_parquet(file, index=False))
@@ -130,7 +131,7 @@ def reliability_view(store: Store, checkpoint_id: str, weights: CostWeights | No
     from forge_core.reports.reliability import Reliability
 
     identity = {"checkpoint": checkpoint_id, "weights": weights.to_dict() if weights else None,
-                "rows": store.table_counts()}
+                "rows": _row_counts(store)}
     key = canonical_hash("reliability-view", PARETO_VIEW_VERSION, identity)
 
     def read(file: Path) -> Reliability:
@@ -200,6 +201,23 @@ def _first_views(store: Store, host: str, cache_dir: Path) -> None:
         _pareto_views(store, host, cache_dir)
     except MissingStep as missing:
         log.info("precompute: %s", missing)
+
+
+def _row_counts(store: Store) -> dict[str, int]:
+    """The store's row counts (part of every view's name), counted once per version of the store
+    file and its write-ahead log (a slider step names a view without counting again)."""
+    versions = []
+    for path in (store.path, store.path.with_name(store.path.name + ".wal")):
+        try:
+            versions.append(path.stat().st_mtime_ns)
+        except OSError:
+            versions.append(0)
+    return dict(_counted(str(store.path), tuple(versions)))
+
+
+@functools.lru_cache(maxsize=4)
+def _counted(path: str, versions: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
+    return tuple(Store(path).table_counts().items())
 
 
 def _request_identity(store: Store, request: TransferRequest) -> dict:
