@@ -60,9 +60,9 @@ def demo_questions(store: Store, host: str, checkpoint_id: str, split: str = "te
 def demo_questions_view(store: Store, host: str, checkpoint_id: str, cache_dir: Path) -> list[DemoQuestion]:
     """`demo_questions` of the host under a cost-conditioned checkpoint (test split, the default
     limit and ladder), computed once and kept under `cache_dir` (`demo/`) in a file named by the
-    host, the checkpoint and the store's row counts."""
+    host, the checkpoint and the store's row counts and `Store.outcomes_written`."""
     key = canonical_hash("demo-questions", DEMO_VIEW_VERSION, {"host": host, "checkpoint": checkpoint_id,
-                                                               "rows": store.table_counts()})
+                                                               "rows": store.table_counts() | store.outcomes_written()})
     path = Path(cache_dir) / DEMO_CACHE / f"{key[:20]}.json"
     return cached_file(path, lambda: demo_questions(store, host, checkpoint_id),
                        lambda file: [DemoQuestion(**{**row, "arms": tuple(row["arms"])})

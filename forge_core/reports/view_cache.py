@@ -203,9 +203,10 @@ def _first_views(store: Store, host: str, cache_dir: Path) -> None:
         log.info("precompute: %s", missing)
 
 
-def _row_counts(store: Store) -> dict[str, int]:
-    """The store's row counts (part of every view's name), counted once per version of the store
-    file and its write-ahead log (a slider step names a view without counting again)."""
+def _row_counts(store: Store) -> dict[str, int | str]:
+    """The store's row counts and `outcomes_written` (part of every view's name, so a view of other
+    rows is never read), counted once per version of the store file and its write-ahead log (a
+    slider step names a view without counting again)."""
     versions = []
     for path in (store.path, store.path.with_name(store.path.name + ".wal")):
         try:
@@ -216,8 +217,9 @@ def _row_counts(store: Store) -> dict[str, int]:
 
 
 @functools.lru_cache(maxsize=4)
-def _counted(path: str, versions: tuple[int, ...]) -> tuple[tuple[str, int], ...]:
-    return tuple(Store(path).table_counts().items())
+def _counted(path: str, versions: tuple[int, ...]) -> tuple[tuple[str, int | str], ...]:
+    store = Store(path)
+    return tuple((store.table_counts() | store.outcomes_written()).items())
 
 
 def _request_identity(store: Store, request: TransferRequest) -> dict:
