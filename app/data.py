@@ -377,9 +377,17 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     across app restarts, store writes and weights."""
     from forge_core.reports.action_map import compute_action_map
 
-    compute_features(store, host)
+    features_ready(store, version, host)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
+
+
+@st.cache_data(show_spinner="Computing missing features…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def features_ready(store: Store, version: int, host: str) -> bool:
+    """The host's missing features computed, checked once per store version (`version`: see
+    `store_version`; a slider step does not look again)."""
+    compute_features(store, host)
+    return True
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
