@@ -8,14 +8,13 @@ shows up in the list below.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pandas as pd
 import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
-from forge_core.rewards.judge_job import JudgeRequest, plan_judging, stored_reward_key
+from forge_core.rewards.judge_job import plan_judging, stored_reward_key
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.store import Store
 from forge_core.training.checkpoint_views import (
     DEV_METRICS,
@@ -24,9 +23,7 @@ from forge_core.training.checkpoint_views import (
     reproduces_stored_checkpoint,
     training_curves,
 )
-
-if TYPE_CHECKING:  # the trainer imports torch: the panel loads it only to read a run's request
-    from forge_core.training.trainer import TrainRequest
+from forge_core.training.request import TrainRequest
 
 REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab
@@ -76,15 +73,8 @@ def runs_panel(store: Store, checkpoints: int) -> None:
                 hide_index=True)
 
 
-def _train_request(row: dict) -> TrainRequest:
-    """The training request a job row stored."""
-    from forge_core.training.trainer import TrainRequest
-
-    return TrainRequest.from_dict(row["params"])
-
-
 def _job_label(row: dict, progress: jobs.JobProgress) -> str:
-    request = _train_request(row)
+    request = TrainRequest.from_dict(row["params"])
     return (f"{progress.job_id}: stage {request.stage}, {request.variant}, {request.host}, "
             f"{request.n_arms} arms ({progress.status}, {row['started_at']:%Y-%m-%d %H:%M})")
 
@@ -108,7 +98,7 @@ def _rerun_when_watched_job_ends(rows: list[tuple[dict, jobs.JobProgress]]) -> N
 
 
 def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
-    request = _train_request(row)
+    request = TrainRequest.from_dict(row["params"])
     unit = "steps" if request.stage == 2 else "epochs"
     logs = data.job_logs(store, row["job_id"])
     with st.container(border=True):

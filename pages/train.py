@@ -11,7 +11,7 @@ from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.jobs import stage2_log_every
 from forge_core.reports.tables import reward_audit_table
-from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
@@ -23,7 +23,8 @@ from forge_core.training.checkpoint_views import (
     lineage_diff,
     metrics_comparison,
 )
-from forge_core.training.settings import LOSS_TYPES, VARIANTS, Stage1Config, Stage2Config
+from forge_core.training.request import VARIANTS, TrainRequest
+from forge_core.training.settings import LOSS_TYPES, Stage1Config, Stage2Config
 
 VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge": "BGE+BM25 (baseline)"}
 NEWEST_PARENT = "newest matching Stage-1 checkpoint"
@@ -94,8 +95,6 @@ with st.form("run", enter_to_submit=False):
     submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 
 if submitted:
-    from forge_core.training.trainer import TrainRequest  # imports torch: only when a run starts
-
     if stage == 1:
         request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
                                lambda_out=lambda_out, reward=reward, stage1=Stage1Config(

@@ -14,8 +14,6 @@ from typing import Literal
 
 from forge_core.errors import InvalidInput
 
-VARIANTS = ("full", "lite", "bge")  # a router's features: Full (host probes), Lite (none), BGE+BM25 (the baseline)
-
 LOSS_TYPES = ("grpo", "dr_grpo", "rloo", "dpo")  # Stage 2's policy losses (`Stage2Config.loss_type`)
 
 
