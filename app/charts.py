@@ -182,6 +182,8 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
         figure.add_trace(trace)
     if by_benchmark:
         figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    else:
+        _oracle_off_the_axis(figure, points)
     height = 420 * ((len(facets) + 2) // 3) if by_benchmark else 560
     figure.update_layout(height=height, margin={"t": 40}, legend_title_text="",
                          coloraxis_colorbar={"title": "utility"})
@@ -213,6 +215,7 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
                                 line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
     figure.update_layout(height=560, margin={"t": 40}, xaxis_title=COST_LABEL,
                          yaxis_title="F1 (macro over benchmarks)")
+    _oracle_off_the_axis(figure, points)
     _legend_below(figure, len(figure.data))
     return figure
 
@@ -279,12 +282,14 @@ def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
 
 
 def _oracle_off_the_axis(figure: go.Figure, frame: pd.DataFrame) -> None:
-    """Fit the F1 axis to the deployable policies' intervals, so an oracle far above them does not
-    squeeze them into one band: the oracle is then pinned at the top edge with its F1 written."""
+    """Fit the F1 axis to the deployable policies' points (their intervals, where the frame has
+    them), so an oracle far above them does not squeeze them into one band: the oracle is then
+    pinned at the top edge with its F1 written."""
     deployable, oracle = frame[frame["kind"] != "oracle"], frame[frame["kind"] == "oracle"]
     if deployable.empty or oracle.empty:
         return
-    low, high = float(deployable["f1_low"].min()), float(deployable["f1_high"].max())
+    low_column, high_column = ("f1_low", "f1_high") if "f1_low" in frame.columns else ("macro_f1", "macro_f1")
+    low, high = float(deployable[low_column].min()), float(deployable[high_column].max())
     pad = 0.08 * max(high - low, 1e-3)
     top = high + pad
     if float(oracle["macro_f1"].max()) <= top:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from forge_core.evaluation.transfer import TransferRequest
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
-    from forge_core.reports.reliability import Reliability
+    from forge_core.reports.reliability import Reliability, ReliabilityBase
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -212,10 +212,11 @@ def conditioned_checkpoints(store: Store, host: str, n_arms: int, retriever: str
                hash_funcs=STORE_KEY)
 def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str) -> list[DemoQuestion]:
     """Stored test questions whose arm under the conditioned checkpoint changes with the weights
-    (`version`: see `store_version`)."""
-    from forge_core.reports.demo_questions import demo_questions
+    (`version`: see `store_version`), kept under the cache directory (`demo/`: the default router's
+    are computed there by `forge store load-demo`)."""
+    from forge_core.reports.demo_questions import demo_questions_view
 
-    return demo_questions(store, host, checkpoint_id)
+    return demo_questions_view(store, host, checkpoint_id, config.cache_dir())
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -274,18 +275,25 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: bool) -> pd.DataFrame:
     """Every policy's cost/quality point and the frontier of a Cached request, as the Cached protocol
-    scores it (`version`: see `store_version`)."""
-    from threadpoolctl import threadpool_limits
-
-    from forge_core.training.threads import one_torch_thread
+    scores it (`version`: see `store_version`), kept under the cache directory (`pareto/`: the page's
+    first request is computed there by `forge store load-demo`)."""
+    from forge_core.reports.view_cache import pareto_view
 
     settings = request.settings
-    base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
-    # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
-    # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
-    # threads, under 0.1 s on one).
-    with one_torch_thread(), threadpool_limits(1):
-        return tables.pareto_report(store, request, by_benchmark, base)
+
+    def compute() -> pd.DataFrame:
+        from threadpoolctl import threadpool_limits
+
+        from forge_core.training.threads import one_torch_thread
+
+        base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
+        # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
+        # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
+        # threads, under 0.1 s on one).
+        with one_torch_thread(), threadpool_limits(1):
+            return tables.pareto_report(store, request, by_benchmark, base)
+
+    return pareto_view(store, request, by_benchmark, config.cache_dir(), compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
@@ -304,7 +312,13 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
 def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, weights: CostWeights,
                  routers: tuple[str, ...] = ()) -> dict:
     """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
-    (seconds), or with `routers` cross-fitted on gold and on the proxy too (a minute or so)."""
+    (seconds; kept under the cache directory, `audit/`, where `forge store load-demo` computes the
+    consensus reward's at the default weights), or with `routers` cross-fitted on gold and on the
+    proxy too (a minute or so)."""
+    if not routers:
+        from forge_core.reports.view_cache import reward_audit_view
+
+        return reward_audit_view(store, host, reward, n_arms, weights, config.cache_dir())
     from forge_core.evaluation.audit_request import RewardAuditRequest
     from forge_core.evaluation.proxy_audit import run_reward_audit
 
@@ -364,22 +378,42 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     across app restarts, store writes and weights."""
     from forge_core.reports.action_map import compute_action_map
 
-    compute_features(store, host)
+    features_ready(store, version, host)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
+
+
+@st.cache_data(show_spinner="Computing missing features…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def features_ready(store: Store, version: int, host: str) -> bool:
+    """The host's missing features computed, checked once per store version (`version`: see
+    `store_version`; a slider step does not look again)."""
+    compute_features(store, host)
+    return True
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def reliability(store: Store, version: int, checkpoint_id: str,
                 weights: CostWeights | None = None) -> Reliability | str:
     """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
-    or why there is none (a one-line reason: no test split, no outcomes)."""
-    from forge_core.reports.reliability import checkpoint_reliability
+    or why there is none (a one-line reason: no test split, no outcomes); kept under the cache
+    directory (`pareto/`: the Pareto page's first ones are computed there by `forge store load-demo`)."""
+    from forge_core.reports.reliability import reliability_at
+    from forge_core.reports.view_cache import reliability_view
 
     try:
-        return checkpoint_reliability(store, checkpoint_id, weights)
+        return reliability_view(store, checkpoint_id, weights, config.cache_dir(),
+                                lambda: reliability_at(reliability_base(store, version, checkpoint_id), weights))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def reliability_base(store: Store, version: int, checkpoint_id: str) -> ReliabilityBase:
+    """The weight-free part of a checkpoint's reliability table (its test queries, features and loaded
+    router), loaded once per store version and shared by every weight the sliders visit."""
+    from forge_core.reports.reliability import reliability_base as load_base
+
+    return load_base(store, checkpoint_id)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -3,9 +3,10 @@
 Copies a store (default: FORGE_STORE, e.g. one made by `forge store load-demo`), starts `forge app`
 on the copy with an empty result cache (a new app process, and a new cache directory holding only
 what `forge store load-demo` puts there: the demo export's Action map arrays and the views it
-precomputes (`forge_core.reports.view_cache`: crossfit reports, the decision at the default weights,
-whose fold routers, trained once per crossfit run by load-demo, are linked from the current cache
-like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
+precomputes (`forge_core.reports.view_cache`: crossfit reports, gold recall, the consensus audit, the
+demo questions, the Pareto points and reliability tables at the default request, the decision at the
+default weights, whose fold routers, trained once per crossfit run by load-demo, are linked from the
+current cache like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
 Debian's chromium (Playwright) and times it from navigation until its title is drawn and the script
 is done. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
 (`bench/slider_step.py`'s step check).

@@ -13,7 +13,17 @@ N_BOOTSTRAP = 1000
 
 def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
     """Mean over benchmarks of the per-benchmark means."""
-    return float(np.mean([values[benchmarks == b].mean() for b in np.unique(benchmarks)]))
+    return macro_over(values, benchmark_masks(benchmarks))
+
+
+def benchmark_masks(benchmarks: np.ndarray) -> list[np.ndarray]:
+    """One row mask per benchmark, in `np.unique` order (for many `macro_over` calls on the same rows)."""
+    return [benchmarks == b for b in np.unique(benchmarks)]
+
+
+def macro_over(values: np.ndarray, masks: list[np.ndarray]) -> float:
+    """`macro` with the benchmarks' row masks given (`benchmark_masks`)."""
+    return float(np.mean([values[mask].mean() for mask in masks]))
 
 
 

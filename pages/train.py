@@ -9,8 +9,8 @@ from app import charts, data, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
-from forge_core.evaluation.proxy_audit import reward_audit_table
 from forge_core.jobs import stage2_log_every
+from forge_core.reports.tables import reward_audit_table
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT

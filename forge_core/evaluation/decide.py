@@ -18,6 +18,7 @@ question is answered again in well under a second, without importing torch.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from forge_core.evaluation.file_cache import cached_file
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import benchmark_masks, macro_over, paired_bootstrap_ci
 from forge_core.store import Store
 
 if TYPE_CHECKING:
@@ -63,7 +64,15 @@ def conditioned_run(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER)
 
 
 def _interval(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray) -> list[float]:
-    return [float(value) for value in paired_bootstrap_ci(a, b, benchmarks)]
+    """The paired bootstrap interval of a - b, kept by content: from one slider step to the next,
+    the fixed arms' F1 and tokens against the same best fixed arm repeat exactly."""
+    return list(_kept_interval(a.astype(np.float64).tobytes(), b.astype(np.float64).tobytes(), tuple(benchmarks)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_interval(a: bytes, b: bytes, benchmarks: tuple[str, ...]) -> tuple[float, float]:
+    low, high = paired_bootstrap_ci(np.frombuffer(a), np.frombuffer(b), np.array(benchmarks))
+    return float(low), float(high)
 
 
 def decide_from_outcomes(outcomes: pd.DataFrame) -> dict:
@@ -73,12 +82,13 @@ def decide_from_outcomes(outcomes: pd.DataFrame) -> dict:
     per_policy = {name: frame.sort_values("row").reset_index(drop=True)
                   for name, frame in outcomes.groupby("policy", sort=False)}
     benchmarks = next(iter(per_policy.values()))["benchmark"].to_numpy()
+    masks = benchmark_masks(benchmarks)
 
     def column(name: str, key: str) -> np.ndarray:
         return per_policy[name][key].to_numpy(dtype=np.float64)
 
     def mean(name: str, key: str) -> float:
-        return macro(column(name, key), benchmarks)
+        return macro_over(column(name, key), masks)
 
     fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
     best_fixed = max(fixed, key=lambda name: mean(name, "utility"))

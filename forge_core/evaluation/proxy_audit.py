@@ -20,8 +20,6 @@ import logging
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
-from scipy.stats import spearmanr
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.audit_request import RewardAuditRequest
@@ -73,6 +71,8 @@ def arm_audit(table: OutcomeTable, proxy: np.ndarray, gold_utility: np.ndarray) 
     arms = {}
     for column, arm in enumerate(table.arms):
         values, gold = proxy[:, column], table.f1[:, column]
+        from scipy.stats import spearmanr  # scipy.stats takes seconds to import: only when an audit is computed
+
         rho = np.nan if np.ptp(values) == 0 or np.ptp(gold) == 0 else spearmanr(values, gold).statistic
         arms[arm] = {"queries": int(len(proxy)), "mean_proxy": float(proxy[:, column].mean()),
                      "mean_gold_f1": float(table.f1[:, column].mean()),
@@ -196,12 +196,3 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
             "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward)}
-
-
-def reward_audit_table(audit: dict) -> pd.DataFrame:
-    """The per-arm rows of a proxy-reward audit (`run_reward_audit`) as the Train
-    page shows them."""
-    return pd.DataFrame([{"arm": arm, "spearman with gold F1": row["spearman"], "mean proxy": row["mean_proxy"],
-                          "mean gold F1": row["mean_gold_f1"],
-                          "gold utility (always this arm)": row["macro_gold_utility"]}
-                         for arm, row in audit["arms"].items()])

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 from abc import abstractmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression, Ridge
 
 from forge_core.arms import DIRECT_NO_THINK, RAW_NO_THINK, SUMMARY_NO_THINK
 from forge_core.evidence.answering import ArmAnswer
@@ -20,6 +20,10 @@ from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.live_query import LiveQuery
 from forge_core.routing.features import BLOCK_NAMES, Standardizer, is_hedging, is_idk, router_standardizer
 from forge_core.routing.utility import oracle_actions
+
+# sklearn takes seconds to import: the fits import it, so reading stored results never loads it
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression, Ridge
 
 RIDGE_ALPHAS = (1.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0)  # ridge_utility's dev grid
 CORRECT_F1 = 0.5  # an answer with at least this F1 counts as correct (classifier labels)
@@ -84,6 +88,8 @@ class BM25Threshold(Policy):
 
 
 def _classifier(features: np.ndarray, labels: np.ndarray, rows: np.ndarray) -> tuple[LogisticRegression, Standardizer]:
+    from sklearn.linear_model import LogisticRegression
+
     standardizer = Standardizer.fit(features[rows], "train", embedding_dim=0)
     model = LogisticRegression(max_iter=2000, C=1.0)
     model.fit(standardizer.transform(features[rows]), labels[rows])
@@ -274,6 +280,8 @@ class RidgeUtility(Policy):
         c_in, c_out = context.normalizer.transform(context.table.tokens_in[train], context.table.tokens_out[train])
         targets = np.hstack([context.table.f1[train], c_in, c_out])
         x_train = standardizer.transform(features[train])
+        from sklearn.linear_model import Ridge
+
         return standardizer, {alpha: Ridge(alpha=alpha).fit(x_train, targets) for alpha in RIDGE_ALPHAS}
 
     def _predicted_utility(self, model: Ridge, x: np.ndarray) -> np.ndarray:

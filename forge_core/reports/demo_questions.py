@@ -1,14 +1,20 @@
 """Stored questions whose arm, under a cost-conditioned router, changes as the weights rise (the
-Live query page's demo list)."""
+Live query page's demo list), and their view kept on disk: deciding them loads the training stack,
+which the page's first render should not wait for."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.file_cache import cached_file
+from forge_core.identity import canonical_hash
 from forge_core.policies.context import evaluation_context
 from forge_core.policies.routers import RouterPolicy
 from forge_core.reports.action_map import stored_questions
@@ -16,6 +22,8 @@ from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 WEIGHT_LADDER = ((0.02, 0.04), (0.1, 0.2), (0.5, 1.0), (1.5, 3.0))  # rising weights along the paper's ratio 2
+DEMO_CACHE = "demo"  # under the cache directory: the demo questions' views
+DEMO_VIEW_VERSION = 1  # bumped when the demo questions' choice changes
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,19 @@ def demo_questions(store: Store, host: str, checkpoint_id: str, split: str = "te
     keys = [context.table.keys[rows[i]] for i in picked]
     return [DemoQuestion(b, e, question, tuple(str(arm) for arm in arms[i]))
             for i, (b, e), question in zip(picked, keys, stored_questions(store, keys))]
+
+
+def demo_questions_view(store: Store, host: str, checkpoint_id: str, cache_dir: Path) -> list[DemoQuestion]:
+    """`demo_questions` of the host under a cost-conditioned checkpoint (test split, the default
+    limit and ladder), computed once and kept under `cache_dir` (`demo/`) in a file named by the
+    host, the checkpoint and the store's row counts and `Store.outcomes_written`."""
+    key = canonical_hash("demo-questions", DEMO_VIEW_VERSION, {"host": host, "checkpoint": checkpoint_id,
+                                                               "rows": store.table_counts() | store.outcomes_written()})
+    path = Path(cache_dir) / DEMO_CACHE / f"{key[:20]}.json"
+    return cached_file(path, lambda: demo_questions(store, host, checkpoint_id),
+                       lambda file: [DemoQuestion(**{**row, "arms": tuple(row["arms"])})
+                                     for row in json.loads(file.read_text())],
+                       lambda file, questions: file.write_text(json.dumps([dataclasses.asdict(q) for q in questions])))
 
 
 def _round_robin(items: list[int], groups: list[str], limit: int) -> list[int]:

@@ -34,12 +34,27 @@ class Reliability:
     table: pd.DataFrame  # RELIABILITY_COLUMNS, one row per margin bin
 
 
+@dataclass(frozen=True)
+class ReliabilityBase:
+    """What a checkpoint's reliability tables share at every weight: its held-out test queries,
+    their costs' normalizer and features, and the loaded router (`reliability_at` then only routes)."""
+
+    checkpoint_id: str
+    lineage: dict
+    context: EvalContext  # the test queries (at the default weights: `reliability_at` moves them)
+    policy: RouterPolicy  # fitted on `context`
+
+
 def checkpoint_reliability(store: Store, checkpoint_id: str, weights: CostWeights | None = None) -> Reliability:
     """The reliability table of a checkpoint on its host's complete test queries of its own split
     seed (with probes for a Full router), at its own weights or, for a cost-conditioned router,
     at `weights` (default 0.1 / 0.2), costs normalized by its train maxima."""
-    from forge_core.reports.action_map import map_weights
+    return reliability_at(reliability_base(store, checkpoint_id), weights)
 
+
+def reliability_base(store: Store, checkpoint_id: str) -> ReliabilityBase:
+    """The weight-free part of `checkpoint_reliability`: the checkpoint loaded and fitted on its
+    host's complete test queries (refused without any)."""
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage
     host = lineage["host"]
@@ -51,12 +66,21 @@ def checkpoint_reliability(store: Store, checkpoint_id: str, weights: CostWeight
     test = table.split("test")
     if not len(test):
         raise MissingStep(f"host '{host}' has no complete test queries to measure {checkpoint_id}'s margins on")
-    drawn_at = map_weights(lineage, weights)
-    context = EvalContext(store, test, normalizer, drawn_at)
+    context = EvalContext(store, test, normalizer, CostWeights())
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
-    rows = np.arange(len(test))
-    chosen, runner_up, margin = margins(policy.probabilities(context, rows), tuple(test.arms))
+    return ReliabilityBase(checkpoint_id, lineage, context, policy)
+
+
+def reliability_at(base: ReliabilityBase, weights: CostWeights | None = None) -> Reliability:
+    """`checkpoint_reliability` from its weight-free part: at the checkpoint's own weights or, for
+    a cost-conditioned router, at `weights` (default 0.1 / 0.2)."""
+    from forge_core.reports.action_map import map_weights
+
+    drawn_at = map_weights(base.lineage, weights)
+    context = base.context.at(drawn_at)
+    rows = np.arange(len(context.table))
+    chosen, runner_up, margin = margins(base.policy.probabilities(context, rows), tuple(context.table.arms))
     utility = context.utility
     realized = utility[rows, chosen] - utility[rows, runner_up]
-    return Reliability(checkpoint_id, drawn_at, reliability_table(margin, realized))
+    return Reliability(base.checkpoint_id, drawn_at, reliability_table(margin, realized))

@@ -366,3 +366,12 @@ def crossfit_arms(store: Store, run_id: str, policy: str) -> pd.DataFrame:
     if chosen.empty:
         raise InvalidInput(f"crossfit run '{run_id}' has no policy '{policy}'")
     return chosen[["benchmark", "example_id", "arm"]].reset_index(drop=True)
+
+
+def reward_audit_table(audit: dict) -> pd.DataFrame:
+    """The per-arm rows of a proxy-reward audit (`run_reward_audit`) as the Train
+    page shows them."""
+    return pd.DataFrame([{"arm": arm, "spearman with gold F1": row["spearman"], "mean proxy": row["mean_proxy"],
+                          "mean gold F1": row["mean_gold_f1"],
+                          "gold utility (always this arm)": row["macro_gold_utility"]}
+                         for arm, row in audit["arms"].items()])

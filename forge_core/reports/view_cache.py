@@ -1,31 +1,47 @@
 """The dashboard's slow first views, computed once when the outcomes arrive (`forge store
-load-demo`, also when run again on a loaded store, and `forge app`'s first run) rather than on a page's first view:
-the stored crossfit runs' reports (the Action map and the Pareto page's crossfit view) and the
-decision at the default weights (the Pareto page: its first computation trains each fold's
-conditioned routers, a minute or more), and the Transfer page's first view (between the first two
-hosts: its calibrations train each transferred router's heads 9 times). Each is kept under the cache
-directory where the pages read it (`crossfit/`, `decide/`, `transfer/`), in files named by the run
-id and the weights (a transfer report: by its request, the routers it uses and the store's row
-counts), so a result that no longer matches the store is simply never read."""
+load-demo`, also when run again on a loaded store, and `forge app`'s first run) rather than on a
+page's first view: the stored crossfit runs' reports (the Action map and the Pareto page's crossfit
+view) and the decision at the default weights (the Pareto page: its first computation trains each
+fold's conditioned routers, a minute or more), the Transfer page's first view (between the first
+two hosts: its calibrations train each transferred router's heads 9 times), the Live query page's
+demo questions under each host's default router (deciding them loads the training stack), the gold
+recall of every complete query's prompts (the Overview's and the Pareto page's grounding columns:
+the evidence is rebuilt query by query), and the Train page's consensus-reward audit at the default
+weights. Each is kept under the cache directory where the pages read it (`crossfit/`, `decide/`,
+`transfer/`, `demo/`, `gold_recall/`, `audit/`), in files named by the run id and the weights (a
+transfer report, the demo questions and an audit: by their inputs and the store's row counts), so a
+result that no longer matches the store is simply never read."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forge_core.errors import MissingStep
-from forge_core.evaluation.crossfit import finished_crossfit_reports
-from forge_core.evaluation.decide import decide
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.setup import router_policies
-from forge_core.evaluation.transfer import TransferRequest, run_transfer
 from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.identity import canonical_hash
+from forge_core.policies.grounding import gold_recall_matrix
+from forge_core.reports.demo_questions import demo_questions_view
+from forge_core.reports.tables import default_alphabet_size
+from forge_core.routing.checkpoints import conditioning_of, default_router
+from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
+
+# The evaluations behind the views import torch (seconds): imported where computed, so a page reading a
+# kept view (`reward_audit_view`) does not load them.
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from forge_core.evaluation.cached import CachedRequest
+    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.reports.reliability import Reliability
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +49,19 @@ CROSSFIT_CACHE = "crossfit"  # under the cache directory: what the dashboard's c
 TRANSFER_CACHE = "transfer"  # under the cache directory: the Transfer page's reports
 TRANSFER_VIEW_SIZES = (25, 50, 100)  # the calibration sizes K the Transfer page opens on
 TRANSFER_VIEW_VERSION = 1  # bumped when a transfer report's contents change
+AUDIT_CACHE = "audit"  # under the cache directory: the Train page's proxy-reward audits (per arm)
+AUDIT_VIEW_VERSION = 1  # bumped when an audit report's contents change
+AUDIT_VIEW_PROXY = "consensus"  # the proxy the Train page opens on (it needs no judge host)
+PARETO_CACHE = "pareto"  # under the cache directory: the Pareto page's points and reliability tables
+PARETO_VIEW_VERSION = 1  # bumped when the Pareto points or a reliability table change
 
 
 def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:
     """The request the Transfer page opens on: the first host's routers on the second host's
     queries at the default weights, calibrated on the target's train split, storing nothing
     (None with fewer than two hosts)."""
+    from forge_core.evaluation.transfer import TransferRequest
+
     if len(hosts) < 2:
         return None
     return TransferRequest(hosts[0], hosts[1], weights=CostWeights(), calibrate=TRANSFER_VIEW_SIZES,
@@ -49,16 +72,155 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> di
     """The transfer report of a request that stores nothing (`store_calibrated` off), computed once
     and kept under `cache_dir` (`transfer/`) in a file named by the request, the routers it uses
     and the store's row counts. A missing router is `MissingStep`, as from `run_transfer`."""
+    from forge_core.evaluation.setup import router_policies
+    from forge_core.evaluation.transfer import run_transfer
+
     if request.store_calibrated:
         raise ValueError("a transfer that stores its calibrated routers is a write, not a view")
     request.check(store)
     routers = [policy.checkpoint_id for settings in request.evaluations()
                for policy in router_policies(store, settings)]
     key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
-        "request": _request_identity(store, request), "routers": routers, "rows": store.table_counts()})
+        "request": _request_identity(store, request), "routers": routers, "rows": _row_counts(store)})
     path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
     return cached_file(path, lambda: run_transfer(store, request), lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
+
+
+def reward_audit_view(store: Store, host: str, reward: str, n_arms: int, weights: CostWeights,
+                      cache_dir: Path) -> dict:
+    """`forge rewards audit --no-crossfit` (per arm, no router trained) of a proxy reward on the
+    host at these weights, computed once and kept under `cache_dir` (`audit/`) in a file named by
+    its inputs and the store's row counts."""
+    key = canonical_hash("reward-audit", AUDIT_VIEW_VERSION, {
+        "host": host, "reward": reward, "n_arms": n_arms, "weights": weights.to_dict(), "rows": _row_counts(store)})
+
+    def compute() -> dict:
+        from forge_core.evaluation.audit_request import RewardAuditRequest
+        from forge_core.evaluation.proxy_audit import run_reward_audit
+
+        return run_reward_audit(store, RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
+                                                          routers=()))
+
+    return cached_file(Path(cache_dir) / AUDIT_CACHE / f"{key[:20]}.json", compute,
+                       lambda file: json.loads(file.read_text()),
+                       lambda file, report: file.write_text(json.dumps(report)))
+
+
+def pareto_view(store: Store, request: CachedRequest, by_benchmark: bool, cache_dir: Path,
+                compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """The Pareto page's points of a Cached request (`compute`: `reports.tables.pareto_report`),
+    computed once and kept under `cache_dir` (`pareto/`, Parquet) in a file named by the request
+    (its retriever as the configuration hash), the facets and the store's row counts."""
+    import pandas as pd
+
+    identity = {"request": dataclasses.asdict(request), "by_benchmark": by_benchmark,
+                "retriever_hash": evaluated_retriever_hash(store, request.settings.host, request.settings.retriever),
+                "rows": _row_counts(store)}
+    key = canonical_hash("pareto-view", PARETO_VIEW_VERSION, identity)
+    return cached_file(Path(cache_dir) / PARETO_CACHE / f"points-{key[:20]}.parquet", compute, pd.read_parquet,
+                       lambda file, frame: frame.to_parquet(file, index=False))
+
+
+def reliability_view(store: Store, checkpoint_id: str, weights: CostWeights | None, cache_dir: Path,
+                     compute: Callable[[], Reliability]) -> Reliability:
+    """A checkpoint's reliability table at `weights` (`compute`: `checkpoint_reliability`), computed
+    once and kept under `cache_dir` (`pareto/`) in a file named by the checkpoint, the weights and the
+    store's row counts."""
+    import pandas as pd
+
+    from forge_core.reports.reliability import Reliability
+
+    identity = {"checkpoint": checkpoint_id, "weights": weights.to_dict() if weights else None,
+                "rows": _row_counts(store)}
+    key = canonical_hash("reliability-view", PARETO_VIEW_VERSION, identity)
+
+    def read(file: Path) -> Reliability:
+        kept = json.loads(file.read_text())
+        return Reliability(checkpoint_id, CostWeights(**kept["weights"]),
+                           pd.DataFrame(kept["rows"], columns=kept["columns"]))
+
+    def write(file: Path, found: Reliability) -> None:
+        file.write_text(json.dumps({"weights": found.weights.to_dict(), "columns": list(found.table.columns),
+                                    "rows": found.table.to_dict("split")["data"]}))
+
+    return cached_file(Path(cache_dir) / PARETO_CACHE / f"reliability-{key[:20]}.json", compute, read, write)
+
+
+def default_pareto_request(store: Store, host: str) -> CachedRequest:
+    """The request the Pareto page opens on: the test split of the host's default alphabet at the
+    default weights, the deployment's accounting, BM25 evidence, with its cost-conditioned routers
+    (Lite first) and its default router."""
+    from forge_core.evaluation.cached import CachedRequest
+    from forge_core.evaluation.settings import EvaluationSettings
+    from forge_core.policies.conditioned import conditioned_policies
+    from forge_core.policies.registry import ConditionedRouter, variants
+
+    n_arms = default_alphabet_size(store, host)
+    policies = sorted(conditioned_policies(store, host, n_arms),
+                      key=lambda policy: variants(ConditionedRouter)[policy.name] != "lite")
+    routers = [policy.checkpoint_id for policy in policies]
+    default = default_router(store, host)
+    found = store.checkpoint(default) if default else None
+    if found is not None and int(found[0]["n_arms"]) == n_arms and not found[0]["lineage"].get("retriever_hash"):
+        routers.append(default)
+    return CachedRequest(EvaluationSettings(host, "test", n_arms, CostWeights()),
+                         checkpoints=tuple(dict.fromkeys(routers)))
+
+
+def _pareto_views(store: Store, host: str, cache_dir: Path) -> None:
+    """The Pareto page's first render at the default request: its points and each router's
+    reliability table at the default weights."""
+    from forge_core.reports.reliability import checkpoint_reliability
+    from forge_core.reports.tables import pareto_report
+
+    request = default_pareto_request(store, host)
+    pareto_view(store, request, False, cache_dir, lambda: pareto_report(store, request, False))
+    conditioned = {policy for policy in request.checkpoints
+                   if conditioning_of(store.checkpoint(policy)[0]["lineage"]) is not None}
+    for checkpoint_id in request.checkpoints:
+        weights = CostWeights() if checkpoint_id in conditioned else None
+        reliability_view(store, checkpoint_id, weights, cache_dir,
+                         lambda: checkpoint_reliability(store, checkpoint_id, weights))
+
+
+def _first_views(store: Store, host: str, cache_dir: Path) -> None:
+    """The host's views that need no crossfit run: the gold recall of its complete queries' prompts
+    (the default alphabet, BM25 evidence), the consensus reward's audit at the default weights, and
+    the demo questions of its default router when that router is cost-conditioned."""
+    n_arms = default_alphabet_size(store, host)
+    gold_recall_matrix(store, load_outcome_table(store, host, n_arms))
+    try:
+        reward_audit_view(store, host, AUDIT_VIEW_PROXY, n_arms, CostWeights(), cache_dir)
+    except MissingStep as missing:
+        log.info("precompute: %s", missing)
+    router = default_router(store, host)
+    found = store.checkpoint(router) if router else None
+    if found is not None and conditioning_of(found[0]["lineage"]) is not None:
+        demo_questions_view(store, host, router, cache_dir)
+    try:
+        _pareto_views(store, host, cache_dir)
+    except MissingStep as missing:
+        log.info("precompute: %s", missing)
+
+
+def _row_counts(store: Store) -> dict[str, int | str]:
+    """The store's row counts and `outcomes_written` (part of every view's name, so a view of other
+    rows is never read), counted once per version of the store file and its write-ahead log (a
+    slider step names a view without counting again)."""
+    versions = []
+    for path in (store.path, store.path.with_name(store.path.name + ".wal")):
+        try:
+            versions.append(path.stat().st_mtime_ns)
+        except OSError:
+            versions.append(0)
+    return dict(_counted(str(store.path), tuple(versions)))
+
+
+@functools.lru_cache(maxsize=4)
+def _counted(path: str, versions: tuple[int, ...]) -> tuple[tuple[str, int | str], ...]:
+    store = Store(path)
+    return tuple((store.table_counts() | store.outcomes_written()).items())
 
 
 def _request_identity(store: Store, request: TransferRequest) -> dict:
@@ -70,14 +232,19 @@ def _request_identity(store: Store, request: TransferRequest) -> dict:
 
 
 def precompute_views(store: Store, cache_dir: Path, on_step: Callable[[str], None] | None = None) -> list[str]:
-    """For every host with outcomes: its finished crossfit runs' reports and `forge decide` at the
+    """For every host with outcomes: its first views (`_first_views`: gold recall, the consensus
+    audit, the demo questions), its finished crossfit runs' reports and `forge decide` at the
     default weights under the deployment's accounting (what the Pareto page opens on), and with two
     hosts the Transfer page's first view (`default_transfer_request`), each kept in `cache_dir`;
     returns one line per host (and one for the transfer) saying what is ready (`on_step` gets each
     line first)."""
+    from forge_core.evaluation.crossfit import finished_crossfit_reports
+    from forge_core.evaluation.decide import decide
+
     say = on_step or (lambda line: None)
     lines = []
     for host in store.hosts_with_outcomes():
+        _first_views(store, host, Path(cache_dir))
         reports = finished_crossfit_reports(store, host, Path(cache_dir) / CROSSFIT_CACHE)
         decided = "no decision (no Stage-1 crossfit run with the cost-conditioned routers)"
         weights = CostWeights()

@@ -886,6 +886,15 @@ class Store(StoreFile):
                 "SELECT payload FROM job_logs WHERE job_id = ? ORDER BY seq", [job_id]).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def outcomes_written(self) -> dict[str, Any]:
+        """Error-free arm outcomes and the newest arm and probe outcome times: with the row counts,
+        what changes when an outcome is rewritten in place (a retried error, a re-enumerated arm)."""
+        with self.connect() as connection:
+            answered, arms_at = first_row(connection.execute(
+                "SELECT count(*) FILTER (WHERE error IS NULL), max(finished_at) FROM arm_outcomes"))
+            probes_at = first_row(connection.execute("SELECT max(finished_at) FROM probe_outcomes"))[0]
+        return {"answered": answered, "arms_at": str(arms_at), "probes_at": str(probes_at)}
+
     def table_counts(self) -> dict[str, int]:
         """Row count of every table (for diagnostics and idempotence tests)."""
         with self.connect() as connection:

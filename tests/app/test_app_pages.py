@@ -748,8 +748,9 @@ def test_overview_shows_stored_evidence_without_outcomes(benchmarks_root: Path) 
     store.save_evidence_results("2wikimultihopqa", 3, 153, None, [measured])
     app = page("overview.py")
     assert not app.exception
-    assert len(app.dataframe) == 3  # benchmarks, coverage, evidence by retriever
-    row = app.dataframe[2].value.iloc[0]
-    assert (row["retriever"], row["gold recall@k"], row["minus the run's first"]) == (
+    assert len(app.dataframe) == 4  # benchmarks, coverage, evidence by retriever: recall, then tokens and latency
+    recall, cost = app.dataframe[2].value.iloc[0], app.dataframe[3].value.iloc[0]
+    assert (recall["retriever"], recall["gold recall@k"], recall["minus the run's first"]) == (
         "d", "0.667 [0.626, 0.709]", "[+0.026, +0.101]")
-    assert row["Raw tokens in"] == "404 [379, 429]" and row["latency p50 / p95 ms"] == "83.7 / 121.8"
+    assert (cost["retriever"], cost["Raw tokens in"], cost["latency p50 / p95 ms"]) == ("d", "404 [379, 429]",
+                                                                                         "83.7 / 121.8")

@@ -1,6 +1,6 @@
-"""Pages that draw stored results import no training stack: torch (and, for the Overview, sklearn and
-scipy.stats) are loaded by the functions that train, score or fit, on first use, not by importing
-a page's modules (seconds of CPU on every app start: the first render of whichever page opens first)."""
+"""Pages that draw stored results import no training stack: torch, sklearn and scipy.stats are
+loaded by the functions that train, score or fit, on first use, not by importing a page's modules
+(seconds of CPU on every app start: the first render of whichever page opens first)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from forge_core.config import PROJECT_ROOT
 
 PAGES = PROJECT_ROOT / "pages"
 HEAVY = ("torch", "sklearn", "scipy.stats", "umap")
-# page -> the heavy packages importing its modules may load (none may load torch)
-ALLOWED = {"overview.py": (), "pareto.py": ("sklearn", "scipy.stats"), "action_map.py": ("sklearn", "scipy.stats")}
+# page -> the heavy packages importing its modules may load (none may load torch): the pages whose first render
+# reads views kept at `forge store load-demo` (forge_core.reports.view_cache) load none
+ALLOWED = {page: () for page in ("overview.py", "pareto.py", "action_map.py", "live_query.py", "train.py")}
 
 
 def page_imports(page: str) -> list[str]:

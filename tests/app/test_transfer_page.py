@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from forge_core import config
-from forge_core.reports import view_cache
+from forge_core.evaluation import transfer as transfer_module
 from forge_core.reports.view_cache import TRANSFER_CACHE
 from forge_core.store import Store
 
@@ -54,6 +54,6 @@ def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
     kept = list((config.cache_dir() / TRANSFER_CACHE).glob("*.json"))
     assert len(kept) == 1
     st.cache_data.clear()
-    monkeypatch.setattr(view_cache, "run_transfer", lambda *_: pytest.fail("the kept report was computed again"))
+    monkeypatch.setattr(transfer_module, "run_transfer", lambda *_: pytest.fail("the kept report was computed again"))
     app.run()
     assert not app.exception and app.markdown[0].value == verdict

@@ -89,3 +89,18 @@ def test_without_a_conditioned_crossfit_run_it_names_the_command(tmp_path) -> No
     store = Store(tmp_path / "empty.duckdb")
     with pytest.raises(MissingStep, match=r"run `forge eval crossfit --host embedded`"):
         conditioned_run(store, "embedded")
+
+
+def test_an_interval_is_kept_by_content_to_the_last_bit() -> None:
+    import numpy as np
+
+    from forge_core.evaluation import decide
+    from forge_core.statistics import paired_bootstrap_ci
+
+    rng = np.random.default_rng(7)
+    benchmarks = np.repeat(np.array(["fever", "popqa"], dtype=object), [30, 20])
+    a, b = rng.random(50), rng.random(50)
+    before = decide._kept_interval.cache_info().hits
+    assert decide._interval(a, b, benchmarks) == list(paired_bootstrap_ci(a, b, benchmarks))
+    assert decide._interval(a.copy(), b.copy(), benchmarks.copy()) == list(paired_bootstrap_ci(a, b, benchmarks))
+    assert decide._kept_interval.cache_info().hits == before + 1  # the same values: read, not redrawn

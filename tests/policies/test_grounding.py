@@ -35,3 +35,15 @@ def test_direct_holds_no_evidence_and_raw_holds_some_on_real_questions(outcome_s
     frame = gold_recall_frame(outcome_store, table)
     assert list(frame["support"]) == ["direct", "summary", "raw"] and "popqa" not in frame.columns
     assert "macro" in frame.columns
+
+
+def test_each_query_recall_is_kept_on_disk_and_read_back(outcome_store, monkeypatch) -> None:
+    from forge_core.policies import grounding
+
+    table = load_outcome_table(outcome_store, "synthetic-host")
+    ids = [example_id for name, example_id in table.keys if name == "musique"][:3]
+    computed = grounding.benchmark_recall(outcome_store, "musique", ids)
+    assert computed == {example.example_id: grounding.query_recall(outcome_store, example)
+                        for example in outcome_store.examples("musique", ids)}  # to the last bit
+    monkeypatch.setattr(grounding, "query_recall", lambda *args: pytest.fail("a kept recall was recomputed"))
+    assert grounding.benchmark_recall(outcome_store, "musique", ids[1:]) == {i: computed[i] for i in ids[1:]}
