@@ -25,12 +25,20 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation.cached import retriever_fields
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import TrainedRouter, variants
-from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key, reward_matrix
+from forge_core.rewards.sources import (
+    JUDGE,
+    check_judged_evidence,
+    check_reward_source,
+    latest_judge_key,
+    reward_matrix,
+)
 from forge_core.routing.features import compute_features
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import CostWeights, pareto_utility
@@ -62,6 +70,7 @@ class RewardAuditRequest:
     max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
     grid: bool = False  # also Stage 2 on gold or proxy rewards (the paper's gold/gold, gold/proxy, proxy/proxy)
     stage2_steps: int = CROSSFIT_STAGE2_STEPS  # Stage-2 steps per fold and recipe (with grid)
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         check_reward_source(self.reward, proxies_only=True)
@@ -74,18 +83,22 @@ class RewardAuditRequest:
             raise InvalidInput("the gold/proxy grid trains routers: name one (it cannot go with --no-crossfit)")
         if self.stage2_steps < 1:
             raise InvalidInput(f"Stage 2 needs at least 1 step, not {self.stage2_steps}")
+        if self.reward == JUDGE:
+            check_judged_evidence(self.retriever)
 
     def check(self, store: Store) -> None:
-        """Refuse a host without outcomes, or judge rewards that were never computed."""
+        """Refuse a host without outcomes (under the retriever), or judge rewards that were never computed."""
         if self.host not in store.hosts_with_outcomes():
             raise MissingStep(f"host '{self.host}' has no stored outcomes: run `forge enumerate --host {self.host}`")
+        evaluated_retriever_hash(store, self.host, self.retriever)
         if self.reward == JUDGE and self.judge_key is None:
             latest_judge_key(store, self.host)
 
 
 def audit_context(store: Store, request: RewardAuditRequest) -> tuple[EvalContext, np.ndarray]:
     """The evaluation context of the queries with every arm's proxy reward known, and that proxy."""
-    context = evaluation_context(store, request.host, request.n_arms, request.weights)
+    context = evaluation_context(store, request.host, request.n_arms, request.weights,
+                                 retriever_hash=evaluated_retriever_hash(store, request.host, request.retriever))
     proxy = reward_matrix(store, context.table, request.reward, request.judge_key)
     complete = ~np.isnan(proxy).any(axis=1)
     if complete.sum() < MIN_AUDIT_QUERIES:
@@ -215,7 +228,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     """The audit report (see the module docstring); computes missing features first."""
     request.check(store)
     if request.routers:
-        compute_features(store, request.host)
+        compute_features(store, request.host, retriever=request.retriever)
     context, proxy = audit_context(store, request)
     table = context.table
     gold_utility = context.utility
@@ -233,7 +246,8 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
-            "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward)}
+            "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward),
+            } | retriever_fields(request.retriever, table.retriever_hash)
 
 
 def reward_audit_table(audit: dict) -> pd.DataFrame:

@@ -27,12 +27,13 @@ from forge_core.evidence.retrievers import (
     check_router_retriever,
     get_retriever_config,
     retriever_hash,
+    retriever_option,
 )
 from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
-from forge_core.rewards.sources import GOLD, check_reward_source, reward_matrix
+from forge_core.rewards.sources import GOLD, JUDGE, check_judged_evidence, check_reward_source, reward_matrix
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning, conditioned_rows
 from forge_core.routing.embedders import embedder_name
@@ -111,6 +112,8 @@ class TrainRequest:
         if self.rewards == "live" and self.retriever != DEFAULT_RETRIEVER:
             raise InvalidInput("live Stage-2 rewards use the default bm25 evidence: replay the table (rewards "
                                "'table') under another retriever")
+        if JUDGE in (self.reward, self.stage2_reward):
+            check_judged_evidence(self.retriever)
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)
@@ -154,7 +157,8 @@ class TrainRequest:
         for split in ("train", "dev"):
             if not (table.splits == split).any():
                 raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
-                                  f"run `forge enumerate --host {self.host} --split {split}`")
+                                  f"run `forge enumerate --host {self.host} --split {split}"
+                                  f"{retriever_option(self.retriever)}`")
         if self.training_reward != GOLD:
             proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
         if self.parent is not None:
@@ -164,7 +168,8 @@ class TrainRequest:
             kind = " cost-conditioned" if self.conditioned else ""
             raise MissingStep(f"Stage 2 starts from a{kind} Stage-1 checkpoint: train one first (Stage 1, "
                               f"{self.variant}, {self.n_arms} arms), or `forge train --stage 1 --variant "
-                              f"{self.variant}{' --conditioned' if self.conditioned else ''}`")
+                              f"{self.variant}{' --conditioned' if self.conditioned else ''}"
+                              f"{retriever_option(self.retriever)}`")
 
     @property
     def conditioned(self) -> bool:
@@ -241,8 +246,9 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     raw = assemble_features(store, host, variant, table.keys, retriever_hash=retriever_hash)
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
-        raise MissingStep(f"host '{host}' needs complete train and dev queries: "
-                          "run `forge enumerate --split train` and `--split dev`")
+        option = retriever_option(table.retriever)
+        raise MissingStep(f"host '{host}' needs complete train and dev queries: run `forge enumerate --host "
+                          f"{host} --split train{option}` and `--split dev`")
     standardizer = router_standardizer(raw[train], variant, "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_width(variant, raw))), embedder_name())
@@ -493,8 +499,9 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
 def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
     parent_id = request.parent or request.default_parent(store)
     if parent_id is None:
-        raise MissingStep("Stage 2 starts from a Stage-1 checkpoint: "
-                          f"run `forge train --stage 1 --variant {request.variant}` first")
+        option = retriever_option(request.retriever)
+        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant "
+                          f"{request.variant}{option}` first")
     parent = load_checkpoint(store, parent_id)
     check_router_retriever(parent_id, parent.lineage, get_retriever_config(store, request.retriever))
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:
