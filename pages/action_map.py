@@ -20,7 +20,7 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([1, 1, 2, 1, 2])
+host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 3, 1, 3])
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "action_map")
 checkpoints = data.checkpoints(store)
