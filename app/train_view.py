@@ -13,7 +13,8 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
-from forge_core.rewards.judge_job import JudgeRequest, plan_judging, stored_reward_key
+from forge_core.rewards.judge_job import plan_judging, stored_reward_key
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.store import Store
 from forge_core.training.checkpoint_views import (
     DEV_METRICS,
@@ -22,7 +23,7 @@ from forge_core.training.checkpoint_views import (
     reproduces_stored_checkpoint,
     training_curves,
 )
-from forge_core.training.trainer import TrainRequest
+from forge_core.training.request import TrainRequest
 
 REFRESH_SECONDS = 2.0
 STARTED_KEY = "started_train_job"  # session state: the last training job started from this tab

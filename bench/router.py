@@ -34,9 +34,10 @@ from forge_core.routing.live import router_probabilities
 from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage2Config
 from forge_core.training.stage2 import table_reward_fn, train_stage2
-from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
+from forge_core.training.trainer import prepare_training_data, train_router
 
 PAPER_ROUTING_MS = 29.1  # the paper's routing latency on one CPU thread (a constant, not measured here)
 PAPER_STAGE1_SECONDS = 120.0  # the paper's Stage 1 budget, "under 2 minutes" (a constant)

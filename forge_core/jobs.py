@@ -22,24 +22,23 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from forge_core import config
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.errors import ForgeError, InvalidInput
 from forge_core.hosts.registry import get_host_config, serving
-from forge_core.rewards.judge_job import JudgeRequest, judge_on_host
+from forge_core.rewards.judge_job import judge_on_host
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.features import compute_features
 from forge_core.store import Store, utc_now
-
-if TYPE_CHECKING:  # training imports torch: loaded only by the code that trains or reads a train request
-    from forge_core.training.trainer import TrainRequest
-
-    JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
+from forge_core.training.request import TrainRequest
 
 log = logging.getLogger(__name__)
 
+JobRequest = EnumerationPlan | TrainRequest | JudgeRequest
+REQUEST_KINDS: dict[type, str] = {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
 ACTIVE_STATUSES = ("running", "cancelling")
 GONE_STATUS = "interrupted"  # a job whose row says running but whose process has gone
 
@@ -85,16 +84,8 @@ def start_enumeration_job(plan: EnumerationPlan, store_path: Path, log_dir: Path
     return _spawn(plan, store_path, log_dir)
 
 
-def _request_kinds() -> dict[type, str]:
-    """Request type -> job kind (the training module, and torch with it, is imported here, on the first job
-    written or read, not by every page that lists jobs)."""
-    from forge_core.training.trainer import TrainRequest
-
-    return {EnumerationPlan: "enumerate", TrainRequest: "train", JudgeRequest: "judge"}
-
-
 def _spawn(request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
-    kind = _request_kinds()[type(request)]
+    kind = REQUEST_KINDS[type(request)]
     log_dir.mkdir(parents=True, exist_ok=True)
     started_at = utc_now()
     log_path = log_dir / f"{kind}-{started_at:%Y%m%d-%H%M%S-%f}.log"
@@ -112,7 +103,7 @@ def _spawn(request: JobRequest, store_path: Path, log_dir: Path) -> StartedJob:
 
 def write_request(request: JobRequest, path: Path) -> Path:
     """The request as JSON at `path` (written atomically), for `python -m forge_core.jobs run`."""
-    kind = _request_kinds()[type(request)]
+    kind = REQUEST_KINDS[type(request)]
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps({"kind": kind, "request": request.to_dict()}))
     os.replace(temporary, path)
@@ -122,7 +113,7 @@ def write_request(request: JobRequest, path: Path) -> Path:
 def read_request(path: Path) -> JobRequest:
     """The request `write_request` wrote."""
     written = json.loads(path.read_text())
-    for request_type, kind in _request_kinds().items():
+    for request_type, kind in REQUEST_KINDS.items():
         if written.get("kind") == kind:
             return request_type.from_dict(written["request"])
     raise InvalidInput(f"{path}: not a FORGE job request")
@@ -135,7 +126,7 @@ def run_request(store: Store, request: JobRequest) -> None:
     if isinstance(request, JudgeRequest):
         _run_judging(store, request)
         return
-    if _request_kinds()[type(request)] == "train":
+    if isinstance(request, TrainRequest):
         from forge_core.training.trainer import train_router_job
 
         compute_features(store, request.host, request.benchmarks)

@@ -12,7 +12,7 @@ from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.evaluation.proxy_audit import reward_audit_table
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.jobs import stage2_log_every
-from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.checkpoint_views import (
@@ -24,8 +24,8 @@ from forge_core.training.checkpoint_views import (
     lineage_diff,
     metrics_comparison,
 )
+from forge_core.training.request import VARIANTS, TrainRequest
 from forge_core.training.settings import LOSS_TYPES, Stage1Config, Stage2Config
-from forge_core.training.trainer import VARIANTS, TrainRequest
 
 VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge": "BGE+BM25 (baseline)"}
 NEWEST_PARENT = "newest matching Stage-1 checkpoint"

@@ -97,8 +97,9 @@ def outcome_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Pat
 def trained_store(tmp_path_factory: pytest.TempPathFactory, outcome_store: Store) -> tuple[Store, str]:
     """A copy of `outcome_store` with one Lite Stage-1 checkpoint trained on it as a job (5
     epochs, so its curves are in the job logs); read-only by convention (copy it to write)."""
+    from forge_core.training.request import TrainRequest
     from forge_core.training.settings import Stage1Config
-    from forge_core.training.trainer import TrainRequest, train_router_job
+    from forge_core.training.trainer import train_router_job
 
     store = copy_store(outcome_store, tmp_path_factory.mktemp("trained"))
     checkpoint_id = train_router_job(store, TrainRequest(host="synthetic-host", variant="lite",
@@ -111,8 +112,9 @@ def conditioned_store(tmp_path_factory: pytest.TempPathFactory, trained_store: t
     """A copy of `trained_store` with a cost-conditioned Lite Stage-1 router beside its per-weight
     one; the conditioned checkpoint's id. Read-only by convention (copy it to write)."""
     from forge_core.routing.conditioning import CostConditioning
+    from forge_core.training.request import TrainRequest
     from forge_core.training.settings import Stage1Config
-    from forge_core.training.trainer import TrainRequest, train_router
+    from forge_core.training.trainer import train_router
 
     store = copy_store(trained_store[0], tmp_path_factory.mktemp("conditioned"))
     checkpoint_id = train_router(store, TrainRequest(host="synthetic-host", variant="lite",

@@ -25,8 +25,8 @@ from forge_core.jobs import (
     write_request,
 )
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
-from forge_core.training.trainer import TrainRequest
 
 START = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -158,7 +158,7 @@ def test_train_request_params_written_before_the_renames_still_load() -> None:
 
 
 def test_judge_request_round_trips_and_leaves_out_fields_it_does_not_know(tmp_path) -> None:
-    from forge_core.rewards.judge_job import JudgeRequest
+    from forge_core.rewards.judge_request import JudgeRequest
 
     request = JudgeRequest(host="h", benchmarks=("musique",), limit=3)
     assert JudgeRequest.from_dict(json.dumps(request.to_dict())) == request

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from forge_core.cli.output import console, counting_progress, open_store, print_json
-from forge_core.evaluation.settings import CALIBRATION_RATIO, CROSSFIT_FOLDS
+from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 
 
 def calibrate_command(
@@ -16,14 +17,15 @@ def calibrate_command(
     min_f1: Annotated[Optional[float], typer.Option(help="Target: at least this macro F1 (0 to 1).")] = None,
     ratio: Annotated[float, typer.Option(
         help="lambda_out / lambda_in along the searched weights.")] = CALIBRATION_RATIO,
-    variant: Annotated[str, typer.Option(help="The conditioned router's features: lite or full.")] = "lite",
+    variant: Annotated[str, typer.Option(
+        help="The conditioned router's features: lite or full.")] = CALIBRATION_VARIANT,
     host: Annotated[str, typer.Option(help="Whose outcomes to calibrate on.")] = "embedded",
     folds: Annotated[int, typer.Option(help="Crossfit folds (stratified by benchmark).")] = CROSSFIT_FOLDS,
     split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
     accounting: Annotated[str, typer.Option(help="deploy: tokens of every host call a decision needs; answer: "
                                                  "the answering call's only.")] = "deploy",
     retriever: Annotated[str, typer.Option(
-        help="The retriever whose outcomes to calibrate on (`forge enumerate --retriever`).")] = "bm25",
+        help="The retriever whose outcomes to calibrate on (`forge enumerate --retriever`).")] = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Find the weights (along lambda_out = ratio x lambda_in) at which the cost-conditioned router

@@ -10,21 +10,22 @@ from rich.console import Console
 from rich.table import Table
 
 from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary, spinner_progress
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import InvalidInput
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 
 if TYPE_CHECKING:
     from forge_core.enumeration.estimate import StageZeroEstimate
-    from forge_core.enumeration.planning import EnumerationPlan, QueryWork
+    from forge_core.enumeration.planning import QueryWork
     from forge_core.hosts.base import HostConfig
     from forge_core.store import Store
 
 
 def enumerate_command(
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
-    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "train",
-    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
-    probes: Annotated[bool, typer.Option(help="Also run the Full-variant host probes.")] = False,
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = EnumerationPlan.split,
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = EnumerationPlan.n_arms,
+    probes: Annotated[bool, typer.Option(help="Also run the Full-variant host probes.")] = EnumerationPlan.probes,
     benchmark: Annotated[Optional[list[str]], typer.Option(
         help="Only these benchmarks, built-in or imported with `data import-file` (repeatable; default: the five "
              "built-ins).")] = None,
@@ -34,15 +35,16 @@ def enumerate_command(
     max_tokens: Annotated[Optional[int], typer.Option(help="Stop after this many tokens in + out.")] = None,
     concurrency: Annotated[Optional[int], typer.Option(
         help="Queries in flight at once (default: 1 on embedded hosts, else the host's max_concurrency).")] = None,
-    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = EnumerationPlan.split_seed,
     shard: Annotated[str, typer.Option(
         help="i/n: this machine's part of the plan (queries i, i+n, ... of each benchmark); merge the "
-             "parts with `forge store export` and `forge store import`.")] = "1/1",
+             "parts with `forge store export` and `forge store import`.")] = "{}/{}".format(*EnumerationPlan.shard),
     processes: Annotated[int, typer.Option(
         help="Client processes sharing the plan (and the concurrency and limits), for hosts fast enough "
              "that one process's CPU is the limit (hundreds of calls in flight).")] = 1,
     allow_unchecked_depths: Annotated[bool, typer.Option(
-        help="Run 12 arms on a host whose `forge host check` is missing or found a depth not honoured.")] = False,
+        help="Run 12 arms on a host whose `forge host check` is missing or found a depth not "
+             "honoured.")] = EnumerationPlan.allow_unchecked_depths,
     queries_of: Annotated[Optional[str], typer.Option(
         help="Only the queries this other host has every arm of: a second host on the same queries "
              "(e.g. for `forge eval transfer`).")] = None,
@@ -68,7 +70,7 @@ def enumerate_command(
     retriever: Annotated[str, typer.Option(
         help="The retriever whose passages Summary and Raw arms get (see `forge retriever list`); its outcomes "
              "are stored under its configuration hash, apart from every other retriever's. Direct arms use no "
-             "evidence: one Direct outcome serves every retriever.")] = DEFAULT_RETRIEVER,
+             "evidence: one Direct outcome serves every retriever.")] = EnumerationPlan.retriever,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -76,7 +78,7 @@ def enumerate_command(
 
     from forge_core.data.catalog import imported_routable_benchmarks
     from forge_core.enumeration.estimate import check_budget
-    from forge_core.enumeration.planning import EnumerationPlan, concurrency_for, count_calls, parse_shard, plan_work
+    from forge_core.enumeration.planning import concurrency_for, count_calls, parse_shard, plan_work
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
     from forge_core.enumeration.runner import enumerate_on_host
     from forge_core.hosts.registry import get_host_config, serving

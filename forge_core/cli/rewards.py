@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -18,10 +18,8 @@ from forge_core.cli.output import (
 )
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
-
-if TYPE_CHECKING:
-    from forge_core.rewards.judge_job import JudgeRequest
 
 RetrieverOption = Annotated[str, typer.Option(
     help="The retriever whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): "
@@ -33,20 +31,19 @@ rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their 
 
 @rewards_app.command("judge")
 def judge_command(
-    host: Annotated[str, typer.Option(help="The host whose stored answers are judged.")] = "embedded",
-    judge_host: Annotated[str, typer.Option(help="The host that judges them (any configured host).")] = "embedded",
+    host: Annotated[str, typer.Option(help="The host whose stored answers are judged.")] = JudgeRequest.host,
+    judge_host: Annotated[str, typer.Option(
+        help="The host that judges them (any configured host).")] = JudgeRequest.judge_host,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
-    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "all",
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = JudgeRequest.split,
     limit: Annotated[Optional[int], typer.Option(help="At most this many queries (all their arms).")] = None,
-    arms: Annotated[int, typer.Option(help="Alphabet whose arms are judged: 3, 6 or 12.")] = 6,
-    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = 1,
-    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    arms: Annotated[int, typer.Option(help="Alphabet whose arms are judged: 3, 6 or 12.")] = JudgeRequest.n_arms,
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = JudgeRequest.concurrency,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = JudgeRequest.split_seed,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Rate every stored answer still unjudged with the judge host, storing each rating as it lands
     (resumable: run the same command again to continue)."""
-    from forge_core.rewards.judge_job import JudgeRequest
-
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
                            limit=limit, concurrency=concurrency)
@@ -55,20 +52,20 @@ def judge_command(
 
 @rewards_app.command("support")
 def support_command(
-    host: Annotated[str, typer.Option(help="The host whose stored answers are checked.")] = "embedded",
-    judge_host: Annotated[str, typer.Option(help="The evaluator host (any configured host).")] = "embedded",
+    host: Annotated[str, typer.Option(help="The host whose stored answers are checked.")] = JudgeRequest.host,
+    judge_host: Annotated[str, typer.Option(
+        help="The evaluator host (any configured host).")] = JudgeRequest.judge_host,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
-    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = "all",
+    split: Annotated[str, typer.Option(help="train, dev, test or all.")] = JudgeRequest.split,
     limit: Annotated[Optional[int], typer.Option(help="At most this many queries (all their arms).")] = None,
-    arms: Annotated[int, typer.Option(help="Alphabet whose arms are checked: 3, 6 or 12.")] = 6,
-    concurrency: Annotated[int, typer.Option(help="Evaluator calls in flight at once.")] = 1,
-    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    arms: Annotated[int, typer.Option(help="Alphabet whose arms are checked: 3, 6 or 12.")] = JudgeRequest.n_arms,
+    concurrency: Annotated[int, typer.Option(help="Evaluator calls in flight at once.")] = JudgeRequest.concurrency,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = JudgeRequest.split_seed,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Ask the evaluator host, for every stored answer still without a verdict, whether the evidence
     its prompt held (Direct: the retrieved passages) supports it: SUPPORTED, CONTRADICTED or NOT
     ENOUGH INFO, stored as it lands (resumable). `forge eval --json` then reports support_rate."""
-    from forge_core.rewards.judge_job import JudgeRequest
     from forge_core.rewards.support_verdict import SUPPORT_SOURCE, evaluator_name, verdict_counts
 
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,

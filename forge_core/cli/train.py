@@ -19,18 +19,17 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
 
 RETRIEVER_HELP = ("The retriever whose evidence the outcomes and the retrieval features were made under "
                   "(`forge enumerate --retriever`); a router records it and refuses any other.")
 
 def features_command(
-    host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = "embedded",
-    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = DEFAULT_RETRIEVER,
+    host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = TrainRequest.host,
+    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = TrainRequest.retriever,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compute the router features of every enumerated query (only what is missing)."""
@@ -38,7 +37,7 @@ def features_command(
 
 
 def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[str, ...] | None = None,
-                                   retriever: str = DEFAULT_RETRIEVER) -> dict[str, Any]:
+                                   retriever: str = TrainRequest.retriever) -> dict[str, Any]:
     """`compute_features` with a progress bar: the explicit step before training and evaluation."""
     from forge_core.routing.features import compute_features
 
@@ -49,19 +48,21 @@ def compute_features_with_progress(store: Store, host: str, benchmarks: tuple[st
 
 
 def train_router_command(
-    stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = 1,
-    variant: Annotated[str, typer.Option(help="full, lite or bge.")] = "full",
-    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
-    host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = "embedded",
-    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = DEFAULT_LAMBDA_IN,
-    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
+    stage: Annotated[int, typer.Option(help="1 (KL distillation) or 2 (GRPO family).")] = TrainRequest.stage,
+    variant: Annotated[str, typer.Option(help="full, lite or bge.")] = TrainRequest.variant,
+    arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = TrainRequest.n_arms,
+    host: Annotated[str, typer.Option(help="Whose outcomes to train on.")] = TrainRequest.host,
+    lambda_in: Annotated[float, typer.Option(help="Input-token cost weight.")] = TrainRequest.lambda_in,
+    lambda_out: Annotated[float, typer.Option(help="Output-token cost weight.")] = TrainRequest.lambda_out,
     tau: Annotated[float, typer.Option(help="Boltzmann temperature.")] = Stage1Config.tau,
     algorithm: Annotated[str, typer.Option(help="Stage 2: grpo, dr_grpo, rloo or dpo.")] = Stage2Config.loss_type,
-    rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = "table",
+    rewards: Annotated[str, typer.Option(help="Stage 2: table (replay) or live.")] = TrainRequest.rewards,
     reward: Annotated[str, typer.Option(
-        help="Stage 1 reward: gold (F1), judge (`forge rewards judge`) or consensus (no call).")] = "gold",
-    stage2_reward: Annotated[str, typer.Option(help="Stage 2 reward: gold, judge or consensus.")] = "gold",
-    router_kind: Annotated[str, typer.Option("--router", help="factorized, or flat (the ablation).")] = "factorized",
+        help="Stage 1 reward: gold (F1), judge (`forge rewards judge`) or consensus (no call).")] = TrainRequest.reward,
+    stage2_reward: Annotated[str, typer.Option(
+        help="Stage 2 reward: gold, judge or consensus.")] = TrainRequest.stage2_reward,
+    router_kind: Annotated[str, typer.Option(
+        "--router", help="factorized, or flat (the ablation).")] = TrainRequest.router_kind,
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = Stage1Config.target,
     warm_arms: Annotated[int, typer.Option(
         help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm "
@@ -77,7 +78,7 @@ def train_router_command(
     log_every: Annotated[int, typer.Option(help="Stage 2: steps per logged row.")] = Stage2Config.log_every,
     parent: Annotated[Optional[str], typer.Option(help="Stage 2: Stage-1 checkpoint id (default newest).")] = None,
     seed: Annotated[int, typer.Option(help="Training seed.")] = Stage1Config.seed,
-    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = 0,
+    split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = TrainRequest.split_seed,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     conditioned: Annotated[bool, typer.Option(
         "--conditioned", help="One router for every cost weight: the weights are router inputs, trained at "
@@ -87,11 +88,11 @@ def train_router_command(
                                                                     "weight.")] = (CostConditioning.low,
                                                                                    CostConditioning.high),
     draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
-    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = DEFAULT_RETRIEVER,
+    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = TrainRequest.retriever,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
-    from forge_core.training.trainer import TrainRequest, train_router_job
+    from forge_core.training.trainer import train_router_job
 
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router_kind=router_kind, lambda_in=lambda_in,

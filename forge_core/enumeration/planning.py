@@ -6,6 +6,9 @@ missing calls of every query: arms without a non-error outcome and, with probes,
 probe samples; benchmarks are interleaved round-robin so that a partial run covers all of them.
 `order_work` puts the work in run order: prefix-aware (a query's arms back to back, so arms that
 share the evidence prefix hit the host's prompt cache) or arm-major, for comparison.
+
+The module imports no retrieval stack (scipy): `forge enumerate` reads its option defaults from
+`EnumerationPlan`'s fields at start-up.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from forge_core.arms import DIRECT_NO_THINK, Arm, alphabet, thinking_modes
 from forge_core.data.catalog import check_benchmarks
 from forge_core.data.splits import SPLIT_SEEDS
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.depth_check import refuse_unchecked_depths
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, get_retriever_config, retriever_hash
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -83,6 +85,8 @@ class EnumerationPlan:
         if self.n_arms == 12 and not host_config.supports_thinking:
             raise InvalidInput(f"host '{self.host}' has no reasoning budget: use 6 (or 3) arms")
         if self.n_arms == 12 and not self.allow_unchecked_depths:
+            from forge_core.evidence.depth_check import refuse_unchecked_depths  # imports the retrieval stack
+
             refuse_unchecked_depths(store, host_config, thinking_modes(12))
         check_same_configuration(store, self.host, host_config)
         get_retriever_config(store, self.retriever)

@@ -26,7 +26,6 @@ on the same prompt run at temperature 0.7, top-p 0.9, 24 tokens.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 import uuid
@@ -236,7 +235,7 @@ async def enumerate_arms(
     work = plan_work(store, plan)
     planned = count_calls(work)
     job_id = f"enumerate-{uuid.uuid4().hex[:10]}"
-    with job_run(store, "enumerate", dataclasses.asdict(plan), planned, job_id) as job:
+    with job_run(store, "enumerate", plan.to_dict(), planned, job_id) as job:
         report = EnumerationReport(job_id=job.job_id, planned_calls=planned)
         queue: asyncio.Queue = asyncio.Queue()
         for unit in order_work(work, plan.n_arms, plan.prefix_order):

@@ -29,7 +29,7 @@ import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
-from forge_core.evaluation.settings import CALIBRATION_RATIO, CROSSFIT_FOLDS
+from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
@@ -56,7 +56,7 @@ class CalibrationRequest:
     min_f1: float | None = None  # at least this macro F1 (a fraction in [0, 1])
     ratio: float = CALIBRATION_RATIO  # lambda_out / lambda_in along the searched ray
     host: str = "embedded"  # whose outcomes and features
-    variant: str = "lite"  # the conditioned router's features: lite or full
+    variant: str = CALIBRATION_VARIANT  # the conditioned router's features: lite or full
     n_arms: int = 6  # alphabet size
     folds: int = CROSSFIT_FOLDS  # crossfit folds (stratified by benchmark)
     split_seed: int = 0  # seeds the folds and inner dev parts

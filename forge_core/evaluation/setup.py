@@ -31,6 +31,7 @@ from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
 def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[str]:
     """Train a Stage-1 router (seconds on the demo store) for every FORGE variant that has no
     checkpoint matching the settings; returns the new checkpoint ids. Needs the features."""
-    from forge_core.training.trainer import TrainRequest, train_router  # imports torch: only when a router is missing
+    from forge_core.training.trainer import train_router  # imports torch: only when a router is missing
 
     trained = []
     evidence = evaluated_retriever_hash(store, settings.host, settings.retriever)

@@ -1,5 +1,9 @@
 """Named host configurations: three built in (`embedded`, `embedded-small`, `embedded-tiny`), the rest in the
-store."""
+store.
+
+The clients and the embedded server are imported only where one is made (`serving`, `make_host`): the
+requests that name a host (`EnumerationPlan`, `JudgeRequest`) check it without loading them, and the
+`forge` command line, which reads its defaults from those requests, starts without them."""
 
 from __future__ import annotations
 
@@ -13,11 +17,8 @@ from typing import Any
 
 from forge_core.config import builtin_or_stored
 from forge_core.errors import InvalidInput
-from forge_core.hosts.anthropic import AnthropicHost
 from forge_core.hosts.base import Host, HostConfig, HostError
 from forge_core.hosts.depth_maps import CUSTOM, canonical_json, parse_depth_map
-from forge_core.hosts.embedded import EmbeddedServer, running_server
-from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.records import HostPrices
 from forge_core.store import Store
 
@@ -173,6 +174,8 @@ def serving(config: HostConfig) -> Iterator[HostConfig]:
     if config.kind != "embedded" or config.base_url:
         yield config
         return
+    from forge_core.hosts.embedded import EmbeddedServer, running_server
+
     running = running_server(config.model)
     if running is not None:
         yield dataclasses.replace(config, base_url=running.base_url)
@@ -183,6 +186,9 @@ def serving(config: HostConfig) -> Iterator[HostConfig]:
 
 def make_host(config: HostConfig) -> Host:
     """The client for a served configuration; create it inside the event loop that uses it."""
+    from forge_core.hosts.anthropic import AnthropicHost
+    from forge_core.hosts.openai_compat import OpenAICompatibleHost
+
     if config.kind in ("openai", "embedded"):
         if not config.base_url:
             raise HostError(f"host '{config.name}' has no base URL (embedded hosts need `serving`)")

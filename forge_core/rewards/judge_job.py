@@ -7,85 +7,35 @@ identity (its kind's `reward_key`); queries are taken round-robin over benchmark
 limited run covers every benchmark. Each rating is stored the moment it lands, in its own short
 transaction: Ctrl-C, a cancel or kill -9 loses at most the calls in flight, and the same command
 run again judges only what is missing. Progress goes to the jobs table (kind "judge", for both
-kinds of rating) and a callback.
+kinds of rating) and a callback. The request itself (`JudgeRequest`, checked) is
+`forge_core.rewards.judge_request`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from forge_core.arms import alphabet, parse_arm, thinking_modes
-from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
-from forge_core.enumeration.planning import check_bounds, check_split, round_robin
+from forge_core.arms import alphabet, parse_arm
+from forge_core.enumeration.planning import round_robin
 from forge_core.enumeration.runner import JOB_UPDATE_SECONDS, MAX_FAILURES_IN_A_ROW
-from forge_core.errors import MissingStep
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.rating_kinds import RatingKind, rating_kind
 from forge_core.store import Store, job_run, utc_now
 
 log = logging.getLogger(__name__)
 
 EVIDENCE_KEPT = 64  # queries whose retrieved evidence a run keeps
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """Which stored outcomes to judge, and by which host."""
-
-    host: str = "embedded"  # the host whose answers are judged
-    judge_host: str = "embedded"  # the host that judges them
-    split: str = "all"  # train, dev, test or all
-    benchmarks: tuple[str, ...] | None = None  # default: every imported benchmark
-    n_arms: int = 6  # the alphabet whose arms are judged
-    split_seed: int = 0
-    limit: int | None = None  # at most this many queries in all
-    concurrency: int = 1  # judge calls in flight at once
-    kind: str = "judge"  # judge (is the answer correct?) or support (does the prompt's evidence support it?)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (the jobs table's `params`, a job's request file)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, params: dict[str, Any] | str) -> JudgeRequest:
-        """The request `to_dict` wrote (or its JSON); fields this version does not know are left out."""
-        values = json.loads(params) if isinstance(params, str) else dict(params)
-        known = {field.name for field in dataclasses.fields(cls)}
-        values = {key: value for key, value in values.items() if key in known}
-        if values.get("benchmarks") is not None:
-            values["benchmarks"] = tuple(values["benchmarks"])
-        return cls(**values)
-
-    def check(self, store: Store) -> None:
-        """Refuse, in one line, what the job would refuse: unknown hosts, kind, split, split seed or
-        benchmarks, a host without stored outcomes, a limit or concurrency below 1."""
-        rating_kind(self.kind)
-        check_split(self.split, self.split_seed)
-        thinking_modes(self.n_arms)
-        if self.benchmarks is not None:
-            check_benchmarks(store, self.benchmarks)
-        check_bounds({"limit": self.limit, "concurrency": self.concurrency})
-        get_host_config(store, self.judge_host)
-        if self.host not in store.hosts_with_outcomes():
-            raise MissingStep(f"host '{self.host}' has no stored outcomes to judge: run `forge enumerate --host "
-                              f"{self.host}` or `forge store load-demo`")
-
-    def chosen_benchmarks(self, store: Store) -> tuple[str, ...]:
-        """The benchmarks whose outcomes are judged."""
-        return self.benchmarks if self.benchmarks is not None else imported_routable_benchmarks(store)
 
 
 @dataclass(frozen=True)
@@ -243,7 +193,7 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
     if work is None:
         work = plan_judging(store, request, reward_key)
     job_id = f"{request.kind}-{uuid.uuid4().hex[:10]}"
-    with job_run(store, "judge", dataclasses.asdict(request), len(work), job_id) as job:
+    with job_run(store, "judge", request.to_dict(), len(work), job_id) as job:
         report = JudgeReport(job_id=job.job_id, reward_key=reward_key, planned=len(work))
         run = _JudgeRun(store, request, judge, report, on_progress)
         queue: asyncio.Queue = asyncio.Queue()

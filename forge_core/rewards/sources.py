@@ -1,6 +1,10 @@
 """Reward sources: `gold` (token F1, the outcome table's own) and the proxies `consensus` and `judge`,
 as matrices aligned with an outcome table. Training and the audit read proxy rewards only through
-`reward_matrix`."""
+`reward_matrix` (and `proxy_rewards`, the rows a proxy can train on).
+
+The names and checks import no retrieval stack (scipy): `forge train` reads its defaults through
+`forge_core.training.request`, which imports them.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import pandas as pd
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
-from forge_core.rewards.consensus import consensus_rewards
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.store import Store
 
@@ -50,12 +53,26 @@ def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str
     another retriever."""
     check_reward_source(source, proxies_only=True)
     if source == CONSENSUS:
+        from forge_core.rewards.consensus import consensus_rewards  # imports the retrieval stack (scipy)
+
         rows = consensus_rewards(store, table.host, table.arms, table.retriever_hash)
     else:
         check_judged_evidence(table.retriever)
         rows = store.reward_outcomes(table.host, judge_key or latest_judge_key(store, table.host))
         rows = rows[rows["error"].isna()][["benchmark", "example_id", "arm", "reward"]]
     return aligned_rewards(rows, table)
+
+
+def proxy_rewards(store: Store, table: OutcomeTable, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """[N, K] rewards of `source` for the table and [N] the rows with every arm's reward; refuses
+    a reward that no train or no dev row has on every arm."""
+    rewards = reward_matrix(store, table, source)
+    complete = ~np.isnan(rewards).any(axis=1)
+    for split in ("train", "dev"):
+        if not (complete & (table.splits == split)).any():
+            raise MissingStep(f"no {split} query of host '{table.host}' has a {source} reward on every arm: "
+                              f"run `forge rewards judge --host {table.host} --split {split}`")
+    return rewards, complete
 
 
 def aligned_rewards(rows: pd.DataFrame, table: OutcomeTable) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 The data: the host's complete queries (every arm stored) with features of the chosen variant,
 standardized with train statistics; utilities with costs normalized by train maxima. Leakage is
-refused by construction: the standardizer and normalizer only fit on "train".
+refused by construction: the standardizer and normalizer only fit on "train". What to train, checked,
+is `forge_core.training.request`'s `TrainRequest`.
 """
 
 from __future__ import annotations
@@ -10,31 +11,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from forge_core.arms import parse_arm, thinking_modes
+from forge_core.arms import parse_arm
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
-from forge_core.evidence.retrievers import (
-    DEFAULT_RETRIEVER,
-    check_router_retriever,
-    get_retriever_config,
-    retriever_hash,
-    retriever_option,
-)
+from forge_core.evidence.retrievers import check_router_retriever, get_retriever_config, retriever_option
 from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import ArmOutcome
-from forge_core.rewards.sources import GOLD, JUDGE, check_judged_evidence, check_reward_source, reward_matrix
-from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint, save_checkpoint
+from forge_core.rewards.sources import GOLD, proxy_rewards
+from forge_core.routing.checkpoints import load_checkpoint, save_checkpoint
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning, conditioned_rows
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import (
@@ -46,159 +40,18 @@ from forge_core.routing.features import (
 )
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.routers import Router, build_router
-from forge_core.routing.utility import (
-    DEFAULT_LAMBDA_IN,
-    DEFAULT_LAMBDA_OUT,
-    CostNormalizer,
-    CostWeights,
-    oracle_actions,
-)
+from forge_core.routing.utility import CostNormalizer, oracle_actions
 from forge_core.store import Store, job_run, utc_now
-from forge_core.training.settings import Stage1Config, Stage2Config, check_warm_start
+from forge_core.training.request import VARIANTS, TrainRequest
+from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.stage1 import train_stage1
 from forge_core.training.stage2 import table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
 
-VARIANTS = ("full", "lite", "bge")
-# fields of a stored training request renamed since: old name -> new name (older job rows still load)
-RENAMED_TRAIN_FIELDS = {"router": "router_kind"}
-RENAMED_STAGE1_FIELDS = {"arms": "warm_start_arms"}
 # stage-config fields renamed since: the lineage keeps their older names (checkpoint ids hash them)
 STORED_CONFIG_KEYS = {"warm_start_arms": "arms"}
-
-
-@dataclass(frozen=True)
-class TrainRequest:
-    """What to train; the stage configs carry the optimizer settings."""
-
-    host: str = "embedded"
-    variant: str = "full"  # full, lite or bge (the BGE+BM25 baseline)
-    n_arms: int = 6
-    stage: int = 1
-    router_kind: str = "factorized"  # the network: factorized, or flat (the ablation)
-    lambda_in: float = DEFAULT_LAMBDA_IN
-    lambda_out: float = DEFAULT_LAMBDA_OUT
-    rewards: str = "table"  # Stage 2: "table" (replay) or "live" (host calls for missing outcomes)
-    reward: str = GOLD  # Stage 1's reward in the utility: gold (F1), judge or consensus
-    stage2_reward: str = GOLD  # Stage 2's reward (table replay only for judge and consensus)
-    parent: str | None = None  # Stage 2: the Stage-1 checkpoint to start from (default: newest match)
-    split_seed: int = 0
-    benchmarks: tuple[str, ...] | None = None  # only these benchmarks' queries (default: every one)
-    stage1: Stage1Config = field(default_factory=Stage1Config)
-    stage2: Stage2Config = field(default_factory=Stage2Config)
-    conditioning: CostConditioning | None = None  # a cost-conditioned router (None: one for lambda_in/lambda_out)
-    retriever: str = DEFAULT_RETRIEVER  # the evidence its outcomes and features were made under (a retriever name)
-
-    @property
-    def weights(self) -> CostWeights:
-        """The cost weights as one value (validated on construction)."""
-        return CostWeights(self.lambda_in, self.lambda_out)
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise InvalidInput(f"unknown variant '{self.variant}' (known: {', '.join(VARIANTS)})")
-        if self.stage not in (1, 2):
-            raise InvalidInput(f"stage is 1 or 2, not {self.stage}")
-        if self.rewards not in ("table", "live"):
-            raise InvalidInput(f"rewards are 'table' or 'live', not '{self.rewards}'")
-        check_reward_source(self.reward)
-        check_reward_source(self.stage2_reward)
-        if self.stage == 2 and self.rewards == "live" and self.stage2_reward != GOLD:
-            raise InvalidInput("live Stage-2 rewards are gold F1: use the table replay for judge or consensus")
-        thinking_modes(self.n_arms)  # validates the alphabet size
-        CostWeights(self.lambda_in, self.lambda_out)  # validates the weights
-        if self.rewards == "live" and self.retriever != DEFAULT_RETRIEVER:
-            raise InvalidInput("live Stage-2 rewards use the default bm25 evidence: replay the table (rewards "
-                               "'table') under another retriever")
-        if JUDGE in (self.reward, self.stage2_reward):
-            check_judged_evidence(self.retriever)
-        if self.conditioning is not None and self.rewards != "table":
-            raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
-        check_warm_start(self.stage1, self.n_arms)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (the jobs table's `params`, a job's request file)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, params: dict[str, Any] | str) -> TrainRequest:
-        """The request `to_dict` wrote (or its JSON), as older versions wrote it too (renamed fields
-        load under today's names); fields this version does not know are left out."""
-        values = json.loads(params) if isinstance(params, str) else dict(params)
-        values = {RENAMED_TRAIN_FIELDS.get(key, key): value for key, value in values.items()}
-        known = {field.name for field in dataclasses.fields(cls)}
-        values = {key: value for key, value in values.items() if key in known}
-        stage1_fields = {field.name for field in dataclasses.fields(Stage1Config)}
-        stage2_fields = {field.name for field in dataclasses.fields(Stage2Config)}
-        stage1 = {RENAMED_STAGE1_FIELDS.get(key, key): value for key, value in values.get("stage1", {}).items()}
-        values["stage1"] = Stage1Config(**{k: v for k, v in stage1.items() if k in stage1_fields})
-        values["stage2"] = Stage2Config(**{k: v for k, v in values.get("stage2", {}).items() if k in stage2_fields})
-        if values.get("benchmarks") is not None:
-            values["benchmarks"] = tuple(values["benchmarks"])
-        if values.get("conditioning") is not None:
-            values["conditioning"] = CostConditioning.from_dict(values["conditioning"])
-        return cls(**values)
-
-    def check(self, store: Store) -> None:
-        """Refuse, with the next step, what the training would refuse on this store: a host
-        without complete train and dev queries (or without probes for Full), an unknown parent, a
-        Stage 2 run without a Stage-1 checkpoint to start from. The one place a request is checked:
-        the CLI, the Train page and the jobs call it before training."""
-        table = load_outcome_table(store, self.host, self.n_arms, self.split_seed, self.benchmarks,
-                                   labeled_only=self.training_reward == GOLD,
-                                   retriever_hash=self.retriever_hash(store))
-        if self.variant == "full" and not table.has_probes.any():
-            raise MissingStep(f"no complete query of host '{self.host}' has probes (Full features need them): "
-                              f"run `forge enumerate --host {self.host} --probes`, or train Lite")
-        if self.variant == "full":
-            table = table.subset(table.has_probes)
-        for split in ("train", "dev"):
-            if not (table.splits == split).any():
-                raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
-                                  f"run `forge enumerate --host {self.host} --split {split}"
-                                  f"{retriever_option(self.retriever)}`")
-        if self.training_reward != GOLD:
-            proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
-        if self.parent is not None:
-            parent = load_checkpoint(store, self.parent)  # an unknown or damaged parent is refused by its id
-            check_router_retriever(self.parent, parent.lineage, get_retriever_config(store, self.retriever))
-        if self.stage == 2 and self.parent is None and self.default_parent(store) is None:
-            kind = " cost-conditioned" if self.conditioned else ""
-            raise MissingStep(f"Stage 2 starts from a{kind} Stage-1 checkpoint: train one first (Stage 1, "
-                              f"{self.variant}, {self.n_arms} arms), or `forge train --stage 1 --variant "
-                              f"{self.variant}{' --conditioned' if self.conditioned else ''}"
-                              f"{retriever_option(self.retriever)}`")
-
-    @property
-    def conditioned(self) -> bool:
-        """Whether the router takes the cost weights as inputs (one router for every weight)."""
-        return self.conditioning is not None
-
-    def retriever_hash(self, store: Store) -> str:
-        """The configuration hash of the request's retriever ("" for the default BM25 evidence)."""
-        return retriever_hash(get_retriever_config(store, self.retriever))
-
-    def default_parent(self, store: Store) -> str | None:
-        """Stage 2's parent when none is named: the newest Stage-1 checkpoint of the variant and
-        alphabet, cost-conditioned or not as this request."""
-        return latest_checkpoint(store, self.host, self.variant, stage=1, n_arms=self.n_arms,
-                                 conditioned=self.conditioned, retriever_hash=self.retriever_hash(store))
-
-
-    def training_data(self, store: Store) -> TrainingData:
-        """The data this request trains on: the complete queries, also those without gold answers
-        when the reward is a proxy (then with the proxy in place of F1)."""
-        data = prepare_training_data(store, self.host, self.variant, self.n_arms, self.split_seed, self.benchmarks,
-                                     labeled_only=self.training_reward == GOLD,
-                                     retriever_hash=self.retriever_hash(store))
-        return with_reward(store, data, self.training_reward)
-
-    @property
-    def training_reward(self) -> str:
-        """The reward this request's stage trains on."""
-        return self.stage2_reward if self.stage == 2 else self.reward
 
 
 @dataclass(frozen=True)
@@ -224,6 +77,15 @@ class TrainingData:
         for matrix in (self.table.f1, self.table.tokens_in, self.table.tokens_out):
             digest.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
         return digest.hexdigest()[:16]
+
+
+def request_training_data(store: Store, request: TrainRequest) -> TrainingData:
+    """The data a request trains on: the complete queries, also those without gold answers when
+    the reward is a proxy (then with the proxy in place of F1)."""
+    data = prepare_training_data(store, request.host, request.variant, request.n_arms, request.split_seed,
+                                 request.benchmarks, labeled_only=request.training_reward == GOLD,
+                                 retriever_hash=request.retriever_hash(store))
+    return with_reward(store, data, request.training_reward)
 
 
 def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, split_seed: int = 0,
@@ -262,18 +124,6 @@ def with_reward(store: Store, data: TrainingData, source: str) -> TrainingData:
     rewards, complete = proxy_rewards(store, data.table, source)
     table = dataclasses.replace(data.table, f1=rewards).subset(complete)
     return dataclasses.replace(data, table=table, features=data.features[complete])
-
-
-def proxy_rewards(store: Store, table: OutcomeTable, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """[N, K] rewards of `source` for the table and [N] the rows with every arm's reward; refuses
-    a reward that no train or no dev row has on every arm."""
-    rewards = reward_matrix(store, table, source)
-    complete = ~np.isnan(rewards).any(axis=1)
-    for split in ("train", "dev"):
-        if not (complete & (table.splits == split)).any():
-            raise MissingStep(f"no {split} query of host '{table.host}' has a {source} reward on every arm: "
-                              f"run `forge rewards judge --host {table.host} --split {split}`")
-    return rewards, complete
 
 
 def _router_inputs(data: TrainingData, request: TrainRequest, rows: np.ndarray) -> np.ndarray:
@@ -376,7 +226,7 @@ def train_router_job(store: Store, request: TrainRequest,
     epoch, a logged Stage-2 step): the run stops, the job closes as "cancelled" and no checkpoint
     is stored (the state so far is discarded); returns None then."""
     total = request.stage2.steps if request.stage == 2 else request.stage1.max_epochs
-    with job_run(store, "train", dataclasses.asdict(request), total) as job:
+    with job_run(store, "train", request.to_dict(), total) as job:
         seq = 0
 
         def log_row(row: dict[str, Any]) -> None:
@@ -402,7 +252,7 @@ def train_router_job(store: Store, request: TrainRequest,
 
 
 def _train_router(store: Store, request: TrainRequest, on_log: Callable[[dict[str, Any]], None] | None) -> str:
-    data = request.training_data(store)
+    data = request_training_data(store, request)
     utility = data.table.utility(data.normalizer, request.weights)
     host_hashes = store.host_config_hashes(request.host)
     metrics: dict[str, Any] = {}

@@ -16,7 +16,8 @@ from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save
 from forge_core.reports.action_map import compute_action_map
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
+from forge_core.training.request import TrainRequest
+from forge_core.training.trainer import train_router
 
 from support.stores import copy_store, outcomes_under_retriever
 

@@ -1,6 +1,8 @@
 """A knob is declared once: every `forge` option default equals the default of the request or
-config field it feeds, and the command line starts without importing torch, sklearn or scipy
-(it reads its defaults from the torch-free settings modules)."""
+config field it feeds (for the commands that build `TrainRequest`, `EnumerationPlan`, `JudgeRequest`
+and `CalibrationRequest`, every option is accounted for), and the command line starts without
+importing torch, sklearn or scipy (it reads its defaults from the torch-free settings and request
+modules)."""
 
 from __future__ import annotations
 
@@ -24,14 +26,14 @@ from forge_core.evaluation.setup import EvaluationSettings
 from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.retrievers import RetrieverConfig
 from forge_core.hosts.base import HostConfig
-from forge_core.rewards.judge_job import JudgeRequest
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.conditioning import CostConditioning
-from forge_core.training.trainer import TrainRequest
+from forge_core.training.request import TrainRequest
 
 EVALUATION = {"host": "host", "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in",
               "lambda_out": "weights.lambda_out", "split_seed": "split_seed", "accounting": "accounting"}
-JUDGING = {"host": "host", "judge_host": "judge_host", "split": "split", "arms": "n_arms",
-           "concurrency": "concurrency", "split_seed": "split_seed"}
+JUDGING = {"host": "host", "judge_host": "judge_host", "benchmark": "benchmarks", "split": "split", "limit": "limit",
+           "arms": "n_arms", "concurrency": "concurrency", "split_seed": "split_seed"}
 
 # command -> (the dataclass its options feed, {option: the field's dotted path})
 FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
@@ -42,7 +44,9 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
         "tau": "stage1.tau", "target": "stage1.target", "warm_arms": "stage1.warm_start_arms",
         "max_epochs": "stage1.max_epochs", "patience": "stage1.patience", "seed": "stage1.seed",
         "algorithm": "stage2.loss_type", "steps": "stage2.steps", "beta": "stage2.beta",
-        "entropy_coef": "stage2.entropy_coef", "log_every": "stage2.log_every"}),
+        "entropy_coef": "stage2.entropy_coef", "log_every": "stage2.log_every", "parent": "parent",
+        "benchmark": "benchmarks"}),
+    ("features",): (TrainRequest, {"host": "host", "retriever": "retriever"}),
     ("eval", "crossfit"): (CrossfitSettings, {
         "host": "host", "arms": "n_arms", "lambda_in": "lambda_in", "lambda_out": "lambda_out", "folds": "folds",
         "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting",
@@ -55,22 +59,40 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("eval",): (EvaluationSettings, {option: path for option, path in EVALUATION.items() if option != "split"}),
     ("sweep",): (EvaluationSettings, {"host": "host", "split": "split", "arms": "n_arms", "accounting": "accounting"}),
     ("calibrate",): (CalibrationRequest, {
-        "ratio": "ratio", "variant": "variant", "host": "host", "folds": "folds", "split_seed": "split_seed",
-        "accounting": "accounting"}),
+        "budget_tokens": "budget_tokens", "min_f1": "min_f1", "ratio": "ratio", "variant": "variant", "host": "host",
+        "folds": "folds", "split_seed": "split_seed", "accounting": "accounting", "retriever": "retriever"}),
     ("rewards", "judge"): (JudgeRequest, JUDGING),
     ("rewards", "support"): (JudgeRequest, JUDGING),
     ("rewards", "audit"): (RewardAuditRequest, {
         "reward": "reward", "host": "host", "arms": "n_arms", "lambda_in": "weights.lambda_in",
         "lambda_out": "weights.lambda_out", "folds": "folds"}),
     ("enumerate",): (EnumerationPlan, {
-        "split": "split", "arms": "n_arms", "probes": "probes", "split_seed": "split_seed",
-        "allow_unchecked_depths": "allow_unchecked_depths", "retriever": "retriever"}),
+        "split": "split", "arms": "n_arms", "probes": "probes", "limit": "limit", "per_benchmark": "per_benchmark",
+        "max_calls": "max_calls", "max_tokens": "max_tokens", "split_seed": "split_seed",
+        "allow_unchecked_depths": "allow_unchecked_depths", "queries_of": "queries_of", "budget_usd": "budget_usd",
+        "retriever": "retriever"}),
     ("host", "add"): (HostConfig, {
         "thinking": "thinking", "api_key_env": "api_key_env", "concurrency": "max_concurrency",
         "budget_forcing": "budget_forcing"}),
     ("retriever", "add"): (RetrieverConfig, {
         "kind": "kind", "k": "k", "raw_words": "raw_words", "summary_words": "summary_words", "fusion_k": "fusion_k",
         "url": "url", "timeout": "timeout_s", "retries": "retries", "api_key_env": "api_key_env"}),
+}
+
+
+# the request commands' options that feed no field's default, each for a reason (checked below or none to check)
+NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
+    ("train",): {"weight_range",  # CostConditioning's range (the test below)
+                 "conditioned", "draws", "as_json"},  # whether to condition; the CLI's own draws (`CLI_DRAWS`)
+    ("features",): {"as_json"},
+    ("enumerate",): {"shard", "poll_seconds",  # parsed or run elsewhere (the test below)
+                     "host",  # a plan always names its host (no default)
+                     "benchmark", "concurrency",  # None: the imported benchmarks; the host's own (`concurrency_for`)
+                     "processes", "estimate", "to_batch", "from_batch", "requests", "batch",
+                     "as_json"},  # how to run the plan, not what it is
+    ("rewards", "judge"): {"as_json"},
+    ("rewards", "support"): {"as_json"},
+    ("calibrate",): {"as_json"},
 }
 
 
@@ -100,6 +122,16 @@ def test_option_defaults_equal_the_fields_they_feed(path: tuple[str, ...]) -> No
     disagree = {option: (defaults[option], field_default(cls, dotted)) for option, dotted in fields.items()
                 if defaults[option] != field_default(cls, dotted)}
     assert not disagree, f"forge {' '.join(path)}: option default vs {cls.__name__} field: {disagree}"
+
+
+@pytest.mark.parametrize("path", NOT_FIELD_DEFAULTS, ids=" ".join)
+def test_every_option_of_a_request_command_is_accounted_for(path: tuple[str, ...]) -> None:
+    """A new option of `forge train`, `enumerate`, `rewards judge|support` or `calibrate` is either
+    checked against the field it feeds or named above with its reason."""
+    options, fed = set(option_defaults(path)), set(FED_FIELDS[path][1])
+    assert fed & NOT_FIELD_DEFAULTS[path] == set()
+    unchecked = options - fed - NOT_FIELD_DEFAULTS[path]
+    assert unchecked == set(), f"forge {' '.join(path)}: options whose default nothing checks: {unchecked}"
 
 
 def test_option_defaults_of_the_other_fed_values() -> None:

@@ -14,8 +14,9 @@ from forge_core.evidence.retrievers import RetrieverConfig
 from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
+from forge_core.training.trainer import train_router
 
 from support.stores import copy_store, outcomes_under_retriever
 

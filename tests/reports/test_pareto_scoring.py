@@ -15,8 +15,9 @@ from forge_core.policies.registry import TrainedRouter, variants
 from forge_core.reports.tables import pareto_report
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
+from forge_core.training.trainer import train_router
 
 from support.stores import copy_store
 

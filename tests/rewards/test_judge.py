@@ -9,7 +9,8 @@ import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.rewards.judge import judge_request, judge_reward_key, parse_rating
-from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes, plan_judging
+from forge_core.rewards.judge_job import judge_outcomes, plan_judging
+from forge_core.rewards.judge_request import JudgeRequest
 
 from support.judging import DOUBLE_CONFIG, RatingHost
 from support.stores import copy_store

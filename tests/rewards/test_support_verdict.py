@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.rewards.judge_job import JudgeRequest, judge_outcomes
+from forge_core.rewards.judge_job import judge_outcomes
+from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.rating_kinds import JUDGE_KIND, SUPPORT_KIND
 from forge_core.rewards.sources import latest_judge_key
 from forge_core.rewards.support_verdict import (

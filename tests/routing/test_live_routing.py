@@ -172,8 +172,9 @@ def test_answer_verdicts() -> None:
 def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_store: tuple[Store, str],
                                                                      tmp_path) -> None:
     from forge_core.errors import InvalidInput
+    from forge_core.training.request import TrainRequest
     from forge_core.training.settings import Stage1Config
-    from forge_core.training.trainer import TrainRequest, train_router_job
+    from forge_core.training.trainer import train_router_job
 
     from support.stores import copy_store
 

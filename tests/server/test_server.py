@@ -26,8 +26,9 @@ from forge_core.hosts.registry import save_host_config
 from forge_core.routing import live
 from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
+from forge_core.training.trainer import train_router
 
 from support.answering_server import AnsweringServer
 from support.resources import require_module, require_tiny_model

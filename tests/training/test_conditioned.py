@@ -18,8 +18,9 @@ from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import Standardizer
 from forge_core.routing.utility import CostNormalizer, CostWeights
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import PAPER_STAGE1, Stage1Config, Stage2Config
-from forge_core.training.trainer import TrainRequest, _lineage, train_router
+from forge_core.training.trainer import _lineage, train_router
 
 HOST = "synthetic-host"
 

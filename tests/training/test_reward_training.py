@@ -6,8 +6,9 @@ import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
-from forge_core.training.trainer import TrainRequest, train_router
+from forge_core.training.trainer import train_router
 
 from support.stores import copy_store
 

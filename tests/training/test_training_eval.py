@@ -18,8 +18,9 @@ from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import paired_bootstrap_ci, pareto_frontier
 from forge_core.store import Store
+from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
-from forge_core.training.trainer import TrainRequest, prepare_training_data, train_router
+from forge_core.training.trainer import prepare_training_data, train_router
 
 HOST = "synthetic-host"
 FAST_STAGE1 = Stage1Config(max_epochs=30, patience=5)
