@@ -15,8 +15,8 @@ from forge_core.config import PROJECT_ROOT
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
 from forge_core.reports.action_map import compute_action_map
 from forge_core.store import Store
-from forge_core.training.settings import Stage1Config
 from forge_core.training.request import TrainRequest
+from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import train_router
 
 from support.stores import copy_store, outcomes_under_retriever
