@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from app import data, live_view
+from app import data, live_view, ui
 from forge_core.evidence.answering import retrieve_evidence
 from forge_core.reports.action_map import ActionMap
 from forge_core.store import Store
@@ -46,7 +46,8 @@ def show_query(store: Store, action_map: ActionMap, index: int | None,
     st.caption(f"The router's margin: {live_view.confidence_text(decided, held_out)}. "
                + live_view.untrained_text(decided))
     outcomes = action_map.query_outcomes(index)
-    answers = data.stored_answers(store, action_map.host, benchmark, example_id, action_map.arms)
+    answers = data.stored_answers(store, action_map.host, benchmark, example_id, action_map.arms,
+                                  action_map.retriever_hash)
     outcomes.insert(1, "answer", [answers.get(arm, "–") for arm in outcomes["arm"]])
     st.dataframe(outcomes, hide_index=True, column_config={
         "F1": st.column_config.NumberColumn(format="%.2f"), "utility": st.column_config.NumberColumn(format="%.4f"),
@@ -55,8 +56,9 @@ def show_query(store: Store, action_map: ActionMap, index: int | None,
     st.caption(f"Utility = F1 − λ_in × tokens in − λ_out × tokens out (each normalized by its train maximum) at "
                f"λ_in {action_map.weights.lambda_in:g} / λ_out {action_map.weights.lambda_out:g}: λ_in prices the "
                "prompt (question and evidence), λ_out the answer and any reasoning.")
-    with st.spinner("Retrieving the evidence…"):
-        evidence = retrieve_evidence(data.retriever(store, benchmark), action_map.questions[index])
+    with ui.user_errors(), st.spinner("Retrieving the evidence…"):  # the retriever the outcomes were made with
+        evidence = retrieve_evidence(data.configured_retriever(store, benchmark, action_map.retriever_hash),
+                                     action_map.questions[index])
     for form, tab in zip(("direct", "summary", "raw"), st.tabs(["Direct", "Summary", "Raw"])):
         with tab:
             st.text(evidence.support_text(form) or "(none: the Direct arm gets the question only)")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
     ORACLE,
@@ -38,17 +38,16 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -
     cost weights."""
     reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
-        option = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
         under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
         st.info(f"No finished crossfit run for host '{host}'{under} yet: run "
-                f"`forge eval crossfit --host {host}{option} "
+                f"`forge eval crossfit --host {host}{retriever_option(retriever)} "
                 f"--lambda-in {DEFAULT_LAMBDA_IN} --lambda-out {DEFAULT_LAMBDA_OUT}` (one per cost weight; results "
                 "are stored and shown here).",
                 icon=":material/query_stats:")
         return
     report = st.selectbox("Crossfit run", reports, index=_run_at_session_weights(reports),
                           format_func=crossfit_run_label)
-    _say_when_not_at_session_weights(report, host)
+    _say_when_not_at_session_weights(report, host, retriever)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
     show_decision(report)
     frame = crossfit_frame(report)
@@ -70,7 +69,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
 
     _show_reliability(report)
-    _show_seed_spread(report, reports)
+    _show_seed_spread(report, reports, retriever)
     _show_routing_gain(report, reports)
 
 
@@ -93,7 +92,7 @@ def _show_reliability(report: dict) -> None:
         "share_right": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
 
 
-def _show_seed_spread(report: dict, reports: list[dict]) -> None:
+def _show_seed_spread(report: dict, reports: list[dict], retriever: str) -> None:
     """The run's gains at every stored split seed of the same settings, and which are decidable."""
     from forge_core.evaluation.crossfit import seed_key, seed_spread  # the crossfit module imports torch
 
@@ -101,7 +100,8 @@ def _show_seed_spread(report: dict, reports: list[dict]) -> None:
     st.subheader("Across split seeds")
     if len(siblings) < 2:
         st.caption(f"Only split seed {report['split_seed']} is stored for these settings: run "
-                   "`scripts/crossfit_demo.sh` (or `forge eval --protocol crossfit --split-seed 1`, 2) to see "
+                   f"`scripts/crossfit_demo.sh` (or `forge eval --protocol crossfit --split-seed 1"
+                   f"{retriever_option(retriever)}`, 2) to see "
                    "whether the gains hold across fold draws.")
         return
     spread = seed_spread(siblings)
@@ -146,10 +146,11 @@ def _run_at_session_weights(reports: list[dict]) -> int:
     return reports.index(found) if found is not None else 0
 
 
-def _say_when_not_at_session_weights(report: dict, host: str) -> None:
+def _say_when_not_at_session_weights(report: dict, host: str, retriever: str) -> None:
     session = weights.current()
     lambda_in, lambda_out = session.lambda_in, session.lambda_out
     if report_at_weights([report], session, report["accounting"]) is None:
         st.caption(f"Crossfit runs are stored at fixed weights, so this view has no sliders. Your weights, "
                    f"λ_in {lambda_in:g} / λ_out {lambda_out:g}, are not this run's: `forge eval crossfit --host "
-                   f"{host} --lambda-in {lambda_in:g} --lambda-out {lambda_out:g}` stores a run at them.")
+                   f"{host}{retriever_option(retriever)} --lambda-in {lambda_in:g} --lambda-out {lambda_out:g}` "
+                   "stores a run at them.")

@@ -21,7 +21,14 @@ from forge_core.errors import ForgeError, InvalidInput
 from forge_core.evaluation.decide import decide
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash, retrievers_with_outcomes
+from forge_core.evidence.retrievers import (
+    DEFAULT_RETRIEVER,
+    evaluated_retriever_hash,
+    list_retriever_configs,
+    outcome_retriever_hash,
+    retriever_config_for_hash,
+    retrievers_with_outcomes,
+)
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
     from forge_core.reports.reliability import Reliability, ReliabilityBase
+    from forge_core.routing.retriever_backends import AnyRetriever
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -103,6 +111,12 @@ def alphabet_size(store: Store, host: str) -> int:
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def retriever_names(store: Store) -> list[str]:
+    """Every configured retriever's name: the default bm25 first, then the stored ones by name."""
+    return [retriever.name for retriever in list_retriever_configs(store)]
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def retrievers_of(store: Store, host: str) -> list[str]:
     """The retrievers the host has outcomes under: bm25 first, then the configured ones."""
     return retrievers_with_outcomes(store, host)
@@ -147,9 +161,9 @@ def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
-    """Reasoning tokens per arm over the host's answered outcomes."""
-    return tables.reasoning_summary(store, host)
+def reasoning_summary(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> pd.DataFrame:
+    """Reasoning tokens per arm over the host's answered outcomes under the retriever."""
+    return tables.reasoning_summary(store, host, evaluated_retriever_hash(store, host, retriever))
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -310,12 +324,12 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int, weights: CostWeights,
-                 routers: tuple[str, ...] = ()) -> dict:
-    """The audit of a proxy reward against gold (`version`: see `store_version`): per arm only
-    (seconds; kept under the cache directory, `audit/`, where `forge store load-demo` computes the
-    consensus reward's at the default weights), or with `routers` cross-fitted on gold and on the
-    proxy too (a minute or so)."""
-    if not routers:
+                 routers: tuple[str, ...] = (), retriever: str = DEFAULT_RETRIEVER) -> dict:
+    """The audit of a proxy reward against gold under the retriever (`version`: see `store_version`):
+    per arm only (seconds; under bm25 kept under the cache directory, `audit/`, where `forge store
+    load-demo` computes the consensus reward's at the default weights), or with `routers`
+    cross-fitted on gold and on the proxy too (a minute or so)."""
+    if not routers and retriever == DEFAULT_RETRIEVER:
         from forge_core.reports.view_cache import reward_audit_view
 
         return reward_audit_view(store, host, reward, n_arms, weights, config.cache_dir())
@@ -323,7 +337,7 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
     from forge_core.evaluation.proxy_audit import run_reward_audit
 
     request = RewardAuditRequest(host=host, reward=reward, n_arms=n_arms, weights=weights,
-                                 routers=routers)
+                                 routers=routers, retriever=retriever)
     return run_reward_audit(store, request)
 
 
@@ -371,23 +385,25 @@ def crossfit_arms(store: Store, version: int, run_id: str, policy: str) -> pd.Da
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def action_map(store: Store, version: int, host: str, checkpoint_id: str, split: str,
-               benchmarks: tuple[str, ...] | None = None, weights: CostWeights | None = None) -> ActionMap:
+               benchmarks: tuple[str, ...] | None = None, weights: CostWeights | None = None,
+               retriever: str = DEFAULT_RETRIEVER) -> ActionMap:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
-    when given, a cost-conditioned router's at `weights` (`version`: see `store_version`); its UMAP
-    is computed once per set of queries and kept on disk under the cache directory (`umap/`),
-    across app restarts, store writes and weights."""
+    when given, a cost-conditioned router's at `weights` (`version`: see `store_version`), on the
+    outcomes and features of the retriever the checkpoint was trained under (`retriever`: its
+    name, whose features are computed first); its UMAP is computed once per set of queries and
+    kept on disk under the cache directory (`umap/`), across app restarts, store writes and weights."""
     from forge_core.reports.action_map import compute_action_map
 
-    features_ready(store, version, host)
+    features_ready(store, version, host, retriever)
     return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
                               umap_cache=config.cache_dir() / "umap", weights=weights)
 
 
 @st.cache_data(show_spinner="Computing missing features…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def features_ready(store: Store, version: int, host: str) -> bool:
-    """The host's missing features computed, checked once per store version (`version`: see
-    `store_version`; a slider step does not look again)."""
-    compute_features(store, host)
+def features_ready(store: Store, version: int, host: str, retriever: str = DEFAULT_RETRIEVER) -> bool:
+    """The host's missing features under the retriever computed, checked once per store version
+    (`version`: see `store_version`; a slider step does not look again)."""
+    compute_features(store, host, retriever=retriever)
     return True
 
 
@@ -424,11 +440,13 @@ def example(store: Store, benchmark: str, example_id: str) -> Example | None:
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arms: tuple[str, ...]) -> dict[str, str]:
-    """Arm name -> the host's stored answer text for one query (arms without an outcome left out)."""
+def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arms: tuple[str, ...],
+                   retriever_hash: str = "") -> dict[str, str]:
+    """Arm name -> the host's stored answer text for one query under one retriever configuration
+    (its hash; "": the default BM25), arms without an outcome left out."""
     answers = {}
     for arm in arms:
-        outcome = store.arm_outcome(host, benchmark, example_id, arm)
+        outcome = store.arm_outcome(host, benchmark, example_id, arm, outcome_retriever_hash(arm, retriever_hash))
         if outcome is not None:
             answers[arm] = outcome.answer if outcome.error is None else f"(error: {outcome.error})"
     return answers
@@ -444,6 +462,17 @@ def host_benchmarks(store: Store, host: str) -> list[str]:
 def retriever(store: Store, benchmark: str) -> Retriever:
     """The benchmark's BM25 retriever."""
     return load_retriever(store, benchmark)
+
+
+@st.cache_resource(show_spinner="Opening the retriever…", hash_funcs=STORE_KEY)
+def configured_retriever(store: Store, benchmark: str, config_hash: str) -> AnyRetriever:
+    """The configured retriever whose configuration hash is `config_hash` ("": the default BM25)
+    over the benchmark's corpus: the evidence outcomes under that hash were made with."""
+    if not config_hash:
+        return retriever(store, benchmark)
+    from forge_core.routing.retriever_backends import open_retriever
+
+    return open_retriever(store, retriever_config_for_hash(store, config_hash), benchmark)
 
 
 @st.cache_resource(show_spinner="Loading the router (first use only)…", hash_funcs=STORE_KEY)

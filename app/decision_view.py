@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import data, ui
 from forge_core.evaluation.decide import decision_json
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.decision import crossfit_decision
 from forge_core.reports.tables import merge_identical_points
 from forge_core.routing.utility import CostWeights
@@ -64,7 +64,8 @@ def show_decision_at_weights(store: Store, version: int, host: str, weights: Cos
                    f"{floor['difference']:+.3f} utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
     st.code(report["serve_command"], language="bash")
     _default_router_button(store, host, report)
-    st.caption(f"`forge decide --lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}` gives the same. "
+    st.caption(f"`forge decide --host {host}{retriever_option(retriever)} --lambda-in {weights.lambda_in:g} "
+               f"--lambda-out {weights.lambda_out:g}` gives the same. "
                f"Out of fold over {report['queries']} queries: the {report['folds']} folds of crossfit run "
                f"`{report['run_id']}`, its cost-conditioned routers trained once per fold and deciding at these "
                "weights (they repeat the run's stored decisions at its own weights on "

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import html
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.evidence.depth_check import failed_depths
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
@@ -33,10 +34,11 @@ NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forg
                "or load the demo outcomes with `forge store load-demo`.")
 
 
-def no_checkpoints(host: str) -> str:
-    """The next step when a host has no router checkpoint yet."""
-    return (f"No router checkpoints for host '{host}' yet: train one on the Train page or with "
-            f"`forge train --stage 1 --host {host}`.")
+def no_checkpoints(host: str, retriever: str = DEFAULT_RETRIEVER) -> str:
+    """The next step when a host has no router checkpoint (trained under the retriever) yet."""
+    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    return (f"No router checkpoints for host '{host}'{under} yet: train one on the Train page or with "
+            f"`forge train --stage 1 --host {host}{retriever_option(retriever)}`.")
 
 
 @contextlib.contextmanager
@@ -234,10 +236,34 @@ def log_excerpt(started: StartedJob, tail: str) -> str:
     return f"\n\n```\n{tail}\n```\nFull log: `{started.log_path}`"
 
 
-def retriever_select(column: Any, names: list[str], key: str | None = None) -> str:
-    """The retriever whose outcomes a page reads, beside its host select: `names` are the ones the
-    host has outcomes under, bm25 first (the default). Outcomes under two retrievers never mix."""
-    return column.selectbox(
-        "Retriever", names, key=key,
+RETRIEVER_KEPT = "retriever_choice"  # session state: the retriever picked last, on any page
+
+
+def retriever_select(column: Any, store: Store, hosts: Sequence[str], page: str) -> str:
+    """The retriever whose outcomes a page reads, beside its host select (`hosts`: the one host, or
+    both of a transfer): bm25 first (the default), then every configured one, those without outcomes
+    marked. The pick is kept across pages (as the router picker's). A retriever some host has no
+    outcomes under stops the page with the one command that makes them. Outcomes under two
+    retrievers never mix."""
+    names = data.retriever_names(store)
+    missing = {name: next((host for host in hosts if name not in data.retrievers_of(store, host)), None)
+               for name in names}
+    widget = f"{page}_retriever_select"
+    kept = st.session_state.get(RETRIEVER_KEPT)
+    st.session_state[widget] = kept if kept in names else names[0]
+    chosen = column.selectbox(
+        "Retriever", names, key=widget, on_change=_keep_retriever, args=(widget,),
+        format_func=lambda name: name if missing[name] is None else f"{name} (no outcomes)",
         help="Whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): only "
-             "its outcomes, features and routers are read; Direct outcomes use no evidence and serve every retriever.")
+             "its outcomes, features and routers are read; Direct outcomes use no evidence and serve every "
+             "retriever. Your pick is kept on every page; add retrievers on the Hosts page.")
+    host = missing[chosen]
+    if host is not None:
+        st.info(f"No outcomes of host '{host}' under retriever '{chosen}' yet: `forge enumerate --host {host}"
+                f"{retriever_option(chosen)}` makes them.", icon=":material/hourglass_empty:")
+        st.stop()
+    return chosen
+
+
+def _keep_retriever(widget: str) -> None:
+    st.session_state[RETRIEVER_KEPT] = st.session_state[widget]

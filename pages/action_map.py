@@ -5,6 +5,7 @@ import streamlit as st
 from app import charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
 
@@ -13,16 +14,19 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
            f"{UMAP_MIN_DIST}, cosine, fixed seed; computed once per set of queries and cached), coloured by the "
            "checkpoint's chosen arm, by the oracle's (the per-query best arm under the weights named below the "
            f"metrics) and by whether they agree. Clusters: KMeans (k = {N_CLUSTERS}) on the map, numbered left to "
-           "right. Hover a point for its question and every arm's outcome; click it to open the query below.")
+           "right. Hover a point for its question and every arm's outcome; click it to open the query below. Question "
+           "embeddings use no evidence, so a query sits at the same place under every retriever; the outcomes, "
+           "routers and oracle are the chosen retriever's.")
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, checkpoint_column, split_column, benchmark_column = st.columns([1, 2, 1, 2])
+host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 3, 1, 3])
 host = host_column.selectbox("Host", hosts)
+retriever = ui.retriever_select(retriever_column, store, [host], "action_map")
 checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[checkpoints["host"] == host]
+checkpoints = checkpoints[(checkpoints["host"] == host) & data.trained_under(checkpoints, store, host, retriever)]
 if checkpoints.empty:
-    st.info(ui.no_checkpoints(host), icon=":material/model_training:")
+    st.info(ui.no_checkpoints(host, retriever), icon=":material/model_training:")
     st.stop()
 checkpoint_id = routers.picker(checkpoint_column, store, host, checkpoints, "action_map", "Checkpoint",
                                help="Opens on the host's default router; your pick is kept on every page.")
@@ -36,7 +40,7 @@ with ui.user_errors():
 chosen_weights = weights.sliders("action_map") if conditioned else None
 with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached on disk after its first time)…"):
     action_map = data.action_map(store, data.store_version(store), host, checkpoint_id, split,
-                                 tuple(benchmarks) or None, chosen_weights)
+                                 tuple(benchmarks) or None, chosen_weights, retriever)
 points = action_map.points()
 
 agreements, regrets = action_map.agreements(), action_map.regrets()
@@ -87,10 +91,12 @@ st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
        for name in ("router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")}})
 
 st.subheader("Crossfit decisions")
-crossfit_runs = data.crossfit_reports(store, data.store_version(store), host)
+crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
 if not crossfit_runs:
-    st.info(f"No finished crossfit run for host '{host}': `forge eval --host {host} --protocol crossfit` stores "
-            "every policy's out-of-fold decisions, and they can colour this map.", icon=":material/query_stats:")
+    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval --host {host} --protocol crossfit"
+            f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour this "
+            "map.", icon=":material/query_stats:")
     st.stop()
 run_column, policy_column = st.columns([2, 1])
 run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=crossfit_run_label)

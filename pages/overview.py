@@ -7,6 +7,7 @@ from app.overview_view import TERMS, first_contact
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.evidence import evidence_frame
 from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
@@ -91,7 +92,7 @@ if not hosts:
 st.header("Arms and the oracle")
 host_column, retriever_column, arms_column, split_column = st.columns(4)
 host = host_column.selectbox("Host", hosts)
-retriever = ui.retriever_select(retriever_column, data.retrievers_of(store, host))
+retriever = ui.retriever_select(retriever_column, store, [host], "overview")
 default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
                                format_func=lambda k: f"{k} arms", help=TERMS["alphabet"])
@@ -101,7 +102,8 @@ with ui.user_errors():
     table = data.outcome_table(store, host, n_arms, retriever)
 shown = table if split == "all" else table.split(split)
 if not len(shown):
-    st.info(f"No complete {split} queries on {host} with {n_arms} arms yet.")
+    st.info(f"No complete {split} queries on {host} with {n_arms} arms yet: `forge enumerate --host {host} --split "
+            f"{split} --arms {n_arms}{retriever_option(retriever)}`.")
     st.stop()
 
 scope = "" if split == "all" else f"{split} "
@@ -139,11 +141,11 @@ if normalizer is not None:
                                     "oracle agreement", format="percent", min_value=0, max_value=1)})
 
 st.subheader("Reasoning tokens per arm")
-st.caption("Over every answered outcome of the host. Reasoning tokens are part of the output tokens and are "
-           "charged as output; 'counted by' says whether the provider reported them (usage), the host's own "
-           "tokenizer counted the returned reasoning text (tokenizer), they were estimated from that text "
-           "(estimated), or none came back.")
-reasoning = data.reasoning_summary(store, host)
+st.caption(f"Over every answered outcome of the host under retriever '{retriever}'. Reasoning tokens are part of "
+           "the output tokens and are charged as output; 'counted by' says whether the provider reported them "
+           "(usage), the host's own tokenizer counted the returned reasoning text (tokenizer), they were estimated "
+           "from that text (estimated), or none came back.")
+reasoning = data.reasoning_summary(store, host, retriever)
 st.plotly_chart(charts.reasoning_per_arm(reasoning))
 if not reasoning.empty and not reasoning["tokens_reasoning"].fillna(0).any():
     st.caption(f"No arm of {host} returned reasoning tokens (it is not a thinking host): every output token is the "
@@ -169,7 +171,10 @@ else:
 
 st.subheader("Answers supported by their evidence")
 support, evaluator = data.support_rates(store, host, n_arms, split, retriever)
-if support.empty:
+if retriever != DEFAULT_RETRIEVER:
+    st.caption(f"None under retriever '{retriever}': support verdicts (`forge rewards support`) rate the answers made "
+               "under bm25 evidence only.")
+elif support.empty:
     st.caption(f"No support verdicts for these queries yet: run `forge rewards support --host {host}`.")
 else:
     st.caption(f"Per arm, the share of its answers that the evidence in its prompt supports (`support_rate`) or "

@@ -26,7 +26,7 @@ hosts = ui.hosts_with_outcomes_or_stop(store)
 
 host_column, retriever_column, protocol_column = st.columns([2, 1, 1])
 host = host_column.selectbox("Host", hosts)
-retriever = ui.retriever_select(retriever_column, data.retrievers_of(store, host))
+retriever = ui.retriever_select(retriever_column, store, [host], "pareto")
 protocol = protocol_column.segmented_control(
     "Protocol", ["test split", "crossfit"], default="test split",
     help="test split: the Cached protocol on the fixed test split, computed here; crossfit: stored out-of-fold "
@@ -115,7 +115,10 @@ with st.expander("Table"):
     evaluator = data.support_evaluator(store, host)
     st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
                "the queries with a verdict (support_coverage), by "
-               + (evaluator if evaluator else f"no evaluator yet: run `forge rewards support --host {host}`") + ".")
+               + (f"no evaluator under retriever '{retriever}' (support verdicts rate the answers made under bm25 "
+                  "evidence only)" if retriever != DEFAULT_RETRIEVER
+                  else evaluator if evaluator else f"no evaluator yet: run `forge rewards support --host {host}`")
+               + ".")
 
 st.subheader("How far the routers' margins can be trusted")
 st.caption("Each chosen router checkpoint on its held-out test queries, at these weights when it is cost-conditioned "

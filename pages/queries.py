@@ -1,12 +1,14 @@
 """Queries: every evaluated query of a host in one table (the router's arm, the oracle's arm set, the
 router's regret, each arm's F1 and tokens), sorted worst regret first, filtered, exported, and each
-query opened with its evidence and answers; a query has a URL (`?host=...&query=benchmark/id`)."""
+query opened with its evidence and answers; a query has a URL (`?host=...&query=benchmark/id`, and
+`&retriever=NAME` under a retriever other than bm25)."""
 
 import streamlit as st
 
 from app import data, routers, ui, weights
 from app.action_map_view import show_query
 from forge_core.errors import ForgeError
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.action_map import SPLITS
 from forge_core.reports.query_explorer import (
     QueryFilter,
@@ -30,12 +32,15 @@ st.caption("Every evaluated query of a host: the router's arm, the oracle's arm 
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 linked_host = st.query_params.get("host")
-host_column, router_column, split_column = st.columns([1, 2, 1])
+if linked_retriever := st.query_params.get("retriever"):
+    st.session_state.setdefault(ui.RETRIEVER_KEPT, linked_retriever)  # a link's retriever, unless one was picked
+host_column, retriever_column, router_column, split_column = st.columns([1, 1, 2, 1])
 host = host_column.selectbox("Host", hosts, index=hosts.index(linked_host) if linked_host in hosts else 0)
+retriever = ui.retriever_select(retriever_column, store, [host], "queries")
 checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[checkpoints["host"] == host]
+checkpoints = checkpoints[(checkpoints["host"] == host) & data.trained_under(checkpoints, store, host, retriever)]
 if checkpoints.empty:
-    st.info(ui.no_checkpoints(host), icon=":material/model_training:")
+    st.info(ui.no_checkpoints(host, retriever), icon=":material/model_training:")
     st.stop()
 checkpoint_id = routers.picker(router_column, store, host, checkpoints, "queries",
                                help="Opens on the host's default router; your pick is kept on every page.")
@@ -45,12 +50,13 @@ with ui.user_errors():
 chosen_weights = weights.sliders("queries") if conditioned else None
 version = data.store_version(store)
 with ui.user_errors(), st.spinner("Routing the host's queries…"):
-    action_map = data.action_map(store, version, host, checkpoint_id, split, None, chosen_weights)
+    action_map = data.action_map(store, version, host, checkpoint_id, split, None, chosen_weights, retriever)
 table = query_table(action_map)
 drawn_at = action_map.weights
-st.caption(f"{len(table):,} complete {split} queries of {host}, at λ_in {drawn_at.lambda_in:g} / λ_out "
-           f"{drawn_at.lambda_out:g} ({'the sliders' if conditioned else 'the checkpoint'}'s weights). Cluster: the "
-           "Action map's region of the question.")
+weights_owner = "the sliders" if conditioned else "the checkpoint"
+st.caption(f"{len(table):,} complete {split} queries of {host} under retriever '{retriever}', at λ_in "
+           f"{drawn_at.lambda_in:g} / λ_out {drawn_at.lambda_out:g} ({weights_owner}'s weights). Cluster: the Action "
+           "map's region of the question.")
 
 benchmark_column, arm_column, compare_column = st.columns([2, 2, 2])
 benchmarks = benchmark_column.multiselect("Benchmarks", sorted(table["benchmark"].unique()),
@@ -70,7 +76,7 @@ if compare != NO_COMPARISON:
         with ui.user_errors(), st.spinner("Routing the queries with the other router…"):
             other_weights = chosen_weights if conditioning_of(
                 data.checkpoint_record(store, compare)["lineage"]) is not None else None
-            other = data.action_map(store, version, host, compare, split, None, other_weights).points()
+            other = data.action_map(store, version, host, compare, split, None, other_weights, retriever).points()
         table = with_comparison(table, COMPARED, other.rename(columns={"router": "arm"}))
 disagree = st.toggle("Only where the router's arm differs from the compared one", disabled=compare == NO_COMPARISON)
 shown = QueryFilter(benchmarks, router_arms, COMPARED if disagree and compare != NO_COMPARISON else None).apply(table)
@@ -96,6 +102,10 @@ selected = event.selection.rows if event and event.selection else []
 if selected:
     row = shown.iloc[selected[0]]
     st.query_params.update({"host": host, "query": query_key(row["benchmark"], row["example_id"])})
+    if retriever == DEFAULT_RETRIEVER:
+        st.query_params.pop("retriever", None)
+    else:
+        st.query_params["retriever"] = retriever
 opened = None
 if linked := st.query_params.get("query"):
     try:
@@ -107,7 +117,8 @@ if linked := st.query_params.get("query"):
                    icon=":material/search_off:")
 show_query(store, action_map, opened, how_to_open="Select a row of the table to open its query here.")
 if opened is not None:
-    st.caption(f"Link to this query: `?host={host}&query={linked}` on this page.")
+    link_retriever = "" if retriever == DEFAULT_RETRIEVER else f"&retriever={retriever}"
+    st.caption(f"Link to this query: `?host={host}&query={linked}{link_retriever}` on this page.")
 
 st.header("Questions asked live")
 traces = store.live_traces(host)

@@ -9,6 +9,7 @@ from app import charts, data, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.jobs import stage2_log_every
 from forge_core.reports.tables import reward_audit_table
 from forge_core.rewards.judge_request import JudgeRequest
@@ -38,8 +39,11 @@ ui.show_flash()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
 st.header("New run")
-host_column, variant_column, arms_column, stage_column = st.columns(4)
+host_column, retriever_column, variant_column, arms_column, stage_column = st.columns(5)
 host = host_column.selectbox("Host", hosts)
+retriever = ui.retriever_select(retriever_column, store, [host], "train")
+under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+option = retriever_option(retriever)
 variant = variant_column.selectbox("Features", VARIANTS, format_func=VARIANT_LABELS.get,
                                    help="Full reads four host probes per query; Lite needs one host call.")
 default_size = data.alphabet_size(store, host)
@@ -47,6 +51,7 @@ n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.
                                format_func=lambda k: f"{k} arms")
 stage = stage_column.segmented_control("Stage", [1, 2], default=1, format_func=lambda s: f"Stage {s}") or 1
 checkpoints = data.checkpoints(store)
+checkpoints = checkpoints[data.trained_under(checkpoints, store, host, retriever)]  # only this evidence's routers
 parents = checkpoints[(checkpoints["host"] == host) & (checkpoints["variant"] == variant)
                       & (checkpoints["n_arms"] == n_arms) & (checkpoints["stage"] == 1)]
 
@@ -95,34 +100,35 @@ with st.form("run", enter_to_submit=False):
     submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 
 if submitted:
-    if stage == 1:
-        request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
-                               lambda_out=lambda_out, reward=reward, stage1=Stage1Config(
-                                   tau=tau, target=target, warm_start_arms=warm_arms, max_epochs=max_epochs,
-                                   patience=patience, seed=seed))
-    else:
-        request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=2, lambda_in=lambda_in,
-                               lambda_out=lambda_out, rewards=rewards, stage2_reward=reward,
-                               parent=None if parent == NEWEST_PARENT else parent,
-                               stage1=Stage1Config(tau=tau), stage2=Stage2Config(
-                                   steps=steps, loss_type=algorithm, beta=beta, entropy_coef=entropy_coef,
-                                   seed=seed, log_every=stage2_log_every(steps)))
-    request = dataclasses.replace(request, benchmarks=tuple(benchmarks) or None)
-    with ui.user_errors(stop=False):
+    with ui.user_errors(stop=False):  # a request the settings refuse (e.g. judge rewards under dense) is one line
+        if stage == 1:
+            request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=1, lambda_in=lambda_in,
+                                   lambda_out=lambda_out, reward=reward, stage1=Stage1Config(
+                                       tau=tau, target=target, warm_start_arms=warm_arms, max_epochs=max_epochs,
+                                       patience=patience, seed=seed), retriever=retriever)
+        else:
+            request = TrainRequest(host=host, variant=variant, n_arms=n_arms, stage=2, lambda_in=lambda_in,
+                                   lambda_out=lambda_out, rewards=rewards, stage2_reward=reward,
+                                   parent=None if parent == NEWEST_PARENT else parent,
+                                   stage1=Stage1Config(tau=tau), stage2=Stage2Config(
+                                       steps=steps, loss_type=algorithm, beta=beta, entropy_coef=entropy_coef,
+                                       seed=seed, log_every=stage2_log_every(steps)), retriever=retriever)
+        request = dataclasses.replace(request, benchmarks=tuple(benchmarks) or None)
         request.check(store)
         start_training(store, request)
-        st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}.")
+        st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}{under}.")
 
 st.header("Runs")
 runs_panel(store, int((checkpoints["host"] == host).sum()))
 
 st.header("Rewards")
-st.caption("How far a proxy reward can stand in for gold F1, on the queries that have both, at the weights "
-           "below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME`.")
+st.caption(f"How far a proxy reward can stand in for gold F1, on the queries that have both{under}, at the weights "
+           f"below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME{option}`.")
 proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
 audit_weights = weights.sliders("rewards")
 with ui.user_errors(stop=False):
-    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights)
+    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
+                              retriever=retriever)
     st.dataframe(reward_audit_table(audit), hide_index=True)
     match_labels = {"best_arm_match": "by F1",
                     "best_utility_arm_match": (f"by utility at λ {audit_weights.lambda_in:.2f}/"
@@ -131,12 +137,12 @@ with ui.user_errors(stop=False):
         match = audit[key]
         st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
                     f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
-    crossfit_key = f"audit_crossfit_{host}_{proxy}"
+    crossfit_key = f"audit_crossfit_{host}_{proxy}_{retriever}"
     if st.button(f"Cross-fit a Lite router on gold and on {proxy} (5 folds, about a minute)", key="audit_crossfit"):
         st.session_state[crossfit_key] = True
     if st.session_state.get(crossfit_key):
         fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
-                                   routers=("forge_lite",))
+                                   routers=("forge_lite",), retriever=retriever)
         lite = fitted["routers"]["forge_lite"]
         low, high = lite["ci_regret_vs_gold"]
         st.markdown(f"Lite router trained on {proxy}: gold utility {lite['proxy_trained']['macro_utility']:.4f} "
@@ -144,6 +150,9 @@ with ui.user_errors(stop=False):
                     f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
         (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
 
+if retriever != DEFAULT_RETRIEVER:
+    st.caption(f"Judge rewards and support verdicts rate {host}'s answers made under bm25 evidence only, not those "
+               f"under retriever '{retriever}' (`forge rewards judge` and `support` take no --retriever).")
 with st.form("judge", enter_to_submit=False):  # a judging job starts only from its button
     st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "
                 f"background job, as `forge rewards judge` or `forge rewards support`)")
@@ -170,8 +179,8 @@ if judge_jobs:
 st.header("Checkpoints")
 host_checkpoints = checkpoints[checkpoints["host"] == host]
 if host_checkpoints.empty:
-    st.info(f"No router checkpoints for host '{host}' yet: start a run above, or `forge train --stage 1 "
-            f"--host {host}`.", icon=":material/model_training:")
+    st.info(f"No router checkpoints for host '{host}'{under} yet: start a run above, or `forge train --stage 1 "
+            f"--host {host}{option}`.", icon=":material/model_training:")
     st.stop()
 marked = data.marked_default_router(store, host)
 st.dataframe(checkpoint_table(host_checkpoints, marked), hide_index=True,

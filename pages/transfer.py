@@ -7,6 +7,7 @@ from app import charts, data, ui, weights
 from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.evaluation.transfer import TransferRequest
+from forge_core.evidence.retrievers import retriever_option
 from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame
 from forge_core.reports.view_cache import TRANSFER_VIEW_SIZES
 
@@ -26,10 +27,11 @@ if len(hosts) < 2:
             "embedded-small --split test --probes`, then its train and dev splits).", icon=":material/swap_horiz:")
     st.stop()
 
-source_column, target_column, split_column = st.columns([2, 2, 1])
+source_column, target_column, retriever_column, split_column = st.columns([2, 2, 1, 1])
 source = source_column.selectbox("Source host (whose routers)", hosts)
 targets = [host for host in hosts if host != source]
 target = target_column.selectbox("Target host (whose queries and costs)", targets)
+retriever = ui.retriever_select(retriever_column, store, [source, target], "transfer")  # both hosts' evidence
 calibration_split = split_column.selectbox("Calibrate on the target's", ["train", "dev"],
                                            help="Never the evaluated test split.")
 sizes = st.multiselect("Calibration sizes K", CALIBRATION_SIZES, default=TRANSFER_VIEW_SIZES,
@@ -39,7 +41,7 @@ cost_weights = weights.sliders("transfer")
 lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
 request = TransferRequest(source, target, weights=cost_weights, calibrate=tuple(sorted(sizes)),
-                          calibration_split=calibration_split, store_calibrated=False)
+                          calibration_split=calibration_split, store_calibrated=False, retriever=retriever)
 with ui.user_errors():
     request.check(store)
 try:
@@ -91,7 +93,7 @@ if len(curves):
     st.subheader("Utility against K, relative to the target's own router")
     st.plotly_chart(charts.calibration_gain(curves), key="transfer-calibration")
     st.caption(f"Store a calibrated router as a checkpoint of {target} (its source and K in its lineage): "
-               f"`forge eval transfer --from {source} --to {target} --calibrate K`.")
+               f"`forge eval transfer --from {source} --to {target}{retriever_option(retriever)} --calibrate K`.")
 
 st.subheader("Where the transferred allocation differs")
 calibrated = [f"transfer_forge_lite_cal{k}" for k in request.calibrate][-1:]

@@ -17,8 +17,13 @@ from forge_core.cli.output import (
     print_summary,
 )
 from forge_core.evaluation.audit_request import RewardAuditRequest
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
+
+RetrieverOption = Annotated[str, typer.Option(
+    help="The retriever whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): "
+         "only its answers are read (Direct answers serve every retriever). Judge rewards rate bm25's answers only.")]
 
 rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their audit against gold.",
                           no_args_is_help=True)
@@ -105,22 +110,28 @@ def _run_rating(request: JudgeRequest) -> dict[str, Any]:
 def consensus_command(
     host: Annotated[str, typer.Option(help="The host whose stored answers are compared.")] = "embedded",
     arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
+    retriever: RetrieverOption = DEFAULT_RETRIEVER,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Per arm: the mean consensus reward over the host's complete queries (computed from the stored
-    answers, no host call; training and the audit compute it the same way)."""
+    """Per arm: the mean consensus reward over the host's complete queries under the retriever
+    (computed from the stored answers, no host call; training and the audit compute it the same way)."""
     from forge_core.arms import alphabet
+    from forge_core.evidence.retrievers import evaluated_retriever_hash
     from forge_core.rewards.consensus import consensus_rewards
 
+    store = open_store()
     names = [arm.name for arm in alphabet(arms)]
-    rows = consensus_rewards(open_store(), host, names)
+    rows = consensus_rewards(store, host, names, evaluated_retriever_hash(store, host, retriever))
     means = rows.groupby("arm")["reward"].mean().reindex(names)
     summary = {"host": host, "queries": int(rows[["benchmark", "example_id"]].drop_duplicates().shape[0]),
                "mean_reward": {arm: None if means[arm] != means[arm] else round(float(means[arm]), 4) for arm in names}}
+    if retriever != DEFAULT_RETRIEVER:
+        summary["retriever"] = retriever
     if as_json:
         print_json(summary)
         return
-    console.print(f"{summary['queries']} queries of host '{host}'")
+    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    console.print(f"{summary['queries']} queries of host '{host}'{under}")
     for arm, value in summary["mean_reward"].items():
         console.print(f"  {arm:<18} {value}")
 
@@ -143,6 +154,7 @@ def audit_command(
     stage2_steps: Annotated[Optional[int], typer.Option(
         help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, "
              f"{RewardAuditRequest.stage2_steps}).")] = None,
+    retriever: RetrieverOption = RewardAuditRequest.retriever,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
@@ -154,7 +166,8 @@ def audit_command(
     routers = () if no_crossfit else tuple(router or RewardAuditRequest.routers)
     request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms,
                                  weights=CostWeights(lambda_in, lambda_out), routers=routers, folds=folds, grid=grid,
-                                 stage2_steps=RewardAuditRequest.stage2_steps if stage2_steps is None else stage2_steps)
+                                 stage2_steps=RewardAuditRequest.stage2_steps if stage2_steps is None else stage2_steps,
+                                 retriever=retriever)
     store = open_store()
     request.check(store)
     with counting_progress(transient=True) as progress:
@@ -167,7 +180,8 @@ def audit_command(
 
 
 def _print_audit(report: dict[str, Any]) -> None:
-    console.print(f"{report['reward']} vs gold F1 on {report['queries']} queries of host '{report['host']}'")
+    under = f" under retriever '{report['retriever']}'" if "retriever" in report else ""
+    console.print(f"{report['reward']} vs gold F1 on {report['queries']} queries of host '{report['host']}'{under}")
     table = Table("arm", "spearman", "mean proxy", "mean gold F1", "gold utility (always this arm)")
     for arm, row in report["arms"].items():
         rho = "-" if row["spearman"] is None else f"{row['spearman']:.3f}"

@@ -23,7 +23,9 @@ import numpy as np
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.audit_request import RewardAuditRequest
+from forge_core.evaluation.cached import retriever_fields
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import TrainedRouter, variants
@@ -45,7 +47,8 @@ GRID_RECIPES = (("gold", "gold"), ("gold", "proxy"), ("proxy", "proxy"))  # the 
 
 def audit_context(store: Store, request: RewardAuditRequest) -> tuple[EvalContext, np.ndarray]:
     """The evaluation context of the queries with every arm's proxy reward known, and that proxy."""
-    context = evaluation_context(store, request.host, request.n_arms, request.weights)
+    context = evaluation_context(store, request.host, request.n_arms, request.weights,
+                                 retriever_hash=evaluated_retriever_hash(store, request.host, request.retriever))
     proxy = reward_matrix(store, context.table, request.reward, request.judge_key)
     complete = ~np.isnan(proxy).any(axis=1)
     if complete.sum() < MIN_AUDIT_QUERIES:
@@ -177,7 +180,7 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     """The audit report (see the module docstring); computes missing features first."""
     request.check(store)
     if request.routers:
-        compute_features(store, request.host)
+        compute_features(store, request.host, retriever=request.retriever)
     context, proxy = audit_context(store, request)
     table = context.table
     gold_utility = context.utility
@@ -195,4 +198,5 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
             "best_arm_match": best_match(table, proxy, table.f1, proxy),
             "best_utility_arm_match": best_match(table, proxy, gold_utility, proxy_utility),
             "routers": regret, "grid": grid, "stage2_steps": request.stage2_steps if request.grid else None,
-            "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward)}
+            "good_enough": not losing if regret else None, "verdict": verdict(regret, losing, request.reward),
+            } | retriever_fields(request.retriever, table.retriever_hash)

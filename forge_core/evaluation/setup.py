@@ -14,7 +14,7 @@ import numpy as np
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.settings import EvaluationSettings
-from forge_core.evidence.retrievers import evaluated_retriever_hash
+from forge_core.evidence.retrievers import evaluated_retriever_hash, retriever_option
 from forge_core.policies.base import Policy
 from forge_core.policies.conditioned import conditioned_policies
 from forge_core.policies.context import EvalContext, evaluation_context
@@ -117,7 +117,8 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
         if checkpoint is None:
             raise MissingStep(f"no {variant} router for host '{settings.host}' with these weights and seeds "
                              f"on embedder '{embedder_name()}' under retriever '{settings.retriever}': "
-                             f"`forge eval` trains it first, or `forge train --variant {variant}`")
+                             f"`forge eval` trains it first, or `forge train --variant {variant}"
+                             f"{retriever_option(settings.retriever)}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies
 

@@ -87,6 +87,12 @@ def outcome_retriever_hash(arm: str, config_hash: str) -> str:
     return "" if arm.startswith("direct:") else config_hash
 
 
+def retriever_option(retriever: str) -> str:
+    """The ` --retriever NAME` a suggested command needs to name a retriever other than the default
+    bm25 ("" for bm25, whose commands need no option)."""
+    return "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
+
+
 def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
     """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
     the retriever's (routers trained before retrievers existed were trained under the default BM25
@@ -130,6 +136,16 @@ def retriever_config_for_hash(store: Store, config_hash: str) -> RetrieverConfig
             return config
     raise InvalidInput(f"no configured retriever has configuration hash {config_hash}: add it again with "
                        "`forge retriever add` (same kind and settings)")
+
+
+def retriever_name_for_hash(store: Store, config_hash: str) -> str:
+    """A name to suggest in commands for the retriever of configuration hash `config_hash`: bm25 for
+    "", else the first configured retriever with that hash (built-in first, then by name), else the
+    hash itself (no configured retriever has it any more)."""
+    if not config_hash:
+        return DEFAULT_RETRIEVER
+    return next((config.name for config in list_retriever_configs(store) if retriever_hash(config) == config_hash),
+                config_hash)
 
 
 def evaluated_retriever_hash(store: Store, host: str, retriever: str) -> str:

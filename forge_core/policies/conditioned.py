@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forge_core.errors import MissingStep
+from forge_core.evidence.retrievers import retriever_name_for_hash, retriever_option
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.embedders import embedder_name
@@ -48,5 +49,6 @@ def conditioned_policies(store: Store, host: str, n_arms: int = 6, split_seed: i
         elif name in required:
             raise MissingStep(f"no cost-conditioned {variant} router for host '{host}' (split seed {split_seed}, "
                               f"seed {seed}, embedder '{embedder_name()}'): "
-                              f"`forge train --conditioned --variant {variant}`")
+                              f"`forge train --conditioned --variant {variant}"
+                              f"{retriever_option(retriever_name_for_hash(store, retriever_hash))}`")
     return policies

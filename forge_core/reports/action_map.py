@@ -34,6 +34,7 @@ from forge_core.arms import DIRECT_NO_THINK
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evidence.retrievers import retriever_config_for_hash, retriever_option
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
@@ -80,6 +81,7 @@ class ActionMap:
     tokens_in: np.ndarray  # [n, K]
     tokens_out: np.ndarray  # [n, K]
     weights: CostWeights  # the weights it is drawn at (`map_weights`)
+    retriever_hash: str = ""  # the evidence of its Summary and Raw outcomes: the checkpoint's ("": the default BM25)
 
     @property
     def router_actions(self) -> np.ndarray:
@@ -325,7 +327,8 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     """The action map of a checkpoint on a host's complete queries of one split ("all" for every
     split), only those of `benchmarks` when given (costs still normalized by the maxima the
     checkpoint's own train queries set), at the weights `map_weights` gives (`weights` moves a
-    cost-conditioned router's, and the oracle's with it). Reads the stored features
+    cost-conditioned router's, and the oracle's with it), under the evidence the checkpoint was
+    trained under (its lineage's retriever hash: those outcomes only). Reads the stored features
     (`forge_core.routing.features.compute_features`); the UMAP and its clusters are read from
     `umap_cache` when they were computed before (`cached_umap_coordinates`, `cached_clusters`)."""
     if split not in SPLITS:
@@ -333,7 +336,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage
     table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
-                               lineage.get("benchmarks"))
+                               lineage.get("benchmarks"), retriever_hash=lineage.get("retriever_hash", ""))
     normalizer = table.fit_normalizer()
     if benchmarks is not None:
         table = table.subset(np.isin(table.benchmarks, check_benchmarks(store, benchmarks)))
@@ -341,9 +344,11 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
         table = table.subset(table.has_probes)
     shown = table if split == "all" else table.split(split)
     if len(shown) < MIN_QUERIES:
+        evidence = table.retriever_hash
+        option = retriever_option(retriever_config_for_hash(store, evidence).name) if evidence else ""
         raise MissingStep(f"host '{host}' has {len(shown)} complete {split} queries"
                          f"{' with probes' if checkpoint.variant == 'full' else ''}; an action map needs at least "
-                         f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}`")
+                         f"{MIN_QUERIES}: run `forge enumerate --host {host} --split {split}{option}`")
     context = EvalContext(store, shown, normalizer, map_weights(lineage, weights))
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
@@ -359,7 +364,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
                      coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
                      probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
-                     context.weights)
+                     context.weights, shown.retriever_hash)
 
 
 def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:

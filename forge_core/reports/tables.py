@@ -38,11 +38,12 @@ ORACLE = "oracle"  # policy name of the per-query utility oracle
 SUMMARY_COLUMNS = ("policy", "kind", "benchmark", "queries", "f1", "tokens_in", "tokens_out", "tokens")
 
 
-def reasoning_summary(store: Store, host: str) -> pd.DataFrame:
-    """Per arm, in action order, over the host's answered outcomes: outcomes, mean output tokens,
-    mean reasoning tokens (inside the output tokens: accounting charges both), the reasoning share
-    of the output, and how reasoning was counted."""
-    frame = store.reasoning_by_arm(host)
+def reasoning_summary(store: Store, host: str, retriever_hash: str = "") -> pd.DataFrame:
+    """Per arm, in action order, over the host's answered outcomes under one retriever configuration
+    (default: the BM25 evidence): outcomes, mean output tokens, mean reasoning tokens (inside the
+    output tokens: accounting charges both), the reasoning share of the output, and how reasoning
+    was counted."""
+    frame = store.reasoning_by_arm(host, retriever_hash)
     order = {arm.name: index for index, arm in enumerate(alphabet(12))}
     frame = frame.assign(position=frame["arm"].map(order)).sort_values("position").drop(columns="position")
     share = frame["tokens_reasoning"] / frame["tokens_out"].where(frame["tokens_out"] > 0)

@@ -48,9 +48,11 @@ def query_consensus(arm_answers: dict[str, str], sample_answers: Sequence[str], 
     return rewards
 
 
-def consensus_rewards(store: Store, host: str, arms: Sequence[str]) -> pd.DataFrame:
-    """benchmark, example_id, arm, reward for every query of `host` with all `arms` answered."""
-    outcomes = store.arm_outcomes(host)
+def consensus_rewards(store: Store, host: str, arms: Sequence[str], retriever_hash: str = "") -> pd.DataFrame:
+    """benchmark, example_id, arm, reward for every query of `host` with all `arms` answered under one
+    retriever configuration (its hash; default: the BM25 evidence): its answers agree only with each
+    other's and the samples' (which, on the Direct prompt, use no evidence)."""
+    outcomes = store.arm_outcomes(host, retriever_hash=retriever_hash)
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
     samples = _sample_answers(store, host)
     rows = []

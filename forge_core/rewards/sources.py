@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.store import Store
 
@@ -36,16 +37,27 @@ def latest_judge_key(store: Store, host: str) -> str:
     return str(keys.iloc[0]["reward_key"])
 
 
+def check_judged_evidence(retriever: str) -> None:
+    """Refuse, in one line, judge rewards under a retriever other than the default bm25: the judge
+    rated the answers made under bm25 evidence, not that retriever's Summary and Raw answers."""
+    if retriever != DEFAULT_RETRIEVER:
+        raise InvalidInput(f"judge rewards rate the answers made under bm25 evidence, not those under retriever "
+                           f"'{retriever}': use --reward consensus under it")
+
+
 def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str | None = None) -> np.ndarray:
     """[N, K] rewards of the table's rows and arms under the proxy `source` (judge or consensus), NaN
     where one is missing (judge rows not yet judged, or judged with an error). Gold needs no matrix:
-    it is the table's own F1."""
+    it is the table's own F1. Consensus agrees the table's own answers (under its retriever); judge
+    rewards rate the answers made under the default BM25 evidence only, and are refused under
+    another retriever."""
     check_reward_source(source, proxies_only=True)
     if source == CONSENSUS:
         from forge_core.rewards.consensus import consensus_rewards  # imports the retrieval stack (scipy)
 
-        rows = consensus_rewards(store, table.host, table.arms)
+        rows = consensus_rewards(store, table.host, table.arms, table.retriever_hash)
     else:
+        check_judged_evidence(table.retriever)
         rows = store.reward_outcomes(table.host, judge_key or latest_judge_key(store, table.host))
         rows = rows[rows["error"].isna()][["benchmark", "example_id", "arm", "reward"]]
     return aligned_rewards(rows, table)

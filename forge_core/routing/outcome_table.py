@@ -15,6 +15,7 @@ import pandas as pd
 from forge_core.arms import alphabet
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_name_for_hash, retriever_option
 from forge_core.records import SAMPLE_PROBES
 from forge_core.routing.utility import CostNormalizer, CostWeights, pareto_utility
 from forge_core.store import Store
@@ -40,6 +41,7 @@ class OutcomeTable:
     probe_latency_ms: np.ndarray  # [N] latency of the slowest probe (they run concurrently)
     answers: np.ndarray  # [N, K] the generated answer texts (object array)
     retriever_hash: str = ""  # the evidence of its Summary and Raw arms ("": the default BM25)
+    retriever: str = DEFAULT_RETRIEVER  # a name of that retriever, for the commands messages suggest
 
     @property
     def benchmarks(self) -> np.ndarray:
@@ -67,7 +69,7 @@ class OutcomeTable:
             self.f1[indices], self.em[indices], self.tokens_in[indices], self.tokens_out[indices],
             self.latency_ms[indices], self.sample_tokens_in[indices], self.sample_tokens_out[indices],
             self.probe_latency_ms[indices],
-            self.answers[indices], self.retriever_hash,
+            self.answers[indices], self.retriever_hash, self.retriever,
         )
 
     def split(self, name: str) -> OutcomeTable:
@@ -83,7 +85,8 @@ class OutcomeTable:
         """Cost maxima over this table's train rows (refuses to fit anywhere else)."""
         train = self.split("train")
         if not len(train):
-            raise MissingStep(f"host '{self.host}' has no complete train queries: run `forge enumerate --split train`")
+            raise MissingStep(f"host '{self.host}' has no complete train queries: run `forge enumerate --host "
+                              f"{self.host} --split train{retriever_option(self.retriever)}`")
         return CostNormalizer.fit(train.tokens_in, train.tokens_out, split="train")
 
 
@@ -102,7 +105,8 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
         outcomes = outcomes[outcomes["benchmark"].isin(check_benchmarks(store, benchmarks))]
     if outcomes.empty:
         chosen = f" on {', '.join(benchmarks)}" if benchmarks is not None else ""
-        raise MissingStep(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}` "
+        option = retriever_option(retriever_name_for_hash(store, retriever_hash))
+        raise MissingStep(f"no outcomes for host '{host}'{chosen}: run `forge enumerate --host {host}{option}` "
                          "or `forge store load-demo`")
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)]
     wide = outcomes.pivot(index=["benchmark", "example_id"], columns="arm",
@@ -128,7 +132,8 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
     answers = outcomes.pivot(index=["benchmark", "example_id"], columns="arm", values="answer")
     answers = answers.loc[wide.index, list(arms)].to_numpy(dtype=object)
     return OutcomeTable(host, arms, tuple(keys), splits, f1, em, tokens_in, tokens_out, latency,
-                        sample_in, sample_out, probe_latency, answers, retriever_hash)
+                        sample_in, sample_out, probe_latency, answers, retriever_hash,
+                        retriever_name_for_hash(store, retriever_hash))
 
 
 def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:

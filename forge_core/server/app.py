@@ -56,7 +56,7 @@ from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evidence.retrieval import Retriever
-from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, get_retriever_config, retriever_hash, retriever_option
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
@@ -118,8 +118,10 @@ def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
 
 
 def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
-    """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host."""
+    """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host. The
+    newest Lite and Full routers are those trained under the served retriever."""
     config = get_host_config(store, settings.host)
+    evidence = retriever_hash(get_retriever_config(store, settings.retriever))
     fixed = {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(config.alphabet_size)}
     if settings.arm is not None:
         return {ROUTER_MODEL: check_fixed_arm(settings, config.alphabet_size)} | fixed
@@ -131,10 +133,12 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
             raise InvalidInput(f"candidate {settings.candidate} is a Full router: its features are four host probes; "
                                "shadow a Lite or BGE+BM25 router")
     if settings.router in ("lite", "full"):
-        router = latest_checkpoint(store, settings.host, settings.router)
+        router = latest_checkpoint(store, settings.host, settings.router, retriever_hash=evidence)
         if router is None:
-            raise MissingStep(f"no {settings.router} router for host '{settings.host}': train one with "
-                             f"`forge train --stage 1 --host {settings.host} --variant {settings.router}`")
+            under = "" if settings.retriever == DEFAULT_RETRIEVER else f" under retriever '{settings.retriever}'"
+            raise MissingStep(f"no {settings.router} router for host '{settings.host}'{under}: train one with "
+                             f"`forge train --stage 1 --host {settings.host} --variant {settings.router}"
+                             f"{retriever_option(settings.retriever)}`")
     elif store.checkpoint(settings.router) is None:
         raise InvalidInput(f"no checkpoint '{settings.router}' (see `forge checkpoints`)")
     else:
@@ -144,7 +148,7 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
         get_host_config(store, settings.evaluator_host)  # refuses an unknown host now
     models: dict[str, str | Arm] = {ROUTER_MODEL: router}
     for model, variant in VARIANT_MODELS.items():
-        newest = latest_checkpoint(store, settings.host, variant)
+        newest = latest_checkpoint(store, settings.host, variant, retriever_hash=evidence)
         if newest is not None:
             models[model] = newest
     return models | fixed

@@ -441,19 +441,19 @@ class Store(StoreFile):
             return [r[0] for r in connection.execute(
                 "SELECT DISTINCT benchmark FROM arm_outcomes WHERE host = ? ORDER BY 1", [host]).fetchall()]
 
-    def reasoning_by_arm(self, host: str) -> pd.DataFrame:
+    def reasoning_by_arm(self, host: str, retriever_hash: str = "") -> pd.DataFrame:
         """Per arm, over a host's answered outcomes: count, mean output and reasoning tokens (reasoning
         is part of the output), and how the reasoning counts were obtained (NULL: stored before
-        they were recorded); under the default BM25 evidence."""
+        they were recorded); under one retriever configuration (default: the BM25 evidence)."""
         with self.connect() as connection:
             return connection.execute(
-                """
+                f"""
                 SELECT arm, count(*) AS outcomes, avg(tokens_out) AS tokens_out,
                        avg(tokens_reasoning) AS tokens_reasoning,
                        string_agg(DISTINCT coalesce(reasoning_method, 'not recorded'), ', '
                                   ORDER BY coalesce(reasoning_method, 'not recorded')) AS counted_by
-                FROM arm_outcomes WHERE host = ? AND error IS NULL AND retriever_hash = '' GROUP BY arm ORDER BY arm
-                """, [host]).fetchdf()
+                FROM arm_outcomes WHERE host = ? AND error IS NULL AND {_UNDER_RETRIEVER} GROUP BY arm ORDER BY arm
+                """, [host, retriever_hash]).fetchdf()
 
     def probe_outcomes(self, host: str) -> pd.DataFrame:
         """All stored probe outcomes of a host."""

@@ -21,8 +21,9 @@ from forge_core.evidence.retrievers import (
     check_router_retriever,
     get_retriever_config,
     retriever_hash,
+    retriever_option,
 )
-from forge_core.rewards.sources import GOLD, check_reward_source, proxy_rewards
+from forge_core.rewards.sources import GOLD, JUDGE, check_judged_evidence, check_reward_source, proxy_rewards
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
@@ -78,6 +79,8 @@ class TrainRequest:
         if self.rewards == "live" and self.retriever != DEFAULT_RETRIEVER:
             raise InvalidInput("live Stage-2 rewards use the default bm25 evidence: replay the table (rewards "
                                "'table') under another retriever")
+        if JUDGE in (self.reward, self.stage2_reward):
+            check_judged_evidence(self.retriever)
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)
@@ -121,7 +124,8 @@ class TrainRequest:
         for split in ("train", "dev"):
             if not (table.splits == split).any():
                 raise MissingStep(f"host '{self.host}' has no complete {split} queries on {self.n_arms} arms: "
-                                  f"run `forge enumerate --host {self.host} --split {split}`")
+                                  f"run `forge enumerate --host {self.host} --split {split}"
+                                  f"{retriever_option(self.retriever)}`")
         if self.training_reward != GOLD:
             proxy_rewards(store, table, self.training_reward)  # refuses one missing on the train or dev rows
         if self.parent is not None:
@@ -133,7 +137,8 @@ class TrainRequest:
             kind = " cost-conditioned" if self.conditioned else ""
             raise MissingStep(f"Stage 2 starts from a{kind} Stage-1 checkpoint: train one first (Stage 1, "
                               f"{self.variant}, {self.n_arms} arms), or `forge train --stage 1 --variant "
-                              f"{self.variant}{' --conditioned' if self.conditioned else ''}`")
+                              f"{self.variant}{' --conditioned' if self.conditioned else ''}"
+                              f"{retriever_option(self.retriever)}`")
 
     @property
     def conditioned(self) -> bool:

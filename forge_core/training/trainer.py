@@ -22,7 +22,7 @@ import torch
 from forge_core.arms import parse_arm
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
-from forge_core.evidence.retrievers import check_router_retriever, get_retriever_config
+from forge_core.evidence.retrievers import check_router_retriever, get_retriever_config, retriever_option
 from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
@@ -108,8 +108,9 @@ def prepare_training_data(store: Store, host: str, variant: str, n_arms: int, sp
     raw = assemble_features(store, host, variant, table.keys, retriever_hash=retriever_hash)
     train = table.splits == "train"
     if not train.any() or not (table.splits == "dev").any():
-        raise MissingStep(f"host '{host}' needs complete train and dev queries: "
-                          "run `forge enumerate --split train` and `--split dev`")
+        option = retriever_option(table.retriever)
+        raise MissingStep(f"host '{host}' needs complete train and dev queries: run `forge enumerate --host "
+                          f"{host} --split train{option}` and `--split dev`")
     standardizer = router_standardizer(raw[train], variant, "train")
     return TrainingData(table, standardizer.transform(raw), standardizer, table.fit_normalizer(),
                         tuple(feature_names(variant, embedding_width(variant, raw))), embedder_name())
@@ -348,8 +349,9 @@ def _run_stage1(data: TrainingData, utility: np.ndarray, request: TrainRequest, 
 def _run_stage2(store: Store, data: TrainingData, utility: np.ndarray, request: TrainRequest, on_log: Callable | None):
     parent_id = request.parent or request.default_parent(store)
     if parent_id is None:
-        raise MissingStep("Stage 2 starts from a Stage-1 checkpoint: "
-                          f"run `forge train --stage 1 --variant {request.variant}` first")
+        option = retriever_option(request.retriever)
+        raise MissingStep(f"Stage 2 starts from a Stage-1 checkpoint: run `forge train --stage 1 --variant "
+                          f"{request.variant}{option}` first")
     parent = load_checkpoint(store, parent_id)
     check_router_retriever(parent_id, parent.lineage, get_retriever_config(store, request.retriever))
     if parent.lineage["feature_names"] != list(data.feature_names) or parent.record["n_arms"] != request.n_arms:

@@ -5,6 +5,7 @@ id names the retriever by its configuration hash, omitted for the default BM25 e
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 
 import numpy as np
@@ -17,10 +18,13 @@ from forge_core.evaluation.crossfit import CrossfitSettings, crossfit_identity, 
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.setup import router_policies, settings_context
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import evaluation_context
 from forge_core.policies.outcomes import policy_outcomes
 from forge_core.policies.support_rates import support_verdicts
+from forge_core.server.app import ROUTER_MODEL, ServeSettings, resolve_models
 from forge_core.store import Store
 
 from support.stores import copy_store, outcomes_under_retriever
@@ -109,3 +113,34 @@ def test_a_transfer_view_key_names_the_retriever_hash_but_not_bm25(dense_store: 
     assert _request_identity(dense_store, dense)["retriever_hash"] == retriever_hash(DENSE)
     with pytest.raises(MissingStep, match="under retriever 'dense'"):  # that target has nothing under dense
         _request_identity(dense_store, dataclasses.replace(bm25, retriever="dense"))
+
+
+def test_rewards_audit_under_dense_reads_its_answers_and_refuses_judge_rewards(
+        dense_store: Store, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("FORGE_STORE", str(dense_store.path))
+    audit = ["forge", "rewards", "audit", "--host", HOST, "--retriever", "dense", "--no-crossfit", "--json"]
+    monkeypatch.setattr(sys, "argv", audit)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["retriever"], report["retriever_hash"]) == ("dense", retriever_hash(DENSE))
+    assert report["arms"][RAW_NO_THINK]["mean_gold_f1"] == pytest.approx(DENSE_F1)  # dense's answers only
+    monkeypatch.setattr(sys, "argv", [*audit, "--reward", "judge"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: judge rewards rate the answers made under bm25 evidence, not those under retriever 'dense': use "
+        "--reward consensus under it")
+
+
+def test_serve_under_dense_looks_for_routers_trained_under_it(dense_store: Store, tmp_path) -> None:
+    store = copy_store(dense_store, tmp_path)
+    save_host_config(store, HostConfig(name=HOST, kind="openai", model="m", base_url="http://127.0.0.1:9"))
+    bm25_router = resolve_models(store, ServeSettings(host=HOST))[ROUTER_MODEL]
+    assert store.checkpoint(bm25_router)[0]["lineage"].get("retriever_hash", "") == ""
+    with pytest.raises(MissingStep) as missing:  # the bm25 router is not dense's
+        resolve_models(store, ServeSettings(host=HOST, retriever="dense"))
+    assert str(missing.value) == (f"no lite router for host '{HOST}' under retriever 'dense': train one with "
+                                  f"`forge train --stage 1 --host {HOST} --variant lite --retriever dense`")
