@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, EvaluationSettings
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
+from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.rewards.sources import JUDGE, check_judged_evidence, check_reward_source, latest_judge_key
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
@@ -30,7 +30,7 @@ class RewardAuditRequest:
     max_epochs: int = 50  # Stage 1 epochs at most (early-stopped on the fold's inner dev rows)
     grid: bool = False  # also Stage 2 on gold or proxy rewards (the paper's gold/gold, gold/proxy, proxy/proxy)
     stage2_steps: int = CROSSFIT_STAGE2_STEPS  # Stage-2 steps per fold and recipe (with grid)
-    retriever: str = DEFAULT_RETRIEVER  # whose evidence the Summary and Raw outcomes were made under
+    retriever: str = EvaluationSettings.retriever  # whose evidence the Summary and Raw outcomes were made under
 
     def __post_init__(self) -> None:
         from forge_core.policies.registry import TrainedRouter, variants  # imports sklearn: not at the CLI's start

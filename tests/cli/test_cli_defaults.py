@@ -70,7 +70,8 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("rewards", "support"): (JudgeRequest, JUDGING),
     ("rewards", "audit"): (RewardAuditRequest, {
         "reward": "reward", "host": "host", "arms": "n_arms", "lambda_in": "weights.lambda_in",
-        "lambda_out": "weights.lambda_out", "folds": "folds", "judge_key": "judge_key", "grid": "grid"}),
+        "lambda_out": "weights.lambda_out", "folds": "folds", "judge_key": "judge_key", "grid": "grid",
+        "retriever": "retriever"}),
     ("enumerate",): (EnumerationPlan, {
         "split": "split", "arms": "n_arms", "probes": "probes", "limit": "limit", "per_benchmark": "per_benchmark",
         "max_calls": "max_calls", "max_tokens": "max_tokens", "split_seed": "split_seed",
