@@ -204,9 +204,10 @@ def checkpoints(store: Store) -> pd.DataFrame:
 
 def trained_under(frame: pd.DataFrame, store: Store, host: str, retriever: str) -> pd.Series:
     """Per checkpoint row (`checkpoints`): True where it was trained under the retriever's evidence
-    (its lineage's `retriever_hash`; none: the default BM25)."""
+    (its lineage's `retriever_hash`; none: the default BM25). Boolean even with no rows, so that it
+    selects rows, never columns."""
     evidence = evaluated_retriever_hash(store, host, retriever)
-    return frame["lineage"].map(lambda lineage: json.loads(lineage).get("retriever_hash", "") == evidence)
+    return frame["lineage"].map(lambda lineage: json.loads(lineage).get("retriever_hash", "") == evidence).astype(bool)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)

@@ -667,7 +667,8 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     by_label(split_view.slider, "lambda_in").set_value(0.6)
     by_label(split_view.slider, "lambda_out").set_value(0.6).run()
     assert not split_view.exception, split_view.exception
-    assert "`forge decide --lambda-in 0.6 --lambda-out 0.6` gives the same" in texts(split_view.caption)
+    assert "`forge decide --host synthetic-host --lambda-in 0.6 --lambda-out 0.6` gives the same" in texts(
+        split_view.caption)
     assert "Not the test split's points below" in texts(split_view.caption)
 
     action_map = page("action_map.py")

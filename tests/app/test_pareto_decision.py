@@ -59,7 +59,7 @@ def test_the_decision_is_stated_where_no_run_is_stored(decide_app: tuple[Store, 
     assert "the linear floor ridge_utility" in texts(app.caption)
     served = tuple(f"forge serve --host synthetic-host {flag} " for flag in ("--router", "--arm"))
     assert app.code[0].value.startswith(served)
-    assert "`forge decide --lambda-in 0.1 --lambda-out 0.2` gives the same" in texts(app.caption)
+    assert "`forge decide --host synthetic-host --lambda-in 0.1 --lambda-out 0.2` gives the same" in texts(app.caption)
     points = app.dataframe[0].value  # the Pareto table: tokens in and out apart, summing to the cost
     assert ((points["tokens_in"] + points["tokens_out"]) / 1000 - points["cost_k"]).abs().max() < 1e-9
     assert (points["tokens_in"] > points["tokens_out"]).all()  # prompts outweigh short answers
