@@ -19,8 +19,10 @@ from forge_core.cli.output import (
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.settings import (
     CROSSFIT_FOLDS,
+    CROSSFIT_STAGE,
     CROSSFIT_STAGE2_STEPS,
     DEFAULT_PER_BENCHMARK,
+    TRANSFER_CALIBRATION_SPLIT,
     EvaluationSettings,
 )
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
@@ -101,7 +103,7 @@ WarmArmsOption = Annotated[int, typer.Option(
 @eval_app.command("crossfit")
 def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption = EvaluationSettings.n_arms,
                   lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
-                  folds: FoldsOption = CROSSFIT_FOLDS, stage: StageOption = 1,
+                  folds: FoldsOption = CROSSFIT_FOLDS, stage: StageOption = CROSSFIT_STAGE,
                   stage2_steps: Stage2StepsOption = CROSSFIT_STAGE2_STEPS,
                   split_seed: Annotated[int, typer.Option(
                       help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
@@ -150,7 +152,8 @@ def eval_transfer(
         help="Also refit the transferred routers' last layers on K labelled target queries (repeatable: "
              "--calibrate 25 --calibrate 50 ...).")] = None,
     calibration_split: Annotated[str, typer.Option(
-        help="The target split calibration queries come from: train or dev (never the evaluated one).")] = "train",
+        help="The target split calibration queries come from: train or dev (never the evaluated one)."),
+    ] = TRANSFER_CALIBRATION_SPLIT,
     accounting: AccountingOption = EvaluationSettings.accounting,
     retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False,
 ) -> None:
@@ -183,7 +186,7 @@ def eval_command(
         help=f"Fresh: queries per benchmark (default {DEFAULT_PER_BENCHMARK}).")] = None,
     benchmark: BenchmarkOption = None,
     folds: Annotated[Optional[int], typer.Option(help=f"Crossfit: number of folds (default {CROSSFIT_FOLDS}).")] = None,
-    stage: Annotated[Optional[int], typer.Option(help="Crossfit: 1 (default) or 2.")] = None,
+    stage: Annotated[Optional[int], typer.Option(help=f"Crossfit: 1 or 2 (default {CROSSFIT_STAGE}).")] = None,
     stage2_steps: Annotated[Optional[int], typer.Option(
         help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
     split_seed: SplitSeedOption = EvaluationSettings.split_seed,
@@ -210,7 +213,7 @@ def eval_command(
     common = {"host": host, "arms": arms, "lambda_in": lambda_in, "lambda_out": lambda_out,
               "split_seed": split_seed, "accounting": accounting, "retriever": retriever, "as_json": as_json}
     if protocol == "crossfit":
-        eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or 1,
+        eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or CROSSFIT_STAGE,
                       stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, **common)
     elif protocol == "fresh":
         eval_fresh(split=split or EvaluationSettings.split, policy=policy, benchmark=benchmark,

@@ -38,7 +38,7 @@ from forge_core.evaluation.oracle_measures import (
     stage2_minus_stage1,
     utility_matrix,
 )
-from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, EvaluationSettings
+from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE, CROSSFIT_STAGE2_STEPS, EvaluationSettings
 from forge_core.evaluation.setup import check_evaluation
 from forge_core.evidence.retrievers import evaluated_retriever_hash
 from forge_core.identity import canonical_hash, canonical_json, without_defaults
@@ -85,7 +85,7 @@ class CrossfitSettings:
     lambda_out: float = DEFAULT_LAMBDA_OUT  # output-token cost weight
     accounting: str = EvaluationSettings.accounting  # what tuning, utilities and gains charge: "deploy" or "answer"
     folds: int = CROSSFIT_FOLDS  # number of folds (stratified by benchmark)
-    stage: int = 1  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
+    stage: int = CROSSFIT_STAGE  # 1: Stage-1 routers; 2: Stage 2 on top (their Stage-1 parents reported too)
     split_seed: int = EvaluationSettings.split_seed  # seeds the fold and inner-dev assignment
     dev_fraction: float = DEV_FRACTION  # share of each training part (per benchmark) held out as inner dev
     seed: int = EvaluationSettings.seed  # router training seed

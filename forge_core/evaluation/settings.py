@@ -13,9 +13,11 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.utility import CostWeights, check_accounting
 
 CROSSFIT_FOLDS = 5  # folds of a crossfit (stratified by benchmark): crossfit runs, calibration, the reward audit
+CROSSFIT_STAGE = 1  # a crossfit's routers: Stage 1 (2: Stage 2 on top)
 CROSSFIT_STAGE2_STEPS = 1000  # Stage-2 steps per fold: 5 folds x 3 routers stay minutes, not hours
 CALIBRATION_RATIO = 2.0  # lambda_out / lambda_in along the ray calibration searches
 CALIBRATION_VARIANT = "lite"  # the calibrated conditioned router's features: Lite needs no probe call per query
+TRANSFER_CALIBRATION_SPLIT = "train"  # the target split a transfer's calibration queries are drawn from
 DEFAULT_PER_BENCHMARK = 10  # Fresh Online's queries per benchmark: every call is a real one, so keep runs short
 EVALUATED_SPLITS = ("dev", "test")
 

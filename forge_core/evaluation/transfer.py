@@ -40,7 +40,7 @@ import torch
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import retriever_fields
-from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evaluation.settings import TRANSFER_CALIBRATION_SPLIT, EvaluationSettings
 from forge_core.evaluation.setup import check_evaluation, evaluation_setup, router_policies
 from forge_core.policies.baselines import FixedArm, Oracle
 from forge_core.policies.context import EvalContext
@@ -76,7 +76,7 @@ class TransferRequest:
     split_seed: int = EvaluationSettings.split_seed  # which train/dev/test split, on both hosts
     accounting: str = EvaluationSettings.accounting  # "deploy": every call a decision needs; "answer": the answer
     calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
-    calibration_split: str = "train"  # the target split calibration queries are drawn from
+    calibration_split: str = TRANSFER_CALIBRATION_SPLIT  # the target split calibration queries are drawn from
     store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
     retriever: str = EvaluationSettings.retriever  # whose evidence both hosts' Summary and Raw outcomes were made under
 
