@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points, show_decision
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
     ORACLE,
@@ -38,7 +38,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -
     cost weights."""
     reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
-        under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+        under = retriever_phrase(retriever)
         st.info(f"No finished crossfit run for host '{host}'{under} yet: run "
                 f"`forge eval crossfit --host {host}{retriever_option(retriever)} "
                 f"--lambda-in {DEFAULT_LAMBDA_IN} --lambda-out {DEFAULT_LAMBDA_OUT}` (one per cost weight; results "

@@ -20,7 +20,7 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import Evidence
 from forge_core.evidence.depth_check import failed_depths
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import JobProgress, StartedJob
@@ -36,7 +36,7 @@ NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forg
 
 def no_checkpoints(host: str, retriever: str = DEFAULT_RETRIEVER) -> str:
     """The next step when a host has no router checkpoint (trained under the retriever) yet."""
-    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    under = retriever_phrase(retriever)
     return (f"No router checkpoints for host '{host}'{under} yet: train one on the Train page or with "
             f"`forge train --stage 1 --host {host}{retriever_option(retriever)}`.")
 

@@ -5,7 +5,7 @@ import streamlit as st
 from app import charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.evidence.retrievers import retriever_option, retriever_phrase
 from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
 from forge_core.routing.checkpoints import conditioning_of
 
@@ -93,7 +93,7 @@ st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
 st.subheader("Crossfit decisions")
 crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
 if not crossfit_runs:
-    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    under = retriever_phrase(retriever)
     st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval --host {host} --protocol crossfit"
             f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour this "
             "map.", icon=":material/query_stats:")

@@ -9,7 +9,7 @@ from app import charts, data, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.jobs import stage2_log_every
 from forge_core.reports.tables import reward_audit_table
 from forge_core.rewards.judge_request import JudgeRequest
@@ -42,7 +42,7 @@ st.header("New run")
 host_column, retriever_column, variant_column, arms_column, stage_column = st.columns(5)
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "train")
-under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+under = retriever_phrase(retriever)
 option = retriever_option(retriever)
 variant = variant_column.selectbox("Features", VARIANTS, format_func=VARIANT_LABELS.get,
                                    help="Full reads four host probes per query; Lite needs one host call.")

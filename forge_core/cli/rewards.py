@@ -17,7 +17,7 @@ from forge_core.cli.output import (
     print_summary,
 )
 from forge_core.evaluation.audit_request import RewardAuditRequest
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_phrase
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
@@ -130,7 +130,7 @@ def consensus_command(
     if as_json:
         print_json(summary)
         return
-    under = "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+    under = retriever_phrase(retriever)
     console.print(f"{summary['queries']} queries of host '{host}'{under}")
     for arm, value in summary["mean_reward"].items():
         console.print(f"  {arm:<18} {value}")

@@ -93,6 +93,12 @@ def retriever_option(retriever: str) -> str:
     return "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
 
 
+def retriever_phrase(retriever: str) -> str:
+    """The ` under retriever 'NAME'` a message needs to name a retriever other than the default
+    bm25 ("" for bm25)."""
+    return "" if retriever == DEFAULT_RETRIEVER else f" under retriever '{retriever}'"
+
+
 def check_router_retriever(checkpoint_id: str, lineage: dict, config: RetrieverConfig) -> None:
     """Refuse, in one line, a router whose training evidence (its lineage's `retriever_hash`) is not
     the retriever's (routers trained before retrievers existed were trained under the default BM25

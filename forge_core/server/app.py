@@ -56,7 +56,7 @@ from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evidence.retrieval import Retriever
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, get_retriever_config, retriever_hash, retriever_option
+from forge_core.evidence.retrievers import get_retriever_config, retriever_hash, retriever_option, retriever_phrase
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
@@ -135,7 +135,7 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
     if settings.router in ("lite", "full"):
         router = latest_checkpoint(store, settings.host, settings.router, retriever_hash=evidence)
         if router is None:
-            under = "" if settings.retriever == DEFAULT_RETRIEVER else f" under retriever '{settings.retriever}'"
+            under = retriever_phrase(settings.retriever)
             raise MissingStep(f"no {settings.router} router for host '{settings.host}'{under}: train one with "
                              f"`forge train --stage 1 --host {settings.host} --variant {settings.router}"
                              f"{retriever_option(settings.retriever)}`")
