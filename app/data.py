@@ -24,6 +24,7 @@ from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retrievers import (
     DEFAULT_RETRIEVER,
     evaluated_retriever_hash,
+    host_default_retriever,
     list_retriever_configs,
     outcome_retriever_hash,
     retriever_config_for_hash,
@@ -117,6 +118,12 @@ def retriever_names(store: Store) -> list[str]:
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def host_retriever(store: Store, host: str) -> str:
+    """The retriever the host uses unless told otherwise (`forge retriever use`, else bm25)."""
+    return host_default_retriever(store, host)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def retrievers_of(store: Store, host: str) -> list[str]:
     """The retrievers the host has outcomes under: bm25 first, then the configured ones."""
     return retrievers_with_outcomes(store, host)
@@ -148,9 +155,10 @@ def support_rates(store: Store, host: str, n_arms: int, split: str,
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def support_evaluator(store: Store, host: str) -> str | None:
-    """The evaluator of the host's newest support verdicts, None without any."""
-    newest = newest_support_key(store, host)
+def support_evaluator(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> str | None:
+    """The evaluator of the host's newest support verdicts of its answers under the retriever, None
+    without any."""
+    newest = newest_support_key(store, host, evaluated_retriever_hash(store, host, retriever))
     return newest[1] if newest else None
 
 

@@ -25,7 +25,7 @@ VERDICT_ICONS = {"right": ":material/check_circle:", "partly right": ":material/
 
 
 INPUT_NAMES = {"question": "the question", "benchmark": "the benchmark", "host": "the host", "router": "the router",
-               "weights": "the weights"}
+               "weights": "the weights", "retriever": "the retriever"}
 
 
 def changed_inputs(answered: dict, now: dict) -> str:

@@ -8,15 +8,17 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from app import ui
+from app import data, ui
 from forge_core.evidence.retrievers import (
     BUILTIN_RETRIEVERS,
     KINDS,
     RetrieverConfig,
+    host_default_retriever,
     list_retriever_configs,
     remove_retriever,
     retriever_hash,
     save_retriever_config,
+    set_host_default_retriever,
 )
 from forge_core.routing.embedders import embedder_name
 from forge_core.routing.retriever_backends import check_retriever
@@ -25,22 +27,26 @@ from forge_core.store import Store
 NEW_RETRIEVER = "New retriever"
 
 
-def retrievers_frame(configs: list[RetrieverConfig]) -> pd.DataFrame:
-    """One row per retriever: kind, evidence settings, its own options and configuration hash."""
+def retrievers_frame(configs: list[RetrieverConfig], defaults: dict[str, str]) -> pd.DataFrame:
+    """One row per retriever: kind, evidence settings, its own options, configuration hash and the
+    hosts it is the default of (`defaults`: host -> retriever, as `Store.default_retrievers`)."""
     rows = [{"name": c.name, "kind": c.kind, "k": c.k, "raw words": c.raw_words, "summary words": c.summary_words,
              "embedder": c.embedder, "fusion k": c.fusion_k if c.kind == "hybrid" else None, "URL": c.url,
-             "key variable": c.api_key_env, "config hash": retriever_hash(c) or "(default)"} for c in configs]
+             "key variable": c.api_key_env, "config hash": retriever_hash(c) or "(default)",
+             "default of": ", ".join(sorted(host for host, name in defaults.items() if name == c.name))
+             or ("every other host" if c.name in BUILTIN_RETRIEVERS else "")} for c in configs]
     return pd.DataFrame(rows)
 
 
 def retrievers_section(store: Store, benchmarks: list[str]) -> None:
-    """List, add or edit, remove and check retrievers."""
+    """List, add or edit, remove and check retrievers, and set a host's default."""
     st.header("Retrievers")
     st.caption("Where Summary and Raw get their passages: bm25 (built in, the default), dense (cosine over the "
                "embedder's passage vectors), hybrid (reciprocal-rank fusion of the two) or http (your own service: "
                "POST {\"query\", \"k\"} -> [{\"title\", \"text\", \"score\"}]). See docs/retrievers.md.")
     configs = list_retriever_configs(store)
-    st.dataframe(retrievers_frame(configs), hide_index=True)
+    st.dataframe(retrievers_frame(configs, store.default_retrievers()), hide_index=True)
+    _host_default(store, [c.name for c in configs])
     stored = [c.name for c in configs if c.name not in BUILTIN_RETRIEVERS]
     editing = st.selectbox("Retriever to edit", [NEW_RETRIEVER, *stored])
     current = RetrieverConfig("") if editing == NEW_RETRIEVER else next(c for c in configs if c.name == editing)
@@ -79,6 +85,24 @@ def _form(store: Store, current: RetrieverConfig, new: bool) -> None:
                 save_retriever_config(store, edited)
                 ui.flash(f"Retriever '{edited.name}' saved.")
                 st.rerun()
+
+
+def _host_default(store: Store, names: list[str]) -> None:
+    """A host's default retriever: what every page's Retriever select opens on and every command's
+    --retriever means when left out (as `forge retriever use NAME --host HOST`)."""
+    host_column, retriever_column, button_column = st.columns([2, 2, 1], vertical_alignment="bottom")
+    host = host_column.selectbox("Host to set a default for", [config.name for config in data.host_configs(store)],
+                                 key="retriever_default_host")
+    current = host_default_retriever(store, host)
+    chosen = retriever_column.selectbox("Its default retriever", names, index=names.index(current)
+                                        if current in names else 0, key=f"retriever_default_of_{host}",
+                                        help="What the pages open on and commands use without --retriever.")
+    if button_column.button("Set default", icon=":material/done:"):
+        with ui.user_errors(stop=False):
+            set_host_default_retriever(store, host, chosen)
+            data.refresh()
+            ui.flash(f"Host '{host}' now uses retriever '{chosen}' unless told otherwise.")
+            st.rerun()
 
 
 def _check(store: Store, names: list[str], benchmarks: list[str]) -> None:

@@ -239,23 +239,24 @@ def log_excerpt(started: StartedJob, tail: str) -> str:
 RETRIEVER_KEPT = "retriever_choice"  # session state: the retriever picked last, on any page
 
 
-def retriever_select(column: Any, store: Store, hosts: Sequence[str], page: str) -> str:
-    """The retriever whose outcomes a page reads, beside its host select (`hosts`: the one host, or
-    both of a transfer): bm25 first (the default), then every configured one, those without outcomes
-    marked. The pick is kept across pages (as the router picker's). A retriever some host has no
-    outcomes under stops the page with the one command that makes them. Outcomes under two
-    retrievers never mix."""
+def retriever_select(column: Any, store: Store, hosts: Sequence[str], page: str, needs_outcomes: bool = True) -> str:
+    """The retriever whose evidence a page uses, beside its host select (`hosts`: the one host, or
+    both of a transfer): every configured retriever, opening on the user's pick (kept across pages,
+    as the router picker's), else the first host's default (`forge host add --retriever`, else
+    bm25). With `needs_outcomes` (a page that reads stored outcomes), those a host has no outcomes
+    under are marked, and picking one stops the page with the one command that makes them:
+    outcomes under two retrievers never mix."""
     names = data.retriever_names(store)
     missing = {name: next((host for host in hosts if name not in data.retrievers_of(store, host)), None)
-               for name in names}
+               if needs_outcomes else None for name in names}
     widget = f"{page}_retriever_select"
     kept = st.session_state.get(RETRIEVER_KEPT)
-    st.session_state[widget] = kept if kept in names else names[0]
+    st.session_state[widget] = kept if kept in names else data.host_retriever(store, hosts[0])
     chosen = column.selectbox(
         "Retriever", names, key=widget, on_change=_keep_retriever, args=(widget,),
         format_func=lambda name: name if missing[name] is None else f"{name} (no outcomes)",
-        help="Whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): only "
-             "its outcomes, features and routers are read; Direct outcomes use no evidence and serve every "
+        help="Whose evidence the Summary and Raw arms use (`--retriever`): only its outcomes, features and "
+             "routers are read, and a router refuses any other; Direct outcomes use no evidence and serve every "
              "retriever. Your pick is kept on every page; add retrievers on the Hosts page.")
     host = missing[chosen]
     if host is not None:

@@ -151,6 +151,8 @@ class LiveTrace:
     f1: float | None  # against the gold answers of a benchmark question
     support_verdict: str | None  # an evaluator host's verdict on the answer's support (None: not judged)
     evaluator: str | None
+    retriever: str  # the retriever whose evidence the prompt held (its name when asked)
+    retriever_hash: str  # its configuration hash ("": the default BM25)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ with ui.user_errors():
     host_configs = {host.name: host for host in data.host_configs(store)}
 
 with st.container(border=True):
-    host_column, split_column, arms_column, seed_column = st.columns(4)
+    host_column, retriever_column, split_column, arms_column, seed_column = st.columns(5)
     host = host_column.selectbox("Host", list(host_configs))
+    retriever = ui.retriever_select(retriever_column, store, [host], "enumerate", needs_outcomes=False)
     split = split_column.selectbox("Split", SPLIT_CHOICES)
     n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=1, format_func=lambda k: f"{k} arms")
     split_seed = seed_column.selectbox("Split seed", [0, 1, 2])
@@ -47,7 +48,7 @@ with st.container(border=True):
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),
                            split_seed=split_seed, limit=limit, per_benchmark=per_benchmark, max_calls=max_calls,
                            max_tokens=max_tokens, concurrency=concurrency_for(host_configs[host], concurrency),
-                           allow_unchecked_depths=allow_unchecked, budget_usd=budget_usd)
+                           allow_unchecked_depths=allow_unchecked, budget_usd=budget_usd, retriever=retriever)
     plan_checked = False  # the plan passed its check (its error, if any, is shown once, above the button)
     with ui.user_errors(stop=False):
         plan.check(store)

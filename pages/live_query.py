@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, list_retriever_configs
+from forge_core.evidence.retrievers import retriever_hash
 from forge_core.hosts.base import HostError
 from forge_core.rewards.live_support import judge_live_support_on
 from forge_core.routing.ask import AskRequest, run_ask
@@ -32,7 +32,6 @@ with ui.user_errors():
     ui.require_benchmarks(stats)
     configs = {config.name: config for config in data.host_configs(store)}
     checkpoints = data.checkpoints(store)
-    retriever_names = [config.name for config in list_retriever_configs(store)]
 
 host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
 host = host_column.selectbox("Host", list(configs))
@@ -45,10 +44,7 @@ checkpoint_id = routers.picker(
          "four probes on the host.")
 if checkpoint_id is None:
     router_column.info(NO_ROUTER, icon=":material/route:")
-retriever_name = DEFAULT_RETRIEVER if len(retriever_names) == 1 else st.selectbox(
-    "Retriever (where the evidence comes from)", retriever_names,
-    help="bm25 is the evidence routers are trained under; a router refuses any other (answer by hand under "
-         "Override). Add retrievers on the Hosts page.")
+retriever_name = ui.retriever_select(st, store, [host], "live", needs_outcomes=False)
 record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
@@ -97,7 +93,7 @@ with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_
 asked = st.button("Route and answer", type="primary", icon=":material/send:")
 
 inputs_now = {"question": question.strip(), "benchmark": benchmark, "host": host, "router": override
-              if override != ROUTER_CHOICE else checkpoint_id, "weights": cost_weights}
+              if override != ROUTER_CHOICE else checkpoint_id, "weights": cost_weights, "retriever": retriever_name}
 if asked:
     st.session_state.pop(ASKED_KEY, None)  # a failed ask leaves no earlier answer on screen
     st.session_state.pop(SUPPORT_KEY, None)
@@ -111,8 +107,7 @@ if asked:
         inputs = request.check(store)
         served = data.served_host(configs[host])
         checkpoint = None if by_hand else data.loaded_checkpoint(store, checkpoint_id)
-        default = retriever_name == DEFAULT_RETRIEVER
-        retriever = data.retriever(store, benchmark) if default else None  # None: run_ask opens the chosen one
+        retriever = data.configured_retriever(store, benchmark, retriever_hash(inputs.retriever_config))
         data.embedder()
         with st.spinner(f"Routing and answering on {host}…"):
             result = run_ask(store, request, inputs=inputs, host_config=served, retriever=retriever,
@@ -128,7 +123,8 @@ if asked:
             except HostError as error:
                 st.session_state[SUPPORT_KEY] = f"not checked: {evaluator_host} failed ({error})"
         verdict, evaluator = (support.verdict, support.evaluator) if support else (None, None)
-        store.write_live_trace(live_trace(result, example.example_id if example else None, verdict, evaluator))
+        store.write_live_trace(live_trace(result, inputs.retriever_config, example.example_id if example else None,
+                                          verdict, evaluator))
 
 history = st.session_state.get(HISTORY_KEY, [])
 answered = st.session_state.get(ASKED_KEY)

@@ -7,7 +7,7 @@ from app.overview_view import TERMS, first_contact
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.evidence.retrievers import retriever_option
 from forge_core.reports.evidence import evidence_frame
 from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
@@ -171,11 +171,9 @@ else:
 
 st.subheader("Answers supported by their evidence")
 support, evaluator = data.support_rates(store, host, n_arms, split, retriever)
-if retriever != DEFAULT_RETRIEVER:
-    st.caption(f"None under retriever '{retriever}': support verdicts (`forge rewards support`) rate the answers made "
-               "under bm25 evidence only.")
-elif support.empty:
-    st.caption(f"No support verdicts for these queries yet: run `forge rewards support --host {host}`.")
+if support.empty:
+    st.caption(f"No support verdicts for these queries yet: run `forge rewards support --host {host}"
+               f"{retriever_option(retriever)}`.")
 else:
     st.caption(f"Per arm, the share of its answers that the evidence in its prompt supports (`support_rate`) or "
                f"contradicts (`unsupported_rate`; Direct answers against the retrieved passages), over the queries "

@@ -9,7 +9,7 @@ from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.tables import pareto_highlights
 from forge_core.training.checkpoint_views import checkpoint_names
 
@@ -112,13 +112,11 @@ with st.expander("Table"):
                "Answer-only cost is on.")
     st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
                "benchmarks that annotate it (none for PopQA).")
-    evaluator = data.support_evaluator(store, host)
+    evaluator = data.support_evaluator(store, host, retriever)
     st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
                "the queries with a verdict (support_coverage), by "
-               + (f"no evaluator under retriever '{retriever}' (support verdicts rate the answers made under bm25 "
-                  "evidence only)" if retriever != DEFAULT_RETRIEVER
-                  else evaluator if evaluator else f"no evaluator yet: run `forge rewards support --host {host}`")
-               + ".")
+               + (evaluator or f"no evaluator yet: run `forge rewards support --host {host}"
+                  f"{retriever_option(retriever)}`") + ".")
 
 st.subheader("How far the routers' margins can be trusted")
 st.caption("Each chosen router checkpoint on its held-out test queries, at these weights when it is cost-conditioned "

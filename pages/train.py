@@ -9,7 +9,7 @@ from app import charts, data, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
+from forge_core.evidence.retrievers import retriever_option, retriever_phrase
 from forge_core.jobs import stage2_log_every
 from forge_core.reports.tables import reward_audit_table
 from forge_core.rewards.judge_request import JudgeRequest
@@ -150,12 +150,9 @@ with ui.user_errors(stop=False):
                     f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
         (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
 
-if retriever != DEFAULT_RETRIEVER:
-    st.caption(f"Judge rewards and support verdicts rate {host}'s answers made under bm25 evidence only, not those "
-               f"under retriever '{retriever}' (`forge rewards judge` and `support` take no --retriever).")
 with st.form("judge", enter_to_submit=False):  # a judging job starts only from its button
-    st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers (a resumable "
-                f"background job, as `forge rewards judge` or `forge rewards support`)")
+    st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers{under} (a "
+                f"resumable background job, as `forge rewards judge{option}` or `forge rewards support{option}`)")
     judge_kind = st.radio("The judge host says", ("judge", "support"), horizontal=True, format_func={
         "judge": "whether each answer is correct (judge reward)",
         "support": "whether the evidence in its prompt supports it (support verdict, for support_rate)"}.get)
@@ -165,7 +162,7 @@ with st.form("judge", enter_to_submit=False):  # a judging job starts only from 
     judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
     if st.form_submit_button("Start judging", icon=":material/gavel:"):
         judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
-                                     limit=judge_limit or None, kind=judge_kind)
+                                     limit=judge_limit or None, kind=judge_kind, retriever=retriever)
         with ui.user_errors(stop=False):
             judge_request.check(store)
             if start_judging(store, judge_request):

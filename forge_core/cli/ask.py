@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from forge_core.arms import RAW_NO_THINK
-from forge_core.cli.output import open_store, print_json, warn_if_other_host
+from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, open_store, print_json, warn_if_other_host
 from forge_core.errors import InvalidInput
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
@@ -36,8 +36,9 @@ def ask(
     lambda_in: Annotated[float, typer.Option(help="With --route: the input-token cost weight a cost-conditioned "
                                                   "router decides at (others ignore it).")] = DEFAULT_LAMBDA_IN,
     lambda_out: Annotated[float, typer.Option(help="With --route: the output-token cost weight.")] = DEFAULT_LAMBDA_OUT,
-    retriever: Annotated[str, typer.Option(
-        help="Where the evidence comes from: a retriever name (see `forge retriever list`).")] = "bm25",
+    retriever: Annotated[Optional[str], typer.Option(
+        help="Where the evidence comes from: a retriever name (see `forge retriever list`)."
+             + HOST_RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Retrieve, build the arm's prompt, ask the host, and show evidence, answer, tokens and latency;
@@ -48,6 +49,7 @@ def ask(
 
     if not route and (router or compare_raw):
         raise InvalidInput("--router and --compare-raw go with --route")
+    retriever = chosen_retriever(host, retriever)
     request = AskRequest(question=question or "", benchmark=benchmark, host_name=host,
                          arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
                          always_raw="off" if not route else "answer" if compare_raw else "cost",

@@ -7,9 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import console, counting_progress, open_store, print_json
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+)
 from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 
 
 def calibrate_command(
@@ -24,8 +30,9 @@ def calibrate_command(
     split_seed: Annotated[int, typer.Option(help="Seeds the folds and inner dev parts.")] = 0,
     accounting: Annotated[str, typer.Option(help="deploy: tokens of every host call a decision needs; answer: "
                                                  "the answering call's only.")] = "deploy",
-    retriever: Annotated[str, typer.Option(
-        help="The retriever whose outcomes to calibrate on (`forge enumerate --retriever`).")] = DEFAULT_RETRIEVER,
+    retriever: Annotated[Optional[str], typer.Option(
+        help="The retriever whose outcomes to calibrate on (`forge enumerate --retriever`)."
+             + HOST_RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Find the weights (along lambda_out = ratio x lambda_in) at which the cost-conditioned router
@@ -35,7 +42,7 @@ def calibrate_command(
 
     request = CalibrationRequest(budget_tokens=budget_tokens, min_f1=min_f1, ratio=ratio, variant=variant,
                                  host=host, folds=folds, split_seed=split_seed, accounting=accounting,
-                                 retriever=retriever)
+                                 retriever=chosen_retriever(host, retriever))
     store = open_store()
     with counting_progress(transient=True) as progress:
         task = progress.add_task("calibrating (folds)", total=folds)

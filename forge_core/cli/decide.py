@@ -3,12 +3,19 @@ cost-conditioned routers and the fixed arms (`forge_core.evaluation.decide`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from forge_core import config
-from forge_core.cli.output import console, counting_progress, open_store, print_json
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+)
 
 
 def decide_command(
@@ -17,8 +24,9 @@ def decide_command(
     host: Annotated[str, typer.Option(help="Whose outcomes and crossfit run.")] = "embedded",
     accounting: Annotated[str, typer.Option(help="deploy: every host call a decision needs; answer: the "
                                                  "answering call's only.")] = "deploy",
-    retriever: Annotated[str, typer.Option(
-        help="The retriever whose outcomes and crossfit run (`forge eval crossfit --retriever`).")] = "bm25",
+    retriever: Annotated[Optional[str], typer.Option(
+        help="The retriever whose outcomes and crossfit run (`forge eval crossfit --retriever`)."
+             + HOST_RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The decision at these weights: the conditioned router's checkpoint or the fixed arm to
@@ -30,6 +38,7 @@ def decide_command(
     from forge_core.routing.utility import CostWeights
 
     weights = CostWeights(lambda_in, lambda_out)
+    retriever = chosen_retriever(host, retriever)
     store = open_store()
     with counting_progress(transient=True) as progress:
         task = progress.add_task("training the fold routers once (folds)", total=None)

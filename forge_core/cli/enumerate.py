@@ -9,7 +9,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary, spinner_progress
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
+    console,
+    counting_progress,
+    open_store,
+    print_json,
+    print_summary,
+    spinner_progress,
+)
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import InvalidInput
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
@@ -67,10 +76,10 @@ def enumerate_command(
         help="openai or anthropic: submit the missing calls to the host provider's Batch API (half the price, "
              "within 24 h), poll, download and store the results; a rerun resumes the stored batches.")] = None,
     poll_seconds: Annotated[float, typer.Option(help="With --batch: seconds between status requests.")] = 30.0,
-    retriever: Annotated[str, typer.Option(
+    retriever: Annotated[Optional[str], typer.Option(
         help="The retriever whose passages Summary and Raw arms get (see `forge retriever list`); its outcomes "
              "are stored under its configuration hash, apart from every other retriever's. Direct arms use no "
-             "evidence: one Direct outcome serves every retriever.")] = EnumerationPlan.retriever,
+             "evidence: one Direct outcome serves every retriever." + HOST_RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
@@ -94,6 +103,7 @@ def enumerate_command(
     if requests is not None:
         raise InvalidInput("--requests goes with --from-batch")
     host_config = get_host_config(store, host)
+    retriever = chosen_retriever(host, retriever)
     plan = EnumerationPlan(host=host, split=split, n_arms=arms, probes=probes,
                            benchmarks=tuple(benchmark or imported_routable_benchmarks(store)),
                            split_seed=split_seed, limit=limit,

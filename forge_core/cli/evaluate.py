@@ -10,6 +10,8 @@ from rich.table import Table
 
 from forge_core.cli.output import (
     BENCHMARK_SUBSET_HELP,
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
     console,
     counting_progress,
     open_store,
@@ -51,9 +53,9 @@ FoldsOption = Annotated[int, typer.Option(help="Number of folds (stratified by b
 StageOption = Annotated[int, typer.Option(help="1, or 2 (Stage 2 on top; Stage-1 parents reported too).")]
 Stage2StepsOption = Annotated[int, typer.Option(help="Stage-2 steps per fold and router.")]
 PerBenchmarkOption = Annotated[int, typer.Option(help="Queries per benchmark, each answered live.")]
-RetrieverOption = Annotated[str, typer.Option(
+RetrieverOption = Annotated[Optional[str], typer.Option(
     help="The retriever whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): "
-         "only its outcomes are read (Direct outcomes serve every retriever), and its routers.")]
+         "only its outcomes are read (Direct outcomes serve every retriever), and its routers." + HOST_RETRIEVER_HELP)]
 
 eval_app = typer.Typer(
     help="Compare FORGE routers with the baselines and the oracle: `cached` on the enumerated outcomes of a "
@@ -78,7 +80,7 @@ def eval_cached(host: HostOption = EvaluationSettings.host, split: SplitOption =
                     help="Mean +- SD over 3 split seeds x 3 training seeds (routers trained where missing).")] = False,
                 benchmark: BenchmarkOption = None, split_seed: SplitSeedOption = EvaluationSettings.split_seed,
                 accounting: AccountingOption = EvaluationSettings.accounting,
-                retriever: RetrieverOption = EvaluationSettings.retriever,
+                retriever: RetrieverOption = None,
                 as_json: JsonOption = False) -> None:
     """The Cached protocol: every policy on the enumerated outcomes of the split's complete queries
     (the Stage-1 routers still missing for these settings are trained first, and said so)."""
@@ -109,7 +111,7 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
                       help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
                   accounting: AccountingOption = EvaluationSettings.accounting,
                   warm_arms: WarmArmsOption = Stage1Config.warm_start_arms,
-                  retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False) -> None:
+                  retriever: RetrieverOption = None, as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored."""
     from forge_core.evaluation.crossfit import CrossfitSettings
@@ -117,7 +119,8 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
                                     stage1=Stage1Config(warm_start_arms=warm_arms),
-                                    stage2=Stage2Config(steps=stage2_steps), retriever=retriever), as_json)
+                                    stage2=Stage2Config(steps=stage2_steps),
+                                    retriever=chosen_retriever(host, retriever)), as_json)
 
 
 @eval_app.command("fresh")
@@ -128,7 +131,7 @@ def eval_fresh(host: HostOption = EvaluationSettings.host, split: SplitOption = 
                per_benchmark: PerBenchmarkOption = DEFAULT_PER_BENCHMARK, benchmark: BenchmarkOption = None,
                split_seed: SplitSeedOption = EvaluationSettings.split_seed,
                accounting: AccountingOption = EvaluationSettings.accounting,
-               retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False) -> None:
+               retriever: RetrieverOption = None, as_json: JsonOption = False) -> None:
     """Fresh Online: every deployable policy answers the first queries of each benchmark live on the
     host, every call counted and timed (resumable: finished answers are kept in the store)."""
     from forge_core.evaluation.fresh_online import FreshRequest
@@ -155,7 +158,7 @@ def eval_transfer(
         help="The target split calibration queries come from: train or dev (never the evaluated one)."),
     ] = TRANSFER_CALIBRATION_SPLIT,
     accounting: AccountingOption = EvaluationSettings.accounting,
-    retriever: RetrieverOption = EvaluationSettings.retriever, as_json: JsonOption = False,
+    retriever: RetrieverOption = None, as_json: JsonOption = False,
 ) -> None:
     """Transfer: the source host's routers route the target host's stored queries zero-shot (a Full
     router's probes come from the target), beside the target's fixed arms, oracle and own Lite router;
@@ -163,7 +166,7 @@ def eval_transfer(
     from forge_core.evaluation.transfer import TransferRequest
 
     request = TransferRequest(source, target, arms, CostWeights(lambda_in, lambda_out), split, split_seed, accounting,
-                              tuple(calibrate or ()), calibration_split, retriever=retriever)
+                              tuple(calibrate or ()), calibration_split, retriever=chosen_retriever(source, retriever))
     store = open_store()
     request.check(store)
     _prepare_evaluations(store, request.evaluations())
@@ -191,7 +194,7 @@ def eval_command(
         help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
     split_seed: SplitSeedOption = EvaluationSettings.split_seed,
     accounting: AccountingOption = EvaluationSettings.accounting,
-    retriever: RetrieverOption = EvaluationSettings.retriever,
+    retriever: RetrieverOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """`forge eval [--protocol P] ...`: the protocol's subcommand, with only the options it takes."""
@@ -224,11 +227,12 @@ def eval_command(
 
 
 def _settings(host: str, split: str, arms: int, weights: CostWeights, policy: list[str] | None,
-              benchmark: list[str] | None, split_seed: int, accounting: str, retriever: str) -> EvaluationSettings:
-
+              benchmark: list[str] | None, split_seed: int, accounting: str,
+              retriever: str | None) -> EvaluationSettings:
+    """The evaluation settings of the options (`retriever` None: the host's default)."""
     return EvaluationSettings(host, split, arms, weights, tuple(policy) if policy else None,
                               split_seed=split_seed, benchmarks=tuple(benchmark) if benchmark else None,
-                              accounting=accounting, retriever=retriever)
+                              accounting=accounting, retriever=chosen_retriever(host, retriever))
 
 
 def _prepare_evaluations(store: Store, evaluations: list[EvaluationSettings]) -> None:
@@ -462,7 +466,7 @@ def sweep_command(
     policy: Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)] = None,
     accounting: AccountingOption = EvaluationSettings.accounting,
-    retriever: RetrieverOption = EvaluationSettings.retriever,
+    retriever: RetrieverOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Sweep the cost weights: each policy's cost/F1 point per (lambda_in, lambda_out) and the
@@ -472,7 +476,7 @@ def sweep_command(
     grid = tuple((li, lo) for li in _floats(lambda_in, "--lambda-in") for lo in _floats(lambda_out, "--lambda-out"))
     settings = EvaluationSettings(host, split, arms, policy_names=tuple(policy) if policy else None,
                                   benchmarks=tuple(benchmark) if benchmark else None, accounting=accounting,
-                                  retriever=retriever)
+                                  retriever=chosen_retriever(host, retriever))
     request = SweepRequest(grid, settings)
     store = open_store()
     request.check(store)

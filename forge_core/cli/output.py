@@ -49,6 +49,19 @@ def spinner_progress() -> Progress:
     return Progress(console=console, transient=True, disable=not console.is_terminal)
 
 
+HOST_RETRIEVER_HELP = " Default: the host's (`forge retriever use`), else bm25."
+
+
+def chosen_retriever(host: str, retriever: str | None) -> str:
+    """The retriever a command runs under: the one named, else the host's default (`forge retriever
+    use`), else bm25."""
+    if retriever is not None:
+        return retriever
+    from forge_core.evidence.retrievers import host_default_retriever
+
+    return host_default_retriever(open_store(), host)
+
+
 def open_store() -> Store:
     """The store at FORGE_STORE (default data/forge.duckdb)."""
     return Store(config.store_path())

@@ -20,8 +20,8 @@ from forge_core.evidence.retrievers import (
 )
 from forge_core.evidence.settings import RAW_WORDS_PER_PASSAGE, SUMMARY_WORD_BUDGET, SUPPORT_TOP_K
 
-retriever_app = typer.Typer(help="Add, list, check and remove retrievers (the evidence Summary and Raw draw on).",
-                            no_args_is_help=True)
+retriever_app = typer.Typer(help="Add, list, check, use and remove retrievers (the evidence Summary and Raw draw "
+                                 "on).", no_args_is_help=True)
 evidence_app = typer.Typer(help="Measure the evidence of each retriever before any host call.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
@@ -60,19 +60,40 @@ def retriever_add(
 
 @retriever_app.command("list")
 def retriever_list(as_json: JsonFlag = False) -> None:
-    """The built-in BM25 retriever and the stored ones, with their settings and configuration hashes."""
+    """The built-in BM25 retriever and the stored ones, with their settings, configuration hashes and
+    the hosts that use each by default (`forge retriever use`; every other host uses bm25)."""
     from forge_core.evidence.retrievers import list_retriever_configs
 
-    configs = list_retriever_configs(open_store())
+    store = open_store()
+    configs, defaults = list_retriever_configs(store), store.default_retrievers()
+    default_of = {config.name: sorted(host for host, name in defaults.items() if name == config.name)
+                  for config in configs}
     if as_json:
-        print_json({"retrievers": {c.name: {**dataclasses.asdict(c), "config_hash": retriever_hash(c)}
-                                   for c in configs}})
+        print_json({"retrievers": {c.name: {**dataclasses.asdict(c), "config_hash": retriever_hash(c),
+                                            "default_of": default_of[c.name]} for c in configs}})
         return
-    table = Table("name", "kind", "k", "raw words", "summary words", "options", "config hash")
+    table = Table("name", "kind", "k", "raw words", "summary words", "options", "config hash", "default of")
     for config in configs:
+        users = ", ".join(default_of[config.name]) or ("every other host" if config.name == "bm25" else "")
         table.add_row(config.name, config.kind, str(config.k), str(config.raw_words), str(config.summary_words),
-                      retriever_options(config), retriever_hash(config) or "(default)")
+                      retriever_options(config), retriever_hash(config) or "(default)", users)
     Console().print(table)
+
+
+@retriever_app.command("use")
+def retriever_use(
+    name: Annotated[str, typer.Argument(help="A retriever name (see `forge retriever list`); bm25 to go back.")],
+    host: Annotated[str, typer.Option(help="The host whose default it becomes.")] = "embedded",
+) -> None:
+    """Make a retriever the host's default: every command's --retriever and every page's Retriever
+    select then start from it for that host (an explicit --retriever still wins)."""
+    from forge_core.evidence.retrievers import set_host_default_retriever
+    from forge_core.hosts.registry import get_host_config
+
+    store = open_store()
+    get_host_config(store, host)  # refuses an unknown host
+    set_host_default_retriever(store, host, name)
+    console.print(f"host '{host}' now uses retriever '{name}' unless told otherwise")
 
 
 def retriever_options(config: RetrieverConfig) -> str:

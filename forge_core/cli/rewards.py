@@ -10,6 +10,8 @@ from rich.table import Table
 
 from forge_core.cli.output import (
     BENCHMARK_SUBSET_HELP,
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
     console,
     counting_progress,
     open_store,
@@ -21,9 +23,9 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_phrase
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 
-RetrieverOption = Annotated[str, typer.Option(
+RetrieverOption = Annotated[Optional[str], typer.Option(
     help="The retriever whose evidence the Summary and Raw outcomes were made under (`forge enumerate --retriever`): "
-         "only its answers are read (Direct answers serve every retriever). Judge rewards rate bm25's answers only.")]
+         "only its answers are read and rated (Direct answers serve every retriever)." + HOST_RETRIEVER_HELP)]
 
 rewards_app = typer.Typer(help="Label-free rewards (judge, consensus) and their audit against gold.",
                           no_args_is_help=True)
@@ -40,13 +42,14 @@ def judge_command(
     arms: Annotated[int, typer.Option(help="Alphabet whose arms are judged: 3, 6 or 12.")] = JudgeRequest.n_arms,
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight at once.")] = JudgeRequest.concurrency,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = JudgeRequest.split_seed,
+    retriever: RetrieverOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Rate every stored answer still unjudged with the judge host, storing each rating as it lands
     (resumable: run the same command again to continue)."""
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
-                           limit=limit, concurrency=concurrency)
+                           limit=limit, concurrency=concurrency, retriever=chosen_retriever(host, retriever))
     print_summary(_run_rating(request), as_json)
 
 
@@ -61,6 +64,7 @@ def support_command(
     arms: Annotated[int, typer.Option(help="Alphabet whose arms are checked: 3, 6 or 12.")] = JudgeRequest.n_arms,
     concurrency: Annotated[int, typer.Option(help="Evaluator calls in flight at once.")] = JudgeRequest.concurrency,
     split_seed: Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")] = JudgeRequest.split_seed,
+    retriever: RetrieverOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Ask the evaluator host, for every stored answer still without a verdict, whether the evidence
@@ -70,7 +74,8 @@ def support_command(
 
     request = JudgeRequest(host=host, judge_host=judge_host, split=split,
                            benchmarks=tuple(benchmark) if benchmark else None, n_arms=arms, split_seed=split_seed,
-                           limit=limit, concurrency=concurrency, kind=SUPPORT_SOURCE)
+                           limit=limit, concurrency=concurrency, kind=SUPPORT_SOURCE,
+                           retriever=chosen_retriever(host, retriever))
     summary = _run_rating(request)
     rows = open_store().reward_outcomes(host, summary["reward_key"])
     summary["support_evaluator"] = evaluator_name(rows["judge_host"].iloc[0], rows["judge_config_hash"].iloc[0]) \
@@ -110,7 +115,7 @@ def _run_rating(request: JudgeRequest) -> dict[str, Any]:
 def consensus_command(
     host: Annotated[str, typer.Option(help="The host whose stored answers are compared.")] = "embedded",
     arms: Annotated[int, typer.Option(help="Alphabet size: 3, 6 or 12.")] = 6,
-    retriever: RetrieverOption = DEFAULT_RETRIEVER,
+    retriever: RetrieverOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Per arm: the mean consensus reward over the host's complete queries under the retriever
@@ -120,6 +125,7 @@ def consensus_command(
     from forge_core.rewards.consensus import consensus_rewards
 
     store = open_store()
+    retriever = chosen_retriever(host, retriever)
     names = [arm.name for arm in alphabet(arms)]
     rows = consensus_rewards(store, host, names, evaluated_retriever_hash(store, host, retriever))
     means = rows.groupby("arm")["reward"].mean().reindex(names)
@@ -154,7 +160,7 @@ def audit_command(
     stage2_steps: Annotated[Optional[int], typer.Option(
         help="With --grid: Stage-2 steps per fold and recipe (default: the crossfit's, "
              f"{RewardAuditRequest.stage2_steps}).")] = None,
-    retriever: RetrieverOption = RewardAuditRequest.retriever,
+    retriever: RetrieverOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """How far a proxy reward can be trusted: per arm Spearman with gold F1, the share of queries
@@ -167,7 +173,7 @@ def audit_command(
     request = RewardAuditRequest(host=host, reward=reward, judge_key=judge_key, n_arms=arms,
                                  weights=CostWeights(lambda_in, lambda_out), routers=routers, folds=folds, grid=grid,
                                  stage2_steps=RewardAuditRequest.stage2_steps if stage2_steps is None else stage2_steps,
-                                 retriever=retriever)
+                                 retriever=chosen_retriever(host, retriever))
     store = open_store()
     request.check(store)
     with counting_progress(transient=True) as progress:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import console, open_store, warn_if_other_host
+from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, console, open_store, warn_if_other_host
 from forge_core.errors import InvalidInput
 
 
@@ -21,9 +21,9 @@ def serve_command(
     benchmark: Annotated[Optional[list[str]], typer.Option(
         help="Whose corpus evidence is retrieved from (default hotpotqa); repeat it to retrieve from the union of "
              "several benchmarks' corpora (FEVER only on its own: its claims take their own prompt).")] = None,
-    retriever: Annotated[str, typer.Option(
+    retriever: Annotated[Optional[str], typer.Option(
         help="Where the evidence comes from (see `forge retriever list`); the routers must be trained "
-             "under it.")] = "bm25",
+             "under it." + HOST_RETRIEVER_HELP)] = None,
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8100,
     api_key_env: Annotated[Optional[str], typer.Option(
         help="An environment variable holding the key clients must send as `Authorization: Bearer`.")] = None,
@@ -82,7 +82,7 @@ def serve_command(
                              api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
-                             traffic_dir=traffic_dir, retriever=retriever, arm=arm)
+                             traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm)
     store = open_store()
     if arm is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from forge_core.cli.output import (
     BENCHMARK_SUBSET_HELP,
+    HOST_RETRIEVER_HELP,
+    chosen_retriever,
     console,
     counting_progress,
     open_store,
@@ -25,14 +27,15 @@ from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
 
 RETRIEVER_HELP = ("The retriever whose evidence the outcomes and the retrieval features were made under "
-                  "(`forge enumerate --retriever`); a router records it and refuses any other.")
+                  "(`forge enumerate --retriever`); a router records it and refuses any other." + HOST_RETRIEVER_HELP)
 
 def features_command(
     host: Annotated[str, typer.Option(help="Host whose queries (and probes) to featurize.")] = TrainRequest.host,
-    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = TrainRequest.retriever,
+    retriever: Annotated[Optional[str], typer.Option(help=RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Compute the router features of every enumerated query (only what is missing)."""
+    retriever = chosen_retriever(host, retriever)
     print_summary(compute_features_with_progress(open_store(), host, retriever=retriever), as_json)
 
 
@@ -88,7 +91,7 @@ def train_router_command(
                                                                     "weight.")] = (CostConditioning.low,
                                                                                    CostConditioning.high),
     draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
-    retriever: Annotated[str, typer.Option(help=RETRIEVER_HELP)] = TrainRequest.retriever,
+    retriever: Annotated[Optional[str], typer.Option(help=RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
@@ -103,11 +106,12 @@ def train_router_command(
                             patience=patience),
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
-        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None, retriever=retriever,
+        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None,
+        retriever=chosen_retriever(host, retriever),
     )
     store = open_store()
     request.check(store)
-    compute_features_with_progress(store, host, request.benchmarks, retriever)
+    compute_features_with_progress(store, host, request.benchmarks, request.retriever)
     with spinner_progress() as progress:
         task = progress.add_task(f"stage {stage}", total=steps if stage == 2 else None)
 

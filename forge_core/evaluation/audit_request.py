@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE2_STEPS, EvaluationSettings
 from forge_core.evidence.retrievers import evaluated_retriever_hash
-from forge_core.rewards.sources import JUDGE, check_judged_evidence, check_reward_source, latest_judge_key
+from forge_core.rewards.sources import JUDGE, check_reward_source, latest_judge_key
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -45,13 +45,11 @@ class RewardAuditRequest:
             raise InvalidInput("the gold/proxy grid trains routers: name one (it cannot go with --no-crossfit)")
         if self.stage2_steps < 1:
             raise InvalidInput(f"Stage 2 needs at least 1 step, not {self.stage2_steps}")
-        if self.reward == JUDGE:
-            check_judged_evidence(self.retriever)
 
     def check(self, store: Store) -> None:
         """Refuse a host without outcomes (under the retriever), or judge rewards that were never computed."""
         if self.host not in store.hosts_with_outcomes():
             raise MissingStep(f"host '{self.host}' has no stored outcomes: run `forge enumerate --host {self.host}`")
-        evaluated_retriever_hash(store, self.host, self.retriever)
+        config_hash = evaluated_retriever_hash(store, self.host, self.retriever)
         if self.reward == JUDGE and self.judge_key is None:
-            latest_judge_key(store, self.host)
+            latest_judge_key(store, self.host, config_hash, self.retriever)

@@ -191,8 +191,8 @@ def run_reward_audit(store: Store, request: RewardAuditRequest,
     grid = proxy_grid(scores, table.benchmarks, request.routers, request.reward) if request.grid else {}
     losing = losing_routers(regret, grid, request.reward)
     return {"host": request.host, "reward": request.reward,
-            "judge_key": request.judge_key or (latest_judge_key(store, request.host) if request.reward == JUDGE
-                                               else None),
+            "judge_key": request.judge_key or (latest_judge_key(store, request.host, table.retriever_hash)
+                                               if request.reward == JUDGE else None),
             "queries": int(len(table)), **request.weights.to_dict(),
             "folds": request.folds, "arms": arm_audit(table, proxy, gold_utility),
             "best_arm_match": best_match(table, proxy, table.f1, proxy),

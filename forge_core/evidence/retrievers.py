@@ -7,6 +7,9 @@ Kinds:
 - `http`: a user's service (`forge_core.evidence.http_retriever`): POST `{"query", "k"}`, reply
   `[{"title", "text", "score"}]`, with a timeout, retries and a key read from an environment variable.
 
+A host uses bm25 unless `forge retriever use NAME --host HOST` set another (`host_default_retriever`):
+every command's `--retriever` and every page's Retriever select default to it.
+
 Each has the evidence settings of `SupportSettings` (passages, Raw's words a passage, Summary's
 word budget). A configuration's hash (`retriever_hash`) is "" for the default BM25 retriever with
 the default settings, so every outcome, feature and checkpoint stored before retrievers existed
@@ -188,7 +191,24 @@ def save_retriever_config(store: Store, config: RetrieverConfig) -> None:
     store.save_retriever_config(config.name, dataclasses.asdict(config))
 
 
+def host_default_retriever(store: Store, host: str) -> str:
+    """The retriever `host`'s commands and pages use unless told otherwise: the one `forge retriever
+    use` set, else the default bm25."""
+    return store.default_retrievers().get(host, DEFAULT_RETRIEVER)
+
+
+def set_host_default_retriever(store: Store, host: str, name: str) -> None:
+    """Make the configured retriever `name` `host`'s default (bm25: back to the built-in default)."""
+    get_retriever_config(store, name)  # refuses an unknown name
+    store.set_default_retriever(host, None if name == DEFAULT_RETRIEVER else name)
+
+
 def remove_retriever(store: Store, name: str) -> None:
-    """Remove a stored retriever configuration (the built-in one cannot be removed)."""
+    """Remove a stored retriever configuration (the built-in one cannot be removed, nor one that is
+    some host's default)."""
+    users = sorted(host for host, retriever in store.default_retrievers().items() if retriever == name)
+    if users:
+        raise InvalidInput(f"retriever '{name}' is the default of host {', '.join(users)}: `forge retriever use bm25 "
+                           f"--host {users[0]}` first")
     if not store.delete_retriever_config(name):
         raise InvalidInput(f"no stored retriever named '{name}'")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from forge_core.rewards.sources import aligned_rewards
+from forge_core.rewards.sources import aligned_rewards, rating_keys
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORT_SCORES, SUPPORT_SOURCE, SUPPORTED, evaluator_name
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.statistics import known_per_benchmark, macro, paired_bootstrap_ci
@@ -31,9 +31,10 @@ class SupportVerdicts:
     reward_key: str | None  # the verdicts' key in reward_outcomes
 
 
-def newest_support_key(store: Store, host: str) -> tuple[str, str] | None:
-    """(reward key, evaluator name) of the host's newest support verdicts; None without any."""
-    keys = store.reward_keys(host, SUPPORT_SOURCE)
+def newest_support_key(store: Store, host: str, retriever_hash: str = "") -> tuple[str, str] | None:
+    """(reward key, evaluator name) of the host's newest support verdicts of the answers made under
+    one retriever configuration ("": the default BM25); None without any."""
+    keys = rating_keys(store, host, SUPPORT_SOURCE, retriever_hash)
     if keys.empty:
         return None
     newest = keys.iloc[0]
@@ -41,11 +42,10 @@ def newest_support_key(store: Store, host: str) -> tuple[str, str] | None:
 
 
 def support_verdicts(store: Store, table: OutcomeTable) -> SupportVerdicts:
-    """The newest support verdicts of the table's host, aligned with its rows and arms; none for a
-    table under another retriever than the default BM25 (the judge's verdicts are of the answers
-    under BM25 evidence, which that table's Summary and Raw arms did not give)."""
-    newest = newest_support_key(store, table.host)
-    if newest is None or table.retriever_hash:
+    """The newest support verdicts of the table's host of the answers under its retriever, aligned
+    with its rows and arms (verdicts of another retriever's answers never count)."""
+    newest = newest_support_key(store, table.host, table.retriever_hash)
+    if newest is None:
         return SupportVerdicts(np.full(table.f1.shape, np.nan), None, None)
     reward_key, evaluator = newest
     rows = store.reward_outcomes(table.host, reward_key)

@@ -3,9 +3,10 @@ Raw arms, the evidence the answering host saw.
 
 The judge replies with a rating from 0 to 10; the reward is rating / 10. A reply without a rating
 counts as 0 (the judge did not affirm the answer) and keeps its text as the verdict; an empty
-answer is rated 0 without a call. The reward's identity (`reward_key`) hashes the judge prompt and
-the judge host's configuration hash: another judge, or an edited prompt, adds new rows beside the
-old ones and never mixes with them.
+answer is rated 0 without a call. The reward's identity (`reward_key`) hashes the judge prompt, the
+judge host's configuration hash and the retriever configuration the answers were made under:
+another judge, an edited prompt or other evidence adds new rows beside the old ones and never mixes
+with them.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ def judge_prompt_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def rating_key(source: str, judge_config_hash: str, prompt_hash: str) -> str:
-    """The identity of the ratings of one source by one judge host configuration under one prompt."""
-    key = f"{source}|{judge_config_hash}|{prompt_hash}"
+def rating_key(source: str, judge_config_hash: str, prompt_hash: str, retriever_hash: str = "") -> str:
+    """The identity of the ratings of one source by one judge host configuration under one prompt,
+    of the answers made under one retriever's evidence ("": the default BM25, whose keys predate
+    retrievers and stay as they were)."""
+    key = f"{source}|{judge_config_hash}|{prompt_hash}" + (f"|{retriever_hash}" if retriever_hash else "")
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 

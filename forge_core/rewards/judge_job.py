@@ -2,13 +2,13 @@
 a resumable job. The request's `kind` (`forge_core.rewards.rating_kinds`) says what is asked: the
 judge reward (is the answer correct?) or the support verdict (does the evidence support it?).
 
-The work is every error-free outcome of the chosen queries that has no row under the rating's
-identity (its kind's `reward_key`); queries are taken round-robin over benchmarks, so a
-limited run covers every benchmark. Each rating is stored the moment it lands, in its own short
-transaction: Ctrl-C, a cancel or kill -9 loses at most the calls in flight, and the same command
-run again judges only what is missing. Progress goes to the jobs table (kind "judge", for both
-kinds of rating) and a callback. The request itself (`JudgeRequest`, checked) is
-`forge_core.rewards.judge_request`'s.
+The work is every error-free outcome of the chosen queries, under the request's retriever, that has
+no row under the rating's identity (its kind's `reward_key`, which names that retriever); queries
+are taken round-robin over benchmarks, so a limited run covers every benchmark. Each rating is
+stored the moment it lands, in its own short transaction: Ctrl-C, a cancel or kill -9 loses at most
+the calls in flight, and the same command run again judges only what is missing. Progress goes to
+the jobs table (kind "judge", for both kinds of rating) and a callback. The request itself
+(`JudgeRequest`, checked) is `forge_core.rewards.judge_request`'s.
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from forge_core.arms import alphabet, parse_arm
 from forge_core.enumeration.planning import round_robin
 from forge_core.enumeration.runner import JOB_UPDATE_SECONDS, MAX_FAILURES_IN_A_ROW
-from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
+from forge_core.evidence.answering import Evidence, retrieve_evidence
+from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.rating_kinds import RatingKind, rating_kind
+from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
 
 log = logging.getLogger(__name__)
@@ -66,7 +68,7 @@ class JudgeReport:
 def plan_judging(store: Store, request: JudgeRequest, reward_key: str) -> list[JudgeWork]:
     """The outcomes still to judge, query by query, benchmarks round-robin, within the limit."""
     arms = {arm.name for arm in alphabet(request.n_arms)}
-    outcomes = store.arm_outcomes(request.host)
+    outcomes = store.arm_outcomes(request.host, retriever_hash=request.retriever_hash(store))
     outcomes = outcomes[outcomes["error"].isna() & outcomes["arm"].isin(arms)
                         & outcomes["benchmark"].isin(request.chosen_benchmarks(store))]
     if request.split != "all":
@@ -106,6 +108,7 @@ class _JudgeRun:
         self.failures_in_a_row = 0
         self.stopping = False
         self.last_update = 0.0
+        self.retriever_config = get_retriever_config(store, request.retriever)
         self.evidence_kept: dict[tuple[str, str], Evidence] = {}  # oldest first
         self.evidence_lock = threading.Lock()
 
@@ -123,7 +126,8 @@ class _JudgeRun:
         key = (work.benchmark, work.example_id)
         with self.evidence_lock:  # the workers' threads share the cache
             if key not in self.evidence_kept:
-                self.evidence_kept[key] = retrieve_evidence(load_retriever(self.store, work.benchmark), work.question)
+                retriever = open_retriever(self.store, self.retriever_config, work.benchmark)
+                self.evidence_kept[key] = retrieve_evidence(retriever, work.question)
                 if len(self.evidence_kept) > EVIDENCE_KEPT:
                     del self.evidence_kept[next(iter(self.evidence_kept))]
             return self.evidence_kept[key]
@@ -181,7 +185,8 @@ class _JudgeRun:
 def stored_reward_key(store: Store, request: JudgeRequest) -> str:
     """The rating's identity from the judge host's stored configuration, known before the host is
     started (the configuration hash ignores the URL a served host gets)."""
-    return rating_kind(request.kind).reward_key(config_hash(get_host_config(store, request.judge_host)))
+    judge_hash = config_hash(get_host_config(store, request.judge_host))
+    return rating_kind(request.kind).reward_key(judge_hash, request.retriever_hash(store))
 
 
 async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
@@ -189,7 +194,7 @@ async def judge_outcomes(store: Store, request: JudgeRequest, judge: Host,
                          work: list[JudgeWork] | None = None) -> JudgeReport:
     """Rate every missing outcome of the request with the client `judge` (`work`: the caller's
     `plan_judging` of it, else planned here); returns what was done."""
-    reward_key = rating_kind(request.kind).reward_key(config_hash(judge.config))
+    reward_key = rating_kind(request.kind).reward_key(config_hash(judge.config), request.retriever_hash(store))
     if work is None:
         work = plan_judging(store, request, reward_key)
     job_id = f"{request.kind}-{uuid.uuid4().hex[:10]}"

@@ -16,6 +16,7 @@ from forge_core.arms import thinking_modes
 from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
 from forge_core.enumeration.planning import check_bounds, check_split
 from forge_core.errors import MissingStep
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.hosts.registry import get_host_config
 from forge_core.rewards.rating_kinds import rating_kind
 from forge_core.store import Store
@@ -34,6 +35,7 @@ class JudgeRequest:
     limit: int | None = None  # at most this many queries in all
     concurrency: int = 1  # judge calls in flight at once
     kind: str = "judge"  # judge (is the answer correct?) or support (does the prompt's evidence support it?)
+    retriever: str = DEFAULT_RETRIEVER  # whose evidence the rated Summary and Raw answers were made under
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (the jobs table's `params`, a job's request file)."""
@@ -50,8 +52,9 @@ class JudgeRequest:
         return cls(**values)
 
     def check(self, store: Store) -> None:
-        """Refuse, in one line, what the job would refuse: unknown hosts, kind, split, split seed or
-        benchmarks, a host without stored outcomes, a limit or concurrency below 1."""
+        """Refuse, in one line, what the job would refuse: unknown hosts, kind, split, split seed,
+        benchmarks or retriever, a host without stored outcomes (under the retriever), a limit or
+        concurrency below 1."""
         rating_kind(self.kind)
         check_split(self.split, self.split_seed)
         thinking_modes(self.n_arms)
@@ -62,6 +65,12 @@ class JudgeRequest:
         if self.host not in store.hosts_with_outcomes():
             raise MissingStep(f"host '{self.host}' has no stored outcomes to judge: run `forge enumerate --host "
                               f"{self.host}` or `forge store load-demo`")
+        self.retriever_hash(store)
+
+    def retriever_hash(self, store: Store) -> str:
+        """The configuration hash of the retriever whose answers are rated ("": the default BM25);
+        refuses an unknown retriever or one the host has no outcomes under."""
+        return evaluated_retriever_hash(store, self.host, self.retriever)
 
     def chosen_benchmarks(self, store: Store) -> tuple[str, ...]:
         """The benchmarks whose outcomes are judged."""

@@ -24,9 +24,10 @@ class RatingKind:
     unparsed_value: float  # stored for a reply without a value (counted as unrated)
     direct_evidence: bool  # Direct arms rated against the retrieved passages (else against none)
 
-    def reward_key(self, judge_config_hash: str) -> str:
-        """The identity of this kind's rows by one judge host configuration."""
-        return judge.rating_key(self.source, judge_config_hash, self.prompt_hash)
+    def reward_key(self, judge_config_hash: str, retriever_hash: str = "") -> str:
+        """The identity of this kind's rows by one judge host configuration, of the answers made
+        under one retriever configuration ("": the default BM25)."""
+        return judge.rating_key(self.source, judge_config_hash, self.prompt_hash, retriever_hash)
 
 
 JUDGE_KIND = RatingKind(judge.JUDGE_SOURCE, judge.judge_prompt_hash(), judge.judge_request, judge.parse_rating,

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
+from forge_core.rewards.judge import rating_key
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.store import Store
 
@@ -29,36 +30,38 @@ def check_reward_source(source: str, proxies_only: bool = False) -> str:
     return source
 
 
-def latest_judge_key(store: Store, host: str) -> str:
-    """The reward key of the host's most recently written judge rewards."""
-    keys = store.reward_keys(host)
+def rating_keys(store: Store, host: str, source: str, retriever_hash: str) -> pd.DataFrame:
+    """The host's stored ratings of one source (`Store.reward_keys`, newest first) that rate the
+    answers made under one retriever configuration ("": the default BM25): the key names it."""
+    keys = store.reward_keys(host, source)
+    under = [rating_key(source, row.judge_config_hash, row.prompt_hash, retriever_hash) == row.reward_key
+             for row in keys.itertuples()]
+    return keys[under] if len(keys) else keys
+
+
+def latest_judge_key(store: Store, host: str, retriever_hash: str = "", retriever: str = DEFAULT_RETRIEVER) -> str:
+    """The reward key of the host's most recently written judge rewards of the answers made under
+    the retriever (`retriever_hash`, named `retriever` in the message when there is none)."""
+    keys = rating_keys(store, host, JUDGE, retriever_hash)
     if keys.empty:
-        raise MissingStep(f"host '{host}' has no judge rewards: run `forge rewards judge --host {host}`")
+        raise MissingStep(f"host '{host}' has no judge rewards{retriever_phrase(retriever)}: run "
+                          f"`forge rewards judge --host {host}{retriever_option(retriever)}`")
     return str(keys.iloc[0]["reward_key"])
-
-
-def check_judged_evidence(retriever: str) -> None:
-    """Refuse, in one line, judge rewards under a retriever other than the default bm25: the judge
-    rated the answers made under bm25 evidence, not that retriever's Summary and Raw answers."""
-    if retriever != DEFAULT_RETRIEVER:
-        raise InvalidInput(f"judge rewards rate the answers made under bm25 evidence, not those under retriever "
-                           f"'{retriever}': use --reward consensus under it")
 
 
 def reward_matrix(store: Store, table: OutcomeTable, source: str, judge_key: str | None = None) -> np.ndarray:
     """[N, K] rewards of the table's rows and arms under the proxy `source` (judge or consensus), NaN
     where one is missing (judge rows not yet judged, or judged with an error). Gold needs no matrix:
-    it is the table's own F1. Consensus agrees the table's own answers (under its retriever); judge
-    rewards rate the answers made under the default BM25 evidence only, and are refused under
-    another retriever."""
+    it is the table's own F1. Both proxies read the table's own answers (under its retriever): judge
+    rewards of the newest key rating them unless `judge_key` names one."""
     check_reward_source(source, proxies_only=True)
     if source == CONSENSUS:
         from forge_core.rewards.consensus import consensus_rewards  # imports the retrieval stack (scipy)
 
         rows = consensus_rewards(store, table.host, table.arms, table.retriever_hash)
     else:
-        check_judged_evidence(table.retriever)
-        rows = store.reward_outcomes(table.host, judge_key or latest_judge_key(store, table.host))
+        judge_key = judge_key or latest_judge_key(store, table.host, table.retriever_hash, table.retriever)
+        rows = store.reward_outcomes(table.host, judge_key)
         rows = rows[rows["error"].isna()][["benchmark", "example_id", "arm", "reward"]]
     return aligned_rewards(rows, table)
 
@@ -71,7 +74,8 @@ def proxy_rewards(store: Store, table: OutcomeTable, source: str) -> tuple[np.nd
     for split in ("train", "dev"):
         if not (complete & (table.splits == split)).any():
             raise MissingStep(f"no {split} query of host '{table.host}' has a {source} reward on every arm: "
-                              f"run `forge rewards judge --host {table.host} --split {split}`")
+                              f"run `forge rewards judge --host {table.host} --split {split}"
+                              f"{retriever_option(table.retriever)}`")
     return rewards, complete
 
 

@@ -220,6 +220,18 @@ class Store(StoreFile):
         with self.connect() as connection:
             return [r[0] for r in connection.execute("SELECT name FROM retrievers ORDER BY name").fetchall()]
 
+    def set_default_retriever(self, host: str, name: str | None) -> None:
+        """Make `name` the retriever `host` uses unless told otherwise (None: back to bm25)."""
+        with self.transaction() as connection:
+            connection.execute("DELETE FROM default_retrievers WHERE host = ?", [host])
+            if name is not None:
+                connection.execute("INSERT INTO default_retrievers VALUES (?, ?, ?)", [host, name, utc_now()])
+
+    def default_retrievers(self) -> dict[str, str]:
+        """host -> the retriever set as its default (hosts without one are left out)."""
+        with self.connect() as connection:
+            return dict(connection.execute("SELECT host, retriever FROM default_retrievers ORDER BY host").fetchall())
+
     def delete_retriever_config(self, name: str) -> bool:
         """Remove a stored retriever configuration; False when there was none."""
         with self.transaction() as connection:
@@ -782,8 +794,8 @@ class Store(StoreFile):
     def write_live_trace(self, trace: LiveTrace) -> None:
         """Keep one question asked live (a trace id seen before is kept as first written)."""
         with self.transaction() as connection:
-            connection.execute("INSERT OR IGNORE INTO live_traces VALUES "
-                               "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(row_values(trace)))
+            values = list(row_values(trace))
+            connection.execute(f"INSERT OR IGNORE INTO live_traces VALUES ({', '.join('?' * len(values))})", values)
 
     def live_traces(self, host: str | None = None) -> pd.DataFrame:
         """The questions asked live (of one host when given), newest first."""

@@ -201,6 +201,14 @@ MIGRATIONS: tuple[str, ...] = (
         benchmark VARCHAR, retriever_hash VARCHAR, k INTEGER, retriever VARCHAR, queries INTEGER,
         query_limit INTEGER, measured_at TIMESTAMP, result JSON, PRIMARY KEY (benchmark, retriever_hash, k));
     """,
+    # A live question's evidence: the retriever it was answered under, by name and configuration
+    # hash ("": the default BM25); NULL for questions kept before (not recorded). The retriever a
+    # host's commands and pages use unless told otherwise (`forge retriever use`; none: bm25).
+    """
+    ALTER TABLE live_traces ADD COLUMN retriever VARCHAR;
+    ALTER TABLE live_traces ADD COLUMN retriever_hash VARCHAR;
+    CREATE TABLE default_retrievers (host VARCHAR PRIMARY KEY, retriever VARCHAR, set_at TIMESTAMP);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
@@ -227,4 +235,4 @@ TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
     "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers",
-    "retrievers", "live_traces", "evidence_results"})
+    "retrievers", "live_traces", "evidence_results", "default_retrievers"})

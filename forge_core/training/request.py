@@ -23,7 +23,7 @@ from forge_core.evidence.retrievers import (
     retriever_hash,
     retriever_option,
 )
-from forge_core.rewards.sources import GOLD, JUDGE, check_judged_evidence, check_reward_source, proxy_rewards
+from forge_core.rewards.sources import GOLD, check_reward_source, proxy_rewards
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
@@ -79,8 +79,6 @@ class TrainRequest:
         if self.rewards == "live" and self.retriever != DEFAULT_RETRIEVER:
             raise InvalidInput("live Stage-2 rewards use the default bm25 evidence: replay the table (rewards "
                                "'table') under another retriever")
-        if JUDGE in (self.reward, self.stage2_reward):
-            check_judged_evidence(self.retriever)
         if self.conditioning is not None and self.rewards != "table":
             raise InvalidInput("a cost-conditioned Stage 2 replays the table's rewards (rewards 'table')")
         check_warm_start(self.stage1, self.n_arms)

@@ -18,6 +18,12 @@ from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.estimate import estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan
+from forge_core.evidence.retrievers import (
+    RetrieverConfig,
+    retriever_hash,
+    save_retriever_config,
+    set_host_default_retriever,
+)
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
@@ -281,6 +287,32 @@ def test_enumerate_starts_watches_and_resumes_a_job(app_store: Store) -> None:
     assert not app.exception
 
 
+def test_enumerate_runs_a_plan_under_the_chosen_retriever(
+        app_store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = copy_store(Store(app_store_path), tmp_path)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    four_passages = RetrieverConfig("bm25-k4", k=4)
+    save_retriever_config(store, four_passages)
+    jobs_before = len(store.jobs("enumerate"))
+    app = page("enumerate.py")
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST)
+    by_label(app.selectbox, "Retriever").set_value("bm25-k4")  # no outcomes yet: enumerating makes them
+    by_label(app.selectbox, "Split").set_value("dev")
+    by_label(app.multiselect, "Benchmarks").set_value(["musique"])
+    by_label(app.number_input, "Queries per benchmark").set_value(1)
+    by_label(app.button, "Start job").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline and not (len(jobs := store.jobs("enumerate")) > jobs_before
+                                               and jobs["status"][0] != "running"):
+        time.sleep(1)
+    assert jobs["status"][0] == "finished"
+    under = store.arm_outcomes(FAKE_HOST, retriever_hash=retriever_hash(four_passages))
+    evidence_rows = under[~under["arm"].str.startswith("direct:")]
+    assert sorted(evidence_rows["retriever_hash"].unique()) == [retriever_hash(four_passages)]
+    assert len(evidence_rows) == 4  # one query's Summary and Raw arms, under bm25-k4's evidence
+
+
 def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -> None:
     save_host_prices(app_store, HostPrices(FAKE_HOST, 1.0, 2.0))
     jobs_before = len(app_store.jobs("enumerate"))
@@ -366,6 +398,28 @@ def trained_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: p
     return store, trained_store[1]
 
 
+def test_live_query_opens_on_the_hosts_default_retriever_and_keeps_it_with_the_question(
+        app_store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = copy_store(Store(app_store_path), tmp_path)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    four_passages = RetrieverConfig("bm25-k4", k=4)
+    save_retriever_config(store, four_passages)
+    set_host_default_retriever(store, FAKE_HOST, "bm25-k4")
+    app = page("live_query.py")
+    by_label(app.selectbox, "Host").set_value(FAKE_HOST).run()
+    assert by_label(app.selectbox, "Retriever").value == "bm25-k4"  # the host's default
+    by_label(app.selectbox, "Benchmark (corpus to retrieve from)").set_value("musique")
+    by_label(app.text_area, "Your question").set_value("Who founded the city?")
+    by_label(app.selectbox, "Arm").set_value("raw:no_think")
+    by_label(app.button, "Route and answer").click().run()
+    assert not app.exception and not app.error, texts(app.error)
+    assert "\n\n[4] " in app.session_state["live_history"][-1].answer.support_text  # bm25-k4's four passages
+    trace = store.live_traces(FAKE_HOST).iloc[0]
+    assert (trace["retriever"], trace["retriever_hash"]) == ("bm25-k4", retriever_hash(four_passages))
+    by_label(app.selectbox, "Retriever").set_value("bm25").run()
+    assert "This answer is for other inputs (the retriever changed since)" in texts(app.warning)
+
+
 def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, str], fake_host: AnsweringServer) -> None:
     store, checkpoint_id = trained_app
     save_host_config(store, HostConfig(name=FAKE_HOST, kind="openai", model="m", base_url=fake_host.base_url,
@@ -393,6 +447,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
                                                                   checkpoint_id, result.arm)
     assert trace["margin"] == pytest.approx(result.confidence.margin)
     assert trace["tokens_in"] > 0 and trace["tokens_out"] > 0
+    assert (trace["retriever"], trace["retriever_hash"]) == ("bm25", "")  # the evidence it was answered under
 
     by_label(app.text_area, "Your question").set_value("A new question?").run()  # the answer shown is marked
     assert "This answer is for other inputs (the question changed since)" in texts(app.warning)

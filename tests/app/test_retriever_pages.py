@@ -99,12 +99,12 @@ def test_train_page_under_dense_lists_its_routers_and_audits_its_answers(dense_a
     assert list(checkpoints["checkpoint"]) == [dense_id]
     captions = "\n".join(caption.value for caption in app.caption)
     assert "As `forge rewards audit --reward NAME --retriever dense`." in captions
-    assert "not those under retriever 'dense' (`forge rewards judge` and `support` take no --retriever)" in captions
+    assert "`forge rewards judge --retriever dense`" in "\n".join(markdown.value for markdown in app.markdown)
     assert not app.error  # the consensus audit reads dense's answers
     next(control for control in app.segmented_control if control.label == "Proxy").set_value("judge").run()
     assert [error.value for error in app.error] == [
-        "judge rewards rate the answers made under bm25 evidence, not those under retriever 'dense': use --reward "
-        "consensus under it"]
+        f"host '{HOST}' has no judge rewards under retriever 'dense': run `forge rewards judge --host {HOST} "
+        "--retriever dense`"]
 
 
 def test_transfer_page_names_the_host_without_outcomes_under_the_retriever(

@@ -67,6 +67,29 @@ def test_retrievers_are_listed_added_checked_and_removed(
     assert not app.exception and store.retriever_names() == []
 
 
+def test_a_hosts_default_retriever_is_set_listed_and_kept_from_removal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forge_core.evidence.retrievers import RetrieverConfig, host_default_retriever, save_retriever_config
+
+    store = Store(tmp_path / "store.duckdb")
+    save_retriever_config(store, RetrieverConfig("k4", k=4))
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    app = run_page()
+    assert by_label(app.selectbox, "Its default retriever").value == "bm25"
+    by_label(app.selectbox, "Host to set a default for").set_value("embedded-tiny").run()
+    by_label(app.selectbox, "Its default retriever").set_value("k4")
+    by_label(app.button, "Set default").click().run()
+    assert not app.exception and "Host 'embedded-tiny' now uses retriever 'k4'" in texts(app.success)
+    assert (host_default_retriever(store, "embedded-tiny"), host_default_retriever(store, "embedded")) == ("k4", "bm25")
+    listed = app.dataframe[1].value.set_index("name")["default of"]
+    assert (listed["k4"], listed["bm25"]) == ("embedded-tiny", "every other host")
+    by_label(app.selectbox, "Retriever to edit").set_value("k4").run()
+    by_label(app.button, "Remove retriever 'k4'").click().run()
+    assert texts(app.error) == ("retriever 'k4' is the default of host embedded-tiny: `forge retriever use bm25 --host "
+                                "embedded-tiny` first")
+    assert store.retriever_names() == ["k4"]
+
+
 @pytest.mark.slow  # about 45 s on a busy machine (the Live query page's first run imports the router stack)
 def test_live_query_answers_with_the_chosen_retrievers_passages(
         tmp_path: Path, benchmarks_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +109,7 @@ def test_live_query_answers_with_the_chosen_retrievers_passages(
         st.cache_data.clear()
         app = AppTest.from_file(str(PAGE.parent / "live_query.py"), default_timeout=TIMEOUT_S).run()
         by_label(app.selectbox, "Host").set_value("double")
-        by_label(app.selectbox, "Retriever (where the evidence comes from)").set_value("svc")
+        by_label(app.selectbox, "Retriever").set_value("svc")
         by_label(app.selectbox, "Arm").set_value("raw:no_think")
         by_label(app.text_area, "Your question").set_value("Where is the answer?")
         by_label(app.button, "Route and answer").click().run()

@@ -33,7 +33,7 @@ from forge_core.training.request import TrainRequest
 
 EVALUATION = {"host": "host", "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in",
               "lambda_out": "weights.lambda_out", "policy": "policy_names", "benchmark": "benchmarks",
-              "split_seed": "split_seed", "accounting": "accounting", "retriever": "retriever"}
+              "split_seed": "split_seed", "accounting": "accounting"}
 IN_SETTINGS = {option: f"settings.{path}" for option, path in EVALUATION.items()}  # a request holding settings
 JUDGING = {"host": "host", "judge_host": "judge_host", "benchmark": "benchmarks", "split": "split", "limit": "limit",
            "arms": "n_arms", "concurrency": "concurrency", "split_seed": "split_seed"}
@@ -43,40 +43,37 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("train",): (TrainRequest, {
         "stage": "stage", "variant": "variant", "arms": "n_arms", "host": "host", "lambda_in": "lambda_in",
         "lambda_out": "lambda_out", "rewards": "rewards", "reward": "reward", "stage2_reward": "stage2_reward",
-        "router_kind": "router_kind", "split_seed": "split_seed", "retriever": "retriever",
+        "router_kind": "router_kind", "split_seed": "split_seed",
         "tau": "stage1.tau", "target": "stage1.target", "warm_arms": "stage1.warm_start_arms",
         "max_epochs": "stage1.max_epochs", "patience": "stage1.patience", "seed": "stage1.seed",
         "algorithm": "stage2.loss_type", "steps": "stage2.steps", "beta": "stage2.beta",
         "entropy_coef": "stage2.entropy_coef", "log_every": "stage2.log_every", "parent": "parent",
         "benchmark": "benchmarks"}),
-    ("features",): (TrainRequest, {"host": "host", "retriever": "retriever"}),
+    ("features",): (TrainRequest, {"host": "host"}),
     ("eval", "crossfit"): (CrossfitSettings, {
         "host": "host", "arms": "n_arms", "lambda_in": "lambda_in", "lambda_out": "lambda_out", "folds": "folds",
         "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting",
-        "warm_arms": "stage1.warm_start_arms", "retriever": "retriever"}),
+        "warm_arms": "stage1.warm_start_arms"}),
     ("eval", "cached"): (CachedRequest, {"repeats": "repeats"} | IN_SETTINGS),
     ("eval", "fresh"): (FreshRequest, {"per_benchmark": "per_benchmark"} | IN_SETTINGS),
     ("eval", "transfer"): (TransferRequest, {
         "split": "split", "arms": "n_arms", "lambda_in": "weights.lambda_in", "lambda_out": "weights.lambda_out",
-        "split_seed": "split_seed", "calibration_split": "calibration_split", "accounting": "accounting",
-        "retriever": "retriever"}),
+        "split_seed": "split_seed", "calibration_split": "calibration_split", "accounting": "accounting"}),
     ("eval",): (EvaluationSettings, {option: path for option, path in EVALUATION.items() if option != "split"}),
     ("sweep",): (SweepRequest, {option: path for option, path in IN_SETTINGS.items()
                                 if option not in ("lambda_in", "lambda_out", "split_seed")}),
     ("calibrate",): (CalibrationRequest, {
         "budget_tokens": "budget_tokens", "min_f1": "min_f1", "ratio": "ratio", "variant": "variant", "host": "host",
-        "folds": "folds", "split_seed": "split_seed", "accounting": "accounting", "retriever": "retriever"}),
+        "folds": "folds", "split_seed": "split_seed", "accounting": "accounting"}),
     ("rewards", "judge"): (JudgeRequest, JUDGING),
     ("rewards", "support"): (JudgeRequest, JUDGING),
     ("rewards", "audit"): (RewardAuditRequest, {
         "reward": "reward", "host": "host", "arms": "n_arms", "lambda_in": "weights.lambda_in",
-        "lambda_out": "weights.lambda_out", "folds": "folds", "judge_key": "judge_key", "grid": "grid",
-        "retriever": "retriever"}),
+        "lambda_out": "weights.lambda_out", "folds": "folds", "judge_key": "judge_key", "grid": "grid"}),
     ("enumerate",): (EnumerationPlan, {
         "split": "split", "arms": "n_arms", "probes": "probes", "limit": "limit", "per_benchmark": "per_benchmark",
         "max_calls": "max_calls", "max_tokens": "max_tokens", "split_seed": "split_seed",
-        "allow_unchecked_depths": "allow_unchecked_depths", "queries_of": "queries_of", "budget_usd": "budget_usd",
-        "retriever": "retriever"}),
+        "allow_unchecked_depths": "allow_unchecked_depths", "queries_of": "queries_of", "budget_usd": "budget_usd"}),
     ("host", "add"): (HostConfig, {
         "thinking": "thinking", "api_key_env": "api_key_env", "concurrency": "max_concurrency",
         "budget_forcing": "budget_forcing"}),
@@ -86,7 +83,8 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
 }
 
 
-# the request commands' options that feed no field's default, each for a reason (checked below or none to check)
+# the request commands' options that feed no field's default, each for a reason (checked below or none to check);
+# every command's --retriever is None: the host's default retriever, else the fields' bm25 (the test below)
 NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
     ("train",): {"weight_range",  # CostConditioning's range (the test below)
                  "conditioned", "draws", "as_json"},  # whether to condition; the CLI's own draws (`CLI_DRAWS`)
@@ -147,8 +145,24 @@ def test_every_option_of_a_request_command_is_accounted_for(path: tuple[str, ...
     or `sweep` is either checked against the field it feeds or named above with its reason."""
     options, fed = set(option_defaults(path)), set(FED_FIELDS[path][1])
     assert fed & NOT_FIELD_DEFAULTS[path] == set()
-    unchecked = options - fed - NOT_FIELD_DEFAULTS[path]
+    unchecked = options - fed - NOT_FIELD_DEFAULTS[path] - {"retriever"}
     assert unchecked == set(), f"forge {' '.join(path)}: options whose default nothing checks: {unchecked}"
+
+
+@pytest.mark.parametrize("path", NOT_FIELD_DEFAULTS, ids=" ".join)
+def test_every_retriever_option_defaults_to_the_hosts_retriever_else_the_fields_bm25(
+        path: tuple[str, ...], tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forge_core.cli.output import chosen_retriever
+    from forge_core.evidence.retrievers import save_retriever_config, set_host_default_retriever
+    from forge_core.store import Store
+
+    assert option_defaults(path)["retriever"] is None
+    monkeypatch.setenv("FORGE_STORE", str(tmp_path / "forge.duckdb"))
+    assert chosen_retriever("embedded", None) == EvaluationSettings.retriever == TrainRequest.retriever
+    save_retriever_config(Store(tmp_path / "forge.duckdb"), RetrieverConfig("k4", k=4))
+    set_host_default_retriever(Store(tmp_path / "forge.duckdb"), "embedded", "k4")
+    assert (chosen_retriever("embedded", None), chosen_retriever("embedded", "bm25")) == ("k4", "bm25")
+    assert chosen_retriever("another-host", None) == "bm25"
 
 
 def test_option_defaults_of_the_other_fed_values() -> None:

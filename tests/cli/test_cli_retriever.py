@@ -71,6 +71,17 @@ def test_a_service_is_added_listed_checked_and_used_by_ask(
         assert asked["support_text"].startswith("[1] Service passage one\nThe service says the answer is Kathmandu.")
         request = host.received[-1][1]
         assert "The service says the answer is Kathmandu." in request["messages"][1]["content"]
+        assert forge(["retriever", "use", "svc", "--host", "double"], monkeypatch, capsys)[0] == 0
+        code, out, _ = forge(["ask", "Where is the answer?", "--benchmark", BENCHMARK, "--host", "double",
+                              "--arm", "raw:no_think", "--json"], monkeypatch, capsys)  # the host's default
+        assert code == 0 and json.loads(out)["retriever"] == "svc"
+    assert json.loads(forge(["retriever", "list", "--json"], monkeypatch, capsys)[1])["retrievers"]["svc"][
+        "default_of"] == ["double"]
+    for command, message in ((["retriever", "remove", "svc"], "is the default of host double"),
+                             (["retriever", "use", "nope", "--host", "double"], "unknown retriever 'nope'"),
+                             (["retriever", "use", "svc", "--host", "nobody"], "unknown host 'nobody'")):
+        code, _, err = forge(command, monkeypatch, capsys)
+        assert code == 2 and message in err and err.count("\n") == 1, err
     code, out, _ = forge(["retriever", "check", "svc", "--benchmark", BENCHMARK, "--json"], monkeypatch, capsys)
     assert code == 1 and not json.loads(out)["ok"] and "after 3 attempts" in json.loads(out)["error"]
     code, _, err = forge(["retriever", "check", "svc", "--benchmark", BENCHMARK], monkeypatch, capsys)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
 import pytest
 
 from forge_core import cli
@@ -13,7 +14,7 @@ from forge_core.hosts.registry import save_host_config
 
 from support.answering_server import AnsweringServer
 from support.enumeration import host_config
-from support.stores import copy_store
+from support.stores import copy_store, outcomes_under_retriever
 
 
 def forge(arguments: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
@@ -52,3 +53,24 @@ def test_a_support_run_on_an_unknown_host_is_one_line(outcome_store, tmp_path, m
     monkeypatch.setenv("FORGE_STORE", str(copy_store(outcome_store, tmp_path).path))
     code, _, err = forge(["rewards", "support", "--host", "nobody"], monkeypatch, capsys)
     assert code == 2 and "no stored outcomes" in err and len(err.strip().splitlines()) == 1
+
+
+def test_support_verdicts_under_a_retriever_rate_its_answers_and_count_only_under_it(
+        outcome_store, tmp_path, monkeypatch, capsys) -> None:
+    from forge_core.evidence.retrievers import RetrieverConfig
+    from forge_core.policies.support_rates import support_verdicts
+    from forge_core.routing.outcome_table import load_outcome_table
+
+    store = copy_store(outcome_store, tmp_path)
+    config_hash = outcomes_under_retriever(store, "synthetic-host", RetrieverConfig("bm25-k4", k=4), 0.987)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    with AnsweringServer() as server:
+        save_host_config(store, host_config(server.base_url))
+        command = ["rewards", "support", "--host", "synthetic-host", "--judge-host", "test-host", "--split", "dev",
+                   "--limit", "1", "--retriever", "bm25-k4", "--json"]
+        code, out, err = forge(command, monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads(out)["judged"] == 6
+    under_k4 = support_verdicts(store, load_outcome_table(store, "synthetic-host", 6, retriever_hash=config_hash))
+    assert under_k4.evaluator.startswith("judge:test-host@") and (~np.isnan(under_k4.scores)).sum() == 6
+    assert support_verdicts(store, load_outcome_table(store, "synthetic-host", 6)).evaluator is None  # not bm25's

@@ -115,7 +115,7 @@ def test_a_transfer_view_key_names_the_retriever_hash_but_not_bm25(dense_store: 
         _request_identity(dense_store, dataclasses.replace(bm25, retriever="dense"))
 
 
-def test_rewards_audit_under_dense_reads_its_answers_and_refuses_judge_rewards(
+def test_rewards_audit_under_dense_reads_its_answers_and_asks_for_judge_rewards_of_them(
         dense_store: Store, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("FORGE_STORE", str(dense_store.path))
     audit = ["forge", "rewards", "audit", "--host", HOST, "--retriever", "dense", "--no-crossfit", "--json"]
@@ -131,8 +131,8 @@ def test_rewards_audit_under_dense_reads_its_answers_and_refuses_judge_rewards(
         cli.main()
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "error: judge rewards rate the answers made under bm25 evidence, not those under retriever 'dense': use "
-        "--reward consensus under it")
+        f"error: host '{HOST}' has no judge rewards under retriever 'dense': run `forge rewards judge --host {HOST} "
+        "--retriever dense`")
 
 
 def test_serve_under_dense_looks_for_routers_trained_under_it(dense_store: Store, tmp_path) -> None:

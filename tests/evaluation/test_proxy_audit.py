@@ -11,16 +11,20 @@ from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.audit_request import RewardAuditRequest
 from forge_core.evaluation.proxy_audit import run_reward_audit
 from forge_core.records import RewardOutcome
+from forge_core.rewards.judge import rating_key
 from forge_core.store import Store, utc_now
 
 from support.stores import copy_store
 
 
-def write_judge_rewards(store: Store, host: str, reward_key: str, transform) -> None:
-    """Judge rows whose reward is `transform(gold F1)` for every stored outcome of the host."""
+def write_judge_rewards(store: Store, host: str, judge_config_hash: str, transform) -> str:
+    """Judge rows whose reward is `transform(gold F1)` for every stored outcome of the host, by a
+    judge of configuration hash `judge_config_hash`; returns their reward key."""
+    reward_key = rating_key("judge", judge_config_hash, "prompt")
     store.write_reward_outcome(*(RewardOutcome(
-        host, row.benchmark, row.example_id, row.arm, reward_key, "judge", "double", "cfg", "prompt",
+        host, row.benchmark, row.example_id, row.arm, reward_key, "judge", "double", judge_config_hash, "prompt",
         float(transform(row.f1)), "", 0, 0, 0.0, None, utc_now()) for row in store.arm_outcomes(host).itertuples()))
+    return reward_key
 
 
 @pytest.fixture()
@@ -30,9 +34,9 @@ def store(outcome_store, tmp_path) -> Store:
 
 def test_a_proxy_equal_to_gold_has_rank_correlation_one_and_no_regret(store) -> None:
     # 15 epochs: the six-arm default Stage 1 after 3 stayed below the best fixed arm (0.15 vs 0.41)
-    write_judge_rewards(store, "synthetic-host", "same", lambda f1: f1)
+    same = write_judge_rewards(store, "synthetic-host", "same", lambda f1: f1)
     report = run_reward_audit(store, RewardAuditRequest(host="synthetic-host", reward="judge", folds=2, max_epochs=15))
-    assert report["judge_key"] == "same" and report["queries"] == 240
+    assert report["judge_key"] == same and report["queries"] == 240
     assert all(row["spearman"] == pytest.approx(1.0) for row in report["arms"].values())
     assert report["best_arm_match"]["share"] == 1.0
     fixed_best = max(row["macro_gold_utility"] for row in report["arms"].values())
@@ -61,8 +65,8 @@ def test_the_grid_of_a_proxy_equal_to_gold_matches_gold_gold_and_an_inverted_one
     assert list(grid) == ["gold/gold", "gold/judge", "judge/judge"]
     assert all(row["utility_vs_gold_gold"] == 0.0 and row["ci_f1_vs_gold_gold"] == [0.0, 0.0]
                for row in grid.values())
-    write_judge_rewards(store, "synthetic-host", "inverted", lambda f1: 1 - f1)
-    inverted = run_reward_audit(store, dataclasses.replace(request, judge_key="inverted"))["grid"]["forge_lite"]
+    inverted_key = write_judge_rewards(store, "synthetic-host", "inverted", lambda f1: 1 - f1)
+    inverted = run_reward_audit(store, dataclasses.replace(request, judge_key=inverted_key))["grid"]["forge_lite"]
     assert inverted["gold/gold"]["macro_f1"] == pytest.approx(grid["gold/gold"]["macro_f1"])
     assert inverted["judge/judge"]["ci_f1_vs_gold_gold"][1] < 0
     # Stage 2 on the inverted proxy from the gold Stage-1 router: only its Stage-2 reward differs from

@@ -8,12 +8,13 @@ import dataclasses
 import pytest
 
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evidence.retrievers import RetrieverConfig
 from forge_core.rewards.judge import judge_request, judge_reward_key, parse_rating
 from forge_core.rewards.judge_job import judge_outcomes, plan_judging
 from forge_core.rewards.judge_request import JudgeRequest
 
 from support.judging import DOUBLE_CONFIG, RatingHost
-from support.stores import copy_store
+from support.stores import copy_store, outcomes_under_retriever
 
 
 def test_parse_rating_reads_the_first_rating() -> None:
@@ -151,3 +152,24 @@ def test_with_nothing_left_to_rate_the_judge_host_is_not_started(store, monkeypa
     again = asyncio.run(judge_job.judge_on_host(store, request))
     assert (again.status, again.planned, again.job_id, again.reward_key) == ("nothing to do", 0, "", first.reward_key)
     assert len(jobs.recent_jobs(store, "judge")) == 1  # and no job row
+
+
+def test_a_judge_run_under_another_retriever_rates_its_answers_with_its_evidence_under_their_own_key(store) -> None:
+    from forge_core.rewards.sources import latest_judge_key
+
+    config_hash = outcomes_under_retriever(store, "synthetic-host", RetrieverConfig("bm25-k4", k=4), 0.987)
+    bm25 = JudgeRequest(host="synthetic-host", split="test", limit=1)
+    first = asyncio.run(judge_outcomes(store, bm25, RatingHost()))
+    with pytest.raises(MissingStep, match=r"no judge rewards under retriever 'bm25-k4': run `forge rewards judge "
+                                          r"--host synthetic-host --retriever bm25-k4`"):
+        latest_judge_key(store, "synthetic-host", config_hash, "bm25-k4")
+    judge = RatingHost()
+    under_k4 = asyncio.run(judge_outcomes(store, dataclasses.replace(bm25, retriever="bm25-k4"), judge))
+    assert under_k4.reward_key != first.reward_key and under_k4.judged == 6  # the same query, rated apart
+    raw_prompt = next(request.messages[1]["content"] for request in judge.requests
+                      if "[1] " in request.messages[1]["content"] and "\n\n[4] " in request.messages[1]["content"])
+    assert raw_prompt  # Raw's evidence under bm25-k4: four passages (bm25's has three)
+    assert latest_judge_key(store, "synthetic-host", config_hash) == under_k4.reward_key
+    assert latest_judge_key(store, "synthetic-host") == first.reward_key  # bm25's key: as before retrievers
+    with pytest.raises(InvalidInput, match="unknown retriever 'dense'"):
+        JudgeRequest(host="synthetic-host", retriever="dense").check(store)

@@ -7,6 +7,7 @@ import re
 
 from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
 from forge_core.records import RewardOutcome
+from forge_core.rewards.judge import rating_key
 from forge_core.store import Store, utc_now
 
 DOUBLE_CONFIG = HostConfig(name="rating-double", kind="openai", model="rating-double", base_url="http://127.0.0.1:9/v1")
@@ -54,7 +55,8 @@ def write_support_verdicts(store: Store, host: str, by_arm: dict[str, float], sp
     "judge:double@cfg1"."""
     splits = store.split_table(0)
     chosen = set(map(tuple, splits[splits["split"] == split][["benchmark", "example_id"]].values))
+    key = rating_key("support", "cfg1", "prompt")
     store.write_reward_outcome(*(RewardOutcome(
-        host, row.benchmark, row.example_id, row.arm, "key-double", "support", "double", "cfg1", "prompt",
-        by_arm[row.arm], "", 0, 0, 0.0, None, utc_now()) for row in store.arm_outcomes(host).itertuples()
+        host, row.benchmark, row.example_id, row.arm, key, "support", "double", "cfg1", "prompt", by_arm[row.arm], "",
+        0, 0, 0.0, None, utc_now()) for row in store.arm_outcomes(host).itertuples()
         if row.arm in by_arm and (row.benchmark, row.example_id) in chosen))
