@@ -242,7 +242,7 @@ RETRIEVER_KEPT = "retriever_choice"  # session state: the retriever picked last,
 def retriever_select(column: Any, store: Store, hosts: Sequence[str], page: str, needs_outcomes: bool = True) -> str:
     """The retriever whose evidence a page uses, beside its host select (`hosts`: the one host, or
     both of a transfer): every configured retriever, opening on the user's pick (kept across pages,
-    as the router picker's), else the first host's default (`forge host add --retriever`, else
+    as the router picker's), else the first host's default (`forge retriever use`, else
     bm25). With `needs_outcomes` (a page that reads stored outcomes), those a host has no outcomes
     under are marked, and picking one stops the page with the one command that makes them:
     outcomes under two retrievers never mix."""
