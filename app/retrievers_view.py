@@ -14,6 +14,7 @@ from forge_core.evidence.retrievers import (
     KINDS,
     RetrieverConfig,
     host_default_retriever,
+    hosts_defaulting_to,
     list_retriever_configs,
     remove_retriever,
     retriever_hash,
@@ -27,13 +28,13 @@ from forge_core.store import Store
 NEW_RETRIEVER = "New retriever"
 
 
-def retrievers_frame(configs: list[RetrieverConfig], defaults: dict[str, str]) -> pd.DataFrame:
+def retrievers_frame(configs: list[RetrieverConfig], default_of: dict[str, list[str]]) -> pd.DataFrame:
     """One row per retriever: kind, evidence settings, its own options, configuration hash and the
-    hosts it is the default of (`defaults`: host -> retriever, as `Store.default_retrievers`)."""
+    hosts it is the default of (`default_of`: as `hosts_defaulting_to`)."""
     rows = [{"name": c.name, "kind": c.kind, "k": c.k, "raw words": c.raw_words, "summary words": c.summary_words,
              "embedder": c.embedder, "fusion k": c.fusion_k if c.kind == "hybrid" else None, "URL": c.url,
              "key variable": c.api_key_env, "config hash": retriever_hash(c) or "(default)",
-             "default of": ", ".join(sorted(host for host, name in defaults.items() if name == c.name))
+             "default of": ", ".join(default_of.get(c.name, []))
              or ("every other host" if c.name in BUILTIN_RETRIEVERS else "")} for c in configs]
     return pd.DataFrame(rows)
 
@@ -45,7 +46,7 @@ def retrievers_section(store: Store, benchmarks: list[str]) -> None:
                "embedder's passage vectors), hybrid (reciprocal-rank fusion of the two) or http (your own service: "
                "POST {\"query\", \"k\"} -> [{\"title\", \"text\", \"score\"}]). See docs/retrievers.md.")
     configs = list_retriever_configs(store)
-    st.dataframe(retrievers_frame(configs, store.default_retrievers()), hide_index=True)
+    st.dataframe(retrievers_frame(configs, hosts_defaulting_to(store)), hide_index=True)
     _host_default(store, [c.name for c in configs])
     stored = [c.name for c in configs if c.name not in BUILTIN_RETRIEVERS]
     editing = st.selectbox("Retriever to edit", [NEW_RETRIEVER, *stored])

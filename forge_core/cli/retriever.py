@@ -62,19 +62,18 @@ def retriever_add(
 def retriever_list(as_json: JsonFlag = False) -> None:
     """The built-in BM25 retriever and the stored ones, with their settings, configuration hashes and
     the hosts that use each by default (`forge retriever use`; every other host uses bm25)."""
-    from forge_core.evidence.retrievers import list_retriever_configs
+    from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, hosts_defaulting_to, list_retriever_configs
 
     store = open_store()
-    configs, defaults = list_retriever_configs(store), store.default_retrievers()
-    default_of = {config.name: sorted(host for host, name in defaults.items() if name == config.name)
-                  for config in configs}
+    configs, default_of = list_retriever_configs(store), hosts_defaulting_to(store)
     if as_json:
         print_json({"retrievers": {c.name: {**dataclasses.asdict(c), "config_hash": retriever_hash(c),
-                                            "default_of": default_of[c.name]} for c in configs}})
+                                            "default_of": default_of.get(c.name, [])} for c in configs}})
         return
     table = Table("name", "kind", "k", "raw words", "summary words", "options", "config hash", "default of")
     for config in configs:
-        users = ", ".join(default_of[config.name]) or ("every other host" if config.name == "bm25" else "")
+        users = ", ".join(default_of.get(config.name, [])) or (
+            "every other host" if config.name == DEFAULT_RETRIEVER else "")
         table.add_row(config.name, config.kind, str(config.k), str(config.raw_words), str(config.summary_words),
                       retriever_options(config), retriever_hash(config) or "(default)", users)
     Console().print(table)

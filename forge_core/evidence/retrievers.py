@@ -197,6 +197,15 @@ def host_default_retriever(store: Store, host: str) -> str:
     return store.default_retrievers().get(host, DEFAULT_RETRIEVER)
 
 
+def hosts_defaulting_to(store: Store) -> dict[str, list[str]]:
+    """retriever name -> the hosts `forge retriever use` made it the default of, sorted (bm25's
+    list holds only hosts set back explicitly: every other host uses it too)."""
+    users: dict[str, list[str]] = {}
+    for host, name in sorted(store.default_retrievers().items()):
+        users.setdefault(name, []).append(host)
+    return users
+
+
 def set_host_default_retriever(store: Store, host: str, name: str) -> None:
     """Make the configured retriever `name` `host`'s default (bm25: back to the built-in default)."""
     get_retriever_config(store, name)  # refuses an unknown name
@@ -206,7 +215,7 @@ def set_host_default_retriever(store: Store, host: str, name: str) -> None:
 def remove_retriever(store: Store, name: str) -> None:
     """Remove a stored retriever configuration (the built-in one cannot be removed, nor one that is
     some host's default)."""
-    users = sorted(host for host, retriever in store.default_retrievers().items() if retriever == name)
+    users = hosts_defaulting_to(store).get(name)
     if users:
         raise InvalidInput(f"retriever '{name}' is the default of host {', '.join(users)}: `forge retriever use bm25 "
                            f"--host {users[0]}` first")
