@@ -223,9 +223,7 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
 def action_map(points: pd.DataFrame, policy: str, arms: tuple[str, ...], centroids: pd.DataFrame) -> go.Figure:
     """The queries on the UMAP plane coloured by one policy's arm (`policy`: router or oracle),
     cluster numbers at their centroids; hovering a point shows its question and outcomes."""
-    figure = px.scatter(points, x="x", y="y", color=policy, category_orders={policy: list(arms)},
-                        color_discrete_map=ARM_COLORS, custom_data=["hover", "index"], labels={policy: "arm"})
-    return _map_layout(figure, centroids, "arm")
+    return _map_layout(_map_points(points, policy, arms, ARM_COLORS), centroids, "arm")
 
 
 AGREEMENT_COLORS = {"agree": "#54a24b", "disagree": "#e45756"}
@@ -233,9 +231,22 @@ AGREEMENT_COLORS = {"agree": "#54a24b", "disagree": "#e45756"}
 
 def agreement_map(points: pd.DataFrame, centroids: pd.DataFrame) -> go.Figure:
     """The queries on the UMAP plane coloured by whether the router's arm is the oracle's."""
-    figure = px.scatter(points, x="x", y="y", color="agreement", category_orders={"agreement": ["agree", "disagree"]},
-                        color_discrete_map=AGREEMENT_COLORS, custom_data=["hover", "index"])
-    return _map_layout(figure, centroids, "router vs oracle")
+    return _map_layout(_map_points(points, "agreement", ("agree", "disagree"), AGREEMENT_COLORS), centroids,
+                       "router vs oracle")
+
+
+def _map_points(points: pd.DataFrame, column: str, order: tuple[str, ...], colors: dict[str, str]) -> go.Figure:
+    """One trace per value of `column` (in `order`, then any other), each point carrying its hover
+    text and query index (what a click selects). Graph objects, not plotly express: the same figure
+    in a tenth of the time. WebGL past 1,000 points, as plotly express would choose."""
+    trace = go.Scattergl if len(points) > 1000 else go.Scatter
+    figure = go.Figure()
+    present = list(dict.fromkeys(points[column]))
+    for value in [*[v for v in order if v in present], *[v for v in present if v not in order]]:
+        chosen = points[points[column] == value]
+        figure.add_trace(trace(x=chosen["x"], y=chosen["y"], mode="markers", name=value, legendgroup=value,
+                               marker={"color": colors.get(value)}, customdata=chosen[["hover", "index"]].to_numpy()))
+    return figure
 
 
 def _map_layout(figure: go.Figure, centroids: pd.DataFrame, legend_title: str) -> go.Figure:

@@ -8,7 +8,10 @@ are keyed by its path.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -317,6 +320,42 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
             return tables.pareto_report(store, request, by_benchmark, base)
 
     return pareto_view(store, request, by_benchmark, config.cache_dir(), compute)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def warm_next_step(store: Store, version: int, request: CachedRequest,
+                   conditioned: tuple[str, ...] = ()) -> threading.Thread:
+    """Start, once per request in this server process, a background thread that loads what the
+    Pareto page's slider steps need and its first render (read from files) did not: torch, the
+    outcomes and features with their weight-free fits, the decision's fold routers and the
+    `conditioned` checkpoints' reliability bases, seconds on a fresh server (`version`: see
+    `store_version`). A step that comes first waits for a base being loaded here rather than
+    loading it twice (Streamlit's caches lock per key)."""
+    settings = request.settings
+    step = dataclasses.replace(request, settings=dataclasses.replace(settings, weights=CostWeights(
+        round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
+
+    def warm() -> None:
+        from threadpoolctl import threadpool_limits
+
+        from forge_core.evaluation.decide import conditioned_run
+        from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
+        from forge_core.training.threads import one_torch_thread
+
+        base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
+        with one_torch_thread(), threadpool_limits(1):
+            tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
+        with contextlib.suppress(ForgeError):  # no conditioned crossfit run: the page says so
+            run_id, run = conditioned_run(store, settings.host, settings.retriever)
+            out_of_fold_outcomes(store, run_id, run, step.settings.weights, settings.accounting, config.cache_dir(),
+                                 base=decision_base(store, version, run, settings.accounting))
+        for checkpoint_id in conditioned:
+            with contextlib.suppress(ForgeError):
+                reliability_base(store, version, checkpoint_id)
+
+    thread = threading.Thread(target=warm, name="forge-warm-next-step", daemon=True)
+    thread.start()
+    return thread
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

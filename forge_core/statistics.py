@@ -53,6 +53,20 @@ def _resamples(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarr
     return tuple(samples)
 
 
+@functools.lru_cache(maxsize=8)
+def _resample_weights(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """`_resamples` as weights: row r holds how often resample r drew each query, divided by the
+    benchmark's size, so resample r's mean of a column is one row of a matrix product."""
+    weights = []
+    for drawn in _resamples(seed, n_boot, sizes):
+        size = drawn.shape[1]
+        flat = (drawn + np.arange(n_boot)[:, None] * size).ravel()
+        resampled = np.bincount(flat, minlength=n_boot * size).reshape(n_boot, size) / size
+        resampled.flags.writeable = False
+        weights.append(resampled)
+    return tuple(weights)
+
+
 def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
                         seed: int = 0) -> tuple[float, float]:
     """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
@@ -64,6 +78,17 @@ def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_
     low, high = np.percentile(macro_diffs, [2.5, 97.5])
     return float(low), float(high)
 
+
+def paired_bootstrap_cis(differences: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
+                         seed: int = 0) -> np.ndarray:
+    """`paired_bootstrap_ci` of many paired differences on the same queries at once (one row of
+    `differences` each, one column per query): the same resamples, one matrix product per
+    benchmark, equal to the one-at-a-time intervals within rounding (the product sums in another
+    order). Returns one (low, high) row per difference."""
+    masks = benchmark_masks(benchmarks)
+    weights = _resample_weights(seed, n_boot, tuple(int(mask.sum()) for mask in masks))
+    per_benchmark = [differences[:, mask] @ resampled.T for mask, resampled in zip(masks, weights)]
+    return np.percentile(np.mean(per_benchmark, axis=0), [2.5, 97.5], axis=1).T
 
 
 def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:

@@ -137,3 +137,6 @@ for checkpoint_id in chosen:
         name: st.column_config.NumberColumn(format="%.4f")
         for name in ("low", "high", "mean_margin", "realized_difference")} | {
         "share_right": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+
+# What the first slider step would load (seconds on a fresh server), loaded now in the background.
+data.warm_next_step(store, version, request, tuple(c for c in chosen if c in conditioned))

@@ -18,7 +18,6 @@ question is answered again in well under a second, without importing torch.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -26,13 +25,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.routing.utility import CostWeights, check_accounting
-from forge_core.statistics import benchmark_masks, macro_over, paired_bootstrap_ci
+from forge_core.statistics import benchmark_masks, paired_bootstrap_cis
 from forge_core.store import Store
 
 if TYPE_CHECKING:
@@ -63,59 +63,61 @@ def conditioned_run(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER)
 # ---------------------------------------------------------------- the rule
 
 
-def _interval(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray) -> list[float]:
-    """The paired bootstrap interval of a - b, kept by content: from one slider step to the next,
-    the fixed arms' F1 and tokens against the same best fixed arm repeat exactly."""
-    return list(_kept_interval(a.astype(np.float64).tobytes(), b.astype(np.float64).tobytes(), tuple(benchmarks)))
-
-
-@functools.lru_cache(maxsize=1024)
-def _kept_interval(a: bytes, b: bytes, benchmarks: tuple[str, ...]) -> tuple[float, float]:
-    low, high = paired_bootstrap_ci(np.frombuffer(a), np.frombuffer(b), np.array(benchmarks))
-    return float(low), float(high)
+GAIN_KEYS = ("utility", "f1", "tokens_in", "tokens_out")  # each policy's gains over the best fixed arm
 
 
 def decide_from_outcomes(outcomes: pd.DataFrame) -> dict:
     """The decision from per-(policy, query) outcomes (columns policy, kind, row, benchmark, f1,
     utility, tokens_in, tokens_out; every policy on the same rows): see the module docstring. Every
     policy's macro values and intervals are returned beside it."""
-    per_policy = {name: frame.sort_values("row").reset_index(drop=True)
-                  for name, frame in outcomes.groupby("policy", sort=False)}
-    benchmarks = next(iter(per_policy.values()))["benchmark"].to_numpy()
+    names, first, values, benchmarks = _by_policy(outcomes)
     masks = benchmark_masks(benchmarks)
-
-    def column(name: str, key: str) -> np.ndarray:
-        return per_policy[name][key].to_numpy(dtype=np.float64)
-
-    def mean(name: str, key: str) -> float:
-        return macro_over(column(name, key), masks)
-
-    fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
-    best_fixed = max(fixed, key=lambda name: mean(name, "utility"))
-    routers = [name for name in per_policy if name not in fixed and name != FLOOR_POLICY]
+    means = {key: np.mean([rows[:, mask].mean(axis=1) for mask in masks], axis=0) for key, rows in values.items()}
+    fixed = [name for name in names if first.at[name, "kind"] == FIXED_ARM_KIND]
+    best = names.index(max(fixed, key=lambda name: means["utility"][names.index(name)]))
+    floor = names.index(FLOOR_POLICY) if FLOOR_POLICY in names else None
+    compared = [(key, best) for key in GAIN_KEYS] + ([("utility", floor)] if floor is not None else [])
+    intervals = _intervals(np.concatenate([values[key] - values[key][other] for key, other in compared]), benchmarks)
+    gains, to_floor = intervals[:len(GAIN_KEYS) * len(names)], intervals[len(GAIN_KEYS) * len(names):]
     policies = {}
-    for name in per_policy:
-        row = {"kind": per_policy[name]["kind"].iloc[0], "macro_utility": mean(name, "utility"),
-               "macro_f1": mean(name, "f1"), "tokens_in": mean(name, "tokens_in"),
-               "tokens_out": mean(name, "tokens_out")}
+    for i, name in enumerate(names):
+        row = {"kind": first.at[name, "kind"], "macro_utility": float(means["utility"][i]),
+               "macro_f1": float(means["f1"][i]), "tokens_in": float(means["tokens_in"][i]),
+               "tokens_out": float(means["tokens_out"][i])}
         row["tokens"] = row["tokens_in"] + row["tokens_out"]
-        row["gain_vs_best_fixed"] = {key: {"difference": mean(name, key) - mean(best_fixed, key),
-                                           "ci": _interval(column(name, key), column(best_fixed, key), benchmarks)}
-                                     for key in ("utility", "f1", "tokens_in", "tokens_out")}
-        if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
-            row["vs_floor"] = {"difference": row["macro_utility"] - mean(FLOOR_POLICY, "utility"),
-                               "ci": _interval(column(name, "utility"), column(FLOOR_POLICY, "utility"), benchmarks)}
+        row["gain_vs_best_fixed"] = {key: {"difference": float(means[key][i] - means[key][best]),
+                                           "ci": gains[k * len(names) + i]} for k, key in enumerate(GAIN_KEYS)}
+        if floor is not None and name != FLOOR_POLICY:
+            row["vs_floor"] = {"difference": float(means["utility"][i] - means["utility"][floor]), "ci": to_floor[i]}
         policies[name] = row
+    routers = [name for name in names if name not in fixed and name != FLOOR_POLICY]
     candidates = fixed + [name for name in routers if policies[name]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0]
     leader = max(candidates, key=lambda name: policies[name]["macro_utility"])
-    tied = [name for name in candidates if name == leader or _undecidable(
-        _interval(column(name, "utility"), column(leader, "utility"), benchmarks))]
+    utilities = values["utility"][[names.index(name) for name in candidates]]
+    to_leader = _intervals(utilities - values["utility"][names.index(leader)], benchmarks)
+    tied = [name for name, interval in zip(candidates, to_leader) if name == leader or _undecidable(interval)]
     deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
-    return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": best_fixed,
-            "best_fixed_arm": per_policy[best_fixed]["arm"].iloc[0],
-            "deploy_arm": per_policy[deploy]["arm"].iloc[0] if deploy in fixed else None,
+    return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
+            "best_fixed_arm": first.at[names[best], "arm"],
+            "deploy_arm": first.at[deploy, "arm"] if deploy in fixed else None,
             "router_candidates": [name for name in candidates if name in routers],
             "queries": int(len(benchmarks)), "policies": policies}
+
+
+def _by_policy(outcomes: pd.DataFrame) -> tuple[list[str], pd.DataFrame, dict[str, np.ndarray], np.ndarray]:
+    """The policies in order of appearance, each one's first row (its kind and arm), each of
+    `GAIN_KEYS` as a (policies x queries) matrix with the queries in row order, and their benchmarks."""
+    names = list(pd.unique(outcomes["policy"]))
+    codes = pd.Categorical(outcomes["policy"], categories=names).codes
+    ordered = outcomes.iloc[np.lexsort((outcomes["row"].to_numpy(), codes))]
+    queries = len(ordered) // len(names)
+    values = {key: ordered[key].to_numpy(dtype=np.float64).reshape(len(names), queries) for key in GAIN_KEYS}
+    return names, ordered.iloc[::queries].set_index("policy"), values, ordered["benchmark"].to_numpy()[:queries]
+
+
+def _intervals(differences: np.ndarray, benchmarks: np.ndarray) -> list[list[float]]:
+    """The paired bootstrap interval of each row of `differences` (one policy each), as JSON lists."""
+    return paired_bootstrap_cis(differences, benchmarks).tolist()
 
 
 def _undecidable(interval: list[float]) -> bool:
@@ -148,7 +150,8 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
 
         outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold,
                                                     context_for(settings) if context_for else None)
-        return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
+        with threadpool_limits(1):  # small matrix products: extra BLAS threads only wait on a busy machine
+            return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
 
     result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,
                          lambda path: json.loads(path.read_text()),

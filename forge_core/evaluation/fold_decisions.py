@@ -13,6 +13,7 @@ on the fold's inner dev part at those weights) and the conditioned routers, in s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import logging
@@ -106,8 +107,8 @@ def _train_folds(run_id: str, settings: CrossfitSettings, contexts: list[EvalCon
             if on_fold:
                 on_fold(fold + 1, len(contexts))
     at_run = [context.at(settings.weights) for context in contexts]
-    decided = pd.concat([_policy_rows(context, context.rows("test"), policy)
-                         for context, trained in zip(at_run, routers) for policy in trained.values()])
+    decided = _frame([_policy_rows(context, context.rows("test"), policy)
+                      for context, trained in zip(at_run, routers) for policy in trained.values()])
     return {"folds": folds, "reproduced_share": _reproduced_share(contexts[0].store, run_id, decided)}
 
 
@@ -164,35 +165,50 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     contexts = [context for _, context in
                 crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
     stored = cached_file(fold_file(cache_dir, run_id), lambda: _train_folds(run_id, settings, contexts, on_fold),
-                         lambda path: torch.load(io.BytesIO(path.read_bytes()), weights_only=True),
+                         lambda path: _read_fold_file(str(path), path.stat().st_mtime_ns),
                          lambda path, value: torch.save(value, path))
     # Torch and BLAS on one thread, as the crossfit run decided: the matrices are small, and on a
     # busy machine extra threads only wait for each other.
     with one_torch_thread(), threadpool_limits(1):
-        frames = [_fold_outcomes(context, fold, settings) for context, fold in zip(contexts, stored["folds"])]
-    return pd.concat(frames, ignore_index=True), stored["reproduced_share"]
+        rows = [policy_rows for context, fold in zip(contexts, stored["folds"])
+                for policy_rows in _fold_outcomes(context, fold, settings)]
+    return _frame(rows), stored["reproduced_share"]
 
 
-def _fold_outcomes(context: EvalContext, fold: dict, settings: CrossfitSettings) -> pd.DataFrame:
+@functools.lru_cache(maxsize=4)
+def _read_fold_file(path: str, modified_ns: int) -> dict:
+    """A fold file, read once per version (`modified_ns`): the dashboard's slider steps decide
+    at one new weight pair after another from the same file."""
+    return torch.load(io.BytesIO(Path(path).read_bytes()), weights_only=True)
+
+
+def _fold_outcomes(context: EvalContext, fold: dict, settings: CrossfitSettings) -> list[dict[str, np.ndarray]]:
     """One fold's held-out rows of every fixed arm, the floor and the stored conditioned routers."""
     context.weight_free((FLOOR_POLICY,), lambda: _loaded_floor(fold["floor"]))
     policies: list[Policy] = [FixedArm(arm) for arm in context.table.arms] + [RidgeUtility()]
     for policy in policies:
         policy.fit(context)
     policies += [_loaded_router(name, record, settings) for name, record in fold["routers"].items()]
-    return pd.concat([_policy_rows(context, context.rows("test"), policy) for policy in policies])
+    return [_policy_rows(context, context.rows("test"), policy) for policy in policies]
 
 
-def _policy_rows(context: EvalContext, rows: np.ndarray, policy: Policy) -> pd.DataFrame:
-    """A policy's held-out rows: its arm, F1, utility and tokens in and out under the accounting."""
+def _frame(columns: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """One frame of many policies' rows (`_policy_rows`), made once."""
+    return pd.DataFrame({name: np.concatenate([rows[name] for rows in columns]) for name in columns[0]})
+
+
+def _policy_rows(context: EvalContext, rows: np.ndarray, policy: Policy) -> dict[str, np.ndarray]:
+    """A policy's held-out rows as columns: its arm, F1, utility and tokens in and out under the
+    accounting."""
     decisions = policy.decide(context, rows)
     outcome = score_decisions(context, rows, policy, decisions)
     table, actions = context.table, decisions.actions
     tokens_in, tokens_out = table.tokens_in[rows, actions], table.tokens_out[rows, actions]
     if context.accounting == "deploy":
         tokens_in, tokens_out = tokens_in + decisions.prior_tokens_in, tokens_out + decisions.prior_tokens_out
-    return pd.DataFrame({
-        "policy": policy.name, "kind": policy.kind, "row": rows, "benchmark": table.benchmarks[rows],
-        "example_id": [table.keys[i][1] for i in rows], "arm": [table.arms[a] for a in actions],
-        "f1": outcome.f1, "utility": outcome.utility, "tokens_in": tokens_in.astype(np.float64),
-        "tokens_out": tokens_out.astype(np.float64)})
+    return {"policy": np.full(len(rows), policy.name, dtype=object),
+            "kind": np.full(len(rows), policy.kind, dtype=object), "row": rows,
+            "benchmark": table.benchmarks[rows], "example_id": table.example_ids[rows],
+            "arm": np.asarray(table.arms, dtype=object)[actions], "f1": np.asarray(outcome.f1, dtype=np.float64),
+            "utility": np.asarray(outcome.utility, dtype=np.float64), "tokens_in": tokens_in.astype(np.float64),
+            "tokens_out": tokens_out.astype(np.float64)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,11 @@ from forge_core.routing.utility import CostNormalizer, CostWeights, pareto_utili
 from forge_core.store import Store
 
 Key = tuple[str, str]  # (benchmark, example_id)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,15 @@ class OutcomeTable:
     retriever_hash: str = ""  # the evidence of its Summary and Raw arms ("": the default BM25)
     retriever: str = DEFAULT_RETRIEVER  # a name of that retriever, for the commands messages suggest
 
-    @property
+    @cached_property
     def benchmarks(self) -> np.ndarray:
-        """[N] benchmark of each row."""
-        return np.array([benchmark for benchmark, _ in self.keys])
+        """[N] benchmark of each row (read-only: made once, read by every policy of a step)."""
+        return _read_only(np.array([benchmark for benchmark, _ in self.keys]))
+
+    @cached_property
+    def example_ids(self) -> np.ndarray:
+        """[N] example id of each row (read-only)."""
+        return _read_only(np.array([example_id for _, example_id in self.keys], dtype=object))
 
     @property
     def has_probes(self) -> np.ndarray:

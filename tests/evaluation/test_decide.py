@@ -91,16 +91,22 @@ def test_without_a_conditioned_crossfit_run_it_names_the_command(tmp_path) -> No
         conditioned_run(store, "embedded")
 
 
-def test_an_interval_is_kept_by_content_to_the_last_bit() -> None:
-    import numpy as np
-
-    from forge_core.evaluation import decide
+def test_every_interval_is_its_pairs_own_bootstrap() -> None:
     from forge_core.statistics import paired_bootstrap_ci
 
     rng = np.random.default_rng(7)
-    benchmarks = np.repeat(np.array(["fever", "popqa"], dtype=object), [30, 20])
-    a, b = rng.random(50), rng.random(50)
-    before = decide._kept_interval.cache_info().hits
-    assert decide._interval(a, b, benchmarks) == list(paired_bootstrap_ci(a, b, benchmarks))
-    assert decide._interval(a.copy(), b.copy(), benchmarks.copy()) == list(paired_bootstrap_ci(a, b, benchmarks))
-    assert decide._kept_interval.cache_info().hits == before + 1  # the same values: read, not redrawn
+    router = 0.45 + 0.2 * rng.random(N)
+    outcomes = table(router)
+    decided = decide_from_outcomes(outcomes)
+    column = {name: frame.sort_values("row") for name, frame in outcomes.groupby("policy")}
+    benchmarks = column["always_raw"]["benchmark"].to_numpy()
+
+    def interval(name: str, other: str, key: str) -> tuple[float, float]:
+        return paired_bootstrap_ci(column[name][key].to_numpy(), column[other][key].to_numpy(), benchmarks)
+
+    router_row = decided["policies"]["forge_lite_cond"]
+    for key in ("utility", "f1", "tokens_in", "tokens_out"):
+        assert router_row["gain_vs_best_fixed"][key]["ci"] == pytest.approx(
+            interval("forge_lite_cond", "always_raw", key), abs=1e-12)
+    assert router_row["vs_floor"]["ci"] == pytest.approx(interval("forge_lite_cond", FLOOR_POLICY, "utility"),
+                                                         abs=1e-12)
