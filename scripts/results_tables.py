@@ -76,6 +76,7 @@ DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grou
 BENCH_RESULTS = ROOT / "bench" / "results"  # one file per bench: the JSON line its script printed last
 STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of commands that train in memory
 HOST = "embedded"  # the host the documents report on
+TRANSFER_HOSTS = (HOST, "embedded-small")  # the hosts of the transfer tables
 N_ARMS = 6  # its alphabet
 FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
 AUDIT_WEIGHTS = ((0.1, 0.2), (0.6, 0.6))  # `forge rewards audit [--lambda-in 0.6 --lambda-out 0.6]`
@@ -327,10 +328,9 @@ class Results:
 
     @cached_property
     def transfers(self) -> list[dict]:
-        """`forge eval transfer --from A --to B --json` both ways between the hosts, zero-shot."""
-        hosts = sorted(self.store.hosts_with_outcomes())
+        """`forge eval transfer --from A --to B --json` both ways between the two embedded hosts, zero-shot."""
         return [run_transfer(self.store, TransferRequest(source, target))
-                for source in hosts for target in hosts if source != target]
+                for source in TRANSFER_HOSTS for target in TRANSFER_HOSTS if source != target]
 
     def audit(self, reward: str, weights: tuple[float, float]) -> dict:
         """`forge rewards audit --reward R --no-crossfit --json` at these weights: the per-arm audit
@@ -1346,6 +1346,8 @@ EVIDENCE_RETRIEVERS = {  # the retrievers compared, as `forge retriever add NAME
                                          embedder="" if name == "bm25" else embedder_name(DEFAULT_EMBEDDER)))
     for name in ("bm25", "dense", "hybrid")}
 EVIDENCE_ARMS_BENCHMARK = "hotpotqa"  # the benchmark of the per-retriever Stage 0 (`forge enumerate --retriever`)
+EVIDENCE_ARMS_HOST = "embedded-evidence"  # its host: `embedded`'s model, another name (scripts/evidence_host.py)
+EVIDENCE_EXPORT = ROOT / "data" / "evidence"  # its outcomes, exported apart from the demo store's
 
 
 def _mean_ci(measure: dict, digits: int = 3) -> str:
@@ -1374,9 +1376,11 @@ def evidence_compare_table(results: Results) -> str:
 
 
 def _evidence_arms(results: Results) -> dict | None:
-    """`forge evidence arms` on the documented benchmark's test split (None before any query is
-    complete under every retriever)."""
-    request = EvidenceArmsRequest(HOST, EVIDENCE_ARMS_BENCHMARK, tuple(EVIDENCE_RETRIEVERS), "test", N_ARMS)
+    """`forge evidence arms` on the documented benchmark's test split, after `forge store import
+    data/evidence` (None before any query is complete under every retriever)."""
+    results.store.load_exported(EVIDENCE_EXPORT)
+    request = EvidenceArmsRequest(EVIDENCE_ARMS_HOST, EVIDENCE_ARMS_BENCHMARK, tuple(EVIDENCE_RETRIEVERS), "test",
+                                  N_ARMS)
     try:
         return compare_arms_of(results.store, request, EVIDENCE_RETRIEVERS)
     except MissingStep:

@@ -89,7 +89,9 @@ def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JS
 @host_app.command("add")
 def host_add(
     name: Annotated[str, typer.Argument(help="A name for this host.")],
-    kind: Annotated[str, typer.Option(help="openai (any OpenAI-compatible server) or anthropic.")] = "openai",
+    kind: Annotated[str, typer.Option(
+        help="openai (any OpenAI-compatible server), anthropic, or embedded (a model `forge host pull` knows, "
+             "served by FORGE, e.g. the built-in model under another name).")] = "openai",
     base_url: Annotated[Optional[list[str]], typer.Option(
         help="e.g. http://127.0.0.1:8000/v1; repeat it for replicas of the same model (requests go to the "
              "least-loaded healthy one).")] = None,

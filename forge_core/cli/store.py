@@ -45,10 +45,20 @@ def store_coverage(
 @store_app.command("export")
 def store_export(
     out: Annotated[Optional[Path], typer.Option(help="Directory (default: data/demo).")] = None,
+    host: Annotated[Optional[str], typer.Option(
+        help="Only this host's rows (of the tables that name a host), e.g. one host's enumeration to merge "
+             "elsewhere with `forge store import`.")] = None,
 ) -> None:
     """Write outcomes, probes, features, checkpoints and crossfit results to zstd Parquet (the
     committed demo data)."""
-    counts = open_store().export_tables(out or config.demo_dir())
+    if host is not None and out is None:
+        raise InvalidInput("--host writes part of the store: name its directory with --out (the demo export "
+                           "in data/demo holds every host)")
+    store = open_store()
+    if host is not None and host not in store.hosts_with_outcomes():
+        raise InvalidInput(f"host '{host}' has no stored outcomes (hosts with some: "
+                           f"{', '.join(store.hosts_with_outcomes()) or 'none'})")
+    counts = store.export_tables(out or config.demo_dir(), host=host)
     console.print(", ".join(f"{table}: {n} rows" for table, n in counts.items()))
 
 

@@ -78,8 +78,10 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     """Add or replace a stored host configuration (built-in names are reserved)."""
     if config.name in BUILTIN_HOSTS:
         raise InvalidInput(f"'{config.name}' is a built-in host; choose another name")
-    if config.kind not in ("openai", "anthropic"):
-        raise InvalidInput(f"host kind must be 'openai' or 'anthropic', not '{config.kind}'")
+    if config.kind not in ("openai", "anthropic", "embedded"):
+        raise InvalidInput(f"host kind must be 'openai', 'anthropic' or 'embedded', not '{config.kind}'")
+    if config.kind == "embedded":
+        _check_embedded(config)
     if config.kind == "openai" and not config.base_url:
         raise InvalidInput(f"host '{config.name}' needs a base URL starting with http:// or https://")
     for url in config.base_urls:
@@ -93,6 +95,18 @@ def save_host_config(store: Store, config: HostConfig) -> None:
     if config.budget_forcing and not (config.kind == "openai" and config.supports_thinking):
         raise InvalidInput(f"host '{config.name}': budget forcing needs an openai-kind host with thinking depths")
     store.save_host_config(config.name, dataclasses.asdict(config))
+
+
+def _check_embedded(config: HostConfig) -> None:
+    """A stored embedded host runs a model `forge host pull` knows, served by FORGE itself (e.g.
+    the built-in model under another name, whose outcomes are kept apart)."""
+    from forge_core.hosts.models import MODELS
+
+    if config.model not in MODELS:
+        raise InvalidInput(f"host '{config.name}': an embedded host runs one of {', '.join(MODELS)}, "
+                           f"not '{config.model}'")
+    if config.base_urls:
+        raise InvalidInput(f"host '{config.name}': an embedded host is served by FORGE itself; leave out --base-url")
 
 
 @dataclass(frozen=True)

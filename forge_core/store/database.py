@@ -532,9 +532,11 @@ class Store(StoreFile):
 
     # ------------------------------------------------------------ exports (the functions of `exports`)
 
-    def export_tables(self, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
-        """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
-        return export_tables(self, directory, tables)
+    def export_tables(self, directory: Path, tables: Sequence[str] = EXPORTED_TABLES,
+                      host: str | None = None) -> dict[str, int]:
+        """Write tables to zstd Parquet files (sorted, so exports diff well), with `host` only that
+        host's rows (`exports.export_tables`); returns row counts."""
+        return export_tables(self, directory, tables, host)
 
     def load_exported(self, directory: Path, replace_errors: bool = False,
                       tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:

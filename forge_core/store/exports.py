@@ -56,13 +56,23 @@ def export_part(store: StoreFile, directory: Path, table: str, part: str, where:
     return len(frame)
 
 
-def export_tables(store: StoreFile, directory: Path, tables: Sequence[str] = EXPORTED_TABLES) -> dict[str, int]:
-    """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts."""
+def export_tables(store: StoreFile, directory: Path, tables: Sequence[str] = EXPORTED_TABLES,
+                  host: str | None = None) -> dict[str, int]:
+    """Write tables to zstd Parquet files (sorted, so exports diff well); returns row counts. With
+    `host`, only that host's rows of the tables that name a host, and only the tables with some."""
     directory.mkdir(parents=True, exist_ok=True)
     counts = {}
     for table in tables:
         with store.connect() as connection:
-            frame = connection.execute(f"SELECT * FROM {known_table(table)} ORDER BY ALL").fetchdf()
+            if host is None:
+                frame = connection.execute(f"SELECT * FROM {known_table(table)} ORDER BY ALL").fetchdf()
+            elif "host" in _columns(connection, table):
+                frame = connection.execute(f"SELECT * FROM {known_table(table)} WHERE host = ? ORDER BY ALL",
+                                           [host]).fetchdf()
+            else:
+                continue
+        if host is not None and frame.empty:
+            continue
         temporary = directory / f".{table}.parquet.tmp"
         frame.to_parquet(temporary, compression="zstd", index=False)
         os.replace(temporary, directory / f"{table}.parquet")
@@ -142,6 +152,10 @@ def _insert_new_rows(connection: duckdb.DuckDBPyConnection, table: str, frame: p
         connection.execute("UPDATE checkpoints SET weights_sha256 = sha256(state) WHERE weights_sha256 IS NULL")
     if table == "crossfit_results" and "kind" not in frame.columns:
         connection.execute(FILL_CROSSFIT_KINDS)
+
+
+def _columns(connection: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    return [column[0] for column in connection.execute(f"SELECT * FROM {known_table(table)} LIMIT 0").description]
 
 
 def _row_count(connection: duckdb.DuckDBPyConnection, table: str) -> int:

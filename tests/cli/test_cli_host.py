@@ -102,3 +102,20 @@ def test_twelve_arms_run_end_to_end_on_a_thinking_double(
     assert reasoning.loc["raw:think_low", "tokens_reasoning"] == 600
     assert reasoning.loc["raw:cot", "tokens_reasoning"] == 0
     assert set(store.probe_outcomes("h")["tokens_reasoning"]) == {0}
+
+
+def test_an_embedded_model_is_added_under_a_name_of_its_own(
+        store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from forge_core.hosts.registry import BUILTIN_HOSTS, config_hash, get_host_config
+
+    code, _, err = forge(["host", "add", "tiny-apart", "--kind", "embedded", "--model", "smollm2-135m"],
+                         monkeypatch, capsys)
+    assert code == 0, err
+    added = get_host_config(store, "tiny-apart")
+    assert added.kind == "embedded" and config_hash(added) == config_hash(BUILTIN_HOSTS["embedded-tiny"])
+
+    code, out, err = forge(["host", "add", "x", "--kind", "embedded", "--model", "gpt-9"], monkeypatch, capsys)
+    assert code == 2 and "an embedded host runs one of" in out + err
+    code, out, err = forge(["host", "add", "x", "--kind", "embedded", "--model", "smollm2-135m",
+                            "--base-url", "http://127.0.0.1:9/v1"], monkeypatch, capsys)
+    assert code == 2 and "leave out --base-url" in out + err

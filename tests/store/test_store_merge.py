@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,22 @@ def _outcomes(frame) -> list[ArmOutcome]:
     """Stored rows as records again (NaN scores and errors back to None)."""
     return [ArmOutcome(**{k: (None if k in ("f1", "em", "error") and v != v else v) for k, v in row.items()})
             for row in frame.to_dict("records")]
+
+
+def test_one_hosts_export_holds_its_rows_only(tmp_path: Path) -> None:
+    store = Store(tmp_path / "two-hosts.duckdb")
+    now = datetime.now(timezone.utc)
+    store.write_arm_outcome(*[ArmOutcome(host, "fever", "q1", "direct:no_think", "yes", "yes", 1.0, 1.0, 10, 2, 0,
+                                         5.0, None, 1, "hash", now, now) for host in ("kept", "other")])
+
+    refused = forge(store, "store", "export", "--host", "kept")
+    assert refused.returncode == 2 and "--out" in refused.stderr + refused.stdout
+    unknown = forge(store, "store", "export", "--host", "nobody", "--out", str(tmp_path / "none"))
+    assert unknown.returncode == 2 and "has no stored outcomes" in unknown.stderr + unknown.stdout
+
+    result = forge(store, "store", "export", "--host", "kept", "--out", str(tmp_path / "kept"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in (tmp_path / "kept").iterdir()) == ["arm_outcomes.parquet"]
+    merged = Store(tmp_path / "merged.duckdb")
+    assert forge(merged, "store", "import", str(tmp_path / "kept")).returncode == 0
+    assert merged.hosts_with_outcomes() == ["kept"]
