@@ -342,10 +342,13 @@ def warm_next_step(store: Store, version: int, request: CachedRequest,
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
         from forge_core.training.threads import one_torch_thread
 
-        base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
-        with one_torch_thread(), threadpool_limits(1):
-            tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
-        with contextlib.suppress(ForgeError):  # no conditioned crossfit run: the page says so
+        # What the page could not do (no train queries, no conditioned crossfit run) it says itself.
+        with contextlib.suppress(ForgeError):
+            base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting,
+                                   settings.retriever)
+            with one_torch_thread(), threadpool_limits(1):
+                tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
+        with contextlib.suppress(ForgeError):
             run_id, run = conditioned_run(store, settings.host, settings.retriever)
             out_of_fold_outcomes(store, run_id, run, step.settings.weights, settings.accounting, config.cache_dir(),
                                  base=decision_base(store, version, run, settings.accounting))
@@ -353,7 +356,9 @@ def warm_next_step(store: Store, version: int, request: CachedRequest,
             with contextlib.suppress(ForgeError):
                 reliability_base(store, version, checkpoint_id)
 
-    thread = threading.Thread(target=warm, name="forge-warm-next-step", daemon=True)
+    # Not a daemon (as it would be by default, started from the script thread): a process that exits waits
+    # for it rather than stopping it inside torch or DuckDB, which aborts the process.
+    thread = threading.Thread(target=warm, name="forge-warm-next-step", daemon=False)
     thread.start()
     return thread
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -113,7 +114,14 @@ def host_add(
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.depth_maps import CUSTOM
-    from forge_core.hosts.registry import save_host_config, save_host_prices, updated_prices, with_base_urls
+    from forge_core.hosts.registry import (
+        BUILTIN_HOSTS,
+        DEFAULT_HOST,
+        save_host_config,
+        save_host_prices,
+        updated_prices,
+        with_base_urls,
+    )
 
     if not model:
         raise InvalidInput("--model is required")
@@ -123,6 +131,8 @@ def host_add(
     config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
                         api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
                         budget_forcing=budget_forcing)
+    if kind == "embedded":  # a CPU answer can take minutes: the built-in embedded hosts' timeout
+        config = dataclasses.replace(config, timeout_s=BUILTIN_HOSTS[DEFAULT_HOST].timeout_s)
     store = open_store()
     prices = updated_prices(store, name, price_in, price_out)
     save_host_config(store, with_base_urls(config, base_url or []))

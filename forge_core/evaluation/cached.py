@@ -31,7 +31,7 @@ from forge_core.policies.grounding import gold_recall_matrix, grounding_summary
 from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.policies.support_rates import support_summary, support_verdicts
 from forge_core.routing.utility import CostWeights
-from forge_core.statistics import macro, pareto_frontier
+from forge_core.statistics import benchmark_masks, macro_over, pareto_frontier
 from forge_core.store import Store
 
 REPEATED_SEEDS = (0, 1, 2)  # the paper's 3 split seeds x 3 training seeds
@@ -110,9 +110,10 @@ def score_cached(store: Store, request: CachedRequest, on_policy: Callable[[str]
     setup = evaluation_setup(store, request.settings, base, request.checkpoints)
     context, rows = setup.context, setup.rows
     outcomes = policy_outcomes(context, rows, setup.policies, on_policy)
-    verdicts = support_verdicts(store, context.table)
-    return CachedScores(context, rows, outcomes, gold_recall_matrix(store, context.table)[rows],
-                        verdicts.scores[rows], verdicts.evaluator)
+    # Read from the store once per base context: a slider step reuses them.
+    verdicts = context.weight_free(("support verdicts",), lambda: support_verdicts(store, context.table))
+    recall = context.weight_free(("gold recall",), lambda: gold_recall_matrix(store, context.table))
+    return CachedScores(context, rows, outcomes, recall[rows], verdicts.scores[rows], verdicts.evaluator)
 
 
 def evaluate(store: Store, settings: EvaluationSettings = EvaluationSettings(),
@@ -208,6 +209,7 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
     only what the weights change."""
     scores = score_cached(store, request, base=base)
     benchmarks, recall, support = scores.benchmarks, scores.recall, scores.support
+    masks = benchmark_masks(benchmarks)
     points = []
     for outcome in scores.outcomes.values():
         if by_benchmark:
@@ -218,9 +220,9 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
                                      outcome.tokens_in[mask].mean())
                               | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask]))
         else:
-            points.append(_point(outcome, "all", macro(outcome.tokens, benchmarks),
-                                 macro(outcome.f1, benchmarks), macro(outcome.utility, benchmarks),
-                                 macro(outcome.tokens_in.astype(np.float64), benchmarks))
+            points.append(_point(outcome, "all", macro_over(outcome.tokens, masks),
+                                 macro_over(outcome.f1, masks), macro_over(outcome.utility, masks),
+                                 macro_over(outcome.tokens_in.astype(np.float64), masks))
                           | _grounding(recall, support, outcome.actions, benchmarks))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(scores.rows)),
@@ -228,7 +230,7 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
 
 
 def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
-    rates = support_summary(support, actions, benchmarks)
+    rates = support_summary(support, actions, benchmarks, intervals=False)
     return {"gold_recall": grounding_summary(recall, actions, benchmarks)["gold_recall"],
             "support_rate": rates["support_rate"], "support_coverage": rates["support_coverage"]}
 

@@ -164,32 +164,40 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
         log.warning("fold decisions: the store's outcomes changed since crossfit run %s", run_id)
     contexts = [context for _, context in
                 crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
-    stored = cached_file(fold_file(cache_dir, run_id), lambda: _train_folds(run_id, settings, contexts, on_fold),
-                         lambda path: _read_fold_file(str(path), path.stat().st_mtime_ns),
-                         lambda path, value: torch.save(value, path))
+    path = fold_file(cache_dir, run_id)
+    stored = cached_file(path, lambda: _train_folds(run_id, settings, contexts, on_fold),
+                         lambda file: _read_fold_file(str(file), file.stat().st_mtime_ns),
+                         lambda file, value: torch.save(value, file))
+    routers = _fold_routers(str(path), path.stat().st_mtime_ns, json.dumps(stored_settings, sort_keys=True))
     # Torch and BLAS on one thread, as the crossfit run decided: the matrices are small, and on a
     # busy machine extra threads only wait for each other.
     with one_torch_thread(), threadpool_limits(1):
-        rows = [policy_rows for context, fold in zip(contexts, stored["folds"])
-                for policy_rows in _fold_outcomes(context, fold, settings)]
+        rows = [policy_rows for context, fold, fold_routers in zip(contexts, stored["folds"], routers)
+                for policy_rows in _fold_outcomes(context, fold, fold_routers)]
     return _frame(rows), stored["reproduced_share"]
 
 
+# A fold file and its routers are read and built once per version of the file (`modified_ns`): the
+# dashboard's slider steps decide at one new weight pair after another from the same file.
 @functools.lru_cache(maxsize=4)
 def _read_fold_file(path: str, modified_ns: int) -> dict:
-    """A fold file, read once per version (`modified_ns`): the dashboard's slider steps decide
-    at one new weight pair after another from the same file."""
     return torch.load(io.BytesIO(Path(path).read_bytes()), weights_only=True)
 
 
-def _fold_outcomes(context: EvalContext, fold: dict, settings: CrossfitSettings) -> list[dict[str, np.ndarray]]:
-    """One fold's held-out rows of every fixed arm, the floor and the stored conditioned routers."""
+@functools.lru_cache(maxsize=4)
+def _fold_routers(path: str, modified_ns: int, settings_json: str) -> list[list[FoldRouter]]:
+    settings = settings_from_dict(json.loads(settings_json))
+    return [[_loaded_router(name, record, settings) for name, record in fold["routers"].items()]
+            for fold in _read_fold_file(path, modified_ns)["folds"]]
+
+
+def _fold_outcomes(context: EvalContext, fold: dict, routers: list[FoldRouter]) -> list[dict[str, np.ndarray]]:
+    """One fold's held-out rows of every fixed arm, the floor and the fold's conditioned routers."""
     context.weight_free((FLOOR_POLICY,), lambda: _loaded_floor(fold["floor"]))
     policies: list[Policy] = [FixedArm(arm) for arm in context.table.arms] + [RidgeUtility()]
     for policy in policies:
         policy.fit(context)
-    policies += [_loaded_router(name, record, settings) for name, record in fold["routers"].items()]
-    return [_policy_rows(context, context.rows("test"), policy) for policy in policies]
+    return [_policy_rows(context, context.rows("test"), policy) for policy in [*policies, *routers]]
 
 
 def _frame(columns: list[dict[str, np.ndarray]]) -> pd.DataFrame:

@@ -56,10 +56,10 @@ def support_verdicts(store: Store, table: OutcomeTable) -> SupportVerdicts:
 RATE_VERDICTS = {"support_rate": SUPPORTED, "unsupported_rate": CONTRADICTED}  # each rate's verdict
 
 
-def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:
+def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray, intervals: bool = True) -> dict:
     """A policy's support rates over the queries whose chosen arm has a verdict: macro over the
-    benchmarks with verdicts (with bootstrap 95% intervals) and per benchmark, with the share of
-    queries covered."""
+    benchmarks with verdicts (with bootstrap 95% intervals unless `intervals` is off: the Pareto
+    page's points show none) and per benchmark, with the share of queries covered."""
     chosen = scores[np.arange(len(actions)), actions]
     per_benchmark = {benchmark: _rates(judged, queries)
                      for benchmark, (judged, queries) in known_per_benchmark(chosen, benchmarks).items()}
@@ -68,8 +68,9 @@ def support_summary(scores: np.ndarray, actions: np.ndarray, benchmarks: np.ndar
     for name, label in RATE_VERDICTS.items():
         hits = (chosen[judged] == SUPPORT_SCORES[label]).astype(np.float64)
         summary[name] = macro(hits, benchmarks[judged]) if judged.any() else None
-        summary[f"ci_{name}"] = list(paired_bootstrap_ci(hits, np.zeros_like(hits), benchmarks[judged])) \
-            if judged.any() else None
+        if intervals:
+            summary[f"ci_{name}"] = list(paired_bootstrap_ci(hits, np.zeros_like(hits), benchmarks[judged])) \
+                if judged.any() else None
     coverage = float(np.mean(judged)) if len(chosen) else 0.0
     return summary | {"support_coverage": coverage, "support_per_benchmark": per_benchmark}
 
@@ -84,7 +85,7 @@ def support_rate_frame(verdicts: SupportVerdicts, table: OutcomeTable) -> pd.Dat
     support_coverage of always taking that arm; empty without verdicts."""
     rows = []
     for column, arm in enumerate(table.arms):
-        summary = support_summary(verdicts.scores, np.full(len(table.keys), column), table.benchmarks)
+        summary = support_summary(verdicts.scores, np.full(len(table.keys), column), table.benchmarks, intervals=False)
         for benchmark, rates in summary["support_per_benchmark"].items():
             rows.append({"arm": arm, "benchmark": benchmark, **rates})
         if summary["support_per_benchmark"]:

@@ -83,3 +83,27 @@ def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str]
     next(button for button in app.button if button.label == "Mark as the default router").click().run()
     assert not app.exception, app.exception
     assert store.marked_default_router(HOST) == checkpoint_id
+
+
+def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
+        decide_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from app import data
+
+    st.cache_resource.clear()
+    failures: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda hook: failures.append(hook.exc_value))
+    app = pareto()
+    warm = [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]
+    assert len(warm) == 1
+    warm[0].join(timeout=TIMEOUT_S)
+    assert not warm[0].is_alive() and not failures
+
+    loads: list[str] = []
+    loaded = data.evaluation_context
+    monkeypatch.setattr(data, "evaluation_context", lambda *args, **kwargs: loads.append("") or loaded(*args, **kwargs))
+    next(s for s in app.slider if "lambda_in" in s.label).set_value(0.11).run()
+    assert not app.exception, app.exception
+    assert loads == []  # the outcomes and features were loaded by the warm-up, not by the step
+    assert "λ_in 0.11 / λ_out 0.2" in texts(app.success) + texts(app.info)

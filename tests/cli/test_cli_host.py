@@ -113,6 +113,7 @@ def test_an_embedded_model_is_added_under_a_name_of_its_own(
     assert code == 0, err
     added = get_host_config(store, "tiny-apart")
     assert added.kind == "embedded" and config_hash(added) == config_hash(BUILTIN_HOSTS["embedded-tiny"])
+    assert added.timeout_s == BUILTIN_HOSTS["embedded"].timeout_s  # a CPU answer can take minutes
 
     code, out, err = forge(["host", "add", "x", "--kind", "embedded", "--model", "gpt-9"], monkeypatch, capsys)
     assert code == 2 and "an embedded host runs one of" in out + err
