@@ -1335,8 +1335,9 @@ def page_renders(results: Results) -> str:
     bench = _bench("page_renders")
     before, after = (" / ".join(f"{value:.2f}" for value in bench[key]) for key in ("loadavg_before", "loadavg_after"))
     renders = ", ".join(f"{page} {seconds:.1f} s" for page, seconds in bench["first_render_s"].items())
-    return (f"its first renders: {renders}; the Pareto slider's {len(bench['steps_s'])} steps, median "
-            f"{bench['step_median_s']:.1f} s; load average {before} before, {after} after (1 / 5 / 15 min)")
+    steps = ", ".join(f"{seconds:.2f}" for seconds in bench["steps_s"])
+    return (f"its first renders: {renders}; the Pareto slider's {len(bench['steps_s'])} steps {steps} s, median "
+            f"{bench['step_median_s']:.2f} s; load average {before} before, {after} after (1 / 5 / 15 min)")
 
 
 # ---------------------------------------------------------------- evidence per retriever (issue #39)
