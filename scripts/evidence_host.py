@@ -49,16 +49,21 @@ def seed(store: Store, source: str, target: str, retrievers: list[str]) -> int:
     under = [store.arm_outcomes(source, BENCHMARK, config_hash) for config_hash in hashes]
     covered = set().union(*(frame.loc[frame["retriever_hash"] == config_hash, "example_id"]
                             for frame, config_hash in zip(under, hashes)))
-    bm25 = store.arm_outcomes(source, BENCHMARK)
-    frame = pd.concat([*under, bm25]).drop_duplicates(["example_id", "arm", "retriever_hash"])
+    frame = _every_evidence(store, source, hashes)
     frame = frame[frame["example_id"].isin(covered)]
-    held = store.arm_outcomes(target, BENCHMARK)
-    frame = frame[~frame.set_index(["example_id", "arm", "retriever_hash"]).index.isin(
-        held.set_index(["example_id", "arm", "retriever_hash"]).index)]
+    key = ["example_id", "arm", "retriever_hash"]
+    held = _every_evidence(store, target, hashes).set_index(key).index
+    frame = frame[~frame.set_index(key).index.isin(held)]
     records = outcome_records(frame, target)
     if records:
         store.write_arm_outcome(*records)
     return len(records)
+
+
+def _every_evidence(store: Store, host: str, hashes: list[str]) -> pd.DataFrame:
+    """The host's HotpotQA outcomes under bm25 and each retriever hash (Direct rows once)."""
+    frames = [store.arm_outcomes(host, BENCHMARK, config_hash) for config_hash in ["", *hashes]]
+    return pd.concat(frames).drop_duplicates(["example_id", "arm", "retriever_hash"])
 
 
 def main() -> None:
