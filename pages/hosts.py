@@ -9,12 +9,14 @@ from forge_core.evidence.depth_check import CHECK_QUESTIONS, DEFAULT_QUESTIONS, 
 from forge_core.evidence.host_check import CHECK_QUESTION, check_host
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.depth_maps import CUSTOM, PROTOCOL_PRESETS
+from forge_core.hosts.models import MODELS
 from forge_core.hosts.registry import (
     BUILTIN_HOSTS,
     HostEdit,
     depth_map_text,
     edit_host,
     get_host_config,
+    new_host_config,
     remove_host,
     save_host_config,
     save_host_prices,
@@ -24,7 +26,7 @@ from forge_core.hosts.registry import (
 from forge_core.records import HostPrices
 
 THINKING_CONTROLS = tuple(dict.fromkeys([*PROTOCOL_PRESETS["openai"], *PROTOCOL_PRESETS["anthropic"], CUSTOM]))
-REMOTE_KINDS = ("openai", "anthropic")
+KINDS = ("openai", "anthropic", "embedded")
 NEW_HOST = "New host"
 
 st.title("Hosts")
@@ -45,9 +47,11 @@ fixed = editing != NEW_HOST  # a stored host keeps its kind, model and thinking 
 with st.form("host"):
     name_column, kind_column = st.columns(2)
     name = name_column.text_input("Name", current.name, disabled=editing != NEW_HOST)
-    kind = kind_column.selectbox("Kind", REMOTE_KINDS, index=REMOTE_KINDS.index(current.kind), disabled=fixed,
-                                 help="openai: any OpenAI-compatible server "
-                                      "(vLLM, llama.cpp, Ollama, OpenAI, DeepSeek).")
+    kind = kind_column.selectbox("Kind", KINDS, index=KINDS.index(current.kind), disabled=fixed,
+                                 help="openai: any OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, "
+                                      f"DeepSeek). embedded: a model FORGE serves itself ({', '.join(MODELS)}), "
+                                      "no base URL; e.g. the built-in model under another name, its outcomes "
+                                      "kept apart.")
     base_urls = st.text_area(
         "Base URLs", "\n".join(current.base_urls), placeholder="http://127.0.0.1:8000/v1",
         help="One per line. Several URLs are replicas of the same model (e.g. vLLM data-parallel "
@@ -74,7 +78,9 @@ with st.form("host"):
     key_column, concurrency_column = st.columns(2)
     api_key_env = key_column.text_input("API key environment variable", current.api_key_env,
                                         placeholder="e.g. OPENAI_API_KEY (the name, never the key)")
-    concurrency = concurrency_column.number_input("Requests in flight per URL", 1, 1024, current.max_concurrency)
+    concurrency = concurrency_column.number_input(
+        "Requests in flight per URL", 1, 1024, None if editing == NEW_HOST else current.max_concurrency,
+        placeholder=f"default {HostConfig.max_concurrency}; embedded {BUILTIN_HOSTS['embedded'].max_concurrency}")
     if st.form_submit_button("Save", type="primary"):
         with ui.user_errors(stop=False):
             if fixed:  # the same request as `forge host edit`
@@ -83,8 +89,8 @@ with st.form("host"):
             else:
                 if not name.strip() or not model.strip():
                     raise InvalidInput("a host needs a name and a model")
-                added = HostConfig(name=name.strip(), kind=kind, model=model.strip(), api_key_env=api_key_env.strip(),
-                                   max_concurrency=concurrency, budget_forcing=budget_forcing)
+                added = new_host_config(name.strip(), kind, model.strip(), api_key_env=api_key_env.strip(),
+                                        max_concurrency=concurrency, budget_forcing=budget_forcing)
                 save_host_config(store, with_base_urls(with_depth_map(added, thinking, depth_map),
                                                        base_urls.splitlines()))
             data.refresh()

@@ -64,7 +64,6 @@ def host_serve(
 def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False) -> None:
     """Built-in and stored host configurations with their depth maps (API keys are never stored, only
     variable names); `--json` shows each host's depth map in full."""
-    import dataclasses
 
     from forge_core.arms import thinking_modes
     from forge_core.hosts.registry import list_host_configs
@@ -107,16 +106,16 @@ def host_add(
         help="Stop reasoning at the budget and continue for the answer (engines that continue a partial "
              "assistant message: vLLM's continue_final_message; llama.cpp's raw /completion).")] = False,
     api_key_env: Annotated[str, typer.Option(help="Name of the environment variable holding the key.")] = "",
-    concurrency: Annotated[int, typer.Option(
-        help="Requests in flight at once, per base URL.")] = HostConfig.max_concurrency,
+    concurrency: Annotated[Optional[int], typer.Option(
+        help=f"Requests in flight at once, per base URL [default: {HostConfig.max_concurrency}; "
+             "embedded: the built-in host's]")] = None,
     price_in: PriceIn = None,
     price_out: PriceOut = None,
 ) -> None:
     """Add or replace a host configuration (the key itself is read from the environment at call time)."""
     from forge_core.hosts.depth_maps import CUSTOM
     from forge_core.hosts.registry import (
-        BUILTIN_HOSTS,
-        DEFAULT_HOST,
+        new_host_config,
         save_host_config,
         save_host_prices,
         updated_prices,
@@ -128,11 +127,8 @@ def host_add(
     if depth_map is not None and thinking not in ("none", CUSTOM):
         raise InvalidInput(f"--depth-map replaces the preset: leave out --thinking {thinking} or say --thinking custom")
     custom = read_depth_map(depth_map) if depth_map is not None else ""
-    config = HostConfig(name=name, kind=kind, model=model, thinking=CUSTOM if custom else thinking,
-                        api_key_env=api_key_env, max_concurrency=concurrency, custom_depth_map=custom,
-                        budget_forcing=budget_forcing)
-    if kind == "embedded":  # a CPU answer can take minutes: the built-in embedded hosts' timeout
-        config = dataclasses.replace(config, timeout_s=BUILTIN_HOSTS[DEFAULT_HOST].timeout_s)
+    config = new_host_config(name, kind, model, thinking=CUSTOM if custom else thinking, api_key_env=api_key_env,
+                             max_concurrency=concurrency, custom_depth_map=custom, budget_forcing=budget_forcing)
     store = open_store()
     prices = updated_prices(store, name, price_in, price_out)
     save_host_config(store, with_base_urls(config, base_url or []))

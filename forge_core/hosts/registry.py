@@ -35,6 +35,17 @@ BUILTIN_HOSTS: dict[str, HostConfig] = {
 }
 
 
+def new_host_config(name: str, kind: str, model: str, **fields: Any) -> HostConfig:
+    """A host configuration to add, with its kind's defaults for the `fields` left out or None: an
+    embedded host (a CPU model FORGE serves itself) takes the built-in one's timeout, since a CPU
+    answer can take minutes, and its concurrency; a remote one, `HostConfig`'s."""
+    fields = {key: value for key, value in fields.items() if value is not None}
+    if kind == "embedded":
+        builtin = BUILTIN_HOSTS[DEFAULT_HOST]
+        fields = {"timeout_s": builtin.timeout_s, "max_concurrency": builtin.max_concurrency, **fields}
+    return HostConfig(name=name, kind=kind, model=model, **fields)
+
+
 def get_host_config(store: Store, name: str) -> HostConfig:
     """A built-in or stored host configuration by name, with a clear error when unknown."""
     return builtin_or_stored("host", name, BUILTIN_HOSTS, store.host_config, store.host_names, host_config_from_dict)

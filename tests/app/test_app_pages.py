@@ -25,7 +25,7 @@ from forge_core.evidence.retrievers import (
     set_host_default_retriever,
 )
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import get_host_config, save_host_config, save_host_prices
+from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
 from forge_core.records import HostPrices
 from forge_core.store import Store
@@ -160,6 +160,25 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     assert [m.label for m in app.metric] == ["Tokens in", "Tokens out", "Latency"]
     assert int(app.metric[1].value) == 2
     app_store.delete_host_config("remote")
+
+
+def test_hosts_adds_and_edits_an_embedded_host(app_store: Store) -> None:
+    app = page("hosts.py")
+    by_label(app.text_input, "Name").set_value("tiny-apart")
+    by_label(app.selectbox, "Kind").set_value("embedded")
+    by_label(app.text_input, "Model").set_value("smollm2-135m")
+    by_label(app.button, "Save").click().run()
+    assert not app.exception and "Host 'tiny-apart' saved." in texts(app.success)
+    added = get_host_config(app_store, "tiny-apart")  # the built-in embedded host's timeout and concurrency
+    assert (added.timeout_s, added.max_concurrency) == (BUILTIN_HOSTS["embedded"].timeout_s,
+                                                        BUILTIN_HOSTS["embedded"].max_concurrency)
+
+    by_label(app.selectbox, "Host to edit").set_value("tiny-apart").run()
+    assert not app.exception and by_label(app.selectbox, "Kind").value == "embedded"
+    by_label(app.number_input, "Requests in flight per URL").set_value(1)
+    by_label(app.button, "Save").click().run()
+    assert not app.exception and get_host_config(app_store, "tiny-apart").max_concurrency == 1
+    app_store.delete_host_config("tiny-apart")
 
 
 def test_hosts_edits_a_depth_map_and_checks_depths(app_store: Store) -> None:
