@@ -308,15 +308,10 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
     settings = request.settings
 
     def compute() -> pd.DataFrame:
-        from threadpoolctl import threadpool_limits
-
-        from forge_core.training.threads import one_torch_thread
+        from forge_core.training.threads import one_thread
 
         base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting, settings.retriever)
-        # Torch and BLAS on one thread: the matrices of a slider step are small, and on a busy 2-core machine
-        # extra threads only wait for each other (a demo-store Pareto step measured 0.3-0.9 s with the default
-        # threads, under 0.1 s on one).
-        with one_torch_thread(), threadpool_limits(1):
+        with one_thread():
             return tables.pareto_report(store, request, by_benchmark, base)
 
     return pareto_view(store, request, by_benchmark, config.cache_dir(), compute)
@@ -336,17 +331,15 @@ def warm_next_step(store: Store, version: int, request: CachedRequest,
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
 
     def warm() -> None:
-        from threadpoolctl import threadpool_limits
-
         from forge_core.evaluation.decide import conditioned_run
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
-        from forge_core.training.threads import one_torch_thread
+        from forge_core.training.threads import one_thread
 
         # What the page could not do (no train queries, no conditioned crossfit run) it says itself.
         with contextlib.suppress(ForgeError):
             base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting,
                                    settings.retriever)
-            with one_torch_thread(), threadpool_limits(1):
+            with one_thread():
                 tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
         with contextlib.suppress(ForgeError):
             run_id, run = conditioned_run(store, settings.host, settings.retriever)

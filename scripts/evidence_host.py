@@ -26,20 +26,10 @@ import pandas as pd
 
 from forge_core import config
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
-from forge_core.records import ArmOutcome
 from forge_core.store import Store
+from forge_core.store.database import arm_outcome_records
 
 BENCHMARK = "hotpotqa"
-
-
-def outcome_records(frame: pd.DataFrame, host: str) -> list[ArmOutcome]:
-    """The rows of `Store.arm_outcomes` as records of `host` (missing values as None)."""
-    names = [field.name for field in dataclasses.fields(ArmOutcome)]
-    records = []
-    for row in frame[names].itertuples(index=False):
-        values = {name: None if pd.isna(value) else value for name, value in zip(names, row)}
-        records.append(ArmOutcome(**{**values, "host": host}))
-    return records
 
 
 def seed(store: Store, source: str, target: str, retrievers: list[str]) -> int:
@@ -54,7 +44,7 @@ def seed(store: Store, source: str, target: str, retrievers: list[str]) -> int:
     key = ["example_id", "arm", "retriever_hash"]
     held = _every_evidence(store, target, hashes).set_index(key).index
     frame = frame[~frame.set_index(key).index.isin(held)]
-    records = outcome_records(frame, target)
+    records = [dataclasses.replace(record, host=target) for record in arm_outcome_records(frame)]
     if records:
         store.write_arm_outcome(*records)
     return len(records)

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.linear_model import Ridge
-from threadpoolctl import threadpool_limits
 
 from forge_core.evaluation.crossfit import (
     FLOOR_POLICY,
@@ -46,7 +45,7 @@ from forge_core.routing.routers import build_router
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config, Stage2Config
-from forge_core.training.threads import one_torch_thread
+from forge_core.training.threads import one_thread, one_torch_thread
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +168,7 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
                          lambda file: _read_fold_file(str(file), file.stat().st_mtime_ns),
                          lambda file, value: torch.save(value, file))
     routers = _fold_routers(str(path), path.stat().st_mtime_ns, json.dumps(stored_settings, sort_keys=True))
-    # Torch and BLAS on one thread, as the crossfit run decided: the matrices are small, and on a
-    # busy machine extra threads only wait for each other.
-    with one_torch_thread(), threadpool_limits(1):
+    with one_thread():
         rows = [policy_rows for context, fold, fold_routers in zip(contexts, stored["folds"], routers)
                 for policy_rows in _fold_outcomes(context, fold, fold_routers)]
     return _frame(rows), stored["reproduced_share"]

@@ -67,6 +67,14 @@ def _mark_default_router(connection: duckdb.DuckDBPyConnection, host: str, check
         "checkpoint_id = excluded.checkpoint_id, set_at = excluded.set_at", [host, checkpoint_id, utc_now()])
 
 
+def arm_outcome_records(frame: pd.DataFrame) -> list[ArmOutcome]:
+    """Rows of `Store.arm_outcomes` as records again (missing values as None), e.g. to write them
+    under another host."""
+    names = [field.name for field in dataclasses.fields(ArmOutcome)]
+    return [ArmOutcome(*(None if pd.isna(value) else value for value in row))
+            for row in frame[names].itertuples(index=False)]
+
+
 # The arm outcomes made under one retriever configuration (the parameter: its hash): its own rows,
 # and the Direct rows, which use no evidence and are stored once under "" (the default's hash).
 _UNDER_RETRIEVER = "(retriever_hash = ? OR (retriever_hash = '' AND starts_with(arm, 'direct:')))"

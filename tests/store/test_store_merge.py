@@ -19,6 +19,7 @@ from forge_core.enumeration.runner import enumerate_on_host
 from forge_core.hosts.base import HostConfig
 from forge_core.records import ArmOutcome
 from forge_core.store import Store
+from forge_core.store.database import arm_outcome_records
 
 from support.answering_server import AnsweringServer
 
@@ -65,7 +66,7 @@ def test_exports_of_two_machines_merge_into_their_union(tmp_path: Path, benchmar
     assert not set(first_rows["example_id"]) & set(second_rows["example_id"])
     answered = second_rows.iloc[0]
     merged.write_arm_outcome(*[dataclasses.replace(outcome, error="timed out", f1=None, em=None)
-                               for outcome in _outcomes(second_rows.iloc[[0]])])  # an old failure here
+                               for outcome in arm_outcome_records(second_rows.iloc[[0]])])  # an old failure here
 
     for name, store in (("first", first), ("second", second)):
         store.export_tables(tmp_path / f"export-{name}")
@@ -87,12 +88,6 @@ def test_exports_of_two_machines_merge_into_their_union(tmp_path: Path, benchmar
 def test_import_refuses_a_directory_without_an_export(tmp_path: Path) -> None:
     result = forge(Store(tmp_path / "s.duckdb"), "store", "import", str(tmp_path))
     assert result.returncode == 2 and "holds no exported tables" in result.stderr + result.stdout
-
-
-def _outcomes(frame) -> list[ArmOutcome]:
-    """Stored rows as records again (NaN scores and errors back to None)."""
-    return [ArmOutcome(**{k: (None if k in ("f1", "em", "error") and v != v else v) for k, v in row.items()})
-            for row in frame.to_dict("records")]
 
 
 def test_one_hosts_export_holds_its_rows_only(tmp_path: Path) -> None:
