@@ -317,15 +317,26 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
     return pareto_view(store, request, by_benchmark, config.cache_dir(), compute)
 
 
+def warm_next_step(store: Store, version: int, request: CachedRequest, conditioned: tuple[str, ...] = ()) -> None:
+    """Start, once per store version and request up to its weights in this server process, a
+    background thread that loads what the Pareto page's slider steps need and its first render (read
+    from files) did not: torch, the outcomes and features with their weight-free fits, the decision's
+    fold routers and the `conditioned` checkpoints' reliability bases, seconds on a fresh server
+    (`version`: see `store_version`). Not once per weights: each step's own results are computed
+    by the step, and a warm-up per step would only compete with the next one for the CPU. A step
+    that comes first waits for a base being loaded here rather than loading it twice (Streamlit's
+    caches lock per key)."""
+    settings = request.settings
+    weight_free = (settings.host, settings.split, settings.n_arms, settings.accounting, settings.retriever,
+                   request.checkpoints, conditioned)
+    _warm_once(store, version, weight_free, request)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
-def warm_next_step(store: Store, version: int, request: CachedRequest,
-                   conditioned: tuple[str, ...] = ()) -> threading.Thread:
-    """Start, once per request in this server process, a background thread that loads what the
-    Pareto page's slider steps need and its first render (read from files) did not: torch, the
-    outcomes and features with their weight-free fits, the decision's fold routers and the
-    `conditioned` checkpoints' reliability bases, seconds on a fresh server (`version`: see
-    `store_version`). A step that comes first waits for a base being loaded here rather than
-    loading it twice (Streamlit's caches lock per key)."""
+def _warm_once(store: Store, version: int, weight_free: tuple, _request: CachedRequest) -> threading.Thread:
+    """The warm-up thread of `warm_next_step` for one `weight_free` key (`_request`, the first
+    request seen under it, is not part of the key)."""
+    request, conditioned = _request, weight_free[-1]
     settings = request.settings
     step = dataclasses.replace(request, settings=dataclasses.replace(settings, weights=CostWeights(
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))

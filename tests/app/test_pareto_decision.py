@@ -106,4 +106,5 @@ def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
     next(s for s in app.slider if "lambda_in" in s.label).set_value(0.11).run()
     assert not app.exception, app.exception
     assert loads == []  # the outcomes and features were loaded by the warm-up, not by the step
+    assert not [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]  # once
     assert "λ_in 0.11 / λ_out 0.2" in texts(app.success) + texts(app.info)
