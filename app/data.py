@@ -21,7 +21,7 @@ from forge_core import config, jobs
 from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.evaluation.decide import decide
+from forge_core.evaluation import decide as decisions
 from forge_core.evidence.answering import load_retriever
 from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retrievers import (
@@ -342,7 +342,6 @@ def _warm_once(store: Store, version: int, weight_free: tuple, _request: CachedR
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
 
     def warm() -> None:
-        from forge_core.evaluation.decide import conditioned_run
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
         from forge_core.training.threads import one_thread
 
@@ -353,7 +352,7 @@ def _warm_once(store: Store, version: int, weight_free: tuple, _request: CachedR
             with one_thread():
                 tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
         with contextlib.suppress(ForgeError):
-            run_id, run = conditioned_run(store, settings.host, settings.retriever)
+            run_id, run = conditioned_run(store, version, settings.host, settings.retriever)
             out_of_fold_outcomes(store, run_id, run, step.settings.weights, settings.accounting, config.cache_dir(),
                                  base=decision_base(store, version, run, settings.accounting))
         for checkpoint_id in conditioned:
@@ -417,10 +416,17 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     decision, or the one line saying which command makes what it needs. Kept under the cache
     directory (`decide/`)."""
     try:
-        return decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
-                      context_for=lambda settings: decision_base(store, version, settings, accounting))
+        return decisions.decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
+                      context_for=lambda settings: decision_base(store, version, settings, accounting),
+                      run=conditioned_run(store, version, host, retriever))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_data(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def conditioned_run(store: Store, version: int, host: str, retriever: str) -> tuple[str, dict]:
+    """`decide.conditioned_run`, read once per store version (`version`: see `store_version`)."""
+    return decisions.conditioned_run(store, host, retriever)
 
 
 @st.cache_resource(show_spinner="Loading the crossfit run's outcomes and features…", max_entries=4,

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
@@ -135,22 +134,24 @@ def decision_file(cache_dir: Path, run_id: str, weights: CostWeights, accounting
 
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
            on_fold: Callable[[int, int], None] | None = None, retriever: str = DEFAULT_RETRIEVER,
-           context_for: Callable[[dict], EvalContext] | None = None) -> dict:
+           context_for: Callable[[dict], EvalContext] | None = None, run: tuple[str, dict] | None = None) -> dict:
     """The decision at `weights` for `host` under `retriever`'s evidence (see the module
     docstring), with the checkpoint to deploy and its serve command; computed once per (run,
     accounting, weights) and kept in `cache_dir` (a run under another retriever has another id).
     `on_fold(done, total)` follows the one-off training of the fold routers. `context_for`: given
     the run's stored settings, its `fold_decisions.decision_context` under `accounting`, kept by the
-    caller (the dashboard's slider steps then load outcomes and features once)."""
+    caller (the dashboard's slider steps then load outcomes and features once); `run`, the
+    `conditioned_run` of the host and retriever when the caller keeps it."""
     check_accounting(accounting)
-    run_id, settings = conditioned_run(store, host, retriever)
+    run_id, settings = run or conditioned_run(store, host, retriever)
 
     def compute() -> dict:
         from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
+        from forge_core.training.threads import one_thread
 
         outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold,
                                                     context_for(settings) if context_for else None)
-        with threadpool_limits(1):  # small matrix products: extra BLAS threads only wait on a busy machine
+        with one_thread():
             return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
 
     result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,

@@ -206,20 +206,28 @@ class FrugalCascade(Policy):
 
     def fit(self, context: EvalContext) -> None:
         dev = context.rows("dev")
-        answers = self._answers(context)
         best = (-np.inf, 8)
         for max_words in (2, 3, 5, 8, 12, 20, 1000):
-            value = context.realized_utility(dev, self._decide(context, dev, answers, max_words)).mean()
+            value = context.realized_utility(dev, self._decide(context, dev, max_words)).mean()
             if value > best[0]:
                 best = (value, max_words)
         self.max_words = best[1]
 
-    def _answers(self, context: EvalContext) -> np.ndarray:
-        return context.table.answers[:, [context.arm(a) for a in self.STAGES]]
+    def _answer_words(self, context: EvalContext) -> tuple[np.ndarray, np.ndarray]:
+        """[N, stages] each stage's answer's word count, and whether it is free of "I don't know"
+        and hedging: what `_reliable` reads, read once per context (it depends on no weight)."""
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            answers = context.table.answers[:, [context.arm(a) for a in self.STAGES]]
+            words = np.vectorize(lambda text: len(text.split()), otypes=[int])(answers)
+            plain = np.vectorize(lambda text: not is_idk(text) and not is_hedging(text), otypes=[bool])(answers)
+            return words, plain
 
-    def _decide(self, context: EvalContext, rows: np.ndarray, answers: np.ndarray, max_words: int) -> Decisions:
+        return context.weight_free((self.name,), compute)
+
+    def _decide(self, context: EvalContext, rows: np.ndarray, max_words: int) -> Decisions:
         columns = [context.arm(a) for a in self.STAGES]
-        reliable = np.vectorize(lambda text: _reliable(text, max_words))(answers[rows])
+        words, plain = (values[rows] for values in self._answer_words(context))
+        reliable = (words > 0) & (words <= max_words) & plain  # as `_reliable`
         reliable[:, -1] = True  # the last stage always answers
         stage = reliable.argmax(axis=1)
         earlier = np.arange(len(columns))[None, :] < stage[:, None]  # [n, stages] the stages run before
@@ -228,7 +236,7 @@ class FrugalCascade(Policy):
         return Decisions(np.array(columns)[stage], tokens_in, tokens_out, stage)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
-        return self._decide(context, rows, self._answers(context), self.max_words)
+        return self._decide(context, rows, self.max_words)
 
     async def answer_live(self, query: LiveQuery) -> ArmAnswer:
         for arm in self.STAGES[:-1]:
@@ -285,7 +293,8 @@ class RidgeUtility(Policy):
         return standardizer, {alpha: Ridge(alpha=alpha).fit(x_train, targets) for alpha in RIDGE_ALPHAS}
 
     def _predicted_utility(self, model: Ridge, x: np.ndarray) -> np.ndarray:
-        f1, c_in, c_out = np.split(model.predict(x), 3, axis=1)
+        # `model.predict(x)` without its input checks (a slider step makes hundreds of these predictions)
+        f1, c_in, c_out = np.split(x @ model.coef_.T + model.intercept_, 3, axis=1)
         return self.weights.utility(f1, c_in, c_out)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:

@@ -294,16 +294,14 @@ def merge_identical_points(frame: pd.DataFrame) -> pd.DataFrame:
     named "a = b", so no point hides under another. The row keeps the first policy's other values;
     column `policies` lists the merged policies (one for a point of its own)."""
     columns = [c for c in ("benchmark", "cost_k", "macro_f1", "macro_utility") if c in frame.columns]
-    keys = frame[columns].round(POINT_DECIMALS).astype(str).agg("|".join, axis=1)
-    rows = []
-    for _, group in frame.groupby(keys, sort=False):
-        row = group.iloc[0].copy()
-        row["policies"] = tuple(group["policy"])
-        row["policy"] = " = ".join(group["policy"])
-        if "on_frontier" in group:
-            row["on_frontier"] = bool(group["on_frontier"].any())
-        rows.append(row)
-    return pd.DataFrame(rows).reset_index(drop=True)
+    rounded = [frame[c].round(POINT_DECIMALS) if c != "benchmark" else frame[c] for c in columns]
+    point = frame.groupby(rounded, sort=False, dropna=False).ngroup().to_numpy()  # numbered as first seen
+    merged = frame[~pd.Series(point).duplicated().to_numpy()].copy()
+    merged["policies"] = list(frame["policy"].groupby(point, sort=False).agg(tuple))
+    merged["policy"] = [" = ".join(policies) for policies in merged["policies"]]
+    if "on_frontier" in frame:
+        merged["on_frontier"] = frame["on_frontier"].groupby(point, sort=False).any().to_numpy()
+    return merged.reset_index(drop=True)
 
 
 def routing_gain_frame(reports: Sequence[dict], policies: Sequence[str] = GAIN_POLICIES) -> pd.DataFrame:

@@ -4,6 +4,7 @@ evaluation protocols and the dashboard can use it without importing the driver."
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -27,7 +28,13 @@ def one_thread() -> Iterator[None]:
     """Torch and BLAS on one thread inside the block: the matrices of an evaluation or a slider step
     are small, and on a busy 2-core machine extra threads only wait for each other (a demo-store
     Pareto step measured 0.3-0.9 s with the default threads, under 0.1 s on one)."""
-    from threadpoolctl import threadpool_limits
-
-    with one_torch_thread(), threadpool_limits(1):
+    with one_torch_thread(), _blas_libraries().limit(limits=1):
         yield
+
+
+@functools.cache
+def _blas_libraries():  # -> threadpoolctl.ThreadpoolController
+    """The BLAS libraries loaded, found once (finding them costs milliseconds a time)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
