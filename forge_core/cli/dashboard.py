@@ -42,7 +42,7 @@ def app_command(
 
     load_demo_on_first_run(open_store(), config.demo_dir())
     root = config.PROJECT_ROOT
-    command = [sys.executable, "-m", "streamlit", "run", str(root / "app" / "main.py"),
+    command = [sys.executable, "-m", "app.server", "run", str(root / "app" / "main.py"),
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--server.headless", "true", "--browser.gatherUsageStats", "false",
                "--client.toolbarMode", "minimal",
