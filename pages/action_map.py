@@ -20,7 +20,7 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 3, 1, 3])
+host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 4, 1.5, 2.5])
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "action_map")
 checkpoints = data.checkpoints(store)
@@ -44,22 +44,24 @@ with ui.user_errors(), st.spinner("Computing the action map (the UMAP is cached 
 points = action_map.points()
 
 agreements, regrets = action_map.agreements(), action_map.regrets()
-columns = st.columns(6)
-columns[0].metric("Queries", f"{len(points):,}")
-columns[1].metric("Router regret · oracle agreement", f"{regrets['router']:.3f} · {action_map.agreement:.1%}",
-                  help="Regret: mean utility the oracle gets and the router does not (0 is perfect). Agreement: share "
-                       "of queries where the router's arm is one of the tied best arms.")
-for column, name in zip(columns[2:4], list(agreements)[1:]):
+counts = st.columns(3)  # two rows of three: six cards in one row cut their labels and values at 1,280 px
+counts[0].metric("Queries", f"{len(points):,}")
+router_in, router_out = action_map.mean_tokens(action_map.router_actions)
+oracle_in, oracle_out = action_map.mean_tokens(action_map.oracle_actions)
+counts[1].metric("Router tokens in / out", f"{router_in:,.0f} / {router_out:,.0f}",
+                 help=f"Mean input and output tokens of the router's arms (the oracle's: {oracle_in:,.0f} / "
+                      f"{oracle_out:,.0f}). λ_in prices the first (the evidence in the prompt), λ_out the second (the "
+                      "answer and any reasoning).")
+counts[2].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
+regret_columns = st.columns(3)
+ui.name_metric(regret_columns[0], "Router regret · oracle agreement",
+               f"{regrets['router']:.3f} · {action_map.agreement:.1%}",
+               help="Regret: mean utility the oracle gets and the router does not (0 is perfect). Agreement: share "
+                    "of queries where the router's arm is one of the tied best arms.")
+for column, name in zip(regret_columns[1:], list(agreements)[1:]):
     ui.name_metric(column, f"Regret · agreement of {name}", f"{regrets[name]:.3f} · {agreements[name]:.1%}",
                    help="Always answering with this fixed arm: its mean regret, and the share of queries where it "
                         "is one of the tied best arms. Compare regrets: a tie counts as agreement for every policy.")
-columns[4].metric("Arms router / oracle use", f"{points['router'].nunique()} / {points['oracle'].nunique()}")
-router_in, router_out = action_map.mean_tokens(action_map.router_actions)
-oracle_in, oracle_out = action_map.mean_tokens(action_map.oracle_actions)
-columns[5].metric("Router tokens in / out", f"{router_in:,.0f} / {router_out:,.0f}",
-                  help=f"Mean input and output tokens of the router's arms (the oracle's: {oracle_in:,.0f} / "
-                       f"{oracle_out:,.0f}). λ_in prices the first (the evidence in the prompt), λ_out the second (the "
-                       "answer and any reasoning).")
 weights_source = ("the sliders' weights, shared with the Pareto and Live query pages: a cost-conditioned router "
                   "decides at any weights" if conditioned
                   else "the checkpoint's weights: pick a cost-conditioned checkpoint to move them")

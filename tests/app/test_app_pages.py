@@ -760,9 +760,9 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id
     metrics = metric_values(app)
     assert metrics["Queries"] == "60"
-    regret, agreement = metrics["Router regret · oracle agreement"].split(" · ")
+    cards = card_values(app)  # the router and the references, same weights, labels shown whole
+    regret, agreement = cards["Router regret · oracle agreement"].split(" · ")
     assert float(regret) >= 0 and agreement.endswith("%")
-    cards = card_values(app)  # the references, same weights, labels shown whole
     assert cards["Regret · agreement of Always-Direct (direct:no_think)"].endswith("%")
     assert any(label.startswith("Regret · agreement of best fixed arm (") and value.endswith("%")
                for label, value in cards.items())
