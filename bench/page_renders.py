@@ -7,8 +7,8 @@ precomputes (`forge_core.reports.view_cache`: crossfit reports, gold recall, the
 demo questions, the Pareto points and reliability tables at the default request, the decision at the
 default weights, whose fold routers, trained once per crossfit run by load-demo, are linked from the
 current cache like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
-Debian's chromium (Playwright) and times it from navigation until its title is drawn and the script
-is done. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
+Debian's chromium (Playwright) and times it from navigation until its title is drawn, the script is
+done and no element is still a skeleton. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
 (`bench/slider_step.py`'s step check).
 
 Prints one JSON line: seconds per page's first render, the slider steps and their median, and
@@ -66,13 +66,15 @@ def fresh_cache(directory: Path, store: Store) -> Path:
 
 
 def first_render(page, url: str, title: str) -> float:
-    """Seconds from navigating to `url` until the page's title is drawn and its script is done."""
+    """Seconds from navigating to `url` until the page's title is drawn, its script is done and no
+    element is still a placeholder (Streamlit draws a skeleton until an element's code has loaded)."""
     from playwright.sync_api import expect
 
     started = time.monotonic()
     page.goto(url)
     expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=TIMEOUT_MS)
     return round(time.monotonic() - started, 2)
 
 
