@@ -1,7 +1,7 @@
 """Real-browser runs: `forge app` on a small store, Debian's chromium driven by Playwright: a benchmark
 question routed and answered in one click on the tiny embedded host beside Always-Raw, the
 Pareto page following a cost-weight slider moved with the keyboard, and every page opened from
-the sidebar, run to its end without an error block."""
+the sidebar, run to its end without an error block or a card cut off at 1,280 px."""
 
 from __future__ import annotations
 
@@ -19,7 +19,14 @@ from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
 from forge_core.store import Store
 
-from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
+from support.browser import (
+    ANSWER_TIMEOUT_S,
+    CUT_OFF_METRICS,
+    STARTUP_TIMEOUT_S,
+    browser_page,
+    require_browser,
+    running_dashboard,
+)
 from support.resources import require_tiny_model
 from support.stores import copy_store
 
@@ -153,6 +160,7 @@ def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: s
 
     pages = ["Overview", "Enumerate", "Hosts", "Live query", "Train", "Pareto", "Action map", "Queries"]
     with browser_page() as page:
+        page.set_viewport_size({"width": 1280, "height": 1000})  # the narrowest width the layout is made for
         page.goto(trained_dashboard)
         expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
         for title in pages:
@@ -161,6 +169,7 @@ def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: s
             app = page.get_by_test_id("stApp")
             expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=ANSWER_TIMEOUT_S * 1000)
             expect(page.get_by_test_id("stException")).to_have_count(0)  # no traceback block on the page
+            assert page.evaluate(CUT_OFF_METRICS) == [], title  # no card's label or value cut off
             page.screenshot(path=str(tmp_path / f"{title}.png"), full_page=True)
     assert all((tmp_path / f"{title}.png").stat().st_size > 10_000 for title in pages)
 
