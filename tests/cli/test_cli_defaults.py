@@ -74,9 +74,8 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
         "split": "split", "arms": "n_arms", "probes": "probes", "limit": "limit", "per_benchmark": "per_benchmark",
         "max_calls": "max_calls", "max_tokens": "max_tokens", "split_seed": "split_seed",
         "allow_unchecked_depths": "allow_unchecked_depths", "queries_of": "queries_of", "budget_usd": "budget_usd"}),
-    ("host", "add"): (HostConfig, {
-        "thinking": "thinking", "api_key_env": "api_key_env", "concurrency": "max_concurrency",
-        "budget_forcing": "budget_forcing"}),
+    ("host", "add"): (HostConfig, {  # --concurrency is None: the kind's default (`registry.new_host_config`)
+        "thinking": "thinking", "api_key_env": "api_key_env", "budget_forcing": "budget_forcing"}),
     ("retriever", "add"): (RetrieverConfig, {
         "kind": "kind", "k": "k", "raw_words": "raw_words", "summary_words": "summary_words", "fusion_k": "fusion_k",
         "url": "url", "timeout": "timeout_s", "retries": "retries", "api_key_env": "api_key_env"}),

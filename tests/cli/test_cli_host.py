@@ -106,6 +106,7 @@ def test_twelve_arms_run_end_to_end_on_a_thinking_double(
 
 def test_an_embedded_model_is_added_under_a_name_of_its_own(
         store: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from forge_core.hosts.base import HostConfig
     from forge_core.hosts.registry import BUILTIN_HOSTS, config_hash, get_host_config
 
     code, _, err = forge(["host", "add", "tiny-apart", "--kind", "embedded", "--model", "smollm2-135m"],
@@ -114,6 +115,10 @@ def test_an_embedded_model_is_added_under_a_name_of_its_own(
     added = get_host_config(store, "tiny-apart")
     assert added.kind == "embedded" and config_hash(added) == config_hash(BUILTIN_HOSTS["embedded-tiny"])
     assert added.timeout_s == BUILTIN_HOSTS["embedded"].timeout_s  # a CPU answer can take minutes
+    assert added.max_concurrency == BUILTIN_HOSTS["embedded"].max_concurrency  # and two cores serve two at once
+    code, _, err = forge(["host", "add", "remote", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+                         monkeypatch, capsys)
+    assert code == 0 and get_host_config(store, "remote").max_concurrency == HostConfig.max_concurrency, err
 
     code, out, err = forge(["host", "add", "x", "--kind", "embedded", "--model", "gpt-9"], monkeypatch, capsys)
     assert code == 2 and "an embedded host runs one of" in out + err
