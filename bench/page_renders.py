@@ -8,8 +8,8 @@ demo questions, the Pareto points and reliability tables at the default request,
 default weights, whose fold routers, trained once per crossfit run by load-demo, are linked from the
 current cache like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
 Debian's chromium (Playwright) and times it from navigation until its title is drawn, the script is
-done and no element is still a skeleton. Then moves the Pareto page's lambda_in slider `--steps` times by 0.01 with the keyboard
-(`bench/slider_step.py`'s step check).
+done and no element is still a skeleton. Then moves the Pareto page's lambda_in slider `--steps`
+times by 0.01 with the keyboard (`bench/slider_step.py`'s step check).
 
 Prints one JSON line: seconds per page's first render, the slider steps and their median, and
 `os.getloadavg()` before and after (a loaded machine's numbers say so).

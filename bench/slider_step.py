@@ -4,8 +4,9 @@ Starts `forge app` on a copy of a store (default: the FORGE_STORE, e.g. the demo
 Pareto page in Debian's chromium (Playwright), waits for the first render, then moves the
 lambda_in slider `--steps` times by 0.01 with the keyboard. A step counts from the key press until
 the page has rerun: the oracle's utility card shows a new value and the script is done, checked
-every animation frame (`tests/app/test_conditioned_browser.py` uses the same check). Each step is
-a new weight pair, so nothing is served from the result cache.
+every animation frame (`tests/app/test_conditioned_browser.py` uses the same check). The cache
+directory is one as `forge store load-demo` leaves it (`page_renders.fresh_cache`) and each step is
+a new weight pair, so no step is served from an earlier run's results.
 
 Prints one JSON line: the first render's seconds, each step's seconds, their median, and the
 conditioned Lite router's tokens a query before and after the steps (empty without one), and the
@@ -28,6 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from page_renders import fresh_cache  # noqa: E402
+
+from forge_core.store import Store  # noqa: E402
+
 from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
 
 TIMEOUT_MS = 300_000
@@ -40,6 +45,8 @@ def measure(store: Path, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
+        # a cache as load-demo leaves it: a step's weights are never served from an earlier run's results
+        os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory), Store(copy)))
         with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
             started = time.monotonic()
             page.goto(f"{url}/pareto")
