@@ -417,8 +417,8 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     directory (`decide/`)."""
     try:
         return decisions.decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
-                      context_for=lambda settings: decision_base(store, version, settings, accounting),
-                      run=conditioned_run(store, version, host, retriever))
+                                context_for=lambda settings: decision_base(store, version, settings, accounting),
+                                run=conditioned_run(store, version, host, retriever))
     except ForgeError as error:
         return str(error)
 

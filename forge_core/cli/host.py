@@ -64,7 +64,6 @@ def host_serve(
 def host_list(as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False) -> None:
     """Built-in and stored host configurations with their depth maps (API keys are never stored, only
     variable names); `--json` shows each host's depth map in full."""
-
     from forge_core.arms import thinking_modes
     from forge_core.hosts.registry import list_host_configs
 
