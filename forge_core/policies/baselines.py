@@ -219,7 +219,7 @@ class FrugalCascade(Policy):
         def compute() -> tuple[np.ndarray, np.ndarray]:
             answers = context.table.answers[:, [context.arm(a) for a in self.STAGES]]
             words = np.vectorize(lambda text: len(text.split()), otypes=[int])(answers)
-            plain = np.vectorize(lambda text: not is_idk(text) and not is_hedging(text), otypes=[bool])(answers)
+            plain = np.vectorize(_plain, otypes=[bool])(answers)
             return words, plain
 
         return context.weight_free((self.name,), compute)
@@ -227,7 +227,7 @@ class FrugalCascade(Policy):
     def _decide(self, context: EvalContext, rows: np.ndarray, max_words: int) -> Decisions:
         columns = [context.arm(a) for a in self.STAGES]
         words, plain = (values[rows] for values in self._answer_words(context))
-        reliable = (words > 0) & (words <= max_words) & plain  # as `_reliable`
+        reliable = _short_enough(words, max_words) & plain  # `_reliable`, on arrays
         reliable[:, -1] = True  # the last stage always answers
         stage = reliable.argmax(axis=1)
         earlier = np.arange(len(columns))[None, :] < stage[:, None]  # [n, stages] the stages run before
@@ -247,8 +247,17 @@ class FrugalCascade(Policy):
 
 
 def _reliable(text: str, max_words: int) -> bool:
-    words = text.split()
-    return 0 < len(words) <= max_words and not is_idk(text) and not is_hedging(text)
+    return bool(_short_enough(len(text.split()), max_words)) and _plain(text)
+
+
+def _short_enough(words: int | np.ndarray, max_words: int) -> bool | np.ndarray:
+    """At least one word and at most `max_words` (a count, or an array of counts)."""
+    return (words > 0) & (words <= max_words)
+
+
+def _plain(text: str) -> bool:
+    """Neither "I don't know" nor hedging."""
+    return not is_idk(text) and not is_hedging(text)
 
 
 class RidgeUtility(Policy):
