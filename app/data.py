@@ -328,17 +328,17 @@ def warm_next_step(store: Store, version: int, request: CachedRequest, condition
     caches lock per key)."""
     settings = request.settings
     weight_free = (settings.host, settings.split, settings.n_arms, settings.accounting, settings.retriever,
-                   request.checkpoints, conditioned)
-    _warm_once(store, version, weight_free, request)
+                   request.checkpoints)
+    _warm_once(store, version, weight_free, conditioned, request)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
-def _warm_once(store: Store, version: int, weight_free: tuple, _request: CachedRequest) -> threading.Thread:
-    """The warm-up thread of `warm_next_step` for one `weight_free` key (`_request`, the first
-    request seen under it, is not part of the key)."""
-    request, conditioned = _request, weight_free[-1]
-    settings = request.settings
-    step = dataclasses.replace(request, settings=dataclasses.replace(settings, weights=CostWeights(
+def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tuple[str, ...],
+               _request: CachedRequest) -> threading.Thread:
+    """The warm-up thread of `warm_next_step` for one request up to its weights (`weight_free`;
+    `_request`, the first request seen under it, is not part of the key)."""
+    settings = _request.settings
+    step = dataclasses.replace(_request, settings=dataclasses.replace(settings, weights=CostWeights(
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
 
     def warm() -> None:
