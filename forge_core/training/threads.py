@@ -6,8 +6,12 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
 
 
 @contextlib.contextmanager
@@ -33,7 +37,7 @@ def one_thread() -> Iterator[None]:
 
 
 @functools.cache
-def _blas_libraries():  # -> threadpoolctl.ThreadpoolController
+def _blas_libraries() -> ThreadpoolController:
     """The BLAS libraries loaded, found once (finding them costs milliseconds a time)."""
     from threadpoolctl import ThreadpoolController
 
