@@ -91,6 +91,7 @@ def test_every_page_loads_while_an_enumeration_writes_to_the_store(
                 assert job.poll() is None and time.monotonic() < deadline, job.communicate()
                 load_every_page()
             assert job.poll() is None  # still writing after the last page
+            assert stored_rows(store) > rows_before  # and it wrote while the pages loaded
             server.delay_s = 0.0
             stdout, stderr = job.communicate(timeout=TIMEOUT_S)
         finally:
