@@ -23,50 +23,32 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from page_renders import fresh_cache  # noqa: E402
+from page_renders import first_render, fresh_cache, slider_steps  # noqa: E402
 
 from forge_core.store import Store  # noqa: E402
 
-from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
-
-TIMEOUT_MS = 300_000
+from support.browser import browser_page, running_dashboard  # noqa: E402
 
 
 def measure(store: Path, steps: int) -> dict:
-    """First render and per-step seconds of the Pareto page on a copy of `store`."""
-    from playwright.sync_api import expect
-
+    """First render and per-step seconds of the Pareto page on a copy of `store` (timed as
+    `page_renders` times them)."""
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
         # a cache as load-demo leaves it: a step's weights are never served from an earlier run's results
         os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory), Store(copy)))
         with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
-            started = time.monotonic()
-            page.goto(f"{url}/pareto")
-            oracle = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id("stMetricValue")
-            expect(oracle).to_be_visible(timeout=TIMEOUT_MS)
-            expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
-                                                                   timeout=TIMEOUT_MS)
-            first_render = time.monotonic() - started
+            render = first_render(page, f"{url}/pareto", "Pareto")
             routed = page.get_by_test_id("stMetric").filter(has_text="forge_lite_cond at these weights")
             before = routed.all_inner_texts()
-            thumb = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_role("slider")
-            thumb.focus()
-            durations = []
-            for _ in range(steps):
-                shown = oracle.inner_text()
-                step_started = time.monotonic()
-                thumb.press("ArrowRight")
-                page.wait_for_function(PARETO_STEP_DONE, arg=shown, polling="raf", timeout=TIMEOUT_MS)
-                durations.append(round(time.monotonic() - step_started, 3))
-            return {"store": str(store), "first_render_s": round(first_render, 2), "steps_s": durations,
+            durations = slider_steps(page, steps)
+            return {"store": str(store), "first_render_s": render, "steps_s": durations,
                     "median_s": statistics.median(durations), "conditioned_before": before,
                     "conditioned_after": routed.all_inner_texts()}
 
