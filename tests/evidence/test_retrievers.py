@@ -57,6 +57,15 @@ def test_the_default_evidence_has_no_hash_and_every_other_configuration_has_its_
         http_config("http://x/a"))  # how a service is called is not what it returns
 
 
+@pytest.mark.parametrize("kind", ["dense", "hybrid"])
+def test_a_dense_or_hybrid_hash_depends_on_its_embedder(kind: str) -> None:
+    """Two configurations that differ only in their embedder give different evidence, so different
+    hashes; the same configuration under another name hashes the same."""
+    minilm = RetrieverConfig("a", kind=kind, embedder=MINILM)
+    assert retriever_hash(minilm) == retriever_hash(RetrieverConfig("b", kind=kind, embedder=MINILM))
+    assert retriever_hash(minilm) != retriever_hash(RetrieverConfig("a", kind=kind, embedder="bge-base-en-v1.5"))
+
+
 def test_the_registry_stores_lists_and_refuses_in_one_line(tmp_path: Path) -> None:
     store = Store(tmp_path / "store.duckdb")
     save_retriever_config(store, RetrieverConfig("d", kind="dense", embedder=MINILM, k=4))

@@ -18,6 +18,7 @@ from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.policies.baselines import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
 from forge_core.policies.context import Decisions, evaluation_context
 from forge_core.policies.outcomes import score_decisions
+from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.embedders import load_embedder
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
@@ -114,6 +115,36 @@ def test_fallback_to_a_fixed_arm_drops_the_probes() -> None:
     kept = decisions.where(np.array([True, False]), np.array([0, 2]))
     assert kept.actions.tolist() == [5, 2] and kept.prior_calls.tolist() == [4, 0]
     assert kept.prior_tokens_in.tolist() == [200.0, 0.0]
+    assert kept.prior_tokens_out.tolist() == [20.0, 0.0]  # the probes' output tokens go too
+
+
+class ProbingRouterDouble:
+    """Stands in for a Full router (FallbackPolicy reads only its name and decisions): answers Raw
+    on every row after the four probes."""
+
+    name = "probing_double"
+
+    def decide(self, context, rows: np.ndarray) -> Decisions:  # noqa: ANN001 (an EvalContext)
+        return context.probed_decisions(rows, np.full(len(rows), context.arm("raw:no_think")))
+
+
+def test_the_dev_fallback_charges_probe_tokens_only_where_the_router_answers(context) -> None:
+    """FallbackPolicy.decide (through Decisions.where): a benchmark the dev rule sends to a fixed
+    arm makes no probes, so its rows carry none of their input or output tokens."""
+    rows = context.rows("test")
+    policy = FallbackPolicy(ProbingRouterDouble())
+    policy.rule = {"musique": "router", "popqa": "direct:no_think", "2wikimultihopqa": "direct:no_think"}
+    decisions = policy.decide(context, rows)
+    routed = context.table.benchmarks[rows] == "musique"
+    direct = context.arm("direct:no_think")
+    assert routed.sum() == 20 and (~routed).sum() == 40
+    # routed: three samples (5 out each) and the greedy probe, Direct's own request (8 out)
+    assert set(decisions.prior_tokens_out[routed].tolist()) == {SAMPLE_TOKENS_OUT + 8.0}
+    assert decisions.prior_tokens_out[~routed].tolist() == [0.0] * 40
+    assert decisions.prior_tokens_in[~routed].tolist() == [0.0] * 40
+    assert decisions.prior_calls[~routed].tolist() == [0] * 40
+    realized = context.realized_utility(rows, decisions)
+    assert np.array_equal(realized[~routed], context.utility[rows[~routed], direct])  # nothing charged but Direct
 
 
 def test_crossfit_charges_the_probes_and_compares_with_the_floor(outcome_store: Store, tmp_path) -> None:

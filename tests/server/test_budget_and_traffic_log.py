@@ -9,12 +9,16 @@ import json
 import math
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from forge_core.errors import InvalidInput
+from forge_core.evidence.answering import ArmAnswer, Evidence
+from forge_core.evidence.prompts import ClientChat
+from forge_core.hosts.base import Generation
 from forge_core.reports.traffic import parse_since, read_traffic, summarize_traffic
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.confidence import confidence
@@ -22,6 +26,7 @@ from forge_core.routing.utility import CostWeights
 from forge_core.server import traffic_log
 from forge_core.server.budget import BudgetController, load_budgets_file, ray_bounds
 from forge_core.server.deployment import client_identity
+from forge_core.server.metrics import ServerMetrics
 from forge_core.server.traffic_log import TrafficLog
 
 
@@ -152,6 +157,22 @@ def test_since_takes_durations_and_iso_times() -> None:
         parse_since("yesterday")
 
 
+@pytest.mark.parametrize("since, back", [("90s", timedelta(seconds=90)), ("15m", timedelta(minutes=15)),
+                                         ("2h", timedelta(hours=2)), ("1d", timedelta(days=1)),
+                                         ("1.5h", timedelta(minutes=90))])
+def test_since_reads_each_duration_unit_as_itself(since: str, back: timedelta) -> None:
+    """`forge traffic --since 2h` is two hours back, not two minutes (every unit, exactly)."""
+    now = 1_000_000.0
+    assert now - parse_since(since, now=now) == back.total_seconds()
+
+
+def test_since_reads_an_iso_time_as_a_moment_not_a_duration() -> None:
+    """An ISO time is that moment (its own offset, else UTC), whatever `now` is."""
+    midnight_utc = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+    assert parse_since("2026-01-01T02:00:00+02:00", now=0.0) == midnight_utc == 1767225600.0
+    assert parse_since(" 2026-01-01T00:00:00 ", now=0.0) == midnight_utc
+
+
 def test_the_summary_counts_arms_budgets_shadows_and_ranks_requests(tmp_path: Path) -> None:
     log = TrafficLog(tmp_path)
     for i, (arm, tokens) in enumerate([("direct:no_think", 80), ("raw:no_think", 500), ("raw:no_think", 520)]):
@@ -207,6 +228,34 @@ def test_both_answers_of_a_disagreement_are_rated_with_their_own_evidence() -> N
     assert "<raw evidence>" in judge.prompts[0] and not judge.prompts[1].startswith("Evidence")
 
 
+class FixedUsageHostDouble:
+    """A test double of a host: answers every request with "Paris" and the same token counts."""
+
+    def __init__(self, tokens_in: int, tokens_out: int) -> None:
+        self.tokens_in, self.tokens_out = tokens_in, tokens_out
+        self.requests: list = []
+
+    async def generate(self, request):  # noqa: ANN001, ANN201 (the Host.generate shape)
+        self.requests.append(request)
+        return Generation("Paris", self.tokens_in, self.tokens_out)
+
+
+def test_the_shadow_raw_saving_is_always_raw_minus_served() -> None:
+    """`shadow_raw`'s traffic-log saving and its /metrics sample: Always-Raw's tokens minus the
+    served answer's (positive: routing spent less)."""
+    import asyncio
+
+    from forge_core.server.shadow import shadow_raw
+
+    served = ArmAnswer("direct:no_think", "Paris", "Paris", 50, 10, 0, 1.0, "")
+    result = type("Result", (), {"benchmark": "musique", "evidence": Evidence("Capital of France?", ()),
+                                 "answer": served, "tokens": 60})()  # as `RoutedAnswer`
+    host, metrics = FixedUsageHostDouble(400, 8), ServerMetrics()
+    fields = asyncio.run(shadow_raw(host, metrics, "forge", result, ClientChat()))
+    assert fields == {"raw_tokens": 408, "calls": 1, "tokens_spent": 408, "saving": 348}
+    assert len(host.requests) == 1 and metrics.savings["forge"].mean == 348
+
+
 def test_the_candidates_quality_difference_counts_agreements_as_zero(tmp_path: Path) -> None:
     log = TrafficLog(tmp_path)
     shadows = [{"agree": True}, {"agree": False, "served_rating": 0.9, "candidate_rating": 0.5},
@@ -219,3 +268,20 @@ def test_the_candidates_quality_difference_counts_agreements_as_zero(tmp_path: P
     log.close()
     quality = summarize_traffic(read_traffic(tmp_path))["candidate"]["quality_difference"]
     assert quality["n"] == 3 and quality["mean"] == pytest.approx(0.0)
+
+
+def test_the_candidates_quality_difference_is_candidate_minus_served(tmp_path: Path) -> None:
+    """The sign of the shadow candidate's quality difference: positive where the candidate's answer
+    was rated better than the served one."""
+    log = TrafficLog(tmp_path)
+    shadows = [{"agree": False, "served_rating": 0.3, "candidate_rating": 0.8},
+               {"agree": False, "served_rating": 0.5, "candidate_rating": 0.6}]
+    for i, shadow in enumerate(shadows):
+        log.append({"kind": "request", "id": str(i), "time": float(i), "endpoint": "chat", "client": "c",
+                    "status": 200, "arm": "raw:no_think", "tokens": 500, "latency_ms": 1.0, "host_calls": 1})
+        log.append({"kind": "shadow", "id": str(i), "time": float(i), "shadow": "candidate", "served_tokens": 500,
+                    "candidate_arm": "direct:no_think", **shadow})
+    log.close()
+    quality = summarize_traffic(read_traffic(tmp_path))["candidate"]["quality_difference"]
+    assert (quality["n"], quality["mean"]) == (2, 0.3)  # (0.5 + 0.1) / 2
+    assert quality["ci95"] == [-0.092, 0.692]  # 0.3 -+ 1.96 * 0.2828 / sqrt(2)
