@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from app import ui, weights
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 if TYPE_CHECKING:  # calibration trains routers (torch): imported when the button is pressed
@@ -52,6 +53,17 @@ def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> 
         result = st.session_state.get(RESULT_KEY)
         if result is not None:
             _show(result)
+
+
+def budget_for(cost_weights: CostWeights) -> float | None:
+    """The token budget these weights were calibrated to in this session (the sliders still where
+    the last budget calibration moved them), else None."""
+    result = st.session_state.get(RESULT_KEY)
+    if result is None or result.request.budget_tokens is None:
+        return None
+    calibrated = result.weights
+    moved_to = (round(calibrated.lambda_in, 2), round(calibrated.lambda_out, 2))
+    return result.request.budget_tokens if moved_to == (cost_weights.lambda_in, cost_weights.lambda_out) else None
 
 
 def _run(store: Store, request: CalibrationRequest) -> CalibrationResult:

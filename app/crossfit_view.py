@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
 
 from app import charts, data, ui, weights
-from app.decision_view import named_points, show_decision
+from app.decision_view import named_points
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
@@ -32,10 +34,12 @@ def crossfit_run_label(report: dict) -> str:
             f"· {report['run_id']}")
 
 
-def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> None:
+def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
+                  evidence: Sequence[str] = ()) -> None:
     """A stored crossfit run under the retriever: its points with their intervals and the frontier
     of the deployable policies; the routing gain over the best fixed arm along the stored runs'
-    cost weights."""
+    cost weights. No recommendation of its own: the page's decision (resting on the runs
+    `evidence`) is the only one, and the view says whether the chosen run is among them."""
     reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
         under = retriever_phrase(retriever)
@@ -49,14 +53,18 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -
                           format_func=crossfit_run_label)
     _say_when_not_at_session_weights(report, host, retriever)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
-    show_decision(report)
+    if report["run_id"] in evidence:
+        st.caption("The decision above rests on this run.")
+    else:
+        st.caption("The decision above rests on " + (f"`{'`, `'.join(evidence)}`" if evidence else "no stored run")
+                   + ": this run is shown for its points and intervals, not as a second recommendation.")
     frame = crossfit_frame(report)
     deployable = frame[frame["policy"] != ORACLE]
     best = deployable.loc[deployable["macro_utility"].idxmax()]
     columns = st.columns(4)
     ui.name_metric(columns[0], "Best fixed arm", report["best_fixed_arm"],
                    help=f"Macro utility {report['policies'][report['best_fixed_policy']]['macro_utility']:.4f}.")
-    ui.name_metric(columns[1], "Best deployable policy", best["policy"],
+    ui.name_metric(columns[1], "Highest utility in this run", best["policy"],
                    help=f"Utility {best['macro_utility']:.4f}, gain {best['gain']:+.4f} "
                         f"[{best['gain_low']:+.4f}, {best['gain_high']:+.4f}] over the best fixed arm.")
     columns[2].metric("Oracle utility (reference)", f"{report['policies'][ORACLE]['macro_utility']:.4f}",

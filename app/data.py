@@ -342,7 +342,6 @@ def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tupl
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
 
     def warm() -> None:
-        from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
         from forge_core.training.threads import one_thread
 
         # What the page could not do (no train queries, no conditioned crossfit run) it says itself.
@@ -351,10 +350,10 @@ def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tupl
                                    settings.retriever)
             with one_thread():
                 tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
-        with contextlib.suppress(ForgeError):
-            run_id, run = conditioned_run(store, version, settings.host, settings.retriever)
-            out_of_fold_outcomes(store, run_id, run, step.settings.weights, settings.accounting, config.cache_dir(),
-                                 base=decision_base(store, version, run, settings.accounting))
+        with contextlib.suppress(ForgeError):  # trains the decision's fold routers once, if they are missing
+            decisions.decide(store, settings.host, step.settings.weights, config.cache_dir(), settings.accounting,
+                             retriever=settings.retriever,
+                             context_for=lambda run: decision_base(store, version, run, settings.accounting))
         for checkpoint_id in conditioned:
             with contextlib.suppress(ForgeError):
                 reliability_base(store, version, checkpoint_id)
@@ -411,22 +410,25 @@ def crossfit_reports(store: Store, version: int, host: str, retriever: str = DEF
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
 def decision_at(store: Store, version: int, host: str, weights: CostWeights, accounting: str,
-                retriever: str = DEFAULT_RETRIEVER) -> dict | str:
-    """`forge decide` at these weights under the retriever (`version`: see `store_version`): the
-    decision, or the one line saying which command makes what it needs. Kept under the cache
-    directory (`decide/`)."""
+                retriever: str = DEFAULT_RETRIEVER, budget_tokens: float | None = None) -> dict | str:
+    """`forge decide` at these weights under the retriever, within `budget_tokens` when given
+    (`version`: see `store_version`): the decision, or the one line saying which command makes what
+    it needs. Kept under the cache directory (`decide/`)."""
     try:
         return decisions.decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
                                 context_for=lambda settings: decision_base(store, version, settings, accounting),
-                                run=conditioned_run(store, version, host, retriever))
+                                budget_tokens=budget_tokens)
     except ForgeError as error:
         return str(error)
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
-def conditioned_run(store: Store, version: int, host: str, retriever: str) -> tuple[str, dict]:
-    """`decide.conditioned_run`, read once per store version (`version`: see `store_version`)."""
-    return decisions.conditioned_run(store, host, retriever)
+def recommended_recipe(store: Store, version: int, host: str, n_arms: int, retriever: str = DEFAULT_RETRIEVER):
+    """The recipe `forge train` defaults to for the host (`forge recipes`; `version`: see
+    `store_version`): the one its crossfit runs measure best, else the library's default."""
+    from forge_core.evaluation.recipe_choice import recommended_or_default
+
+    return recommended_or_default(store, host, n_arms, retriever, config.cache_dir())
 
 
 @st.cache_resource(show_spinner="Loading the crossfit run's outcomes and features…", max_entries=4,

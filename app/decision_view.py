@@ -1,6 +1,6 @@
-"""The Pareto page's stated decision and its named points: what to deploy at the chosen weights
-(`forge decide`: `forge_core.evaluation.decide`; a stored run's: `forge_core.reports.decision`),
-and every policy's point under a human name, identical points merged so none hides under another."""
+"""The Pareto page's decision and its named points: what to deploy at the chosen weights, stated
+once by `forge decide`'s rule (`forge_core.evaluation.decide`), and every policy's point under a
+human name, identical points merged so none hides under another."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from app import data, ui
-from forge_core.evaluation.decide import decision_json
+from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
-from forge_core.reports.decision import crossfit_decision
 from forge_core.reports.tables import merge_identical_points
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
@@ -27,68 +26,80 @@ def named_points(frame: pd.DataFrame, checkpoint_names: Mapping[str, str] | None
     return merged
 
 
-def show_decision(report: dict) -> None:
-    """One line saying what to deploy at the run's weights and whether the intervals decide it."""
-    decision = crossfit_decision(report)
-    detail = (f"λ_in {report['lambda_in']:g} / λ_out {report['lambda_out']:g}, stage {report['stage']}, split seed "
-              f"{report['split_seed']}, {report['queries']} queries out of fold. Decidable: the paired 95% interval "
-              "of the utility gain over the best fixed arm lies above zero.")
-    if decision.decidable:
-        st.success(f"**{decision.sentence()}**", icon=":material/rocket_launch:")
-    else:
-        st.info(f"**{decision.sentence()}**", icon=":material/block:")
-    st.caption(detail)
-
-
 def show_decision_at_weights(store: Store, version: int, host: str, weights: CostWeights, accounting: str,
-                             split: str, retriever: str = DEFAULT_RETRIEVER) -> None:
-    """`forge decide` at the sliders' weights: what to deploy, its gains over the best fixed arm
-    with intervals (tokens in and out apart), the floor, the serve command, and a button that marks
-    a decided router as the host's default."""
+                             retriever: str = DEFAULT_RETRIEVER, budget_tokens: float | None = None) -> dict | None:
+    """`forge decide` at the sliders' weights (within `budget_tokens` when the weights came from
+    calibrating to it): what to deploy, the recipe whose runs decided it, its gains over the best
+    fixed arm with intervals, the floor, the policies excluded, the serve command, and a button that
+    marks a decided router as the host's default. The page's only recommendation; returns the
+    decision (None when there is none)."""
     lambdas = f"λ_in {weights.lambda_in:g} / λ_out {weights.lambda_out:g}"
     with st.spinner(f"Deciding at {lambdas} out of fold (the first time trains each fold's routers once, "
                     "about a minute)…"):
-        decided = data.decision_at(store, version, host, weights, accounting, retriever)
+        decided = data.decision_at(store, version, host, weights, accounting, retriever, budget_tokens)
     if isinstance(decided, str):
         st.info(f"No decision at {lambdas}: {decided}", icon=":material/help:")
-        return
-    report = decision_json(decided)
-    if report["router_candidates"]:
-        st.success(f"**{report['sentence']}**", icon=":material/rocket_launch:")
-    else:
-        st.info(f"**{report['sentence']}**", icon=":material/block:")
-    st.table(_gains(report).set_index("measure").round(3))
-    floor = report["vs_floor"]
-    if floor is not None:
-        st.caption(f"{report['floor_verdict'].capitalize()} the linear floor {report['floor_policy']}: "
-                   f"{floor['difference']:+.3f} utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
-    st.code(report["serve_command"], language="bash")
-    _default_router_button(store, host, report)
+        return None
+    icon = ":material/rocket_launch:" if decided["router_candidates"] else ":material/block:"
+    st.info(f"**{decided['sentence']}**", icon=icon)
+    if budget_tokens is not None:
+        st.caption(f"These weights came from calibrating to {budget_tokens:g} tokens a query: the decision keeps to "
+                   "that budget (a policy whose tokens are decidably above it does not compete).")
+    recipe = decided["recipe"]
+    chosen = ("the recommended recipe, measured best by this store's runs" if decided["recipe_measured"]
+              else "the default recipe (no run compares recipes yet)")
+    st.caption(f"Recipe `{recipe['recipe_id']}`: {recipe['label']}, {chosen} (`forge recipes`).")
+    gains, against = decision_gains(decided)
+    st.table(gains.set_index("measure").round(3))
+    if against:
+        st.caption(f"{against} is the strongest servable router; it does not beat {decided['best_fixed_arm']} "
+                   "decidably.")
+    _show_floor_and_excluded(decided)
+    st.code(decided["serve_command"], language="bash")
+    _default_router_button(store, host, decided)
+    source = ("its crossfit run stored at these weights" if decided["evidence"] == "stored run"
+              else "the folds of its cost-conditioned crossfit run, trained once and deciding at these weights")
     st.caption(f"`forge decide --host {host}{retriever_option(retriever)} --lambda-in {weights.lambda_in:g} "
-               f"--lambda-out {weights.lambda_out:g}` gives the same. "
-               f"Out of fold over {report['queries']} queries: the {report['folds']} folds of crossfit run "
-               f"`{report['run_id']}`, its cost-conditioned routers trained once per fold and deciding at these "
-               "weights (they repeat the run's stored decisions at its own weights on "
-               + ", ".join(f"{share:.0%} ({name})" for name, share in report["reproduced_share"].items())
-               + f"), beside the fixed arms. Not the {split} split's points below: those have no intervals. Rule: a "
-               "router only where its gain over the best fixed arm is decidable (95% interval above 0); among the "
-               "policies not decidably below the best, the one of fewest tokens.")
+               f"--lambda-out {weights.lambda_out:g}` gives the same (`--json`: the deployment manifest). Out of fold "
+               f"over {decided['queries']} queries: {source}, `{'`, `'.join(decided['run_ids'])}`. Rule: only fixed "
+               "arms and FORGE routers compete (they can be served); a router only where its gain over the best fixed "
+               "arm is decidable (95% interval above 0); among the policies not decidably below the best, the one of "
+               "fewest tokens.")
+    return decided
 
 
-def _gains(report: dict) -> pd.DataFrame:
-    """The decided policy against the best fixed arm: utility, macro F1, tokens in and tokens out."""
-    labels = {"utility": "utility", "f1": "macro F1", "tokens_in": "tokens in a query",
-              "tokens_out": "tokens out a query"}
-    return pd.DataFrame([{"measure": label, f"{report['deploy']} − {report['best_fixed_policy']}":
-                          report["gain"][key]["difference"], "95% low": report["gain"][key]["ci"][0],
-                          "95% high": report["gain"][key]["ci"][1]} for key, label in labels.items()])
+def decision_gains(decided: dict) -> tuple[pd.DataFrame, str | None]:
+    """The deployed policy against the best fixed arm (utility, macro F1, tokens a query), or, when
+    the best fixed arm itself is deployed, the strongest servable router against it (named second)."""
+    deploy = decided["deploy"]
+    shown = deploy if deploy != decided["best_fixed_policy"] or not decided["challenger"] else decided["challenger"]
+    gain = decided["policies"][shown]["gain_vs_best_fixed"]
+    labels = {"utility": "utility", "f1": "macro F1", "tokens": "tokens a query"}
+    frame = pd.DataFrame([{"measure": label, f"{shown} − {decided['best_fixed_policy']}": gain[key]["difference"],
+                           "95% low": gain[key]["ci"][0], "95% high": gain[key]["ci"][1]}
+                          for key, label in labels.items()])
+    return frame, None if shown == deploy else shown
+
+
+def _show_floor_and_excluded(decided: dict) -> None:
+    """The deployed policy against the linear floor, and the policies that could not compete though
+    they beat the best fixed arm decidably, each with its reason."""
+    floor = decided["policies"][decided["deploy"]].get("vs_floor")
+    if floor is not None:
+        st.caption(f"{floor_verdict(floor).capitalize()} the linear floor {FLOOR_POLICY}: "
+                   f"{floor['difference']:+.3f} utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
+    for name, reason in decided["excluded"].items():
+        gain = decided["policies"][name]["gain_vs_best_fixed"]["utility"]
+        if gain["ci"][0] > 0:
+            st.caption(f"Not deployable though decidably above {decided['best_fixed_arm']}: {name} "
+                       f"{gain['difference']:+.3f} [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] ({reason}).")
 
 
 def _default_router_button(store: Store, host: str, report: dict) -> None:
     """Mark the decided router as the host's default (a fixed arm has none to mark)."""
     checkpoint = report["checkpoint_id"]
     if checkpoint is None:
-        missing = f"No stored checkpoint of the decided router: {report['serve_command']}"
+        missing = f"No checkpoint of this recipe is stored for the decided router: `{report['serve_command']}`."
         st.caption("A fixed arm needs no router: nothing to mark as the default router."
                    if report["variant"] is None else missing)
         return

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app import charts, data, routers, ui, weights
-from app.calibration_view import calibration_panel
+from app.calibration_view import budget_for, calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
 from forge_core.arms import ALPHABET_SIZES
@@ -32,7 +32,10 @@ protocol = protocol_column.segmented_control(
     help="test split: the Cached protocol on the fixed test split, computed here; crossfit: stored out-of-fold "
          "results over every complete query (`forge eval --protocol crossfit`).") or "test split"
 if protocol == "crossfit":
-    show_crossfit(store, host, retriever)
+    session_weights = weights.current()
+    decided = show_decision_at_weights(store, data.store_version(store), host, session_weights, "deploy", retriever,
+                                       budget_for(session_weights))
+    show_crossfit(store, host, retriever, decided["run_ids"] if decided else [])
     st.stop()
 
 arms_column, split_column = st.columns(2)
@@ -81,7 +84,9 @@ with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} 
     overall = data.pareto(store, version, request, False)
     shown = data.pareto(store, version, request, True) if by_benchmark else overall
 
-show_decision_at_weights(store, version, host, cost_weights, accounting, split, retriever)
+show_decision_at_weights(store, version, host, cost_weights, accounting, retriever, budget_for(cost_weights))
+st.caption(f"The points below are the {split} split's, scored here without intervals: a picture of the trade-offs, "
+           "not a second recommendation.")
 
 highlights = pareto_highlights(overall)
 columns = st.columns(4)
@@ -90,8 +95,9 @@ columns[0].metric("Oracle utility", f"{highlights['oracle_utility']:.4f}",
 columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tokens",
                   help=f"Oracle F1 {highlights['oracle_f1']:.3f}.")
 best_policy = highlights["best_policy"] or "–"
-ui.name_metric(columns[2], "Best policy by utility", labels.get(best_policy, best_policy),
-               help=f"Macro utility {highlights['best_utility']:.4f}, the oracle aside.")
+ui.name_metric(columns[2], f"Highest utility on {split}", labels.get(best_policy, best_policy),
+               help=f"Macro utility {highlights['best_utility']:.4f} on the {split} split, the oracle aside: a point "
+                    "estimate without an interval, not the decision above.")
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
 moving = overall[overall["policy"].isin([c for c in chosen if c in conditioned])]
 for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):

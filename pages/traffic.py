@@ -16,6 +16,7 @@ from forge_core.reports.traffic import (
     request_record,
     requests_frame,
     requests_over_time,
+    served_manifests,
     summarize_traffic,
 )
 
@@ -28,6 +29,25 @@ folder = folder_column.text_input("Traffic log folder", str(default_traffic_dir(
 since = since_column.text_input("Since", "", help="A duration back from now (15m, 2h, 1d) or an ISO time; "
                                                   "empty: everything.")
 follow = follow_column.toggle("Follow", value=True, help="Re-read the log every 5 seconds (while a server writes it).")
+
+
+def _show_manifests(directory: Path, requests_by_manifest: dict[str, int]) -> None:
+    """The deployment manifests the requests were served under (`forge serve --manifest`)."""
+    manifests = served_manifests(directory)
+    for manifest, count in requests_by_manifest.items():
+        summary = manifests.get(manifest)
+        if summary is None:
+            st.caption(f"{count:,} requests served under {manifest}, whose file is not in {directory}.")
+            continue
+        gain = summary["gain"]
+        st.success(f"**{count:,} requests served under {manifest}**: {summary['sentence']}", icon=":material/verified:")
+        st.caption(f"Recipe `{summary['recipe_id']}` ({summary['recipe']}); out-of-fold evidence "
+                   f"`{'`, `'.join(summary['crossfit_run_ids'])}`; gain {gain['difference']:+.3f} utility "
+                   f"[{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] over the best fixed arm; data "
+                   f"{summary['data_version']}, code {summary['code_version']}.")
+    if not requests_by_manifest:
+        st.caption("No request here was served under a deployment manifest (`forge decide --manifest FILE`, then "
+                   "`forge serve --manifest FILE`).")
 
 
 @st.fragment(run_every=5.0 if follow else None)
@@ -43,6 +63,7 @@ def traffic_view() -> None:
         st.info(f"No answered request in {folder} yet: start `forge serve` (it logs there) and send requests.",
                 icon=":material/monitoring:")
         return
+    _show_manifests(Path(folder), summary["manifests"])
     frame = requests_frame(records)
     tokens = summary["tokens"]
     columns = st.columns(4)

@@ -76,8 +76,14 @@ with st.form("run", enter_to_submit=False):
         columns = st.columns(4)
         target = columns[0].selectbox("Target", ["soft", "hard"],
                                       help="soft: the Boltzmann target; hard: the one-hot oracle (control).")
-        warm_arms = columns[1].selectbox("Warm-start arms", sorted({3, n_arms}),
-                                         help="3: the support head on the NoThink arms (FORGE); all: control.")
+        warm_choices = sorted({3, n_arms})
+        recommended = data.recommended_recipe(store, data.store_version(store), host, n_arms, retriever)
+        warm_arms = columns[1].selectbox(
+            "Warm-start arms", warm_choices,
+            index=warm_choices.index(recommended.warm_start_arms) if recommended.warm_start_arms in warm_choices else 0,
+            help="3: the support head on the NoThink arms (the paper's); all: the whole alphabet. Default: the "
+                 f"recommended recipe's, `{recommended.recipe_id}` ({recommended.label}; `forge recipes`), as "
+                 "`forge train` defaults to.")
         max_epochs = columns[2].number_input("Max epochs", 1, 500, DEFAULTS_1.max_epochs)
         patience = columns[3].number_input("Patience", 1, 100, DEFAULTS_1.patience,
                                            help="Epochs without a better dev loss before stopping.")

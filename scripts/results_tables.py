@@ -68,7 +68,7 @@ from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
-from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config
+from forge_core.training.settings import PAPER_WARM_START_ARMS
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "docs" / "results.md", ROOT / "docs" / "results-rewards-grounding.md", ROOT / "docs" / "bench.md",
@@ -78,6 +78,7 @@ STORED_REPORTS = ROOT / "data" / "demo" / "reports"  # `--json` outputs of comma
 HOST = "embedded"  # the host the documents report on
 TRANSFER_HOSTS = (HOST, "embedded-small")  # the hosts of the transfer tables
 N_ARMS = 6  # its alphabet
+WHOLE_ALPHABET = 6  # `--warm-arms 6`: Stage 1 on the whole alphabet (the recipe the tables compare with the paper's)
 FRESH_PER_BENCHMARK = 5  # `forge eval fresh --per-benchmark 5`: the documented Fresh Online run
 AUDIT_WEIGHTS = ((0.1, 0.2), (0.6, 0.6))  # `forge rewards audit [--lambda-in 0.6 --lambda-out 0.6]`
 # the grounding tables' rows
@@ -704,7 +705,7 @@ def _six_arm_runs(results: Results) -> tuple[CrossfitRun, CrossfitRun]:
     """The Stage-1 and Stage-2 runs (deployment accounting, split seed 0, the conditioned routers)
     under today's default Stage 1, at the one weight pair that has both; the Stage-2 run's Stage-1 parents are the
     Stage-1 run's routers (the same out-of-fold rows)."""
-    default = Stage1Config().warm_start_arms
+    default = WHOLE_ALPHABET
     stage1, stage2 = ([run for run in results.select(stage, conditioned=True)
                        if warm_start_arms(run.settings) == default] for stage in (1, 2))
     pairs = [(one, two) for one in stage1 for two in stage2 if one.weights == two.weights]
@@ -738,7 +739,7 @@ def _percent_range(values: Sequence[float], digits: int = 0) -> str:
 def default_stage1_runs(results: Results) -> str:
     """The stored Stage-2 runs under today's default Stage 1 (what `forge eval crossfit --stage 2`
     without `--warm-arms` prints at their weights): ids and weights."""
-    default = Stage1Config().warm_start_arms
+    default = WHOLE_ALPHABET
     runs = [run for run in results.select(2, conditioned=True) if warm_start_arms(run.settings) == default]
     _require(bool(runs), f"a stored Stage-2 run with Stage 1 on {default} arms")
     return _listing([f"`{run.run_id}` at {_pair(run.settings)}" for run in runs])

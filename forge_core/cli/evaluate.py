@@ -66,7 +66,7 @@ eval_app = typer.Typer(
     invoke_without_command=True)
 PROTOCOL_OPTIONS = {  # with the older `--protocol` spelling: the options only one protocol takes
     "cached": ("--repeats",),
-    "crossfit": ("--folds", "--stage", "--stage2-steps"),
+    "crossfit": ("--folds", "--stage", "--stage2-steps", "--warm-arms"),
     "fresh": ("--per-benchmark",),
 }  # (`forge eval transfer` has no --protocol spelling)
 
@@ -97,9 +97,9 @@ def eval_cached(host: HostOption = EvaluationSettings.host, split: SplitOption =
         _eval_cached(store, request, as_json)
 
 
-WarmArmsOption = Annotated[int, typer.Option(
-    help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm start: "
-         "support head only, thinking uniform; the demo store's stored runs).")]
+WarmArmsOption = Annotated[Optional[int], typer.Option(
+    help="Stage 1: 3 (the paper's warm start: support head only, thinking uniform) or 6 (the whole alphabet). "
+         "Default: the recommended recipe's (`forge recipes`: the one the store's runs measure best).")]
 
 
 @eval_app.command("crossfit")
@@ -110,17 +110,24 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
                   split_seed: Annotated[int, typer.Option(
                       help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
                   accounting: AccountingOption = EvaluationSettings.accounting,
-                  warm_arms: WarmArmsOption = Stage1Config.warm_start_arms,
+                  warm_arms: WarmArmsOption = None,
                   retriever: RetrieverOption = None, as_json: JsonOption = False) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
-    benchmark and split pooled, every policy reported); resumable, results stored."""
+    benchmark and split pooled, every policy reported); resumable, results stored. The routers are
+    trained with the recommended recipe's Stage 1 and weight draws unless --warm-arms says otherwise."""
+    from forge_core import config
     from forge_core.evaluation.crossfit import CrossfitSettings
+    from forge_core.evaluation.recipe_choice import recommended_or_default
+    from forge_core.routing.conditioning import CostConditioning
 
+    retriever = chosen_retriever(host, retriever)
+    recipe = recommended_or_default(open_store(), host, arms, retriever, config.cache_dir())
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
                                     accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
-                                    stage1=Stage1Config(warm_start_arms=warm_arms),
+                                    stage1=Stage1Config(warm_start_arms=warm_arms or recipe.warm_start_arms),
                                     stage2=Stage2Config(steps=stage2_steps),
-                                    retriever=chosen_retriever(host, retriever)), as_json)
+                                    conditioning=CostConditioning(draws=recipe.draws or CostConditioning.draws),
+                                    retriever=retriever), as_json)
 
 
 @eval_app.command("fresh")
@@ -194,6 +201,7 @@ def eval_command(
         help=f"Crossfit: Stage-2 steps (default {CROSSFIT_STAGE2_STEPS}).")] = None,
     split_seed: SplitSeedOption = EvaluationSettings.split_seed,
     accounting: AccountingOption = EvaluationSettings.accounting,
+    warm_arms: WarmArmsOption = None,
     retriever: RetrieverOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -206,7 +214,7 @@ def eval_command(
     if protocol not in PROTOCOL_OPTIONS:
         raise InvalidInput(f"--protocol is cached, crossfit or fresh, not '{protocol}'")
     given = {"--repeats": repeats, "--folds": folds, "--stage": stage, "--stage2-steps": stage2_steps,
-             "--per-benchmark": per_benchmark}
+             "--per-benchmark": per_benchmark, "--warm-arms": warm_arms}
     if protocol == "crossfit":
         given |= {"--split": split, "--policy": policy, "--benchmark": benchmark}
     foreign = [name for name, value in given.items()
@@ -217,7 +225,7 @@ def eval_command(
               "split_seed": split_seed, "accounting": accounting, "retriever": retriever, "as_json": as_json}
     if protocol == "crossfit":
         eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or CROSSFIT_STAGE,
-                      stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, **common)
+                      stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, warm_arms=warm_arms, **common)
     elif protocol == "fresh":
         eval_fresh(split=split or EvaluationSettings.split, policy=policy, benchmark=benchmark,
                    per_benchmark=DEFAULT_PER_BENCHMARK if per_benchmark is None else per_benchmark, **common)
@@ -323,7 +331,7 @@ def _eval_fresh(store: Store, request: FreshRequest, as_json: bool) -> None:
 
 def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
-    from forge_core.reports.decision import crossfit_decision
+    from forge_core.evaluation.decide import decision_of_run
     from forge_core.routing.utility import ACCOUNTINGS
 
     store = open_store()
@@ -333,8 +341,9 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
             store, settings, on_fold=lambda done, total: progress.update(task, completed=done),
             on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
     report["across_split_seeds"] = split_seed_spread(store, report)
-    decision = crossfit_decision(report)
-    report["decision"] = decision.to_dict()
+    decision = decision_of_run(store, report["run_id"], report["settings"])
+    report["decision"] = {key: decision[key] for key in ("deploy", "leader", "tied_with_leader", "best_fixed_policy",
+                                                          "best_fixed_arm", "router_candidates", "excluded")}
     if as_json:
         print_json(report)
         return
@@ -354,7 +363,9 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
     Console().print(table)
     _print_stage_gains(report["stage2_minus_stage1"])
     _print_reliability(report)
-    Console().print(f"Decision: {decision.sentence()}")
+    Console().print(f"This run alone would deploy {decision['deploy']} (best fixed arm {decision['best_fixed_arm']}; "
+                    f"routers decidably above it and servable: {', '.join(decision['router_candidates']) or 'none'}). "
+                    "What to deploy at any weights, from the recommended recipe's runs: `forge decide`.")
     _print_seed_spread(report["across_split_seeds"])
 
 

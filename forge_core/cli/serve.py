@@ -17,7 +17,8 @@ def serve_command(
     arm: Annotated[Optional[str], typer.Option(
         "--arm", help="Serve one fixed arm instead of a router (e.g. summary:no_think, what `forge decide` names "
                       "when no router wins); weights, budgets and a candidate are refused with it.")] = None,
-    host: Annotated[str, typer.Option(help="The host that answers (see `forge host list`).")] = "embedded",
+    host: Annotated[Optional[str], typer.Option(
+        help="The host that answers (see `forge host list`; default embedded).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(
         help="Whose corpus evidence is retrieved from (default hotpotqa); repeat it to retrieve from the union of "
              "several benchmarks' corpora (FEVER only on its own: its claims take their own prompt).")] = None,
@@ -58,6 +59,10 @@ def serve_command(
                                  "`forge rewards`).")] = None,
     traffic_dir: Annotated[Optional[Path], typer.Option(
         "--traffic-dir", help="Where the traffic log is written (default: traffic/ beside the store).")] = None,
+    manifest: Annotated[Optional[Path], typer.Option(
+        "--manifest", help="Serve exactly what this deployment manifest names (`forge decide --manifest FILE`): "
+                           "its host, retriever, fixed arm or checkpoint and weights; refused where the store no "
+                           "longer holds it.")] = None,
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
     Live query path) with only the host calls the decision needs, or under one fixed arm with
@@ -70,6 +75,16 @@ def serve_command(
     from forge_core.server.budget import check_budget, load_budgets_file
     from forge_core.server.deployment import WeightsRequest
 
+    store = open_store()
+    deployment = None
+    if manifest is not None:
+        chosen = {"--router": router, "--arm": arm, "--host": host, "--retriever": retriever,
+                  "--lambda-in": lambda_in, "--lambda-out": lambda_out, "--budget-tokens": budget_tokens,
+                  "--budgets": budgets}
+        deployment, served = _manifest(store, manifest, [flag for flag, value in chosen.items() if value is not None])
+        host, retriever, arm, router = served["host"], served["retriever"], served["arm"], served["router"]
+        lambda_in, lambda_out = served["lambda_in"], served["lambda_out"]
+    host = host or "embedded"
     if arm is not None and router is not None:
         raise InvalidInput(f"--arm {arm} serves one fixed arm: --router needs routing (drop one of them)")
     router = router or "lite"
@@ -82,8 +97,8 @@ def serve_command(
                              api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
-                             traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm)
-    store = open_store()
+                             traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm,
+                             manifest=deployment)
     if arm is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
     application = build_app(store, settings)
@@ -94,3 +109,20 @@ def serve_command(
                   f"{traffic_dir or default_traffic_dir()}")
     uvicorn.run(application, host=bind, port=port, log_level="warning")
 
+
+
+def _manifest(store, path: Path, given: list[str]) -> tuple[dict, dict]:
+    """The manifest at `path` and what it serves; refused, in one line, beside options that would
+    serve something else, or where the store no longer holds what it names."""
+    from forge_core.evaluation.manifest import manifest_id, manifest_problems, read_manifest, serve_settings_of
+
+    if given:
+        raise InvalidInput(f"--manifest serves exactly what it names: drop {', '.join(given)}")
+    deployment = read_manifest(path)
+    problems = manifest_problems(store, deployment)
+    if problems:
+        raise InvalidInput(f"{path} no longer holds in this store ({'; '.join(problems)}): decide again with "
+                           f"`forge decide --lambda-in {deployment['lambda_in']:g} --lambda-out "
+                           f"{deployment['lambda_out']:g} --manifest {path}`")
+    console.print(f"serving {manifest_id(deployment)}: {deployment['sentence']}", highlight=False, soft_wrap=True)
+    return deployment, serve_settings_of(deployment)

@@ -21,7 +21,7 @@ from forge_core.cli.output import (
     spinner_progress,
 )
 from forge_core.errors import InvalidInput
-from forge_core.routing.conditioning import CLI_DRAWS, CostConditioning
+from forge_core.routing.conditioning import CostConditioning
 from forge_core.store import Store
 from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
@@ -67,9 +67,10 @@ def train_router_command(
     router_kind: Annotated[str, typer.Option(
         "--router", help="factorized, or flat (the ablation).")] = TrainRequest.router_kind,
     target: Annotated[str, typer.Option(help="Stage 1: soft (Boltzmann) or hard (control).")] = Stage1Config.target,
-    warm_arms: Annotated[int, typer.Option(
-        help="Stage 1: 6 (the whole alphabet, default: the thinking head learns) or 3 (the paper's warm "
-             "start: support head only, thinking uniform).")] = Stage1Config.warm_start_arms,
+    warm_arms: Annotated[Optional[int], typer.Option(
+        help="Stage 1: 3 (the paper's warm start: support head only, thinking uniform) or 6 (the whole "
+             "alphabet: the thinking head learns). Default: the recommended recipe's (`forge recipes`: the one "
+             "the store's crossfit runs measure best; the paper's without any).")] = None,
     max_epochs: Annotated[int, typer.Option(help="Stage 1: most epochs.")] = Stage1Config.max_epochs,
     patience: Annotated[int, typer.Option(
         help="Stage 1: epochs without a better dev loss before stopping.")] = Stage1Config.patience,
@@ -90,13 +91,23 @@ def train_router_command(
     weight_range: Annotated[tuple[float, float], typer.Option(help="--conditioned: smallest and largest trained "
                                                                     "weight.")] = (CostConditioning.low,
                                                                                    CostConditioning.high),
-    draws: Annotated[int, typer.Option(help="--conditioned: weight pairs each training query is seen at.")] = CLI_DRAWS,
+    draws: Annotated[Optional[int], typer.Option(
+        help="--conditioned: weight pairs each training query is seen at per epoch (default: the recommended "
+             "recipe's).")] = None,
     retriever: Annotated[Optional[str], typer.Option(help=RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train a router on the store's outcomes and save a checkpoint with its lineage."""
+    from forge_core import config
+    from forge_core.evaluation.recipe_choice import recommended_or_default
     from forge_core.training.trainer import train_router_job
 
+    store = open_store()
+    retriever = chosen_retriever(host, retriever)
+    if warm_arms is None or draws is None:
+        recipe = recommended_or_default(store, host, arms, retriever, config.cache_dir())
+        warm_arms = recipe.warm_start_arms if warm_arms is None else warm_arms
+        draws = (recipe.draws or CostConditioning.draws) if draws is None else draws
     request = TrainRequest(
         host=host, variant=variant, n_arms=arms, stage=stage, router_kind=router_kind, lambda_in=lambda_in,
         lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
@@ -107,9 +118,8 @@ def train_router_command(
         stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
                             log_every=log_every),
         conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None,
-        retriever=chosen_retriever(host, retriever),
+        retriever=retriever,
     )
-    store = open_store()
     request.check(store)
     compute_features_with_progress(store, host, request.benchmarks, request.retriever)
     with spinner_progress() as progress:

@@ -21,16 +21,20 @@ folds' median along the ray.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
+from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
+from forge_core.identity import canonical_hash
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
@@ -257,3 +261,16 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
     index, met = _choose(request, lambdas, np.array(tokens), np.zeros(len(lambdas)))
     chosen = float(lambdas[index])
     return RayStart(CostWeights(chosen, ratio * chosen), float(tokens[index]), met, len(rows))
+
+
+def calibrated_weights(store: Store, request: CalibrationRequest, cache_dir: Path,
+                       on_fold: Callable[[int, int], None] | None = None) -> CostWeights:
+    """`run_calibration`'s weights for `request`, computed once per request and store data and kept
+    as JSON under `cache_dir` (`forge decide --budget-tokens` without weights decides at them)."""
+    data = request.base_context(store).table.data_hash()
+    identity = {"request": dataclasses.asdict(request), "data": data}
+    path = Path(cache_dir) / "calibration" / f"{canonical_hash('calibration', 1, identity)[:20]}.json"
+    weights = cached_file(path, lambda: run_calibration(store, request, on_fold).weights.to_dict(),
+                          lambda file: json.loads(file.read_text()),
+                          lambda file, value: file.write_text(json.dumps(value)))
+    return CostWeights(weights["lambda_in"], weights["lambda_out"])

@@ -19,7 +19,6 @@ dashboard reads finished runs without recomputing anything.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -260,10 +259,7 @@ def crossfit_run_id(settings: dict, base: EvalContext) -> str:
     older run's stored JSON) and the evaluated data (keys and outcomes), so a rerun of the same
     settings on the same data resumes, a renamed field or an added policy keeps the run, and new
     data starts a new run."""
-    data = hashlib.sha256(repr(base.table.keys).encode())
-    for matrix in (base.table.f1, base.table.tokens_in, base.table.tokens_out):
-        data.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
-    identity = {"settings": crossfit_identity(settings), "data": data.hexdigest()}
+    identity = {"settings": crossfit_identity(settings), "data": base.table.data_hash()}
     return "crossfit-" + canonical_hash("crossfit", RUN_ID_VERSION, identity)[:12]
 
 

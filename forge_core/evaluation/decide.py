@@ -1,19 +1,29 @@
-"""The decision at any cost weights, from out-of-fold decisions, without a new run per weight pair.
+"""What to deploy at any cost weights: one rule over out-of-fold evidence of one recipe.
 
-The out-of-fold decisions come from the folds of the newest Stage-1 crossfit run that trained the
-cost-conditioned routers (`forge_core.evaluation.fold_decisions`: its fold routers trained once,
-then deciding at any weights), beside the fixed arms and the linear floor `ridge_utility`. The rule:
+The evidence. A decision serves one recipe (`forge_core.evaluation.recipe`): the one asked for,
+else the one the store's own runs measure best (`recipe_choice.recommended_recipe`), never the
+newest. Where a finished crossfit run of that recipe is stored at the weights and accounting (the
+lowest split seed's), its out-of-fold rows are the evidence and every policy it measured competes:
+the fixed arms, the per-weight routers trained at those weights, the cost-conditioned routers and
+the baselines. At other weights, the folds of the recipe's Stage-1 run with the cost-conditioned
+routers decide again at those weights (`fold_decisions`): the fixed arms, the linear floor and the
+conditioned routers.
 
-1. The best fixed arm is the fixed arm of highest out-of-fold macro utility.
-2. Candidates: every fixed arm, and each conditioned router whose utility gain over the best fixed
-   arm has its paired-bootstrap 95% interval above zero (the paper's dev fallback rule: a router
-   only where it decidably pays).
-3. The leader is the candidate of highest macro utility. Among the candidates whose paired
+The rule (`decide_from_outcomes`, the one function every view states its decision with):
+
+1. Only what can be served competes: fixed arms (`forge serve --arm`) and FORGE routers (a
+   checkpoint); every other policy is reported with the reason it is excluded. The oracle never.
+2. With a token budget, only policies whose tokens a query are not decidably above it (the lower
+   bound of their 95% interval at most the budget).
+3. The best fixed arm is the remaining fixed arm of highest macro utility.
+4. Candidates: those fixed arms, and each router whose utility gain over the best fixed arm has its
+   paired-bootstrap 95% interval above zero (the paper's dev fallback rule).
+5. The leader is the candidate of highest macro utility. Among the candidates whose paired
    difference from the leader is not decidable (its interval contains 0), the cheapest (fewest
    tokens a query) is deployed, and the decision says so.
 
-Each decision is kept as JSON under the run id, accounting and weights (`cached_file`), so the same
-question is answered again in well under a second, without importing torch.
+The checkpoint named is one of the same recipe (or the one command that trains it). Each rule's
+result is kept as JSON in the cache directory, so the same question is answered again at once.
 """
 
 from __future__ import annotations
@@ -26,10 +36,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from forge_core.errors import MissingStep
+from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_checkpoint
+from forge_core.evaluation.recipe_choice import ROUTERS, MeasuredRecipe, measured_recipes, recommended_recipe
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
-from forge_core.policies.kinds import FIXED_ARM_KIND
+from forge_core.identity import canonical_hash
+from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import benchmark_masks, paired_bootstrap_cis
 from forge_core.store import Store
@@ -37,70 +51,82 @@ from forge_core.store import Store
 if TYPE_CHECKING:
     from forge_core.policies.context import EvalContext
 
-DECISION_VERSION = 1  # layout of a cached decision: bump when it changes
+DECISION_VERSION = 2  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
-CONDITIONED_VARIANTS = {"forge_lite_cond": "lite", "forge_full_cond": "full"}  # the registry's ConditionedRouter
-
-
-def conditioned_run(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> tuple[str, dict]:
-    """The newest finished Stage-1 crossfit run of the host under the retriever (its configuration
-    hash) that trained the cost-conditioned routers, with its stored settings; refuses, naming the
-    command that makes one, when none is."""
-    evidence = evaluated_retriever_hash(store, host, retriever)
-    runs = store.crossfit_runs(host)
-    for run_id, stored, folds, done in zip(runs["run_id"], runs["settings"], runs["folds"], runs["folds_done"]):
-        settings = json.loads(stored)
-        if (done >= folds and settings.get("conditioning") and settings["stage"] == 1
-                and settings.get("retriever_hash", "") == evidence):
-            return str(run_id), settings
-    option = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
-    raise MissingStep(f"no finished Stage-1 crossfit run of host '{host}' under retriever '{retriever}' with the "
-                      f"cost-conditioned routers: run `forge eval crossfit --host {host}{option}` "
-                      "(about a minute on the demo store)")
+CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature variant
+ROUTER_VARIANTS = variants(TrainedRouter) | CONDITIONED_VARIANTS  # every servable router -> its checkpoints' variant
+GAIN_KEYS = ("utility", "f1", "tokens")  # each policy's gains over the best fixed arm
+RUN_TOLERANCE = 1e-9  # a stored run is at the asked weights when each differs by at most this
 
 
 # ---------------------------------------------------------------- the rule
 
 
-GAIN_KEYS = ("utility", "f1", "tokens_in", "tokens_out")  # each policy's gains over the best fixed arm
+def exclusion_reason(name: str, kind: str) -> str | None:
+    """Why `forge serve` cannot serve a policy (None: it can)."""
+    if kind == FIXED_ARM_KIND or name in ROUTER_VARIANTS:
+        return None
+    if name == FLOOR_POLICY:
+        return "the linear floor: a ridge fit with no checkpoint format `forge serve` loads"
+    if kind == ORACLE_KIND:
+        return "the oracle: it sees every arm's score"
+    if name.endswith("_fallback"):
+        return "the dev fallback rule around a router: not a checkpoint `forge serve` loads"
+    return "a baseline from the literature: `forge serve` serves FORGE routers and fixed arms"
 
 
-def decide_from_outcomes(outcomes: pd.DataFrame) -> dict:
-    """The decision from per-(policy, query) outcomes (columns policy, kind, row, benchmark, f1,
-    utility, tokens_in, tokens_out; every policy on the same rows): see the module docstring. Every
-    policy's macro values and intervals are returned beside it."""
+def decide_from_outcomes(outcomes: pd.DataFrame, budget_tokens: float | None = None) -> dict:
+    """The decision from per-(policy, query) outcomes (columns policy, kind, row, benchmark, arm,
+    f1, utility, tokens; every policy on the same rows): see the module docstring. Every policy's
+    macro values and intervals are returned beside it, the excluded ones with their reason."""
+    outcomes = outcomes[outcomes["kind"] != ORACLE_KIND]
     names, first, values, benchmarks = _by_policy(outcomes)
     masks = benchmark_masks(benchmarks)
     means = {key: np.mean([rows[:, mask].mean(axis=1) for mask in masks], axis=0) for key, rows in values.items()}
-    fixed = [name for name in names if first.at[name, "kind"] == FIXED_ARM_KIND]
+    token_cis = _intervals(values["tokens"], benchmarks)
+    excluded = {name: why for name in names if (why := exclusion_reason(name, first.at[name, "kind"]))}
+    within = [name for i, name in enumerate(names) if budget_tokens is None or token_cis[i][0] <= budget_tokens]
+    fixed = [name for name in within if first.at[name, "kind"] == FIXED_ARM_KIND]
+    if not fixed:
+        cheapest = min(names, key=lambda name: means["tokens"][names.index(name)])
+        raise InvalidInput(f"no fixed arm meets a budget of {budget_tokens:g} tokens a query (the cheapest policy, "
+                           f"{cheapest}, spends {means['tokens'][names.index(cheapest)]:,.0f}): raise the budget")
     best = names.index(max(fixed, key=lambda name: means["utility"][names.index(name)]))
     floor = names.index(FLOOR_POLICY) if FLOOR_POLICY in names else None
     compared = [(key, best) for key in GAIN_KEYS] + ([("utility", floor)] if floor is not None else [])
     intervals = _intervals(np.concatenate([values[key] - values[key][other] for key, other in compared]), benchmarks)
-    gains, to_floor = intervals[:len(GAIN_KEYS) * len(names)], intervals[len(GAIN_KEYS) * len(names):]
-    policies = {}
-    for i, name in enumerate(names):
-        row = {"kind": first.at[name, "kind"], "macro_utility": float(means["utility"][i]),
-               "macro_f1": float(means["f1"][i]), "tokens_in": float(means["tokens_in"][i]),
-               "tokens_out": float(means["tokens_out"][i])}
-        row["tokens"] = row["tokens_in"] + row["tokens_out"]
-        row["gain_vs_best_fixed"] = {key: {"difference": float(means[key][i] - means[key][best]),
-                                           "ci": gains[k * len(names) + i]} for k, key in enumerate(GAIN_KEYS)}
-        if floor is not None and name != FLOOR_POLICY:
-            row["vs_floor"] = {"difference": float(means["utility"][i] - means["utility"][floor]), "ci": to_floor[i]}
-        policies[name] = row
-    routers = [name for name in names if name not in fixed and name != FLOOR_POLICY]
+    policies = {name: _policy_row(i, name, first, means, intervals, token_cis[i], best, floor)
+                for i, name in enumerate(names)}
+    routers = [name for name in within if name not in excluded and name not in fixed]
     candidates = fixed + [name for name in routers if policies[name]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0]
     leader = max(candidates, key=lambda name: policies[name]["macro_utility"])
     utilities = values["utility"][[names.index(name) for name in candidates]]
     to_leader = _intervals(utilities - values["utility"][names.index(leader)], benchmarks)
     tied = [name for name, interval in zip(candidates, to_leader) if name == leader or _undecidable(interval)]
     deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
+    challenger = max(routers, key=lambda name: policies[name]["macro_utility"], default=None)
     return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
             "best_fixed_arm": first.at[names[best], "arm"],
             "deploy_arm": first.at[deploy, "arm"] if deploy in fixed else None,
             "router_candidates": [name for name in candidates if name in routers],
+            "challenger": challenger, "excluded": excluded, "budget_tokens": budget_tokens,
+            "over_budget": [name for name in names if name not in within],
             "queries": int(len(benchmarks)), "policies": policies}
+
+
+def _policy_row(i: int, name: str, first: pd.DataFrame, means: dict[str, np.ndarray], intervals: list,
+                token_ci: list[float], best: int, floor: int | None) -> dict:
+    """One policy's macro values, its gains over the best fixed arm (`intervals`: every policy's
+    gain per `GAIN_KEYS`, then its difference from the floor) and its difference from the floor."""
+    count = len(means["utility"])
+    row = {"kind": first.at[name, "kind"], "arm": first.at[name, "arm"], "macro_utility": float(means["utility"][i]),
+           "macro_f1": float(means["f1"][i]), "tokens": float(means["tokens"][i]), "tokens_ci": token_ci}
+    row["gain_vs_best_fixed"] = {key: {"difference": float(means[key][i] - means[key][best]),
+                                       "ci": intervals[k * count + i]} for k, key in enumerate(GAIN_KEYS)}
+    if floor is not None and name != FLOOR_POLICY:
+        row["vs_floor"] = {"difference": float(means["utility"][i] - means["utility"][floor]),
+                           "ci": intervals[len(GAIN_KEYS) * count + i]}
+    return row
 
 
 def _by_policy(outcomes: pd.DataFrame) -> tuple[list[str], pd.DataFrame, dict[str, np.ndarray], np.ndarray]:
@@ -123,113 +149,209 @@ def _undecidable(interval: list[float]) -> bool:
     return interval[0] <= 0 <= interval[1]
 
 
+# ---------------------------------------------------------------- the evidence
+
+
+def recipe_runs(store: Store, host: str, recipe: Recipe, retriever_hash: str) -> list[MeasuredRecipe]:
+    """The finished crossfit runs of the host that measured `recipe`, newest first."""
+    return [m for m in measured_recipes(store, host, retriever_hash, recipe.embedder)
+            if m.recipe.recipe_id == recipe.recipe_id]
+
+
+def run_at_weights(runs: list[MeasuredRecipe], weights: CostWeights, accounting: str) -> MeasuredRecipe | None:
+    """The run among `runs` at these weights and accounting, of the lowest split seed (then the
+    newest); None when none is."""
+    at = [m for m in runs if m.settings["accounting"] == accounting
+          and abs(m.settings["lambda_in"] - weights.lambda_in) <= RUN_TOLERANCE
+          and abs(m.settings["lambda_out"] - weights.lambda_out) <= RUN_TOLERANCE]
+    return min(at, key=lambda m: m.settings["split_seed"], default=None)
+
+
+def conditioned_anchor(runs: list[MeasuredRecipe], weights: CostWeights) -> MeasuredRecipe | None:
+    """The recipe's Stage-1 run with the cost-conditioned routers whose folds decide at other weights
+    (`fold_decisions`): the one stored nearest to `weights` (log scale), of the lowest split seed,
+    never chosen by date; None when there is none."""
+    anchors = [m for m in runs if m.settings["stage"] == 1 and m.settings.get("conditioning")]
+
+    def distance(m: MeasuredRecipe) -> tuple[float, int]:
+        ratio_in = np.log(m.settings["lambda_in"] / weights.lambda_in) if weights.lambda_in > 0 else np.inf
+        ratio_out = np.log(m.settings["lambda_out"] / weights.lambda_out) if weights.lambda_out > 0 else np.inf
+        return float(np.hypot(ratio_in, ratio_out)), m.settings["split_seed"]
+
+    return min(anchors, key=distance, default=None)
+
+
+def stored_outcomes(store: Store, measured: MeasuredRecipe) -> pd.DataFrame:
+    """A run's out-of-fold rows as the rule reads them, its routers those of the measured recipe
+    (a Stage-2 run's `_stage1` parents under their routers' names for its Stage-1 recipe)."""
+    rows = store.crossfit_results(measured.run_id)
+    accounting = measured.settings["accounting"]
+    suffix = measured.suffix
+    other = "" if suffix else STAGE1_PARENT_SUFFIX
+    names = rows["policy"]
+    dropped = names.isin([router + other for router in ROUTERS]) | (names.str.endswith("_fallback") & bool(suffix))
+    rows = rows[~dropped].copy()
+    if suffix:
+        rows["policy"] = rows["policy"].str.removesuffix(suffix)
+    rows = rows.sort_values(["policy", "benchmark", "example_id"])
+    rows["row"] = rows.groupby("policy").cumcount()
+    return pd.DataFrame({"policy": rows["policy"], "kind": rows["kind"], "row": rows["row"],
+                         "benchmark": rows["benchmark"], "arm": rows["arm"], "f1": rows["f1"],
+                         "utility": rows[f"{accounting}_utility"], "tokens": rows[f"{accounting}_tokens"]})
+
+
+def decision_of_run(store: Store, run_id: str, settings: dict) -> dict:
+    """The rule applied to one stored run alone, at its weights, with its routers of its own stage
+    (what `forge eval crossfit` prints beside the run's table)."""
+    from forge_core.evaluation.recipe import run_recipe
+    from forge_core.routing.embedders import embedder_name
+
+    measured = MeasuredRecipe(run_recipe(settings, embedder_name()), run_id, "", "", settings)
+    return decide_from_outcomes(stored_outcomes(store, measured))
+
+
+def _evidence(store: Store, host: str, recipe: Recipe, weights: CostWeights, accounting: str, retriever_hash: str,
+              cache_dir: Path, on_fold: Callable[[int, int], None] | None,
+              context_for: Callable[[dict], EvalContext] | None) -> tuple[str, list[str], Callable[[], tuple]]:
+    """Where the decision's evidence comes from: ("stored run" or "fold decisions"), the run ids it
+    rests on, and a function computing (outcomes, reproduced_share) from them."""
+    runs = recipe_runs(store, host, recipe, retriever_hash)
+    at = run_at_weights(runs, weights, accounting)
+    if at is not None:
+        return "stored run", [at.run_id], lambda: (stored_outcomes(store, at), None)
+    anchor = conditioned_anchor(runs, weights)
+    if anchor is None:
+        raise MissingStep(_missing_evidence(host, recipe, weights, accounting, runs))
+
+    def from_folds() -> tuple:
+        from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
+
+        outcomes, reproduced = out_of_fold_outcomes(store, anchor.run_id, anchor.settings, weights, accounting,
+                                                    cache_dir, on_fold,
+                                                    context_for(anchor.settings) if context_for else None)
+        return outcomes, reproduced
+
+    return "fold decisions", [anchor.run_id], from_folds
+
+
+def _missing_evidence(host: str, recipe: Recipe, weights: CostWeights, accounting: str,
+                      runs: list[MeasuredRecipe]) -> str:
+    """The one line saying what is missing and the command that makes it."""
+    lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
+    command = (f"forge eval crossfit --host {host} {lambdas} --stage {recipe.stage} "
+               f"--warm-arms {recipe.warm_start_arms} --accounting {accounting}")
+    if recipe.stage == 2:
+        return (f"no crossfit run of recipe {recipe.recipe_id} ({recipe.label}) at λ_in {weights.lambda_in:g} / "
+                f"λ_out {weights.lambda_out:g}, and a Stage-2 recipe decides only at its runs' weights: "
+                f"run `{command}`")
+    have = "its runs have none" if runs else "the store has no run of it"
+    return (f"no Stage-1 crossfit run of recipe {recipe.recipe_id} ({recipe.label}) with the cost-conditioned routers "
+            f"({have}): run `{command}` (about a minute on the demo store)")
+
+
 # ---------------------------------------------------------------- the request
-
-
-def decision_file(cache_dir: Path, run_id: str, weights: CostWeights, accounting: str) -> Path:
-    """Where one decision is kept."""
-    name = f"{run_id}.{accounting}.{weights.lambda_in!r}_{weights.lambda_out!r}.v{DECISION_VERSION}.json"
-    return Path(cache_dir) / "decide" / name
 
 
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
            on_fold: Callable[[int, int], None] | None = None, retriever: str = DEFAULT_RETRIEVER,
-           context_for: Callable[[dict], EvalContext] | None = None, run: tuple[str, dict] | None = None) -> dict:
-    """The decision at `weights` for `host` under `retriever`'s evidence (see the module
-    docstring), with the checkpoint to deploy and its serve command; computed once per (run,
-    accounting, weights) and kept in `cache_dir` (a run under another retriever has another id).
-    `on_fold(done, total)` follows the one-off training of the fold routers. `context_for`: given
-    the run's stored settings, its `fold_decisions.decision_context` under `accounting`, kept by the
-    caller (the dashboard's slider steps then load outcomes and features once); `run`, the
-    `conditioned_run` of the host and retriever when the caller keeps it."""
+           context_for: Callable[[dict], EvalContext] | None = None, recipe: Recipe | None = None,
+           budget_tokens: float | None = None, n_arms: int = 6) -> dict:
+    """The decision at `weights` for `host` under `retriever`'s evidence, of `recipe` (default: the
+    recommended one), within `budget_tokens` a query when given (see the module docstring), with
+    the checkpoint of the same recipe to deploy and its serve command. `on_fold(done, total)`
+    follows the one-off training of the fold routers; `context_for`, given a run's stored
+    settings, its `fold_decisions.decision_context` under `accounting`, kept by the caller."""
+    from forge_core.routing.embedders import embedder_name
+
     check_accounting(accounting)
-    run_id, settings = run or conditioned_run(store, host, retriever)
+    if budget_tokens is not None and not budget_tokens > 0:
+        raise InvalidInput(f"a token budget is a positive number of tokens a query, not {budget_tokens:g}")
+    evidence_hash = evaluated_retriever_hash(store, host, retriever)
+    choice = recommended_recipe(store, host, evidence_hash, embedder_name(), n_arms, Path(cache_dir))
+    chosen = recipe or choice["recipe"]
+    source, run_ids, compute_outcomes = _evidence(store, host, chosen, weights, accounting, evidence_hash,
+                                                  Path(cache_dir), on_fold, context_for)
 
     def compute() -> dict:
-        from forge_core.evaluation.fold_decisions import out_of_fold_outcomes  # torch: only when computing
         from forge_core.training.threads import one_thread
 
-        outcomes, reproduced = out_of_fold_outcomes(store, run_id, settings, weights, accounting, cache_dir, on_fold,
-                                                    context_for(settings) if context_for else None)
+        outcomes, reproduced = compute_outcomes()
         with one_thread():
-            return {**decide_from_outcomes(outcomes), "reproduced_share": reproduced}
+            return {**decide_from_outcomes(outcomes, budget_tokens), "reproduced_share": reproduced}
 
-    result = cached_file(decision_file(cache_dir, run_id, weights, accounting), compute,
+    key = canonical_hash("decision", DECISION_VERSION, {"recipe": chosen.recipe_id, "runs": run_ids,
+                                                          "accounting": accounting, "weights": weights.to_dict(),
+                                                          "budget": budget_tokens})
+    result = cached_file(Path(cache_dir) / "decide" / f"{key[:20]}.json", compute,
                          lambda path: json.loads(path.read_text()),
                          lambda path, value: path.write_text(json.dumps(value)))
-    return _named(store, host, settings, run_id, weights, accounting, result)
+    decided = {"host": host, "retriever": retriever, **weights.to_dict(), "accounting": accounting,
+               "recipe": chosen.to_dict(), "recommended_recipe": choice["recipe"].recipe_id,
+               "recipe_measured": choice["measured"], "evidence": source, "run_ids": run_ids, **result}
+    return _named(store, host, chosen, weights, decided)
 
 
-def _named(store: Store, host: str, settings: dict, run_id: str, weights: CostWeights, accounting: str,
-           result: dict) -> dict:
-    """The decision with what to deploy named: the stored conditioned checkpoint of the decided
-    router's variant (or the fixed arm), its `forge serve` command and a sentence."""
-    deploy = result["deploy"]
-    variant = CONDITIONED_VARIANTS.get(deploy)
+def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decided: dict) -> dict:
+    """The decision with what to deploy named: a checkpoint of the recipe for a router (or the one
+    command that trains it), the fixed arm's serve command otherwise, and a sentence."""
+    from forge_core.evidence.retrievers import retriever_option
+
+    deploy = decided["deploy"]
+    evidence = retriever_option(decided["retriever"])
+    lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
+    variant = ROUTER_VARIANTS.get(deploy)
+    conditioned = deploy in CONDITIONED_VARIANTS
     checkpoint = None
     if variant is not None:
-        from forge_core.policies.conditioned import conditioned_checkpoint  # torch: only for a router
-
-        checkpoint = conditioned_checkpoint(store, host, variant, settings["n_arms"],
-                                            split_seed=settings["split_seed"], seed=settings["seed"],
-                                            retriever_hash=settings.get("retriever_hash", ""))
-    retriever = settings.get("retriever", DEFAULT_RETRIEVER)
-    evidence = "" if retriever == DEFAULT_RETRIEVER else f" --retriever {retriever}"
-    lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
+        checkpoint = recipe_checkpoint(store.checkpoints(host), recipe, variant, None if conditioned else weights)
     if variant is None:
-        command = f"forge serve --host {host}{evidence} --arm {result['deploy_arm']}"
+        command = f"forge serve --host {host}{evidence} --arm {decided['deploy_arm']}"
     elif checkpoint is None:
-        command = (f"forge train --host {host}{evidence} --conditioned --variant {variant}  "
-                   f"# then: forge decide{evidence} {lambdas}")
+        trained_at = "" if conditioned else f" {lambdas}"
+        command = (f"forge train --host {host}{evidence} --variant {variant}{trained_at} "
+                   f"{recipe.train_options(conditioned)}")
     else:
-        command = f"forge serve --host {host}{evidence} --router {checkpoint} {lambdas}"
-    ask = f"forge ask --host {host}{evidence} " + (f"--arm {result['deploy_arm']}" if variant is None else
+        command = f"forge serve --host {host}{evidence} --router {checkpoint}" + (f" {lambdas}" if conditioned else "")
+    ask = f"forge ask --host {host}{evidence} " + (f"--arm {decided['deploy_arm']}" if variant is None else
                                                    f"--route --router {checkpoint}") + ' "QUESTION"'
-    decided = {"host": host, "retriever": retriever, **weights.to_dict(), "accounting": accounting, "run_id": run_id,
-               "folds": settings["folds"], **result, "checkpoint_id": checkpoint, "variant": variant,
-               "serve_command": command, "ask_command": ask if variant is None or checkpoint else None}
-    decided["sentence"] = decision_sentence(decided)
-    return decided
+    named = {**decided, "checkpoint_id": checkpoint, "variant": variant, "conditioned": conditioned,
+             "serve_command": command, "trains_first": variant is not None and checkpoint is None,
+             "ask_command": ask if variant is None or checkpoint else None}
+    named["sentence"] = decision_sentence(named)
+    return named
 
 
 def decision_sentence(decided: dict) -> str:
-    """One or two lines: what to deploy, its gain over the best fixed arm, the floor, and why."""
-    row = decided["policies"][decided["deploy"]]
+    """One or two lines: what to deploy, its gain over the best fixed arm, and why."""
+    deploy, best_arm = decided["deploy"], decided["best_fixed_arm"]
+    row = decided["policies"][deploy]
+    where = f" at λ_in {decided['lambda_in']:g} / λ_out {decided['lambda_out']:g}"
+    if decided["budget_tokens"] is not None:
+        where += f" within {decided['budget_tokens']:g} tokens a query"
+    if not decided["router_candidates"]:
+        text = f"No servable router beats {best_arm} decidably{where}: deploy the fixed arm {row['arm']}"
+        if deploy != decided["best_fixed_policy"]:
+            gain = row["gain_vs_best_fixed"]["utility"]
+            text += (f" ({gain['difference']:+.3f} utility [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] against "
+                     f"{best_arm}, not decidably below it, for fewer tokens)")
+        return text + "."
     gain = row["gain_vs_best_fixed"]["utility"]
-    low, high = gain["ci"]
-    what = decided["checkpoint_id"] or decided["deploy"]
-    text = (f"Deploy {decided['deploy']}" + (f" (checkpoint {what})" if decided["checkpoint_id"] else "")
-            + f" at λ_in {decided['lambda_in']:g} / λ_out {decided['lambda_out']:g}: "
-            + f"{gain['difference']:+.3f} utility [{low:+.3f}, {high:+.3f}] over {decided['best_fixed_arm']}")
-    if decided["deploy"] != decided["leader"]:
+    what = f"{deploy} (checkpoint {decided['checkpoint_id']})" if decided["checkpoint_id"] else deploy
+    if deploy in decided["policies"] and row["kind"] == FIXED_ARM_KIND:
+        what = f"the fixed arm {row['arm']}"
+    text = (f"Deploy {what}{where}: {gain['difference']:+.3f} utility [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] "
+            f"over {best_arm}")
+    if deploy != decided["leader"]:
         text += (f"; {decided['leader']} has the highest utility but the difference is not decidable, so the cheaper "
                  f"({row['tokens']:,.0f} tokens a query against "
                  f"{decided['policies'][decided['leader']]['tokens']:,.0f}) is preferred")
-    if not decided["router_candidates"]:
-        text += "; no conditioned router beats the best fixed arm decidably"
+    if decided["trains_first"]:
+        text += f"; no checkpoint of this recipe is stored: train it first (`{decided['serve_command']}`)"
     return text + "."
 
 
 def floor_verdict(vs_floor: dict) -> str:
-    """How the deployed policy stands against the floor, from its paired 95% interval: "decidably
-    above", "decidably below" or "not decidably different from"."""
+    """How a policy stands against the floor, from its paired 95% interval: "decidably above",
+    "decidably below" or "not decidably different from"."""
     low, high = vs_floor["ci"]
     return "decidably above" if low > 0 else "decidably below" if high < 0 else "not decidably different from"
-
-
-def decision_json(decided: dict) -> dict:
-    """The JSON output of `forge decide`: the decision, its gains with intervals, the floor."""
-    row = decided["policies"][decided["deploy"]]
-    floor = row.get("vs_floor")
-    return {key: decided[key] for key in (
-        "host", "retriever", "lambda_in", "lambda_out", "accounting", "deploy", "checkpoint_id", "variant",
-        "deploy_arm", "best_fixed_policy", "best_fixed_arm", "leader", "tied_with_leader", "router_candidates",
-        "serve_command", "ask_command",
-        "run_id", "folds", "queries", "reproduced_share", "sentence")} | {
-        "gain": row["gain_vs_best_fixed"],
-        "macro_utility": row["macro_utility"], "macro_f1": row["macro_f1"],
-        "tokens_in": row["tokens_in"], "tokens_out": row["tokens_out"],
-        "floor_policy": FLOOR_POLICY, "vs_floor": floor,
-        "decidably_above_floor": bool(floor is not None and floor["ci"][0] > 0),
-        "floor_verdict": floor_verdict(floor) if floor is not None else None,
-        "policies": decided["policies"]}

@@ -203,8 +203,8 @@ def _frame(columns: list[dict[str, np.ndarray]]) -> pd.DataFrame:
 
 
 def _policy_rows(context: EvalContext, rows: np.ndarray, policy: Policy) -> dict[str, np.ndarray]:
-    """A policy's held-out rows as columns: its arm, F1, utility and tokens in and out under the
-    accounting."""
+    """A policy's held-out rows as columns: its arm, F1, utility and tokens (in, out and in all)
+    under the accounting."""
     decisions = policy.decide(context, rows)
     outcome = score_decisions(context, rows, policy, decisions)
     table, actions = context.table, decisions.actions
@@ -216,4 +216,4 @@ def _policy_rows(context: EvalContext, rows: np.ndarray, policy: Policy) -> dict
             "benchmark": table.benchmarks[rows], "example_id": table.example_ids[rows],
             "arm": np.asarray(table.arms, dtype=object)[actions], "f1": np.asarray(outcome.f1, dtype=np.float64),
             "utility": np.asarray(outcome.utility, dtype=np.float64), "tokens_in": tokens_in.astype(np.float64),
-            "tokens_out": tokens_out.astype(np.float64)}
+            "tokens_out": tokens_out.astype(np.float64), "tokens": (tokens_in + tokens_out).astype(np.float64)}

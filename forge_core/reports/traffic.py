@@ -10,6 +10,7 @@ over those of the shadow candidate (`--candidate`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -38,6 +39,32 @@ BUCKETS_S = (1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400)  # widths of 
 
 
 SEGMENT_GLOB = "traffic-*.jsonl"  # the segments `forge_core.server.traffic_log` writes
+MANIFEST_GLOB = "manifest-*.json"  # the deployment manifests served (`forge serve --manifest`), one file each
+
+
+def write_served_manifest(directory: Path, manifest: dict[str, Any]) -> Path:
+    """Keep a served deployment manifest beside the traffic log (atomically, named by its id), where
+    `forge traffic` and the Traffic page read it; requests served under it name its id."""
+    from forge_core.evaluation.manifest import manifest_id
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{manifest_id(manifest)}.json"
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(manifest, indent=1))
+    os.replace(partial, path)
+    return path
+
+
+def served_manifests(directory: Path) -> dict[str, dict[str, Any]]:
+    """The manifests kept beside a traffic log, by id (`manifest_summary` of each)."""
+    from forge_core.evaluation.manifest import manifest_summary
+
+    found = {}
+    for path in sorted(Path(directory).glob(MANIFEST_GLOB)):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            summary = manifest_summary(json.loads(path.read_text()))
+            found[summary["manifest_id"]] = summary
+    return found
 
 
 def default_traffic_dir(store_path: Path | None = None) -> Path:
@@ -148,6 +175,7 @@ def summarize_traffic(records: TrafficRecords) -> dict[str, Any]:
         "host_calls": sum(r.get("host_calls", 0) for r in answered),
         "latency_ms": _interval([r["latency_ms"] for r in answered]),
         "budgets": _groups(answered, "budget"), "clients": _groups(requests, "client"),
+        "manifests": dict(Counter(r["manifest"] for r in requests if r.get("manifest"))),
         "shadow_raw": _shadow_raw(records, answered), "candidate": _candidate(records, answered),
         "slowest": _top(answered, "latency_ms"), "costliest": _top(answered, "tokens"),
         "unreadable_lines": records.skipped_lines,

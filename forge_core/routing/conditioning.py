@@ -32,9 +32,6 @@ from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import CostNormalizer, CostWeights
 
 WEIGHT_COLUMNS = ("lambda_in", "lambda_out")  # the router inputs after the features
-# `forge train --conditioned --draws` default: 8 weight pairs per training query and epoch, with which the
-# demo store's conditioned checkpoints were trained; `CostConditioning.draws` keeps 1 for library callers.
-CLI_DRAWS = 8
 
 
 @dataclass(frozen=True)

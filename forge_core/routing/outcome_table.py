@@ -6,6 +6,7 @@ every policy is scored on the same queries and every cost is a measured one.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -71,6 +72,14 @@ class OutcomeTable:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def data_hash(self) -> str:
+        """The sha256 (hex) of what an evaluation of these rows reads: the query keys, F1 and tokens
+        in and out (a crossfit run's id and a deployment manifest's data version)."""
+        data = hashlib.sha256(repr(self.keys).encode())
+        for matrix in (self.f1, self.tokens_in, self.tokens_out):
+            data.update(np.ascontiguousarray(matrix, dtype=np.float64).tobytes())
+        return data.hexdigest()
 
     def subset(self, mask: np.ndarray) -> OutcomeTable:
         """The rows where `mask` is true."""

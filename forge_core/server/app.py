@@ -55,12 +55,13 @@ from starlette.routing import Route
 from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
+from forge_core.evaluation.manifest import manifest_id, manifest_summary
 from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash, retriever_option, retriever_phrase
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
-from forge_core.reports.traffic import default_traffic_dir
+from forge_core.reports.traffic import default_traffic_dir, write_served_manifest
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
@@ -99,6 +100,7 @@ class ServeSettings:
     traffic_dir: Path | None = None  # where the traffic log goes (None: `default_traffic_dir()`)
     traffic_log: bool = True  # False only to measure the server without its log (bench/)
     arm: str | None = None  # the `forge` model answers under this fixed arm instead of routing (`--arm`)
+    manifest: dict | None = None  # the deployment manifest served (`--manifest`): shown at /health, named in the log
 
 
 def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
@@ -222,7 +224,10 @@ class ServerState:
     def open_traffic_log(self) -> None:
         """Start this process's traffic-log segment (unless the log is off)."""
         if self.settings.traffic_log:
-            self.traffic = TrafficLog(self.settings.traffic_dir or default_traffic_dir(self.store.path))
+            directory = self.settings.traffic_dir or default_traffic_dir(self.store.path)
+            self.traffic = TrafficLog(directory)
+            if self.settings.manifest is not None:
+                write_served_manifest(directory, self.settings.manifest)
 
     def log_request(self, record: dict[str, Any]) -> None:
         """Append a request (or shadow) record to the traffic log, if it is on; a request record
@@ -231,6 +236,8 @@ class ServerState:
             if record.get("kind") == "request":
                 record = record | {"retriever": self.retriever_config.name,
                                    "retriever_hash": retriever_hash(self.retriever_config)}
+                if self.settings.manifest is not None:
+                    record["manifest"] = manifest_id(self.settings.manifest)
             self.traffic.append(record)
 
     async def close(self) -> None:
@@ -322,7 +329,9 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
 
     async def health(_: Request) -> Response:
         if state.ready:
-            return JSONResponse({"status": "ok", "host": settings.host, "models": list(state.models)})
+            served = None if settings.manifest is None else manifest_summary(settings.manifest)
+            return JSONResponse({"status": "ok", "host": settings.host, "models": list(state.models),
+                                 "manifest": served})
         status = "failed" if state.failure else "loading"
         return JSONResponse({"status": status, "error": state.failure}, status_code=503)
 

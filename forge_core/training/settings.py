@@ -28,7 +28,7 @@ class Stage1Config:
     patience: int = 7  # stop after this many epochs without a better dev loss
     tau: float = 1.0  # Boltzmann temperature of the soft target softmax(U / tau)
     target: Literal["soft", "hard"] = "soft"  # Boltzmann target, or the one-hot oracle control
-    warm_start_arms: int = 6  # 6 (any but 3): the router's whole alphabet; 3: the paper's NoThink warm start
+    warm_start_arms: int = 3  # 3: the paper's NoThink warm start; 6 (any but 3): the router's whole alphabet
     seed: int = 0  # seeds dropout and minibatch shuffling
 
     def __post_init__(self) -> None:
@@ -40,12 +40,12 @@ class Stage1Config:
             raise InvalidInput("lr and tau must be positive, weight_decay non-negative")
 
 
-PAPER_WARM_START_ARMS = 3  # the paper's Stage 1: the support head on the NoThink arms only
-PAPER_STAGE1 = Stage1Config(warm_start_arms=PAPER_WARM_START_ARMS)  # the paper's setting, kept as a named option
+PAPER_WARM_START_ARMS = 3  # the paper's Stage 1: the support head on the NoThink arms only (the default)
+PAPER_STAGE1 = Stage1Config(warm_start_arms=PAPER_WARM_START_ARMS)  # the paper's setting, by name
 
 
 def check_warm_start(config: Stage1Config, n_arms: int) -> None:
-    """Refuse a `warm_start_arms` other than 3 (the paper's), 6 (the default: the whole alphabet) or
+    """Refuse a `warm_start_arms` other than 3 (the paper's, the default), 6 (the whole alphabet) or
     the router's own alphabet size."""
     if config.warm_start_arms not in (PAPER_WARM_START_ARMS, 6, n_arms):
         raise InvalidInput(f"Stage 1 trains on 3 arms or on all {n_arms}, not {config.warm_start_arms}")

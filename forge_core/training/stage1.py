@@ -4,14 +4,13 @@ Loss per batch: `KL(pi* || pi) = sum_a pi*(a) (log pi*(a) - log pi(a))`, average
 where `pi* = softmax(U / tau)` (soft) or the one-hot oracle arm (hard; KL to a one-hot target is
 exactly the cross-entropy `-log pi(argmax U)`).
 
-- `warm_start_arms=6` (the default): the full K-arm policy against the K-arm target, so the thinking
-  head learns where thinking pays. (6 names the full alphabet of a six-arm router; any value other
-  than 3 trains the router's whole alphabet, whatever its size.)
-- `warm_start_arms=3` (the paper's warm start, `settings.PAPER_STAGE1`): only the support head is trained, on
-  the 3 NoThink columns of U; the thinking head is reset to uniform and receives no gradient, so
-  pi(t|s) stays uniform and no Stage-1 router ever picks a thinking arm. Measured on planted data
-  (tests/training/test_planted_thinking.py) and on the demo store (docs/results.md), Stage 2 does
-  not lift it off that uniform head either, so the default trains the whole alphabet.
+- `warm_start_arms=3` (the paper's warm start and the default, `settings.PAPER_STAGE1`): only the support
+  head is trained, on the 3 NoThink columns of U; the thinking head is reset to uniform and receives no
+  gradient, so pi(t|s) stays uniform and no Stage-1 router ever picks a thinking arm.
+- `warm_start_arms=6`: the full K-arm policy against the K-arm target, so the thinking head learns where
+  thinking pays (any value other than 3 trains the router's whole alphabet, whatever its size). Measured
+  on the demo store it is the worse recipe (`forge recipes`, docs/results.md): the default follows the
+  measurement, and `forge train` takes the recommended recipe's warm start.
 
 With `epoch_rows`, each epoch after the first trains on fresh rows it returns (a cost-conditioned
 router sees every query at newly drawn cost weights each epoch; see

@@ -1,5 +1,6 @@
-"""`forge decide`'s rule on small synthetic out-of-fold tables (exact numbers), its names kept in
-step with the registry, and its one-line refusal without a conditioned crossfit run."""
+"""`forge decide`'s one rule on small synthetic out-of-fold tables (exact numbers): only servable
+policies compete, a router only on a decidable gain, the cheapest among the policies tied with the
+leader, a token budget as a constraint; its names kept in step with the registry."""
 
 from __future__ import annotations
 
@@ -7,39 +8,37 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forge_core.errors import MissingStep
+from forge_core.errors import InvalidInput
 from forge_core.evaluation import crossfit
 from forge_core.evaluation.decide import (
     CONDITIONED_VARIANTS,
     FLOOR_POLICY,
-    conditioned_run,
+    ROUTER_VARIANTS,
     decide_from_outcomes,
+    exclusion_reason,
     floor_verdict,
 )
-from forge_core.policies.kinds import BASELINE_KIND, FIXED_ARM_KIND, ROUTER_KIND
-from forge_core.policies.registry import ConditionedRouter, variants
-from forge_core.store import Store
+from forge_core.policies.kinds import BASELINE_KIND, FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
+from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 
 N = 40  # queries, one benchmark
+SIGN = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)  # alternating +1 / -1
 
 
-def frame(name: str, kind: str, arm: str, utility: np.ndarray, f1: np.ndarray, tokens_in: float,
-          tokens_out: float) -> pd.DataFrame:
-    return pd.DataFrame({"policy": name, "kind": kind, "row": np.arange(N), "benchmark": "b",
-                         "example_id": [f"q{i}" for i in range(N)], "arm": arm, "f1": f1, "utility": utility,
-                         "tokens_in": tokens_in, "tokens_out": tokens_out})
+def frame(name: str, kind: str, arm: str, utility: np.ndarray, f1: np.ndarray, tokens: float) -> pd.DataFrame:
+    return pd.DataFrame({"policy": name, "kind": kind, "row": np.arange(N), "benchmark": "b", "arm": arm,
+                         "f1": f1, "utility": utility, "tokens": tokens})
 
 
-def table(router_utility: np.ndarray) -> pd.DataFrame:
+def table(router_utility: np.ndarray, *extra: pd.DataFrame) -> pd.DataFrame:
     """Raw: utility 0.5 +- 0.1 alternating; Summary: 0.49 +- 0.1 in the opposite phase (so the
-    difference -0.01 +- 0.2 is not decidable) at fewer tokens; the floor 0.3; and one router."""
-    sign = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)
-    raw, summary = 0.5 + 0.1 * sign, 0.49 - 0.1 * sign
+    difference -0.01 +- 0.2 is not decidable) at fewer tokens; the floor 0.3; one router."""
+    raw, summary = 0.5 + 0.1 * SIGN, 0.49 - 0.1 * SIGN
     return pd.concat([
-        frame("always_raw", FIXED_ARM_KIND, "raw:no_think", raw, raw + 0.1, 380.0, 4.0),
-        frame("always_summary", FIXED_ARM_KIND, "summary:no_think", summary, summary + 0.05, 250.0, 4.0),
-        frame(FLOOR_POLICY, BASELINE_KIND, "summary:no_think", np.full(N, 0.3), np.full(N, 0.4), 250.0, 4.0),
-        frame("forge_lite_cond", ROUTER_KIND, "summary:no_think", router_utility, router_utility, 300.0, 10.0)])
+        frame("always_raw", FIXED_ARM_KIND, "raw:no_think", raw, raw + 0.1, 384.0),
+        frame("always_summary", FIXED_ARM_KIND, "summary:no_think", summary, summary + 0.05, 254.0),
+        frame(FLOOR_POLICY, BASELINE_KIND, "summary:no_think", np.full(N, 0.3), np.full(N, 0.4), 254.0),
+        frame("forge_lite_cond", ROUTER_KIND, "summary:no_think", router_utility, router_utility, 310.0), *extra])
 
 
 def test_a_cheaper_policy_not_decidably_worse_is_preferred() -> None:
@@ -49,13 +48,13 @@ def test_a_cheaper_policy_not_decidably_worse_is_preferred() -> None:
     assert decided["router_candidates"] == []  # the router does not beat raw decidably
     assert sorted(decided["tied_with_leader"]) == ["always_raw", "always_summary"]
     assert decided["deploy"] == "always_summary" and decided["deploy_arm"] == "summary:no_think"
+    assert decided["challenger"] == "forge_lite_cond"
     summary = decided["policies"]["always_summary"]
     assert summary["macro_utility"] == pytest.approx(0.49)
     assert summary["gain_vs_best_fixed"]["utility"]["difference"] == pytest.approx(-0.01)
     low, high = summary["gain_vs_best_fixed"]["utility"]["ci"]
     assert low < 0 < high
-    assert summary["gain_vs_best_fixed"]["tokens_in"]["difference"] == pytest.approx(-130.0)
-    assert summary["gain_vs_best_fixed"]["tokens_out"]["difference"] == pytest.approx(0.0)
+    assert summary["gain_vs_best_fixed"]["tokens"]["difference"] == pytest.approx(-130.0)
     assert summary["vs_floor"]["difference"] == pytest.approx(0.19)
 
 
@@ -68,44 +67,91 @@ def test_a_decidable_gain_wins_over_cheaper_arms() -> None:
     gain = decided["policies"]["forge_lite_cond"]["gain_vs_best_fixed"]
     assert gain["utility"]["difference"] == pytest.approx(0.1)
     assert gain["utility"]["ci"][0] > 0
-    assert gain["tokens_in"]["difference"] == pytest.approx(-80.0)
-    assert gain["tokens_out"]["difference"] == pytest.approx(6.0)
+    assert gain["tokens"]["difference"] == pytest.approx(-74.0)
+
+
+def test_a_router_whose_interval_only_reaches_above_zero_is_no_candidate() -> None:
+    """A mean gain of +0.04 whose 95% interval straddles zero: the highest utility, yet no candidate
+    (the lower bound decides, never the upper)."""
+    router = 0.54 + 0.3 * SIGN  # the raw arm plus 0.04 +- 0.2: its interval is about [-0.02, +0.10]
+    decided = decide_from_outcomes(table(router))
+    low, high = decided["policies"]["forge_lite_cond"]["gain_vs_best_fixed"]["utility"]["ci"]
+    assert low < 0 < high
+    assert decided["router_candidates"] == []
+    assert decided["leader"] == "always_raw" and decided["deploy"] == "always_summary"
+
+
+def test_a_cheaper_arm_decidably_below_the_leader_is_not_tied() -> None:
+    """Direct is far cheaper but decidably worse than Raw: Raw's tie set leaves it out."""
+    direct = frame("always_direct", FIXED_ARM_KIND, "direct:no_think", 0.5 + 0.1 * SIGN - 0.05, np.full(N, 0.2), 40.0)
+    decided = decide_from_outcomes(table(np.full(N, 0.45), direct))
+    high = decided["policies"]["always_direct"]["gain_vs_best_fixed"]["utility"]["ci"][1]
+    assert high < 0
+    assert "always_direct" not in decided["tied_with_leader"]
+    assert decided["deploy"] == "always_summary"
+
+
+def test_what_cannot_be_served_never_competes_and_says_why() -> None:
+    """Ridge and a literature baseline beat the best fixed arm decidably; neither is deployed, each
+    is reported with its reason; the oracle is not even a row."""
+    cascade = frame("frugal_cascade", BASELINE_KIND, "raw:no_think", np.full(N, 0.9), np.full(N, 0.9), 300.0)
+    oracle = frame("oracle", ORACLE_KIND, "raw:no_think", np.full(N, 1.0), np.full(N, 1.0), 1.0)
+    ridge = frame(FLOOR_POLICY + "_copy", BASELINE_KIND, "raw:no_think", np.full(N, 0.8), np.full(N, 0.8), 300.0)
+    decided = decide_from_outcomes(table(np.full(N, 0.45), cascade, oracle, ridge))
+    assert decided["deploy"] == "always_summary"
+    assert decided["router_candidates"] == []
+    assert set(decided["excluded"]) == {FLOOR_POLICY, "frugal_cascade", FLOOR_POLICY + "_copy"}
+    assert decided["excluded"][FLOOR_POLICY].startswith("the linear floor")
+    assert "oracle" not in decided["policies"]
+    assert decided["policies"]["frugal_cascade"]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0
+
+
+def test_a_budget_keeps_out_what_is_decidably_over_it() -> None:
+    """At a budget of 300 tokens Raw (384) is decidably over it: Summary is the best fixed arm, and the
+    router, 310 +- 20 tokens a query, is over it too (its interval's lower bound is above 300). At 312,
+    inside the router's interval, the router is within the budget (the lower bound decides)."""
+    outcomes = table(np.full(N, 0.6))
+    outcomes.loc[outcomes["policy"] == "forge_lite_cond", "tokens"] = 310.0 + 20.0 * SIGN
+    decided = decide_from_outcomes(outcomes, budget_tokens=300.0)
+    assert decided["best_fixed_policy"] == "always_summary"
+    assert set(decided["over_budget"]) == {"always_raw", "forge_lite_cond"}
+    assert decided["deploy"] == "always_summary"
+    within = decide_from_outcomes(outcomes, budget_tokens=312.0)
+    low, high = within["policies"]["forge_lite_cond"]["tokens_ci"]
+    assert low < 312.0 < high
+    assert within["deploy"] == "forge_lite_cond" and within["budget_tokens"] == 312.0
+    with pytest.raises(InvalidInput, match="no fixed arm meets a budget of 100 tokens"):
+        decide_from_outcomes(outcomes, budget_tokens=100.0)
 
 
 def test_the_floor_verdict_reads_the_interval() -> None:
     assert floor_verdict({"difference": 0.02, "ci": [0.005, 0.04]}) == "decidably above"
     assert floor_verdict({"difference": -0.024, "ci": [-0.045, -0.005]}) == "decidably below"
     assert floor_verdict({"difference": -0.004, "ci": [-0.012, 0.004]}) == "not decidably different from"
-    decided = decide_from_outcomes(table(np.full(N, 0.45)))
-    assert floor_verdict(decided["policies"]["always_summary"]["vs_floor"]) == "decidably above"
 
 
 def test_the_names_match_the_registry() -> None:
     assert CONDITIONED_VARIANTS == variants(ConditionedRouter)
+    assert ROUTER_VARIANTS == variants(TrainedRouter) | variants(ConditionedRouter)
     assert FLOOR_POLICY == crossfit.FLOOR_POLICY
-
-
-def test_without_a_conditioned_crossfit_run_it_names_the_command(tmp_path) -> None:
-    store = Store(tmp_path / "empty.duckdb")
-    with pytest.raises(MissingStep, match=r"run `forge eval crossfit --host embedded`"):
-        conditioned_run(store, "embedded")
+    assert exclusion_reason("forge_full_fallback", ROUTER_KIND).startswith("the dev fallback rule")
+    assert exclusion_reason("always_raw_cot", FIXED_ARM_KIND) is None
 
 
 def test_every_interval_is_its_pairs_own_bootstrap() -> None:
     from forge_core.statistics import paired_bootstrap_ci
 
     rng = np.random.default_rng(7)
-    router = 0.45 + 0.2 * rng.random(N)
-    outcomes = table(router)
+    outcomes = table(0.45 + 0.2 * rng.random(N))
     decided = decide_from_outcomes(outcomes)
-    column = {name: frame.sort_values("row") for name, frame in outcomes.groupby("policy")}
+    column = {name: rows.sort_values("row") for name, rows in outcomes.groupby("policy")}
     benchmarks = column["always_raw"]["benchmark"].to_numpy()
 
     def interval(name: str, other: str, key: str) -> tuple[float, float]:
         return paired_bootstrap_ci(column[name][key].to_numpy(), column[other][key].to_numpy(), benchmarks)
 
     router_row = decided["policies"]["forge_lite_cond"]
-    for key in ("utility", "f1", "tokens_in", "tokens_out"):
+    for key in ("utility", "f1", "tokens"):
         assert router_row["gain_vs_best_fixed"][key]["ci"] == pytest.approx(
             interval("forge_lite_cond", "always_raw", key), abs=1e-12)
     assert router_row["vs_floor"]["ci"] == pytest.approx(interval("forge_lite_cond", FLOOR_POLICY, "utility"),
