@@ -40,8 +40,10 @@ def show_decision_at_weights(store: Store, version: int, host: str, weights: Cos
     if isinstance(decided, str):
         st.info(f"No decision at {lambdas}: {decided}", icon=":material/help:")
         return None
-    icon = ":material/rocket_launch:" if decided["router_candidates"] else ":material/block:"
-    st.info(f"**{decided['sentence']}**", icon=icon)
+    if decided["variant"] is not None:  # a router is deployed
+        st.success(f"**{decided['sentence']}**", icon=":material/rocket_launch:")
+    else:
+        st.info(f"**{decided['sentence']}**", icon=":material/block:")
     if budget_tokens is not None:
         st.caption(f"These weights came from calibrating to {budget_tokens:g} tokens a query: the decision keeps to "
                    "that budget (a policy whose tokens are decidably above it does not compete).")

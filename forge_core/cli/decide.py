@@ -154,6 +154,10 @@ def _print(report: dict) -> None:
     console.print(f"{label}: {report['serve_command']}", highlight=False, soft_wrap=True)
     source = ("its stored crossfit run at these weights" if report["evidence"] == "stored run"
               else "the folds of its cost-conditioned run, deciding at these weights")
+    if report["evidence"] != "stored run":
+        console.print("the per-weight routers and the baselines were not measured at these weights: `forge eval "
+                      f"crossfit --lambda-in {report['lambda_in']:g} --lambda-out {report['lambda_out']:g}` measures "
+                      "them, and they compete from then on", highlight=False, soft_wrap=True)
     console.print(f"(out of fold: {report['queries']} queries, {source}: {', '.join(report['crossfit_run_ids'])}; "
                   f"{report['accounting']} accounting; data {report['data_version']}, code {report['code_version']})",
                   highlight=False, soft_wrap=True)

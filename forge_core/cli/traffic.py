@@ -47,6 +47,9 @@ def _print(summary: dict[str, Any]) -> None:
         console.print(f"tokens a request {interval_text(tokens)}; {summary['host_calls']:,} host calls; "
                       f"latency {interval_text(summary['latency_ms'])} ms")
         console.print("arms: " + ", ".join(f"{arm} {count}" for arm, count in summary["arms"].items()))
+    for manifest, count in summary["manifests"].items():
+        console.print(f"{count:,} requests served under deployment manifest {manifest} "
+                      f"({summary['traffic_dir']}/{manifest}.json)", highlight=False)
     for title, key in (("budget", "budgets"), ("client", "clients")):
         if summary[key]:
             table = Table(title=f"by {title}")

@@ -167,18 +167,37 @@ def run_at_weights(runs: list[MeasuredRecipe], weights: CostWeights, accounting:
     return min(at, key=lambda m: m.settings["split_seed"], default=None)
 
 
-def conditioned_anchor(runs: list[MeasuredRecipe], weights: CostWeights) -> MeasuredRecipe | None:
-    """The recipe's Stage-1 run with the cost-conditioned routers whose folds decide at other weights
-    (`fold_decisions`): the one stored nearest to `weights` (log scale), of the lowest split seed,
-    never chosen by date; None when there is none."""
+def conditioned_anchor(runs: list[MeasuredRecipe]) -> MeasuredRecipe | None:
+    """The recipe's Stage-1 run with the cost-conditioned routers whose folds decide at weights
+    without a stored run (`fold_decisions`): one per recipe, whatever the weights asked, so its fold
+    routers are trained once; the one stored nearest the default weights (log scale), of the lowest
+    split seed, never chosen by date. None when there is none."""
     anchors = [m for m in runs if m.settings["stage"] == 1 and m.settings.get("conditioning")]
+    default = CostWeights()
 
     def distance(m: MeasuredRecipe) -> tuple[float, int]:
-        ratio_in = np.log(m.settings["lambda_in"] / weights.lambda_in) if weights.lambda_in > 0 else np.inf
-        ratio_out = np.log(m.settings["lambda_out"] / weights.lambda_out) if weights.lambda_out > 0 else np.inf
-        return float(np.hypot(ratio_in, ratio_out)), m.settings["split_seed"]
+        log_ratios = (np.log(m.settings["lambda_in"] / default.lambda_in),
+                      np.log(m.settings["lambda_out"] / default.lambda_out))
+        return float(np.hypot(*log_ratios)), m.settings["split_seed"]
 
     return min(anchors, key=distance, default=None)
+
+
+def prepare_any_weights(store: Store, host: str, cache_dir: Path, on_fold: Callable[[int, int], None] | None = None,
+                        retriever: str = DEFAULT_RETRIEVER, n_arms: int = 6) -> str | None:
+    """Train, once, the fold routers with which the recommended recipe decides at weights where it
+    has no stored run (what `forge store load-demo` prepares); returns the id of the run they come
+    from, None when the recipe has no such run."""
+    from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
+    from forge_core.routing.embedders import embedder_name
+
+    evidence_hash = evaluated_retriever_hash(store, host, retriever)
+    recipe = recommended_recipe(store, host, evidence_hash, embedder_name(), n_arms, Path(cache_dir))["recipe"]
+    anchor = conditioned_anchor(recipe_runs(store, host, recipe, evidence_hash))
+    if anchor is None:
+        return None
+    out_of_fold_outcomes(store, anchor.run_id, anchor.settings, CostWeights(), "deploy", Path(cache_dir), on_fold)
+    return anchor.run_id
 
 
 def stored_outcomes(store: Store, measured: MeasuredRecipe) -> pd.DataFrame:
@@ -219,7 +238,7 @@ def _evidence(store: Store, host: str, recipe: Recipe, weights: CostWeights, acc
     at = run_at_weights(runs, weights, accounting)
     if at is not None:
         return "stored run", [at.run_id], lambda: (stored_outcomes(store, at), None)
-    anchor = conditioned_anchor(runs, weights)
+    anchor = conditioned_anchor(runs)
     if anchor is None:
         raise MissingStep(_missing_evidence(host, recipe, weights, accounting, runs))
 

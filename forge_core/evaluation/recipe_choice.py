@@ -8,9 +8,9 @@ out-of-fold utility under one recipe minus under the other. A comparison is deci
 interval excludes zero. Head to head, a recipe beats another when its decided comparisons favour it
 beyond chance: a one-sided sign test over them at level `SIGN_TEST_LEVEL` (with no true difference,
 a decided comparison falls either way with even odds). The recommended recipe is the simplest
-(Stage 1 before Stage 2, the paper's warm start first) that no other recipe beats; with no
-comparison at all it is the library's default (`recipe.default_recipe`). Computed once per set of
-finished runs and kept under the cache directory.
+(Stage 1 before Stage 2, the paper's warm start first) that no other recipe beats, among those the
+store's runs measured; with no run at all it is the library's default (`recipe.default_recipe`).
+Computed once per set of finished runs and kept under the cache directory.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def recommended_recipe(store: Store, host: str, retriever_hash: str, embedder: s
     comparisons = cached_file(path, lambda: _comparisons(store, measured),
                               lambda file: json.loads(file.read_text()),
                               lambda file, value: file.write_text(json.dumps(value)))
-    recipes = {m.recipe.recipe_id: m.recipe for m in measured} | {fallback.recipe_id: fallback}
+    recipes = {m.recipe.recipe_id: m.recipe for m in measured} or {fallback.recipe_id: fallback}
     standings = sorted(_standings(recipes, comparisons),
                        key=lambda row: (bool(row["beaten_by"]), _simplicity(recipes[row["recipe_id"]], fallback)))
     return {"recipe": recipes[standings[0]["recipe_id"]], "standings": standings, "comparisons": comparisons,

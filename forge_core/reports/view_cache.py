@@ -239,19 +239,21 @@ def precompute_views(store: Store, cache_dir: Path, on_step: Callable[[str], Non
     returns one line per host (and one for the transfer) saying what is ready (`on_step` gets each
     line first)."""
     from forge_core.evaluation.crossfit import finished_crossfit_reports
-    from forge_core.evaluation.decide import decide
+    from forge_core.evaluation.decide import decide, prepare_any_weights
 
     say = on_step or (lambda line: None)
     lines = []
     for host in store.hosts_with_outcomes():
         _first_views(store, host, Path(cache_dir))
         reports = finished_crossfit_reports(store, host, Path(cache_dir) / CROSSFIT_CACHE)
-        decided = "no decision (no Stage-1 crossfit run with the cost-conditioned routers)"
+        decided = "no decision (no crossfit run of the recommended recipe)"
         weights = CostWeights()
         try:
-            decide(store, host, weights, Path(cache_dir), "deploy",
-                   on_fold=lambda done, total: say(f"{host}: fold {done} of {total} of the decision's routers trained"))
+            decide(store, host, weights, Path(cache_dir), "deploy")
             decided = f"the decision at λ_in {weights.lambda_in:g} / λ_out {weights.lambda_out:g}"
+            prepare_any_weights(store, host, Path(cache_dir), on_fold=lambda done, total: say(
+                f"{host}: fold {done} of {total} of the decision's routers for any weights trained"))
+            decided += " (and at any weights)"
         except MissingStep as missing:
             log.info("precompute: %s", missing)
         line = f"{host}: {len(reports)} crossfit reports and {decided} ready"

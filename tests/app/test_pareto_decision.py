@@ -22,13 +22,14 @@ HOST = "synthetic-host"
 
 @pytest.fixture(scope="module")
 def crossfit_store(conditioned_store: tuple[Store, str], tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, str]:
-    """The conditioned store with a 2-fold Stage-1 crossfit run (with the conditioned routers) at 0.6 / 0.6."""
+    """The conditioned store with a 2-fold Stage-1 crossfit run (with the conditioned routers) at 0.6 / 0.6,
+    of the conditioned checkpoint's recipe (its Stage-1 settings), so a decision can name it."""
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
     from forge_core.training.settings import Stage1Config
 
     store = copy_store(conditioned_store[0], tmp_path_factory.mktemp("decide-crossfit"))
     run_crossfit(store, CrossfitSettings(HOST, lambda_in=0.6, lambda_out=0.6, folds=2,
-                                         stage1=Stage1Config(max_epochs=5)))
+                                         stage1=Stage1Config(max_epochs=30, patience=5)))
     return store, conditioned_store[1]
 
 
@@ -48,21 +49,60 @@ def pareto() -> AppTest:
     return AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=TIMEOUT_S).run()
 
 
+RECOMMENDATIONS = ("Deploy ", "deploy the fixed arm")  # how a decision's sentence names what to deploy
+
+
+def recommendations(app: AppTest) -> list[str]:
+    """Every statement on the page that says what to deploy."""
+    return [str(element.value) for element in [*app.success, *app.info, *app.warning]
+            if any(phrase in str(element.value) for phrase in RECOMMENDATIONS)]
+
+
+def decided_at(store: Store, lambda_in: float, lambda_out: float) -> dict:
+    """The library's decision at these weights: what the CLI prints and the page must state."""
+    from forge_core import config
+    from forge_core.routing.utility import CostWeights
+
+    return decide_module.decide(store, HOST, CostWeights(lambda_in, lambda_out), config.cache_dir())
+
+
 def test_the_decision_is_stated_where_no_run_is_stored(decide_app: tuple[Store, str]) -> None:
+    store, _ = decide_app
     app = pareto()  # the sliders at 0.1 / 0.2; the only crossfit run is at 0.6 / 0.6
     assert not app.exception, app.exception
-    stated = texts(app.success) + texts(app.info)
-    assert "Deploy " in stated and "λ_in 0.1 / λ_out 0.2" in stated
+    decided = decided_at(store, 0.1, 0.2)
+    stated = recommendations(app)
+    assert len(stated) == 1 and stated[0] == f"**{decided['sentence']}**"  # one recommendation, the CLI's
+    assert "λ_in 0.1 / λ_out 0.2" in stated[0]
     gains = app.table[0].value
-    assert list(gains.index) == ["utility", "macro F1", "tokens in a query", "tokens out a query"]
+    assert list(gains.index) == ["utility", "macro F1", "tokens a query"]
+    shown = gains.columns[0].split(" − ")[0]
+    gain = decided["policies"][shown]["gain_vs_best_fixed"]
+    for row, key in (("utility", "utility"), ("macro F1", "f1"), ("tokens a query", "tokens")):
+        assert gains.loc[row].iloc[0] == pytest.approx(round(gain[key]["difference"], 3))
+        assert gains.loc[row, "95% low"] == pytest.approx(round(gain[key]["ci"][0], 3))
     assert (gains["95% low"] <= gains["95% high"]).all()
     assert "the linear floor ridge_utility" in texts(app.caption)
-    served = tuple(f"forge serve --host synthetic-host {flag} " for flag in ("--router", "--arm"))
-    assert app.code[0].value.startswith(served)
+    assert f"Recipe `{decided['recipe']['recipe_id']}`" in texts(app.caption)
+    served = tuple(f"forge {verb} --host synthetic-host {flag} " for verb, flag in
+                   (("serve", "--router"), ("serve", "--arm"), ("train", "--variant")))
+    assert app.code[0].value.startswith(served) and app.code[0].value == decided["serve_command"]
     assert "`forge decide --host synthetic-host --lambda-in 0.1 --lambda-out 0.2` gives the same" in texts(app.caption)
     points = app.dataframe[0].value  # the Pareto table: tokens in and out apart, summing to the cost
     assert ((points["tokens_in"] + points["tokens_out"]) / 1000 - points["cost_k"]).abs().max() < 1e-9
     assert (points["tokens_in"] > points["tokens_out"]).all()  # prompts outweigh short answers
+
+
+def test_the_crossfit_view_states_no_second_recommendation(decide_app: tuple[Store, str]) -> None:
+    store, _ = decide_app
+    app = pareto()
+    app.segmented_control[0].set_value("crossfit").run()  # the run at 0.6 / 0.6, the sliders at 0.1 / 0.2
+    assert not app.exception, app.exception
+    decided = decided_at(store, 0.1, 0.2)  # its folds are the one stored run's, shown in the view
+    assert recommendations(app) == [f"**{decided['sentence']}**"]
+    shown = next(box for box in app.selectbox if box.label == "Crossfit run").value
+    assert decided["run_ids"] == [shown["run_id"]]
+    assert "The decision above rests on this run." in texts(app.caption)
 
 
 def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str],
@@ -70,13 +110,14 @@ def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str]
     store, checkpoint_id = decide_app
     real_rule = decide_module.decide_from_outcomes
 
-    def rule_deciding_the_lite_router(outcomes):  # a test double: the real rule, its choice forced
-        return {**real_rule(outcomes), "deploy": "forge_lite_cond", "router_candidates": ["forge_lite_cond"]}
+    def rule_deciding_the_lite_router(outcomes, budget_tokens=None):  # a test double: the real rule, its choice forced
+        return {**real_rule(outcomes, budget_tokens), "deploy": "forge_lite_cond",
+                "router_candidates": ["forge_lite_cond"]}
 
     monkeypatch.setattr(decide_module, "decide_from_outcomes", rule_deciding_the_lite_router)
     app = pareto()
     assert not app.exception, app.exception
-    assert f"checkpoint {checkpoint_id}" in texts(app.success)
+    assert f"checkpoint {checkpoint_id}" in texts(app.success)  # the synthetic store's one recipe
     assert app.code[0].value == (f"forge serve --host {HOST} --router {checkpoint_id} --lambda-in 0.1 "
                                  "--lambda-out 0.2")
     assert store.marked_default_router(HOST) is None
@@ -108,3 +149,30 @@ def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
     assert loads == []  # the outcomes and features were loaded by the warm-up, not by the step
     assert not [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]  # once
     assert "λ_in 0.11 / λ_out 0.2" in texts(app.success) + texts(app.info)
+
+
+WEIGHT_PAIRS = [(0.6, 0.6), (0.1, 0.2)] + [(round(0.05 * k, 2), round(0.08 * k, 2)) for k in range(1, 19)]
+
+
+def test_the_cli_and_the_page_name_the_same_policy_at_20_weight_pairs(decide_app: tuple[Store, str]) -> None:
+    """`forge decide --json` and the Pareto page's decision (`app.data.decision_at`, as the page
+    calls it) at 20 weight pairs, one of them the stored run's: the same policy, checkpoint and runs."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from app import data
+    from forge_core import cli
+    from forge_core.routing.utility import CostWeights
+
+    store, _ = decide_app
+    assert len(set(WEIGHT_PAIRS)) == 20
+    for lambda_in, lambda_out in WEIGHT_PAIRS:
+        result = CliRunner().invoke(cli.app, ["decide", "--host", HOST, "--lambda-in", str(lambda_in),
+                                              "--lambda-out", str(lambda_out), "--json"])
+        assert result.exit_code == 0, result.output
+        printed = json.loads(result.stdout)
+        shown = data.decision_at(store, data.store_version(store), HOST, CostWeights(lambda_in, lambda_out), "deploy")
+        assert (printed["policy"], printed["checkpoint_id"], printed["crossfit_run_ids"]) == (
+            shown["deploy"], shown["checkpoint_id"], shown["run_ids"]), (lambda_in, lambda_out)
+        assert printed["sentence"] == shown["sentence"]

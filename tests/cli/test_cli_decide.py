@@ -74,6 +74,18 @@ def test_at_stored_weights_every_servable_policy_competes_under_one_recipe(demo_
     assert fixed["serve_command"] == "forge serve --host embedded --arm summary:no_think"
 
 
+def test_recipes_are_measured_and_the_simplest_unbeaten_one_recommended(demo_store: Store, tmp_path: Path) -> None:
+    result = forge(demo_store, tmp_path, "recipes", "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    choice = json.loads(result.stdout)
+    recommended = choice["recommended"]["recipe_id"]
+    assert choice["recommended"]["label"].startswith(PAPER_STAGE1) and choice["measured"]
+    standings = {row["label"].split(", 6 arms")[0]: row for row in choice["standings"]}
+    whole = standings["whole-alphabet Stage 1 (6 arms), 1 weight draw"]
+    assert recommended in whole["beaten_by"]  # the paper's Stage 1 beats the whole alphabet beyond chance
+    assert not standings["paper's Stage 1 (3 NoThink arms), 1 weight draw"]["beaten_by"]
+
+
 def test_a_budget_is_a_constraint(demo_store: Store, tmp_path: Path) -> None:
     decided = decide(demo_store, tmp_path, "--lambda-in", "0.1", "--lambda-out", "0.2", "--budget-tokens", "200")
     assert decided["budget_tokens"] == 200.0 and decided["weights_from_budget"] is False

@@ -44,7 +44,7 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
         "stage": "stage", "variant": "variant", "arms": "n_arms", "host": "host", "lambda_in": "lambda_in",
         "lambda_out": "lambda_out", "rewards": "rewards", "reward": "reward", "stage2_reward": "stage2_reward",
         "router_kind": "router_kind", "split_seed": "split_seed",
-        "tau": "stage1.tau", "target": "stage1.target", "warm_arms": "stage1.warm_start_arms",
+        "tau": "stage1.tau", "target": "stage1.target",
         "max_epochs": "stage1.max_epochs", "patience": "stage1.patience", "seed": "stage1.seed",
         "algorithm": "stage2.loss_type", "steps": "stage2.steps", "beta": "stage2.beta",
         "entropy_coef": "stage2.entropy_coef", "log_every": "stage2.log_every", "parent": "parent",
@@ -52,8 +52,7 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
     ("features",): (TrainRequest, {"host": "host"}),
     ("eval", "crossfit"): (CrossfitSettings, {
         "host": "host", "arms": "n_arms", "lambda_in": "lambda_in", "lambda_out": "lambda_out", "folds": "folds",
-        "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting",
-        "warm_arms": "stage1.warm_start_arms"}),
+        "stage": "stage", "stage2_steps": "stage2.steps", "split_seed": "split_seed", "accounting": "accounting"}),
     ("eval", "cached"): (CachedRequest, {"repeats": "repeats"} | IN_SETTINGS),
     ("eval", "fresh"): (FreshRequest, {"per_benchmark": "per_benchmark"} | IN_SETTINGS),
     ("eval", "transfer"): (TransferRequest, {
@@ -86,7 +85,8 @@ FED_FIELDS: dict[tuple[str, ...], tuple[type, dict[str, str]]] = {
 # every command's --retriever is None: the host's default retriever, else the fields' bm25 (the test below)
 NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
     ("train",): {"weight_range",  # CostConditioning's range (the test below)
-                 "conditioned", "draws", "as_json"},  # whether to condition; the CLI's own draws (`CLI_DRAWS`)
+                 "warm_arms", "draws",  # None: the recommended recipe's (`forge recipes`; tests/cli/test_cli_decide.py)
+                 "conditioned", "as_json"},  # whether to condition
     ("features",): {"as_json"},
     ("enumerate",): {"shard", "poll_seconds",  # parsed or run elsewhere (the test below)
                      "host",  # a plan always names its host (no default)
@@ -97,9 +97,10 @@ NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
     ("rewards", "support"): {"as_json"},
     ("calibrate",): {"as_json"},
     ("eval",): {"protocol", "split", "repeats", "per_benchmark", "folds", "stage",  # the older spelling: None
-                "stage2_steps", "as_json"},  # or False, the protocol subcommand's default (checked there)
+                "stage2_steps", "warm_arms", "as_json"},  # or False, the protocol subcommand's default (checked there)
     ("eval", "cached"): {"as_json"},
-    ("eval", "crossfit"): {"as_json"},
+    ("eval", "crossfit"): {"warm_arms",  # None: the recommended recipe's (`forge recipes`)
+                           "as_json"},
     ("eval", "fresh"): {"as_json"},
     ("eval", "transfer"): {"source", "target",  # required (no default)
                            "calibrate", "as_json"},  # None: no calibration, the field's ()

@@ -14,12 +14,17 @@ from forge_core.evaluation.decide import (
     CONDITIONED_VARIANTS,
     FLOOR_POLICY,
     ROUTER_VARIANTS,
+    conditioned_anchor,
     decide_from_outcomes,
     exclusion_reason,
     floor_verdict,
+    run_at_weights,
 )
+from forge_core.evaluation.recipe import default_recipe
+from forge_core.evaluation.recipe_choice import MeasuredRecipe
 from forge_core.policies.kinds import BASELINE_KIND, FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
+from forge_core.routing.utility import CostWeights
 
 N = 40  # queries, one benchmark
 SIGN = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)  # alternating +1 / -1
@@ -156,3 +161,22 @@ def test_every_interval_is_its_pairs_own_bootstrap() -> None:
             interval("forge_lite_cond", "always_raw", key), abs=1e-12)
     assert router_row["vs_floor"]["ci"] == pytest.approx(interval("forge_lite_cond", FLOOR_POLICY, "utility"),
                                                          abs=1e-12)
+
+
+def measured(run_id: str, lambda_in: float, lambda_out: float, split_seed: int = 0, stage: int = 1,
+             accounting: str = "deploy") -> MeasuredRecipe:
+    settings = {"lambda_in": lambda_in, "lambda_out": lambda_out, "split_seed": split_seed, "stage": stage,
+                "accounting": accounting, "conditioning": {"draws": 1}}
+    return MeasuredRecipe(default_recipe(6, "e"), run_id, "", "", settings)
+
+
+def test_which_run_decides_is_never_a_matter_of_date() -> None:
+    """Runs newest first: at stored weights the lowest split seed's run under the asked accounting;
+    elsewhere the Stage-1 run nearest the default weights, whichever is newer."""
+    runs = [measured("newest-far", 1.5, 1.5), measured("seed-1", 0.6, 0.6, split_seed=1),
+            measured("answer", 0.6, 0.6, accounting="answer"), measured("seed-0", 0.6, 0.6),
+            measured("stage-2", 0.1, 0.2, stage=2), measured("oldest-near", 0.1, 0.2)]
+    assert run_at_weights(runs, CostWeights(0.6, 0.6), "deploy").run_id == "seed-0"
+    assert run_at_weights(runs, CostWeights(0.6, 0.6), "answer").run_id == "answer"
+    assert run_at_weights(runs, CostWeights(0.37, 0.74), "deploy") is None
+    assert conditioned_anchor(runs).run_id == "oldest-near"

@@ -82,8 +82,11 @@ def test_serves_at_chosen_weights_and_routes_dry(deploy_store: tuple[Store, str,
             assert len(host.received) == calls  # a dry route calls no host
         for route in routes:
             assert route["weights"] == {"lambda_in": weights[0], "lambda_out": weights[1]}
-            ranked = sorted(route["probabilities"].values(), reverse=True)
-            assert route["margin"] == pytest.approx(math.log(ranked[0]) - math.log(ranked[1]), abs=1e-4)
+            chosen = route["probabilities"][route["arm"]]
+            twin = f"{route['arm'].split(':')[0]}:cot"  # the paper's warm start: an untrained twin, never the runner-up
+            ranked = sorted((p for arm, p in route["probabilities"].items() if arm not in (route["arm"], twin)),
+                            reverse=True)
+            assert route["margin"] == pytest.approx(math.log(chosen) - math.log(ranked[0]), abs=1e-4)
             assert route["arm"] == max(route["probabilities"], key=route["probabilities"].get)
             assert route["evidence"] and route["host_calls"] == 0
         decisions[weights] = [route["arm"] for route in routes]

@@ -37,11 +37,12 @@ def _lineage_hash(request: TrainRequest) -> str:
 
 def test_per_weight_lineages_hash_as_before_conditioning_existed() -> None:
     # pinned on main at 06fb663, before cost conditioning: existing checkpoint ids must not change (their
-    # Stage 1 was the paper's warm start, no longer the default: a default request is another recipe)
+    # Stage 1 was the paper's warm start, the default again; the whole alphabet is another recipe)
     assert _lineage_hash(TrainRequest(variant="lite", stage1=PAPER_STAGE1)) == \
         "408ff8cde402750a8042eab7dab65bf2a2672fdc8d57591e828ef8cf5a17b511"
-    default, paper = TrainRequest(variant="lite"), TrainRequest(variant="lite", stage1=PAPER_STAGE1)
-    assert _lineage_hash(default) != _lineage_hash(paper)
+    default, whole = TrainRequest(variant="lite"), TrainRequest(variant="lite", stage1=Stage1Config(warm_start_arms=6))
+    assert _lineage_hash(default) == _lineage_hash(TrainRequest(variant="lite", stage1=PAPER_STAGE1))
+    assert _lineage_hash(whole) != _lineage_hash(default)
     assert _lineage_hash(TrainRequest(variant="lite", stage=2)) == \
         "eaebaf88099f4b357cfdb8e5e99a89648bbe09843e40e7632a5caeb3da044c0c"
     assert _lineage_hash(TrainRequest(variant="lite", conditioning=CostConditioning())) != \

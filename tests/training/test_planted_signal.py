@@ -61,7 +61,8 @@ def _gains(router: torch.nn.Module, x: np.ndarray, u: np.ndarray) -> tuple[float
 @pytest.fixture(scope="module")
 def good_stage1(data) -> Router:
     """A Stage-1 router trained to convergence on the planted rule."""
-    return fit_stage1_router(FitRows(*data["train"], *data["dev"]), Stage1Config(lr=1e-3, max_epochs=40))
+    config = Stage1Config(lr=1e-3, max_epochs=40, warm_start_arms=6)  # the whole alphabet: every head trained
+    return fit_stage1_router(FitRows(*data["train"], *data["dev"]), config)
 
 
 def _default_stage2(parent: Router, data, **changes) -> tuple[Router, Stage2Result]:
