@@ -393,10 +393,19 @@ def _arm_table(summary: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _stored_result(summary: pd.DataFrame, command: str) -> str:
+    """`command` as inline code behind the mark tests/test_documented_commands.py runs it by: it must
+    print the oracle's macro F1 of `summary` (its row of the summary table) from the store."""
+    oracle = summary[(summary["policy"] == ORACLE) & (summary["benchmark"] == MACRO)].iloc[0]
+    return f"<!-- stored-result: {MACRO} {ORACLE} {oracle.f1:.3f} -->`{command}`"
+
+
 def arms_all(results: Results) -> str:
     """Per arm over every complete query (`forge store summary`)."""
-    return "\n".join([f"Per arm over all {results.coverage['queries_complete']:,} complete queries (`forge store "
-                      "summary`; F1 / tokens per query, in + out):", "", *_arm_table(results.arm_summary(None))])
+    summary = results.arm_summary(None)
+    return "\n".join([f"Per arm over all {results.coverage['queries_complete']:,} complete queries "
+                      f"({_stored_result(summary, 'forge store summary')}; F1 / tokens per query, in + out):", "",
+                      *_arm_table(summary)])
 
 
 def arms_test(results: Results) -> str:
@@ -405,8 +414,9 @@ def arms_test(results: Results) -> str:
     counts = summary[(summary["policy"] == ORACLE) & (summary["benchmark"] != MACRO)].set_index("benchmark")["queries"]
     usual = int(counts.mode().iloc[0])
     fewer = ", ".join(f"{counts[b]} for {BENCHMARK_NAMES[b]}" for b in counts.index if counts[b] != usual)
-    return "\n".join([f"Per arm on the test split (`forge store summary --split test`; {counts.sum()} queries: {usual} "
-                      f"per benchmark, {fewer}, which has no more):", "", *_arm_table(summary)])
+    return "\n".join([f"Per arm on the test split ({_stored_result(summary, 'forge store summary --split test')}; "
+                      f"{counts.sum()} queries: {usual} per benchmark, {fewer}, which has no more):", "",
+                      *_arm_table(summary)])
 
 
 def oracle_headroom(results: Results) -> str:
@@ -855,6 +865,8 @@ def fresh_timing(results: Results) -> str:
     parts = []
     for label, answers in (("the per-weight routers of the Cached table above and the baselines", stored[~conditioned]),
                            ("the two cost-conditioned routers", stored[conditioned])):
+        if answers.empty:  # no policy of that kind answered with its current checkpoint
+            continue
         first, last = answers["finished_at"].min(), answers["finished_at"].max()
         days = _listing(sorted({f"{first:%Y-%m-%d}", f"{last:%Y-%m-%d}"}))
         parts.append(f"{label} answered on {days}, {len(answers):,} answers in "
@@ -883,6 +895,51 @@ def fresh_counts(results: Results) -> str:
             f"{_tokens([row['deploy_cost_k'] for row in probing])} tokens a query against "
             f"{_tokens([row['answer_cost_k'] for row in probing])} for their answers, and "
             "the fallback rule falls back to fixed arms everywhere (1 call a query)")
+
+
+def _policies_sent(answers: pd.DataFrame, recorded: float) -> str:
+    """How the live F1 of one (query, arm) pair came out over the policies that sent the query there:
+    "1 for 7 of the 10 policies that sent it there (+0.040 macro F1 each), 0, as recorded, for the other 3"."""
+    parts = []
+    for value, group in answers.groupby("f1", sort=False):
+        if abs(value - recorded) > 1e-9:
+            parts.append(f"{value:g} for {_count_of(len(group), len(answers))} that sent it there "
+                         f"({group['macro_gain'].iloc[0]:+.3f} macro F1 each)")
+    same = int((answers["f1"] - recorded).abs().le(1e-9).sum())
+    if same:
+        parts.append(f"{recorded:g}, as recorded, for the other {same}")
+    return ", ".join(parts)
+
+
+def _count_of(count: int, total: int) -> str:
+    """"all 7 policies" or "2 of the 9 policies"."""
+    return f"all {total} policies" if count == total else f"{count} of the {total} policies"
+
+
+def fresh_differences(results: Results) -> str:
+    """The stored Fresh Online run's live answers against the recorded outcomes of the same (query,
+    arm), over every answer the run stored: how many came back otherwise (output tokens), and each pair
+    whose F1 changed."""
+    stored = results.store.fresh_results(results.fresh["run_id"])
+    recorded = results.store.arm_outcomes(HOST)[["benchmark", "example_id", "arm", "f1", "tokens_out", "extracted"]]
+    live = stored.merge(recorded, on=["benchmark", "example_id", "arm"], suffixes=("", "_recorded"), validate="m:1")
+    _require(live["f1_recorded"].notna().all(), "every live answer has a recorded outcome of its arm")
+    per_benchmark = stored.groupby(["policy", "benchmark"]).size()
+    _require(per_benchmark.nunique() == 1, "every policy answered as many queries of each benchmark")
+    live["macro_gain"] = (live["f1"] - live["f1_recorded"]) / per_benchmark.iloc[0] / stored["benchmark"].nunique()
+    keys = ["benchmark", "example_id", "arm"]
+    live["other_tokens"] = live["answer_tokens_out"] != live["tokens_out_recorded"]
+    live["other_f1"] = (live["f1"] - live["f1_recorded"]).abs() > 1e-9
+    pairs = live.groupby(keys)[["other_tokens", "other_f1"]].any()
+    changed = []
+    for (benchmark, example_id, arm), _ in pairs[pairs["other_f1"]].iterrows():
+        answers = live[(live["benchmark"] == benchmark) & (live["example_id"] == example_id) & (live["arm"] == arm)]
+        first = answers.iloc[0]
+        changed.append(f"{BENCHMARK_NAMES[benchmark]} `{example_id}` under `{arm}`, recorded \"{first['extracted']}\" "
+                       f"(F1 {first['f1_recorded']:g}), live F1 {_policies_sent(answers, first['f1_recorded'])}")
+    return (f"Of the {len(pairs)} (query, arm) pairs the run answered live, {int(pairs['other_tokens'].sum())} had a "
+            "live answer of another length (output tokens) than the recorded one and "
+            f"{int(pairs['other_f1'].sum())} one of another F1: {'; '.join(changed)}")
 
 
 # ---------------------------------------------------------------- Transfer
@@ -1045,10 +1102,13 @@ def conditioned_reading(results: Results) -> str:
         f"{max(ci[1] - ci[0] for ci in intervals):.3f} wide): on these folds the conditioned routers are not "
         "decidably worse or better than the per-weight ones.",
         f"The demo export carries these {len(runs)} runs and the two shipped conditioned checkpoints (`forge train "
-        f"--conditioned --variant lite`, `{shipped['lite']}`, and `--variant full`, `{shipped['full']}`). Those were "
-        f"trained with {next(iter(draws))} weight pairs per training query and epoch, the routers of these runs with "
-        f"{run_draws}" + ("; the export holds no crossfit run at the shipped draws, so the table does not measure "
-                          "the shipped checkpoints." if not shipped_runs else ".")])
+        f"--conditioned --variant lite`, `{shipped['lite']}`, and `--variant full`, `{shipped['full']}`), "
+        + (f"trained as the routers of these runs were ({run_draws} weight pair per training query and epoch, the "
+           "recommended recipe of `forge recipes`): the table measures their recipe, and `forge decide` names them."
+           if next(iter(draws)) == run_draws else
+           f"trained with {next(iter(draws))} weight pairs per training query and epoch, the routers of these runs "
+           f"with {run_draws}" + ("; the export holds no crossfit run at the shipped draws, so the table does not "
+                                  "measure the shipped checkpoints." if not shipped_runs else "."))])
 
 
 def _stage1_recipe_pairs(results: Results) -> list[tuple[CrossfitRun, CrossfitRun]]:
@@ -1467,6 +1527,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {
     "stage2-reading": stage2_reading, "default-stage1-runs": default_stage1_runs,
     "six-arm-runs": six_arm_runs, "six-arm-table": six_arm_table, "six-arm-reading": six_arm_reading,
     "fresh-run": fresh_run, "fresh-timing": fresh_timing, "fresh-table": fresh_table, "fresh-counts": fresh_counts,
+    "fresh-differences": fresh_differences,
     "transfer-table": transfer_table, "transfer-arm-mix": transfer_arm_mix, "transfer-lite": transfer_lite,
     "small-target-router": small_target_router, "transfer-stored-runs": transfer_stored_runs,
     "transfer-stored-table": transfer_stored_table, "transfer-stored-lite": transfer_stored_lite,

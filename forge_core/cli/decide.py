@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from forge_core import config
 from forge_core.cli.output import (
@@ -18,6 +19,8 @@ from forge_core.cli.output import (
     print_json,
 )
 from forge_core.errors import InvalidInput
+
+out = Console(highlight=False, soft_wrap=True)  # the report, on stdout
 
 
 def decide_command(
@@ -121,46 +124,43 @@ def _write_atomically(path: Path, report: dict) -> None:
 
 
 def _print(report: dict) -> None:
-    console.print(report["sentence"], highlight=False, soft_wrap=True)
+    """The decision as `forge decide` prints it (stdout; progress and messages go to stderr)."""
+    out.print(report["sentence"])
     recipe = report["recipe"]
     chosen = ("the recommended recipe, measured best by the store's runs" if report["recipe_measured"]
               else "the default recipe: no run of the store compares recipes")
     if recipe["recipe_id"] != report["recommended_recipe"]:
         chosen = f"asked for; the recommended recipe is {report['recommended_recipe']}"
-    console.print(f"recipe: {recipe['recipe_id']} ({recipe['label']}): {chosen}", highlight=False, soft_wrap=True)
-    against = report["best_fixed_arm"] if report["policy"] != report["best_fixed_policy"] else None
-    if against is None and report["challenger"]:
-        console.print(f"strongest servable router, {report['challenger']}, against {report['best_fixed_arm']}:",
-                      highlight=False)
+    out.print(f"recipe: {recipe['recipe_id']} ({recipe['label']}): {chosen}")
+    if report["policy"] == report["best_fixed_policy"] and report["challenger"]:
+        out.print(f"strongest servable router, {report['challenger']}, against {report['best_fixed_arm']}:")
         gains = report["policies"][report["challenger"]]["gain"]
     else:
         gains = report["gain"]
     for key, label, digits in (("utility", "utility", 3), ("f1", "macro F1", 3), ("tokens", "tokens", 1)):
         low, high = gains[key]["ci"]
-        console.print(f"  {label:<9} {gains[key]['difference']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] "
-                      f"vs {report['best_fixed_arm']}", highlight=False)
+        out.print(f"  {label:<9} {gains[key]['difference']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] "
+                  f"vs {report['best_fixed_arm']}")
     floor = report["vs_floor"]
     if floor is not None:
         low, high = floor["ci"]
-        console.print(f"  {report['floor_verdict']} the floor {report['floor_policy']}: "
-                      f"{floor['difference']:+.3f} utility [{low:+.3f}, {high:+.3f}]", highlight=False, soft_wrap=True)
+        out.print(f"  {report['floor_verdict']} the floor {report['floor_policy']}: "
+                  f"{floor['difference']:+.3f} utility [{low:+.3f}, {high:+.3f}]")
     _print_excluded(report)
     if report["budget_tokens"] is not None:
         origin = " (the weights were calibrated to it)" if report["weights_from_budget"] else ""
         over = ", ".join(report["over_budget"]) or "none"
-        console.print(f"budget: {report['budget_tokens']:g} tokens a query{origin}; decidably over it: {over}",
-                      highlight=False, soft_wrap=True)
+        out.print(f"budget: {report['budget_tokens']:g} tokens a query{origin}; decidably over it: {over}")
     label = "train, then decide again" if report["trains_first"] else "serve"
-    console.print(f"{label}: {report['serve_command']}", highlight=False, soft_wrap=True)
+    out.print(f"{label}: {report['serve_command']}")
     source = ("its stored crossfit run at these weights" if report["evidence"] == "stored run"
               else "the folds of its cost-conditioned run, deciding at these weights")
     if report["evidence"] != "stored run":
-        console.print("the per-weight routers and the baselines were not measured at these weights: `forge eval "
-                      f"crossfit --lambda-in {report['lambda_in']:g} --lambda-out {report['lambda_out']:g}` measures "
-                      "them, and they compete from then on", highlight=False, soft_wrap=True)
-    console.print(f"(out of fold: {report['queries']} queries, {source}: {', '.join(report['crossfit_run_ids'])}; "
-                  f"{report['accounting']} accounting; data {report['data_version']}, code {report['code_version']})",
-                  highlight=False, soft_wrap=True)
+        out.print("the per-weight routers and the baselines were not measured at these weights: `forge eval "
+                  f"crossfit --lambda-in {report['lambda_in']:g} --lambda-out {report['lambda_out']:g}` measures "
+                  "them, and they compete from then on")
+    out.print(f"(out of fold: {report['queries']} queries, {source}: {', '.join(report['crossfit_run_ids'])}; "
+              f"{report['accounting']} accounting; data {report['data_version']}, code {report['code_version']})")
 
 
 def _print_excluded(report: dict) -> None:
@@ -168,9 +168,8 @@ def _print_excluded(report: dict) -> None:
     for name, reason in report["excluded"].items():
         gain = report["policies"][name]["gain"]["utility"]
         if gain["ci"][0] > 0:
-            console.print(f"  excluded though decidably above {report['best_fixed_arm']}: {name} "
-                          f"{gain['difference']:+.3f} [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}]: {reason}",
-                          highlight=False, soft_wrap=True)
+            out.print(f"  excluded though decidably above {report['best_fixed_arm']}: {name} "
+                      f"{gain['difference']:+.3f} [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}]: {reason}")
 
 
 def recipes_command(
@@ -182,7 +181,6 @@ def recipes_command(
     """The recipes the host's crossfit runs measured, each one's paired comparisons with the others
     on the same queries, and the recommended recipe: the one they measure best, which `forge
     decide`, `forge train` and `forge eval crossfit` default to."""
-    from rich.console import Console
     from rich.table import Table
 
     from forge_core.evaluation.recipe_choice import recommended_recipe
