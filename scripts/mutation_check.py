@@ -1,11 +1,11 @@
 """Targeted mutations: does each test that protects a piece of code fail when that code is broken?
 
 Part of closing an issue: every new test is checked with one targeted bug in the code it protects.
-`MUTATIONS` lists them (the code, the bug, the tests that must catch it). Each is applied to a
-temporary copy of the repository's tracked files (the working tree is never touched), the tests
-run there with this interpreter, and the mutation is killed when they fail. Prints one line per
-mutation, then one JSON line: {"mutations", "killed", "survived": [names]}; exits 1 when any
-survived.
+`MUTATIONS` lists them (the code, the bug, the tests that must catch it). In a temporary copy of the
+repository's tracked files (the working tree is never touched), the tests first pass unmutated;
+then each mutation is applied there and its tests run with this interpreter, every resource
+required (so none skips); the mutation is killed when they fail. Prints one line per mutation,
+then one JSON line: {"mutations", "killed", "survived": [names]}; exits 1 when any survived.
 
 Usage: .venv/bin/python scripts/mutation_check.py [NAME ...]   (default: every mutation)
 """
@@ -13,6 +13,7 @@ Usage: .venv/bin/python scripts/mutation_check.py [NAME ...]   (default: every m
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,21 @@ def tracked_copy(directory: Path) -> Path:
     return copy
 
 
+def test_environment() -> dict[str, str]:
+    """The tests' environment in the copy: the benchmarks where this checkout reads them, and every
+    resource required (a test that would skip for want of one fails, so it cannot pass as a survivor)."""
+    from forge_core import config
+
+    return {**os.environ, "FORGE_BENCHMARKS_DIR": str(config.benchmarks_dir()), "FORGE_REQUIRE_ALL": "1"}
+
+
+def tests_pass(copy: Path, tests: tuple[str, ...]) -> bool:
+    """Whether `tests` pass in the copy."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests], cwd=copy,
+                            capture_output=True, text=True, timeout=TIMEOUT_S, env=test_environment())
+    return result.returncode == 0
+
+
 def killed(copy: Path, mutation: Mutation) -> bool:
     """Apply the mutation in the copy, run its tests there, restore the file; True when they failed."""
     path = copy / mutation.path
@@ -109,11 +125,9 @@ def killed(copy: Path, mutation: Mutation) -> bool:
         raise SystemExit(f"{mutation.name}: the code to mutate is not in {mutation.path} exactly once")
     path.write_text(original.replace(mutation.before, mutation.after))
     try:
-        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                 *mutation.tests], cwd=copy, capture_output=True, text=True, timeout=TIMEOUT_S)
+        return not tests_pass(copy, mutation.tests)
     finally:
         path.write_text(original)
-    return result.returncode != 0
 
 
 def main(names: list[str]) -> int:
@@ -121,6 +135,9 @@ def main(names: list[str]) -> int:
     survived = []
     with tempfile.TemporaryDirectory(prefix="forge-mutations-") as directory:
         copy = tracked_copy(Path(directory))
+        tests = tuple(dict.fromkeys(test for mutation in chosen for test in mutation.tests))
+        if not tests_pass(copy, tests):  # a failure the mutations did not cause would count as a kill
+            raise SystemExit("the tests fail without any mutation: fix them first")
         for mutation in chosen:
             caught = killed(copy, mutation)
             print(f"{'killed  ' if caught else 'SURVIVED'} {mutation.name}", flush=True)
