@@ -49,7 +49,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
                 "are stored and shown here).",
                 icon=":material/query_stats:")
         return
-    report = st.selectbox("Crossfit run", reports, index=_run_at_session_weights(reports),
+    report = st.selectbox("Crossfit run", reports, index=_opening_run(reports, evidence),
                           format_func=crossfit_run_label)
     _say_when_not_at_session_weights(report, host, retriever)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
@@ -147,10 +147,11 @@ def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
     return list(chosen.values())
 
 
-def _run_at_session_weights(reports: list[dict]) -> int:
-    """The newest run at the session's weights (the sliders of the other pages) under the deployment's
-    accounting, else the newest run."""
-    found = report_at_weights(reports, weights.current(), accounting="deploy")
+def _opening_run(reports: list[dict], evidence: Sequence[str]) -> int:
+    """The run the page's decision rests on, else the newest run at the session's weights (the
+    sliders of the other pages) under the deployment's accounting, else the newest run."""
+    found = next((report for report in reports if report["run_id"] in evidence), None)
+    found = found or report_at_weights(reports, weights.current(), accounting="deploy")
     return reports.index(found) if found is not None else 0
 
 
