@@ -122,21 +122,29 @@ def _show_seed_spread(report: dict, reports: list[dict], retriever: str) -> None
 def _show_routing_gain(report: dict, reports: list[dict]) -> None:
     """Each router's gain over the best fixed arm and over the ridge floor along the cost weights."""
     st.subheader("Routing gain vs cost weight")
-    sweep = [r for r in reports if (r["stage"], r["folds"], r["accounting"], r["split_seed"])
-             == (report["stage"], report["folds"], report["accounting"], report["split_seed"])]
+    sweep = [r for r in reports if (_recipe_id(r), r["folds"], r["accounting"], r["split_seed"])
+             == (_recipe_id(report), report["folds"], report["accounting"], report["split_seed"])]
     runs = sorted(_one_run_per_weight(report, sweep), key=lambda r: r["lambda_in"] + r["lambda_out"])
     gains = routing_gain_frame(runs)
     st.caption("Each router's and ridge_utility's out-of-fold utility gain over the best fixed arm of each cost "
                "weight (left), and each router's gain over ridge_utility, the strongest simple learner on the same "
                "features and folds (right), with paired bootstrap 95% intervals (a band above zero: the gain is "
-               "real). One point per cost weight of the stored crossfit runs of this stage, accounting and split "
-               "seed: the chosen run at its own weights, the newest run at the others.")
+               "real). One point per cost weight of the stored crossfit runs of this run's recipe, accounting and "
+               "split seed: the chosen run at its own weights, the newest such run at the others.")
     st.plotly_chart(charts.routing_gain(gains), key="routing-gain")
     over_fixed = gains[gains["reference"] == "best fixed arm"]
     for weight_label, rows in over_fixed.groupby("weights", sort=False):
         shares = ", ".join(f"{row.policy} {row.oracle_share:.0%}" for row in rows.itertuples())
         st.markdown(f"**{weight_label}**: share of the oracle's gain over {rows['against'].iloc[0]} recovered: "
                     f"{shares}.")
+
+
+def _recipe_id(report: dict) -> str:
+    """The recipe a run's routers were trained with (`forge recipes`): runs of one recipe only are
+    set side by side."""
+    from forge_core.evaluation.recipe import run_recipe
+
+    return run_recipe(report["settings"], embedder="").recipe_id
 
 
 def _one_run_per_weight(report: dict, sweep: list[dict]) -> list[dict]:
