@@ -159,12 +159,12 @@ def recipe_runs(store: Store, host: str, recipe: Recipe, retriever_hash: str) ->
 
 
 def run_at_weights(runs: list[MeasuredRecipe], weights: CostWeights, accounting: str) -> MeasuredRecipe | None:
-    """The run among `runs` at these weights and accounting, of the lowest split seed (then the
-    newest); None when none is."""
+    """The run among `runs` at these weights and accounting, of the lowest split seed, a run of the
+    recipe's own stage before a Stage-2 run's `_stage1` parents (the same routers); None when none is."""
     at = [m for m in runs if m.settings["accounting"] == accounting
           and abs(m.settings["lambda_in"] - weights.lambda_in) <= RUN_TOLERANCE
           and abs(m.settings["lambda_out"] - weights.lambda_out) <= RUN_TOLERANCE]
-    return min(at, key=lambda m: m.settings["split_seed"], default=None)
+    return min(at, key=lambda m: (m.settings["split_seed"], m.suffix != ""), default=None)
 
 
 def conditioned_anchor(runs: list[MeasuredRecipe]) -> MeasuredRecipe | None:

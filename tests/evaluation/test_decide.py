@@ -164,17 +164,19 @@ def test_every_interval_is_its_pairs_own_bootstrap() -> None:
 
 
 def measured(run_id: str, lambda_in: float, lambda_out: float, split_seed: int = 0, stage: int = 1,
-             accounting: str = "deploy") -> MeasuredRecipe:
+             accounting: str = "deploy", suffix: str = "") -> MeasuredRecipe:
     settings = {"lambda_in": lambda_in, "lambda_out": lambda_out, "split_seed": split_seed, "stage": stage,
                 "accounting": accounting, "conditioning": {"draws": 1}}
-    return MeasuredRecipe(default_recipe(6, "e"), run_id, "", "", settings)
+    return MeasuredRecipe(default_recipe(6, "e"), run_id, suffix, "", settings)
 
 
 def test_which_run_decides_is_never_a_matter_of_date() -> None:
-    """Runs newest first: at stored weights the lowest split seed's run under the asked accounting;
-    elsewhere the Stage-1 run nearest the default weights, whichever is newer."""
+    """Runs newest first: at stored weights the lowest split seed's run under the asked accounting, a
+    run of the recipe's own stage before a newer Stage-2 run's parents; elsewhere the Stage-1 run
+    nearest the default weights, whichever is newer."""
     runs = [measured("newest-far", 1.5, 1.5), measured("seed-1", 0.6, 0.6, split_seed=1),
-            measured("answer", 0.6, 0.6, accounting="answer"), measured("seed-0", 0.6, 0.6),
+            measured("answer", 0.6, 0.6, accounting="answer"), measured("parents", 0.6, 0.6, stage=2, suffix="_stage1"),
+            measured("seed-0", 0.6, 0.6),
             measured("stage-2", 0.1, 0.2, stage=2), measured("oldest-near", 0.1, 0.2)]
     assert run_at_weights(runs, CostWeights(0.6, 0.6), "deploy").run_id == "seed-0"
     assert run_at_weights(runs, CostWeights(0.6, 0.6), "answer").run_id == "answer"
