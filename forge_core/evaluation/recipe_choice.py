@@ -8,8 +8,9 @@ out-of-fold utility under one recipe minus under the other. A comparison is deci
 interval excludes zero. Head to head, a recipe beats another when its decided comparisons favour it
 beyond chance: a one-sided sign test over them at level `SIGN_TEST_LEVEL` (with no true difference,
 a decided comparison falls either way with even odds). The recommended recipe is the simplest
-(Stage 1 before Stage 2, the paper's warm start first) that no other recipe beats, among those the
-store's runs measured; with no run at all it is the library's default (`recipe.default_recipe`).
+(Stage 1 before Stage 2, the paper's warm start, the default seed; then the one more runs measured)
+that no other recipe beats, among those the store's runs measured; with no run at all it is the
+library's default (`recipe.default_recipe`).
 Computed once per set of finished runs and kept under the cache directory.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,15 +81,18 @@ def recommended_recipe(store: Store, host: str, retriever_hash: str, embedder: s
                               lambda file: json.loads(file.read_text()),
                               lambda file, value: file.write_text(json.dumps(value)))
     recipes = {m.recipe.recipe_id: m.recipe for m in measured} or {fallback.recipe_id: fallback}
-    standings = sorted(_standings(recipes, comparisons),
-                       key=lambda row: (bool(row["beaten_by"]), _simplicity(recipes[row["recipe_id"]], fallback)))
+    runs = Counter(m.recipe.recipe_id for m in measured)
+    standings = sorted(_standings(recipes, comparisons), key=lambda row: (
+        bool(row["beaten_by"]), _simplicity(recipes[row["recipe_id"]], fallback, runs[row["recipe_id"]])))
     return {"recipe": recipes[standings[0]["recipe_id"]], "standings": standings, "comparisons": comparisons,
             "measured": any(row["comparisons"] for row in standings)}
 
 
-def _simplicity(recipe: Recipe, fallback: Recipe) -> tuple:
-    """Sorts the simplest recipe first: Stage 1 before Stage 2, the paper's warm start, the default."""
-    return (recipe.stage, recipe.warm_start_arms != PAPER_WARM_START_ARMS, recipe != fallback, recipe.recipe_id)
+def _simplicity(recipe: Recipe, fallback: Recipe, runs: int) -> tuple:
+    """Sorts the simplest recipe first: Stage 1 before Stage 2, the paper's warm start, the library's
+    default, the default seed; then the one measured by more runs (`runs`)."""
+    return (recipe.stage, recipe.warm_start_arms != PAPER_WARM_START_ARMS, recipe != fallback, recipe.seed != 0,
+            -runs, recipe.recipe_id)
 
 
 def beats(above: int, below: int) -> bool:
