@@ -162,7 +162,7 @@ def test_the_committed_demo_checkpoints_load_with_their_lineage_columns(tmp_path
     demo.mkdir()
     shutil.copy(config.demo_dir() / "checkpoints.parquet", demo)
     store = Store(tmp_path / "s.duckdb")
-    assert store.load_exported(demo) == {"checkpoints": 19}  # embedded 14 + 2 conditioned, small 3
+    assert store.load_exported(demo) == {"checkpoints": 21}  # embedded 14 + 4 conditioned (2 recipes), small 3
     with store.connect() as connection:
         rows = connection.execute(f"SELECT lineage, {LINEAGE_COLUMNS} FROM checkpoints").fetchall()
     for lineage_json, *columns in rows:
