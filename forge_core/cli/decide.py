@@ -51,7 +51,7 @@ def decide_command(
     cost-conditioned routers' folds deciding at them (trained once, about a minute). Names a
     checkpoint of that recipe (or the command that trains it) and writes a deployment manifest."""
     from forge_core.evaluation.decide import decide
-    from forge_core.evaluation.manifest import data_version, decision_manifest
+    from forge_core.evaluation.manifest import data_version, decision_manifest, write_manifest
     from forge_core.evidence.retrievers import evaluated_retriever_hash
 
     retriever = chosen_retriever(host, retriever)
@@ -67,7 +67,7 @@ def decide_command(
     report = decision_manifest(decided, data_version(store, host, decided["recipe"]["n_arms"],
                                                      evaluated_retriever_hash(store, host, retriever)))
     if manifest is not None:
-        _write_atomically(manifest, report)
+        write_manifest(manifest, report)
     if as_json:
         print_json(report)
         return
@@ -111,16 +111,6 @@ def _recipe(store, host: str, recipe_id: str | None, retriever: str):
         raise InvalidInput(f"no crossfit run of host '{host}' measured recipe '{recipe_id}' (measured: {known}; "
                            "see `forge recipes`)")
     return found[recipe_id]
-
-
-def _write_atomically(path: Path, report: dict) -> None:
-    import json
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(report, indent=1))
-    os.replace(partial, path)
 
 
 def _print(report: dict) -> None:

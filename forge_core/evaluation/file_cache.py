@@ -24,3 +24,13 @@ def cached_file(path: Path, compute: Callable[[], T], read: Callable[[Path], T],
     write(partial, value)
     os.replace(partial, path)
     return value
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a partial file beside it, renamed into place: a reader sees the
+    old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)

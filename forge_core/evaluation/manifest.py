@@ -17,6 +17,7 @@ from typing import Any
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict
+from forge_core.evaluation.file_cache import write_text_atomically
 from forge_core.evaluation.recipe import Recipe, recipe_checkpoints
 from forge_core.identity import canonical_hash
 from forge_core.routing.utility import CostWeights
@@ -76,6 +77,11 @@ def decision_manifest(decided: dict, data: str) -> dict[str, Any]:
         "policies": {name: {key: policy[key] for key in POLICY_KEYS} | {"gain": policy["gain_vs_best_fixed"]}
                      for name, policy in decided["policies"].items()},
     }
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write a manifest as JSON, atomically."""
+    write_text_atomically(path, json.dumps(manifest, indent=1))
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

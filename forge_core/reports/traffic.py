@@ -45,13 +45,10 @@ MANIFEST_GLOB = "manifest-*.json"  # the deployment manifests served (`forge ser
 def write_served_manifest(directory: Path, manifest: dict[str, Any]) -> Path:
     """Keep a served deployment manifest beside the traffic log (atomically, named by its id), where
     `forge traffic` and the Traffic page read it; requests served under it name its id."""
-    from forge_core.evaluation.manifest import manifest_id
+    from forge_core.evaluation.manifest import manifest_id, write_manifest
 
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{manifest_id(manifest)}.json"
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(manifest, indent=1))
-    os.replace(partial, path)
+    path = Path(directory) / f"{manifest_id(manifest)}.json"
+    write_manifest(path, manifest)
     return path
 
 

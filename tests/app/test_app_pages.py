@@ -387,9 +387,9 @@ def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
         plan = EnumerationPlan(host="slow", split="dev", n_arms=6, benchmarks=("musique",), per_benchmark=10,
                                concurrency=1)
         started = start_enumeration_job(plan, app_store.path, app_store.path.parent / "jobs")
-        deadline = time.monotonic() + TIMEOUT_S
-        while (job_for_process(app_store, started) or {}).get("done", 0) < 1:
-            assert time.monotonic() < deadline, log_tail(started.log_path)
+        # waits end on what the job does, not on a clock (a hang ends at pytest's --timeout)
+        while (job := job_for_process(app_store, started) or {}).get("done", 0) < 1:
+            assert job.get("status", "running") == "running", log_tail(started.log_path)
             time.sleep(0.5)
         app = page("enumerate.py")
         assert not app.exception
@@ -397,7 +397,6 @@ def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
         by_label(app.button, "Cancel").click().run()
         job_id = job_for_process(app_store, started)["job_id"]
         while app_store.job(job_id)["status"] in ("running", "cancelling"):
-            assert time.monotonic() < deadline, log_tail(started.log_path)
             time.sleep(0.5)
     assert app_store.job(job_id)["status"] == "stopped: cancelled"
     app_store.delete_host_config("slow")

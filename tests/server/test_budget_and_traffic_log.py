@@ -256,32 +256,30 @@ def test_the_shadow_raw_saving_is_always_raw_minus_served() -> None:
     assert len(host.requests) == 1 and metrics.savings["forge"].mean == 348
 
 
-def test_the_candidates_quality_difference_counts_agreements_as_zero(tmp_path: Path) -> None:
-    log = TrafficLog(tmp_path)
-    shadows = [{"agree": True}, {"agree": False, "served_rating": 0.9, "candidate_rating": 0.5},
-               {"agree": False, "served_rating": 0.2, "candidate_rating": 0.6}]
+def candidate_quality(directory: Path, shadows: list[dict]) -> dict:
+    """The candidate's quality difference `forge traffic` reports over one answered request per
+    shadow record in `shadows` (its agreement and ratings)."""
+    log = TrafficLog(directory)
     for i, shadow in enumerate(shadows):
         log.append({"kind": "request", "id": str(i), "time": float(i), "endpoint": "chat", "client": "c",
                     "status": 200, "arm": "raw:no_think", "tokens": 500, "latency_ms": 1.0, "host_calls": 1})
         log.append({"kind": "shadow", "id": str(i), "time": float(i), "shadow": "candidate", "served_tokens": 500,
                     "candidate_arm": "direct:no_think", **shadow})
     log.close()
-    quality = summarize_traffic(read_traffic(tmp_path))["candidate"]["quality_difference"]
+    return summarize_traffic(read_traffic(directory))["candidate"]["quality_difference"]
+
+
+def test_the_candidates_quality_difference_counts_agreements_as_zero(tmp_path: Path) -> None:
+    quality = candidate_quality(tmp_path, [{"agree": True},
+                                           {"agree": False, "served_rating": 0.9, "candidate_rating": 0.5},
+                                           {"agree": False, "served_rating": 0.2, "candidate_rating": 0.6}])
     assert quality["n"] == 3 and quality["mean"] == pytest.approx(0.0)
 
 
 def test_the_candidates_quality_difference_is_candidate_minus_served(tmp_path: Path) -> None:
     """The sign of the shadow candidate's quality difference: positive where the candidate's answer
     was rated better than the served one."""
-    log = TrafficLog(tmp_path)
-    shadows = [{"agree": False, "served_rating": 0.3, "candidate_rating": 0.8},
-               {"agree": False, "served_rating": 0.5, "candidate_rating": 0.6}]
-    for i, shadow in enumerate(shadows):
-        log.append({"kind": "request", "id": str(i), "time": float(i), "endpoint": "chat", "client": "c",
-                    "status": 200, "arm": "raw:no_think", "tokens": 500, "latency_ms": 1.0, "host_calls": 1})
-        log.append({"kind": "shadow", "id": str(i), "time": float(i), "shadow": "candidate", "served_tokens": 500,
-                    "candidate_arm": "direct:no_think", **shadow})
-    log.close()
-    quality = summarize_traffic(read_traffic(tmp_path))["candidate"]["quality_difference"]
+    quality = candidate_quality(tmp_path, [{"agree": False, "served_rating": 0.3, "candidate_rating": 0.8},
+                                           {"agree": False, "served_rating": 0.5, "candidate_rating": 0.6}])
     assert (quality["n"], quality["mean"]) == (2, 0.3)  # (0.5 + 0.1) / 2
     assert quality["ci95"] == [-0.092, 0.692]  # 0.3 -+ 1.96 * 0.2828 / sqrt(2)

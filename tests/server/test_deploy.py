@@ -189,9 +189,8 @@ def test_kill_9_mid_replay_loses_at_most_the_last_second(deploy_store: tuple[Sto
                               stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 300
-        while httpx_status(url) != "ok":
-            assert time.monotonic() < deadline and server.poll() is None
+        while httpx_status(url) != "ok":  # until it serves, or it exits (a hang ends at pytest's --timeout)
+            assert server.poll() is None
             time.sleep(0.5)
         answered_at: list[float] = []
         sender = threading.Thread(target=send_until_gone, args=(url, replay_questions(store, 400), answered_at),
