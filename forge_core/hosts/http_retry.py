@@ -202,6 +202,8 @@ class RetryingJsonClient:
     close it within one loop.
     """
 
+    sleep = staticmethod(asyncio.sleep)  # the wait between attempts (a test records it instead of waiting)
+
     def __init__(self, config: HostConfig, policy: RetryPolicy, base_urls: tuple[str, ...]) -> None:
         self.config = config
         self.policy = policy
@@ -233,7 +235,7 @@ class RetryingJsonClient:
                     self.config.name, endpoint.base_url, failure.reason, retry_number + 1,
                     self.policy.max_retries, wait,
                 )
-                await asyncio.sleep(wait)  # holding the slot: a struggling endpoint is not pressed
+                await self.sleep(wait)  # holding the slot: a struggling endpoint is not pressed
             finally:
                 await self.endpoints.release(endpoint, succeeded)
         attempts = self.policy.max_retries + 1
