@@ -5,7 +5,6 @@ malformed reply), dense and hybrid retrieval with the real embedder on real benc
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -94,17 +93,16 @@ def test_the_http_retriever_sends_the_protocol_and_reads_the_passages(monkeypatc
 
     monkeypatch.setenv("SVC_KEY", "secret-key")
     with RetrievalServer(delay_s=0.15) as server:
-        retriever = HttpRetriever(http_config(server.url, api_key_env="SVC_KEY", k=2, raw_words=4), BENCHMARK)
-        started = time.perf_counter()
+        config = http_config(server.url, api_key_env="SVC_KEY", k=2, raw_words=4, timeout_s=30.0)  # a busy machine
+        retriever = HttpRetriever(config, BENCHMARK)
         hits = retriever.retrieve("Where is the answer?", 5)
-        elapsed = time.perf_counter() - started
         evidence = retrieve_evidence(retriever, "Where is the answer?")
     body, headers = server.received[0]
     assert body == {"query": "Where is the answer?", "k": 5}
     assert headers["Authorization"] == "Bearer secret-key"
     assert [(h.document.title, h.document.text, h.score) for h in hits] == [
         (p["title"], p["text"], p["score"]) for p in PASSAGES[:4]]
-    assert elapsed >= 0.15  # the injected latency is the service's, waited for
+    assert len(server.received) == 2  # one request a call: the slow reply was waited for, not given up and retried
     assert evidence.support_text("raw") == ("[1] Service passage one\nThe service says the\n\n"
                                             "[2] Service passage two\nA second passage from")
 
