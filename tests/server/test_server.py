@@ -11,6 +11,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,24 +220,34 @@ def test_full_router_sends_probes_and_answer_reusing_the_greedy_probe(
 
 def test_shadow_raw_runs_after_the_response_and_estimates_the_saving(double_store: tuple[Store, str],
                                                                       double_url: str) -> None:
-    shadow_delay_s = 2.0
     evidence = lambda body: body["messages"][-1]["content"].startswith("Evidence:")  # noqa: E731
-    with AnsweringServer(delay_s=lambda body: shadow_delay_s if evidence(body) else 0.0) as slow:
-        store = double_store[0]
-        save_host_config(store, HostConfig(name="slow-raw", kind="openai", model="m", base_url=slow.base_url,
-                                           max_retries=0, timeout_s=10.0))
-        settings = ServeSettings(host="slow-raw", benchmark=BENCHMARK, router=double_store[1], shadow_raw=1.0)
-        with serving_in_thread(store, settings) as url:
-            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
-            routed = []
-            for number in range(3):  # direct:no_think: one answer call, then one shadow raw:no_think call
-                started = time.monotonic()
-                routed.append(ask(client, "forge-arm-direct:no_think", f"{QUESTION} [{number}]").usage.total_tokens)
-                assert time.monotonic() - started < shadow_delay_s  # the response never waits for the shadow
-            deadline = time.monotonic() + 30
-            while counter(text := httpx.get(f"{url}/metrics").text, "forge_shadow_raw_calls_total") < 3:
-                assert time.monotonic() < deadline, text
-                time.sleep(0.2)
+    shadows_may_answer = threading.Event()
+
+    def held_shadows(body: dict[str, Any]) -> float:
+        """No wait for an answer call; a shadow (Evidence:) call is answered only once the test says so."""
+        if evidence(body):
+            shadows_may_answer.wait()
+        return 0.0
+
+    with AnsweringServer(delay_s=held_shadows) as slow:
+        try:
+            store = double_store[0]
+            save_host_config(store, HostConfig(name="slow-raw", kind="openai", model="m", base_url=slow.base_url,
+                                               max_retries=0, timeout_s=600.0, max_concurrency=8))
+            settings = ServeSettings(host="slow-raw", benchmark=BENCHMARK, router=double_store[1], shadow_raw=1.0)
+            with serving_in_thread(store, settings) as url:
+                client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+                routed = []
+                for number in range(3):  # direct:no_think: one answer call, then one shadow raw:no_think call
+                    # answered while the shadow calls are held: the response never waits for the shadow (a
+                    # response that did would hang until pytest's --timeout)
+                    routed.append(ask(client, "forge-arm-direct:no_think", f"{QUESTION} [{number}]").usage.total_tokens)
+                assert counter(httpx.get(f"{url}/metrics").text, "forge_shadow_raw_calls_total") == 0  # all held
+                shadows_may_answer.set()
+                while counter(text := httpx.get(f"{url}/metrics").text, "forge_shadow_raw_calls_total") < 3:
+                    time.sleep(0.1)  # until the three shadows are counted (a hang ends at pytest's --timeout)
+        finally:
+            shadows_may_answer.set()
         raw = [AnsweringServer.usage(body)["total_tokens"] for _, body in slow.received if evidence(body)]
     assert len(slow.received) == 6 and len(raw) == 3
     savings = [r - t for r, t in zip(raw, routed)]
