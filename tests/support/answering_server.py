@@ -19,6 +19,19 @@ DelayRule = Callable[[dict[str, Any]], float]  # body -> seconds to wait before 
 RequestHook = Callable[[int], bool]  # (number of this request, from 1) -> True to drop it unanswered
 
 
+def held_after(count: int, release: threading.Event) -> RequestHook:
+    """An `on_request` hook: the first `count` requests are answered as usual, every later one once
+    `release` is set. A job cannot finish while its calls are held, so a test interrupts it midway
+    whatever the machine's speed; set `release` before the server stops."""
+
+    def hook(number: int) -> bool:
+        if number > count:
+            release.wait()
+        return False
+
+    return hook
+
+
 class AnsweringServer(LocalHttpServer):
     """Answers "answer <hash>" with usage counted from the prompt's characters; thread-based."""
 
