@@ -8,6 +8,7 @@ import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points
+from app.views_progress import waiting_for_views
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
@@ -17,6 +18,7 @@ from forge_core.reports.tables import (
     routing_gain_frame,
     seed_spread_frame,
 )
+from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -40,6 +42,8 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
     of the deployable policies; the routing gain over the best fixed arm along the stored runs'
     cost weights. No recommendation of its own: the page's decision (resting on the runs
     `evidence`) is the only one, and the view says whether the chosen run is among them."""
+    if waiting_for_views(view_name("crossfit", host)):
+        return
     reports = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not reports:
         under = retriever_phrase(retriever)

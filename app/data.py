@@ -41,6 +41,8 @@ from forge_core.policies.grounding import gold_recall_frame
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
 from forge_core.records import Example, HostPrices
 from forge_core.reports import tables
+from forge_core.reports.background_views import views_progress
+from forge_core.reports.view_cache import view_name
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -350,10 +352,12 @@ def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tupl
                                    settings.retriever)
             with one_thread():
                 tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
-        with contextlib.suppress(ForgeError):  # trains the decision's fold routers once, if they are missing
-            decisions.decide(store, settings.host, step.settings.weights, config.cache_dir(), settings.accounting,
-                             retriever=settings.retriever,
-                             context_for=lambda run: decision_base(store, version, run, settings.accounting))
+        progress = views_progress(config.cache_dir())
+        if progress is None or not progress.waiting_for(view_name("any_weights", settings.host)):
+            with contextlib.suppress(ForgeError):  # trains the decision's fold routers once, if they are missing
+                decisions.decide(store, settings.host, step.settings.weights, config.cache_dir(), settings.accounting,
+                                 retriever=settings.retriever,
+                                 context_for=lambda run: decision_base(store, version, run, settings.accounting))
         for checkpoint_id in conditioned:
             with contextlib.suppress(ForgeError):
                 reliability_base(store, version, checkpoint_id)

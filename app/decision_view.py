@@ -10,9 +10,11 @@ import pandas as pd
 import streamlit as st
 
 from app import data, ui
+from app.views_progress import waiting_for_views
 from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.tables import merge_identical_points
+from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -34,6 +36,9 @@ def show_decision_at_weights(store: Store, version: int, host: str, weights: Cos
     marks a decided router as the host's default. The page's only recommendation; returns the
     decision (None when there is none)."""
     lambdas = f"λ_in {weights.lambda_in:g} / λ_out {weights.lambda_out:g}"
+    needed = [view_name("decision", host)] + ([] if weights == CostWeights() else [view_name("any_weights", host)])
+    if waiting_for_views(*needed):
+        return None
     with st.spinner(f"Deciding at {lambdas} out of fold (the first time trains each fold's routers once, "
                     "about a minute)…"):
         decided = data.decision_at(store, version, host, weights, accounting, retriever, budget_tokens)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app import data, ui, weights
+from app.views_progress import waiting_for_views
 from forge_core.records import Example
 from forge_core.reports.demo_questions import WEIGHT_LADDER, DemoQuestion
+from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -34,6 +36,8 @@ def picked_example(store: Store) -> Example | None:
 def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
     """The list, each question with its arm at rising weights and a button that picks it (and sets
     the sliders to the lowest weights, where it starts)."""
+    if waiting_for_views(view_name("demo", host)):
+        return
     with ui.user_errors(stop=False):
         questions = data.demo_questions_of(store, data.store_version(store), host, checkpoint_id)
         ladder = " → ".join(f"{lo:g}/{hi:g}" for lo, hi in WEIGHT_LADDER)

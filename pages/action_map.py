@@ -5,8 +5,10 @@ import streamlit as st
 from app import charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
+from app.views_progress import waiting_for_views
 from forge_core.evidence.retrievers import retriever_option, retriever_phrase
 from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.reports.view_cache import view_name
 from forge_core.routing.checkpoints import conditioning_of
 
 st.title("Action map")
@@ -93,6 +95,8 @@ st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
        for name in ("router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")}})
 
 st.subheader("Crossfit decisions")
+if waiting_for_views(view_name("crossfit", host)):
+    st.stop()
 crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
 if not crossfit_runs:
     under = retriever_phrase(retriever)

@@ -4,12 +4,14 @@ import streamlit as st
 
 from app import charts, data, ui
 from app.overview_view import TERMS, first_contact
+from app.views_progress import waiting_for_views
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
 from forge_core.evidence.retrievers import retriever_option
 from forge_core.reports.evidence import evidence_frame
 from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
+from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]
@@ -158,16 +160,17 @@ with st.expander("Reasoning table"):
         "counted_by": "counted by"})
 
 st.subheader("Gold evidence in the prompt")
-recall = data.gold_recall(store, host, n_arms, split, retriever)
-if recall.empty:
-    st.caption("No benchmark of these queries annotates its gold evidence.")
-else:
-    missing = sorted(set(shown.benchmarks) - set(recall.columns))
-    st.caption("Share of each query's annotated supporting facts, paragraphs or evidence found in the prompt of each "
-               "support form (`gold_recall`; Direct prompts hold none)."
-               + (f" No column for {', '.join(missing)}: it annotates no gold evidence." if missing else ""))
-    st.dataframe(recall, hide_index=True, column_config={
-        name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})
+if not waiting_for_views(view_name("gold_recall", host)):  # else its progress is shown in place
+    recall = data.gold_recall(store, host, n_arms, split, retriever)
+    if recall.empty:
+        st.caption("No benchmark of these queries annotates its gold evidence.")
+    else:
+        missing = sorted(set(shown.benchmarks) - set(recall.columns))
+        st.caption("Share of each query's annotated supporting facts, paragraphs or evidence found in the prompt of "
+                   "each support form (`gold_recall`; Direct prompts hold none)."
+                   + (f" No column for {', '.join(missing)}: it annotates no gold evidence." if missing else ""))
+        st.dataframe(recall, hide_index=True, column_config={
+            name: st.column_config.NumberColumn(format="%.3f") for name in recall.columns if name != "support"})
 
 st.subheader("Answers supported by their evidence")
 support, evaluator = data.support_rates(store, host, n_arms, split, retriever)

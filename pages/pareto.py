@@ -6,11 +6,13 @@ from app import charts, data, routers, ui, weights
 from app.calibration_view import budget_for, calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import named_points, show_decision_at_weights
+from app.views_progress import waiting_for_views
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.tables import pareto_highlights
+from forge_core.reports.view_cache import view_name
 from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Pareto")
@@ -77,6 +79,8 @@ if not labels:
             icon=":material/model_training:")
 
 version = data.store_version(store)
+if waiting_for_views(view_name("pareto", host)):
+    st.stop()
 with ui.user_errors(), st.spinner(f"Scoring every policy at λ_in {lambda_in:g} / λ_out {lambda_out:g}…"):
     request = CachedRequest(EvaluationSettings(host, split, n_arms, cost_weights, accounting=accounting,
                                                retriever=retriever),

@@ -4,12 +4,13 @@ target-side calibration on K labelled target queries (`forge eval transfer`)."""
 import streamlit as st
 
 from app import charts, data, ui, weights
+from app.views_progress import waiting_for_views
 from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.retrievers import retriever_option
 from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame
-from forge_core.reports.view_cache import TRANSFER_VIEW_SIZES
+from forge_core.reports.view_cache import TRANSFER_STEP, TRANSFER_VIEW_SIZES
 
 CALIBRATION_SIZES = (25, 50, 100, 200)
 
@@ -44,6 +45,8 @@ request = TransferRequest(source, target, weights=cost_weights, calibrate=tuple(
                           calibration_split=calibration_split, store_calibrated=False, retriever=retriever)
 with ui.user_errors():
     request.check(store)
+if waiting_for_views(TRANSFER_STEP):
+    st.stop()
 try:
     with st.spinner(f"Routing {target}'s test queries with {source}'s routers…"):
         report = data.transfer(store, data.store_version(store), request)

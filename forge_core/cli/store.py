@@ -12,7 +12,7 @@ from rich.table import Table
 from forge_core import config
 from forge_core.cli.output import console, open_store, print_json, print_summary
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.store import EXPORTED_TABLES
+from forge_core.store import EXPORTED_TABLES, Store
 
 store_app = typer.Typer(help="Coverage, export and demo data of the store.", no_args_is_help=True)
 
@@ -68,15 +68,16 @@ def store_load_demo(
     again: Annotated[bool, typer.Option("--again", help="Add its rows even if this export was loaded before.")] = False,
     precompute: Annotated[bool, typer.Option(
         help="Compute the dashboard's slow first views into the cache (crossfit reports, the decision at the "
-             "default weights).")] = True,
+             "default weights and its routers for any weights, the Transfer page's first view).")] = True,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Compute them here before returning, instead of in a background process.")] = False,
 ) -> None:
     """Add the committed demo outcomes to the store once per export (rows already there are kept),
     importing the benchmarks first when the store has none (from $FORGE_BENCHMARKS_DIR or
-    ../shared/benchmarks): the dashboard then works on its own. Then computes the dashboard's slow
-    first views into the cache (the crossfit reports, the decision at the default weights: about a
-    minute once; seconds when run again)."""
+    ../shared/benchmarks): the dashboard then works on its own. Then starts the computation of the
+    dashboard's slow first views in a background process and returns (`forge store views` and the
+    pages that wait for a view show its progress; minutes once, seconds when run again)."""
     from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
-    from forge_core.reports.view_cache import precompute_views
 
     store, directory = open_store(), source or config.demo_dir()
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
@@ -93,7 +94,44 @@ def store_load_demo(
     else:
         console.print(", ".join(f"{table}: +{n} rows" for table, n in loaded.added.items()) or "no demo files found")
     if precompute:
+        compute_first_views(store, wait)
+
+
+def compute_first_views(store: Store, wait: bool) -> None:
+    """The dashboard's slow first views of the store: computed here (`wait`), or started in a
+    background process, saying how to follow it."""
+    from forge_core.reports.background_views import start_background_views
+    from forge_core.reports.view_cache import precompute_views
+
+    if wait:
         precompute_views(store, config.cache_dir(), on_step=console.print)
+    elif start_background_views(store, config.cache_dir()):
+        console.print("the dashboard's first views are being computed in a background process "
+                      "(`forge store views` shows how far; the pages that need one show it too)")
+    else:
+        console.print("the dashboard's first views are already being computed (`forge store views` shows how far)")
+
+
+@store_app.command("views")
+def store_views(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the progress as JSON.")] = False,
+) -> None:
+    """How far the background computation of the dashboard's first views has come (started by
+    `forge store load-demo` and `forge app`)."""
+    from dataclasses import asdict
+
+    from forge_core.reports.background_views import views_progress
+
+    progress = views_progress(config.cache_dir())
+    if progress is None:
+        raise MissingStep(f"no computation of the first views was started for {config.cache_dir()} "
+                          "(`forge store load-demo` or `forge app` starts one)")
+    if json_output:
+        print_json(asdict(progress) | {"current": progress.current})
+        return
+    console.print(progress.line())
+    for name, label in zip(progress.planned, progress.labels):
+        console.print(f"  {'done' if name in progress.done else 'to do'}  {label}")
 
 
 @store_app.command("import")

@@ -1,16 +1,17 @@
-"""The dashboard's slow first views, computed once when the outcomes arrive (`forge store
-load-demo`, also when run again on a loaded store, and `forge app`'s first run) rather than on a
-page's first view: the stored crossfit runs' reports (the Action map and the Pareto page's crossfit
-view) and the decision at the default weights (the Pareto page: its first computation trains each
-fold's conditioned routers, a minute or more), the Transfer page's first view (between the first
-two hosts: its calibrations train each transferred router's heads 9 times), the Live query page's
-demo questions under each host's default router (deciding them loads the training stack), the gold
-recall of every complete query's prompts (the Overview's and the Pareto page's grounding columns:
-the evidence is rebuilt query by query), and the Train page's consensus-reward audit at the default
-weights. Each is kept under the cache directory where the pages read it (`crossfit/`, `decide/`,
-`transfer/`, `demo/`, `gold_recall/`, `audit/`), in files named by the run id and the weights (a
-transfer report, the demo questions and an audit: by their inputs and the store's row counts), so a
-result that no longer matches the store is simply never read."""
+"""The dashboard's slow first views, computed once when the outcomes arrive (a background process
+that `forge store load-demo` and `forge app` start: `background_views`; `load-demo --wait` computes
+them in the foreground) rather than on a page's first view: the stored crossfit runs' reports (the
+Action map and the Pareto page's crossfit view) and the decision at the default weights with its fold
+routers for any weights (the Pareto page: training them takes a minute or more), the Transfer page's
+first view (between the first two hosts: its calibrations train each transferred router's heads 9
+times), the Live query page's demo questions under each host's default router (deciding them loads
+the training stack), the gold recall of every complete query's prompts (the Overview's and the
+Pareto page's grounding columns: the evidence is rebuilt query by query), and the Train page's
+consensus-reward audit at the default weights. Each is kept under the cache directory where the
+pages read it (`crossfit/`, `decide/`, `transfer/`, `demo/`, `gold_recall/`, `audit/`), in files named
+by the run id and the weights (a transfer report, the demo questions and an audit: by their inputs
+and the store's row counts), so a result that no longer matches the store is simply never read.
+`view_steps` lists them, each named (`KIND/HOST`) as a page waiting for it asks for it."""
 
 from __future__ import annotations
 
@@ -184,24 +185,83 @@ def _pareto_views(store: Store, host: str, cache_dir: Path) -> None:
                          lambda: checkpoint_reliability(store, checkpoint_id, weights))
 
 
-def _first_views(store: Store, host: str, cache_dir: Path) -> None:
-    """The host's views that need no crossfit run: the gold recall of its complete queries' prompts
-    (the default alphabet, BM25 evidence), the consensus reward's audit at the default weights, and
-    the demo questions of its default router when that router is cost-conditioned."""
-    n_arms = default_alphabet_size(store, host)
-    gold_recall_matrix(store, load_outcome_table(store, host, n_arms))
-    try:
-        reward_audit_view(store, host, AUDIT_VIEW_PROXY, n_arms, CostWeights(), cache_dir)
-    except MissingStep as missing:
-        log.info("precompute: %s", missing)
+def _demo_questions(store: Store, host: str, cache_dir: Path) -> None:
+    """The Live query page's demo questions of the host's default router, when it is cost-conditioned."""
     router = default_router(store, host)
     found = store.checkpoint(router) if router else None
     if found is not None and conditioning_of(found[0]["lineage"]) is not None:
         demo_questions_view(store, host, router, cache_dir)
-    try:
-        _pareto_views(store, host, cache_dir)
-    except MissingStep as missing:
-        log.info("precompute: %s", missing)
+
+
+def _decision(store: Store, host: str, cache_dir: Path) -> None:
+    """`forge decide` at the default weights under the deployment's accounting (the Pareto page's panel)."""
+    from forge_core.evaluation.decide import decide
+
+    decide(store, host, CostWeights(), cache_dir, "deploy")
+
+
+def _any_weights(store: Store, host: str, cache_dir: Path) -> None:
+    """The decision's fold routers, trained once, so that a decision at any other weights is seconds."""
+    from forge_core.evaluation.decide import prepare_any_weights
+
+    prepare_any_weights(store, host, cache_dir, on_fold=lambda done, total: log.info(
+        "precompute: %s: fold %d of %d of the decision's routers for any weights trained", host, done, total))
+
+
+def _crossfit_reports(store: Store, host: str, cache_dir: Path) -> None:
+    from forge_core.evaluation.crossfit import finished_crossfit_reports
+
+    finished_crossfit_reports(store, host, cache_dir / CROSSFIT_CACHE)
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewStep:
+    """One of the dashboard's slow first views, computed by `precompute_views`: `name` is what a
+    page waiting for it asks for (`KIND/HOST`, or `transfer`), `label` what its progress says."""
+
+    name: str
+    label: str
+    compute: Callable[[], object]
+
+
+# Per host, in the order they are computed: the cheap views the first pages read first, the
+# decision's fold routers (minutes) last. What each page waits for is named `KIND/HOST`.
+HOST_VIEWS: tuple[tuple[str, str, Callable[[Store, str, Path], object]], ...] = (
+    ("gold_recall", "the prompts' gold recall", lambda store, host, cache_dir: gold_recall_matrix(
+        store, load_outcome_table(store, host, default_alphabet_size(store, host)))),
+    ("crossfit", "the stored crossfit runs' reports", _crossfit_reports),
+    ("pareto", "the Pareto points and reliability tables", _pareto_views),
+    ("decision", "the decision at the default weights", _decision),
+    ("demo", "the Live query page's demo questions", _demo_questions),
+    ("audit", "the consensus reward's audit", lambda store, host, cache_dir: reward_audit_view(
+        store, host, AUDIT_VIEW_PROXY, default_alphabet_size(store, host), CostWeights(), cache_dir)),
+    ("any_weights", "the decision's routers for any weights", _any_weights),
+)
+TRANSFER_STEP = "transfer"  # the Transfer page's first view (two hosts or more)
+
+
+def view_name(kind: str, host: str) -> str:
+    """The name of a host's precomputed view of one kind (`HOST_VIEWS`), as a page asks for it."""
+    return f"{kind}/{host}"
+
+
+def view_steps(store: Store, cache_dir: Path) -> list[ViewStep]:
+    """Every slow first view of the store's hosts (`HOST_VIEWS`, host by host, the decision's fold
+    routers of every host last), then with two hosts the Transfer page's (`default_transfer_request`)."""
+    cache_dir = Path(cache_dir)
+    hosts = store.hosts_with_outcomes()
+    *first, last = HOST_VIEWS
+    steps = [_host_step(view, store, host, cache_dir) for host in hosts for view in first]
+    transfer = default_transfer_request(hosts)
+    if transfer is not None:
+        steps.append(ViewStep(TRANSFER_STEP, f"the transfer from {transfer.source_host} to {transfer.target_host}",
+                              functools.partial(transfer_view, store, transfer, cache_dir)))
+    return steps + [_host_step(last, store, host, cache_dir) for host in hosts]
+
+
+def _host_step(view: tuple, store: Store, host: str, cache_dir: Path) -> ViewStep:
+    kind, label, compute = view
+    return ViewStep(view_name(kind, host), f"{host}: {label}", functools.partial(compute, store, host, cache_dir))
 
 
 def _row_counts(store: Store) -> dict[str, int | str]:
@@ -231,41 +291,19 @@ def _request_identity(store: Store, request: TransferRequest) -> dict:
     return identity | ({"retriever_hash": evidence} if evidence else {})
 
 
-def precompute_views(store: Store, cache_dir: Path, on_step: Callable[[str], None] | None = None) -> list[str]:
-    """For every host with outcomes: its first views (`_first_views`: gold recall, the consensus
-    audit, the demo questions), its finished crossfit runs' reports and `forge decide` at the
-    default weights under the deployment's accounting (what the Pareto page opens on), and with two
-    hosts the Transfer page's first view (`default_transfer_request`), each kept in `cache_dir`;
-    returns one line per host (and one for the transfer) saying what is ready (`on_step` gets each
-    line first)."""
-    from forge_core.evaluation.crossfit import finished_crossfit_reports
-    from forge_core.evaluation.decide import decide, prepare_any_weights
-
+def precompute_views(store: Store, cache_dir: Path, on_step: Callable[[str], None] | None = None,
+                     steps: Sequence[ViewStep] | None = None) -> list[str]:
+    """Compute every view of `view_steps` (or `steps`) into `cache_dir`, in order; a view the store
+    cannot make yet (no crossfit run, no router: `MissingStep`) is skipped with its reason. Returns
+    one line per view saying it is ready or why not (`on_step` gets each line first)."""
     say = on_step or (lambda line: None)
     lines = []
-    for host in store.hosts_with_outcomes():
-        _first_views(store, host, Path(cache_dir))
-        reports = finished_crossfit_reports(store, host, Path(cache_dir) / CROSSFIT_CACHE)
-        decided = "no decision (no crossfit run of the recommended recipe)"
-        weights = CostWeights()
+    for step in view_steps(store, cache_dir) if steps is None else steps:
         try:
-            decide(store, host, weights, Path(cache_dir), "deploy")
-            decided = f"the decision at λ_in {weights.lambda_in:g} / λ_out {weights.lambda_out:g}"
-            prepare_any_weights(store, host, Path(cache_dir), on_fold=lambda done, total: say(
-                f"{host}: fold {done} of {total} of the decision's routers for any weights trained"))
-            decided += " (and at any weights)"
+            step.compute()
+            line = f"{step.label}: ready"
         except MissingStep as missing:
-            log.info("precompute: %s", missing)
-        line = f"{host}: {len(reports)} crossfit reports and {decided} ready"
-        say(line)
-        lines.append(line)
-    transfer = default_transfer_request(store.hosts_with_outcomes())
-    if transfer is not None:
-        try:
-            transfer_view(store, transfer, Path(cache_dir))
-            line = f"the transfer from {transfer.source_host} to {transfer.target_host} at the default weights ready"
-        except MissingStep as missing:
-            line = f"no transfer view ({str(missing).rstrip('.')})"
+            line = f"{step.label}: none ({str(missing).rstrip('.')})"
         say(line)
         lines.append(line)
     return lines
