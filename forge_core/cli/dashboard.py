@@ -15,7 +15,9 @@ from forge_core.store import Store
 
 def load_demo_on_first_run(store: Store, demo: Path) -> None:
     """Load the committed demo outcomes (and the benchmarks, when the store has none) into a store
-    that has no outcomes yet (once per export)."""
+    that has no outcomes yet (once per export), and start the computation of the dashboard's first
+    views in a background process."""
+    from forge_core.reports.background_views import start_background_views
     from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
 
     if store.hosts_with_outcomes():
@@ -28,17 +30,9 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
     if loaded.added:
         console.print("first run: loaded the demo store (" + ", ".join(f"{t} +{n}" for t, n in loaded.added.items())
                       + ")")
-
-
-def start_views_if_outdated(store: Store) -> None:
-    """Start the background computation of the dashboard's first views unless one finished on the
-    store's present rows or one is running (`forge_core.reports.background_views`)."""
-    from forge_core.reports.background_views import start_background_views, views_outdated
-
-    if store.hosts_with_outcomes() and views_outdated(store, config.cache_dir()):
         start_background_views(store, config.cache_dir())
-        console.print("the dashboard's first views are being computed in a background process "
-                      "(the pages that need one show how far; `forge store views` too)")
+        console.print("first run: the dashboard's first views are being computed in a background process (the "
+                      "pages that need one show how far; `forge store views` too)")
 
 
 def app_command(
@@ -49,9 +43,7 @@ def app_command(
     import signal
     import subprocess
 
-    store = open_store()
-    load_demo_on_first_run(store, config.demo_dir())
-    start_views_if_outdated(store)
+    load_demo_on_first_run(open_store(), config.demo_dir())
     root = config.PROJECT_ROOT
     command = [sys.executable, "-m", "app.server", "run", str(root / "app" / "main.py"),
                "--server.address", "127.0.0.1", "--server.port", str(port),

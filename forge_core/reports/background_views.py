@@ -4,8 +4,8 @@ that `forge store load-demo` and `forge app` return at once and a page waits onl
 The process (`python -m forge_core.reports.background_views STORE CACHE_DIR`) runs at a lower CPU
 priority than the dashboard and holds an exclusive lock on `precompute/lock` under the cache
 directory while it works: one runs at a time, and a second start leaves at once. After every view it
-rewrites `precompute/progress.json` (atomically): the views planned, those done, the one in hand, and
-once all are done the store's row counts they were computed on. A page asks `views_progress` whether
+rewrites `precompute/progress.json` (atomically): the views planned, those done, and whether all are
+done or why it stopped. A page asks `views_progress` whether
 the view it needs is still being computed; when no process runs (finished, failed, killed) it
 computes what it needs itself, as without this module.
 """
@@ -26,7 +26,6 @@ from pathlib import Path
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import write_text_atomically
-from forge_core.identity import canonical_hash
 from forge_core.store import Store, utc_now
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,7 @@ class ViewsProgress:
     labels: tuple[str, ...]  # what each says in a progress line, in the same order
     done: tuple[str, ...]  # names computed (or found impossible for now: no crossfit run, no router)
     running: bool  # a process holds the lock, i.e. is still computing
-    rows_key: str | None  # the store's row counts the views were computed on, once all are done
+    finished: bool  # every planned view was computed
     error: str | None  # why the process stopped before the end
 
     def waiting_for(self, *names: str) -> bool:
@@ -68,7 +67,7 @@ class ViewsProgress:
             return f"Computing the dashboard's first views in the background: {count}; now {self.current}."
         if self.error:
             return f"The background computation of the first views stopped ({self.error}); {count}."
-        return f"The dashboard's first views: {count}" + ("." if self.rows_key else " (the process has gone).")
+        return f"The dashboard's first views: {count}" + ("." if self.finished else " (the process has gone).")
 
 
 def views_progress(cache_dir: Path) -> ViewsProgress | None:
@@ -79,21 +78,7 @@ def views_progress(cache_dir: Path) -> ViewsProgress | None:
     except (OSError, ValueError):
         return None
     return ViewsProgress(tuple(kept["planned"]), tuple(kept["labels"]), tuple(kept["done"]),
-                         _lock_held(directory / "lock"), kept.get("rows_key"), kept.get("error"))
-
-
-def views_outdated(store: Store, cache_dir: Path) -> bool:
-    """True unless a background run finished on the store's present rows or one is running: what
-    `forge app` starts one for."""
-    progress = views_progress(cache_dir)
-    if progress is not None and progress.running:
-        return False
-    return progress is None or progress.rows_key != rows_key(store)
-
-
-def rows_key(store: Store) -> str:
-    """A hash of the store's row counts (what a finished run records)."""
-    return canonical_hash("store-rows", 1, store.table_counts() | store.outcomes_written())
+                         _lock_held(directory / "lock"), "finished_at" in kept, kept.get("error"))
 
 
 def start_background_views(store: Store, cache_dir: Path) -> bool:
@@ -132,7 +117,7 @@ def compute_views(store: Store, cache_dir: Path, steps: Sequence | None = None) 
         except Exception as error:
             _write(directory, progress | {"error": f"{type(error).__name__}: {error}"})
             raise
-        _write(directory, progress | {"rows_key": rows_key(store), "finished_at": utc_now().isoformat()})
+        _write(directory, progress | {"finished_at": utc_now().isoformat()})
     return True
 
 

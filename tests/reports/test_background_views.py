@@ -1,5 +1,5 @@
 """The dashboard's first views computed in a background process: progress after every view, one
-process at a time (a lock), what a page waits for, and when `forge app` starts another."""
+process at a time (a lock), and what a page waits for."""
 
 from __future__ import annotations
 
@@ -10,17 +10,9 @@ from pathlib import Path
 import pytest
 
 from forge_core.errors import MissingStep
-from forge_core.reports.background_views import (
-    PROGRESS_DIR,
-    compute_views,
-    start_background_views,
-    views_outdated,
-    views_progress,
-)
+from forge_core.reports.background_views import PROGRESS_DIR, compute_views, start_background_views, views_progress
 from forge_core.reports.view_cache import ViewStep, view_name, view_steps
 from forge_core.store import Store
-
-from support.app_store import synthetic_outcome
 
 
 def recording_step(name: str, seen: list, cache_dir: Path) -> ViewStep:
@@ -30,7 +22,6 @@ def recording_step(name: str, seen: list, cache_dir: Path) -> ViewStep:
 
 def test_progress_is_recorded_after_every_view_and_a_finished_run_keeps_the_rows(tmp_path: Path) -> None:
     store, cache = Store(tmp_path / "store.duckdb"), tmp_path / "cache"
-    store.write_arm_outcome(synthetic_outcome("musique", "q1", "raw:no_think", 1))
     seen: list = []
     steps = [recording_step("a/h", seen, cache), recording_step("b/h", seen, cache)]
 
@@ -43,11 +34,8 @@ def test_progress_is_recorded_after_every_view_and_a_finished_run_keeps_the_rows
     assert not during_first.waiting_for("x/h")  # a view it does not plan is the page's own to compute
     assert during_second.done == ("a/h",) and during_second.fraction == 0.5
     finished = views_progress(cache)
-    assert not finished.running and finished.done == ("a/h", "b/h") and finished.rows_key
+    assert not finished.running and finished.done == ("a/h", "b/h") and finished.finished
     assert not finished.waiting_for("a/h", "b/h")
-    assert not views_outdated(store, cache)
-    store.write_arm_outcome(synthetic_outcome("musique", "q2", "raw:no_think", 1))
-    assert views_outdated(store, cache)  # new rows: `forge app` computes them again
 
 
 def test_a_view_the_store_cannot_make_yet_is_passed_and_a_failure_is_recorded(tmp_path: Path) -> None:
@@ -64,9 +52,8 @@ def test_a_view_the_store_cannot_make_yet_is_passed_and_a_failure_is_recorded(tm
     with pytest.raises(RuntimeError):
         compute_views(store, cache, [ViewStep("a/h", "a", broken), ViewStep("b/h", "b", lambda: None)])
     stopped = views_progress(cache)
-    assert stopped.done == () and "disk full" in stopped.error and stopped.rows_key is None
+    assert stopped.done == () and "disk full" in stopped.error and not stopped.finished
     assert not stopped.running and not stopped.waiting_for("b/h")  # a page computes it itself
-    assert views_outdated(store, cache)
 
 
 def test_one_process_at_a_time(tmp_path: Path) -> None:
@@ -78,7 +65,6 @@ def test_one_process_at_a_time(tmp_path: Path) -> None:
     try:
         started.wait()
         assert views_progress(cache).running and views_progress(cache).waiting_for("a/h")
-        assert not views_outdated(store, cache)  # running: `forge app` starts no second one
         assert not compute_views(store, cache, [ViewStep("b/h", "b", lambda: pytest.fail("ran twice"))])
         assert not start_background_views(store, cache)
     finally:
@@ -94,12 +80,12 @@ def test_the_background_process_computes_and_releases_the_lock(tmp_path: Path) -
     store.benchmark_stats()  # the file exists
     assert start_background_views(store, cache)
     progress_file = cache / PROGRESS_DIR / "progress.json"
-    while not (progress_file.exists() and json.loads(progress_file.read_text()).get("rows_key")):
+    while not (progress_file.exists() and "finished_at" in json.loads(progress_file.read_text())):
         threading.Event().wait(0.1)  # a hang ends at pytest's --timeout
     while views_progress(cache).running:  # the lock is let go as the process ends
         threading.Event().wait(0.1)
     progress = views_progress(cache)
-    assert progress.planned == () and progress.fraction == 1.0 and not views_outdated(store, cache)
+    assert progress.planned == () and progress.fraction == 1.0 and progress.finished
     assert (cache / PROGRESS_DIR / "log.txt").exists()
 
 

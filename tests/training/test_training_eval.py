@@ -334,10 +334,14 @@ def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_stor
     now = utc_now()
     other.write_arm_outcome(ArmOutcome(HOST, "musique", "q1", "raw:cot", "x", "x", 1.0, 1.0, 10, 2, 0, 5.0,
                                        None, 1, "hash", now, now))
+    started = []
+    monkeypatch.setattr("forge_core.reports.background_views.start_background_views",
+                        lambda store, cache_dir: started.append(store.path))
     load_demo_on_first_run(empty, tmp_path / "demo")
     load_demo_on_first_run(other, tmp_path / "demo")
     assert len(empty.arm_outcomes(HOST)) == 1440
     assert len(other.arm_outcomes(HOST)) == 1  # a store with outcomes of its own is left alone
+    assert started == [empty.path]  # the first views of the loaded demo, in the background
 
 
 def test_store_summary_cli_json(outcome_store: Store) -> None:
