@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from forge_core.arms import DIRECT_NO_THINK, Arm, parse_arm
-from forge_core.enumeration.planning import EnumerationPlan, QueryWork, has_direct, order_work, plan_work
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork, order_work, plan_work, query_calls
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import Evidence, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
@@ -103,10 +103,6 @@ def planned_calls(store: Store, plan: EnumerationPlan, work: list[QueryWork] | N
     for unit in order_work(work, plan.n_arms, plan.prefix_order):
         example = unit.example
         evidence = retrieve_evidence(retrievers[example.benchmark], example.question)
-        names = [(arm.name, unit.greedy_probe and arm.name == DIRECT_NO_THINK) for arm in unit.arms]
-        if unit.greedy_probe and not has_direct(unit):
-            names.append((DIRECT_NO_THINK, True))
-        names += [(probe, False) for probe in unit.samples]
-        for name, greedy in names:
+        for name, greedy in query_calls(unit):
             key = CallKey(plan.host, example.benchmark, example.example_id, name, greedy)
             yield PlannedCall(key, example, evidence, call_request(key, example, evidence))

@@ -4,8 +4,9 @@ A plan names a host, a split, an alphabet and bounds. `EnumerationPlan.check` re
 would refuse, with one-line reasons (the CLI and the dashboard share it). `plan_work` lists the
 missing calls of every query: arms without a non-error outcome and, with probes, the missing
 probe samples; benchmarks are interleaved round-robin so that a partial run covers all of them.
-`order_work` puts the work in run order: prefix-aware (a query's arms back to back, so arms that
-share the evidence prefix hit the host's prompt cache) or arm-major, for comparison.
+`order_work` puts the work in run order: prefix-aware (a query's calls back to back, so calls that
+share a prompt prefix hit the host's prompt cache) or arm-major, for comparison; `query_calls`
+orders one query's calls so that each shares the longest prefix with the one before it.
 
 The module imports no retrieval stack (scipy): `forge enumerate` reads its option defaults from
 `EnumerationPlan`'s fields at start-up.
@@ -225,6 +226,21 @@ def count_calls(work: list[QueryWork]) -> int:
 
 def has_direct(work: QueryWork) -> bool:
     return any(arm.name == DIRECT_NO_THINK for arm in work.arms)
+
+
+def query_calls(work: QueryWork) -> list[tuple[str, bool]]:
+    """The calls of one unit of work in run order, each as (arm or probe sample name, whether the
+    call is also the greedy probe). Ordered for a prompt cache that keeps the previous call's
+    prompt (llama.cpp's one context): first the Direct prompt's calls, `direct:no_think` (the
+    greedy probe too, when asked) and the probe samples, which send the very same prompt; then the
+    other arms in alphabet order (support-major), so arms of one support, which share their
+    evidence and question up to the answering instruction, run back to back."""
+    direct = [(arm.name, work.greedy_probe) for arm in work.arms if arm.name == DIRECT_NO_THINK]
+    if work.greedy_probe and not direct:
+        direct = [(DIRECT_NO_THINK, True)]  # the greedy probe alone: its arm is stored
+    samples = [(probe, False) for probe in work.samples]
+    others = [(arm.name, False) for arm in work.arms if arm.name != DIRECT_NO_THINK]
+    return direct + samples + others
 
 
 def order_work(work: list[QueryWork], n_arms: int, prefix_order: bool) -> list[QueryWork]:

@@ -1,7 +1,10 @@
 """Stage 0: run a host on every (query, arm) of an alphabet and store each outcome as it lands.
 
 - Concurrent: `concurrency` queries in flight at once.
-- In the plan's order (`forge_core.enumeration.planning.order_work`): prefix-aware by default.
+- In the plan's order (`forge_core.enumeration.planning.order_work`): prefix-aware by default, each
+  query's calls one after another, ordered so each shares the longest prompt prefix with the one
+  before (`query_calls`): on a one-context llama.cpp server at concurrency 1, a query's calls are
+  never interleaved with another query's.
 - Never waiting on the store: finished outcomes go to an `OutcomeWriter`, which commits them in
   batches from a background thread (every 512 rows or 0.5 s), and progress is published to the
   jobs table from a worker thread, so no store access runs on the event loop while calls fly.
@@ -32,7 +35,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forge_core.arms import DIRECT_NO_THINK, Arm
+from forge_core.arms import Arm, parse_arm
 from forge_core.enumeration.budget import SpendBudget
 from forge_core.enumeration.outcome_rows import (
     answered_arm_row,
@@ -41,14 +44,14 @@ from forge_core.enumeration.outcome_rows import (
     failed_probe_row,
     greedy_probe_row,
 )
-from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, has_direct, order_work, plan_work
+from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, order_work, plan_work, query_calls
 from forge_core.evidence.answering import Evidence, arm_answer, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
-from forge_core.records import Example
+from forge_core.records import SAMPLE_PROBES, Example
 from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
 from forge_core.store.outcome_writer import OutcomeWriter
@@ -172,8 +175,12 @@ class _Run:
                                              latency_ms=answer.latency_ms))
         self.record_call(answer.tokens_in, answer.tokens_out, None, bound)
 
-    async def run_sample(self, example: Example, probe: str, request: GenerationRequest, bound: float) -> None:
-        """One self-consistency sample on the Direct prompt (its call reserved), stored at once."""
+    async def run_sample(self, example: Example, evidence: Evidence, probe: str) -> None:
+        """One self-consistency sample on the Direct prompt if the limits allow it, stored at once."""
+        request = sample_probe_request(evidence.question, probe, example.is_fever)
+        bound = self.reserve_call(request)
+        if bound is None:
+            return
         outcome, error = await self._sample(example, probe, request)
         self.writer.put(outcome)
         self.record_call(outcome.tokens_in, outcome.tokens_out, error, bound)
@@ -190,19 +197,18 @@ class _Run:
         return outcome, None
 
     async def run_query(self, work: QueryWork) -> None:
-        """A query's missing calls: arms back to back, then its probe samples concurrently."""
+        """A query's missing calls one after another, in `query_calls` order (the Direct prompt's
+        calls, then the other arms support by support): one stream of calls per query, each call
+        sharing the longest prompt prefix with the one before it."""
         example = work.example
         evidence = retrieve_evidence(self.retrievers[example.benchmark], example.question)
-        for arm in work.arms:
+        for name, greedy_probe in query_calls(work):
             if self.stopping:
                 return
-            await self.run_arm(example, evidence, arm, work.greedy_probe and arm.name == DIRECT_NO_THINK)
-        if work.greedy_probe and not has_direct(work):
-            await self.run_arm(example, evidence, Arm("direct", "no_think"), True)
-        samples = [(probe, sample_probe_request(evidence.question, probe, example.is_fever)) for probe in work.samples]
-        reserved = [(probe, request, self.reserve_call(request)) for probe, request in samples]
-        await asyncio.gather(*(self.run_sample(example, probe, request, bound)
-                               for probe, request, bound in reserved if bound is not None))
+            if name in SAMPLE_PROBES:
+                await self.run_sample(example, evidence, name)
+            else:
+                await self.run_arm(example, evidence, parse_arm(name), greedy_probe)
 
 
 async def _worker(run: _Run, queue: asyncio.Queue) -> None:
