@@ -18,7 +18,9 @@ from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.routing.features import compute_features
 from forge_core.store import Store
 
-from support.resources import require_or_skip, require_tiny_model
+from support.counting_host import CountingHost
+from support.offline_forge import OfflineDemo, announce_counting_host
+from support.resources import require_demo_export, require_or_skip, require_tiny_model
 from support.stores import copy_store, synthetic_outcomes
 
 # Tests interrupt the command line with SIGINT as Ctrl-C would. A test run started in the background
@@ -71,6 +73,25 @@ def imported_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Pa
     store = Store(tmp_path_factory.mktemp("imported") / "store.duckdb")
     import_benchmarks(store, benchmarks_root)
     return store
+
+
+@pytest.fixture(scope="session")
+def offline_demo(imported_store: Store, tmp_path_factory: pytest.TempPathFactory,
+                 shared_cache_root: Path) -> Iterator[OfflineDemo]:
+    """One fresh demo store (`forge data import && forge store load-demo`) for the commands that print a
+    stored result, its cache (the session's content-addressed folders, a counting host announced as every
+    embedded host's server) and an empty models directory; each command runs once a session."""
+    require_demo_export()
+    root = tmp_path_factory.mktemp("offline-demo")
+    store = copy_store(imported_store, root / "store")
+    store.load_export_once(config.demo_dir())
+    cache = root / "cache"
+    cache.mkdir()
+    for shared in shared_cache_root.iterdir():
+        (cache / shared.name).symlink_to(shared, target_is_directory=True)
+    with CountingHost() as host:
+        announce_counting_host(store, cache, host)
+        yield OfflineDemo(store, cache, root / "no-models", host)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Every documented command runs: each `forge` command that README.md or a page of docs/ marks as
 printing a stored result is run on a fresh demo store (`forge data import && forge store load-demo`)
-and must exit 0 and print that result without training and without calling a host, both counted:
+(the session's `offline_demo`, whose runs tests/cli/test_stored_results.py reads too: a command both
+check runs once) and must exit 0 and print that result without training and without calling a host, both counted:
 no table of the store gains or loses a row (checkpoints, crossfit runs and results, jobs, ...), and
 the embedded hosts' announced server is a counting test double that receives no request.
 
@@ -35,15 +36,10 @@ from pathlib import Path
 
 import pytest
 
-from forge_core import config
 from forge_core.hosts.embedded import running_server
 from forge_core.hosts.registry import BUILTIN_HOSTS
-from forge_core.store import Store
 
-from support.counting_host import CountingHost
-from support.offline_forge import ForgeRun, announce_counting_host, run_forge
-from support.resources import require_demo_export
-from support.stores import copy_store
+from support.offline_forge import ForgeRun, OfflineDemo
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -193,42 +189,17 @@ def prints(figure: str, lines: list[str]) -> bool:
     return any(all(word_on_line(word, line) for word in figure.split()) for line in lines)
 
 
-@pytest.fixture(scope="module")
-def counting_host() -> Iterator[CountingHost]:
-    """The test double every embedded host's calls go to in these commands, counting them."""
-    with CountingHost() as host:
-        yield host
-
-
-@pytest.fixture(scope="module")
-def demo(imported_store: Store, tmp_path_factory: pytest.TempPathFactory, shared_cache_root: Path,
-         counting_host: CountingHost) -> tuple[Store, Path, Path]:
-    """One fresh demo store for every command (they only read it: each is checked for that), its
-    cache directory (the session's content-addressed folders, the counting host announced) and an
-    empty models directory."""
-    require_demo_export()
-    root = tmp_path_factory.mktemp("documented")
-    store = copy_store(imported_store, root / "store")
-    store.load_export_once(config.demo_dir())
-    cache = root / "cache"
-    cache.mkdir()
-    for shared in shared_cache_root.iterdir():
-        (cache / shared.name).symlink_to(shared, target_is_directory=True)
-    announce_counting_host(store, cache, counting_host)
-    return store, cache, root / "no-models"
-
-
 def test_every_mark_marks_a_command_its_page_bears_out() -> None:
     assert MARKED, "no `<!-- stored-result: ... -->` mark in README.md or docs/"
     assert not PROBLEMS, "\n".join(PROBLEMS)
 
 
-def test_a_host_call_would_reach_the_counting_double(demo: tuple[Store, Path, Path], counting_host: CountingHost,
+def test_a_host_call_would_reach_the_counting_double(offline_demo: OfflineDemo,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FORGE_CACHE_DIR", str(demo[1]))
+    monkeypatch.setenv("FORGE_CACHE_DIR", str(offline_demo.cache_dir))
     for host in BUILTIN_HOSTS.values():
         server = running_server(host.model)
-        assert server is not None and server.base_url == counting_host.base_url, host.name
+        assert server is not None and server.base_url == offline_demo.host.base_url, host.name
 
 
 def describe(run: ForgeRun) -> str:
@@ -236,9 +207,8 @@ def describe(run: ForgeRun) -> str:
 
 
 @pytest.mark.parametrize("command", MARKED, ids=lambda command: " ".join(command.args))
-def test_a_documented_command_prints_its_stored_result(command: MarkedCommand, demo: tuple[Store, Path, Path],
-                                                       counting_host: CountingHost) -> None:
-    run = run_forge(command.args, *demo, counting_host)
+def test_a_documented_command_prints_its_stored_result(command: MarkedCommand, offline_demo: OfflineDemo) -> None:
+    run = offline_demo.run(command.args)  # once a session: tests/cli/test_stored_results.py reads the same runs
     where = ", ".join(command.places)
     assert run.returncode == 0, f"{where}: {describe(run)}"
     assert run.host_calls == 0, f"{where}: `forge {' '.join(command.args)}` called a host {run.host_calls} times"

@@ -1,5 +1,6 @@
 """Every stored result the docs quote is printed again by its command on a fresh `load-demo`
-store: no training (no table of the store gains a row: checkpoints, crossfit results, Fresh Online
+store (the session's `offline_demo`: a command the docs also mark runs once, for both tests): no
+training (no table of the store gains a row: checkpoints, crossfit results, Fresh Online
 answers, jobs), no host call (counted: the embedded hosts' announced server is a counting test
 double, and no model is there to start another), and the numbers are those of the export
 (recomputed here from its Parquet files without forge_core's report code)."""
@@ -7,19 +8,13 @@ double, and no model is there to start another), and the numbers are those of th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from forge_core import config
-from forge_core.store import Store
 
-from support.counting_host import CountingHost
-from support.offline_forge import announce_counting_host, run_forge
-from support.resources import require_demo_export
-from support.stores import copy_store
+from support.offline_forge import OfflineDemo
 
 DEMO = config.demo_dir()
 
@@ -40,28 +35,12 @@ def crossfit_command(settings: dict) -> list[str]:
             "--warm-arms", str(settings["stage1"].get("warm_start_arms", settings["stage1"].get("arms", 6))), "--json"]
 
 
-@pytest.fixture(scope="module")
-def counting_host() -> Iterator[CountingHost]:
-    """The test double every embedded host's calls go to in these commands, counting them."""
-    with CountingHost() as host:
-        yield host
-
-
-@pytest.fixture(scope="module")
-def demo_store(imported_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
-    require_demo_export()
-    store = copy_store(imported_store, tmp_path_factory.mktemp("demo"))
-    store.load_export_once(DEMO)
-    return store
-
-
-def run_offline(store: Store, tmp_path: Path, host: CountingHost, args: list[str]) -> dict:
-    """Run `forge ARGS` on a copy of the store, its host calls sent to the counting double and no
-    model to start a host from; checks that it called no host and trained or computed nothing into
-    the store (every table's row count unchanged); returns the printed JSON."""
-    store = copy_store(store, tmp_path / "store")
-    announce_counting_host(store, tmp_path / "cache", host)
-    run = run_forge(args, store, tmp_path / "cache", tmp_path / "no-models", host)
+def run_offline(demo: OfflineDemo, args: list[str]) -> dict:
+    """`forge ARGS` on the fresh demo store (run once a session: tests/test_documented_commands.py reads the
+    same runs), its host calls sent to the counting double and no model to start a host from; checks that
+    it called no host and trained or computed nothing into the store (every table's row count unchanged);
+    returns the printed JSON."""
+    run = demo.run(args)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.host_calls == 0, f"forge {' '.join(args)} called a host {run.host_calls} times"
     assert not run.rows_changed, f"forge {' '.join(args)} trained or computed something: {run.rows_changed}"
@@ -74,9 +53,8 @@ def macro(frame: pd.DataFrame, column: str) -> float:
 
 @pytest.mark.parametrize("settings", stored_runs(), ids=lambda s: "{accounting}-stage{stage}-{lambda_in:g}-"
                          "{lambda_out:g}-seed{split_seed}".format(**s))
-def test_every_stored_crossfit_run_is_printed_by_its_command(demo_store: Store, tmp_path: Path,
-                                                             counting_host: CountingHost, settings: dict) -> None:
-    report = run_offline(demo_store, tmp_path, counting_host, crossfit_command(settings))
+def test_every_stored_crossfit_run_is_printed_by_its_command(offline_demo: OfflineDemo, settings: dict) -> None:
+    report = run_offline(offline_demo, crossfit_command(settings))
     rows = pd.read_parquet(DEMO / "crossfit_results.parquet")
     rows = rows[rows["run_id"] == report["run_id"]]
     assert not rows.empty, f"{report['run_id']} is not a run of the export"
@@ -87,12 +65,10 @@ def test_every_stored_crossfit_run_is_printed_by_its_command(demo_store: Store, 
         assert report["policies"][policy]["macro_utility"] == pytest.approx(utility, abs=1e-12), policy
 
 
-def test_the_stored_fresh_run_is_printed_without_a_host(demo_store: Store, tmp_path: Path,
-                                                        counting_host: CountingHost) -> None:
+def test_the_stored_fresh_run_is_printed_without_a_host(offline_demo: OfflineDemo) -> None:
     """Every policy of the run, the shipped cost-conditioned routers included (their answers are
     stored under their checkpoints), printed with no host call."""
-    report = run_offline(demo_store, tmp_path, counting_host,
-                         ["eval", "fresh", "--split", "test", "--per-benchmark", "5", "--json"])
+    report = run_offline(offline_demo, ["eval", "fresh", "--split", "test", "--per-benchmark", "5", "--json"])
     rows = pd.read_parquet(DEMO / "fresh_results.parquet")
     rows = rows[rows["run_id"] == report["run_id"]]
     assert set(report["policies"]) == set(rows["policy"])
@@ -103,6 +79,5 @@ def test_the_stored_fresh_run_is_printed_without_a_host(demo_store: Store, tmp_p
 @pytest.mark.parametrize("args", [["eval", "--split", "test", "--json"],
                                   ["eval", "--split", "test", "--accounting", "answer", "--json"],
                                   ["store", "summary", "--json"]], ids=" ".join)
-def test_the_cached_tables_are_printed_without_training(demo_store: Store, tmp_path: Path,
-                                                        counting_host: CountingHost, args: list[str]) -> None:
-    assert run_offline(demo_store, tmp_path, counting_host, args)
+def test_the_cached_tables_are_printed_without_training(offline_demo: OfflineDemo, args: list[str]) -> None:
+    assert run_offline(offline_demo, args)

@@ -3,7 +3,8 @@ and every host call counted: the embedded hosts' server announcements in the cac
 counting test double (`counting_host.CountingHost`), and the models directory is empty, so a call
 goes to the double (and is counted) or, if the announcement were ignored, fails for want of a model.
 What the shared tests of "prints a stored result" use (tests/test_documented_commands.py,
-tests/cli/test_stored_results.py)."""
+tests/cli/test_stored_results.py): both read the runs of one `OfflineDemo` (the `offline_demo` session
+fixture), which runs each command once a session, however many tests check what it printed."""
 
 from __future__ import annotations
 
@@ -74,3 +75,48 @@ def run_forge(args: list[str] | tuple[str, ...], store: Store, cache_dir: Path, 
                             env=env, timeout=HANG_GUARD_S)
     return ForgeRun(tuple(args), result.returncode, result.stdout, result.stderr, before, store.table_counts(),
                     len(host.received) - calls)
+
+
+def command_key(args: list[str] | tuple[str, ...]) -> tuple:
+    """What a `forge` command line asks for: its command path, and at each level every parameter with the
+    defaults filled in, as the CLI parses it (so `eval crossfit --stage 2 --split-seed 0 ...` and the same
+    command with its options in another order or `--split-seed 0` left to the default are one command); the
+    line itself when the CLI does not parse it."""
+    import typer
+
+    from forge_core.cli import app
+
+    try:
+        command = typer.main.get_command(app)
+        context = command.make_context("forge", list(args))
+        key: list[tuple[str, str]] = [("forge", repr(sorted(context.params.items())))]
+        while hasattr(command, "resolve_command"):
+            rest = [*getattr(context, "_protected_args", []), *context.args]
+            if not rest:  # a group that runs by itself (`forge eval --split test`)
+                break
+            name, command, rest = command.resolve_command(context, rest)
+            context = command.make_context(name, rest, parent=context)
+            key.append((name, repr(sorted(context.params.items()))))
+        return tuple(key)
+    except Exception:  # noqa: BLE001 -- not parsed: the line is its own key
+        return ("unparsed", *args)
+
+
+class OfflineDemo:
+    """A fresh demo store that `forge` commands only read (each run is checked for that), its cache
+    (the counting host announced) and an empty models directory; `run` runs a command once a session,
+    by what it asks for (`command_key`), and hands every later caller the same `ForgeRun`."""
+
+    def __init__(self, store: Store, cache_dir: Path, models_dir: Path, host: CountingHost) -> None:
+        self.store = store
+        self.cache_dir = cache_dir
+        self.models_dir = models_dir
+        self.host = host
+        self._runs: dict[tuple, ForgeRun] = {}
+
+    def run(self, args: list[str] | tuple[str, ...]) -> ForgeRun:
+        """`forge ARGS` on the demo store (see `run_forge`), run on first asking."""
+        key = command_key(args)
+        if key not in self._runs:
+            self._runs[key] = run_forge(args, self.store, self.cache_dir, self.models_dir, self.host)
+        return self._runs[key]
