@@ -49,10 +49,8 @@ def dashboard(tmp_path: Path, trained_store: tuple[Store, str]) -> Iterator[str]
     state = cache_dir / "servers" / f"{TINY.model}.json"
     if state.exists():  # the app started the tiny server: it must be gone with the app
         pid = json.loads(state.read_text())["pid"]
-        deadline = time.monotonic() + 15
-        while process_alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid):  # the app stops it on SIGTERM: one it left running hangs until pytest's --timeout
             time.sleep(0.3)
-        assert not process_alive(pid), "the embedded server outlived the dashboard"
 
 
 @pytest.fixture

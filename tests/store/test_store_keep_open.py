@@ -43,10 +43,8 @@ def test_reads_share_one_open_file_until_they_stop(tmp_path: Path, opened: list[
         assert store.host_names() == ["h"]
     assert opened == [store.path]  # five reads, one file open
     assert kept_open(store.path)
-    deadline = time.monotonic() + 10
-    while kept_open(store.path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not kept_open(store.path)  # closed once the reads stopped: other processes may write
+    while kept_open(store.path):  # closed once the reads stopped: other processes may write (else a hang ends
+        time.sleep(0.05)          # at pytest's --timeout)
     assert store.host_names() == ["h"] and len(opened) == 2
 
 

@@ -65,11 +65,9 @@ def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
                                env={**os.environ, "FORGE_STORE": str(store_path)})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _healthy(url):
+        while not _healthy(url):  # until it answers, or it exits (a hang ends at pytest's --timeout)
             assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the dashboard did not answer /_stcore/health"
-            time.sleep(0.5)
+            time.sleep(0.2)
         yield url
     finally:
         process.send_signal(signal.SIGTERM)
