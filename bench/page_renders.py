@@ -11,8 +11,22 @@ Debian's chromium (Playwright) and times it from navigation until its title is d
 done and no element is still a skeleton. Then moves the Pareto page's lambda_in slider `--steps`
 times by 0.01 with the keyboard (`bench/slider_step.py`'s step check).
 
-Prints one JSON line: seconds per page's first render, the slider steps and their median, and
-`os.getloadavg()` before and after (a loaded machine's numbers say so).
+In the same run, a bare Streamlit page (`bench/bare_page.py`: a title, a line of text, a slider and a
+card showing its value; nothing of FORGE) is served the way `forge app` serves the dashboard (a new
+`streamlit run` process with the same server options, `BARE_SERVER_OPTIONS`, minus FORGE's module
+preload), opened and timed as a page's first render, then its slider is stepped `--steps` times as
+the Pareto slider is. Each page's first render is reported as a ratio to the bare page's render timed
+just before it (a pair measured seconds apart, so a load that changes during the run changes both),
+each Pareto step (and their median) as a ratio to the bare rerun (the bare steps' median), against
+the goals of issue #51: first renders at most 3x the bare page, the median step at most 3x the bare
+rerun (`goals`: met or not, and the ratios over the goal by name). Like is compared with like: the
+bare render before the Overview is the first visit to the bare page's server (Streamlit's scripts not
+yet in the browser cache, as on the Overview, the first visit to the dashboard's server), the others
+are revisits (a new session, the scripts cached, as on every later page).
+
+Prints one JSON line: seconds per page's first render, the slider steps and their median, the bare
+page's first render and steps, the ratios and goals, and `os.getloadavg()` before and after (a
+loaded machine's numbers say so).
 Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`; the README's figures come from its
 stored line, `bench/results/page_renders.json`.
 """
@@ -20,17 +34,25 @@ stored line, `bench/results/page_renders.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+from ratios import goal, ratio  # noqa: E402
 
 from forge_core import config  # noqa: E402
 from forge_core.evaluation.fold_decisions import fold_file  # noqa: E402
@@ -38,12 +60,24 @@ from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noq
 from forge_core.reports.view_cache import precompute_views  # noqa: E402
 from forge_core.store import Store  # noqa: E402
 
-from support.browser import PARETO_STEP_DONE, browser_page, running_dashboard  # noqa: E402
+from support.browser import PARETO_STEP_DONE, STARTUP_TIMEOUT_S, browser_page, free_port, running_dashboard  # noqa: E402
 
 TIMEOUT_MS = 300_000
 PAGES = {"Overview": "", "Enumerate": "enumerate", "Hosts": "hosts", "Live query": "live-query", "Train": "train",
          "Pareto": "pareto", "Action map": "action-map", "Queries": "queries", "Transfer": "transfer"}
 SETUP_CACHES = ("embedders", "bm25", "passage_vectors")  # model files and indexes, linked from the current cache
+BARE_PAGE = ROOT / "bench" / "bare_page.py"
+BARE_TITLE = "Bare page"
+# the server options `forge app` passes to Streamlit (forge_core/cli/dashboard.py; tests/test_bench_ratios.py
+# checks they are the same), for the bare page's server
+BARE_SERVER_OPTIONS = ("--server.address", "127.0.0.1", "--server.headless", "true",
+                       "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+                       "--runner.postScriptGC", "false", "--server.fileWatcherType", "none")
+# a step of the bare page's slider is done when its value card shows a new value and the script is done: the
+# Pareto step's check, on the bare page's card
+BARE_STEP_DONE = PARETO_STEP_DONE.replace('"Oracle utility"', '"Slider value"')
+GOAL_FIRST_RENDER = 3.0  # issue #51: every page's first render at most 3x the bare page's
+GOAL_STEP_MEDIAN = 3.0  # issue #51: the median Pareto step at most 3x the bare rerun
 
 
 def fresh_cache(directory: Path, store: Store) -> Path:
@@ -78,41 +112,97 @@ def first_render(page, url: str, title: str) -> float:
     return round(time.monotonic() - started, 2)
 
 
-def slider_steps(page, steps: int) -> list[float]:
-    """Seconds of each lambda_in step on the (open) Pareto page."""
-    oracle = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id("stMetricValue")
-    thumb = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_role("slider")
+def slider_steps(page, steps: int, slider: str = "lambda_in", card: str = "Oracle utility",
+                 done: str = PARETO_STEP_DONE) -> list[float]:
+    """Seconds of each step of a slider (by default the Pareto page's lambda_in) on the open page: from the
+    key press until `done` (a script given the card's value before the step) holds."""
+    oracle = page.get_by_test_id("stMetric").filter(has_text=card).get_by_test_id("stMetricValue")
+    thumb = page.get_by_test_id("stSlider").filter(has_text=slider).get_by_role("slider")
     thumb.focus(timeout=TIMEOUT_MS)  # a loaded machine can keep the browser busy drawing the page for long
     durations = []
     for _ in range(steps):
         shown = oracle.inner_text()
         started = time.monotonic()
         thumb.press("ArrowRight")
-        page.wait_for_function(PARETO_STEP_DONE, arg=shown, polling="raf", timeout=TIMEOUT_MS)
+        page.wait_for_function(done, arg=shown, polling="raf", timeout=TIMEOUT_MS)
         durations.append(round(time.monotonic() - started, 3))
     return durations
 
 
+@contextlib.contextmanager
+def running_bare_page(log_path: Path) -> Iterator[str]:
+    """`bench/bare_page.py` served by a new Streamlit process with `forge app`'s server options until the
+    block ends (SIGTERM); yields its URL once healthy."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", str(BARE_PAGE), "--server.port", str(port),
+               *BARE_SERVER_OPTIONS]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log_path.open("w"),
+                               start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _answers(url):
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the bare page's server did not answer /_stcore/health"
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    """Whether the Streamlit server at `url` says it is healthy."""
+    try:
+        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
+    except httpx.HTTPError:
+        return False
+
+
+def speed_ratios(renders: dict[str, float], bare_renders: dict[str, float], steps: list[float],
+                 bare_steps: list[float]) -> dict:
+    """Each page's first render over the bare page's render timed just before it (same keys), each step
+    over the bare rerun (the bare steps' median) and the steps' median over it, with the goals of issue
+    #51 and whether they are met."""
+    renders_over = {page: ratio(seconds, bare_renders[page]) for page, seconds in renders.items()}
+    bare_rerun = statistics.median(bare_steps)
+    step_median_over = ratio(statistics.median(steps), bare_rerun)
+    return {"first_render_over_bare": renders_over,
+            "max_first_render_over_bare": max(renders_over.values()),
+            "steps_over_bare_rerun": [ratio(seconds, bare_rerun) for seconds in steps],
+            "step_median_over_bare_rerun": step_median_over,
+            "goals": {"first_render_over_bare": goal(renders_over, GOAL_FIRST_RENDER),
+                      "step_median_over_bare_rerun": goal({"median step": step_median_over}, GOAL_STEP_MEDIAN)}}
+
+
 def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
-    """Every page's first render and the Pareto slider steps on a copy of `store` (with
-    `screenshots`, a full-page PNG of each page there, taken after its render is timed)."""
+    """Every page's first render and the Pareto slider steps on a copy of `store`, and the bare page's
+    render before each page and its slider steps, in the same browser (with `screenshots`, a full-page
+    PNG of each dashboard page there, taken after its render is timed)."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
         os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory), Store(copy)))
-        with running_dashboard(copy, Path(directory) / "app.log") as url, browser_page() as page:
+        with (running_dashboard(copy, Path(directory) / "app.log") as url,
+              running_bare_page(Path(directory) / "bare.log") as bare_url, browser_page() as page):
             page.set_viewport_size({"width": 1280, "height": 1000})
-            renders = {}
+            renders, bare_renders = {}, {}  # per page: its first render, and the bare page's just before it
             for title, path in PAGES.items():
+                bare_renders[title] = first_render(page, bare_url, BARE_TITLE)
                 renders[title] = first_render(page, f"{url}/{path}", title)
                 if screenshots is not None:
                     screenshots.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(screenshots / f"{path or 'overview'}.png"), full_page=True)
+            first_render(page, bare_url, BARE_TITLE)
+            bare_steps = slider_steps(page, steps, slider="value", card="Slider value", done=BARE_STEP_DONE)
             first_render(page, f"{url}/pareto", "Pareto")
             durations = slider_steps(page, steps)
     return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
             "steps_s": durations, "step_median_s": statistics.median(durations) if durations else None,
+            "bare_first_render_s": bare_renders, "bare_steps_s": bare_steps,
+            "bare_step_median_s": statistics.median(bare_steps),
+            **speed_ratios(renders, bare_renders, durations, bare_steps),
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
 
@@ -123,6 +213,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--screenshots", type=Path, help="Also save a full-page screenshot of each page here.")
     arguments = parser.parse_args()
+    if arguments.steps < 1:
+        parser.error("--steps must be at least 1 (the steps' median is compared with the bare rerun's)")
     print(json.dumps(measure(arguments.store, arguments.steps, arguments.screenshots)))
 
 

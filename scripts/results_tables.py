@@ -1371,6 +1371,7 @@ def router_bench(results: Results) -> str:
             ("warm routing (the same questions again)", bench["routing_warm_ms"]),
             *((f"warm: {piece.replace('_', ' ')}", times) for piece, times in bench["warm_pieces_ms"].items())]
     warm, cold = bench["routing_warm_ms"]["p50"], bench["routing_cold_ms"]["p50"]
+    goal = bench["goals"]["routing_warm_over_embedding"]
     return "\n".join([
         f"`{bench['embedder']}`, {bench['threads']} thread, {bench['routing_queries']} test questions, a "
         f"{bench['variant'].title()} router trained on {bench['train_queries']:,} train queries; {_load(bench)}:", "",
@@ -1378,7 +1379,11 @@ def router_bench(results: Results) -> str:
         *(f"| {label} | {times['p50']:.2f} | {times['p95']:.2f} |" for label, times in rows), "",
         f"Warm routing p50 is {warm / cold:.2f} of cold in the same run. MLP alone: {bench['mlp_p50_us']:.0f} µs "
         f"(p50). Stage 1 took {bench['stage1_seconds']:.1f} s, Stage 2 {bench['stage2_seconds_per_1000_steps']:.1f} s "
-        "per 1,000 steps."])
+        "per 1,000 steps.", "",
+        f"As a ratio to the question embedding's own time in the same run ({bench['question_embedding_ms']['p50']:.2f} "
+        f"ms p50): warm routing {bench['routing_warm_over_embedding']:.2f}x, cold "
+        f"{bench['routing_cold_over_embedding']:.2f}x (p50 over p50; cold also embeds the top-1 passage). Goal (issue "
+        f"#51): {_goal_verdict(goal, 'warm routing within', 'the embedding')}."])
 
 
 def serve_bench(results: Results) -> str:
@@ -1391,14 +1396,37 @@ def serve_bench(results: Results) -> str:
         f"| {bench['overhead_p50_ms']:.1f} ms | {bench['overhead_p95_ms']:.1f} ms | {bench['requests_per_s']:.1f} |"])
 
 
+def _goal_verdict(goal: dict, what: str, reference: str) -> str:
+    """A bench's goal of ratios (`bench/ratios.py`'s `goal`) in words: "first renders at most 3x the bare
+    page: met", or "...: missed (Overview 3.98x, Pareto 4.37x)"."""
+    verdict = "met" if goal["met"] else "missed (" + ", ".join(
+        f"{name} {value:.2f}x" for name, value in goal["misses"].items()) + ")"
+    return f"{what} {goal['at_most']:g}x {reference}: {verdict}"
+
+
 def page_renders(results: Results) -> str:
-    """`bench/page_renders.py`: each dashboard page's first render, the slider steps, the load average."""
+    """`bench/page_renders.py`: each dashboard page's first render and the slider steps, in seconds and as
+    ratios to the bare Streamlit page measured in the same run, the goals, the load average."""
     bench = _bench("page_renders")
     before, after = (" / ".join(f"{value:.2f}" for value in bench[key]) for key in ("loadavg_before", "loadavg_after"))
-    renders = ", ".join(f"{page} {seconds:.1f} s" for page, seconds in bench["first_render_s"].items())
+    over = bench["first_render_over_bare"]
+    renders = ", ".join(f"{page} {seconds:.1f} s ({over[page]:.2f}x)"
+                        for page, seconds in bench["first_render_s"].items())
+    bare = list(bench["bare_first_render_s"].values())  # the bare page's render just before each page's
     steps = ", ".join(f"{seconds:.2f}" for seconds in bench["steps_s"])
-    return (f"its first renders: {renders}; the Pareto slider's {len(bench['steps_s'])} steps {steps} s, median "
-            f"{bench['step_median_s']:.2f} s; load average {before} before, {after} after (1 / 5 / 15 min)")
+    step_ratios = ", ".join(f"{value:.1f}" for value in bench["steps_over_bare_rerun"])
+    bare_steps = ", ".join(f"{seconds:.3f}" for seconds in bench["bare_steps_s"])
+    goals = bench["goals"]
+    return (f"its first renders, each also as a ratio to the bare page's render timed just before it: {renders}; the "
+            f"bare Streamlit page's (`bench/bare_page.py`) {bare[0]:.1f} s on its first visit (before the Overview), "
+            f"{min(bare[1:]):.1f} to {max(bare[1:]):.1f} s on its revisits; the Pareto slider's "
+            f"{len(bench['steps_s'])} steps {steps} s ({step_ratios}x the bare rerun), median "
+            f"{bench['step_median_s']:.2f} s, {bench['step_median_over_bare_rerun']:.1f}x the bare rerun (the median "
+            f"of the bare slider's {len(bench['bare_steps_s'])} steps {bare_steps} s: "
+            f"{bench['bare_step_median_s']:.3f} s); goals (issue #51): "
+            f"{_goal_verdict(goals['first_render_over_bare'], 'first renders at most', 'the bare page')}, "
+            f"{_goal_verdict(goals['step_median_over_bare_rerun'], 'median step at most', 'the bare rerun')}; "
+            f"load average {before} before, {after} after (1 / 5 / 15 min)")
 
 
 # ---------------------------------------------------------------- evidence per retriever (issue #39)
