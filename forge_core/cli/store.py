@@ -131,7 +131,7 @@ def store_views(
         return
     console.print(progress.line())
     for name, label in zip(progress.planned, progress.labels):
-        console.print(f"  {'done' if name in progress.done else 'to do'}  {label}")
+        console.print(f"  {'done' if name in progress.done else 'to do':5}  {label}")
 
 
 @store_app.command("import")
