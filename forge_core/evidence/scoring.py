@@ -21,6 +21,7 @@ Scoring is done on the final answer: for chain-of-thought outputs, extract it fi
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -31,7 +32,7 @@ from forge_core.records import FEVER_LABELS
 SUPPORTS, REFUTES, NOT_ENOUGH_INFO = FEVER_LABELS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = frozenset(string.punctuation)
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)  # deletes ASCII punctuation
 
 # Words that negate a following verdict, and the fillers allowed between them
 # ("is not fully supported", "cannot be confirmed", "doesn't support").
@@ -85,10 +86,17 @@ def normalize_answer(s: str) -> str:
 
     Lowercase, drop ASCII punctuation, drop the words a/an/the, collapse whitespace.
     """
-    text = s.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = s.lower().translate(_DROP_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalized_gold(gold: str) -> tuple[str, Counter[str]]:
+    """A gold alias normalized and its tokens counted, once per alias: a query's arms (and probes)
+    are all scored against the same golds. The Counter is shared: read it, never change it."""
+    normalized = normalize_answer(gold)
+    return normalized, Counter(normalized.split())
 
 
 def _check_golds(golds: Sequence[str]) -> None:
@@ -107,7 +115,11 @@ def token_counts(text: str) -> Counter[str]:
 def counts_f1(prediction: Counter[str], gold: Counter[str]) -> float:
     """Token F1 of one prediction against one gold from their `token_counts` (SQuAD v1.1): the
     number `token_f1` gives for one gold, for callers that compare each text with many."""
-    num_same = sum((prediction & gold).values())
+    num_same = 0  # the total of `prediction & gold`, without building it
+    for token, count in prediction.items():
+        common = min(count, gold.get(token, 0))
+        if common > 0:
+            num_same += common
     if num_same == 0:
         return 0.0
     precision = num_same / prediction.total()
@@ -115,22 +127,11 @@ def counts_f1(prediction: Counter[str], gold: Counter[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _f1_single(prediction_tokens: list[str], gold_tokens: list[str]) -> float:
-    """Token F1 of one prediction against one gold, on normalized tokens (SQuAD v1.1)."""
-    common = Counter(prediction_tokens) & Counter(gold_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0.0
-    precision = num_same / len(prediction_tokens)
-    recall = num_same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
     """1.0 if the normalized prediction equals any normalized gold alias, else 0.0."""
     _check_golds(golds)
     normalized = normalize_answer(prediction)
-    return float(any(normalized == normalize_answer(gold) for gold in golds))
+    return float(any(normalized == _normalized_gold(gold)[0] for gold in golds))
 
 
 def token_f1(prediction: str, golds: Sequence[str]) -> float:
@@ -139,8 +140,8 @@ def token_f1(prediction: str, golds: Sequence[str]) -> float:
     No common token gives 0.0; that includes an empty prediction or gold, even both empty.
     """
     _check_golds(golds)
-    prediction_tokens = normalize_answer(prediction).split()
-    return max(_f1_single(prediction_tokens, normalize_answer(gold).split()) for gold in golds)
+    prediction_counts = token_counts(prediction)
+    return max(counts_f1(prediction_counts, _normalized_gold(gold)[1]) for gold in golds)
 
 
 def extract_fever_label(text: str) -> str | None:

@@ -85,9 +85,12 @@ def split_sentences(text: str) -> list[str]:
 
 def _is_abbreviation(before: str, mark: str) -> bool:
     """True when the period after `before` ends an abbreviation or an initial, not a sentence."""
-    if mark != "." or not before.split():
+    if mark != ".":
         return False
-    word = before.split()[-1].lstrip("\"'“‘([")
+    last = before.rsplit(None, 1)  # [] when there is no word before the period
+    if not last:
+        return False
+    word = last[-1].lstrip("\"'“‘([")
     is_initial = len(word) == 1 and word.isupper()
     is_dotted = _DOTTED_ABBREVIATION.fullmatch(word) is not None
     return is_initial or is_dotted or word.lower() in _ABBREVIATIONS
