@@ -419,11 +419,36 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     (`version`: see `store_version`): the decision, or the one line saying which command makes what
     it needs. Kept under the cache directory (`decide/`)."""
     try:
-        return decisions.decide(store, host, weights, config.cache_dir(), accounting, retriever=retriever,
+        return decisions.decide(VersionReads(store, version), host, weights, config.cache_dir(), accounting,
+                                retriever=retriever,
                                 context_for=lambda settings: decision_base(store, version, settings, accounting),
                                 budget_tokens=budget_tokens)
     except ForgeError as error:
         return str(error)
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionReads:
+    """The store as a slider step's decision reads it: its weight-free reads (the host's crossfit runs,
+    which `forge decide` reads twice, to choose the recipe and to find its runs) made once per store
+    version (`version`: see `store_version`) and shared by every weight; everything else is the store's."""
+
+    store: Store
+    version: int
+
+    def crossfit_runs(self, host: str | None = None) -> pd.DataFrame:
+        """`Store.crossfit_runs`, read once per store version (a copy: the caller may change it)."""
+        return crossfit_runs(self.store, self.version, host).copy()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def crossfit_runs(store: Store, version: int, host: str | None = None) -> pd.DataFrame:
+    """The registered crossfit runs with their finished folds (`Store.crossfit_runs`) of one store
+    version (`version`: see `store_version`; a run's new fold changes the file, so the version)."""
+    return store.crossfit_runs(host)
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
