@@ -16,8 +16,8 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain
 from dataclasses import asdict, dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
