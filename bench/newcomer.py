@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from page_renders import first_render  # noqa: E402
 
-from support.browser import browser_page, free_port  # noqa: E402
+from support.browser import browser_page, free_port, healthy  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 PHASE_LINE = re.compile(r"^setup: (.+) took (\d+) s$")
@@ -73,7 +73,7 @@ def first_page(clone: Path, env: dict[str, str], log: Path) -> float:
     try:
         with browser_page() as page:
             url = f"http://127.0.0.1:{port}"
-            while not _answers(url):
+            while not healthy(url):
                 if process.poll() is not None:
                     raise SystemExit(f"forge app exited ({process.returncode}); see {log}")
                 time.sleep(0.1)
@@ -92,15 +92,6 @@ def views_ready(clone: Path, env: dict[str, str]) -> None:
         if shown.returncode == 0 and not json.loads(shown.stdout)["running"]:  # none until its progress is written
             return
         time.sleep(2)
-
-
-def _answers(url: str) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
-    except httpx.HTTPError:
-        return False
 
 
 def measure(root: Path) -> dict:

@@ -47,8 +47,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -60,7 +58,7 @@ from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noq
 from forge_core.reports.view_cache import precompute_views  # noqa: E402
 from forge_core.store import Store  # noqa: E402
 
-from support.browser import PARETO_STEP_DONE, STARTUP_TIMEOUT_S, browser_page, free_port, running_dashboard  # noqa: E402
+from support.browser import PARETO_STEP_DONE, STARTUP_TIMEOUT_S, browser_page, free_port, healthy, running_dashboard  # noqa: E402
 
 TIMEOUT_MS = 300_000
 PAGES = {"Overview": "", "Enumerate": "enumerate", "Hosts": "hosts", "Live query": "live-query", "Train": "train",
@@ -141,7 +139,7 @@ def running_bare_page(log_path: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _answers(url):
+        while not healthy(url):
             assert process.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "the bare page's server did not answer /_stcore/health"
             time.sleep(0.5)
@@ -149,14 +147,6 @@ def running_bare_page(log_path: Path) -> Iterator[str]:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
-
-
-def _answers(url: str) -> bool:
-    """Whether the Streamlit server at `url` says it is healthy."""
-    try:
-        return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
-    except httpx.HTTPError:
-        return False
 
 
 def speed_ratios(renders: dict[str, float], bare_renders: dict[str, float], steps: list[float],

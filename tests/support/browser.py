@@ -65,7 +65,7 @@ def running_dashboard(store_path: Path, log_path: Path) -> Iterator[str]:
                                env={**os.environ, "FORGE_STORE": str(store_path)})
     url = f"http://127.0.0.1:{port}"
     try:
-        while not _healthy(url):  # until it answers, or it exits (a hang ends at pytest's --timeout)
+        while not healthy(url):  # until it answers, or it exits (a hang ends at pytest's --timeout)
             assert process.poll() is None, log_path.read_text()
             time.sleep(0.2)
         yield url
@@ -87,7 +87,8 @@ def browser_page() -> Iterator[Any]:
             browser.close()
 
 
-def _healthy(url: str) -> bool:
+def healthy(url: str) -> bool:
+    """Whether the Streamlit server at `url` says it is healthy."""
     try:
         return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
     except httpx.HTTPError:
