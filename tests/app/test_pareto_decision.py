@@ -132,11 +132,16 @@ def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
 
     from app import data
 
+    def warm_threads() -> list[threading.Thread]:
+        return [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]
+
+    for earlier in warm_threads():  # a warm-up an earlier test's page started may still be running
+        earlier.join(timeout=TIMEOUT_S)
     st.cache_resource.clear()
     failures: list[BaseException] = []
     monkeypatch.setattr(threading, "excepthook", lambda hook: failures.append(hook.exc_value))
     app = pareto()
-    warm = [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]
+    warm = warm_threads()
     assert len(warm) == 1
     warm[0].join(timeout=TIMEOUT_S)
     assert not warm[0].is_alive() and not failures
@@ -147,7 +152,7 @@ def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
     next(s for s in app.slider if "lambda_in" in s.label).set_value(0.11).run()
     assert not app.exception, app.exception
     assert loads == []  # the outcomes and features were loaded by the warm-up, not by the step
-    assert not [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]  # once
+    assert not warm_threads()  # once
     assert "λ_in 0.11 / λ_out 0.2" in texts(app.success) + texts(app.info)
 
 
