@@ -55,6 +55,7 @@ from forge_core.store import Store
 # Overview) never loads them (tests/app/test_page_imports.py checks it).
 if TYPE_CHECKING:
     from forge_core.evaluation.cached import CachedRequest
+    from forge_core.evaluation.recipe_choice import MeasuredRecipe
     from forge_core.evaluation.transfer import TransferRequest
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
@@ -357,7 +358,8 @@ def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tupl
             with contextlib.suppress(ForgeError):  # trains the decision's fold routers once, if they are missing
                 decisions.decide(store, settings.host, step.settings.weights, config.cache_dir(), settings.accounting,
                                  retriever=settings.retriever,
-                                 context_for=lambda run: decision_base(store, version, run, settings.accounting))
+                                 context_for=lambda run: decision_base(store, version, run, settings.accounting),
+                                 measured=measured_recipes(store, version, settings.host, settings.retriever))
         for checkpoint_id in conditioned:
             with contextlib.suppress(ForgeError):
                 reliability_base(store, version, checkpoint_id)
@@ -422,9 +424,22 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
         return decisions.decide(VersionReads(store, version), host, weights, config.cache_dir(), accounting,
                                 retriever=retriever,
                                 context_for=lambda settings: decision_base(store, version, settings, accounting),
-                                budget_tokens=budget_tokens)
+                                budget_tokens=budget_tokens, measured=measured_recipes(store, version, host, retriever))
     except ForgeError as error:
         return str(error)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
+def measured_recipes(store: Store, version: int, host: str, retriever: str = DEFAULT_RETRIEVER) -> list[MeasuredRecipe]:
+    """The recipes the host's finished crossfit runs under the retriever measured, with the configured
+    embedder (`recipe_choice.measured_recipes`), built once per store version (`version`: see
+    `store_version`) and shared by every weight: `forge decide` reads them to choose the recipe and to
+    find its runs, and building every run's recipe again took a third of a slider step."""
+    from forge_core.evaluation.recipe_choice import measured_recipes as read_measured
+    from forge_core.routing.embedders import embedder_name
+
+    return read_measured(VersionReads(store, version), host, evaluated_retriever_hash(store, host, retriever),
+                         embedder_name())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -152,10 +152,13 @@ def _undecidable(interval: list[float]) -> bool:
 # ---------------------------------------------------------------- the evidence
 
 
-def recipe_runs(store: Store, host: str, recipe: Recipe, retriever_hash: str) -> list[MeasuredRecipe]:
-    """The finished crossfit runs of the host that measured `recipe`, newest first."""
-    return [m for m in measured_recipes(store, host, retriever_hash, recipe.embedder)
-            if m.recipe.recipe_id == recipe.recipe_id]
+def recipe_runs(store: Store, host: str, recipe: Recipe, retriever_hash: str,
+                measured: list[MeasuredRecipe] | None = None) -> list[MeasuredRecipe]:
+    """The finished crossfit runs of the host that measured `recipe`, newest first (`measured`: the
+    host's `measured_recipes` under the retriever and the recipe's embedder, when the caller has them)."""
+    if measured is None:
+        measured = measured_recipes(store, host, retriever_hash, recipe.embedder)
+    return [m for m in measured if m.recipe.recipe_id == recipe.recipe_id]
 
 
 def run_at_weights(runs: list[MeasuredRecipe], weights: CostWeights, accounting: str) -> MeasuredRecipe | None:
@@ -231,10 +234,11 @@ def decision_of_run(store: Store, run_id: str, settings: dict) -> dict:
 
 def _evidence(store: Store, host: str, recipe: Recipe, weights: CostWeights, accounting: str, retriever_hash: str,
               cache_dir: Path, on_fold: Callable[[int, int], None] | None,
-              context_for: Callable[[dict], EvalContext] | None) -> tuple[str, list[str], Callable[[], tuple]]:
+              context_for: Callable[[dict], EvalContext] | None,
+              measured: list[MeasuredRecipe] | None = None) -> tuple[str, list[str], Callable[[], tuple]]:
     """Where the decision's evidence comes from: ("stored run" or "fold decisions"), the run ids it
     rests on, and a function computing (outcomes, reproduced_share) from them."""
-    runs = recipe_runs(store, host, recipe, retriever_hash)
+    runs = recipe_runs(store, host, recipe, retriever_hash, measured)
     at = run_at_weights(runs, weights, accounting)
     if at is not None:
         return "stored run", [at.run_id], lambda: (stored_outcomes(store, at), None)
@@ -274,22 +278,28 @@ def _missing_evidence(host: str, recipe: Recipe, weights: CostWeights, accountin
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
            on_fold: Callable[[int, int], None] | None = None, retriever: str = DEFAULT_RETRIEVER,
            context_for: Callable[[dict], EvalContext] | None = None, recipe: Recipe | None = None,
-           budget_tokens: float | None = None, n_arms: int = 6) -> dict:
+           budget_tokens: float | None = None, n_arms: int = 6,
+           measured: list[MeasuredRecipe] | None = None) -> dict:
     """The decision at `weights` for `host` under `retriever`'s evidence, of `recipe` (default: the
     recommended one), within `budget_tokens` a query when given (see the module docstring), with
     the checkpoint of the same recipe to deploy and its serve command. `on_fold(done, total)`
     follows the one-off training of the fold routers; `context_for`, given a run's stored
-    settings, its `fold_decisions.decision_context` under `accounting`, kept by the caller."""
+    settings, its `fold_decisions.decision_context` under `accounting`, kept by the caller;
+    `measured`, the host's `recipe_choice.measured_recipes` under the retriever and the configured
+    embedder, kept by the caller (they change only with the store's crossfit runs: the dashboard
+    keeps them per store version), else read here."""
     from forge_core.routing.embedders import embedder_name
 
     check_accounting(accounting)
     if budget_tokens is not None and not budget_tokens > 0:
         raise InvalidInput(f"a token budget is a positive number of tokens a query, not {budget_tokens:g}")
     evidence_hash = evaluated_retriever_hash(store, host, retriever)
-    choice = recommended_recipe(store, host, evidence_hash, embedder_name(), n_arms, Path(cache_dir))
+    embedder = embedder_name()
+    choice = recommended_recipe(store, host, evidence_hash, embedder, n_arms, Path(cache_dir), measured)
     chosen = recipe or choice["recipe"]
     source, run_ids, compute_outcomes = _evidence(store, host, chosen, weights, accounting, evidence_hash,
-                                                  Path(cache_dir), on_fold, context_for)
+                                                  Path(cache_dir), on_fold, context_for,
+                                                  measured if chosen.embedder == embedder else None)
 
     def compute() -> dict:
         from forge_core.training.threads import one_thread

@@ -69,10 +69,14 @@ def measured_recipes(store: Store, host: str, retriever_hash: str, embedder: str
 
 
 def recommended_recipe(store: Store, host: str, retriever_hash: str, embedder: str, n_arms: int,
-                       cache_dir: Path) -> dict:
+                       cache_dir: Path, measured: list[MeasuredRecipe] | None = None) -> dict:
     """The recommended recipe and why: {"recipe": Recipe, "standings": [...] (the recommended one
-    first), "comparisons": [...], "measured": bool}; see the module docstring."""
-    measured = [m for m in measured_recipes(store, host, retriever_hash, embedder) if m.recipe.n_arms == n_arms]
+    first), "comparisons": [...], "measured": bool}; see the module docstring. `measured`: the host's
+    `measured_recipes` under the retriever and embedder when the caller keeps them (they change only
+    with the store's crossfit runs), else read here."""
+    if measured is None:
+        measured = measured_recipes(store, host, retriever_hash, embedder)
+    measured = [m for m in measured if m.recipe.n_arms == n_arms]
     fallback = default_recipe(n_arms, embedder, retriever_hash)
     key = canonical_hash("recipe-choice", CHOICE_VERSION,
                          {"runs": sorted({m.run_id for m in measured}), "embedder": embedder, "n_arms": n_arms})

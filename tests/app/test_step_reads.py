@@ -46,3 +46,40 @@ def test_a_new_store_version_reads_the_crossfit_runs_again(counted_store) -> Non
     data.decision_at(store, 1, "embedded", CostWeights(0.10, 0.2), "deploy")
     data.decision_at(store, 2, "embedded", CostWeights(0.11, 0.2), "deploy")
     assert reads == ["embedded", "embedded"]
+
+
+@pytest.fixture
+def counted_recipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
+    """An empty store whose measured-recipe builds (`recipe_choice.measured_recipes`: every finished
+    run's recipe, which `forge decide` needs to choose the recipe and to find its runs) are counted."""
+    from forge_core.evaluation import decide, recipe_choice
+
+    monkeypatch.setenv("FORGE_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    builds: list[str] = []
+    build = recipe_choice.measured_recipes
+
+    def counted(store, host: str, retriever_hash: str, embedder: str):
+        builds.append(host)
+        return build(store, host, retriever_hash, embedder)
+
+    monkeypatch.setattr(recipe_choice, "measured_recipes", counted)
+    monkeypatch.setattr(decide, "measured_recipes", counted)
+    return Store(tmp_path / "store.duckdb"), builds
+
+
+def test_slider_steps_build_the_measured_recipes_once_per_store_version(counted_recipes) -> None:
+    store, builds = counted_recipes
+    version = data.store_version(store)
+    for lambda_in in (0.10, 0.11, 0.12):  # the first render, then two steps
+        decided = data.decision_at(store, version, "embedded", CostWeights(lambda_in, 0.2), "deploy")
+        assert isinstance(decided, str) and "crossfit run" in decided
+    assert builds == ["embedded"]
+
+
+def test_a_new_store_version_builds_the_measured_recipes_again(counted_recipes) -> None:
+    store, builds = counted_recipes
+    data.decision_at(store, 1, "embedded", CostWeights(0.10, 0.2), "deploy")
+    data.decision_at(store, 2, "embedded", CostWeights(0.11, 0.2), "deploy")
+    assert builds == ["embedded", "embedded"]
