@@ -6,8 +6,9 @@
   before (`query_calls`): on a one-context llama.cpp server at concurrency 1, a query's calls are
   never interleaved with another query's.
 - Never waiting on the store: finished outcomes go to an `OutcomeWriter`, which commits them in
-  batches from a background thread (every 512 rows or 0.5 s), and progress is published to the
-  jobs table from a worker thread, so no store access runs on the event loop while calls fly.
+  batches from a background thread (every 0.5 s, or 4,096 rows), and the job's progress and its
+  cancel check ride on those batches (one connection a batch, none of their own), so no store
+  access runs on the event loop while calls fly.
 - Resumable: a rerun plans only what is missing (error rows count as missing). A normal end,
   a cancel or Ctrl-C writes every finished call; a crash or kill -9 loses at most the calls
   finished in the last second (the writer's bound), which the rerun redoes; never a duplicate
@@ -54,11 +55,12 @@ from forge_core.hosts.registry import config_hash
 from forge_core.records import SAMPLE_PROBES, Example
 from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
+from forge_core.store.database import JobProgress
 from forge_core.store.outcome_writer import OutcomeWriter
 
 log = logging.getLogger(__name__)
 
-JOB_UPDATE_SECONDS = 2.0
+JOB_UPDATE_SECONDS = 2.0  # judging's progress to the jobs table at most this often (enumeration's rides on batches)
 MAX_FAILURES_IN_A_ROW = 10  # then the host is likely down: stop rather than fill the store with errors
 
 
@@ -90,8 +92,7 @@ class _Run:
         retriever_config = get_retriever_config(store, plan.retriever)
         self.retriever_hash = retriever_hash(retriever_config)
         self.retrievers = {b: open_retriever(store, retriever_config, b) for b in plan.benchmarks}
-        self.last_job_update = 0.0
-        self.publishing: asyncio.Future | None = None
+        self.cancel_requested = False  # set by the writer thread when the job's row says "cancelling"
         self.in_flight = 0
         self.failures_in_a_row = 0
         self.stopping = False
@@ -103,6 +104,8 @@ class _Run:
         call, token or dollar limit is reached (calls in flight count against the call and dollar
         limits) or a cancel was requested."""
         plan, report = self.plan, self.report
+        if self.cancel_requested:
+            self.stop("cancelled")
         if plan.max_calls is not None and report.calls + self.in_flight >= plan.max_calls:
             self.stop("call limit reached")
         if plan.max_tokens is not None and report.tokens >= plan.max_tokens:
@@ -123,7 +126,8 @@ class _Run:
             self.report.status = "stopped: " + reason
 
     def record_call(self, tokens_in: int, tokens_out: int, error: str | None, bound: float) -> None:
-        """Count a finished call and publish progress (the jobs table at most every 2 s)."""
+        """Count a finished call and report progress to the callback (the writer stores it in the
+        jobs table with its next batch)."""
         self.in_flight -= 1
         self.report.calls += 1
         self.report.tokens += tokens_in + tokens_out
@@ -136,17 +140,16 @@ class _Run:
             self.stop(f"{MAX_FAILURES_IN_A_ROW} calls failed in a row (is the host up?)")
         if self.on_progress:
             self.on_progress(self.report)
-        due = time.monotonic() - self.last_job_update >= JOB_UPDATE_SECONDS
-        if due and (self.publishing is None or self.publishing.done()):
-            self.last_job_update = time.monotonic()
-            self.publishing = asyncio.get_running_loop().run_in_executor(None, self.publish)
 
-    def publish(self) -> None:
-        """Write progress to the jobs table and notice a cancel request (runs in a worker thread)."""
-        self.store.update_job(self.report.job_id, self.report.calls, len(self.report.errors))
-        job = self.store.job(self.report.job_id)
-        if job and job["status"] == "cancelling":
-            self.stop("cancelled")
+    def job_progress(self) -> JobProgress:
+        """The counts the writer stores in the jobs table with a batch (called on its thread)."""
+        return JobProgress(self.report.job_id, self.report.calls, len(self.report.errors))
+
+    def job_status_read(self, status: str) -> None:
+        """The job's status as a batch read it (on the writer's thread): a cancel request stops the
+        run before its next call."""
+        if status == "cancelling":
+            self.cancel_requested = True
 
     # -------------------------------------------------------------- calls
 
@@ -249,13 +252,13 @@ async def enumerate_arms(
         writer = OutcomeWriter(store)
         try:
             run = _Run(store, writer, plan, client, client.config, report, on_progress)
+            writer.progress, writer.on_job_status = run.job_progress, run.job_status_read  # with each batch
             if before_calls is not None:
                 before_calls()
             started = report.started_at = time.monotonic()
             try:
                 await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
             finally:
-                await _finish_publishing(run)
                 report.spent_usd = run.budget.spent_usd if run.budget else None
             report.seconds = time.monotonic() - started
         finally:
@@ -277,8 +280,3 @@ async def enumerate_on_host(
     async with hosted(host_config) as client:
         return await enumerate_arms(store, plan, client, on_progress, before_calls)
 
-
-async def _finish_publishing(run: _Run) -> None:
-    """Wait for a progress update still being written (it must not race the final one)."""
-    if run.publishing is not None:
-        await asyncio.shield(run.publishing)

@@ -21,7 +21,7 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -164,7 +164,7 @@ class _Reply:
     """An HTTP response read in full: status, headers and body bytes."""
 
     status: int
-    headers: dict[str, str]  # lower-cased names
+    headers: Mapping[str, str]  # names match in any case (the response's own headers)
     body: bytes
 
 
@@ -185,7 +185,7 @@ class _EndpointConnections:
             self._session = aiohttp.ClientSession(connector=connector, timeout=no_limit)
         async with self._session.post(url, json=body, headers=headers) as response:
             data = await response.read()
-            return _Reply(response.status, {k.lower(): v for k, v in response.headers.items()}, data)
+            return _Reply(response.status, response.headers, data)  # not copied: read only on a failure
 
     async def aclose(self) -> None:
         """Close the connections."""

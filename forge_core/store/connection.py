@@ -14,6 +14,12 @@ no file read): a burst of reads opens the file once, and other processes wait at
 `keep_open_s` longer for it. A write leaves a write-ahead log, so the file is closed (checkpointed)
 at once, as without `keep_open_s`: a copy of the file holds every committed write.
 
+A writer that commits every half second (enumeration's outcome writer) would spend most of its
+CPU starting databases. It keeps a `FileAttacher` instead, an in-memory DuckDB of its own, and
+each of its transactions attaches the file, commits and detaches it (`attached_transaction`):
+the same short hold of the file, checkpointed and released after each commit, for a few
+milliseconds instead of tens.
+
 A new store file is written in the storage format of `STORAGE_COMPATIBILITY_VERSION`, which every
 DuckDB FORGE supports reads; an existing file is opened in the format it has, never rewritten in
 another. A file this DuckDB cannot read (a newer format, or not a DuckDB file) is one `StoreError`
@@ -29,7 +35,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -170,6 +176,21 @@ def release_store_file(path: Path | str) -> None:
         _close_open_file(key)
 
 
+class FileAttacher:
+    """An in-memory DuckDB that one thread keeps to attach store files for its transactions
+    (`StoreFile.attached_transaction`); `close` it when done. Use it from one thread at a time."""
+
+    def __init__(self) -> None:
+        self.memory = duckdb.connect(":memory:")
+
+    def close(self) -> None:
+        """Close the in-memory database (no store file is attached between transactions)."""
+        self.memory.close()
+
+
+_ATTACHED = "forge_store"  # the attached file's name inside a `FileAttacher`'s database
+
+
 class StoreFile:
     """A DuckDB store file: short-lived connections and transactions on it, migrated on first use."""
 
@@ -240,6 +261,28 @@ class StoreFile:
         with self.connect() as connection, self._atomic(connection):
             yield connection
 
+    @contextlib.contextmanager
+    def attached_transaction(self, attacher: FileAttacher) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`transaction` on the attacher's database with this file attached (and in use) for it:
+        detached afterwards, whatever happens, which checkpoints the file and releases it to other
+        processes as closing a connection does, without starting a database each time."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = _file_key(self.path)
+        memory = attacher.memory
+        with _thread_lock(key):
+            _close_open_file(key)  # a file this process keeps open cannot be attached as well
+            self._open_with_wait(lambda: _attach(memory, self.path))
+            try:
+                if not self._migrated:
+                    self._migrate(memory)
+                with self._atomic(memory):
+                    yield memory
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):  # the transaction's error is the one to report
+                    _detach(memory)
+                raise
+            _detach(memory)
+
     def schema_version(self) -> int:
         """The schema version of the file (migrating it first if it is older)."""
         with self.connect() as connection:
@@ -262,11 +305,13 @@ class StoreFile:
                                  "then run the command again: it continues where it stopped)") from None
             raise
 
-    def _open_with_wait(self) -> duckdb.DuckDBPyConnection:
+    def _open_with_wait(self, open_file: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+                        ) -> duckdb.DuckDBPyConnection:
         """Connect (creating a missing file first), waiting while another process holds the file's
         lock, or while another thread of this process is closing its last connection (DuckDB then
         reports the file as still attached: the dashboard runs overlapping script runs in threads).
-        A file DuckDB cannot read is a `StoreError` at once (`unreadable_store_line`)."""
+        A file DuckDB cannot read is a `StoreError` at once (`unreadable_store_line`). `open_file`
+        opens it another way (an attach), with the same waiting; its result is returned."""
         wait_s = config.store_lock_wait_s()
         deadline = time.monotonic() + wait_s
         delay = 0.05
@@ -274,7 +319,7 @@ class StoreFile:
             try:
                 if not self.path.exists():
                     self._create()
-                return duckdb.connect(str(self.path))
+                return open_file() if open_file is not None else duckdb.connect(str(self.path))
             except duckdb.Error as error:
                 message = " ".join(str(error).split())
                 unreadable = unreadable_store_line(self.path, message)
@@ -332,6 +377,20 @@ class StoreFile:
             return 0
         row = first_row(connection.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
         return int(row[0]) if row else 0
+
+
+def _attach(memory: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
+    """Attach a store file to an attacher's database and make it the default for names."""
+    quoted = str(path).replace("'", "''")  # ATTACH takes no parameters
+    memory.execute(f"ATTACH '{quoted}' AS {_ATTACHED}")
+    memory.execute(f"USE {_ATTACHED}")
+    return memory
+
+
+def _detach(memory: duckdb.DuckDBPyConnection) -> None:
+    """Detach the store file again: checkpointed, closed, its lock released."""
+    memory.execute("USE memory")
+    memory.execute(f"DETACH {_ATTACHED}")
 
 
 def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:

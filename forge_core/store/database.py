@@ -31,9 +31,18 @@ from forge_core.records import (
     SplitAssignment,
     SubmittedBatch,
 )
-from forge_core.store.connection import StoreError, StoreFile, first_row, insert_rows, utc_now
+from forge_core.store.connection import FileAttacher, StoreError, StoreFile, first_row, insert_rows, utc_now
 from forge_core.store.exports import export_tables, load_export_once, load_exported
 from forge_core.store.schema import CHECKPOINT_LINEAGE_COLUMNS, EXPORTED_TABLES, FILL_CHECKPOINT_LINEAGE
+
+
+@dataclasses.dataclass(frozen=True)
+class JobProgress:
+    """A running job's counts so far, as its row in the jobs table keeps them."""
+
+    job_id: str
+    done: int  # units of work finished (calls, for an enumeration)
+    errors: int  # of which failed
 
 
 def row_values(record: Any) -> tuple:
@@ -356,13 +365,26 @@ class Store(StoreFile):
                 [list(row_values(outcome)) for outcome in outcomes],
             )
 
-    def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome]) -> None:
+    def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome],
+                       progress: JobProgress | None = None, attacher: FileAttacher | None = None) -> str | None:
         """Store a batch of arm and probe outcomes in one transaction, replacing rows with the same
-        key (the batch must hold one row per key)."""
-        with self.transaction() as connection:
+        key (the batch must hold one row per key). With `progress`, the same transaction stores the
+        job's counts (as `update_job`) and the job's status is returned ("cancelling" once the
+        dashboard asked it to stop; None for an unknown job): a running job's progress and its
+        cancel check cost no connection of their own. With `attacher`, the batch's transaction
+        attaches the file to the attacher's database (`attached_transaction`)."""
+        with self.attached_transaction(attacher) if attacher else self.transaction() as connection:
             for table, outcomes in (("arm_outcomes", arms), ("probe_outcomes", probes)):
                 frame = pd.DataFrame([row_values(outcome) for outcome in outcomes], dtype=object)
                 insert_rows(connection, table, frame, replace=True)
+            if progress is None:
+                return None
+            connection.execute(
+                "UPDATE jobs SET done = ?, errors = ?, message = '', updated_at = ? WHERE job_id = ?",
+                [progress.done, progress.errors, utc_now(), progress.job_id],
+            )
+            row = first_row(connection.execute("SELECT status FROM jobs WHERE job_id = ?", [progress.job_id]))
+        return None if row is None else str(row[0])
 
     def record_greedy_probes_from_direct(self, host: str) -> None:
         """Store every error-free `direct:no_think` outcome that has no greedy probe yet as that
@@ -684,10 +706,14 @@ class Store(StoreFile):
                 [done, errors, message, utc_now(), job_id],
             )
 
-    def finish_job(self, job_id: str, status: str, message: str = "") -> None:
-        """Close a job as finished, failed, cancelled or interrupted."""
+    def finish_job(self, job_id: str, status: str, message: str = "", progress: JobProgress | None = None) -> None:
+        """Close a job as finished, failed, cancelled or interrupted; with `progress`, its final
+        counts are stored in the same transaction."""
         now = utc_now()
         with self.transaction() as connection:
+            if progress is not None:
+                connection.execute("UPDATE jobs SET done = ?, errors = ? WHERE job_id = ?",
+                                   [progress.done, progress.errors, progress.job_id])
             connection.execute(
                 "UPDATE jobs SET status = ?, message = ?, updated_at = ?, finished_at = ? WHERE job_id = ?",
                 [status, message, now, now, job_id],

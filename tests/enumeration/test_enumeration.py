@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -17,7 +18,9 @@ import pytest
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, count_calls, order_work, plan_work
+from forge_core.enumeration.runner import enumerate_arms
 from forge_core.hosts.base import HostConfig
+from forge_core.hosts.openai_compat import OpenAICompatibleHost
 from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store, outcome_writer
 
@@ -227,3 +230,40 @@ def test_sigkill_loses_no_stored_call_and_resume_equals_an_uninterrupted_run(
     total, keys = count_rows(str(store.path))
     assert total == keys == 360
     assert stored_rows(store) == stored_rows(uninterrupted)
+
+
+class CountingStore(Store):
+    """Counts the store's connections and attached transactions (the outcome writer's batches)
+    once `counting` is set."""
+
+    counting = False
+    connections = 0
+    batches = 0
+
+    def connect(self):
+        self.connections += self.counting
+        return super().connect()
+
+    def attached_transaction(self, attacher):
+        self.batches += self.counting
+        return super().attached_transaction(attacher)
+
+
+def test_progress_and_the_cancel_check_open_no_connection_while_calls_run(
+        tmp_path: Path, benchmarks_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(outcome_writer, "FLUSH_SECONDS", 3600.0)  # one batch, written on close
+    store = CountingStore(tmp_path / "counted.duckdb")
+    import_benchmarks(store, benchmarks_root, ["musique"])
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique",), per_benchmark=8, concurrency=4)
+
+    async def go():
+        async with OpenAICompatibleHost(host_config(server.base_url), retry_base_delay_s=0.001) as client:
+            return await enumerate_arms(store, plan, client, before_calls=lambda: setattr(store, "counting", True))
+
+    with AnsweringServer() as server:
+        report = asyncio.run(go())
+    assert report.calls == 48 and report.status == "finished"
+    # every outcome and the job's progress in the writer's one batch, then the job's row closed: two
+    # connections for 48 calls (progress written apart would open the store while calls run)
+    assert (store.batches, store.connections) == (1, 1)
+    assert store.job(report.job_id)["done"] == 48 and len(store.arm_outcomes("test-host")) == 48
