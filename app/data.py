@@ -17,13 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from forge_core import config, jobs
-from forge_core.enumeration.estimate import StageZeroEstimate, estimate_plan
-from forge_core.enumeration.planning import EnumerationPlan, count_calls, plan_work
+from forge_core import config
 from forge_core.errors import ForgeError, InvalidInput
-from forge_core.evaluation import decide as decisions
-from forge_core.evidence.answering import load_retriever
-from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retrievers import (
     DEFAULT_RETRIEVER,
     evaluated_retriever_hash,
@@ -34,7 +29,6 @@ from forge_core.evidence.retrievers import (
     retrievers_with_outcomes,
 )
 from forge_core.hosts.base import HostConfig
-from forge_core.hosts.lifetime import is_serving, serve_for_session
 from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.grounding import gold_recall_frame
@@ -52,11 +46,17 @@ from forge_core.store import Store
 
 # Scoring policies, training and the UMAP import sklearn, torch, scipy.stats or umap (seconds of CPU): the
 # functions that compute them import them on first use, so a page that only reads stored tables (the
-# Overview) never loads them (tests/app/test_page_imports.py checks it).
+# Overview) never loads them (tests/app/test_page_imports.py checks it). So do the jobs, the enumeration
+# planning, `forge decide`, retrieval and the served hosts (aiohttp, httpx, scipy.sparse: about a second of the
+# first page's imports on a loaded machine), which only the pages that start or follow jobs, plan, decide or ask use.
 if TYPE_CHECKING:
+    from forge_core.enumeration.estimate import StageZeroEstimate
+    from forge_core.enumeration.planning import EnumerationPlan
     from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.recipe_choice import MeasuredRecipe
     from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.evidence.retrieval import Retriever
+    from forge_core.jobs import JobProgress
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
     from forge_core.reports.reliability import Reliability, ReliabilityBase
@@ -189,24 +189,32 @@ def split_examples(store: Store, benchmark: str, split: str) -> list[Example]:
 @st.cache_data(ttl=STORE_TTL_S, show_spinner="Planning…", hash_funcs=STORE_KEY)
 def missing_calls(store: Store, plan: EnumerationPlan) -> int:
     """Host calls a plan still needs."""
+    from forge_core.enumeration.planning import count_calls, plan_work
+
     return count_calls(plan_work(store, plan))
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner="Counting the plan's tokens…", hash_funcs=STORE_KEY)
 def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
     """What the plan's missing calls will cost (see `forge_core.enumeration.estimate`)."""
+    from forge_core.enumeration.estimate import estimate_plan
+
     return estimate_plan(store, plan)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
-def recent_jobs(store: Store, kind: str = "enumerate") -> list[tuple[dict, jobs.JobProgress]]:
+def recent_jobs(store: Store, kind: str = "enumerate") -> list[tuple[dict, JobProgress]]:
     """The newest jobs of one kind (enumerate, train, judge) with their progress."""
+    from forge_core import jobs
+
     return jobs.recent_jobs(store, kind)
 
 
 @st.cache_data(ttl=JOBS_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def recent_errors(store: Store, host: str) -> list[str]:
     """The host's latest failed calls, one line each."""
+    from forge_core import jobs
+
     return jobs.recent_errors(store, host)
 
 
@@ -345,6 +353,7 @@ def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tupl
         round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
 
     def warm() -> None:
+        from forge_core.evaluation import decide as decisions
         from forge_core.training.threads import one_thread
 
         # What the page could not do (no train queries, no conditioned crossfit run) it says itself.
@@ -420,6 +429,8 @@ def decision_at(store: Store, version: int, host: str, weights: CostWeights, acc
     """`forge decide` at these weights under the retriever, within `budget_tokens` when given
     (`version`: see `store_version`): the decision, or the one line saying which command makes what
     it needs. Kept under the cache directory (`decide/`)."""
+    from forge_core.evaluation import decide as decisions
+
     try:
         return decisions.decide(VersionReads(store, version), host, weights, config.cache_dir(), accounting,
                                 retriever=retriever,
@@ -570,6 +581,8 @@ def host_benchmarks(store: Store, host: str) -> list[str]:
 @st.cache_resource(show_spinner="Loading the BM25 index (first use only)…", hash_funcs=STORE_KEY)
 def retriever(store: Store, benchmark: str) -> Retriever:
     """The benchmark's BM25 retriever."""
+    from forge_core.evidence.answering import load_retriever
+
     return load_retriever(store, benchmark)
 
 
@@ -598,9 +611,18 @@ def embedder() -> Embedder:
     return loaded
 
 
-@st.cache_resource(show_spinner="Starting the host (first use only)…", validate=is_serving)
+def _is_serving(host_config: HostConfig) -> bool:
+    """Whether a kept host still answers (`forge_core.hosts.lifetime.is_serving`)."""
+    from forge_core.hosts.lifetime import is_serving
+
+    return is_serving(host_config)
+
+
+@st.cache_resource(show_spinner="Starting the host (first use only)…", validate=_is_serving)
 def served_host(host_config: HostConfig) -> HostConfig:
     """The host with a live URL; an embedded model is started once and kept while the app runs."""
+    from forge_core.hosts.lifetime import serve_for_session
+
     return serve_for_session(host_config)
 
 

@@ -8,24 +8,26 @@ import html
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
 from app import data
-from forge_core import jobs
 from forge_core.arms import thinking_modes
-from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import ForgeError
-from forge_core.evidence.answering import Evidence
-from forge_core.evidence.depth_check import failed_depths
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS
-from forge_core.jobs import JobProgress, StartedJob
 from forge_core.records import HostPrices
 from forge_core.store import Store
+
+# The jobs, the enumeration planning, retrieval and the depth check (aiohttp, httpx, scipy.sparse) are imported
+# by the functions that use them: the pages that never do (the Overview) do not wait for them.
+if TYPE_CHECKING:
+    from forge_core.enumeration.planning import EnumerationPlan
+    from forge_core.evidence.answering import Evidence
+    from forge_core.jobs import JobProgress, StartedJob
 
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store load-demo` for the demo "
@@ -140,6 +142,8 @@ def depth_check_verdict(report: dict | None) -> str:
     """A host's depth check in a few words: "not checked", "all honoured" or the failed depths."""
     if report is None:
         return "not checked"
+    from forge_core.evidence.depth_check import failed_depths
+
     failed = [f"{depth} {verdict}" for depth, verdict in failed_depths(report).items()]
     return ", ".join(failed) or f"all {len(report['depths'])} honoured"
 
@@ -206,6 +210,8 @@ def cancel_job_button(store: Store, row: dict, progress: JobProgress, help: str,
     reruns the page."""
     if st.button("Cancel", key=f"cancel-{progress.job_id}", icon=icon, disabled=progress.status == "cancelling",
                  help=help):
+        from forge_core import jobs
+
         jobs.cancel_job(store, row)
         data.refresh()
         st.rerun()
@@ -222,6 +228,8 @@ def job_ended_before_its_row(store: Store, key: str, kind: str, starting: str) -
     """For the job started from this tab (session state `key`) that has no jobs-table row yet: an
     info line while its process is `starting` (what it loads), and once the process has gone
     without a row, the process and its log tail for the caller to explain; else None."""
+    from forge_core import jobs
+
     started = st.session_state.get(key)
     if started is None or jobs.job_for_process(store, started, kind) is not None:
         return None

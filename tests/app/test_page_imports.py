@@ -34,8 +34,8 @@ def page_imports(page: str) -> list[str]:
     return found
 
 
-def heavy_after_importing(modules: list[str]) -> list[str]:
-    """The heavy packages in sys.modules of a fresh interpreter after importing `modules`
+def heavy_after_importing(modules: list[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The `heavy` packages in sys.modules of a fresh interpreter after importing `modules`
     (names that are attributes, not modules, are skipped)."""
     script = (
         "import importlib, json, sys\n"
@@ -44,7 +44,7 @@ def heavy_after_importing(modules: list[str]) -> list[str]:
         "        importlib.import_module(name)\n"
         "    except ModuleNotFoundError:\n"
         "        pass\n"
-        f"print(json.dumps(sorted(h for h in {HEAVY!r} if h in sys.modules)))\n"
+        f"print(json.dumps(sorted(h for h in {heavy!r} if h in sys.modules)))\n"
     )
     environment = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment,
@@ -62,3 +62,14 @@ def test_page_modules_import_no_training_stack(page):
     loaded = heavy_after_importing(page_imports(page))
     assert "torch" not in loaded
     assert set(loaded) <= set(ALLOWED[page]), f"{page} loads {loaded}"
+
+
+# What the Overview, the page a first visit opens while the server still imports, does not need: the jobs
+# and the enumeration planning (aiohttp, httpx), `forge decide` (the policies, retrieval's scipy.sparse).
+# `app.data` and `app.ui` import them in the functions that use them: about a second of a loaded machine.
+NOT_FOR_THE_OVERVIEW = ("forge_core.jobs", "forge_core.enumeration.runner", "forge_core.evaluation.decide",
+                        "aiohttp", "httpx")
+
+
+def test_the_overview_imports_no_jobs_planning_or_decision():
+    assert heavy_after_importing(page_imports("overview.py"), NOT_FOR_THE_OVERVIEW) == []
