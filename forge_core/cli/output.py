@@ -62,9 +62,13 @@ def chosen_retriever(host: str, retriever: str | None) -> str:
     return host_default_retriever(open_store(), host)
 
 
+KEEP_STORE_OPEN_S = 0.25  # a command's burst of reads opens the file once (`StoreFile.keep_open_s`), as the
+# dashboard's do; short, because another process waits that much longer for the file
+
+
 def open_store() -> Store:
-    """The store at FORGE_STORE (default data/forge.duckdb)."""
-    return Store(config.store_path())
+    """The store at FORGE_STORE (default data/forge.duckdb), kept open between a burst of reads."""
+    return Store(config.store_path(), keep_open_s=KEEP_STORE_OPEN_S)
 
 
 def warn_if_other_host(store: Store, checkpoint_id: str, host: str) -> None:
