@@ -18,6 +18,9 @@ if [ "$#" -gt 0 ]; then
 fi
 # Lint first: a finding fails the run (and `.ci/run`) before the tests start.
 .venv/bin/ruff check .
-.venv/bin/python -m pytest
+# One worker per core, at most 4 (pytest-xdist): a test file runs whole on one worker (tests/conftest.py).
+WORKERS=$(nproc 2>/dev/null || echo 2)
+[ "$WORKERS" -le 4 ] || WORKERS=4
+.venv/bin/python -m pytest -n "$WORKERS" --dist loadgroup
 # The fault suite's kill -9 tests, as their own step (deselected from the default run above).
 exec .venv/bin/python -m pytest -m kills

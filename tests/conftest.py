@@ -35,6 +35,19 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 CONTENT_ADDRESSED_CACHES = ("bm25", "embedders")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist (`scripts/test.sh` runs the suite on several workers with `--dist
+    loadgroup`): each test file runs on one worker, so its module fixtures are built once, and the
+    files that read the session's offline demo share one, so its commands' results are computed once."""
+    def file_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    on_offline_demo = {file_of(item) for item in items if "offline_demo" in getattr(item, "fixturenames", ())}
+    for item in items:
+        group = "offline_demo" if file_of(item) in on_offline_demo else file_of(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def shared_cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the content-addressed cache folders live for the whole session."""
