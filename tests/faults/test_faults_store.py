@@ -31,7 +31,7 @@ from support.stores import copy_store
 
 pytestmark = pytest.mark.faults
 
-FULL_AT_COMMIT = 4  # the store's first commits land (the job row, a few outcome batches), then the disk is full
+FULL_AT_COMMIT = 3  # the first commits land (the job row, an outcome batch), then the disk is full
 # holds the store's lock until the test ends it (stdin stays open): a command that did not give up would hang
 HOLD_LOCK = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('holding', flush=True); sys.stdin.read()"
 
@@ -153,7 +153,7 @@ def test_a_full_disk_during_enumeration_is_one_line_and_the_next_run_continues(t
     source = Store(tmp_path / "source.duckdb")
     import_benchmarks(source, benchmarks_root, ["fever"])
     reference, full = copy_store(source, tmp_path / "reference"), copy_store(source, tmp_path / "full")
-    with AnsweringServer(delay_s=0.02) as server:
+    with AnsweringServer(delay_s=0.05) as server:  # 180 calls, 4 at a time: several 0.5 s batches
         for store in (reference, full):
             save_host_config(store, HostConfig(name="test-host", kind="openai", model="m", base_url=server.base_url,
                                                max_retries=2, max_concurrency=4))
@@ -237,10 +237,10 @@ def test_a_disk_full_only_for_outcome_batches_closes_the_job_as_failed(tmp_path:
     plan = EnumerationPlan(host="test-host", split="train", benchmarks=("fever",), per_benchmark=30, concurrency=4)
     write_outcomes, batches = Store.write_outcomes, []
 
-    def disk_fills_after_one_batch(self: Store, arms, probes) -> None:
+    def disk_fills_after_one_batch(self: Store, arms, probes, progress=None, attacher=None) -> str | None:
         batches.append(len(arms))
         if len(batches) == 1:
-            return write_outcomes(self, arms, probes)
+            return write_outcomes(self, arms, probes, progress, attacher)
         with self.transaction():
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
