@@ -104,22 +104,29 @@ def train_router_command(
 
     store = open_store()
     retriever = chosen_retriever(host, retriever)
+
+    def make_request(stage1_arms: int, weight_draws: int) -> TrainRequest:
+        """The request with these warm-start arms and conditioned draws, every other option as given."""
+        return TrainRequest(
+            host=host, variant=variant, n_arms=arms, stage=stage, router_kind=router_kind, lambda_in=lambda_in,
+            lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
+            split_seed=split_seed,
+            benchmarks=tuple(benchmark) if benchmark else None,
+            stage1=Stage1Config(tau=tau, target=target, warm_start_arms=stage1_arms, seed=seed,
+                                max_epochs=max_epochs, patience=patience),
+            stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
+                                log_every=log_every),
+            conditioning=CostConditioning(*weight_range, draws=weight_draws) if conditioned else None,
+            retriever=retriever,
+        )
+
+    # The options given are checked before the recommended recipe (seconds on a cold cache) fills the rest.
+    request = make_request(Stage1Config.warm_start_arms if warm_arms is None else warm_arms,
+                           CostConditioning.draws if draws is None else draws)
     if warm_arms is None or draws is None:
         recipe = recommended_or_default(store, host, arms, retriever, config.cache_dir())
-        warm_arms = recipe.warm_start_arms if warm_arms is None else warm_arms
-        draws = (recipe.draws or CostConditioning.draws) if draws is None else draws
-    request = TrainRequest(
-        host=host, variant=variant, n_arms=arms, stage=stage, router_kind=router_kind, lambda_in=lambda_in,
-        lambda_out=lambda_out, rewards=rewards, reward=reward, stage2_reward=stage2_reward, parent=parent,
-        split_seed=split_seed,
-        benchmarks=tuple(benchmark) if benchmark else None,
-        stage1=Stage1Config(tau=tau, target=target, warm_start_arms=warm_arms, seed=seed, max_epochs=max_epochs,
-                            patience=patience),
-        stage2=Stage2Config(steps=steps, loss_type=algorithm, seed=seed, beta=beta, entropy_coef=entropy_coef,
-                            log_every=log_every),
-        conditioning=CostConditioning(*weight_range, draws=draws) if conditioned else None,
-        retriever=retriever,
-    )
+        request = make_request(recipe.warm_start_arms if warm_arms is None else warm_arms,
+                               (recipe.draws or CostConditioning.draws) if draws is None else draws)
     request.check(store)
     compute_features_with_progress(store, host, request.benchmarks, request.retriever)
     with spinner_progress() as progress:

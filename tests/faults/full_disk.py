@@ -51,6 +51,10 @@ class FullDiskConnection:
                     "No space left on device")
         return self._connection.execute(query, *args, **kwargs)
 
+    def cursor(self) -> FullDiskConnection:
+        """A cursor on the same database (a store kept open hands one out per operation), counted alike."""
+        return FullDiskConnection(self._connection.cursor(), self._database, self._disk)
+
     def __getattr__(self, name: str):
         return getattr(self._connection, name)
 

@@ -120,3 +120,19 @@ def test_bad_input_is_one_clear_line_and_writes_nothing(arguments: list[str], fr
     if errors[0].startswith("error:"):
         assert len(lines) == 1, stderr  # our own refusals are one line
     assert demo_store.table_counts() == before
+
+
+def test_a_bad_training_option_is_refused_before_the_recipe_is_chosen(
+        demo_store: Store, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The recommended recipe fills the defaults of `forge train` and takes seconds on a cold cache:
+    an option that is wrong whatever the recipe is refused without it."""
+    from forge_core.evaluation import recipe_choice
+
+    chosen: list[tuple] = []
+    monkeypatch.setattr(recipe_choice, "recommended_or_default", lambda *args: chosen.append(args))
+    monkeypatch.setenv("FORGE_STORE", str(demo_store.path))
+    for arguments in (["train", "--max-epochs", "0"], ["train", "--tau", "0"],
+                      ["train", "--stage", "2", "--steps", "-5"]):
+        code, stderr = run_cli(arguments, monkeypatch, capsys)
+        assert code == 2 and "Traceback" not in stderr, stderr
+    assert chosen == []
