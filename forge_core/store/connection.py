@@ -28,6 +28,7 @@ line, and the file is left as it is.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import logging
@@ -165,6 +166,16 @@ def _close_if_idle(key: str, keep_open_s: float) -> None:
     with _thread_lock(key):
         held = _OPEN_FILES.get(key)
         if held is not None and not held.users and time.monotonic() - held.last_used >= keep_open_s * 0.99:
+            _close_open_file(key)
+
+
+@atexit.register
+def _close_open_files_at_exit() -> None:
+    """Close every file kept open, on the exiting thread, before the interpreter stops its daemon
+    threads: a `keep_open_s` closer stopped in the middle of DuckDB's close aborts the process
+    ("terminate called ... FATAL: exception not rethrown")."""
+    for key in list(_OPEN_FILES):
+        with _thread_lock(key):
             _close_open_file(key)
 
 

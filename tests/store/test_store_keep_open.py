@@ -70,3 +70,23 @@ def test_a_replaced_file_is_opened_anew(tmp_path: Path) -> None:
     assert store.host_names() == ["b"]
     store_connection.release_store_file(store.path)
     assert not kept_open(store.path)
+
+
+def test_a_file_kept_open_is_closed_before_the_interpreter_stops_its_threads(tmp_path: Path) -> None:
+    """At exit the kept file is closed on the exiting thread (an `atexit` handler), not left to its
+    closer thread: the interpreter stops daemon threads at exit, and one stopped inside DuckDB's close
+    aborts the process. The check runs after the handler (registered first, so run last)."""
+    import subprocess
+    import sys
+
+    Store(tmp_path / "s.duckdb").save_host_config("h", {"kind": "test"})
+    script = (
+        "import atexit\n"
+        "atexit.register(lambda: print('kept at exit:', len(connection._OPEN_FILES)))\n"
+        "from forge_core.store import Store, connection\n"
+        f"Store({str(tmp_path / 's.duckdb')!r}, keep_open_s=60).host_config('h')\n"
+        "print('kept after the read:', len(connection._OPEN_FILES))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["kept after the read: 1", "kept at exit: 0"], result.stdout
