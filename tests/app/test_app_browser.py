@@ -227,7 +227,8 @@ def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
             timeout=ANSWER_TIMEOUT_S * 1000)
 
         page.goto(f"{trained_dashboard}/queries?host=synthetic-host&query={worst['query']}")
-        expect(page.get_by_text(worst["question"], exact=True)).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
+        # the opened query's question, in bold above its evidence (the table's cell holds it too)
+        expect(page.locator("strong", has_text=worst["question"])).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
         expect(page.get_by_role("tab", name="Raw")).to_be_visible(timeout=60_000)  # its evidence per form
         expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
                                                                timeout=ANSWER_TIMEOUT_S * 1000)
