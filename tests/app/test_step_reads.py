@@ -15,71 +15,49 @@ from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 
-@pytest.fixture
-def counted_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str | None]]:
-    """An empty store whose crossfit-run reads are counted (the host each read asked for)."""
-    monkeypatch.setenv("FORGE_CACHE_DIR", str(tmp_path / "cache"))
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    reads: list[str | None] = []
-    read = Store.crossfit_runs
+def count_calls(monkeypatch: pytest.MonkeyPatch, owners: tuple[object, ...], name: str) -> list[str]:
+    """Replace `name` on each owner by one wrapper that records the host of every call."""
+    calls: list[str] = []
+    real = getattr(owners[0], name)
 
-    def counted(self: Store, host: str | None = None):
-        reads.append(host)
-        return read(self, host)
+    def counted(*args, **kwargs):
+        calls.append(args[1] if len(args) > 1 else kwargs.get("host"))
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(Store, "crossfit_runs", counted)
-    return Store(tmp_path / "store.duckdb"), reads
+    for owner in owners:
+        monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
-def test_slider_steps_read_the_crossfit_runs_once_per_store_version(counted_store) -> None:
-    store, reads = counted_store
-    version = data.store_version(store)
-    for lambda_in in (0.10, 0.11, 0.12):  # the first render, then two steps
-        decided = data.decision_at(store, version, "embedded", CostWeights(lambda_in, 0.2), "deploy")
-        assert isinstance(decided, str) and "crossfit run" in decided  # the store has none: says which command
-    assert reads == ["embedded"]
-
-
-def test_a_new_store_version_reads_the_crossfit_runs_again(counted_store) -> None:
-    store, reads = counted_store
-    data.decision_at(store, 1, "embedded", CostWeights(0.10, 0.2), "deploy")
-    data.decision_at(store, 2, "embedded", CostWeights(0.11, 0.2), "deploy")
-    assert reads == ["embedded", "embedded"]
-
-
-@pytest.fixture
-def counted_recipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, list[str]]:
-    """An empty store whose measured-recipe builds (`recipe_choice.measured_recipes`: every finished
-    run's recipe, which `forge decide` needs to choose the recipe and to find its runs) are counted."""
+@pytest.fixture(params=["crossfit runs read", "measured recipes built"])
+def counted(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+            ) -> tuple[Store, list[str]]:
+    """An empty store, and the hosts of every crossfit-run read (`Store.crossfit_runs`) or every
+    measured-recipe build (`recipe_choice.measured_recipes`: every finished run's recipe, which
+    `forge decide` needs to choose the recipe and to find its runs; imported by `decide` too)."""
     from forge_core.evaluation import decide, recipe_choice
 
     monkeypatch.setenv("FORGE_CACHE_DIR", str(tmp_path / "cache"))
     st.cache_data.clear()
     st.cache_resource.clear()
-    builds: list[str] = []
-    build = recipe_choice.measured_recipes
-
-    def counted(store, host: str, retriever_hash: str, embedder: str):
-        builds.append(host)
-        return build(store, host, retriever_hash, embedder)
-
-    monkeypatch.setattr(recipe_choice, "measured_recipes", counted)
-    monkeypatch.setattr(decide, "measured_recipes", counted)
-    return Store(tmp_path / "store.duckdb"), builds
+    if request.param == "crossfit runs read":
+        calls = count_calls(monkeypatch, (Store,), "crossfit_runs")
+    else:
+        calls = count_calls(monkeypatch, (recipe_choice, decide), "measured_recipes")
+    return Store(tmp_path / "store.duckdb"), calls
 
 
-def test_slider_steps_build_the_measured_recipes_once_per_store_version(counted_recipes) -> None:
-    store, builds = counted_recipes
+def test_slider_steps_do_it_once_per_store_version(counted) -> None:
+    store, calls = counted
     version = data.store_version(store)
     for lambda_in in (0.10, 0.11, 0.12):  # the first render, then two steps
         decided = data.decision_at(store, version, "embedded", CostWeights(lambda_in, 0.2), "deploy")
-        assert isinstance(decided, str) and "crossfit run" in decided
-    assert builds == ["embedded"]
+        assert isinstance(decided, str) and "crossfit run" in decided  # the store has none: says which command
+    assert calls == ["embedded"]
 
 
-def test_a_new_store_version_builds_the_measured_recipes_again(counted_recipes) -> None:
-    store, builds = counted_recipes
+def test_a_new_store_version_does_it_again(counted) -> None:
+    store, calls = counted
     data.decision_at(store, 1, "embedded", CostWeights(0.10, 0.2), "deploy")
     data.decision_at(store, 2, "embedded", CostWeights(0.11, 0.2), "deploy")
-    assert builds == ["embedded", "embedded"]
+    assert calls == ["embedded", "embedded"]
