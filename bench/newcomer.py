@@ -10,7 +10,7 @@
 4. `load_demo`: `forge store load-demo` (it returns once the rows are in; the views follow in the
    background).
 5. `first_page`: `forge app` started until the Overview page is drawn in Debian's chromium (title,
-   script done, no placeholder); `first_page_after_setup_s` is load-demo and this together, the
+   script done, no loading skeleton left); `first_page_after_setup_s` is load-demo and this together, the
    "within 60 s of setup" of issue #51.
 6. `views_ready`: from load-demo's end until the background process has computed every first view.
 
