@@ -99,7 +99,7 @@ def fresh_cache(directory: Path, store: Store) -> Path:
 
 def first_render(page, url: str, title: str) -> float:
     """Seconds from navigating to `url` until the page's title is drawn, its script is done and no
-    element is still a placeholder (Streamlit draws a skeleton until an element's code has loaded)."""
+    element is still a loading skeleton (Streamlit draws one until an element's code has loaded)."""
     from playwright.sync_api import expect
 
     started = time.monotonic()
