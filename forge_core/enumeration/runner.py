@@ -55,7 +55,7 @@ from forge_core.hosts.registry import config_hash
 from forge_core.records import SAMPLE_PROBES, Example
 from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
-from forge_core.store.database import JobProgress
+from forge_core.store.database import JobCounts
 from forge_core.store.outcome_writer import OutcomeWriter
 
 log = logging.getLogger(__name__)
@@ -141,9 +141,9 @@ class _Run:
         if self.on_progress:
             self.on_progress(self.report)
 
-    def job_progress(self) -> JobProgress:
+    def job_progress(self) -> JobCounts:
         """The counts the writer stores in the jobs table with a batch (called on its thread)."""
-        return JobProgress(self.report.job_id, self.report.calls, len(self.report.errors))
+        return JobCounts(self.report.job_id, self.report.calls, len(self.report.errors))
 
     def job_status_read(self, status: str) -> None:
         """The job's status as a batch read it (on the writer's thread): a cancel request stops the

@@ -37,12 +37,21 @@ from forge_core.store.schema import CHECKPOINT_LINEAGE_COLUMNS, EXPORTED_TABLES,
 
 
 @dataclasses.dataclass(frozen=True)
-class JobProgress:
-    """A running job's counts so far, as its row in the jobs table keeps them."""
+class JobCounts:
+    """A running job's counts so far, as its row in the jobs table keeps them (the dashboard's view
+    of a job, with its rate and ETA, is `forge_core.jobs.JobProgress`)."""
 
     job_id: str
     done: int  # units of work finished (calls, for an enumeration)
     errors: int  # of which failed
+
+
+def _store_job_counts(connection: duckdb.DuckDBPyConnection, counts: JobCounts, message: str = "") -> None:
+    """Set a job's counts (and its message) in the jobs table, inside the caller's transaction."""
+    connection.execute(
+        "UPDATE jobs SET done = ?, errors = ?, message = ?, updated_at = ? WHERE job_id = ?",
+        [counts.done, counts.errors, message, utc_now(), counts.job_id],
+    )
 
 
 def row_values(record: Any) -> tuple:
@@ -366,7 +375,7 @@ class Store(StoreFile):
             )
 
     def write_outcomes(self, arms: Sequence[ArmOutcome], probes: Sequence[ProbeOutcome],
-                       progress: JobProgress | None = None, attacher: FileAttacher | None = None) -> str | None:
+                       progress: JobCounts | None = None, attacher: FileAttacher | None = None) -> str | None:
         """Store a batch of arm and probe outcomes in one transaction, replacing rows with the same
         key (the batch must hold one row per key). With `progress`, the same transaction stores the
         job's counts (as `update_job`) and the job's status is returned ("cancelling" once the
@@ -379,10 +388,7 @@ class Store(StoreFile):
                 insert_rows(connection, table, frame, replace=True)
             if progress is None:
                 return None
-            connection.execute(
-                "UPDATE jobs SET done = ?, errors = ?, message = '', updated_at = ? WHERE job_id = ?",
-                [progress.done, progress.errors, utc_now(), progress.job_id],
-            )
+            _store_job_counts(connection, progress)
             row = first_row(connection.execute("SELECT status FROM jobs WHERE job_id = ?", [progress.job_id]))
         return None if row is None else str(row[0])
 
@@ -701,19 +707,15 @@ class Store(StoreFile):
     def update_job(self, job_id: str, done: int, errors: int, message: str = "") -> None:
         """Progress of a running job (read by the dashboard while it runs)."""
         with self.transaction() as connection:
-            connection.execute(
-                "UPDATE jobs SET done = ?, errors = ?, message = ?, updated_at = ? WHERE job_id = ?",
-                [done, errors, message, utc_now(), job_id],
-            )
+            _store_job_counts(connection, JobCounts(job_id, done, errors), message)
 
-    def finish_job(self, job_id: str, status: str, message: str = "", progress: JobProgress | None = None) -> None:
+    def finish_job(self, job_id: str, status: str, message: str = "", progress: JobCounts | None = None) -> None:
         """Close a job as finished, failed, cancelled or interrupted; with `progress`, its final
         counts are stored in the same transaction."""
         now = utc_now()
         with self.transaction() as connection:
             if progress is not None:
-                connection.execute("UPDATE jobs SET done = ?, errors = ? WHERE job_id = ?",
-                                   [progress.done, progress.errors, progress.job_id])
+                _store_job_counts(connection, progress)
             connection.execute(
                 "UPDATE jobs SET status = ?, message = ?, updated_at = ?, finished_at = ? WHERE job_id = ?",
                 [status, message, now, now, job_id],

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from forge_core.store.database import JobProgress, Store
+from forge_core.store.database import JobCounts, Store
 
 
 @dataclass
@@ -61,5 +61,5 @@ def job_run(store: Store, kind: str, params: dict[str, Any], total: int,
         job.message = job.message or first_line(error)
         raise
     finally:
-        final = JobProgress(job.job_id, job.done, job.errors) if job.done is not None else None
+        final = JobCounts(job.job_id, job.done, job.errors) if job.done is not None else None
         store.finish_job(job.job_id, job.status, job.message, final)

@@ -34,7 +34,7 @@ from typing import Self
 
 from forge_core.records import ArmOutcome, ProbeOutcome
 from forge_core.store.connection import FileAttacher
-from forge_core.store.database import JobProgress, Store, row_values
+from forge_core.store.database import JobCounts, Store, row_values
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class OutcomeWriter:
     """
 
     def __init__(self, store: Store, flush_rows: int | None = None, flush_seconds: float | None = None,
-                 progress: Callable[[], JobProgress] | None = None,
+                 progress: Callable[[], JobCounts] | None = None,
                  on_job_status: Callable[[str], None] | None = None) -> None:
         """`flush_rows` and `flush_seconds` default to `FLUSH_ROWS` and `FLUSH_SECONDS`."""
         self.store = store

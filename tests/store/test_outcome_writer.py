@@ -14,7 +14,7 @@ import pytest
 from forge_core.records import ArmOutcome
 from forge_core.store import Store
 from forge_core.store.connection import FileAttacher
-from forge_core.store.database import JobProgress
+from forge_core.store.database import JobCounts
 from forge_core.store.outcome_writer import OutcomeWriter
 
 NOW = datetime(2026, 1, 1, 12, 0, 0)
@@ -30,7 +30,7 @@ class CountingStore:
 
     def __init__(self, status: str = "running") -> None:
         self.status = status
-        self.batches: list[tuple[int, JobProgress | None, bool]] = []  # rows, progress, attached
+        self.batches: list[tuple[int, JobCounts | None, bool]] = []  # rows, progress, attached
         self.lock = threading.Lock()
 
     def write_outcomes(self, arms, probes, progress=None, attacher=None) -> str | None:
@@ -44,12 +44,12 @@ def test_each_batch_carries_the_jobs_progress_and_hands_on_its_status() -> None:
     done = [0]
     statuses: list[str] = []
     writer = OutcomeWriter(store, flush_rows=10_000, flush_seconds=3600.0,  # one batch: the one on close
-                           progress=lambda: JobProgress("enumerate-1", done[0], 1), on_job_status=statuses.append)
+                           progress=lambda: JobCounts("enumerate-1", done[0], 1), on_job_status=statuses.append)
     for number in range(300):
         writer.put(outcome(number))
         done[0] += 1
     writer.close()
-    assert store.batches == [(300, JobProgress("enumerate-1", 300, 1), True)]  # one connection for rows and progress
+    assert store.batches == [(300, JobCounts("enumerate-1", 300, 1), True)]  # one connection for rows and progress
     assert statuses == ["cancelling"]
     assert (writer.rows_written, writer.batches_written) == (300, 1)
 
@@ -69,7 +69,7 @@ def test_an_attached_transaction_commits_and_lets_the_file_go(tmp_path: Path) ->
     store.create_job("enumerate-1", "enumerate", {}, 10, 1)
     attacher = FileAttacher()
     try:
-        status = store.write_outcomes([outcome(1), outcome(2)], [], JobProgress("enumerate-1", 2, 0), attacher)
+        status = store.write_outcomes([outcome(1), outcome(2)], [], JobCounts("enumerate-1", 2, 0), attacher)
         assert status == "running"
         assert not (tmp_path / "store.duckdb.wal").exists()  # checkpointed on detaching
         with duckdb.connect(str(tmp_path / "store.duckdb")) as other:  # not held: another connection opens it
@@ -78,7 +78,7 @@ def test_an_attached_transaction_commits_and_lets_the_file_go(tmp_path: Path) ->
         with pytest.raises(duckdb.Error), store.attached_transaction(attacher) as connection:
             connection.execute("INSERT INTO jobs (job_id) VALUES ('enumerate-1')")  # a duplicate key: rolled back
         store.request_job_cancel("enumerate-1")  # the failed transaction detached the file too
-        assert store.write_outcomes([outcome(3)], [], JobProgress("enumerate-1", 3, 0), attacher) == "cancelling"
+        assert store.write_outcomes([outcome(3)], [], JobCounts("enumerate-1", 3, 0), attacher) == "cancelling"
     finally:
         attacher.close()
     assert len(store.arm_outcomes("h")) == 3
