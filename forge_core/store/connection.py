@@ -169,14 +169,25 @@ def _close_if_idle(key: str, keep_open_s: float) -> None:
             _close_open_file(key)
 
 
+# How long the exiting thread waits for another thread's operation on a store file to end.
+EXIT_WAIT_S = 30.0
+
+
 @atexit.register
 def _close_open_files_at_exit() -> None:
-    """Close every file kept open, on the exiting thread, before the interpreter stops its daemon
-    threads: a `keep_open_s` closer stopped in the middle of DuckDB's close aborts the process
-    ("terminate called ... FATAL: exception not rethrown")."""
-    for key in list(_OPEN_FILES):
-        with _thread_lock(key):
-            _close_open_file(key)
+    """Close every file kept open, on the exiting thread, after every other thread's operation on a
+    store file has ended: the interpreter stops daemon threads at exit, and one stopped inside
+    DuckDB (a `keep_open_s` closer in the middle of its close, the outcome writer in a commit) aborts
+    the process ("terminate called ... FATAL: exception not rethrown"). Such a thread holds the
+    file's thread lock, so taking each lock waits for it."""
+    with _THREAD_LOCKS_GUARD:
+        locks = list(_THREAD_LOCKS.items())
+    for key, lock in locks:
+        if lock.acquire(timeout=EXIT_WAIT_S):
+            try:
+                _close_open_file(key)
+            finally:
+                lock.release()
 
 
 def release_store_file(path: Path | str) -> None:

@@ -90,3 +90,34 @@ def test_a_file_kept_open_is_closed_before_the_interpreter_stops_its_threads(tmp
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["kept after the read: 1", "kept at exit: 0"], result.stdout
+
+
+def test_exit_waits_for_a_closer_in_the_middle_of_its_close(tmp_path: Path) -> None:
+    """A closer thread that has taken the file off the kept list and is still closing it when the
+    program ends: the exit waits for the close to finish (a thread stopped inside DuckDB's close
+    aborts the process). The close is made slow, and writes a line when it has finished."""
+    import subprocess
+    import sys
+
+    store_path, finished = tmp_path / "s.duckdb", tmp_path / "closed.txt"
+    Store(store_path).save_host_config("h", {"kind": "test"})
+    script = (
+        "import threading, time\n"
+        "from forge_core.store import Store, connection\n"
+        "class SlowClose:\n"
+        "    def __init__(self, inner): self.inner = inner\n"
+        "    def close(self):\n"
+        "        time.sleep(0.5)\n"
+        "        self.inner.close()\n"
+        f"        open({str(finished)!r}, 'a').write(threading.current_thread().name + '\\n')\n"
+        f"Store({str(store_path)!r}, keep_open_s=0.1).host_config('h')\n"
+        "held = next(iter(connection._OPEN_FILES.values()))\n"
+        "held.connection = SlowClose(held.connection)\n"
+        "time.sleep(0.3)  # the closer has started its close; the program ends while it runs\n"
+        "print('kept at the end:', len(connection._OPEN_FILES))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "kept at the end: 0", result.stdout
+    closers = finished.read_text().split() if finished.exists() else []
+    assert len(closers) == 1 and closers[0] != "MainThread", closers
