@@ -21,10 +21,11 @@ would serve.
 
 Prints one JSON line last: per concurrency, calls, seconds (first call started to last call
 finished), calls per second, the ideal rate and the ratio to it, the client's CPU seconds (planning
-and the retrievers' loading included) and, with one process, `cpu_ms_per_call`: the client's CPU
-milliseconds a call from the first call to the last row written (the figure a busy machine does not
-change: at concurrency C the client keeps up with C / latency calls a second only while this stays
-under latency / C of a core, 0.78 ms at 256 and 200 ms);
+and the retrievers' loading included), `cpu_ms_per_call`: the client's CPU milliseconds a call from
+the first call to the last row written, summed over its processes (the figure a busy machine changes
+least: at concurrency C one process keeps up with C / latency calls a second only while this stays
+under latency / C of a core, 0.78 ms at 256 and 200 ms), and `server_cpu_ms_per_call`: the test
+server's CPU over the same run, a call's share (it shares the machine's cores with the client);
 with endpoints, both rates and their ratio; and `wall_s_process_start_to_last_row`, the wall time
 from this process's start (interpreter, imports, server start and check, benchmark import) to
 the last row of the last run written to the store.
@@ -170,27 +171,34 @@ def check_server(context, ports: list[int], latency_s: float, concurrency: int) 
 
 # ------------------------------------------------------------------ the enumeration runs
 
-def enumerate_level(store: Store, host_config: HostConfig, concurrency: int, calls: int, processes: int) -> dict:
+def enumerate_level(store: Store, host_config: HostConfig, concurrency: int, calls: int, processes: int,
+                    server_pid: int) -> dict:
     """One enumeration of `calls` calls (6 arms per query) at `concurrency` queries in flight, in
-    `processes` client processes."""
+    `processes` client processes; the test server's CPU over the run, a call's share, beside the
+    client's."""
     plan = EnumerationPlan(host=host_config.name, split="train", n_arms=ARMS, benchmarks=BENCHMARKS,
                            limit=max(1, calls // ARMS), concurrency=concurrency)
     cpu_started = _cpu_seconds()
-    calls_started: list[float] = []  # this process's CPU time when the calls start (one process only)
+    server_cpu_started = process_cpu_seconds(server_pid)
     if processes > 1:
         report = enumerate_in_processes(store, plan, host_config, processes)
     else:
-        report = asyncio.run(enumerate_on_host(store, plan, host_config,
-                                               before_calls=lambda: calls_started.append(time.process_time())))
+        report = asyncio.run(enumerate_on_host(store, plan, host_config))
+    server_cpu_s = process_cpu_seconds(server_pid) - server_cpu_started
     if report.errors:
         raise SystemExit(f"{len(report.errors)} calls failed, e.g. {report.errors[0]}")
     rate = report.calls / report.seconds
-    result = {"calls": report.calls, "seconds": round(report.seconds, 2), "calls_per_s": round(rate, 1),
-              "cpu_s": round(_cpu_seconds() - cpu_started, 1)}
-    if calls_started:
-        calls_cpu_s = time.process_time() - calls_started[0]  # the calls and the last rows' writes
-        result["cpu_ms_per_call"] = round(1000 * calls_cpu_s / report.calls, 3)
-    return result
+    return {"calls": report.calls, "seconds": round(report.seconds, 2), "calls_per_s": round(rate, 1),
+            "cpu_s": round(_cpu_seconds() - cpu_started, 1),
+            # every client process's CPU from its first call to its last row written, a call's share
+            "cpu_ms_per_call": round(1000 * report.cpu_s / report.calls, 3),
+            "server_cpu_ms_per_call": round(1000 * server_cpu_s / report.calls, 3)}
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a running process (Linux: /proc/PID/stat fields 14 and 15)."""
+    fields_after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_after_name[11]) + int(fields_after_name[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def seconds_since_process_start() -> float:
@@ -214,13 +222,13 @@ def test_host(name: str, ports: list[int], per_endpoint: int) -> HostConfig:
     return with_base_urls(config, [f"http://127.0.0.1:{port}/v1" for port in ports])
 
 
-def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
+def run_levels(store: Store, port: int, server_pid: int, args: argparse.Namespace) -> dict:
     levels = {}
     for concurrency in args.concurrency:
         calls = args.calls_at_1 if concurrency == 1 else args.calls
         host_config = test_host(f"throughput-c{concurrency}", [port], concurrency)
         processes = min(args.processes, concurrency)
-        result = enumerate_level(store, host_config, concurrency, calls, processes)
+        result = enumerate_level(store, host_config, concurrency, calls, processes, server_pid)
         ideal = concurrency / args.latency
         levels[str(concurrency)] = {**result, "processes": processes, "ideal_calls_per_s": round(ideal, 1),
                                     "ratio": round(result["calls_per_s"] / ideal, 3)}
@@ -228,11 +236,11 @@ def run_levels(store: Store, port: int, args: argparse.Namespace) -> dict:
     return levels
 
 
-def run_endpoints(store: Store, ports: list[int], args: argparse.Namespace) -> dict:
+def run_endpoints(store: Store, ports: list[int], server_pid: int, args: argparse.Namespace) -> dict:
     one_host = test_host("throughput-1-endpoint", ports[:1], args.per_endpoint)
     many_host = test_host(f"throughput-{len(ports)}-endpoints", ports, args.per_endpoint)
-    one = enumerate_level(store, one_host, args.per_endpoint, args.calls, 1)
-    many = enumerate_level(store, many_host, args.per_endpoint * len(ports), args.calls, 1)
+    one = enumerate_level(store, one_host, args.per_endpoint, args.calls, 1, server_pid)
+    many = enumerate_level(store, many_host, args.per_endpoint * len(ports), args.calls, 1, server_pid)
     return {"per_endpoint": args.per_endpoint, "one_endpoint": one, f"{len(ports)}_endpoints": many,
             "speedup": round(many["calls_per_s"] / one["calls_per_s"], 2)}
 
@@ -260,9 +268,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             store = Store(Path(scratch) / "throughput.duckdb")
             import_benchmarks(store, config.benchmarks_dir())
-            result["concurrency"] = run_levels(store, ports[0], args)
+            result["concurrency"] = run_levels(store, ports[0], server.pid, args)
             if args.endpoints > 1:
-                result["endpoints"] = run_endpoints(store, ports, args)
+                result["endpoints"] = run_endpoints(store, ports, server.pid, args)
             # each run returns once its writer has flushed its last row
             result["wall_s_process_start_to_last_row"] = round(seconds_since_process_start(), 2)
         result["load_average_after"] = os.getloadavg()

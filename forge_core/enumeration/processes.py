@@ -159,7 +159,7 @@ def _join(children: list, receivers: list[Connection]) -> None:
 
 
 def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
-    """One report for all processes: counts summed, errors joined, the span of all calls."""
+    """One report for all processes: counts and CPU seconds summed, errors joined, the span of all calls."""
     started = min(report.started_at for report in reports)
     finished = max(report.started_at + report.seconds for report in reports)
     statuses = sorted({report.status for report in reports})
@@ -173,6 +173,7 @@ def _merge(reports: list[EnumerationReport]) -> EnumerationReport:
         seconds=max(0.0, finished - started),
         started_at=started,
         spent_usd=None if reports[0].spent_usd is None else sum(report.spent_usd or 0.0 for report in reports),
+        cpu_s=sum(report.cpu_s for report in reports),
     )
 
 

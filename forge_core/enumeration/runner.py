@@ -77,6 +77,7 @@ class EnumerationReport:
     seconds: float = 0.0  # from the first call started to the last one finished
     started_at: float = 0.0  # time.monotonic() when the calls started
     spent_usd: float | None = None  # measured spend at the host's prices, under a budget
+    cpu_s: float = 0.0  # this process's CPU seconds (every thread) from the first call to the last row written
 
 
 class _Run:
@@ -256,6 +257,7 @@ async def enumerate_arms(
             if before_calls is not None:
                 before_calls()
             started = report.started_at = time.monotonic()
+            cpu_started = time.process_time()
             try:
                 await asyncio.gather(*await _start_workers(run, queue, max(1, plan.concurrency)))
             finally:
@@ -265,6 +267,8 @@ async def enumerate_arms(
             job.end("finished" if report.status == "running" else report.status,  # or "stopped: ..."
                     f"{report.calls} calls, {len(report.errors)} errors", report.calls, len(report.errors))
             writer.close()  # every finished call is written before the job is closed (a full disk fails it)
+            if report.started_at:
+                report.cpu_s = time.process_time() - cpu_started
     report.status = job.status
     return report
 

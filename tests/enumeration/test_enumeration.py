@@ -51,6 +51,7 @@ def test_run_stores_every_outcome_and_rerun_does_nothing(store: Store) -> None:
     with AnsweringServer() as server:
         report = run(store, plan, host_config(server.base_url))
     assert report.calls == 4 * 9 and report.errors == []
+    assert report.cpu_s > 0  # the client's CPU from the first call to the last row written
     outcomes = store.arm_outcomes("test-host")
     assert len(outcomes) == 24 and outcomes["error"].isna().all()
     assert (outcomes["tokens_in"] > 0).all()

@@ -16,7 +16,7 @@ import pytest
 
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.planning import EnumerationPlan, plan_work
-from forge_core.enumeration.processes import EnumerationProcessError, _collect, split_plan
+from forge_core.enumeration.processes import EnumerationProcessError, _collect, _merge, split_plan
 from forge_core.enumeration.runner import EnumerationReport
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
@@ -39,6 +39,17 @@ def test_parts_are_disjoint_cover_the_plan_and_share_its_bounds(tmp_path: Path, 
     bounded = split_plan(dataclasses.replace(PLAN, concurrency=5, limit=7, max_calls=10, max_tokens=None), 3)
     assert [p.limit for p in bounded] == [3, 2, 2] and [p.max_calls for p in bounded] == [4, 3, 3]
     assert [p.concurrency for p in bounded] == [2, 2, 2] and {p.max_tokens for p in bounded} == {None}
+
+
+def test_merged_report_sums_counts_and_cpu_over_the_span_of_every_call() -> None:
+    first = EnumerationReport("job-a", 10, calls=6, tokens=60, errors=["x"], status="finished", seconds=2.0,
+                              started_at=100.0, cpu_s=1.5)
+    second = EnumerationReport("job-b", 8, calls=4, tokens=40, status="finished", seconds=3.0, started_at=100.5,
+                               cpu_s=0.25)
+    merged = _merge([first, second])
+    assert (merged.job_id, merged.planned_calls, merged.calls, merged.tokens) == ("job-a,job-b", 18, 10, 100)
+    assert (merged.errors, merged.status, merged.started_at, merged.seconds) == (["x"], "finished", 100.0, 3.5)
+    assert merged.cpu_s == 1.75  # every process's CPU from its first call to its last row written
 
 
 def test_two_processes_enumerate_one_plan_into_one_store(tmp_path: Path, benchmarks_root: Path) -> None:
