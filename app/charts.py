@@ -5,34 +5,64 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from forge_core.reports.tables import MACRO
 
 TOKENS_LABEL = "mean tokens per query (in + out)"
+# the colours (the default template's colourway) and symbols plotly express deals in order, as it did here
+EXPRESS_COLORS = tuple(pio.templates[pio.templates.default].layout.colorway)
+EXPRESS_SYMBOLS = ("circle", "diamond", "square", "x", "cross")
 
 
 def cost_quality(summary: pd.DataFrame, benchmark: str) -> go.Figure:
-    """Mean F1 against mean token cost of each policy on one benchmark (or `macro`)."""
+    """Mean F1 against mean token cost of each policy on one benchmark (or `macro`): one trace per kind
+    (fixed, oracle). Built from graph objects, the figure plotly express's scatter made of these rows
+    (tests/app/test_charts.py compares them): express took a third of the Overview's script to
+    assemble its three charts."""
     rows = summary[summary["benchmark"] == benchmark]
-    figure = px.scatter(
-        rows, x="tokens", y="f1", color="kind", symbol="kind", text="policy",
-        hover_data={"tokens_in": ":.1f", "tokens_out": ":.1f", "queries": True, "kind": False},
-        labels={"tokens": TOKENS_LABEL, "f1": "mean F1"},
-        color_discrete_map={"fixed": "#4c78a8", "oracle": "#e45756"},
-    )
-    figure.update_traces(marker_size=13, textposition="top center")
-    figure.update_layout(height=420, margin={"t": 30}, legend_title_text="")
-    return figure
+    hover = (f"{TOKENS_LABEL}=%{{x}}<br>mean F1=%{{y}}<br>policy=%{{text}}<br>tokens_in=%{{customdata[0]:.1f}}<br>"
+             "tokens_out=%{customdata[1]:.1f}<br>queries=%{customdata[2]}<extra></extra>")
+    kind_colors = {"fixed": "#4c78a8", "oracle": "#e45756"}
+    traces = []
+    for index, kind in enumerate(pd.unique(rows["kind"])):
+        kept = rows[rows["kind"] == kind]
+        traces.append({
+            "type": "scatter",
+            "customdata": kept[["tokens_in", "tokens_out", "queries", "kind"]].to_numpy(dtype=object),
+            "hovertemplate": hover, "legendgroup": kind,
+            "marker": {"color": kind_colors.get(kind, EXPRESS_COLORS[index % len(EXPRESS_COLORS)]),
+                       "symbol": EXPRESS_SYMBOLS[index % len(EXPRESS_SYMBOLS)], "size": 13},
+            "mode": "markers+text", "name": kind, "orientation": "v", "showlegend": True,
+            "text": kept["policy"].to_numpy(), "x": kept["tokens"].to_numpy(), "xaxis": "x", "y": kept["f1"].to_numpy(),
+            "yaxis": "y", "textposition": "top center"})
+    layout = {"xaxis": {"anchor": "y", "domain": [0.0, 1.0], "title": {"text": TOKENS_LABEL}},
+              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "title": {"text": "mean F1"}},
+              "legend": {"title": {"text": ""}, "tracegroupgap": 0}, "margin": {"t": 30}, "height": 420}
+    return go.Figure(data=traces, layout=layout)
 
 
 def per_arm(summary: pd.DataFrame, value: str, label: str) -> go.Figure:
-    """One grouped bar per arm and benchmark (macro excluded) for `value` (f1 or tokens)."""
+    """One grouped bar per arm and benchmark (macro excluded) for `value` (f1 or tokens). Built from
+    graph objects, the figure plotly express's grouped bar chart made of these rows (tests/app/test_charts.py)."""
     rows = summary[(summary["benchmark"] != MACRO) & (summary["kind"] == "fixed")]
-    figure = px.bar(rows, x="policy", y=value, color="benchmark", barmode="group",
-                    labels={"policy": "arm", value: label})
-    figure.update_layout(height=360, margin={"t": 30})
-    return figure
+    traces = []
+    for index, benchmark in enumerate(pd.unique(rows["benchmark"])):
+        kept = rows[rows["benchmark"] == benchmark]
+        traces.append({
+            "type": "bar", "alignmentgroup": "True",
+            "hovertemplate": f"benchmark={benchmark}<br>arm=%{{x}}<br>{label}=%{{y}}<extra></extra>",
+            "legendgroup": benchmark,
+            "marker": {"color": EXPRESS_COLORS[index % len(EXPRESS_COLORS)], "pattern": {"shape": ""}},
+            "name": benchmark, "offsetgroup": benchmark, "orientation": "v", "showlegend": True,
+            "textposition": "auto", "x": kept["policy"].to_numpy(), "xaxis": "x", "y": kept[value].to_numpy(),
+            "yaxis": "y"})
+    layout = {"xaxis": {"anchor": "y", "domain": [0.0, 1.0], "title": {"text": "arm"}},
+              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "title": {"text": label}},
+              "legend": {"title": {"text": "benchmark"}, "tracegroupgap": 0}, "margin": {"t": 30},
+              "barmode": "group", "height": 360}
+    return go.Figure(data=traces, layout=layout)
 
 
 def reasoning_per_arm(reasoning: pd.DataFrame) -> go.Figure:

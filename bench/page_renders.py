@@ -93,8 +93,25 @@ def fresh_cache(directory: Path, store: Store) -> Path:
                 fold_file(cache, run_id).parent.mkdir(exist_ok=True)
                 fold_file(cache, run_id).symlink_to(trained)
     import_map_cache(config.demo_dir() / MAP_CACHE_FILE, cache / "umap")
-    precompute_views(store, cache)
+    # the gold recall view writes under `config.cache_dir()` (as it is in load-demo), not its `cache_dir`
+    # argument: without this it landed in the current cache, and the Overview computed it while timed
+    with _cache_dir_set(cache):
+        precompute_views(store, cache)
     return cache
+
+
+@contextlib.contextmanager
+def _cache_dir_set(cache: Path) -> Iterator[None]:
+    """FORGE_CACHE_DIR set to `cache` inside the block, as it was after it."""
+    before = os.environ.get("FORGE_CACHE_DIR")
+    os.environ["FORGE_CACHE_DIR"] = str(cache)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["FORGE_CACHE_DIR"]
+        else:
+            os.environ["FORGE_CACHE_DIR"] = before
 
 
 def first_render(page, url: str, title: str) -> float:
