@@ -304,7 +304,7 @@ def evaluation_base(store: Store, version: int, host: str, n_arms: int, accounti
     loaded once per store version and shared by every weight the sliders visit, with its
     weight-free fits (`version`: see `store_version`)."""
     evidence = evaluated_retriever_hash(store, host, retriever)
-    compute_features(store, host, retriever=retriever)
+    features_ready(store, version, host, retriever)  # the Action map's check too: made once per store version
     return evaluation_context(store, host, n_arms, CostWeights(), accounting=accounting, retriever_hash=evidence)
 
 

@@ -11,6 +11,7 @@ import pytest
 import streamlit as st
 
 from app import data
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -60,4 +61,24 @@ def test_a_new_store_version_does_it_again(counted) -> None:
     store, calls = counted
     data.decision_at(store, 1, "embedded", CostWeights(0.10, 0.2), "deploy")
     data.decision_at(store, 2, "embedded", CostWeights(0.11, 0.2), "deploy")
+    assert calls == ["embedded", "embedded"]
+
+
+def test_the_pareto_base_and_the_action_map_check_features_once_per_store_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Pareto page's evaluation base and the Action map's feature check (`data.features_ready`) both
+    need the host's features computed: one check per store version serves both (it read every query's
+    stored features, about a second on the demo store), a new version checks again."""
+    monkeypatch.setenv("FORGE_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    calls: list[str] = []  # a counting double: the store has no outcomes to compute features of
+    monkeypatch.setattr(data, "compute_features", lambda store, host, retriever: calls.append(host))
+    monkeypatch.setattr(data, "evaluation_context", lambda *args, **kwargs: "context")
+    monkeypatch.setattr(data, "evaluated_retriever_hash", lambda *args: "")
+    store = Store(tmp_path / "store.duckdb")
+    assert data.evaluation_base(store, 1, "embedded", 6, "deploy", DEFAULT_RETRIEVER) == "context"
+    assert data.features_ready(store, 1, "embedded", DEFAULT_RETRIEVER)  # as the Action map calls it
+    assert calls == ["embedded"]
+    data.features_ready(store, 2, "embedded", DEFAULT_RETRIEVER)
     assert calls == ["embedded", "embedded"]
