@@ -21,6 +21,6 @@ fi
 # One worker per core, at most 4 (pytest-xdist): a test file runs whole on one worker (tests/conftest.py).
 WORKERS=$(nproc 2>/dev/null || echo 2)
 [ "$WORKERS" -le 4 ] || WORKERS=4
-.venv/bin/python -m pytest -n "$WORKERS" --dist loadgroup
+.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile
 # The fault suite's kill -9 tests, as their own step (deselected from the default run above).
 exec .venv/bin/python -m pytest -m kills

@@ -35,17 +35,34 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 CONTENT_ADDRESSED_CACHES = ("bm25", "embedders")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist (`scripts/test.sh` runs the suite on several workers with `--dist
-    loadgroup`): each test file runs on one worker, so its module fixtures are built once, and the
-    files that read the session's offline demo share one, so its commands' results are computed once."""
-    def file_of(item: pytest.Item) -> str:
-        return item.nodeid.split("::")[0]
+# The test files that read the session's offline demo: one pytest-xdist work unit, so the commands
+# they share (the same stored runs) run once a session.
+OFFLINE_DEMO_FILES = ("tests/cli/test_stored_results.py", "tests/test_documented_commands.py")
 
-    on_offline_demo = {file_of(item) for item in items if "offline_demo" in getattr(item, "fixturenames", ())}
-    for item in items:
-        group = "offline_demo" if file_of(item) in on_offline_demo else file_of(item)
-        item.add_marker(pytest.mark.xdist_group(group))
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before pytest-xdist's own choice of scheduler
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadfile` (`scripts/test.sh` runs the suite on several workers) with the offline-demo
+    files as one work unit: each file runs whole on one worker, so its module fixtures are built
+    once. (Groups of `--dist loadgroup` added by a hook are lost on pytest 9.2: pytest-xdist #1386.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return "offline-demo" if file in OFFLINE_DEMO_FILES else file
+
+    return FileUnits(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every file that reads the offline demo is one of `OFFLINE_DEMO_FILES`."""
+    strays = {item.nodeid.split("::")[0] for item in items if "offline_demo" in getattr(item, "fixturenames", ())}
+    strays -= set(OFFLINE_DEMO_FILES)
+    if strays:
+        raise pytest.UsageError(f"add {sorted(strays)} to OFFLINE_DEMO_FILES in tests/conftest.py")
 
 
 @pytest.fixture(scope="session")
