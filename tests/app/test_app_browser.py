@@ -172,6 +172,7 @@ def test_every_page_opens_from_the_sidebar_without_an_error(trained_dashboard: s
     assert all((tmp_path / f"{title}.png").stat().st_size > 10_000 for title in pages)
 
 
+@pytest.mark.slow  # the default suite states the decision in an AppTest (tests/app/test_pareto_decision.py)
 @pytest.mark.timeout(400)  # the fixture trains a checkpoint and runs a crossfit when no earlier test has
 def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(crossfit_dashboard: str,
                                                                            tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "forge_core.cli", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow  # the default suite imports, enumerates and trains on a user file in tests/cli/test_label_free.py
 def test_own_file_import_enumerate_train_eval_on_the_tiny_host(tmp_path: Path, tiny_server: HostConfig) -> None:
     store = Store(tmp_path / "store.duckdb")
     save_host_config(store, dataclasses.replace(tiny_server, name="tiny", kind="openai", max_retries=0))

@@ -96,6 +96,7 @@ def test_fresh_online_rejects_bad_settings(routed_store: Store, tmp_path) -> Non
         run_fresh(store, FreshRequest(settings(["always_magic"])))
 
 
+@pytest.mark.slow  # the default suite runs Fresh Online on the answering double (calls counted, resumed)
 def test_fresh_online_on_the_real_tiny_host(routed_store: Store, tmp_path, tiny_server: HostConfig) -> None:
     store = served_store(routed_store, tmp_path, tiny_server.base_url)
     report = run_fresh(store, FreshRequest(settings(["always_direct", "always_raw"]), 1))

@@ -17,6 +17,7 @@ from support.stores import copy_store
 SOURCE, TARGET = "synthetic-host", "knowing-host"
 
 
+@pytest.mark.slow  # the default suite calibrates on the Transfer page (tests/app/test_transfer_page.py)
 def test_calibration_moves_a_transferred_router_towards_the_target(two_host_store: Store, tmp_path) -> None:
     store = copy_store(two_host_store, tmp_path)
     request = TransferRequest(SOURCE, TARGET, weights=CostWeights(0.6, 0.6), calibrate=(100,))
