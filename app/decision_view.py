@@ -16,6 +16,7 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.reports.tables import merge_identical_points
 from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import CostWeights
+from forge_core.statistics import Interval
 from forge_core.store import Store
 
 
@@ -97,7 +98,7 @@ def _show_floor_and_excluded(decided: dict) -> None:
                    f"{floor['difference']:+.3f} utility [{floor['ci'][0]:+.3f}, {floor['ci'][1]:+.3f}].")
     for name, reason in decided["excluded"].items():
         gain = decided["policies"][name]["gain_vs_best_fixed"]["utility"]
-        if gain["ci"][0] > 0:
+        if Interval.of(gain["ci"]).above:
             st.caption(f"Not deployable though decidably above {decided['best_fixed_arm']}: {name} "
                        f"{gain['difference']:+.3f} [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] ({reason}).")
 

@@ -1,14 +1,58 @@
 """The statistics every protocol reports: macro averages over benchmarks, paired-query bootstrap
-intervals, action distributions, KL to a target distribution and the Pareto frontier."""
+intervals (`Interval`: bounds, level and which side of zero they lie), action distributions, KL to
+a target distribution and the Pareto frontier."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 N_BOOTSTRAP = 1000
+LEVEL = 0.95  # of every bootstrap interval FORGE reports
+
+
+class Interval(NamedTuple):
+    """A confidence interval of a difference (a paired bootstrap's, at `level`) and its verdict:
+    `above` zero when its lower bound is (the first side is decidably better), `below` when its
+    upper bound is, neither when it holds zero (not decidably different). A (low, high) tuple, so
+    reports store it as the JSON list [low, high]; `Interval.of` reads a stored one back."""
+
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, bounds: Sequence[float]) -> Interval:
+        """The interval of stored (low, high) bounds."""
+        low, high = bounds
+        return cls(float(low), float(high))
+
+    @property
+    def level(self) -> float:
+        """Its confidence level (every interval FORGE computes is at `LEVEL`)."""
+        return LEVEL
+
+    @property
+    def above(self) -> bool:
+        """Decidably above zero."""
+        return self.low > 0
+
+    @property
+    def below(self) -> bool:
+        """Decidably below zero."""
+        return self.high < 0
+
+    @property
+    def decided(self) -> bool:
+        """Decidably on one side of zero."""
+        return self.above or self.below
+
+    @property
+    def verdict(self) -> str:
+        """"above", "below" or "not decidably different"."""
+        return "above" if self.above else "below" if self.below else "not decidably different"
 
 
 def macro(values: np.ndarray, benchmarks: np.ndarray) -> float:
@@ -69,27 +113,28 @@ def _resample_weights(seed: int, n_boot: int, sizes: tuple[int, ...]) -> tuple[n
 
 
 def paired_bootstrap_ci(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
-                        seed: int = 0) -> tuple[float, float]:
-    """95% percentile CI of macro(a) - macro(b), resampling query pairs within each benchmark."""
+                        seed: int = 0) -> Interval:
+    """95% percentile interval of macro(a) - macro(b), resampling query pairs within each benchmark."""
     diff = a - b
     groups = [diff[benchmarks == benchmark] for benchmark in np.unique(benchmarks)]
     samples = _resamples(seed, n_boot, tuple(len(values) for values in groups))
     per_benchmark = [values[drawn].mean(axis=1) for values, drawn in zip(groups, samples)]
     macro_diffs = np.mean(per_benchmark, axis=0)
     low, high = np.percentile(macro_diffs, [2.5, 97.5])
-    return float(low), float(high)
+    return Interval(float(low), float(high))
 
 
 def paired_bootstrap_cis(differences: np.ndarray, benchmarks: np.ndarray, n_boot: int = N_BOOTSTRAP,
-                         seed: int = 0) -> np.ndarray:
+                         seed: int = 0) -> list[Interval]:
     """`paired_bootstrap_ci` of many paired differences on the same queries at once (one row of
     `differences` each, one column per query): the same resamples, one matrix product per
     benchmark, equal to the one-at-a-time intervals within rounding (the product sums in another
-    order). Returns one (low, high) row per difference."""
+    order). Returns one interval per difference."""
     masks = benchmark_masks(benchmarks)
     weights = _resample_weights(seed, n_boot, tuple(int(mask.sum()) for mask in masks))
     per_benchmark = [differences[:, mask] @ resampled.T for mask, resampled in zip(masks, weights)]
-    return np.percentile(np.mean(per_benchmark, axis=0), [2.5, 97.5], axis=1).T
+    bounds = np.percentile(np.mean(per_benchmark, axis=0), [2.5, 97.5], axis=1).T
+    return [Interval(float(low), float(high)) for low, high in bounds]
 
 
 def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:

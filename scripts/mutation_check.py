@@ -40,10 +40,13 @@ DECIDE = "forge_core/evaluation/decide.py"
 DECIDE_TESTS = ("tests/evaluation/test_decide.py",)
 MUTATIONS = (
     Mutation("candidate admitted on its upper bound", DECIDE,
-             'policies[name]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0]',
-             'policies[name]["gain_vs_best_fixed"]["utility"]["ci"][1] > 0]', DECIDE_TESTS),
+             'Interval.of(policies[name]["gain_vs_best_fixed"]["utility"]["ci"]).above]',
+             'Interval.of(policies[name]["gain_vs_best_fixed"]["utility"]["ci"]).high > 0]', DECIDE_TESTS),
     Mutation("a decidably worse cheaper arm counted as tied", DECIDE,
-             "return interval[0] <= 0 <= interval[1]", "return interval[0] <= 0", DECIDE_TESTS),
+             "if name == leader or not Interval.of(interval).decided]",
+             "if name == leader or not Interval.of(interval).above]", DECIDE_TESTS),
+    Mutation("an interval touching zero read as decided", "forge_core/statistics.py",
+             "return self.low > 0", "return self.low >= 0", ("tests/test_statistics.py",)),
     Mutation("a budget read on the upper bound of the tokens", DECIDE,
              "budget_tokens is None or token_cis[i][0] <= budget_tokens",
              "budget_tokens is None or token_cis[i][1] <= budget_tokens", DECIDE_TESTS),

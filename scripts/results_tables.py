@@ -66,7 +66,7 @@ from forge_core.rewards.support_verdict import SUPPORT_SCORES, SUPPORTED
 from forge_core.routing.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import Interval, macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.settings import PAPER_WARM_START_ARMS
 
@@ -93,7 +93,10 @@ REGION = re.compile(r"<!-- generated:(?P<name>[\w-]+) -->(?P<body>.*?)<!-- /gene
 
 def _ci(interval: Sequence[float] | None) -> str:
     """"[-0.012, +0.034]", or "" for no interval."""
-    return "" if interval is None else f"[{interval[0]:+.3f}, {interval[1]:+.3f}]"
+    if interval is None:
+        return ""
+    low, high = interval
+    return f"[{low:+.3f}, {high:+.3f}]"
 
 
 def _gain(gain: float, interval: Sequence[float]) -> str:
@@ -132,18 +135,13 @@ def _ids(ids: Sequence[str]) -> str:
     return ", ".join(f"`{run_id}`" for run_id in ids)
 
 
-def _excludes_zero(interval: Sequence[float]) -> bool:
-    """Whether an interval decides the sign of its difference."""
-    return interval[0] > 0 or interval[1] < 0
-
-
 def _require(holds: bool, claim: str) -> None:
     """Stop when the store no longer bears out a sentence's wording (the sentence must be rewritten)."""
     if not holds:
         raise SystemExit(f"the store no longer bears out: {claim}")
 
 
-def _difference(benchmarks: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, tuple[float, float]]:
+def _difference(benchmarks: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, Interval]:
     """macro(a) - macro(b) and its paired bootstrap 95% interval."""
     return macro(a, benchmarks) - macro(b, benchmarks), paired_bootstrap_ci(a, b, benchmarks)
 
@@ -450,10 +448,10 @@ def cached_reading(results: Results) -> str:
     deploy, answer = results.cached["deploy"]["policies"], results.cached["answer"]["policies"]
     intervals = {name: row["ci_vs_always_raw"] for name, row in deploy.items() if name != "always_raw"}
     widths = [high - low for low, high in intervals.values()]
-    below = [f"`{name}`" for name, (low, high) in intervals.items() if high < 0]
-    above = [f"`{name}`" for name, (low, high) in intervals.items() if low > 0]
+    below = [f"`{name}`" for name, ci in intervals.items() if Interval.of(ci).below]
+    above = [f"`{name}`" for name, ci in intervals.items() if Interval.of(ci).above]
     full, selfr = deploy["forge_full"], deploy["self_routing"]
-    _require(not any(_excludes_zero(ci) for name, ci in intervals.items() if deploy[name]["kind"] == "router"),
+    _require(not any(Interval.of(ci).decided for name, ci in intervals.items() if deploy[name]["kind"] == "router"),
              "no router's F1 interval against Always-Raw excludes zero on the test split")
     return (f"On the test split the intervals against Always-Raw are {min(widths):.3f} to {max(widths):.3f} F1 wide; "
             f"only {_listing(below)} lie below zero and {_listing(above)} above it: "
@@ -561,9 +559,9 @@ def _check_full_router(reports: list[dict]) -> None:
     """What the Full router bullet says in words: every Full and Self-Routing interval below zero,
     the fallback rule at 1 call a query and decidable at no weight."""
     spreads = [r["across_split_seeds"]["policies"] for r in reports]
-    _require(all(ci[1] < 0 for s in spreads for ci in s["forge_full"]["intervals"]),
+    _require(all(Interval.of(ci).below for s in spreads for ci in s["forge_full"]["intervals"]),
              "every interval of the Full router's gain is below zero")
-    _require(all(r["policies"]["self_routing"]["ci_utility_vs_best_fixed"][1] < 0 for r in reports),
+    _require(all(Interval.of(r["policies"]["self_routing"]["ci_utility_vs_best_fixed"]).below for r in reports),
              "Self-Routing's intervals are below zero")
     _require(all(abs(r["policies"]["forge_full_fallback"]["calls_per_query"] - 1) < 1e-9 for r in reports),
              "the fallback rule makes 1 call a query")
@@ -583,7 +581,7 @@ def full_router_reading(results: Results) -> str:
                         for seed, gain, ci in zip(r["across_split_seeds"]["split_seeds"],
                                                   r["across_split_seeds"]["policies"]["forge_full_fallback"]["gains"],
                                                   r["across_split_seeds"]["policies"]["forge_full_fallback"]["intervals"])
-                        if _excludes_zero(ci))
+                        if Interval.of(ci).decided)
     probes = _tokens([row["deploy_cost_k"] - row["answer_cost_k"] for row in full])
     answers = _tokens([row["answer_cost_k"] for row in full])
     return (f"Charged for them, it loses to the best fixed arm at every weight and every seed: {gains}, every "
@@ -599,7 +597,7 @@ def paper_weights_reading(results: Results) -> str:
     report = results.seed_reports[0]
     spread = report["across_split_seeds"]
     _require(len(set(spread["best_fixed_arms"])) == 1, "one best fixed arm at every seed")
-    _require(all(ci[0] <= 0 for row in spread["policies"].values() for ci in row["intervals"]),
+    _require(not any(Interval.of(ci).above for row in spread["policies"].values() for ci in row["intervals"]),
              f"no interval above zero at {_pair(report)}")
     return (f"at {_pair(report)} no policy's interval against {spread['best_fixed_arms'][0]}, the linear floor's "
             "included, is above zero at any seed")
@@ -626,7 +624,8 @@ def floor_reading(results: Results) -> str:
         for name, row in spread["policies"].items():
             if report["policies"][name]["kind"] != "router":
                 continue
-            seeds = [seed for seed, ci in zip(spread["split_seeds"], row["floor_intervals"]) if ci and ci[0] > 0]
+            seeds = [seed for seed, ci in zip(spread["split_seeds"], row["floor_intervals"])
+                     if ci and Interval.of(ci).above]
             _require(len(seeds) <= 1, "a router-minus-floor interval is above zero at one seed at most")
             above += [f"`{name}` at {_pair(report)}, seed {seed}" for seed in seeds]
     seeds = len(results.seed_reports[0]["across_split_seeds"]["split_seeds"])
@@ -650,7 +649,7 @@ def stage2_reading(results: Results) -> str:
     """How many Stage 2 minus Stage 1 intervals exclude zero, and which."""
     differences = results.stage_differences
     decided = [f"`{name}` at {_pair(settings)}, seed {seed}: {_gain(gain, ci)}"
-               for settings, name, seed, gain, ci in differences if _excludes_zero(ci)]
+               for settings, name, seed, gain, ci in differences if Interval.of(ci).decided]
     lite = [gain for _, name, _, gain, _ in differences if name == "forge_lite"]
     return (f"Lite moves by {_range(lite)} over the {len(lite)} runs; {len(decided)} of the {len(differences)} "
             f"intervals exclude zero" + (f" ({'; '.join(decided)})" if decided else ""))
@@ -806,15 +805,16 @@ def six_arm_reading(results: Results) -> str:
              "under Stage 1 every router sends more of FEVER to a thinking arm than ridge")
     _require(all(cot[1][name] < cot[0][name] for name in routers), "Stage 2 lowers every router's FEVER thinking share")
     floor = [{name: report["policies"][name]["ci_utility_vs_floor"] for name in routers} for report in (first, second)]
-    _require(not any(_excludes_zero(ci) for ci in floor[0].values()),
+    _require(not any(Interval.of(ci).decided for ci in floor[0].values()),
              "under Stage 1 every router-minus-ridge interval contains zero")
-    _require(not any(ci[0] > 0 for ci in floor[1].values()), "no Stage-2 router is decidably above ridge")
-    below = [f"`{name}` {_ci(ci)}" for name, ci in floor[1].items() if ci[1] < 0]
+    _require(not any(Interval.of(ci).above for ci in floor[1].values()), "no Stage-2 router is decidably above ridge")
+    below = [f"`{name}` {_ci(ci)}" for name, ci in floor[1].items() if Interval.of(ci).below]
     moved = [f"`{name}` {_gain(row['difference'], row['ci'])}" for name, row in second["stage2_minus_stage1"].items()
-             if name in routers and _excludes_zero(row["ci"])]
+             if name in routers and Interval.of(row["ci"]).decided]
     gaps = [{name: _decile_gap(report, name) for name in routers} for report in (first, second)]
-    apart = [[f"`{name}` {_gain(gap, ci)}" for name, (gap, ci) in stage.items() if ci[0] > 0] for stage in gaps]
-    _require(not any(ci[1] < 0 for stage in gaps for _, ci in stage.values()),
+    apart = [[f"`{name}` {_gain(gap, ci)}" for name, (gap, ci) in stage.items() if Interval.of(ci).above]
+             for stage in gaps]
+    _require(not any(Interval.of(ci).below for stage in gaps for _, ci in stage.values()),
              "no router's highest-margin decile is decidably less often right than its lowest")
     _require(len(apart[1]) > len(apart[0]), "more routers' margins tell right decisions apart after Stage 2")
     best = first["best_fixed_policy"]
@@ -1010,15 +1010,16 @@ def transfer_arm_mix(results: Results) -> str:
 
 def transfer_lite(results: Results) -> str:
     """The transferred Lite routers' intervals against the target's own, from the store (each holds zero)."""
-    _require(not any(_excludes_zero(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"])
+    _require(not any(Interval.of(r["policies"]["transfer_forge_lite"]["ci_utility_vs_target_router"]).decided
                      for r in results.transfers), "every exported zero-shot Lite interval holds zero")
     return ", ".join(f"{_ci(r['policies']['transfer_forge_lite']['ci_utility_vs_target_router'])} "
                      f"(to {r['target_host']})" for r in results.transfers) + f" at {_pair(results.transfers[0])}"
 
 
 def _verdict(interval: Sequence[float]) -> str:
-    """An interval's sign in words."""
-    return "above" if interval[0] > 0 else "below" if interval[1] < 0 else "not decidably different from"
+    """An interval's sign in words, before "it": "above", "below", "not decidably different from"."""
+    verdict = Interval.of(interval).verdict
+    return verdict if Interval.of(interval).decided else f"{verdict} from"
 
 
 def transfer_stored_lite(results: Results) -> str:
@@ -1032,7 +1033,7 @@ def small_target_router(results: Results) -> str:
     """The own Lite router of the host with the fewest train queries, against its Always-Raw."""
     report = min(results.transfers, key=lambda r: results.coverages[r["target_host"]]["by_split"]["train"])
     interval = report["policies"]["target_forge_lite"]["ci_utility_vs_always_raw"]
-    _require(interval[1] < 0, "the smaller host's own router is below its Always-Raw")
+    _require(Interval.of(interval).below, "the smaller host's own router is below its Always-Raw")
     train = results.coverages[report["target_host"]]["by_split"]["train"]
     return (f"on `{report['target_host']}` it was trained on {train} train queries and its utility is below "
             f"Always-Raw at {_pair(report)} ({_ci(interval)})")
@@ -1041,7 +1042,7 @@ def small_target_router(results: Results) -> str:
 def transfer_full_reading(results: Results) -> str:
     """The transferred Full routers against Always-Raw and the best fixed arm, every direction and weight."""
     reports = [*results.transfers, *_stored_transfers(results)]
-    below = [r for r in reports if any(r["policies"]["transfer_forge_full"][key][1] < 0
+    below = [r for r in reports if any(Interval.of(r["policies"]["transfer_forge_full"][key]).below
                                        for key in ("ci_utility_vs_always_raw", "ci_utility_vs_best_fixed"))]
     return (f"`transfer_forge_full` is decidably below Always-Raw or the best fixed arm in {len(below)} of the "
             f"{len(reports)} directions and weights")
@@ -1090,7 +1091,8 @@ def conditioned_reading(results: Results) -> str:
         rows = results.rows(run)
         intervals += [_difference(rows.benchmarks, rows.utility[f"{n}_cond"], rows.utility[n])[1]
                       for n in ("forge_lite", "forge_full")]
-    _require(not any(_excludes_zero(ci) for ci in intervals), "every conditioned-minus-per-weight interval holds zero")
+    _require(not any(Interval.of(ci).decided for ci in intervals),
+             "every conditioned-minus-per-weight interval holds zero")
     shipped = {variant: conditioned_checkpoint(results.store, HOST, variant) for variant in ("lite", "full")}
     draws = {results.store.checkpoint(c)[0]["lineage"]["conditioning"]["draws"] for c in shipped.values()}
     _require(len(draws) == 1, "the shipped conditioned checkpoints share their draws")
@@ -1154,9 +1156,9 @@ def stage1_recipe_reading(results: Results) -> str:
                 parts.append(f"`{name}` {stage} {_gain(gain, interval)}")
         cells.append(f"at {_pair(warm.settings)} (`{whole.run_id}` against `{warm.run_id}`): {_listing(parts)}")
     shares = [share for warm, _ in pairs for share in _target_thinking_shares(results, warm)]
-    _require(not any(interval[0] > 0 for _, interval in gains), "no whole-alphabet conditioned router is decidably "
-                                                                 "above its warm-start twin")
-    below = sum(interval[1] < 0 for _, interval in gains)
+    _require(not any(Interval.of(interval).above for _, interval in gains),
+             "no whole-alphabet conditioned router is decidably above its warm-start twin")
+    below = sum(Interval.of(interval).below for _, interval in gains)
     shipped = {variant: conditioned_checkpoint(results.store, HOST, variant) for variant in ("lite", "full")}
     arms = {STAGE_CONFIG_RENAMES.get(key, key): value
             for c in shipped.values() for key, value in results.store.checkpoint(c)[0]["lineage"]["config"].items()}
@@ -1251,10 +1253,11 @@ def grounding_reading(results: Results) -> str:
 
     recall = {name: results.grounding[name]["gold_recall"][1] for name in names}
     support = [policies[name]["support_rate"] for name in GROUNDED if name not in ("always_direct", ORACLE)]
-    verdict = ("below it decidably" if all(ci[1] < 0 for ci in recall.values()) else
-               "not decidably different from it" if not any(_excludes_zero(ci) for ci in recall.values()) else
-               "decidably below it only for " + _listing([names[n] for n, ci in recall.items() if ci[1] < 0]))
-    _require(not any(_excludes_zero(results.grounding[n]["support_rate"][1]) for n in names),
+    verdict = ("below it decidably" if all(Interval.of(ci).below for ci in recall.values()) else
+               "not decidably different from it" if not any(Interval.of(ci).decided for ci in recall.values()) else
+               "decidably below it only for "
+               + _listing([names[n] for n, ci in recall.items() if Interval.of(ci).below]))
+    _require(not any(Interval.of(results.grounding[n]["support_rate"][1]).decided for n in names),
              "no router's support rate is decidably different from Always-Raw's")
     return (f"Gold evidence recall, router minus Always-Raw (paired 95% intervals over the annotated queries): "
             f"{differences('gold_recall')}; the routers' recall is {verdict} (Lite sends more 2WikiMultihopQA and "

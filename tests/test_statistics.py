@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge_core.statistics import paired_bootstrap_ci, paired_bootstrap_cis
+from forge_core.statistics import Interval, paired_bootstrap_ci, paired_bootstrap_cis
 
 
 def drawn_afresh(a: np.ndarray, b: np.ndarray, benchmarks: np.ndarray, n_boot: int, seed: int) -> tuple[float, float]:
@@ -41,7 +41,19 @@ def test_many_intervals_at_once_are_each_ones_own() -> None:
     benchmarks = np.repeat(np.array(["fever", "musique"]), [30, 17])
     a, b = rng.random((4, len(benchmarks))), rng.random((4, len(benchmarks)))
     together = paired_bootstrap_cis(a - b, benchmarks, n_boot=300, seed=2)
-    assert together.shape == (4, 2)
+    assert len(together) == 4
     for row in range(4):
         assert tuple(together[row]) == pytest.approx(drawn_afresh(a[row], b[row], benchmarks, 300, 2), abs=1e-12)
     assert len({tuple(interval) for interval in together}) == 4  # four differences, four intervals
+
+
+@pytest.mark.parametrize("bounds, verdict", [((0.01, 0.2), "above"), ((-0.2, -0.01), "below"),
+                                             ((-0.1, 0.1), "not decidably different"),
+                                             ((0.0, 0.1), "not decidably different"),
+                                             ((-0.1, 0.0), "not decidably different")])
+def test_an_interval_knows_its_side_of_zero(bounds: tuple[float, float], verdict: str) -> None:
+    interval = Interval.of(bounds)
+    assert interval.verdict == verdict
+    assert (interval.above, interval.below) == (verdict == "above", verdict == "below")
+    assert interval.decided == (verdict != "not decidably different")
+    assert list(interval) == list(bounds) and interval.level == 0.95

@@ -19,6 +19,7 @@ from forge_core.cli.output import (
     print_json,
 )
 from forge_core.errors import InvalidInput
+from forge_core.statistics import Interval
 
 out = Console(highlight=False, soft_wrap=True)  # the report, on stdout
 
@@ -157,7 +158,7 @@ def _print_excluded(report: dict) -> None:
     """The policies that could not compete though they beat the best fixed arm decidably."""
     for name, reason in report["excluded"].items():
         gain = report["policies"][name]["gain"]["utility"]
-        if gain["ci"][0] > 0:
+        if Interval.of(gain["ci"]).above:
             out.print(f"  excluded though decidably above {report['best_fixed_arm']}: {name} "
                       f"{gain['difference']:+.3f} [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}]: {reason}")
 

@@ -41,7 +41,7 @@ from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights, check_accounting
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import Interval, macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config
 from forge_core.training.threads import one_torch_thread
@@ -134,9 +134,9 @@ class CalibrationResult:
     request: CalibrationRequest
     weights: CostWeights  # the folds' median along the ray: the weights to deploy with
     tokens: float  # realized macro tokens a query, out of fold
-    tokens_ci: tuple[float, float]  # its paired-bootstrap 95% interval
+    tokens_ci: Interval  # its paired-bootstrap 95% interval
     f1: float  # realized macro F1, out of fold
-    f1_ci: tuple[float, float]
+    f1_ci: Interval
     target_met: bool  # the realized value meets the target
     queries: int
     folds: tuple[FoldCalibration, ...]

@@ -53,7 +53,7 @@ from forge_core.routing.confidence import margins
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
 from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import Interval, macro, paired_bootstrap_ci
 from forge_core.store import Store, job_run
 from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config, Stage2Config
 from forge_core.training.threads import one_torch_thread
@@ -466,8 +466,9 @@ def seed_spread(reports: list[dict]) -> dict:
         floor = [row.get("ci_utility_vs_floor") for row in rows]
         policies[name] = {
             "gains": gains, "intervals": intervals, "spread": max(gains) - min(gains),
-            "decidable": all(low > 0 for low, _ in intervals),
-            "floor_intervals": floor, "decidable_vs_floor": all(ci is not None and ci[0] > 0 for ci in floor)}
+            "decidable": all(Interval.of(ci).above for ci in intervals),
+            "floor_intervals": floor,
+            "decidable_vs_floor": all(ci is not None and Interval.of(ci).above for ci in floor)}
     return {"split_seeds": [r["split_seed"] for r in reports],
             "best_fixed_arms": [r["best_fixed_arm"] for r in reports],
             "policies": policies}

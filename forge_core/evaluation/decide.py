@@ -45,7 +45,7 @@ from forge_core.identity import canonical_hash
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.routing.utility import CostWeights, check_accounting
-from forge_core.statistics import benchmark_masks, paired_bootstrap_cis
+from forge_core.statistics import Interval, benchmark_masks, paired_bootstrap_cis
 from forge_core.store import Store
 
 if TYPE_CHECKING:
@@ -98,11 +98,13 @@ def decide_from_outcomes(outcomes: pd.DataFrame, budget_tokens: float | None = N
     policies = {name: _policy_row(i, name, first, means, intervals, token_cis[i], best, floor)
                 for i, name in enumerate(names)}
     routers = [name for name in within if name not in excluded and name not in fixed]
-    candidates = fixed + [name for name in routers if policies[name]["gain_vs_best_fixed"]["utility"]["ci"][0] > 0]
+    candidates = fixed + [name for name in routers
+                          if Interval.of(policies[name]["gain_vs_best_fixed"]["utility"]["ci"]).above]
     leader = max(candidates, key=lambda name: policies[name]["macro_utility"])
     utilities = values["utility"][[names.index(name) for name in candidates]]
     to_leader = _intervals(utilities - values["utility"][names.index(leader)], benchmarks)
-    tied = [name for name, interval in zip(candidates, to_leader) if name == leader or _undecidable(interval)]
+    tied = [name for name, interval in zip(candidates, to_leader)
+            if name == leader or not Interval.of(interval).decided]
     deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
     challenger = max(routers, key=lambda name: policies[name]["macro_utility"], default=None)
     return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
@@ -142,11 +144,7 @@ def _by_policy(outcomes: pd.DataFrame) -> tuple[list[str], pd.DataFrame, dict[st
 
 def _intervals(differences: np.ndarray, benchmarks: np.ndarray) -> list[list[float]]:
     """The paired bootstrap interval of each row of `differences` (one policy each), as JSON lists."""
-    return paired_bootstrap_cis(differences, benchmarks).tolist()
-
-
-def _undecidable(interval: list[float]) -> bool:
-    return interval[0] <= 0 <= interval[1]
+    return [list(interval) for interval in paired_bootstrap_cis(differences, benchmarks)]
 
 
 # ---------------------------------------------------------------- the evidence
@@ -379,8 +377,11 @@ def decision_sentence(decided: dict) -> str:
     return text + "."
 
 
+FLOOR_WORDS = {"above": "decidably above", "below": "decidably below",
+               "not decidably different": "not decidably different from"}
+
+
 def floor_verdict(vs_floor: dict) -> str:
     """How a policy stands against the floor, from its paired 95% interval: "decidably above",
     "decidably below" or "not decidably different from"."""
-    low, high = vs_floor["ci"]
-    return "decidably above" if low > 0 else "decidably below" if high < 0 else "not decidably different from"
+    return FLOOR_WORDS[Interval.of(vs_floor["ci"]).verdict]

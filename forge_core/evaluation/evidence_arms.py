@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from forge_core.errors import InvalidInput, MissingStep
-from forge_core.evaluation.evidence_compare import Interval
+from forge_core.evaluation.evidence_compare import MeanInterval
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, get_retriever_config, retriever_hash
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.statistics import paired_bootstrap_ci, pareto_frontier
@@ -84,7 +84,7 @@ def _retriever_report(name: str, table: OutcomeTable, reference: OutcomeTable) -
     arms = []
     for a, arm in enumerate(table.arms):
         f1, reference_f1 = table.f1[:, a], reference.f1[:, a]
-        arms.append({"arm": arm, "f1": Interval.of(f1).to_json(), "em": Interval.of(table.em[:, a]).to_json(),
+        arms.append({"arm": arm, "f1": MeanInterval.of(f1).to_json(), "em": MeanInterval.of(table.em[:, a]).to_json(),
                      "tokens_in": float(table.tokens_in[:, a].mean()),
                      "tokens_out": float(table.tokens_out[:, a].mean()),
                      "f1_minus_reference": float(f1.mean() - reference_f1.mean()),

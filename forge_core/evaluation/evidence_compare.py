@@ -38,7 +38,7 @@ from forge_core.hosts.tokenizers import prompt_tokenizer
 from forge_core.policies.grounding import evidence_recall
 from forge_core.records import Example, is_fever_benchmark
 from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
-from forge_core.statistics import paired_bootstrap_ci
+from forge_core.statistics import Interval, paired_bootstrap_ci
 from forge_core.store import Store
 
 SUMMARY_ARM = Arm("summary", "no_think")
@@ -72,7 +72,7 @@ class EvidenceCompareRequest:
 
 
 @dataclass(frozen=True)
-class Interval:
+class MeanInterval:
     """A mean with its 95% bootstrap interval."""
 
     mean: float
@@ -80,7 +80,7 @@ class Interval:
     high: float
 
     @classmethod
-    def of(cls, values: np.ndarray) -> Interval:
+    def of(cls, values: np.ndarray) -> MeanInterval:
         """The mean of `values` with the percentile interval of 1,000 query resamples."""
         low, high = paired_bootstrap_ci(values, np.zeros_like(values), np.zeros(len(values)))
         return cls(float(values.mean()), low, high)
@@ -96,15 +96,15 @@ class RetrieverEvidence:
     name: str
     kind: str
     config_hash: str  # "" for the default BM25 evidence
-    recall: Interval  # gold recall at k of the retrieved passages
-    summary_recall: Interval  # gold recall of the Summary prompt's evidence
-    raw_recall: Interval  # gold recall of the Raw prompt's evidence
-    summary_tokens_in: Interval
-    raw_tokens_in: Interval
+    recall: MeanInterval  # gold recall at k of the retrieved passages
+    summary_recall: MeanInterval  # gold recall of the Summary prompt's evidence
+    raw_recall: MeanInterval  # gold recall of the Raw prompt's evidence
+    summary_tokens_in: MeanInterval
+    raw_tokens_in: MeanInterval
     latency_p50_ms: float
     latency_p95_ms: float
     per_query_recall: np.ndarray  # gold recall at k of each query, in query order
-    recall_vs_first: tuple[float, float] | None = None  # paired 95% interval of recall minus the first's
+    recall_vs_first: Interval | None = None  # paired 95% interval of recall minus the first's
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "config_hash": self.config_hash,
@@ -176,8 +176,8 @@ def _measure(config: RetrieverConfig, retriever: AnyRetriever, examples: Sequenc
             on_progress(f"{config.name}: queries", done, len(examples))
     latencies = np.array(latency)
     return RetrieverEvidence(
-        config.name, config.kind, retriever_hash(config), Interval.of(np.array(recall)),
-        Interval.of(np.array(prompt_recall["summary"])), Interval.of(np.array(prompt_recall["raw"])),
-        Interval.of(np.array(prompt_tokens["summary"], dtype=float)),
-        Interval.of(np.array(prompt_tokens["raw"], dtype=float)),
+        config.name, config.kind, retriever_hash(config), MeanInterval.of(np.array(recall)),
+        MeanInterval.of(np.array(prompt_recall["summary"])), MeanInterval.of(np.array(prompt_recall["raw"])),
+        MeanInterval.of(np.array(prompt_tokens["summary"], dtype=float)),
+        MeanInterval.of(np.array(prompt_tokens["raw"], dtype=float)),
         float(np.percentile(latencies, 50)), float(np.percentile(latencies, 95)), np.array(recall))

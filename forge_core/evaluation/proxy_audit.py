@@ -33,7 +33,7 @@ from forge_core.rewards.sources import JUDGE, latest_judge_key, reward_matrix
 from forge_core.routing.features import compute_features
 from forge_core.routing.outcome_table import OutcomeTable
 from forge_core.routing.utility import pareto_utility
-from forge_core.statistics import macro, paired_bootstrap_ci
+from forge_core.statistics import Interval, macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.threads import one_torch_thread
@@ -160,9 +160,9 @@ def macro_scores(row: dict[str, np.ndarray], benchmarks: np.ndarray) -> dict[str
 def losing_routers(regret: dict[str, dict], grid: dict[str, dict], reward: str) -> list[str]:
     """The routers trained on the proxy (Stage 1, and with the grid Stage 2 too) whose utility
     interval against their gold-trained counterparts lies below zero, e.g. "forge_lite (judge)"."""
-    losing = [f"{name} ({reward})" for name, row in regret.items() if row["ci_regret_vs_gold"][1] < 0]
+    losing = [f"{name} ({reward})" for name, row in regret.items() if Interval.of(row["ci_regret_vs_gold"]).below]
     return losing + [f"{name} ({label})" for name, recipes in grid.items() for label, row in recipes.items()
-                     if row["ci_utility_vs_gold_gold"][1] < 0]
+                     if Interval.of(row["ci_utility_vs_gold_gold"]).below]
 
 
 def verdict(regret: dict[str, dict], losing: list[str], reward: str) -> str:

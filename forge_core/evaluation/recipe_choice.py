@@ -30,7 +30,7 @@ from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, default_recipe, run_recipe
 from forge_core.identity import canonical_hash
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
-from forge_core.statistics import macro, paired_bootstrap_cis
+from forge_core.statistics import Interval, macro, paired_bootstrap_cis
 from forge_core.store import Store
 from forge_core.training.settings import PAPER_WARM_START_ARMS
 
@@ -112,10 +112,10 @@ def _standings(recipes: dict[str, Recipe], comparisons: list[dict]) -> list[dict
     those that beat it (`beats`), and how many of its comparisons were decided each way."""
     decided: dict[tuple[str, str], list[int]] = {}
     for comparison in comparisons:
-        low, high = comparison["ci"]
+        interval = Interval.of(comparison["ci"])
         pair = decided.setdefault((comparison["recipe"], comparison["against"]), [0, 0, 0])
-        pair[0] += int(low > 0)
-        pair[1] += int(high < 0)
+        pair[0] += int(interval.above)
+        pair[1] += int(interval.below)
         pair[2] += 1
     rows = {recipe_id: {"recipe_id": recipe_id, "label": recipe.label, "beats": [], "beaten_by": [],
                         "comparisons": 0, "decidably_above": 0, "decidably_below": 0}
@@ -182,11 +182,11 @@ def _compare(first: MeasuredRecipe, second: MeasuredRecipe, rows_first: pd.DataF
         return out
     matrix = np.vstack(differences)
     intervals = paired_bootstrap_cis(matrix, benchmarks)
-    for name, difference, (low, high) in zip(names, matrix, intervals):
+    for name, difference, interval in zip(names, matrix, intervals):
         out.append({"recipe": first.recipe.recipe_id, "against": second.recipe.recipe_id, "router": name,
                     "runs": [first.run_id, second.run_id], "lambda_in": first.settings["lambda_in"],
                     "lambda_out": first.settings["lambda_out"], "split_seed": first.settings["split_seed"],
-                    "difference": macro(difference, benchmarks), "ci": [float(low), float(high)]})
+                    "difference": macro(difference, benchmarks), "ci": list(interval)})
     return out
 
 

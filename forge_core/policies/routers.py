@@ -78,8 +78,8 @@ def dev_fallback(context: EvalContext, router: RouterPolicy, seed: int = 0) -> d
         fixed = {arm: utility[mask, context.arm(arm)].mean() for arm in NOTHINK_ARMS}
         best_arm = max(fixed, key=fixed.get)
         gain = router_utility[mask] - utility[mask, context.arm(best_arm)]
-        low, _ = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
-        rule[str(benchmark)] = "router" if low > 0 else best_arm
+        interval = paired_bootstrap_ci(gain, np.zeros_like(gain), np.full(mask.sum(), benchmark), seed=seed)
+        rule[str(benchmark)] = "router" if interval.above else best_arm
     return rule
 
 

@@ -9,14 +9,15 @@ from collections.abc import Sequence
 
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.routing.utility import CostWeights
+from forge_core.statistics import Interval
 
 
 def decidable_policies(report: dict) -> dict[str, bool]:
     """Per policy of a crossfit report: True when the 95% interval of its utility gain over the
     run's best fixed arm lies above zero; the oracle and the fixed arms (by their `Policy.kind`)
     are never above it, so False."""
-    return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND) and row["ci_utility_vs_best_fixed"][0] > 0
-            for name, row in report["policies"].items()}
+    return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND)
+            and Interval.of(row["ci_utility_vs_best_fixed"]).above for name, row in report["policies"].items()}
 
 
 def report_at_weights(reports: Sequence[dict], weights: CostWeights, accounting: str,
