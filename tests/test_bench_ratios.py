@@ -81,11 +81,8 @@ def test_the_bare_page_is_served_with_the_dashboards_server_options(monkeypatch:
 
 
 def test_the_docs_say_a_goal_met_or_missed_with_the_misses(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = importlib.util.spec_from_file_location("results_tables", BENCH.parent / "scripts" / "results_tables.py")
-    results_tables = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, results_tables)  # its dataclasses need it there while made
-    spec.loader.exec_module(results_tables)
-    verdict = results_tables._goal_verdict
+    monkeypatch.syspath_prepend(str(BENCH.parent / "scripts"))
+    from results_docs.common import goal_verdict as verdict
     assert verdict({"at_most": 2.0, "met": True, "misses": {}}, "warm routing within", "the embedding") == (
         "warm routing within 2x the embedding: met")
     assert verdict({"at_most": 3.0, "met": False, "misses": {"Overview": 3.98, "Action map": 4.371}},

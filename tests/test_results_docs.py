@@ -24,8 +24,9 @@ DOCUMENTS = ("results.md", "results-rewards-grounding.md", "bench.md", "serving.
 
 
 def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """scripts/results_tables.py as a module (scripts/ is no package; its dataclasses need it in
-    sys.modules while they are made)."""
+    """scripts/results_tables.py as a module (scripts/ is no package: on the path for its
+    `results_docs`; it must be in sys.modules while its module runs)."""
+    monkeypatch.syspath_prepend(str(GENERATOR.parent))
     spec = importlib.util.spec_from_file_location("results_tables", GENERATOR)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)
