@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from forge_core.store import Store
 
 
+# Over 60 lines: its typer options (53 lines) are `forge enumerate --help`; the body picks the mode.
 def enumerate_command(
     host: Annotated[str, typer.Option(help="A host name (see `forge host list`).")] = "embedded",
     split: Annotated[str, typer.Option(help="train, dev, test or all.")] = EnumerationPlan.split,
@@ -83,14 +84,10 @@ def enumerate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
 ) -> None:
     """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
-    import asyncio
-
     from forge_core.data.catalog import imported_routable_benchmarks
     from forge_core.enumeration.estimate import check_budget
     from forge_core.enumeration.planning import concurrency_for, count_calls, parse_shard, plan_work
-    from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
-    from forge_core.enumeration.runner import enumerate_on_host
-    from forge_core.hosts.registry import get_host_config, serving
+    from forge_core.hosts.registry import get_host_config
 
     modes = [name for name, chosen in (("--estimate", estimate), ("--to-batch", to_batch), ("--from-batch", from_batch),
                                        ("--batch", batch)) if chosen]
@@ -136,10 +133,23 @@ def enumerate_command(
             print_json({"job_id": None, "calls": 0, "errors": 0, "status": "nothing to do"})
         return
 
+    run_online(store, plan, host_config, planned, processes, as_json)
+
+
+def run_online(store: Store, plan: EnumerationPlan, host_config: HostConfig, planned: int, processes: int,
+               as_json: bool) -> None:
+    """The plan's missing calls sent to the host (in `processes` client processes), with progress;
+    Ctrl-C keeps every finished call."""
+    import asyncio
+
+    from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
+    from forge_core.enumeration.runner import enumerate_on_host
+    from forge_core.hosts.registry import serving
+
     check_processes(processes, plan.concurrency)
     try:
         with serving(host_config) as served, counting_progress() as progress:
-            task = progress.add_task("enumerating", total=min(planned, max_calls or planned))
+            task = progress.add_task("enumerating", total=min(planned, plan.max_calls or planned))
 
             def show(report: Any) -> None:
                 progress.update(task, completed=report.calls, description=f"enumerating ({len(report.errors)} errors)")

@@ -11,6 +11,7 @@ from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, console
 from forge_core.errors import InvalidInput
 
 
+# Over 60 lines: its typer options (56 lines) are `forge serve --help`.
 def serve_command(
     router: Annotated[Optional[str], typer.Option(
         help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant (default: lite).")] = None,

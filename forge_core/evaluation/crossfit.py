@@ -380,6 +380,7 @@ def cached_crossfit_report(store: Store, run_id: str, cache_dir: Path) -> dict:
                        lambda file, report: file.write_text(json.dumps(report)))
 
 
+# Over 60 lines: one report, field by field (its docstring names each).
 def crossfit_report(store: Store, run_id: str) -> dict:
     """The report of a stored run, under the accounting it ran with: per policy macro F1 (with its
     bootstrap 95% interval), macro utility, costs (k tokens per query, macro: `cost_k` under the

@@ -247,6 +247,7 @@ class ServerState:
             self.traffic.close()
 
 
+# Over 60 lines: the routes, closures over one app's router, budget and traffic log.
 def build_app(store: Store, settings: ServeSettings) -> Starlette:
     """The ASGI application; resources load in the background once it starts."""
     state = ServerState(store, settings)

@@ -115,6 +115,7 @@ def _evaluate(router: Router, x: Tensor, target: Tensor, arms: int) -> tuple[flo
     return float(kl_loss(target, log_probs)), float(agreement)
 
 
+# Over 60 lines: one training loop with early stopping, read best in one piece.
 def train_stage1(
     router: Router,
     x_train: ArrayLike,

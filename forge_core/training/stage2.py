@@ -214,6 +214,7 @@ def _rewards(reward_fn: RewardFn, queries: Tensor, actions: Tensor) -> Tensor:
     return rewards
 
 
+# Over 60 lines: one GRPO loop (rollout, inner updates, logging, beta), read best in one piece.
 def train_stage2(
     router: Router,
     reference_router: Router,
