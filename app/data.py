@@ -56,11 +56,11 @@ if TYPE_CHECKING:
     from forge_core.evaluation.recipe_choice import MeasuredRecipe
     from forge_core.evaluation.transfer import TransferRequest
     from forge_core.evidence.retrieval import Retriever
+    from forge_core.evidence.retriever_backends import AnyRetriever
     from forge_core.jobs import JobProgress
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
     from forge_core.reports.reliability import Reliability, ReliabilityBase
-    from forge_core.routing.retriever_backends import AnyRetriever
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
@@ -447,7 +447,7 @@ def measured_recipes(store: Store, version: int, host: str, retriever: str = DEF
     `store_version`) and shared by every weight: `forge decide` reads them to choose the recipe and to
     find its runs, and building every run's recipe again took a third of a slider step."""
     from forge_core.evaluation.recipe_choice import measured_recipes as read_measured
-    from forge_core.routing.embedders import embedder_name
+    from forge_core.evidence.embedders import embedder_name
 
     return read_measured(VersionReads(store, version), host, evaluated_retriever_hash(store, host, retriever),
                          embedder_name())
@@ -592,7 +592,7 @@ def configured_retriever(store: Store, benchmark: str, config_hash: str) -> AnyR
     over the benchmark's corpus: the evidence outcomes under that hash were made with."""
     if not config_hash:
         return retriever(store, benchmark)
-    from forge_core.routing.retriever_backends import open_retriever
+    from forge_core.evidence.retriever_backends import open_retriever
 
     return open_retriever(store, retriever_config_for_hash(store, config_hash), benchmark)
 

@@ -9,6 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from app import data, ui
+from forge_core.evidence.embedders import embedder_name
+from forge_core.evidence.retriever_backends import check_retriever
 from forge_core.evidence.retrievers import (
     BUILTIN_RETRIEVERS,
     KINDS,
@@ -21,8 +23,6 @@ from forge_core.evidence.retrievers import (
     save_retriever_config,
     set_host_default_retriever,
 )
-from forge_core.routing.embedders import embedder_name
-from forge_core.routing.retriever_backends import check_retriever
 from forge_core.store import Store
 
 NEW_RETRIEVER = "New retriever"

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from forge_core import config
+from forge_core.evidence.embedders import DEFAULT_EMBEDDER, MINILM, embedder_name
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.embedders import DEFAULT_EMBEDDER, MINILM, embedder_name
 from forge_core.routing.features import assemble_features, compute_features
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.store import Store

@@ -31,11 +31,11 @@ from ratios import goal, ratio
 
 from forge_core import config
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.evidence.embedders import embedder_name, load_embedder
+from forge_core.evidence.passage_vectors import passage_vectors
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.embedders import embedder_name, load_embedder
 from forge_core.routing.features import compute_features, features_for_question
 from forge_core.routing.live import router_probabilities
-from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.request import TrainRequest

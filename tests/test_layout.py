@@ -11,7 +11,7 @@ import forge_core
 ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
-    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "routing", "enumeration",
+    "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing",
     "rewards", "training", "statistics", "policies", "evaluation", "reports", "jobs", "server", "cli",
 )
 REPO = ROOT.parent
@@ -105,11 +105,24 @@ def test_the_dashboard_imports_neither_cli_nor_server() -> None:
 
 
 def test_the_evaluation_packages_name_their_modules() -> None:
-    """Each of policies, evaluation and reports says in its docstring what every module holds."""
+    """Each of evidence, policies, evaluation and reports says in its docstring what every module holds."""
     unnamed = []
-    for package in ("policies", "evaluation", "reports"):
+    for package in ("evidence", "policies", "evaluation", "reports"):
         init = ROOT / package / "__init__.py"
         docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
         unnamed += [f"{init.parent.name}.{path.stem}" for path in sorted(init.parent.glob("*.py"))
                     if path.stem not in ("__init__", "__main__") and f"`{path.stem}`" not in docstring]
     assert unnamed == []
+
+
+def test_the_judge_reaches_no_router_code() -> None:
+    """The judge rates stored answers: it opens retrievers (in `evidence`) but needs nothing of
+    `routing`, directly or through what it imports (Stage 0, below `routing`, is held by the layers)."""
+    graph = import_graph()
+    seen, todo = set(), [m for m in graph if m.startswith("forge_core.rewards.judge")]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += graph[module]
+    assert sorted(m for m in seen if top_package(m) == "routing") == []

@@ -121,8 +121,8 @@ def index_build(
     """Build (or check) the BM25 index and the passage vectors of each corpus, kept under the
     cache directory; routing then embeds only the question."""
     from forge_core.data.catalog import check_benchmarks, imported_routable_benchmarks
-    from forge_core.routing.embedders import embedder_name
-    from forge_core.routing.passage_vectors import build_passage_vectors
+    from forge_core.evidence.embedders import embedder_name
+    from forge_core.evidence.passage_vectors import build_passage_vectors
 
     store = open_store()
     benchmarks = check_benchmarks(store, benchmark) if benchmark else imported_routable_benchmarks(store)

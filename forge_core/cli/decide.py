@@ -102,8 +102,8 @@ def _recipe(store, host: str, recipe_id: str | None, retriever: str):
     if recipe_id is None:
         return None
     from forge_core.evaluation.recipe_choice import measured_recipes
+    from forge_core.evidence.embedders import embedder_name
     from forge_core.evidence.retrievers import evaluated_retriever_hash
-    from forge_core.routing.embedders import embedder_name
 
     measured = measured_recipes(store, host, evaluated_retriever_hash(store, host, retriever), embedder_name())
     found = {m.recipe.recipe_id: m.recipe for m in measured}
@@ -175,8 +175,8 @@ def recipes_command(
     from rich.table import Table
 
     from forge_core.evaluation.recipe_choice import recommended_recipe
+    from forge_core.evidence.embedders import embedder_name
     from forge_core.evidence.retrievers import evaluated_retriever_hash
-    from forge_core.routing.embedders import embedder_name
 
     retriever = chosen_retriever(host, retriever)
     store = open_store()

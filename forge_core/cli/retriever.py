@@ -45,8 +45,8 @@ def retriever_add(
         help="http: the environment variable holding the service's key (sent as a Bearer token).")] = "",
 ) -> None:
     """Add or replace a retriever configuration (a key is read from the environment at call time)."""
+    from forge_core.evidence.embedders import embedder_name
     from forge_core.evidence.retrievers import save_retriever_config
-    from forge_core.routing.embedders import embedder_name
 
     if embedder is not None and kind not in ("dense", "hybrid"):
         raise InvalidInput("--embedder goes with --kind dense or hybrid")
@@ -116,7 +116,7 @@ def retriever_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Run one query through the retriever and report its passages and latency, or its error in one line."""
-    from forge_core.routing.retriever_backends import check_retriever
+    from forge_core.evidence.retriever_backends import check_retriever
 
     report = check_retriever(open_store(), name, benchmark, query)
     if as_json:

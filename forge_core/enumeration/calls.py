@@ -19,10 +19,10 @@ from forge_core.enumeration.planning import EnumerationPlan, QueryWork, order_wo
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import Evidence, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import GenerationRequest
 from forge_core.records import SAMPLE_PROBES, Example
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store
 
 GREEDY_SUFFIX = "+greedy"  # after `direct:no_think` in a custom_id: the call is also the greedy probe

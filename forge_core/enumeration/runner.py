@@ -48,12 +48,12 @@ from forge_core.enumeration.outcome_rows import (
 from forge_core.enumeration.planning import EnumerationPlan, QueryWork, count_calls, order_work, plan_work, query_calls
 from forge_core.evidence.answering import Evidence, arm_answer, arm_request, retrieve_evidence
 from forge_core.evidence.prompts import sample_probe_request
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
 from forge_core.records import SAMPLE_PROBES, Example
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
 from forge_core.store.database import JobCounts
 from forge_core.store.outcome_writer import OutcomeWriter

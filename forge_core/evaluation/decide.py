@@ -190,7 +190,7 @@ def prepare_any_weights(store: Store, host: str, cache_dir: Path, on_fold: Calla
     has no stored run (what `forge store load-demo` prepares); returns the id of the run they come
     from, None when the recipe has no such run."""
     from forge_core.evaluation.fold_decisions import out_of_fold_outcomes
-    from forge_core.routing.embedders import embedder_name
+    from forge_core.evidence.embedders import embedder_name
 
     evidence_hash = evaluated_retriever_hash(store, host, retriever)
     recipe = recommended_recipe(store, host, evidence_hash, embedder_name(), n_arms, Path(cache_dir))["recipe"]
@@ -224,7 +224,7 @@ def decision_of_run(store: Store, run_id: str, settings: dict) -> dict:
     """The rule applied to one stored run alone, at its weights, with its routers of its own stage
     (what `forge eval crossfit` prints beside the run's table)."""
     from forge_core.evaluation.recipe import run_recipe
-    from forge_core.routing.embedders import embedder_name
+    from forge_core.evidence.embedders import embedder_name
 
     measured = MeasuredRecipe(run_recipe(settings, embedder_name()), run_id, "", "", settings)
     return decide_from_outcomes(stored_outcomes(store, measured))
@@ -286,7 +286,7 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
     `measured`, the host's `recipe_choice.measured_recipes` under the retriever and the configured
     embedder, kept by the caller (they change only with the store's crossfit runs: the dashboard
     keeps them per store version), else read here."""
-    from forge_core.routing.embedders import embedder_name
+    from forge_core.evidence.embedders import embedder_name
 
     check_accounting(accounting)
     if budget_tokens is not None and not budget_tokens > 0:

@@ -32,12 +32,12 @@ from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import Evidence
 from forge_core.evidence.prompts import build_request
+from forge_core.evidence.retriever_backends import AnyRetriever, open_retriever
 from forge_core.evidence.retrievers import RetrieverConfig, get_retriever_config, list_retriever_configs, retriever_hash
 from forge_core.evidence.support import RETRIEVE_TOP_K
 from forge_core.hosts.tokenizers import prompt_tokenizer
 from forge_core.policies.grounding import evidence_recall
 from forge_core.records import Example, is_fever_benchmark
-from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
 from forge_core.statistics import Interval, paired_bootstrap_ci
 from forge_core.store import Store
 

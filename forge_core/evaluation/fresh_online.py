@@ -36,6 +36,8 @@ from forge_core.evaluation.cached import retriever_fields
 from forge_core.evaluation.settings import DEFAULT_PER_BENCHMARK, EvaluationSettings
 from forge_core.evaluation.setup import EvaluationSetup, check_evaluation, evaluation_setup
 from forge_core.evidence.answering import load_retriever, score_arm_answer
+from forge_core.evidence.passage_vectors import passage_vectors
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import retriever_config_for_hash
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.lifetime import hosted
@@ -47,8 +49,6 @@ from forge_core.policies.live_query import LiveQuery
 from forge_core.policies.outcomes import policy_outcomes
 from forge_core.policies.routers import FallbackPolicy
 from forge_core.records import Example, FreshResult
-from forge_core.routing.passage_vectors import passage_vectors
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.statistics import action_distribution, macro, paired_bootstrap_ci
 from forge_core.store import Store, utc_now
 

@@ -196,8 +196,8 @@ def recommended_or_default(store: Store, host: str, n_arms: int, retriever: str,
     where the host has no outcomes under the retriever yet (the request's own check then says
     what is missing)."""
     from forge_core.errors import ForgeError
+    from forge_core.evidence.embedders import embedder_name
     from forge_core.evidence.retrievers import evaluated_retriever_hash
-    from forge_core.routing.embedders import embedder_name
 
     try:
         evidence = evaluated_retriever_hash(store, host, retriever)

@@ -14,6 +14,7 @@ import numpy as np
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.settings import EvaluationSettings
+from forge_core.evidence.embedders import embedder_name
 from forge_core.evidence.retrievers import evaluated_retriever_hash, retriever_option
 from forge_core.policies.base import Policy
 from forge_core.policies.conditioned import conditioned_policies
@@ -27,7 +28,6 @@ from forge_core.policies.registry import (
     variants,
 )
 from forge_core.policies.routers import FallbackPolicy, RouterPolicy
-from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import compute_features
 from forge_core.store import Store
 from forge_core.training.request import TrainRequest

@@ -46,7 +46,7 @@ class RetrieverConfig:
     raw_words: int = RAW_WORDS_PER_PASSAGE
     summary_words: int = SUMMARY_WORD_BUDGET
     fusion_k: int = DEFAULT_FUSION_K  # hybrid only
-    embedder: str = ""  # dense and hybrid: the embedder's name (`forge_core.routing.embedders.embedder_name`)
+    embedder: str = ""  # dense and hybrid: the embedder's name (`forge_core.evidence.embedders.embedder_name`)
     url: str = ""  # http only
     timeout_s: float = DEFAULT_TIMEOUT_S  # http only: per attempt
     retries: int = DEFAULT_RETRIES  # http only: attempts after the first

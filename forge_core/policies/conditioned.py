@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forge_core.errors import MissingStep
+from forge_core.evidence.embedders import embedder_name
 from forge_core.evidence.retrievers import retriever_name_for_hash, retriever_option
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.policies.routers import RouterPolicy
-from forge_core.routing.embedders import embedder_name
 from forge_core.store import Store
 
 

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from forge_core.arms import DIRECT_NO_THINK
+from forge_core.evidence.embedders import embedder_name
 from forge_core.records import SAMPLE_PROBES
-from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import assemble_features, feature_names
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostNormalizer, CostWeights, check_accounting

@@ -27,10 +27,10 @@ import pandas as pd
 from forge_core import config
 from forge_core.arms import parse_arm
 from forge_core.evidence.answering import load_retriever, retrieve_evidence
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_config_for_hash
 from forge_core.records import Example
 from forge_core.routing.outcome_table import OutcomeTable
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.statistics import known_per_benchmark
 from forge_core.store import Store
 

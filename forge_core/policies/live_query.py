@@ -14,12 +14,12 @@ import numpy as np
 
 from forge_core.arms import DIRECT_NO_THINK, parse_arm
 from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence
+from forge_core.evidence.embedders import embedder_name
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Host
 from forge_core.policies.context import EvalContext
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome
-from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.store import utc_now
 

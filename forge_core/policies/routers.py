@@ -8,12 +8,12 @@ import numpy as np
 
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.evidence.embedders import spec_for_name
 from forge_core.policies.base import NOTHINK_ARMS, Policy
 from forge_core.policies.context import Decisions, EvalContext
 from forge_core.policies.kinds import ROUTER_KIND
 from forge_core.policies.live_query import LiveQuery
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.embedders import spec_for_name
 from forge_core.routing.features import needs_probes
 from forge_core.statistics import paired_bootstrap_ci
 

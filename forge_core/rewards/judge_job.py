@@ -25,6 +25,7 @@ from forge_core.arms import alphabet, parse_arm
 from forge_core.enumeration.planning import round_robin
 from forge_core.enumeration.runner import JOB_UPDATE_SECONDS, MAX_FAILURES_IN_A_ROW
 from forge_core.evidence.answering import Evidence, retrieve_evidence
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
@@ -32,7 +33,6 @@ from forge_core.hosts.registry import config_hash, get_host_config
 from forge_core.records import RewardOutcome, is_fever_benchmark
 from forge_core.rewards.judge_request import JudgeRequest
 from forge_core.rewards.rating_kinds import RatingKind, rating_kind
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store, job_run, utc_now
 
 log = logging.getLogger(__name__)

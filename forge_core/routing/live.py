@@ -40,6 +40,8 @@ from forge_core.evidence.answering import (
     retrieve_evidence,
     score_arm_answer,
 )
+from forge_core.evidence.embedders import load_embedder, spec_for_name
+from forge_core.evidence.passage_vectors import passage_vectors
 from forge_core.evidence.prompts import ClientChat, greedy_probe_request, sample_probe_request
 from forge_core.evidence.retrieval import Retriever
 from forge_core.hosts.base import Generation, Host, HostConfig
@@ -47,9 +49,7 @@ from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
 from forge_core.routing.confidence import Confidence, confidence
-from forge_core.routing.embedders import load_embedder, spec_for_name
 from forge_core.routing.features import features_for_question, needs_probes
-from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store, utc_now
 

@@ -57,6 +57,7 @@ from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evaluation.manifest import manifest_id, manifest_summary
 from forge_core.evidence.retrieval import Retriever
+from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash, retriever_option, retriever_phrase
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
@@ -66,7 +67,6 @@ from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
-from forge_core.routing.retriever_backends import open_retriever
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request

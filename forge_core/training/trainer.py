@@ -22,6 +22,7 @@ import torch
 from forge_core.arms import parse_arm
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import answer_with_arm, load_retriever, retrieve_evidence, score_arm_answer
+from forge_core.evidence.embedders import embedder_name
 from forge_core.evidence.retrievers import check_router_retriever, get_retriever_config, retriever_option
 from forge_core.hosts.base import Host
 from forge_core.hosts.lifetime import hosted
@@ -30,7 +31,6 @@ from forge_core.records import ArmOutcome
 from forge_core.rewards.sources import GOLD, proxy_rewards
 from forge_core.routing.checkpoints import load_checkpoint, save_checkpoint
 from forge_core.routing.conditioning import WEIGHT_COLUMNS, CostConditioning, conditioned_rows
-from forge_core.routing.embedders import embedder_name
 from forge_core.routing.features import (
     Standardizer,
     assemble_features,

@@ -13,11 +13,11 @@ import pandas as pd
 from forge_core.errors import MissingStep
 from forge_core.evaluation.crossfit import STAGE_CONFIG_RENAMES
 from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
+from forge_core.evidence.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
 from forge_core.policies.conditioned import conditioned_checkpoint
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices
-from forge_core.routing.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import Interval, macro
 from forge_core.training.settings import PAPER_WARM_START_ARMS

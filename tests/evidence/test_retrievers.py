@@ -138,7 +138,7 @@ def test_the_http_retriever_retries_what_a_retry_may_fix_and_fails_in_one_line(
 
 
 def test_reciprocal_rank_fusion_sums_one_over_k_plus_rank() -> None:
-    from forge_core.routing.dense_retrieval import reciprocal_rank_fusion
+    from forge_core.evidence.dense_retrieval import reciprocal_rank_fusion
 
     assert list(reciprocal_rank_fusion([[2, 0], [0, 1]], 3, 60)) == [1 / 62 + 1 / 61, 1 / 62, 1 / 61]
     assert list(reciprocal_rank_fusion([[1]], 2, 1)) == [0.0, 0.5]
@@ -146,11 +146,11 @@ def test_reciprocal_rank_fusion_sums_one_over_k_plus_rank() -> None:
 
 @pytest.mark.slow  # about a minute on a fresh cache: the embedder's ONNX export, then 40 passages
 def test_dense_and_hybrid_retrieval_with_the_real_embedder_on_real_records(small_store: Store) -> None:
+    from forge_core.evidence.dense_retrieval import DenseRetriever, HybridRetriever
+    from forge_core.evidence.embedders import load_embedder
+    from forge_core.evidence.passage_vectors import PassageVectors
     from forge_core.evidence.retrieval import Retriever
     from forge_core.policies.grounding import evidence_recall
-    from forge_core.routing.dense_retrieval import DenseRetriever, HybridRetriever
-    from forge_core.routing.embedders import load_embedder
-    from forge_core.routing.passage_vectors import PassageVectors
 
     documents = small_store.documents(BENCHMARK)[:40]  # a slice of the corpus keeps the embedding short
     kept = {d.text for d in documents}

@@ -15,11 +15,11 @@ from forge_core.evaluation.cached import evaluate
 from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit, seed_spread
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.setup import prepare_evaluation
+from forge_core.evidence.embedders import load_embedder
 from forge_core.policies.baselines import FixedArm, FrugalCascade, RidgeUtility, SelfRouting
 from forge_core.policies.context import Decisions, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.routers import FallbackPolicy
-from forge_core.routing.embedders import load_embedder
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from forge_core.evidence.answering import Evidence, load_retriever, retrieve_evidence
+from forge_core.evidence.embedders import DEFAULT_EMBEDDER, Embedder, embedder_name, load_embedder
+from forge_core.evidence.passage_vectors import passage_vectors
 from forge_core.evidence.retrieval import Retriever, ScoredDocument
 from forge_core.records import ArmOutcome, Document, Example, ProbeOutcome
 from forge_core.routing import features
-from forge_core.routing.embedders import DEFAULT_EMBEDDER, Embedder, embedder_name, load_embedder
 from forge_core.routing.features import (
     FEATURE_VARIANTS,
     Standardizer,
@@ -30,7 +31,6 @@ from forge_core.routing.features import (
     structural_features,
     variant_kinds,
 )
-from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store
 
 NOW = datetime(2026, 1, 1)

@@ -50,7 +50,7 @@ def outcomes_under_retriever(store: Store, host: str, config: RetrieverConfig, f
     """Test data: save the retriever `config` and copy every Summary and Raw outcome of the host,
     with F1 `f1` (a value no other row has, marking the copies), and the evidence features of the
     default evidence under its configuration hash; returns the hash."""
-    from forge_core.routing.embedders import embedder_name
+    from forge_core.evidence.embedders import embedder_name
     from forge_core.routing.features import block_kind
 
     save_retriever_config(store, config)

@@ -34,9 +34,9 @@ import numpy as np
 
 from forge_core import config
 from forge_core.evidence.answering import load_retriever
+from forge_core.evidence.embedders import Embedder, embedder_spec, load_embedder
 from forge_core.evidence.retrieval import Retriever
 from forge_core.records import Document
-from forge_core.routing.embedders import Embedder, embedder_spec, load_embedder
 from forge_core.store import Store
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 - `DenseRetriever`: the question is embedded and every passage scored by cosine (vectors are
   L2-normalized, so a dot product); the passage vectors are those the cosine feature already keeps
-  (`forge_core.routing.passage_vectors`), built once per corpus and embedder.
+  (`forge_core.evidence.passage_vectors`), built once per corpus and embedder.
 - `HybridRetriever`: reciprocal-rank fusion of the BM25 and dense rankings: a passage scores
   `sum over the two rankings of 1 / (fusion_k + rank)` (rank from 1), over the top `FUSION_DEPTH`
   of each; ties keep corpus order.
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from forge_core.evidence.embedders import Embedder
+from forge_core.evidence.passage_vectors import PassageVectors
 from forge_core.evidence.retrieval import Retriever, ScoredDocument, top_k
 from forge_core.evidence.settings import SupportSettings
-from forge_core.routing.embedders import Embedder
-from forge_core.routing.passage_vectors import PassageVectors
 
 FUSION_DEPTH = 100  # passages of each ranking that enter the fusion
 

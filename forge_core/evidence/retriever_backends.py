@@ -16,13 +16,13 @@ from typing import Protocol
 from forge_core.data.catalog import check_benchmarks
 from forge_core.errors import ForgeError
 from forge_core.evidence.answering import load_retriever
+from forge_core.evidence.dense_retrieval import DenseRetriever, HybridRetriever
+from forge_core.evidence.embedders import load_embedder, spec_for_name
+from forge_core.evidence.passage_vectors import passage_vectors
 from forge_core.evidence.retrieval import ScoredDocument
 from forge_core.evidence.retrievers import RetrieverConfig, get_retriever_config
 from forge_core.evidence.settings import SupportSettings
 from forge_core.records import Document
-from forge_core.routing.dense_retrieval import DenseRetriever, HybridRetriever
-from forge_core.routing.embedders import load_embedder, spec_for_name
-from forge_core.routing.passage_vectors import passage_vectors
 from forge_core.store import Store
 
 ProgressFn = Callable[[int, int], None]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge_core.routing.embedders import (
+from forge_core.evidence.embedders import (
     DEFAULT_EMBEDDER,
     MINILM,
     OnnxEmbedder,

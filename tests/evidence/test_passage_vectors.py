@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forge_core.evidence.embedders import Embedder
+from forge_core.evidence.passage_vectors import BUILD_CHUNK, PassageVectors, passage_text, vectors_path
 from forge_core.records import Document
-from forge_core.routing.embedders import Embedder
-from forge_core.routing.passage_vectors import BUILD_CHUNK, PassageVectors, passage_text, vectors_path
 from forge_core.store import Store
 
 CORPUS = [Document("hotpotqa", f"Title {i}", f"Passage number {i}.") for i in range(5)]
