@@ -50,7 +50,6 @@ BENCHMARK_NAMES = {"2wikimultihopqa": "2WikiMultihopQA", "fever": "FEVER", "hotp
                    "musique": "MuSiQue", "popqa": "PopQA"}
 
 
-
 # ---------------------------------------------------------------- formatting
 
 def ci_text(interval: Sequence[float] | None) -> str:
@@ -325,7 +324,6 @@ class Results:
 
         return {name: {"gold_recall": chosen_difference(recall, name),
                        "support_rate": chosen_difference(supported, name)} for name in GROUNDED_ROUTERS}
-
 
 
 def load_text(bench: dict) -> str:

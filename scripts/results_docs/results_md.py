@@ -895,8 +895,6 @@ def embedder_agreement(results: Results) -> str:
             f"pick the same arm on {agreement} of the {routers[0]['test_queries']} test queries under either embedder")
 
 
-
-
 def router_bench(results: Results) -> str:
     """`bench/router.py`: cold and warm routing, the warm pieces, the MLP and training times."""
     bench = bench_result("router")
