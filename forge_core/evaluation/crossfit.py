@@ -24,10 +24,10 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
@@ -51,13 +51,14 @@ from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.confidence import margins
 from forge_core.routing.features import compute_features, needs_probes, router_standardizer
-from forge_core.routing.routers import Router
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights, check_accounting
 from forge_core.statistics import Interval, macro, paired_bootstrap_ci
 from forge_core.store import Store, job_run
-from forge_core.training.settings import PAPER_WARM_START_ARMS, Stage1Config, Stage2Config
-from forge_core.training.threads import one_torch_thread
-from forge_core.training.trainer import STORED_CONFIG_KEYS, FitRows, fit_rows, fit_stage1_router, fit_stage2_router
+from forge_core.training.settings import PAPER_WARM_START_ARMS, STORED_CONFIG_KEYS, Stage1Config, Stage2Config
+
+if TYPE_CHECKING:  # torch only when a fold is trained: printing a stored run needs none
+    from forge_core.routing.routers import Router
+    from forge_core.training.trainer import FitRows
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,8 @@ class FoldRouter(Policy):
         self.stage1, self.stage2, self.parent, self.conditioning = stage1, stage2, parent, conditioning
 
     def fit(self, context: EvalContext) -> None:
+        from forge_core.training.trainer import fit_stage1_router, fit_stage2_router  # torch: only when training
+
         if self.parent is not None:
             self.standardizer = self.parent.standardizer
             x = self.standardizer.transform(context.features(self.live_variant))
@@ -191,10 +194,14 @@ class FoldRouter(Policy):
 
     def _rows(self, context: EvalContext, x: np.ndarray, seed: int, stage: int) -> FitRows:
         """The fold's train and dev rows: at the context's weights, or conditioned at drawn ones."""
+        from forge_core.training.trainer import fit_rows
+
         return fit_rows(x, context.utility, context.table, context.normalizer, context.rows("train"),
                         context.rows("dev"), self.conditioning, seed, stage)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
+        import torch
+
         x = self.standardizer.transform(context.features(self.live_variant)[rows])
         if self.conditioning is not None:
             x = self.conditioning.inputs(x, context.weights)
@@ -344,6 +351,8 @@ def _run_folds(store: Store, settings: dict, run_id: str,
                on_fold: Callable[[int, int], None] | None, on_policy: Callable[[str], None] | None) -> None:
     """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
     to store) as one job (`settings`: the run's stored settings)."""
+    from forge_core.training.threads import one_torch_thread
+
     folds = settings["folds"]
     with job_run(store, "crossfit", {"run_id": run_id, **settings}, folds) as job, one_torch_thread():
         for fold, context, fitted, missing in work:

@@ -16,6 +16,9 @@ from forge_core.errors import InvalidInput
 
 LOSS_TYPES = ("grpo", "dr_grpo", "rloo", "dpo")  # Stage 2's policy losses (`Stage2Config.loss_type`)
 
+# stage-config fields renamed since: the lineage keeps their older names (checkpoint ids hash them)
+STORED_CONFIG_KEYS = {"warm_start_arms": "arms"}
+
 
 @dataclass(frozen=True)
 class Stage1Config:

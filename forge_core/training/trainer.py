@@ -43,16 +43,12 @@ from forge_core.routing.routers import Router, build_router
 from forge_core.routing.utility import CostNormalizer, oracle_actions
 from forge_core.store import Store, job_run, utc_now
 from forge_core.training.request import VARIANTS, TrainRequest
-from forge_core.training.settings import Stage1Config, Stage2Config
+from forge_core.training.settings import STORED_CONFIG_KEYS, Stage1Config, Stage2Config
 from forge_core.training.stage1 import train_stage1
 from forge_core.training.stage2 import table_reward_fn, train_stage2
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger(__name__)
-
-# stage-config fields renamed since: the lineage keeps their older names (checkpoint ids hash them)
-STORED_CONFIG_KEYS = {"warm_start_arms": "arms"}
-
 
 @dataclass(frozen=True)
 class TrainingData:

@@ -225,3 +225,16 @@ def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None
     assert "ridge_utility" in decision["excluded"] and "oracle" not in decision["excluded"]
     bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_reading_crossfit_runs_imports_no_torch() -> None:
+    """Printing a stored run (`forge eval crossfit`, the decision, the Pareto page's crossfit view)
+    needs no torch: only training a fold imports it (about 3 s of a print's 8 on a 2-core machine)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport forge_core.cli.evaluate, forge_core.evaluation.crossfit, forge_core.evaluation.decide\n"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
