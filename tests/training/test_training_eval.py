@@ -23,8 +23,17 @@ from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config, Stage2Config
 from forge_core.training.trainer import prepare_training_data, train_router
 
+from support.stores import copy_store
+
 HOST = "synthetic-host"
 FAST_STAGE1 = Stage1Config(max_epochs=30, patience=5)
+
+
+@pytest.fixture(scope="module")
+def outcome_store(outcome_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """A private copy of the session's outcome store: these tests train and evaluate into it, and
+    the session's store stays as other files expect it (no checkpoint)."""
+    return copy_store(outcome_store, tmp_path_factory.mktemp("training-eval"))
 
 
 def test_outcome_table_is_aligned(outcome_store: Store) -> None:
@@ -62,8 +71,6 @@ def test_checkpoint_ids_are_those_recorded_here_on_any_machine(outcome_store: St
     not the trained weights: the ids recorded here (Lite Stage 1, flat six-arm Stage 1) come back on
     every machine, and features moved by 1e-6 (another floating-point path) give the same id, while
     the stored weights carry their own sha256."""
-    from support.stores import copy_store
-
     # recorded when Stage 1's default was the paper's warm start: the lineage names it (arms 3)
     factorized = TrainRequest(host=HOST, variant="lite", stage1=dataclasses.replace(FAST_STAGE1, warm_start_arms=3))
     flat = TrainRequest(host=HOST, variant="lite", router_kind="flat",
@@ -82,8 +89,6 @@ def test_checkpoint_ids_are_those_recorded_here_on_any_machine(outcome_store: St
 
 
 def test_weights_that_do_not_match_their_sha256_are_refused(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
-
     store = copy_store(outcome_store, tmp_path)
     checkpoint_id = train_router(store, TrainRequest(host=HOST, variant="lite", stage1=FAST_STAGE1))
     with store.transaction() as connection:  # one weight changed, the file still a valid torch file
@@ -95,8 +100,6 @@ def test_weights_that_do_not_match_their_sha256_are_refused(outcome_store: Store
 
 
 def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
-
     store = copy_store(outcome_store, tmp_path)  # its poor parent must not become the shared store's router
     poor = Stage1Config(max_epochs=1, lr=1e-5)  # far from the learnable rule: Stage 2 has room to improve it
     parent = train_router(store, TrainRequest(host=HOST, variant="full", stage1=poor))
@@ -118,8 +121,6 @@ def test_stage2_starts_from_stage1_and_changes_the_policy(outcome_store: Store, 
 def test_evaluation_takes_the_latest_stage_checkpoint_with_the_best_dev_utility(outcome_store: Store, tmp_path) -> None:
     from forge_core.evaluation.setup import router_policies, train_missing_routers
 
-    from support.stores import copy_store
-
     store = copy_store(outcome_store, tmp_path)
     train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
     # two Stage-2 runs of the evaluation's seed (a router of another seed is never its candidate), say a
@@ -137,8 +138,6 @@ def test_routers_only_read_features_of_their_embedder(outcome_store: Store, tmp_
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from forge_core.evaluation.setup import router_policies, train_missing_routers
     from forge_core.policies.context import evaluation_context
-
-    from support.stores import copy_store
 
     store = copy_store(outcome_store, tmp_path)
     settings = EvaluationSettings(HOST)
@@ -174,8 +173,6 @@ def test_tampered_checkpoint_is_refused(outcome_store: Store, tmp_path) -> None:
 
 
 def test_evaluate_reads_only_and_names_the_step_that_trains(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
-
     store = copy_store(outcome_store, tmp_path)
     with pytest.raises(ValueError, match=r"no \w+ router for host 'synthetic-host'.*`forge eval` trains it"):
         evaluate(store, EvaluationSettings(HOST, split="test"))
@@ -226,8 +223,6 @@ def test_pareto_frontier() -> None:
 def test_lambda_sweep_points_and_frontier(outcome_store: Store, tmp_path) -> None:
     from forge_core.errors import MissingStep
     from forge_core.evaluation.cached import SweepRequest, run_sweep
-
-    from support.stores import copy_store
 
     store = copy_store(outcome_store, tmp_path)
     settings = EvaluationSettings(HOST, policy_names=("always_raw", "forge_lite", "oracle"))
@@ -362,8 +357,6 @@ def test_store_summary_cli_json(outcome_store: Store) -> None:
 
 
 def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path) -> None:
-    from support.stores import copy_store
-
     store = copy_store(outcome_store, tmp_path)
     parent = train_router(store, TrainRequest(host=HOST, variant="full", stage1=FAST_STAGE1))
     child = train_router(store, TrainRequest(host=HOST, variant="full", stage=2, parent=parent,
@@ -381,8 +374,6 @@ def test_deleting_checkpoints_keeps_lineage_whole(outcome_store: Store, tmp_path
 
 def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store, tmp_path) -> None:
     from forge_core.training.trainer import train_router_job
-
-    from support.stores import copy_store
 
     outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
     before = set(outcome_store.checkpoints()["checkpoint_id"])
@@ -403,8 +394,6 @@ def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store, tmp
 def test_a_rerun_that_reproduces_a_checkpoint_is_recognised(outcome_store: Store, tmp_path) -> None:
     from forge_core.training.checkpoint_views import reproduces_stored_checkpoint
     from forge_core.training.trainer import train_router_job
-
-    from support.stores import copy_store
 
     outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is
 
