@@ -703,8 +703,8 @@ def transfer_lite(results: Results) -> str:
 
 def _verdict(interval: Sequence[float]) -> str:
     """An interval's sign in words, before "it": "above", "below", "not decidably different from"."""
-    verdict = Interval.of(interval).verdict
-    return verdict if Interval.of(interval).decided else f"{verdict} from"
+    interval = Interval.of(interval)
+    return interval.verdict if interval.decided else f"{interval.verdict} from"
 
 
 def transfer_stored_lite(results: Results) -> str:
