@@ -10,6 +10,7 @@ from app import charts, data, ui, weights
 from app.decision_view import named_points
 from app.views_progress import waiting_for_views
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
+from forge_core.precompute.view_cache import view_name
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
     ORACLE,
@@ -18,7 +19,6 @@ from forge_core.reports.tables import (
     routing_gain_frame,
     seed_spread_frame,
 )
-from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
@@ -28,7 +28,9 @@ ACCOUNTING_LABELS = {"deploy": "deployment: every call charged", "answer": "answ
 def crossfit_run_label(report: dict) -> str:
     """A stored crossfit run as its picker shows it: its settings, its policies and its id (two runs
     of the same settings differ in their policies, and Streamlit tells options apart by label)."""
-    has_conditioned = any(name.endswith("_cond") for name in report["policies"])
+    from forge_core.policies.registry import ConditionedRouter, variants
+
+    has_conditioned = any(name in variants(ConditionedRouter) for name in report["policies"])
     conditioned = " incl. cost-conditioned routers" if has_conditioned else ""
     return (f"λ_in {report['lambda_in']:g} / λ_out {report['lambda_out']:g}, stage {report['stage']}, "
             f"split seed {report['split_seed']}, {ACCOUNTING_LABELS[report['accounting']]}, "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +32,11 @@ from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.grounding import gold_recall_frame
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
+from forge_core.precompute.background_views import views_progress
+from forge_core.precompute.view_cache import view_name
 from forge_core.records import Example, HostPrices
 from forge_core.reports import tables
-from forge_core.reports.background_views import views_progress
-from forge_core.reports.view_cache import view_name
+from forge_core.reports.checkpoint_views import select_checkpoints
 from forge_core.routing import checkpoints as routing_checkpoints
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.features import Embedder, compute_features, load_embedder
@@ -224,12 +224,12 @@ def checkpoints(store: Store) -> pd.DataFrame:
     return store.checkpoints()
 
 
-def trained_under(frame: pd.DataFrame, store: Store, host: str, retriever: str) -> pd.Series:
-    """Per checkpoint row (`checkpoints`): True where it was trained under the retriever's evidence
-    (its lineage's `retriever_hash`; none: the default BM25). Boolean even with no rows, so that it
-    selects rows, never columns."""
-    evidence = evaluated_retriever_hash(store, host, retriever)
-    return frame["lineage"].map(lambda lineage: json.loads(lineage).get("retriever_hash", "") == evidence).astype(bool)
+def host_checkpoints(store: Store, host: str, retriever: str, n_arms: int | None = None, variant: str | None = None,
+                     stage: int | None = None) -> pd.DataFrame:
+    """The host's checkpoints trained under the retriever's evidence, newest first, of `n_arms` arms,
+    `variant` and `stage` where given (`select_checkpoints`)."""
+    return select_checkpoints(checkpoints(store), host, evaluated_retriever_hash(store, host, retriever),
+                              n_arms=n_arms, variant=variant, stage=stage)
 
 
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
@@ -314,7 +314,7 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
     """Every policy's cost/quality point and the frontier of a Cached request, as the Cached protocol
     scores it (`version`: see `store_version`), kept under the cache directory (`pareto/`: the page's
     first request is computed there by `forge store load-demo`)."""
-    from forge_core.reports.view_cache import pareto_view
+    from forge_core.precompute.view_cache import pareto_view
 
     settings = request.settings
 
@@ -385,7 +385,7 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
     """The transfer report (`forge eval transfer`) for a request that stores nothing (`version`:
     see `store_version`), kept under the cache directory (`transfer/`: the page's default request
     is computed there by `forge store load-demo`)."""
-    from forge_core.reports.view_cache import transfer_view
+    from forge_core.precompute.view_cache import transfer_view
     from forge_core.training.threads import one_torch_thread
 
     with one_torch_thread():
@@ -400,7 +400,7 @@ def reward_audit(store: Store, version: int, host: str, reward: str, n_arms: int
     load-demo` computes the consensus reward's at the default weights), or with `routers`
     cross-fitted on gold and on the proxy too (a minute or so)."""
     if not routers and retriever == DEFAULT_RETRIEVER:
-        from forge_core.reports.view_cache import reward_audit_view
+        from forge_core.precompute.view_cache import reward_audit_view
 
         return reward_audit_view(store, host, reward, n_arms, weights, config.cache_dir())
     from forge_core.evaluation.audit_request import RewardAuditRequest
@@ -417,7 +417,7 @@ def crossfit_reports(store: Store, version: int, host: str, retriever: str = DEF
     """The host's finished crossfit runs under the retriever as stored (`version`: see
     `store_version`), each report computed once and kept under the cache directory (`crossfit/`)."""
     from forge_core.evaluation.crossfit import finished_crossfit_reports
-    from forge_core.reports.view_cache import CROSSFIT_CACHE
+    from forge_core.precompute.view_cache import CROSSFIT_CACHE
 
     return finished_crossfit_reports(store, host, config.cache_dir() / CROSSFIT_CACHE,
                                      evaluated_retriever_hash(store, host, retriever))
@@ -533,8 +533,8 @@ def reliability(store: Store, version: int, checkpoint_id: str,
     """The checkpoint's reliability table on its held-out test queries (`checkpoint_reliability`),
     or why there is none (a one-line reason: no test split, no outcomes); kept under the cache
     directory (`pareto/`: the Pareto page's first ones are computed there by `forge store load-demo`)."""
+    from forge_core.precompute.view_cache import reliability_view
     from forge_core.reports.reliability import reliability_at
-    from forge_core.reports.view_cache import reliability_view
 
     try:
         return reliability_view(store, checkpoint_id, weights, config.cache_dir(),

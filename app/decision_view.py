@@ -13,8 +13,8 @@ from app import data, ui
 from app.views_progress import waiting_for_views
 from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.precompute.view_cache import view_name
 from forge_core.reports.tables import merge_identical_points
-from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import CostWeights
 from forge_core.statistics import Interval
 from forge_core.store import Store

@@ -7,9 +7,9 @@ import streamlit as st
 
 from app import data, ui, weights
 from app.views_progress import waiting_for_views
+from forge_core.precompute.view_cache import view_name
 from forge_core.records import Example
 from forge_core.reports.demo_questions import WEIGHT_LADDER, DemoQuestion
-from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from app import data
+from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.store import Store
-from forge_core.training.checkpoint_views import checkpoint_names
 
 KEPT = "router_choice_{host}"  # session state: the checkpoint id the user picked for a host
 

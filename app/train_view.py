@@ -13,16 +13,16 @@ import streamlit as st
 
 from app import charts, data, ui
 from forge_core import config, jobs
-from forge_core.rewards.judge_job import plan_judging, stored_reward_key
-from forge_core.rewards.judge_request import JudgeRequest
-from forge_core.store import Store
-from forge_core.training.checkpoint_views import (
+from forge_core.reports.checkpoint_views import (
     DEV_METRICS,
     checkpoint_names,
     latest_values,
     reproduces_stored_checkpoint,
     training_curves,
 )
+from forge_core.rewards.judge_job import plan_judging, stored_reward_key
+from forge_core.rewards.judge_request import JudgeRequest
+from forge_core.store import Store
 from forge_core.training.request import TrainRequest
 
 REFRESH_SECONDS = 2.0

@@ -1,5 +1,5 @@
 """What a page shows in place of a view the background process is still computing
-(`forge_core.reports.background_views`): its progress, refreshed until the view is ready, when
+(`forge_core.precompute.background_views`): its progress, refreshed until the view is ready, when
 the page reruns and reads it. The rest of the page and the other pages work meanwhile."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from forge_core import config
-from forge_core.reports.background_views import views_progress
+from forge_core.precompute.background_views import views_progress
 
 REFRESH_S = 2  # how often a waiting page looks at the progress again
 

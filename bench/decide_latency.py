@@ -3,7 +3,7 @@
 Copies a store (default: FORGE_STORE, e.g. one made by `forge store load-demo`) and gives it an empty
 cache directory. Then, each timed as its own `forge` process from start to exit:
 
-1. `precompute_s`: what `forge store load-demo` does after loading (`forge_core.reports.view_cache`:
+1. `precompute_s`: what `forge store load-demo` does after loading (`forge_core.precompute.view_cache`:
    the crossfit reports and the decision at the default weights, which trains each fold's
    cost-conditioned routers once per crossfit run);
 2. `forge decide --lambda-in 0.37 --lambda-out 0.74 --json` the first time (`first_s`), the second
@@ -52,7 +52,7 @@ def measure(store: Path) -> dict:
         shutil.copy(store, copy)
         environment = {**os.environ, "FORGE_STORE": str(copy), "FORGE_CACHE_DIR": str(cache)}
         code = ("from forge_core import config; from forge_core.store import Store; "
-                "from forge_core.reports.view_cache import precompute_views; "
+                "from forge_core.precompute.view_cache import precompute_views; "
                 "precompute_views(Store(config.store_path()), config.cache_dir())")
         started = time.monotonic()
         subprocess.run([sys.executable, "-c", code], env=environment, check=True)

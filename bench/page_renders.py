@@ -3,7 +3,7 @@
 Copies a store (default: FORGE_STORE, e.g. one made by `forge store load-demo`), starts `forge app`
 on the copy with an empty result cache (a new app process, and a new cache directory holding only
 what `forge store load-demo` puts there: the demo export's Action map arrays and the views it
-precomputes (`forge_core.reports.view_cache`: crossfit reports, gold recall, the consensus audit, the
+precomputes (`forge_core.precompute.view_cache`: crossfit reports, gold recall, the consensus audit, the
 demo questions, the Pareto points and reliability tables at the default request, the decision at the
 default weights, whose fold routers, trained once per crossfit run by load-demo, are linked from the
 current cache like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
@@ -54,8 +54,8 @@ from ratios import goal, ratio  # noqa: E402
 
 from forge_core import config  # noqa: E402
 from forge_core.evaluation.fold_decisions import fold_file  # noqa: E402
-from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
-from forge_core.reports.view_cache import precompute_views  # noqa: E402
+from forge_core.precompute.map_cache import MAP_CACHE_FILE, import_map_cache  # noqa: E402
+from forge_core.precompute.view_cache import precompute_views  # noqa: E402
 from forge_core.store import Store  # noqa: E402
 
 from support.browser import PARETO_STEP_DONE, STARTUP_TIMEOUT_S, browser_page, free_port, healthy, running_dashboard  # noqa: E402

@@ -1,10 +1,12 @@
 """The statistics every protocol reports: macro averages over benchmarks, paired-query bootstrap
-intervals (`Interval`: bounds, level and which side of zero they lie), action distributions, KL to
-a target distribution and the Pareto frontier."""
+intervals (`Interval`: bounds, level and which side of zero they lie), normal intervals of a mean
+(`mean_interval`, for the served traffic), action distributions, KL to a target distribution and the
+Pareto frontier."""
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -12,6 +14,7 @@ import numpy as np
 
 N_BOOTSTRAP = 1000
 LEVEL = 0.95  # of every bootstrap interval FORGE reports
+Z_95 = 1.959964  # two-sided 95% normal quantile
 
 
 class Interval(NamedTuple):
@@ -135,6 +138,19 @@ def paired_bootstrap_cis(differences: np.ndarray, benchmarks: np.ndarray, n_boot
     per_benchmark = [differences[:, mask] @ resampled.T for mask, resampled in zip(masks, weights)]
     bounds = np.percentile(np.mean(per_benchmark, axis=0), [2.5, 97.5], axis=1).T
     return [Interval(float(low), float(high)) for low, high in bounds]
+
+
+def mean_interval(values: list[float]) -> tuple[float, tuple[float, float]]:
+    """Mean and normal 95% interval of `values` (NaN where undefined)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, (math.nan, math.nan)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, (math.nan, math.nan)
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    half = Z_95 * math.sqrt(variance / n)
+    return mean, (mean - half, mean + half)
 
 
 def action_distribution(actions: np.ndarray, n_arms: int) -> np.ndarray:

@@ -6,9 +6,10 @@ from app import charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_label
 from app.views_progress import waiting_for_views
+from forge_core.evaluation.crossfit import learned_policies
 from forge_core.evidence.retrievers import retriever_option, retriever_phrase
+from forge_core.precompute.view_cache import view_name
 from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
-from forge_core.reports.view_cache import view_name
 from forge_core.routing.checkpoints import conditioning_of
 
 st.title("Action map")
@@ -25,8 +26,7 @@ hosts = ui.hosts_with_outcomes_or_stop(store)
 host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 4, 1.5, 2.5])
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "action_map")
-checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[(checkpoints["host"] == host) & data.trained_under(checkpoints, store, host, retriever)]
+checkpoints = data.host_checkpoints(store, host, retriever)
 if checkpoints.empty:
     st.info(ui.no_checkpoints(host, retriever), icon=":material/model_training:")
     st.stop()
@@ -106,8 +106,7 @@ if not crossfit_runs:
     st.stop()
 run_column, policy_column = st.columns([2, 1])
 run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=crossfit_run_label)
-routers = [name for name in run["policies"] if name.startswith(("forge_", "ridge_", "bge_"))]
-policy = policy_column.selectbox("Policy", routers)
+policy = policy_column.selectbox("Policy", learned_policies(run))
 with ui.user_errors():
     decisions = data.crossfit_arms(store, data.store_version(store), run["run_id"], policy)
 crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])

@@ -9,9 +9,9 @@ from forge_core.arms import ALPHABET_SIZES
 from forge_core.data.importing import Upload, import_uploaded
 from forge_core.data.user_files import EXTENSIONS
 from forge_core.evidence.retrievers import retriever_option
+from forge_core.precompute.view_cache import view_name
 from forge_core.reports.evidence import evidence_frame
 from forge_core.reports.tables import MACRO, coverage_frame, oracle_gap_summary, policy_summary
-from forge_core.reports.view_cache import view_name
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
 UPLOAD_TYPES = [extension.lstrip(".") for extension in EXTENSIONS]

@@ -11,9 +11,9 @@ from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
+from forge_core.precompute.view_cache import view_name
+from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.reports.tables import pareto_highlights
-from forge_core.reports.view_cache import view_name
-from forge_core.training.checkpoint_views import checkpoint_names
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
@@ -58,10 +58,7 @@ cost_weights = weights.sliders("pareto")
 st.caption(weights.CAPTION)
 lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
 
-checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[(checkpoints["host"] == host) & (checkpoints["n_arms"] == n_arms)
-                          & data.trained_under(checkpoints, store, host, retriever)]
-labels = checkpoint_names(checkpoints)
+labels = checkpoint_names(data.host_checkpoints(store, host, retriever, n_arms=n_arms))
 conditioned = data.conditioned_checkpoints(store, host, n_arms, retriever)
 shared_choice = routers.chosen(store, host, list(labels))  # the router picked on the other pages
 chosen = st.multiselect("Router checkpoints", list(labels),

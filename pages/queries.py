@@ -10,6 +10,7 @@ from app.action_map_view import show_query
 from forge_core.errors import ForgeError
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
 from forge_core.reports.action_map import SPLITS
+from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.reports.query_explorer import (
     QueryFilter,
     fixed_arm,
@@ -19,7 +20,6 @@ from forge_core.reports.query_explorer import (
     with_comparison,
 )
 from forge_core.routing.checkpoints import conditioning_of
-from forge_core.training.checkpoint_views import checkpoint_names
 
 NO_COMPARISON = "nothing"
 COMPARED = "compared"  # the table's column of the compared policy's arm
@@ -37,8 +37,7 @@ if linked_retriever := st.query_params.get("retriever"):
 host_column, retriever_column, router_column, split_column = st.columns([1, 1, 2, 1])
 host = host_column.selectbox("Host", hosts, index=hosts.index(linked_host) if linked_host in hosts else 0)
 retriever = ui.retriever_select(retriever_column, store, [host], "queries")
-checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[(checkpoints["host"] == host) & data.trained_under(checkpoints, store, host, retriever)]
+checkpoints = data.host_checkpoints(store, host, retriever)
 if checkpoints.empty:
     st.info(ui.no_checkpoints(host, retriever), icon=":material/model_training:")
     st.stop()
@@ -62,8 +61,8 @@ benchmark_column, arm_column, compare_column = st.columns([2, 2, 2])
 benchmarks = benchmark_column.multiselect("Benchmarks", sorted(table["benchmark"].unique()),
                                           placeholder="every benchmark")
 router_arms = arm_column.multiselect("Router's arm", list(action_map.arms), placeholder="every arm")
-names = checkpoint_names(checkpoints[(checkpoints["n_arms"] == len(action_map.arms))
-                                     & (checkpoints["checkpoint_id"] != checkpoint_id)])
+names = checkpoint_names(data.host_checkpoints(store, host, retriever, n_arms=len(action_map.arms)))
+names.pop(checkpoint_id, None)  # the router the table shows
 choices = [NO_COMPARISON, *action_map.arms, *names]
 compare = compare_column.selectbox(
     "Compare with", choices, format_func=lambda c: (c if c == NO_COMPARISON else f"Always {c}" if c in action_map.arms

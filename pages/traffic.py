@@ -9,16 +9,14 @@ import streamlit as st
 from forge_core.reports.traffic import (
     BUDGET_TOLERANCE,
     arm_mix_over_time,
-    default_traffic_dir,
     interval_text,
     parse_since,
-    read_traffic,
     request_record,
     requests_frame,
     requests_over_time,
-    served_manifests,
     summarize_traffic,
 )
+from forge_core.traffic_log import default_traffic_dir, read_traffic, served_manifests
 
 st.title("Traffic")
 st.caption("Every request `forge serve` received, from its traffic log (JSONL files beside the store, fsync'ed "

@@ -11,11 +11,7 @@ from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
 from forge_core.evidence.retrievers import retriever_option, retriever_phrase
 from forge_core.jobs import stage2_log_every
-from forge_core.reports.tables import reward_audit_table
-from forge_core.rewards.judge_request import JudgeRequest
-from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
-from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
-from forge_core.training.checkpoint_views import (
+from forge_core.reports.checkpoint_views import (
     checkpoint_label,
     checkpoint_names,
     checkpoint_table,
@@ -24,6 +20,10 @@ from forge_core.training.checkpoint_views import (
     lineage_diff,
     metrics_comparison,
 )
+from forge_core.reports.tables import reward_audit_table
+from forge_core.rewards.judge_request import JudgeRequest
+from forge_core.rewards.sources import GOLD, PROXY_SOURCES, REWARD_SOURCES
+from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.training.request import VARIANTS, TrainRequest
 from forge_core.training.settings import LOSS_TYPES, Stage1Config, Stage2Config
 
@@ -50,10 +50,8 @@ default_size = data.alphabet_size(store, host)
 n_arms = arms_column.selectbox("Alphabet", ALPHABET_SIZES, index=ALPHABET_SIZES.index(default_size),
                                format_func=lambda k: f"{k} arms")
 stage = stage_column.segmented_control("Stage", [1, 2], default=1, format_func=lambda s: f"Stage {s}") or 1
-checkpoints = data.checkpoints(store)
-checkpoints = checkpoints[data.trained_under(checkpoints, store, host, retriever)]  # only this evidence's routers
-parents = checkpoints[(checkpoints["host"] == host) & (checkpoints["variant"] == variant)
-                      & (checkpoints["n_arms"] == n_arms) & (checkpoints["stage"] == 1)]
+host_checkpoints = data.host_checkpoints(store, host, retriever)  # only this evidence's routers
+parents = data.host_checkpoints(store, host, retriever, n_arms=n_arms, variant=variant, stage=1)
 
 # Enter in a field commits it, nothing more: a run starts only from its button
 with st.form("run", enter_to_submit=False):
@@ -125,7 +123,7 @@ if submitted:
         st.success(f"Training started: Stage {stage}, {variant}, {n_arms} arms on {host}{under}.")
 
 st.header("Runs")
-runs_panel(store, int((checkpoints["host"] == host).sum()))
+runs_panel(store, len(host_checkpoints))
 
 st.header("Rewards")
 st.caption(f"How far a proxy reward can stand in for gold F1, on the queries that have both{under}, at the weights "
@@ -180,7 +178,6 @@ if judge_jobs:
     st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
 
 st.header("Checkpoints")
-host_checkpoints = checkpoints[checkpoints["host"] == host]
 if host_checkpoints.empty:
     st.info(f"No router checkpoints for host '{host}'{under} yet: start a run above, or `forge train --stage 1 "
             f"--host {host}{option}`.", icon=":material/model_training:")

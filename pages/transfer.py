@@ -9,8 +9,8 @@ from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
 from forge_core.evaluation.transfer import TransferRequest
 from forge_core.evidence.retrievers import retriever_option
+from forge_core.precompute.view_cache import TRANSFER_STEP, TRANSFER_VIEW_SIZES
 from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame
-from forge_core.reports.view_cache import TRANSFER_STEP, TRANSFER_VIEW_SIZES
 
 CALIBRATION_SIZES = (25, 50, 100, 200)
 

@@ -37,8 +37,8 @@ import numpy as np
 import openai
 
 from forge_core import config
-from forge_core.reports.traffic import default_traffic_dir, read_traffic
 from forge_core.store import Store
+from forge_core.traffic_log import default_traffic_dir, read_traffic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.counting_host import SHIFTED_MIX, CountingHost, replay_questions  # the test double  # noqa: E402

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from forge_core import config
+from forge_core.precompute.map_cache import MAP_CACHE_FILE, export_map_cache
 from forge_core.reports.action_map import SPLITS, compute_action_map
-from forge_core.reports.map_cache import MAP_CACHE_FILE, export_map_cache
 from forge_core.routing.checkpoints import default_router
 from forge_core.routing.features import compute_features
 from forge_core.store import Store

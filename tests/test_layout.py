@@ -12,7 +12,8 @@ ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
     "errors", "identity", "config", "arms", "records", "store", "data", "hosts", "evidence", "enumeration", "routing",
-    "rewards", "training", "statistics", "policies", "evaluation", "reports", "jobs", "server", "cli",
+    "rewards", "training", "statistics", "policies", "evaluation", "traffic_log", "reports", "precompute", "jobs",
+    "server", "cli",
 )
 REPO = ROOT.parent
 DASHBOARD = ("app", "pages")  # the Streamlit dashboard: it renders forge_core.reports and runs jobs
@@ -105,9 +106,10 @@ def test_the_dashboard_imports_neither_cli_nor_server() -> None:
 
 
 def test_the_evaluation_packages_name_their_modules() -> None:
-    """Each of evidence, policies, evaluation and reports says in its docstring what every module holds."""
+    """Each of evidence, policies, evaluation, reports and precompute says in its docstring what every module
+    holds."""
     unnamed = []
-    for package in ("evidence", "policies", "evaluation", "reports"):
+    for package in ("evidence", "policies", "evaluation", "reports", "precompute"):
         init = ROOT / package / "__init__.py"
         docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
         unnamed += [f"{init.parent.name}.{path.stem}" for path in sorted(init.parent.glob("*.py"))

@@ -17,8 +17,8 @@ def load_demo_on_first_run(store: Store, demo: Path) -> None:
     """Load the committed demo outcomes (and the benchmarks, when the store has none) into a store
     that has no outcomes yet (once per export), and start the computation of the dashboard's first
     views in a background process."""
-    from forge_core.reports.background_views import start_background_views
-    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+    from forge_core.precompute.background_views import start_background_views
+    from forge_core.precompute.demo_store import load_demo, missing_benchmarks_line
 
     if store.hosts_with_outcomes():
         return

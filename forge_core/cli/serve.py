@@ -71,10 +71,10 @@ def serve_command(
     import uvicorn
 
     from forge_core.evidence.answering import corpus_name
-    from forge_core.reports.traffic import default_traffic_dir
     from forge_core.server.app import ServeSettings, build_app
     from forge_core.server.budget import check_budget, load_budgets_file
     from forge_core.server.deployment import WeightsRequest
+    from forge_core.traffic_log import default_traffic_dir
 
     store = open_store()
     deployment = None

@@ -77,7 +77,7 @@ def store_load_demo(
     ../shared/benchmarks): the dashboard then works on its own. Then starts the computation of the
     dashboard's slow first views in a background process and returns (`forge store views` and the
     pages that wait for a view show its progress; minutes once, seconds when run again)."""
-    from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+    from forge_core.precompute.demo_store import load_demo, missing_benchmarks_line
 
     store, directory = open_store(), source or config.demo_dir()
     if not any((directory / f"{table}.parquet").exists() for table in EXPORTED_TABLES):
@@ -100,8 +100,8 @@ def store_load_demo(
 def compute_first_views(store: Store, wait: bool) -> None:
     """The dashboard's slow first views of the store: computed here (`wait`), or started in a
     background process, saying how to follow it."""
-    from forge_core.reports.background_views import start_background_views
-    from forge_core.reports.view_cache import precompute_views
+    from forge_core.precompute.background_views import start_background_views
+    from forge_core.precompute.view_cache import precompute_views
 
     if wait:
         precompute_views(store, config.cache_dir(), on_step=console.print)
@@ -120,7 +120,7 @@ def store_views(
     `forge store load-demo` and `forge app`)."""
     from dataclasses import asdict
 
-    from forge_core.reports.background_views import views_progress
+    from forge_core.precompute.background_views import views_progress
 
     progress = views_progress(config.cache_dir())
     if progress is None:

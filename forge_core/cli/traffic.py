@@ -22,7 +22,8 @@ def traffic_command(
     """Summarize the traffic log: requests, arm mix, tokens a request with 95% intervals, per
     budget and client, the shadow samples (saving against Always-Raw, the candidate), the slowest
     and costliest requests. Reads while a server writes."""
-    from forge_core.reports.traffic import default_traffic_dir, parse_since, read_traffic, summarize_traffic
+    from forge_core.reports.traffic import parse_since, summarize_traffic
+    from forge_core.traffic_log import default_traffic_dir, read_traffic
 
     directory = traffic_dir or default_traffic_dir()
     summary = summarize_traffic(read_traffic(directory, parse_since(since))) | {"traffic_dir": str(directory)}

@@ -366,6 +366,13 @@ def _run_folds(store: Store, settings: dict, run_id: str,
         job.end("finished", run_id)
 
 
+def learned_policies(report: dict) -> list[str]:
+    """The policies of a crossfit report fitted on each fold's questions: FORGE's routers, the BGE
+    router and the linear floor (`floor_policy`), in the report's order."""
+    return [name for name, row in report["policies"].items()
+            if row["kind"] == ROUTER_KIND or name == report["floor_policy"]]
+
+
 def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = None,
                               retriever_hash: str = "") -> list[dict]:
     """The reports of the host's finished crossfit runs under one retriever configuration (its

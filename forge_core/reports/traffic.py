@@ -1,7 +1,6 @@
-"""The traffic log of `forge serve` as the Traffic page and `forge traffic` show it: its segments read
-(while the server writes them: `forge_core.server.traffic_log` writes them; a last line cut short
-is skipped), and what it says: requests, arm mix, tokens with intervals, budgets, clients, the
-shadow samples, the slowest and costliest requests.
+"""The traffic log of `forge serve` as the Traffic page and `forge traffic` show it (the log itself,
+its records and how they are read: `forge_core.traffic_log`): requests, arm mix, tokens with
+intervals, budgets, clients, the shadow samples, the slowest and costliest requests.
 
 Means come with normal 95% intervals (mean +- 1.96 s / sqrt(n)); the saving against Always-Raw
 is over the requests of the shadow Always-Raw sample (`--shadow-raw`), the candidate's figures
@@ -10,117 +9,25 @@ over those of the shadow candidate (`--candidate`).
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
-import os
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forge_core import config
 from forge_core.errors import InvalidInput
+from forge_core.statistics import Z_95, mean_interval
+from forge_core.traffic_log import TrafficRecords
 
 TOP = 5  # slowest and costliest requests listed
 ROLLING = 200  # requests in the page's rolling mean (the controllers' default window)
 BUDGET_TOLERANCE = 0.05  # the controllers hold the realized mean within 5% of the target
-Z_95 = 1.959964
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 BUCKETS_S = (1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400)  # widths of the requests-over-time bars
-
-
-SEGMENT_GLOB = "traffic-*.jsonl"  # the segments `forge_core.server.traffic_log` writes
-MANIFEST_GLOB = "manifest-*.json"  # the deployment manifests served (`forge serve --manifest`), one file each
-
-
-def write_served_manifest(directory: Path, manifest: dict[str, Any]) -> Path:
-    """Keep a served deployment manifest beside the traffic log (atomically, named by its id), where
-    `forge traffic` and the Traffic page read it; requests served under it name its id."""
-    from forge_core.evaluation.manifest import manifest_id, write_manifest
-
-    path = Path(directory) / f"{manifest_id(manifest)}.json"
-    write_manifest(path, manifest)
-    return path
-
-
-def served_manifests(directory: Path) -> dict[str, dict[str, Any]]:
-    """The manifests kept beside a traffic log, by id (`manifest_summary` of each)."""
-    from forge_core.evaluation.manifest import manifest_summary
-
-    found = {}
-    for path in sorted(Path(directory).glob(MANIFEST_GLOB)):
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            summary = manifest_summary(json.loads(path.read_text()))
-            found[summary["manifest_id"]] = summary
-    return found
-
-
-def default_traffic_dir(store_path: Path | None = None) -> Path:
-    """`FORGE_TRAFFIC_DIR`, or `traffic/` beside the store (`store_path`, else the configured one)."""
-    configured = os.environ.get("FORGE_TRAFFIC_DIR")
-    if configured:
-        return Path(configured)
-    return (Path(store_path) if store_path is not None else config.store_path()).parent / "traffic"
-
-
-@dataclass(frozen=True)
-class TrafficRecords:
-    """What a traffic directory holds: request records and shadow records (by request id)."""
-
-    requests: list[dict[str, Any]]
-    shadows: dict[str, list[dict[str, Any]]]
-    skipped_lines: int  # lines that were not complete JSON (a segment's last line being written)
-
-
-def read_traffic(directory: Path, since: float | None = None) -> TrafficRecords:
-    """Every record of every segment under `directory` (request records at or after `since`, a Unix
-    time, when given), oldest first."""
-    requests: list[dict[str, Any]] = []
-    shadows: dict[str, list[dict[str, Any]]] = {}
-    skipped = 0
-    for record in _records(Path(directory)):
-        if record is None:
-            skipped += 1
-        elif record.get("kind") == "shadow":
-            shadows.setdefault(record["id"], []).append(record)
-        elif since is None or record.get("time", 0.0) >= since:
-            requests.append(record)
-    requests.sort(key=lambda r: r.get("time", 0.0))
-    return TrafficRecords(requests, shadows, skipped)
-
-
-def _records(directory: Path) -> Iterator[dict[str, Any] | None]:
-    if not directory.is_dir():
-        return
-    for segment in sorted(directory.glob(SEGMENT_GLOB)):
-        with segment.open("rb") as handle:
-            for line in handle:
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    yield None
-
-
-def mean_interval(values: list[float]) -> tuple[float, tuple[float, float]]:
-    """Mean and normal 95% interval of `values` (NaN where undefined)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, (math.nan, math.nan)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, (math.nan, math.nan)
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = Z_95 * math.sqrt(variance / n)
-    return mean, (mean - half, mean + half)
 
 
 def parse_since(since: str | None, now: float | None = None) -> float | None:

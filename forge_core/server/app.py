@@ -22,7 +22,7 @@ The `forge` model routes at the weights `forge_core.server.deployment` puts in f
 request's client: fixed (`--lambda-in`, `--lambda-out`) or moved by a token budget's controller
 (`--budget-tokens`, `--budgets`; `forge_core.server.budget`), its tokens counted against that
 budget after the answer. `POST /v1/route` returns the decision without calling the host. Every
-request is one record of the traffic log (`forge_core.server.traffic_log`), written before its
+request is one record of the traffic log (`forge_core.traffic_log`), written before its
 response is sent; `--candidate` shadows a share of the requests with another router
 (`forge_core.server.shadow`).
 """
@@ -62,7 +62,6 @@ from forge_core.evidence.retrievers import get_retriever_config, retriever_hash,
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
-from forge_core.reports.traffic import default_traffic_dir, write_served_manifest
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
@@ -73,8 +72,8 @@ from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedFi
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
 from forge_core.server.shadow import CandidateShadow, ShadowSampler, shadow_raw, shadow_record
-from forge_core.server.traffic_log import TrafficLog, now
 from forge_core.store import Store
+from forge_core.traffic_log import TrafficLog, default_traffic_dir, now, write_served_manifest
 
 log = logging.getLogger(__name__)
 ROUTER_MODEL = DEFAULT_MODEL  # the router given to `forge serve --router`
@@ -369,7 +368,7 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
 
 @dataclass
 class RequestEntry:
-    """One request's traffic-log record as it is built (`forge_core.server.traffic_log`)."""
+    """One request's traffic-log record as it is built (`forge_core.traffic_log`)."""
 
     request_id: str
     endpoint: str

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge_core.errors import InvalidInput
-from forge_core.reports.traffic import mean_interval
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.utility import CostWeights
+from forge_core.statistics import mean_interval
 
 DEFAULT_GAIN = 0.1  # step of log lambda_in per request at a relative error of 1
 DEFAULT_WINDOW = 200  # requests the realized mean (and its interval) is taken over

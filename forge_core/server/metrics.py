@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from forge_core.server.budget import BudgetState
+from forge_core.statistics import Z_95
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-Z_95 = 1.959964  # two-sided 95% normal quantile
 
 
 class SavingSample:

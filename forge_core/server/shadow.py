@@ -89,7 +89,7 @@ async def shadow_raw(client: Host, metrics: ServerMetrics, model: str, result: R
 
 def shadow_record(request_id: str, what: str, fields: dict[str, Any]) -> dict[str, Any]:
     """A traffic-log `shadow` record of the request `request_id` (`what`: raw or candidate)."""
-    from forge_core.server.traffic_log import now
+    from forge_core.traffic_log import now
 
     return {"kind": "shadow", "id": request_id, "time": now(), "shadow": what, **fields}
 

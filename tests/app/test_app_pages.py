@@ -28,8 +28,8 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
 from forge_core.records import HostPrices
+from forge_core.reports.checkpoint_views import short_id
 from forge_core.store import Store
-from forge_core.training.checkpoint_views import short_id
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, build_app_store

@@ -17,7 +17,7 @@ from forge_core.config import PROJECT_ROOT
 PAGES = PROJECT_ROOT / "pages"
 HEAVY = ("torch", "sklearn", "scipy.stats", "umap")
 # page -> the heavy packages importing its modules may load (none may load torch): the pages whose first render
-# reads views kept at `forge store load-demo` (forge_core.reports.view_cache) load none
+# reads views kept at `forge store load-demo` (forge_core.precompute.view_cache) load none
 ALLOWED = {page: () for page in ("overview.py", "pareto.py", "action_map.py", "live_query.py", "train.py")}
 
 

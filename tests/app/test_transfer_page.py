@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core import config
 from forge_core.evaluation import transfer as transfer_module
-from forge_core.reports.view_cache import TRANSFER_CACHE
+from forge_core.precompute.view_cache import TRANSFER_CACHE
 from forge_core.store import Store
 
 from support.stores import copy_store

@@ -12,9 +12,9 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from forge_core import config
+from forge_core.precompute.background_views import compute_views
+from forge_core.precompute.view_cache import ViewStep, view_name
 from forge_core.reports import tables
-from forge_core.reports.background_views import compute_views
-from forge_core.reports.view_cache import ViewStep, view_name
 from forge_core.store import Store
 
 from support.stores import copy_store
@@ -66,6 +66,6 @@ def test_the_pareto_page_waits_for_its_view_and_then_reads_it(computing: threadi
 
 
 def compute_running() -> bool:
-    from forge_core.reports.background_views import views_progress
+    from forge_core.precompute.background_views import views_progress
 
     return views_progress(config.cache_dir()).running

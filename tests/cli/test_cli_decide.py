@@ -20,10 +20,11 @@ from forge_core.evaluation.manifest import manifest_id, read_manifest
 from forge_core.evaluation.recipe import checkpoint_recipe
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.reports.traffic import read_traffic, served_manifests, summarize_traffic
+from forge_core.reports.traffic import summarize_traffic
 from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
+from forge_core.traffic_log import read_traffic, served_manifests
 
 from support.counting_host import CountingHost
 from support.resources import require_demo_export

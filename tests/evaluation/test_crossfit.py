@@ -12,6 +12,7 @@ from forge_core.evaluation.crossfit import (
     crossfit_report,
     fold_assignment,
     fold_splits,
+    learned_policies,
     run_crossfit,
 )
 from forge_core.policies.baselines import RidgeUtility
@@ -90,6 +91,9 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     assert policies[best]["ci_utility_vs_best_fixed"] == [0.0, 0.0]
     assert report["best_fixed_arm"] in ("direct:no_think", "summary:no_think", "raw:no_think")
     assert not policies["oracle"]["deployable"]
+    learned = learned_policies(report)  # what the Action map offers to colour by: fitted per fold, by kind
+    assert {"ridge_utility", "forge_full", "forge_lite", "bge_bm25_kl"} <= set(learned)
+    assert not set(learned) & {"oracle", "always_raw", best, "bm25_threshold"}
     # the planted rule is learnable out of fold: ridge and the Lite router beat every fixed arm
     for name in ("ridge_utility", "forge_lite"):
         assert policies[name]["ci_utility_vs_best_fixed"][0] > 0

@@ -104,7 +104,7 @@ def test_enumerate_under_another_retriever_refuses_a_batch_in_one_line(outcome_s
 
 def test_a_transfer_view_key_names_the_retriever_hash_but_not_bm25(dense_store: Store) -> None:
     from forge_core.evaluation.transfer import TransferRequest
-    from forge_core.reports.view_cache import _request_identity
+    from forge_core.precompute.view_cache import _request_identity
 
     bm25 = TransferRequest(HOST, "another-host", store_calibrated=False)
     before_retrievers = {k: v for k, v in dataclasses.asdict(bm25).items() if k != "retriever"}

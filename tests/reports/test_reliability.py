@@ -26,8 +26,8 @@ def test_reliability_of_a_trained_checkpoint(trained_store: tuple[Store, str]) -
 def test_reliability_from_its_weight_free_part_and_kept_as_a_view(trained_store: tuple[Store, str], tmp_path) -> None:
     import pandas as pd
 
+    from forge_core.precompute.view_cache import reliability_view
     from forge_core.reports.reliability import reliability_at, reliability_base
-    from forge_core.reports.view_cache import reliability_view
 
     store, checkpoint_id = trained_store
     expected = checkpoint_reliability(store, checkpoint_id)

@@ -15,19 +15,19 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from forge_core import traffic_log
 from forge_core.errors import InvalidInput
 from forge_core.evidence.answering import ArmAnswer, Evidence
 from forge_core.evidence.prompts import ClientChat
 from forge_core.hosts.base import Generation
-from forge_core.reports.traffic import parse_since, read_traffic, summarize_traffic
+from forge_core.reports.traffic import parse_since, summarize_traffic
 from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.confidence import confidence
 from forge_core.routing.utility import CostWeights
-from forge_core.server import traffic_log
 from forge_core.server.budget import BudgetController, load_budgets_file, ray_bounds
 from forge_core.server.deployment import client_identity
 from forge_core.server.metrics import ServerMetrics
-from forge_core.server.traffic_log import TrafficLog
+from forge_core.traffic_log import TrafficLog, read_traffic
 
 
 def test_the_pacer_steps_log_lambda_by_the_relative_error_within_the_ray() -> None:

@@ -24,10 +24,10 @@ from forge_core.cli.serve import serve_command
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.reports.traffic import read_traffic
 from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
+from forge_core.traffic_log import read_traffic
 
 from support.counting_host import CountingHost, replay_questions
 from support.resources import require_module

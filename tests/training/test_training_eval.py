@@ -330,7 +330,7 @@ def test_the_dashboard_loads_the_demo_into_a_store_without_outcomes(outcome_stor
     other.write_arm_outcome(ArmOutcome(HOST, "musique", "q1", "raw:cot", "x", "x", 1.0, 1.0, 10, 2, 0, 5.0,
                                        None, 1, "hash", now, now))
     started = []
-    monkeypatch.setattr("forge_core.reports.background_views.start_background_views",
+    monkeypatch.setattr("forge_core.precompute.background_views.start_background_views",
                         lambda store, cache_dir: started.append(store.path))
     load_demo_on_first_run(empty, tmp_path / "demo")
     load_demo_on_first_run(other, tmp_path / "demo")
@@ -392,7 +392,7 @@ def test_a_cancelled_training_job_stores_no_checkpoint(outcome_store: Store, tmp
 
 
 def test_a_rerun_that_reproduces_a_checkpoint_is_recognised(outcome_store: Store, tmp_path) -> None:
-    from forge_core.training.checkpoint_views import reproduces_stored_checkpoint
+    from forge_core.reports.checkpoint_views import reproduces_stored_checkpoint
     from forge_core.training.trainer import train_router_job
 
     outcome_store = copy_store(outcome_store, tmp_path)  # the shared store stays as it is

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from forge_core.training.checkpoint_views import (
+from forge_core.reports.checkpoint_views import (
     checkpoint_label,
     checkpoint_table,
     compare_curves,
@@ -139,7 +139,7 @@ def test_compare_curves_overlays_runs() -> None:
 
 
 def test_checkpoints_have_unique_human_names() -> None:
-    from forge_core.training.checkpoint_views import checkpoint_name, checkpoint_names
+    from forge_core.reports.checkpoint_views import checkpoint_name, checkpoint_names
 
     frame = pd.DataFrame({
         "checkpoint_id": ["ckpt-aaaaaa111111", "ckpt-bbbbbb222222", "ckpt-cccccc333333"],
@@ -153,3 +153,20 @@ def test_checkpoints_have_unique_human_names() -> None:
                                        "ckpt-cccccc333333": "Full stage 1 · ckpt-cccccc"}
     twins = frame.assign(lineage="{}", checkpoint_id=["ckpt-aaaaaa111111", "ckpt-aaaaaa222222", "ckpt-c"])
     assert checkpoint_names(twins)["ckpt-aaaaaa111111"] == "Lite stage 2 · ckpt-aaaaaa111111"
+
+
+def test_select_checkpoints_keeps_one_host_one_evidence_and_the_asked_alphabet_variant_and_stage() -> None:
+    from forge_core.reports.checkpoint_views import select_checkpoints
+
+    dense = {**LINEAGE_A, "retriever_hash": "dense-1"}
+    frame = pd.concat([checkpoints_frame(), checkpoints_frame().assign(
+        checkpoint_id=["ckpt-d", "ckpt-e"], host=["h", "other"], n_arms=[12, 6],
+        lineage=[json.dumps(dense), json.dumps(LINEAGE_A)])], ignore_index=True)
+    ids = lambda rows: list(rows["checkpoint_id"])  # noqa: E731
+    assert ids(select_checkpoints(frame, "h", "")) == ["ckpt-b", "ckpt-a"]  # no retriever_hash: the default BM25
+    assert ids(select_checkpoints(frame, "h", "dense-1")) == ["ckpt-d"]
+    assert ids(select_checkpoints(frame, "other", "")) == ["ckpt-e"]
+    assert ids(select_checkpoints(frame, "h", "", stage=1)) == ["ckpt-a"]
+    assert ids(select_checkpoints(frame, "h", "dense-1", n_arms=6)) == []
+    assert ids(select_checkpoints(frame, "h", "", n_arms=6, variant="full")) == []
+    assert ids(select_checkpoints(frame.iloc[:0], "h", "")) == []

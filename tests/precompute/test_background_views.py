@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from forge_core.errors import MissingStep
-from forge_core.reports.background_views import PROGRESS_DIR, compute_views, start_background_views, views_progress
-from forge_core.reports.view_cache import ViewStep, view_name, view_steps
+from forge_core.precompute.background_views import PROGRESS_DIR, compute_views, start_background_views, views_progress
+from forge_core.precompute.view_cache import ViewStep, view_name, view_steps
 from forge_core.store import Store
 
 

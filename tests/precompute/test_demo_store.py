@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from forge_core.reports.demo_store import load_demo, missing_benchmarks_line
+from forge_core.precompute.demo_store import load_demo, missing_benchmarks_line
 from forge_core.store import Store
 
 
@@ -31,8 +31,8 @@ def test_load_demo_says_which_benchmark_directory_is_missing(tmp_path: Path) -> 
 def test_the_action_map_arrays_travel_with_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
+    from forge_core.precompute.map_cache import MAP_CACHE_FILE, export_map_cache
     from forge_core.reports import action_map
-    from forge_core.reports.map_cache import MAP_CACHE_FILE, export_map_cache
 
     coordinates = np.random.default_rng(0).normal(size=(12, 2))  # KMeans clusters: a cached array made in seconds
     computed = action_map.cached_clusters(coordinates, tmp_path / "made")

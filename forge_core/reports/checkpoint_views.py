@@ -1,5 +1,6 @@
-"""What the Train page shows of checkpoints and training runs: summary rows, lineage diffs, dev
-metrics side by side, and training curves in long form (one row per point) ready to plot.
+"""What the pages show of checkpoints and training runs: the checkpoints a page offers (one host,
+one evidence, optionally one alphabet, variant and stage), summary rows, lineage diffs, dev metrics
+side by side, and training curves in long form (one row per point) ready to plot.
 
 Curves come from a run's log rows (a checkpoint's `training_log`, or a running job's
 `job_logs`): Stage 1 logs one row per epoch (train_loss, dev_loss, dev_target_agreement),
@@ -57,6 +58,19 @@ def _loads(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return json.loads(value) if value else {}
     return dict(value or {})
+
+
+def select_checkpoints(frame: pd.DataFrame, host: str, retriever_hash: str, n_arms: int | None = None,
+                       variant: str | None = None, stage: int | None = None) -> pd.DataFrame:
+    """The rows of `frame` (`Store.checkpoints()`) of `host` trained under the evidence `retriever_hash`
+    (a lineage's `retriever_hash`; "" for the default BM25), of `n_arms` arms, `variant` and `stage`
+    where given."""
+    keep = (frame["host"] == host) & frame["lineage"].map(
+        lambda lineage: _loads(lineage).get("retriever_hash", "") == retriever_hash).astype(bool)
+    for column, wanted in (("n_arms", n_arms), ("variant", variant), ("stage", stage)):
+        if wanted is not None:
+            keep &= frame[column] == wanted
+    return frame[keep]
 
 
 def checkpoint_table(frame: pd.DataFrame, default_id: str | None = None) -> pd.DataFrame:

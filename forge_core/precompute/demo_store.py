@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forge_core.data.importing import ImportResult, import_benchmarks
-from forge_core.reports.map_cache import MAP_CACHE_FILE, import_map_cache
+from forge_core.precompute.map_cache import MAP_CACHE_FILE, import_map_cache
 from forge_core.store import Store
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import pandas as pd
 
 from forge_core.evaluation.cached import CachedRequest
-from forge_core.reports.view_cache import pareto_view
+from forge_core.precompute.view_cache import pareto_view
 from forge_core.store import Store
 
 from support.app_store import synthetic_outcome

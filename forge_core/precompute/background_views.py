@@ -1,7 +1,7 @@
 """The dashboard's slow first views (`view_cache.view_steps`) computed by a background process, so
 that `forge store load-demo` and `forge app` return at once and a page waits only for its own view.
 
-The process (`python -m forge_core.reports.background_views STORE CACHE_DIR`) runs at a lower CPU
+The process (`python -m forge_core.precompute.background_views STORE CACHE_DIR`) runs at a lower CPU
 priority than the dashboard and holds an exclusive lock on `precompute/lock` under the cache
 directory while it works: one runs at a time, and a second start leaves at once. After every view it
 rewrites `precompute/progress.json` (atomically): the views planned, those done, and whether all are
@@ -88,7 +88,7 @@ def start_background_views(store: Store, cache_dir: Path) -> bool:
     directory.mkdir(parents=True, exist_ok=True)
     if _lock_held(directory / "lock"):
         return False
-    command = [sys.executable, "-m", "forge_core.reports.background_views", str(store.path), str(cache_dir)]
+    command = [sys.executable, "-m", "forge_core.precompute.background_views", str(store.path), str(cache_dir)]
     with open(directory / "log.txt", "ab") as output:
         subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                          start_new_session=True)  # outlives the command that started it
@@ -98,7 +98,7 @@ def start_background_views(store: Store, cache_dir: Path) -> bool:
 def compute_views(store: Store, cache_dir: Path, steps: Sequence | None = None) -> bool:
     """Compute every view of `view_steps` (or `steps`) under the lock, recording progress after each;
     returns False (computing nothing) if another process holds the lock."""
-    from forge_core.reports.view_cache import view_steps
+    from forge_core.precompute.view_cache import view_steps
 
     directory = Path(cache_dir) / PROGRESS_DIR
     directory.mkdir(parents=True, exist_ok=True)
