@@ -49,6 +49,10 @@ def show_query(store: Store, action_map: ActionMap, index: int | None,
     answers = data.stored_answers(store, action_map.host, benchmark, example_id, action_map.arms,
                                   action_map.retriever_hash)
     outcomes.insert(1, "answer", [answers.get(arm, "–") for arm in outcomes["arm"]])
+    if not st.toggle("Show the router's probabilities", key="action_map_show_probabilities",
+                     help=f"The router's raw output: τ ({action_map.tau:g}) times the gap of two arms' log "
+                          "probabilities is the utility column beside it."):
+        outcomes = outcomes.drop(columns="router probability")
     st.dataframe(outcomes, hide_index=True, column_config={
         "F1": st.column_config.NumberColumn(format="%.2f"), "utility": st.column_config.NumberColumn(format="%.4f"),
         "router probability": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),

@@ -17,11 +17,22 @@ from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORTED
 from forge_core.routing.confidence import Confidence, share_right
-from forge_core.routing.live import EXTRA_CALL, OVERRIDE, RoutedAnswer, answer_verdict, session_totals
+from forge_core.routing.live import (
+    EXACT_MATCH,
+    EXTRA_CALL,
+    NO_OVERLAP,
+    OVERRIDE,
+    SOME_OVERLAP,
+    UNSCORED,
+    RoutedAnswer,
+    answer_verdict,
+    session_totals,
+    verdict_sentence,
+)
 
-VERDICT_BOXES = {"right": st.success, "partly right": st.warning, "wrong": st.error, "unscored": st.info}
-VERDICT_ICONS = {"right": ":material/check_circle:", "partly right": ":material/rule:", "wrong": ":material/cancel:",
-                 "unscored": ":material/chat:"}
+VERDICT_BOXES = {EXACT_MATCH: st.success, SOME_OVERLAP: st.warning, NO_OVERLAP: st.error, UNSCORED: st.info}
+VERDICT_ICONS = {EXACT_MATCH: ":material/check_circle:", SOME_OVERLAP: ":material/rule:",
+                 NO_OVERLAP: ":material/cancel:", UNSCORED: ":material/chat:"}
 
 
 INPUT_NAMES = {"question": "the question", "benchmark": "the benchmark", "host": "the host", "router": "the router",
@@ -107,9 +118,20 @@ def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = Non
     _probabilities_and_evidence(result)
 
 
+SHOW_PROBABILITIES_KEY = "live_show_probabilities"
+
+
 def _probabilities_and_evidence(result: RoutedAnswer) -> None:
+    """The router's view of every arm in utility units (the margin's), its probabilities on request,
+    and the evidence."""
     if result.probabilities:
-        st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
+        st.caption(f"What the router expects each arm to lose against its pick, in utility: τ ({result.tau:g}) times "
+                   "the gap of their log probabilities (the router is distilled to softmax(U / τ)).")
+        st.plotly_chart(charts.arm_implied_utilities(result.confidence.implied_utility, result.arm))
+        if st.toggle("Show the router's probabilities too", key=SHOW_PROBABILITIES_KEY,
+                     help="The raw output of the router: near-equal probabilities still order the arms, and their "
+                          "log gaps are the utility above."):
+            st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
     with st.expander("Evidence"):
         st.text(result.answer.support_text or "(none: the Direct arm gets the question only)")
         st.dataframe(ui.evidence_frame(result.evidence), hide_index=True)
@@ -136,9 +158,17 @@ def session_history(answers: Sequence[RoutedAnswer]) -> None:
     columns[1].metric("Tokens spent in the session", f"{totals.tokens:,}")
     columns[2].metric("Saved in the session", f"{totals.tokens_saved:,} tokens",
                       help=f"Always-Raw would have spent {totals.raw_tokens:,} tokens on the same questions.")
-    columns[3].metric("Mean F1 (routed)", _score(totals.mean_f1), help="Over the questions with gold answers.")
-    columns[4].metric("Mean F1 (Always-Raw)", _score(totals.mean_raw_f1),
-                      help="Over the questions whose Raw answer was asked live.")
+    columns[3].metric("Mean F1 (routed)", _score(totals.mean_f1),
+                      help=f"Over the {totals.scored} questions with gold answers (token F1).")
+    if totals.both_scored:
+        columns[4].metric(f"F1 routed vs Raw, {totals.both_scored} both answered",
+                          f"{_score(totals.both_f1)} vs {_score(totals.both_raw_f1)}",
+                          help=f"Mean token F1 of the routed and the Always-Raw answers over the same "
+                               f"{totals.both_scored} questions: those with gold answers whose Always-Raw answer "
+                               "was made live (switch on the comparison to add a question).")
+    else:
+        columns[4].metric("F1 routed vs Raw", "–", help="No question with gold answers had its Always-Raw answer "
+                                                        "made live: switch on the comparison to compare F1.")
     history = pd.DataFrame([answer.history_row() for answer in answers])
     st.dataframe(history, hide_index=True)
     st.download_button("Download the history (CSV)", history.to_csv(index=False), "live_queries.csv", "text/csv",
@@ -149,8 +179,8 @@ def _answer_column(title: str, answer: ArmAnswer, f1: float | None, golds: tuple
     st.subheader(title)
     verdict = answer_verdict(f1)
     VERDICT_BOXES[verdict](answer.answer or "(empty answer)", icon=VERDICT_ICONS[verdict])
-    if verdict != "unscored":
-        st.caption(f"{verdict.capitalize()} against the gold answers (F1 {f1:.2f}).")
+    if verdict != UNSCORED:
+        st.caption(verdict_sentence(f1))
     if golds:
         st.caption(f"Scored answer: {answer.extracted!r}; gold: {' | '.join(golds)}")
     columns = st.columns(4)

@@ -38,7 +38,7 @@ from forge_core.evidence.retrievers import retriever_config_for_hash, retriever_
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.confidence import Confidence, confidence
+from forge_core.routing.confidence import TAU, Confidence, checkpoint_tau, confidence
 from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
 from forge_core.routing.utility import CostWeights, oracle_sets, regret
 from forge_core.routing.utility import oracle_actions as utility_oracle_actions
@@ -82,6 +82,7 @@ class ActionMap:
     tokens_out: np.ndarray  # [n, K]
     weights: CostWeights  # the weights it is drawn at (`map_weights`)
     retriever_hash: str = ""  # the evidence of its Summary and Raw outcomes: the checkpoint's ("": the default BM25)
+    tau: float = TAU  # the router's Boltzmann temperature (its lineage's): tau * log-probability gaps are utility
 
     @property
     def router_actions(self) -> np.ndarray:
@@ -139,7 +140,7 @@ class ActionMap:
     def confidence(self, index: int) -> Confidence:
         """The router's margin in utility units on one query (`forge_core.routing.confidence`)."""
         probabilities = dict(zip(self.arms, map(float, self.probabilities[index])))
-        return confidence(probabilities, self.arms[self.router_actions[index]])
+        return confidence(probabilities, self.arms[self.router_actions[index]], self.tau)
 
     def query_outcomes(self, index: int) -> pd.DataFrame:
         """One query's row per arm: F1, tokens in and out, utility, the router's probability and the
@@ -364,7 +365,7 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
                      coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
                      probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
-                     context.weights, shown.retriever_hash)
+                     context.weights, shown.retriever_hash, checkpoint_tau(lineage))
 
 
 def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:

@@ -19,7 +19,7 @@ from forge_core.errors import MissingStep
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
-from forge_core.routing.confidence import margins, reliability_table
+from forge_core.routing.confidence import checkpoint_tau, margins, reliability_table
 from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
@@ -80,7 +80,8 @@ def reliability_at(base: ReliabilityBase, weights: CostWeights | None = None) ->
     drawn_at = map_weights(base.lineage, weights)
     context = base.context.at(drawn_at)
     rows = np.arange(len(context.table))
-    chosen, runner_up, margin = margins(base.policy.probabilities(context, rows), tuple(context.table.arms))
+    chosen, runner_up, margin = margins(base.policy.probabilities(context, rows), tuple(context.table.arms),
+                                        checkpoint_tau(base.lineage))
     utility = context.utility
     realized = utility[rows, chosen] - utility[rows, runner_up]
     return Reliability(base.checkpoint_id, drawn_at, reliability_table(margin, realized))

@@ -17,7 +17,9 @@ margin were right".
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +47,13 @@ class Confidence:
                 "margin_utility": None if self.margin is None else round(self.margin, 6),
                 "implied_utility": {arm: round(value, 6) for arm, value in self.implied_utility.items()},
                 "untrained_thinking_twins": list(self.untrained_twins)}
+
+
+def checkpoint_tau(lineage: Mapping[str, Any]) -> float:
+    """The Boltzmann temperature a checkpoint was distilled at (its lineage's `tau`; `TAU` for a
+    lineage that predates it): the factor that turns its log-probability differences into utility."""
+    tau = lineage.get("tau")
+    return TAU if tau is None else float(tau)
 
 
 def _support(arm: str) -> str:

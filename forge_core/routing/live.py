@@ -48,7 +48,7 @@ from forge_core.hosts.base import Generation, Host, HostConfig
 from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
-from forge_core.routing.confidence import Confidence, confidence
+from forge_core.routing.confidence import TAU, Confidence, checkpoint_tau, confidence
 from forge_core.routing.features import features_for_question, needs_probes
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store, utc_now
@@ -75,14 +75,35 @@ class RawCost:
         return self.tokens_in + self.tokens_out
 
 
+EXACT_MATCH = "exact match"  # F1 1: the normalized answer is a gold answer's words
+SOME_OVERLAP = "some token overlap"  # 0 < F1 < 1: shares words with a gold answer (right or wrong)
+NO_OVERLAP = "no token overlap"  # F1 0
+UNSCORED = "unscored"  # no gold answers (a typed question)
+
+
 def answer_verdict(f1: float | None) -> str:
-    """"right" (F1 1), "partly right" (0 < F1 < 1), "wrong" (F1 0) against the gold answers, or
-    "unscored" without gold answers (a typed question)."""
+    """What the answer's lexical F1 against the gold answers says, in its own terms: `EXACT_MATCH`
+    (F1 1), `SOME_OVERLAP` (0 < F1 < 1: shared words, which a wrong answer can have too),
+    `NO_OVERLAP` (F1 0), or `UNSCORED` without gold answers."""
     if f1 is None:
-        return "unscored"
+        return UNSCORED
     if f1 >= 1.0:
-        return "right"
-    return "partly right" if f1 > 0.0 else "wrong"
+        return EXACT_MATCH
+    return SOME_OVERLAP if f1 > 0.0 else NO_OVERLAP
+
+
+def verdict_sentence(f1: float | None) -> str:
+    """The verdict as a sentence that says what lexical F1 measures, e.g. "Some token overlap with
+    the gold answer (F1 0.33): F1 counts shared words, not whether the answer is right." ("" unscored)."""
+    verdict = answer_verdict(f1)
+    if verdict == UNSCORED:
+        return ""
+    if verdict == EXACT_MATCH:
+        return f"Exact match with a gold answer (F1 {f1:.2f}), after SQuAD normalization."
+    if verdict == NO_OVERLAP:
+        return f"No token overlap with the gold answer (F1 {f1:.2f})."
+    return (f"Some token overlap with the gold answer (F1 {f1:.2f}): lexical F1 counts shared words, not whether "
+            "the answer is right.")
 
 
 @dataclass(frozen=True)
@@ -107,6 +128,7 @@ class RoutedAnswer:
     raw_answer: ArmAnswer | None  # the Always-Raw answer when one was made live
     raw_f1: float | None
     weights: tuple[float, float] | None = None  # (lambda_in, lambda_out) a cost-conditioned router decided at
+    tau: float = TAU  # the router's Boltzmann temperature (its lineage's): tau * log-probability gaps are utility
 
     @property
     def probe_tokens(self) -> int:
@@ -151,7 +173,7 @@ class RoutedAnswer:
     def confidence(self) -> Confidence | None:
         """The chosen arm's implied utility over every other arm and its margin over the runner-up,
         in utility units (`forge_core.routing.confidence`); None under an override."""
-        return confidence(self.probabilities, self.arm) if self.probabilities else None
+        return confidence(self.probabilities, self.arm, self.tau) if self.probabilities else None
 
     @property
     def margin(self) -> float | None:
@@ -206,25 +228,30 @@ class RoutedAnswer:
 
 @dataclass(frozen=True)
 class SessionTotals:
-    """Running totals over the questions of a session."""
+    """Running totals over the questions of a session; F1 compared only over the same questions."""
 
     questions: int
     tokens: int  # spent by the routed answers (probes included)
     raw_tokens: int  # what Always-Raw would have spent on the questions compared with it
     tokens_saved: int  # Always-Raw's tokens minus the routed ones, on those questions
-    mean_f1: float | None  # over the questions with gold answers
-    mean_raw_f1: float | None  # over those whose Raw answer was made live
+    scored: int  # questions with gold answers
+    mean_f1: float | None  # the routed answers' mean F1 over the `scored` questions
+    both_scored: int  # questions whose routed and Always-Raw answers were both scored (Raw made live)
+    both_f1: float | None  # the routed answers' mean F1 over the `both_scored` questions
+    both_raw_f1: float | None  # Always-Raw's mean F1 over the same `both_scored` questions
 
 
 def session_totals(answers: Sequence[RoutedAnswer]) -> SessionTotals:
-    """Tokens spent, and saved against Always-Raw (on the questions compared with it), and the
-    mean F1 of each, over `answers`."""
-    f1s = [a.f1 for a in answers if a.f1 is not None]
-    raw_f1s = [a.raw_f1 for a in answers if a.raw_f1 is not None]
+    """Tokens spent, and saved against Always-Raw (on the questions compared with it), the routed
+    answers' mean F1, and routed against Always-Raw F1 over only the questions both were scored on."""
+    scored = [a.f1 for a in answers if a.f1 is not None]
+    both = [(a.f1, a.raw_f1) for a in answers if a.f1 is not None and a.raw_f1 is not None]
     compared = [a for a in answers if a.raw_cost is not None]
     return SessionTotals(len(answers), sum(a.tokens for a in answers), sum(a.raw_cost.tokens for a in compared),
-                         sum(a.tokens_saved for a in compared), float(np.mean(f1s)) if f1s else None,
-                         float(np.mean(raw_f1s)) if raw_f1s else None)
+                         sum(a.tokens_saved for a in compared), len(scored),
+                         float(np.mean(scored)) if scored else None, len(both),
+                         float(np.mean([f1 for f1, _ in both])) if both else None,
+                         float(np.mean([raw for _, raw in both])) if both else None)
 
 
 def check_question(question: str) -> str:
@@ -308,6 +335,7 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         raw_answer=raw_answer, raw_f1=_f1(raw_answer, golds, is_fever) if raw_answer else None,
         weights=((weights.lambda_in, weights.lambda_out)
                  if checkpoint is not None and checkpoint.conditioning is not None else None),
+        tau=checkpoint_tau(checkpoint.lineage) if checkpoint is not None else TAU,
     )
 
 
@@ -319,11 +347,12 @@ class DryRoute:
     probabilities: dict[str, float]  # arm name -> router probability
     evidence: Evidence
     routing_ms: float
+    tau: float = TAU  # the router's Boltzmann temperature (its lineage's)
 
     @property
     def margin(self) -> float | None:
         """The decision's margin over the runner-up in utility units (`confidence`)."""
-        return confidence(self.probabilities, self.arm).margin
+        return confidence(self.probabilities, self.arm, self.tau).margin
 
 
 def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
@@ -339,7 +368,8 @@ def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
     evidence = retrieve_evidence(retriever, question)
     probabilities = _probabilities(checkpoint, question, retriever, evidence, [], weights)
     arm = max(probabilities, key=probabilities.get)
-    return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0)
+    return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0,
+                    checkpoint_tau(checkpoint.lineage))
 
 
 def _prepare_router(checkpoint: LoadedCheckpoint, retriever: Retriever) -> None:

@@ -260,7 +260,7 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     f1s = [m.value for m in app.metric if m.label == "F1"]
     assert f1s == ["0.00", "0.00"]  # both answers scored against the gold answers: wrong
     assert [e.value.startswith("answer ") for e in app.error] == [True, True]  # wrong: never a success box
-    assert "Wrong against the gold answers (F1 0.00)." in texts(app.caption)
+    assert "No token overlap with the gold answer (F1 0.00)." in texts(app.caption)
 
     by_label(app.toggle, toggle).set_value(False)
     by_label(app.button, "Route and answer").click().run()
@@ -768,8 +768,8 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     app.session_state["action_map_query"] = 0  # what a click on the first query leaves
     app.run()
     assert not app.exception, app.exception
-    outcomes = frame_with(app, "router probability")
-    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    outcomes = frame_with(app, "router's implied utility vs its pick")  # utility units; probabilities on request
+    assert len(outcomes) == 6 and outcomes["router's implied utility vs its pick"].max() == 0.0
     assert outcomes["answer"].ne("–").all()  # every arm's stored answer
     assert [tab.label for tab in app.tabs] == ["Direct", "Summary", "Raw"]
     summary = frame_with(app, "queries")
@@ -801,8 +801,8 @@ def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tu
     linked.query_params["host"], linked.query_params["query"] = SYNTHETIC_HOST, table["query"].iloc[0]
     linked.run()
     assert not linked.exception, linked.exception
-    outcomes = frame_with(linked, "router probability")  # the worst-regret query, opened from its URL
-    assert len(outcomes) == 6 and outcomes["router probability"].sum() == pytest.approx(1.0)
+    outcomes = frame_with(linked, "router's implied utility vs its pick")  # the worst-regret query, from its URL
+    assert len(outcomes) == 6 and outcomes["router's implied utility vs its pick"].max() == 0.0
     assert table["question"].iloc[0] in texts(linked.markdown)
 
 

@@ -73,7 +73,7 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     assert result.raw_cost.source == "stored outcome"
     assert result.raw_cost.tokens == row["tokens_in"] + row["tokens_out"]
     assert result.f1 == 0.0 and result.golds == example.answers  # "answer <hash>" is not the gold answer
-    assert answer_verdict(result.f1) == "wrong" and result.confidence is None
+    assert answer_verdict(result.f1) == "no token overlap" and result.confidence is None
     assert not result.nothing_to_compare
 
     raw = ask_routed(store, double_host, retriever, example.question, BENCHMARK, arm=parse_arm("raw:no_think"),
@@ -83,7 +83,7 @@ def test_override_and_stored_raw_cost(trained_store: tuple[Store, str], double_h
     totals = session_totals([result, raw])
     assert totals.questions == 2 and totals.tokens == result.tokens + raw.tokens
     assert totals.tokens_saved == result.tokens_saved  # the Raw question saved nothing
-    assert (totals.mean_f1, totals.mean_raw_f1) == (0.0, 0.0)
+    assert (totals.mean_f1, totals.both_scored, totals.both_f1, totals.both_raw_f1) == (0.0, 1, 0.0, 0.0)
 
 
 def test_bad_requests_are_refused(trained_store: tuple[Store, str], double_host: HostConfig) -> None:
@@ -166,7 +166,8 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
 
 
 def test_answer_verdicts() -> None:
-    assert [answer_verdict(f1) for f1 in (None, 0.0, 0.4, 1.0)] == ["unscored", "wrong", "partly right", "right"]
+    assert [answer_verdict(f1) for f1 in (None, 0.0, 0.4, 1.0)] == [
+        "unscored", "no token overlap", "some token overlap", "exact match"]
 
 
 def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_store: tuple[Store, str],

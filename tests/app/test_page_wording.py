@@ -1,0 +1,105 @@
+"""What the pages say, whole and in one unit (#56): the Live query chart in the margin's utility
+units (probabilities on request), the live scorecard over the same questions, and an answer's
+verdict in the words of what lexical F1 measures. The Live query's result panels are rendered from
+hand-built `RoutedAnswer` records, so no router or host is needed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from streamlit.testing.v1 import AppTest
+
+from forge_core.evidence.answering import ArmAnswer, Evidence
+from forge_core.routing.live import RawCost, RoutedAnswer
+
+TIMEOUT_S = 60
+PROBABILITIES = {"direct:no_think": 0.15, "direct:cot": 0.16, "summary:no_think": 0.18, "summary:cot": 0.17,
+                 "raw:no_think": 0.17, "raw:cot": 0.17}  # near 1/6, as a Lite router's on the demo store
+
+
+def arm_answer(arm: str, text: str = "Cold Harbor") -> ArmAnswer:
+    return ArmAnswer(arm=arm, answer=text, extracted=text, tokens_in=300, tokens_out=8, tokens_reasoning=0,
+                     latency_ms=900.0, support_text="")
+
+
+def routed(tau: float = 1.0, f1: float | None = 0.4, raw_f1: float | None = 1.0, arm: str = "summary:no_think",
+           raw: bool = True) -> RoutedAnswer:
+    """A routed answer as `route_and_answer` makes one, Always-Raw answered beside it when `raw`."""
+    return RoutedAnswer(
+        question="Which battle?", benchmark="2wikimultihopqa", host="embedded", checkpoint_id="ckpt-0123456789ab",
+        probabilities=PROBABILITIES, routing_ms=12.0, probe_calls=0, probe_tokens_in=0, probe_tokens_out=0,
+        evidence=Evidence("Which battle?", ()), answer=arm_answer(arm), answer_is_probe=False, f1=f1,
+        golds=("Second Battle of Bull Run",), raw_cost=RawCost(400, 8, "extra call") if raw else None,
+        raw_answer=arm_answer("raw:no_think", "Second Battle of Bull Run") if raw else None,
+        raw_f1=raw_f1 if raw else None, tau=tau)
+
+
+def render_answer(result) -> None:  # run as a script: no annotation it cannot resolve
+    from app import live_view
+
+    live_view.routed_answer(result)
+
+
+def bars(chart) -> tuple[list[str], list[float], str]:
+    """A bar chart's arms, heights and y-axis title."""
+    spec = json.loads(chart.proto.spec)
+    (bar,) = spec["data"]
+    return bar["x"], bar["y"], spec["layout"]["yaxis"]["title"]["text"]
+
+
+def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -> None:
+    tau = 2.0  # a router distilled at another temperature: its own tau scales the gaps
+    result = routed(tau=tau)
+    app = AppTest.from_function(render_answer, args=(result,), default_timeout=TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    (chart,) = app.get("plotly_chart")  # the probabilities only on request
+    arms, heights, title = bars(chart)
+    assert title.startswith("utility vs the chosen arm")
+    chosen = math.log(PROBABILITIES["summary:no_think"])
+    assert heights == [tau * (math.log(PROBABILITIES[arm]) - chosen) for arm in arms]
+    assert max(heights) == 0.0 and heights[arms.index("summary:no_think")] == 0.0
+    runner_up = result.confidence.runner_up  # the caption's margin is the runner-up's bar, sign turned
+    assert -heights[arms.index(runner_up)] == result.confidence.margin
+    delta = next(m for m in app.metric if m.label == "Chosen arm").proto.delta
+    assert delta.startswith(f"{result.confidence.margin:+.3f} utility over {runner_up}")
+
+    next(t for t in app.toggle if t.label.startswith("Show the router's probabilities")).set_value(True).run()
+    charts = app.get("plotly_chart")
+    assert len(charts) == 2
+    arms, heights, title = bars(charts[1])
+    assert title == "probability" and heights == [PROBABILITIES[arm] for arm in arms]
+
+
+def render_history(answers) -> None:  # run as a script: no annotation it cannot resolve
+    from app import live_view
+
+    live_view.session_history(answers)
+
+
+def test_the_session_compares_routed_and_always_raw_f1_over_the_same_questions() -> None:
+    answers = [routed(f1=0.0, raw_f1=1.0), routed(f1=0.5, raw_f1=0.5), routed(f1=1.0, raw_f1=1.0),
+               routed(f1=0.0, raw=False), routed(f1=0.25, raw=False)]  # Always-Raw made live on 3 of 5
+    app = AppTest.from_function(render_history, args=(answers,), default_timeout=TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    metrics = {metric.label: metric for metric in app.metric}
+    assert metrics["Mean F1 (routed)"].value == "0.35" and "Over the 5 questions" in metrics["Mean F1 (routed)"].help
+    compared = metrics["F1 routed vs Raw, 3 both answered"]  # the routed mean over those 3 only
+    assert compared.value == "0.50 vs 0.83" and "same 3 questions" in compared.help
+    assert not [label for label in metrics if "Always-Raw)" in label]  # no mean of Raw over other questions
+
+    app = AppTest.from_function(render_history, args=(answers[3:],), default_timeout=TIMEOUT_S).run()
+    assert {metric.label: metric.value for metric in app.metric}["F1 routed vs Raw"] == "–"
+
+
+def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
+    result = routed(f1=1 / 3, raw_f1=1.0)  # "Cold Harbor" for "Second Battle of Bull Run": wrong, with shared words
+    app = AppTest.from_function(render_answer, args=(result,), default_timeout=TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    captions = "\n".join(caption.value for caption in app.caption)
+    assert ("Some token overlap with the gold answer (F1 0.33): lexical F1 counts shared words, not whether the "
+            "answer is right.") in captions
+    assert "Exact match with a gold answer (F1 1.00)" in captions  # Always-Raw's answer beside it
+    assert "right against" not in captions.lower() and "partly" not in captions.lower()
+    assert [box.value for box in app.warning] == ["Cold Harbor"] and [box.value for box in app.success] == [
+        "Second Battle of Bull Run"]
