@@ -25,11 +25,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-import aiohttp
-
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.endpoints import Endpoint, EndpointPool
+from forge_core.hosts.http_connections import EndpointConnections, HttpProtocolError, Reply
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +132,7 @@ def _one_line(text: str, secret: str | None) -> str:
     return flat
 
 
-def _http_failure_reason(reply: _Reply) -> str:
+def _http_failure_reason(reply: Reply) -> str:
     """`HTTP 400: <provider message>` for an error response."""
     try:
         message = provider_error_message(json.loads(reply.body))
@@ -159,40 +158,6 @@ class JsonPost:
     secret: str | None = None
 
 
-@dataclass(frozen=True)
-class _Reply:
-    """An HTTP response read in full: status, headers and body bytes."""
-
-    status: int
-    headers: Mapping[str, str]  # names match in any case (the response's own headers)
-    body: bytes
-
-
-class _EndpointConnections:
-    """Kept-alive connections to one endpoint, at most `capacity` of them (aiohttp's pool: its
-    cost per request stays flat with hundreds of connections). Opened on first use, inside the
-    event loop that uses it."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._session: aiohttp.ClientSession | None = None
-
-    async def post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> _Reply:
-        """POST JSON and read the whole response."""
-        if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self.capacity, limit_per_host=self.capacity)
-            no_limit = aiohttp.ClientTimeout(total=None)  # `RetryingJsonClient` times each attempt
-            self._session = aiohttp.ClientSession(connector=connector, timeout=no_limit)
-        async with self._session.post(url, json=body, headers=headers) as response:
-            data = await response.read()
-            return _Reply(response.status, response.headers, data)  # not copied: read only on a failure
-
-    async def aclose(self) -> None:
-        """Close the connections."""
-        if self._session is not None:
-            await self._session.close()
-
-
 class RetryingJsonClient:
     """POSTs JSON to one host's endpoints with bounded concurrency and retries; one per host object.
 
@@ -208,7 +173,7 @@ class RetryingJsonClient:
         self.config = config
         self.policy = policy
         self.endpoints = EndpointPool(base_urls, config.max_concurrency)
-        self._connections = {endpoint.base_url: _EndpointConnections(config.max_concurrency)
+        self._connections = {endpoint.base_url: EndpointConnections(config.max_concurrency)
                              for endpoint in self.endpoints.endpoints}
 
     async def post(self, request: JsonPost) -> tuple[Any, float, int]:
@@ -253,9 +218,11 @@ class RetryingJsonClient:
                 response = await self._connections[endpoint.base_url].post(url, request.body, request.headers)
         except TimeoutError:
             raise _RetryableFailure(f"timed out after {self.config.timeout_s:g} s") from None
-        except aiohttp.ClientError as exc:
+        except (OSError, HttpProtocolError) as exc:
             reason = _one_line(f"connection error: {type(exc).__name__}: {exc}", secret)
             raise _RetryableFailure(reason) from None
+        except ValueError as exc:  # a header with a line break: no retry would send it
+            raise HostError(f"host {self.config.name!r}: {_one_line(str(exc), secret)}") from None
         if response.status >= 400:
             reason = _one_line(_http_failure_reason(response), secret)
             if _is_retryable_status(response.status):
