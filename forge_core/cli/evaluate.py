@@ -11,6 +11,8 @@ from rich.table import Table
 from forge_core.cli.output import (
     BENCHMARK_SUBSET_HELP,
     HOST_RETRIEVER_HELP,
+    AddressOption,
+    EngineOption,
     chosen_retriever,
     console,
     counting_progress,
@@ -18,6 +20,7 @@ from forge_core.cli.output import (
     print_json,
     spinner_progress,
 )
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.settings import (
     CROSSFIT_FOLDS,
@@ -111,15 +114,18 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
                       help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
                   accounting: AccountingOption = EvaluationSettings.accounting,
                   warm_arms: WarmArmsOption = None,
-                  retriever: RetrieverOption = None, as_json: JsonOption = False) -> None:
+                  retriever: RetrieverOption = None, as_json: JsonOption = False,
+                  engine: EngineOption = DEFAULT_ENGINE, address: AddressOption = None) -> None:
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored. The routers are
-    trained with the recommended recipe's Stage 1 and weight draws unless --warm-arms says otherwise."""
+    trained with the recommended recipe's Stage 1 and weight draws unless --warm-arms says otherwise.
+    With --engine ray the folds are Ray tasks: the same run id and the same rows."""
     from forge_core import config
     from forge_core.evaluation.crossfit import CrossfitSettings
     from forge_core.evaluation.recipe_choice import recommended_or_default
     from forge_core.routing.conditioning import CostConditioning
 
+    check_engine(engine, address)
     retriever = chosen_retriever(host, retriever)
     recipe = recommended_or_default(open_store(), host, arms, retriever, config.cache_dir())
     _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
@@ -127,7 +133,7 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
                                     stage1=Stage1Config(warm_start_arms=warm_arms or recipe.warm_start_arms),
                                     stage2=Stage2Config(steps=stage2_steps),
                                     conditioning=CostConditioning(draws=recipe.draws or CostConditioning.draws),
-                                    retriever=retriever), as_json)
+                                    retriever=retriever), as_json, engine, address)
 
 
 @eval_app.command("fresh")
@@ -329,7 +335,8 @@ def _eval_fresh(store: Store, request: FreshRequest, as_json: bool) -> None:
         console.print(f"{name}: not run live ({why})")
 
 
-def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
+def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFAULT_ENGINE,
+                   address: str | None = None) -> None:
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
     from forge_core.evaluation.decide import decision_of_run
     from forge_core.routing.utility import ACCOUNTINGS
@@ -339,7 +346,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool) -> None:
         task = progress.add_task("folds", total=settings.folds)
         report = run_crossfit(
             store, settings, on_fold=lambda done, total: progress.update(task, completed=done),
-            on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"))
+            on_policy=lambda name: progress.update(task, description=f"fold {progress.tasks[0].completed + 1}: {name}"),
+            engine=engine, address=address)
     report["across_split_seeds"] = split_seed_spread(store, report)
     decision = decision_of_run(store, report["run_id"], report["settings"])
     report["decision"] = {key: decision[key] for key in ("deploy", "leader", "tied_with_leader", "best_fixed_policy",

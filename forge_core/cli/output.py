@@ -1,11 +1,13 @@
-"""Output helpers of the `forge` command line: the console, progress bars, JSON and summaries, the store."""
+"""Output helpers of the `forge` command line: the console, progress bars, JSON and summaries, the store,
+and the options of the commands that run on an engine (`--engine`, `--address`)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any, Optional
 
+import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -19,6 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from forge_core import config
+from forge_core.engines import ENGINES
 from forge_core.store import Store
 
 console = Console(stderr=True)
@@ -26,6 +29,11 @@ console = Console(stderr=True)
 
 BENCHMARK_SUBSET_HELP = ("Only the queries of this benchmark, built-in or imported with `data import-file` "
                          "(repeatable; default: every benchmark of the host).")
+EngineOption = Annotated[str, typer.Option(
+    help=f"Where the work runs: {' or '.join(ENGINES)} (Ray: a local instance sized to this machine, or --address).")]
+AddressOption = Annotated[Optional[str], typer.Option(
+    help="With --engine ray: the Ray cluster to join (as `ray start --head` prints it; default: RAY_ADDRESS, else "
+         "a local instance).")]
 
 
 class _RateColumn(ProgressColumn):

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.fold_rows import fold_rows
 from forge_core.evaluation.oracle_measures import (
     margin_reliability,
     oracle_measures,
@@ -45,7 +46,6 @@ from forge_core.policies.base import Policy
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import Decisions, EvalContext, evaluation_context
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
-from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
 from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
@@ -290,47 +290,19 @@ def _built_on(policy: Policy) -> list[Policy]:
     return []
 
 
-def _fold_rows(context: EvalContext, rows: np.ndarray, policies: list[Policy], stored: list[Policy],
-               on_policy: Callable[[str], None] | None) -> pd.DataFrame:
-    """Fit the policies on the fold's train/dev rows (in order) and score the `stored` ones'
-    decisions on the held-out rows."""
-    frames = []
-    keys = [context.table.keys[i] for i in rows]
-    for policy in policies:
-        if on_policy:
-            on_policy(policy.name)
-        policy.fit(context)
-        if policy not in stored:
-            continue
-        decisions = policy.decide(context, rows)
-        outcome = score_decisions(context, rows, policy, decisions)
-        frames.append(pd.DataFrame({
-            "policy": policy.name, "kind": policy.kind, "benchmark": [k[0] for k in keys],
-            "example_id": [k[1] for k in keys],
-            "arm": [context.table.arms[a] for a in outcome.actions], "f1": outcome.f1,
-            "deploy_utility": outcome.deploy_utility, "answer_utility": outcome.answer_utility,
-            "deploy_tokens": outcome.deploy_tokens, "answer_tokens": outcome.answer_tokens, "calls": outcome.calls,
-            **_margin_columns(context, decisions)}))
-    return pd.concat(frames, ignore_index=True)
-
-
-def _margin_columns(context: EvalContext, decisions: Decisions) -> dict:
-    """A router's margin per decision and the runner-up it is taken over (None for other policies)."""
-    if decisions.margin is None or decisions.runner_up is None:
-        return {"margin": np.nan, "runner_up": None}
-    return {"margin": decisions.margin,
-            "runner_up": [context.table.arms[a] if a >= 0 else None for a in decisions.runner_up]}
-
-
 def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
                  on_fold: Callable[[int, int], None] | None = None,
-                 on_policy: Callable[[str], None] | None = None) -> dict:
+                 on_policy: Callable[[str], None] | None = None, engine: str = DEFAULT_ENGINE,
+                 address: str | None = None) -> dict:
     """Run (or resume) a cross-fitted evaluation as a job and return its report.
 
-    `on_fold(done, total)` follows the folds, `on_policy(name)` the policies within a fold.
-    The (fold, policy) rows already stored under the run id are not recomputed; a run stored
-    whole is reported at once, without a job. Computes missing features first.
+    `on_fold(done, total)` follows the folds, `on_policy(name)` the policies within a fold (in
+    this process only). The (fold, policy) rows already stored under the run id are not recomputed;
+    a run stored whole is reported at once, without a job. Computes missing features first. With
+    `engine` "ray" the folds are Ray tasks (`crossfit_ray`; `address`: the cluster to join), with the
+    same run id and the same rows.
     """
+    check_engine(engine, address)
     evidence = settings.check(store)
     compute_features(store, settings.host, retriever=settings.retriever)
     base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
@@ -342,7 +314,12 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     work = [(fold, context, *missing_policies(crossfit_policies(settings, context.table.arms), done.get(fold, set())))
             for fold, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
     if any(missing for *_, missing in work):
-        _run_folds(store, settings.to_dict(evidence), run_id, work, on_fold, on_policy)
+        if engine == "ray":
+            from forge_core.evaluation.crossfit_ray import run_folds_on_ray
+
+            run_folds_on_ray(store, settings.to_dict(evidence), run_id, work, on_fold, address)
+        else:
+            _run_folds(store, settings.to_dict(evidence), run_id, work, on_fold, on_policy)
     return crossfit_report(store, run_id)
 
 
@@ -358,7 +335,7 @@ def _run_folds(store: Store, settings: dict, run_id: str,
         for fold, context, fitted, missing in work:
             if missing:
                 log.info("crossfit %s: fold %d of %d, %d policies", run_id, fold + 1, folds, len(missing))
-                rows = _fold_rows(context, context.rows("test"), fitted, missing, on_policy)
+                rows = fold_rows(context, context.rows("test"), fitted, missing, on_policy)
                 store.write_crossfit_fold(run_id, fold, rows)
             job.progress(fold + 1)
             if on_fold:

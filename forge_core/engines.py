@@ -1,0 +1,48 @@
+"""Where FORGE's long work runs: in this process (`local`, the default) or on Ray (`ray`).
+
+With `ray`, the work joins the cluster at `--address` (or `RAY_ADDRESS`, as Ray reads it), else it
+starts a local Ray instance sized to this machine. Ray is an extra (`pip install 'forge-core[ray]'`,
+which `scripts/setup.sh` installs); nothing imports it until an engine asks for it. Whatever runs on
+Ray, the store is written by one process only: the driver, as results arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from types import ModuleType
+
+from forge_core.errors import InvalidInput, MissingStep
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("local", "ray")
+DEFAULT_ENGINE = "local"
+
+
+def check_engine(engine: str, address: str | None = None) -> None:
+    """Refuse an unknown engine, and an address without Ray to join, in one line."""
+    if engine not in ENGINES:
+        raise InvalidInput(f"--engine is {' or '.join(ENGINES)}, not '{engine}'")
+    if address is not None and engine != "ray":
+        raise InvalidInput("--address names a Ray cluster: give it with --engine ray")
+
+
+def ray_session(address: str | None = None) -> ModuleType:
+    """The `ray` module, connected: to the cluster at `address` (else `RAY_ADDRESS`), or to a local
+    instance with this machine's cores, started once per process."""
+    try:
+        import ray
+    except ImportError as error:
+        raise MissingStep("--engine ray needs Ray: pip install 'forge-core[ray]' (scripts/setup.sh installs it)") \
+            from error
+    if not ray.is_initialized():
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        log.info("Ray: %s", f"joining the cluster at {address}" if address else "starting a local instance")
+        try:
+            ray.init(address=address, num_cpus=None if address else os.cpu_count(), include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        except ConnectionError as error:
+            raise MissingStep(f"no Ray cluster answers at {address}: start one (`ray start --head`) or drop "
+                              "--address to run on a local instance") from error
+    return ray

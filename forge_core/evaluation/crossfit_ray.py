@@ -1,0 +1,85 @@
+"""Crossfit folds as Ray tasks (`forge eval crossfit --engine ray`): each fold's policies are fitted
+and scored in a task of their own, on one core, and the driver stores each fold's rows as it
+arrives, the only process that writes the store.
+
+A task gets its fold's context with the features already read (the driver reads them once, before
+any task starts): a task reads nothing from the store. Each fold is fitted exactly as in one
+process, from the same seeds and on one torch thread, so a run gives the same rows, bit for bit, on
+either engine, and an interrupted run resumes on either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from forge_core.engines import ray_session
+from forge_core.evaluation.fold_rows import fold_rows
+from forge_core.policies.base import Policy
+from forge_core.policies.context import EvalContext
+from forge_core.store import Store, job_run
+
+log = logging.getLogger(__name__)
+
+BASELINE_VARIANT = "lite"  # the features the baselines that learn (ridge, the classifiers) read
+
+
+class StoreLeftOnDriver:
+    """Stands for the store in a context sent to a Ray task: the driver has read what the task
+    needs. Any read says so, rather than opening the file from a second process."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(f"a crossfit task reads nothing from the store (it asked for Store.{name}): "
+                           "read it on the driver before the task is sent")
+
+
+def needed_variants(policies: list[Policy]) -> set[str]:
+    """The feature variants the policies of a fold read: each router's own, and the baselines'."""
+    return {BASELINE_VARIANT} | {variant for policy in policies if (variant := getattr(policy, "live_variant", None))}
+
+
+def fold_rows_task(context: EvalContext, rows: Any, fitted: list[Policy], stored_names: set[str]) -> pd.DataFrame:
+    """One fold on a Ray worker: fit `fitted` in order and score those named in `stored_names`."""
+    from forge_core.training.threads import one_torch_thread
+
+    with one_torch_thread():
+        return fold_rows(context, rows, fitted, [p for p in fitted if p.name in stored_names], None)
+
+
+def run_folds_on_ray(store: Store, settings: dict, run_id: str,
+                     work: list[tuple[int, EvalContext, list[Policy], list[Policy]]],
+                     on_fold: Callable[[int, int], None] | None, address: str | None = None) -> None:
+    """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
+    to store) as Ray tasks, one job in the store; a fold is stored whole as soon as its task ends, so
+    an interruption keeps every finished fold."""
+    ray = ray_session(address)
+    task = ray.remote(num_cpus=1, max_retries=2)(fold_rows_task)
+    folds = settings["folds"]
+    with job_run(store, "crossfit", {"run_id": run_id, **settings, "engine": "ray"}, folds) as job:
+        pending = {}
+        for fold, context, fitted, missing in work:
+            if missing:
+                for variant in needed_variants(fitted):
+                    context.features(variant)
+                shipped = dataclasses.replace(context, store=StoreLeftOnDriver())
+                pending[task.remote(shipped, context.rows("test"), fitted, {p.name for p in missing})] = fold
+        done = len(work) - len(pending)
+        log.info("crossfit %s: %d folds as Ray tasks", run_id, len(pending))
+        try:
+            while pending:
+                [ready], _ = ray.wait(list(pending), num_returns=1)
+                store.write_crossfit_fold(run_id, pending.pop(ready), ray.get(ready))
+                done += 1
+                job.progress(done)
+                if on_fold:
+                    on_fold(done, folds)
+        finally:
+            for unfinished in pending:
+                ray.cancel(unfinished)
+        job.end("finished", run_id)
