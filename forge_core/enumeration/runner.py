@@ -53,7 +53,7 @@ from forge_core.evidence.retrievers import get_retriever_config, retriever_hash
 from forge_core.hosts.base import GenerationRequest, Host, HostConfig, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import config_hash
-from forge_core.records import SAMPLE_PROBES, Example
+from forge_core.records import SAMPLE_PROBES, ArmOutcome, Example, ProbeOutcome
 from forge_core.store import Store, job_run, utc_now
 from forge_core.store.database import JobCounts
 from forge_core.store.outcome_writer import OutcomeWriter
@@ -80,18 +80,70 @@ class EnumerationReport:
     cpu_s: float = 0.0  # this process's CPU seconds (every thread) from the first call to the last row written
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """Who answers a run's calls, and what each of its rows records: the client, the host's name
+    and configuration hash, and the hash of the retriever the evidence came from."""
+
+    client: Host
+    host: str
+    host_hash: str
+    retriever_hash: str
+
+
+@dataclass(frozen=True)
+class CallRows:
+    """What one finished call stores, and what it counts: its tokens, and an error line if it failed."""
+
+    arms: tuple[ArmOutcome, ...]
+    probes: tuple[ProbeOutcome, ...]
+    tokens_in: int
+    tokens_out: int
+    error: str | None
+
+
+async def call_arm(site: CallSite, example: Example, evidence: Evidence, arm: Arm, request: GenerationRequest,
+                   greedy_probe: bool) -> CallRows:
+    """One (query, arm) call (`request`: `arm_request` of the evidence) and its scored row (an error
+    row if the host failed it), with the greedy probe's row too when asked."""
+    started = utc_now()
+    try:
+        generation = await site.client.generate(request)
+    except HostError as error:
+        row = failed_arm_row(site.host, example, arm.name, str(error), site.host_hash, started, utc_now(),
+                             latency_ms=0.0, attempts=error.attempts, retriever_hash=site.retriever_hash)
+        return CallRows((row,), (), 0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}")
+    answer = arm_answer(arm, generation, evidence.support_text(arm.support), example.is_fever)
+    row = answered_arm_row(site.host, example, answer, site.host_hash, started, utc_now(),
+                           latency_ms=answer.latency_ms, attempts=answer.attempts, retriever_hash=site.retriever_hash)
+    probes = (greedy_probe_row(site.host, example, answer, site.host_hash, utc_now(), latency_ms=answer.latency_ms),)
+    return CallRows((row,), probes if greedy_probe else (), answer.tokens_in, answer.tokens_out, None)
+
+
+async def call_sample(site: CallSite, example: Example, probe: str, request: GenerationRequest) -> CallRows:
+    """One self-consistency sample on the Direct prompt (`request`: `sample_probe_request`) and its
+    row (an error row if it failed)."""
+    try:
+        generation = await site.client.generate(request)
+    except HostError as error:
+        row = failed_probe_row(site.host, example, probe, str(error), site.host_hash, utc_now(), latency_ms=0.0)
+        return CallRows((), (row,), 0, 0, f"{example.benchmark}/{example.example_id} {probe}: {error}")
+    row = answered_probe_row(site.host, example, probe, generation, site.host_hash, utc_now(),
+                             latency_ms=generation.latency_ms)
+    return CallRows((), (row,), row.tokens_in, row.tokens_out, None)
+
+
 class _Run:
     """One enumeration run: shared state of its workers."""
 
     def __init__(self, store: Store, writer: OutcomeWriter, plan: EnumerationPlan, client: Host,
                  host_config: HostConfig, report: EnumerationReport,
                  on_progress: Callable[[EnumerationReport], None] | None) -> None:
-        self.store, self.writer, self.plan, self.client, self.report = store, writer, plan, client, report
-        self.host_hash = config_hash(host_config)
+        self.store, self.writer, self.plan, self.report = store, writer, plan, report
         self.budget = SpendBudget.for_plan(store, plan, host_config)
         self.on_progress = on_progress
         retriever_config = get_retriever_config(store, plan.retriever)
-        self.retriever_hash = retriever_hash(retriever_config)
+        self.site = CallSite(client, plan.host, config_hash(host_config), retriever_hash(retriever_config))
         self.retrievers = {b: open_retriever(store, retriever_config, b) for b in plan.benchmarks}
         self.cancel_requested = False  # set by the writer thread when the job's row says "cancelling"
         self.in_flight = 0
@@ -159,46 +211,21 @@ class _Run:
         probe when asked."""
         request = arm_request(evidence, arm, example.is_fever)
         bound = self.reserve_call(request)
-        if bound is None:
-            return
-        started = utc_now()
-        try:
-            generation = await self.client.generate(request)
-        except HostError as error:
-            self.writer.put(failed_arm_row(self.plan.host, example, arm.name, str(error), self.host_hash, started,
-                                           utc_now(), latency_ms=0.0, attempts=error.attempts,
-                                           retriever_hash=self.retriever_hash))
-            self.record_call(0, 0, f"{example.benchmark}/{example.example_id} {arm.name}: {error}", bound)
-            return
-        answer = arm_answer(arm, generation, evidence.support_text(arm.support), example.is_fever)
-        self.writer.put(answered_arm_row(self.plan.host, example, answer, self.host_hash, started, utc_now(),
-                                         latency_ms=answer.latency_ms, attempts=answer.attempts,
-                                         retriever_hash=self.retriever_hash))
-        if greedy_probe:
-            self.writer.put(greedy_probe_row(self.plan.host, example, answer, self.host_hash, utc_now(),
-                                             latency_ms=answer.latency_ms))
-        self.record_call(answer.tokens_in, answer.tokens_out, None, bound)
+        if bound is not None:
+            self.store_call(await call_arm(self.site, example, evidence, arm, request, greedy_probe), bound)
 
     async def run_sample(self, example: Example, evidence: Evidence, probe: str) -> None:
         """One self-consistency sample on the Direct prompt if the limits allow it, stored at once."""
         request = sample_probe_request(evidence.question, probe, example.is_fever)
         bound = self.reserve_call(request)
-        if bound is None:
-            return
-        outcome, error = await self._sample(example, probe, request)
-        self.writer.put(outcome)
-        self.record_call(outcome.tokens_in, outcome.tokens_out, error, bound)
+        if bound is not None:
+            self.store_call(await call_sample(self.site, example, probe, request), bound)
 
-    async def _sample(self, example: Example, probe: str, request: GenerationRequest):
-        try:
-            generation = await self.client.generate(request)
-        except HostError as error:
-            line = f"{example.benchmark}/{example.example_id} {probe}: {error}"
-            return failed_probe_row(self.plan.host, example, probe, str(error), self.host_hash, utc_now(),
-                                    latency_ms=0.0), line
-        outcome = answered_probe_row(self.plan.host, example, probe, generation, self.host_hash, utc_now(),
-                                     latency_ms=generation.latency_ms)
-        return outcome, None
+    def store_call(self, call: CallRows, bound: float) -> None:
+        """A finished call's rows to the writer, and the call counted."""
+        for row in (*call.arms, *call.probes):
+            self.writer.put(row)
+        self.record_call(call.tokens_in, call.tokens_out, call.error, bound)
 
     async def run_query(self, work: QueryWork) -> None:
         """A query's missing calls one after another, in `query_calls` order (the Direct prompt's
