@@ -123,6 +123,22 @@ def retriever_names(store: Store) -> list[str]:
     return [retriever.name for retriever in list_retriever_configs(store)]
 
 
+@st.cache_data(show_spinner=False, hash_funcs=STORE_KEY)
+def stored_transfer_weights(store: Store, version: int, request: Any) -> list[CostWeights]:
+    """The weights at which both hosts of a transfer have its routers (`version`: see `store_version`)."""
+    from forge_core.evaluation.transfer import stored_transfer_weights as stored
+
+    return stored(store, request)
+
+
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
+def measured_only_retrievers(store: Store) -> dict[str, str]:
+    """The retrievers measured by `forge evidence compare` that are not configured (no outcomes to offer)."""
+    from forge_core.reports.evidence import measured_only
+
+    return measured_only(store.evidence_results(), retriever_names(store))
+
+
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def host_retriever(store: Store, host: str) -> str:
     """The retriever the host uses unless told otherwise (`forge retriever use`, else bm25)."""

@@ -14,11 +14,19 @@ from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 PICKED_KEY = "live_demo_question"  # the DemoQuestion picked from the list, if any
+QUESTION_MODE_KEY = "live_question_mode"  # the page's "Question" radio: type one or pick one
+PICK_MODE = "Pick one from the benchmark"  # its option a picked demo question shows under
 
 
 def picked() -> DemoQuestion | None:
     """The demo question the user picked (None: none, or cleared)."""
     return st.session_state.get(PICKED_KEY)
+
+
+def clear_pick(mode: str) -> None:
+    """Drop the picked demo question and put the "Question" radio on `mode` (a button's callback)."""
+    st.session_state.pop(PICKED_KEY, None)
+    st.session_state[QUESTION_MODE_KEY] = mode
 
 
 def picked_example(store: Store) -> Example | None:
@@ -58,5 +66,6 @@ def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
                 if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:",
                                         help=f"Puts the question in the page and sets the weights to {start}."):
                     st.session_state[PICKED_KEY] = question
+                    st.session_state[QUESTION_MODE_KEY] = PICK_MODE  # the radio comes after the list
                     weights.set_weights(CostWeights(*WEIGHT_LADDER[0]))
                     st.rerun()

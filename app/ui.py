@@ -266,6 +266,11 @@ def retriever_select(column: Any, store: Store, hosts: Sequence[str], page: str,
         help="Whose evidence the Summary and Raw arms use (`--retriever`): only its outcomes, features and "
              "routers are read, and a router refuses any other; Direct outcomes use no evidence and serve every "
              "retriever. Your pick is kept on every page; add retrievers on the Hosts page.")
+    if (unoffered := data.measured_only_retrievers(store)):
+        from forge_core.reports.evidence import measured_only_sentence
+
+        column.caption(f"{', '.join(unoffered)}: measured only, no outcomes",
+                       help=measured_only_sentence(unoffered))
     host = missing[chosen]
     if host is not None:
         st.info(f"No outcomes of host '{host}' under retriever '{chosen}' yet: `forge enumerate --host {host}"

@@ -18,6 +18,8 @@ HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
 SUPPORT_KEY = "live_support"  # the evaluator's verdict on the answer on screen (a LiveSupport, or why none)
 NO_EVALUATOR = "none"
+BENCHMARK_KEY = "live_benchmark"  # the corpus select: follows a picked demo question
+TYPE_ONE, PICK_ONE = "Type one", demo_view.PICK_MODE
 ROUTER_CHOICE = "the router's choice"
 NO_ROUTER = ("No trained router yet: run `forge train --stage 1` or use the Train page. Until then, pick an arm "
              "by hand under Override.")
@@ -33,9 +35,17 @@ with ui.user_errors():
     configs = {config.name: config for config in data.host_configs(store)}
     checkpoints = data.checkpoints(store)
 
+demo_example = demo_view.picked_example(store)
+if demo_view.QUESTION_MODE_KEY not in st.session_state:
+    st.session_state[demo_view.QUESTION_MODE_KEY] = PICK_ONE if demo_example else TYPE_ONE
+demo_shown = demo_example is not None and st.session_state[demo_view.QUESTION_MODE_KEY] == PICK_ONE
+if demo_shown:  # the question is answered from its own benchmark's corpus: the select says so
+    st.session_state[BENCHMARK_KEY] = demo_example.benchmark
 host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
 host = host_column.selectbox("Host", list(configs))
-benchmark = benchmark_column.selectbox("Benchmark (corpus to retrieve from)", list(stats))
+benchmark = benchmark_column.selectbox(
+    "Benchmark (corpus to retrieve from)", list(stats), key=BENCHMARK_KEY, disabled=demo_shown,
+    help="The demo question's own benchmark while one is picked (Clear it to choose)." if demo_shown else None)
 own_first = checkpoints.sort_values("host", key=lambda hosts: hosts != host, kind="stable")
 checkpoint_id = routers.picker(
     router_column, store, host, own_first, "live",
@@ -57,17 +67,13 @@ if router_is_conditioned:
     demo_view.demo_list(store, record["host"], checkpoint_id)
 
 example = None
-demo_example = demo_view.picked_example(store)
-picked = st.radio("Question", ["Type one", "Pick one from the benchmark"], horizontal=True,
-                  index=1 if demo_example else 0) != "Type one"
+picked = st.radio("Question", [TYPE_ONE, PICK_ONE], horizontal=True, key=demo_view.QUESTION_MODE_KEY) != TYPE_ONE
 if picked and demo_example is not None:
     example = demo_example
     benchmark, question = example.benchmark, example.question
     demo_column, clear_column = st.columns([5, 1])
     demo_column.info(f"Demo question ({benchmark}): {question}", icon=":material/bolt:")
-    if clear_column.button("Clear", icon=":material/close:"):
-        st.session_state.pop(demo_view.PICKED_KEY)
-        st.rerun()
+    clear_column.button("Clear", icon=":material/close:", on_click=demo_view.clear_pick, args=(TYPE_ONE,))
 elif picked:
     split_column, example_column = st.columns([1, 3])
     split = split_column.selectbox("Split", ["test", "dev", "train"])

@@ -125,8 +125,9 @@ if traces.empty:
     st.caption(f"None yet for {host}: each question answered on the Live query page is kept here (question, weights, "
                "router, arm, margin, answer, tokens, latency, time).")
 else:
-    st.caption("Each question answered on the Live query page, newest first (margin: the chosen arm's router "
-               "probability minus the next one's; tokens: every host call made for the answer).")
+    st.caption("Each question answered on the Live query page, newest first (margin: the chosen arm's utility over "
+               "the runner-up's as the router implies it, τ times their log-probability gap, the Live query page's "
+               "\"+m utility over …\"; tokens: every host call made for the answer).")
     st.dataframe(traces.drop(columns=["trace_id"]), hide_index=True, column_config={
         "asked_at": st.column_config.DatetimeColumn("asked", format="YYYY-MM-DD HH:mm:ss"),
         "margin": st.column_config.NumberColumn(format="%.3f"), "f1": st.column_config.NumberColumn(format="%.2f")})

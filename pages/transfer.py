@@ -14,6 +14,12 @@ from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer
 
 CALIBRATION_SIZES = (25, 50, 100, 200)
 
+
+def _listed(stored: list) -> str:
+    """e.g. "λ 0.1 / 0.2 and 0.6 / 0.6"."""
+    pairs = [f"{w.lambda_in:g} / {w.lambda_out:g}" for w in stored]
+    return "λ " + (", ".join(pairs[:-1]) + " and " + pairs[-1] if len(pairs) > 1 else pairs[0])
+
 st.title("Transfer")
 st.caption("Teams change models. Here the source host's routers (trained on its data only) route the target host's "
            "test queries from its stored outcomes: zero-shot (a Lite router needs no target call; a Full router's "
@@ -51,9 +57,21 @@ try:
     with st.spinner(f"Routing {target}'s test queries with {source}'s routers…"):
         report = data.transfer(store, data.store_version(store), request)
 except MissingStep as missing:
-    st.info(f"{str(missing).rstrip('.')}. Or train the routers this view needs (each host's Lite and Full "
-            "routers at these weights, on its own train and dev data): about a minute.",
+    stored = data.stored_transfer_weights(store, data.store_version(store), request)
+    at = f"λ_in {lambda_in:g} / λ_out {lambda_out:g}"
+    st.info(f"Transfer at {at} needs routers trained at exactly these weights on both hosts ({source}'s to route, "
+            f"{target}'s own to compare with: Full, Lite and BGE+BM25, each on its own host's train and dev data), "
+            "and they are not stored yet. "
+            + (f"Both hosts have them at {_listed(stored)}: open one of those, or train them here (about a minute)."
+               if stored else "Train them here (about a minute)."),
             icon=":material/model_training:")
+    with st.expander("What is missing"):
+        st.caption(str(missing))
+    for column, stored_weights in zip(st.columns(max(len(stored), 1) + 1), stored):
+        if column.button(f"Open at {stored_weights.lambda_in:g} / {stored_weights.lambda_out:g}",
+                         icon=":material/history:", key=f"transfer_at_{stored_weights}"):
+            weights.set_weights(stored_weights)
+            st.rerun()
     if st.button("Train the missing routers", icon=":material/model_training:"):
         with ui.user_errors(), st.spinner("Training…"):
             for settings in request.evaluations():

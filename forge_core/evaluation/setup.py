@@ -4,6 +4,7 @@ Stage-1 routers still missing). The protocols (`cached`, `fresh_online`) only re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from forge_core.policies.registry import (
 )
 from forge_core.policies.routers import FallbackPolicy, RouterPolicy
 from forge_core.routing.features import compute_features
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
@@ -121,6 +123,24 @@ def router_policies(store: Store, settings: EvaluationSettings) -> list[Policy]:
                              f"{retriever_option(settings.retriever)}`")
         policies.append(RouterPolicy(checkpoint, name))
     return policies
+
+
+def weights_with_routers(store: Store, settings: EvaluationSettings) -> list[CostWeights]:
+    """The cost weights at which `router_policies` finds every FORGE variant's router for the
+    settings (their host, alphabet, seeds, benchmarks, embedder and retriever; the settings' own
+    weights aside), in increasing order: where a view that needs those routers works without training."""
+    evidence = evaluated_retriever_hash(store, settings.host, settings.retriever)
+    stored = store.checkpoints(settings.host)["lineage"].map(json.loads)
+    pairs = sorted({(float(lineage["lambda_in"]), float(lineage["lambda_out"])) for lineage in stored
+                    if lineage.get("lambda_in") is not None and lineage.get("lambda_out") is not None})
+    found = []
+    for lambda_in, lambda_out in pairs:
+        at = CostWeights(lambda_in, lambda_out)
+        wanted = dataclasses.replace(settings, weights=at)
+        if all(_matching_checkpoint(store, settings.host, _wanted_lineage(wanted, variant), evidence) is not None
+               for variant in variants(TrainedRouter).values()):
+            found.append(at)
+    return found
 
 
 def train_missing_routers(store: Store, settings: EvaluationSettings) -> list[str]:

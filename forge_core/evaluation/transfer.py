@@ -109,6 +109,15 @@ class TransferRequest:
             check_evaluation(store, settings)
 
 
+def stored_transfer_weights(store: Store, request: TransferRequest) -> list[CostWeights]:
+    """The cost weights at which both hosts have every router the transfer needs
+    (`forge_core.evaluation.setup.weights_with_routers` of each side), in increasing order."""
+    from forge_core.evaluation.setup import weights_with_routers
+
+    source, target = (set(weights_with_routers(store, settings)) for settings in request.evaluations())
+    return sorted(source & target, key=lambda weights: (weights.lambda_in, weights.lambda_out))
+
+
 def run_transfer(store: Store, request: TransferRequest, on_step: Callable[[str], None] | None = None) -> dict:
     """The transfer report: every policy on the target's evaluated queries (module docstring)."""
     request.check(store)

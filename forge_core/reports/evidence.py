@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pandas as pd
 
 EVIDENCE_COLUMNS = ("benchmark", "retriever", "kind", "k", "queries", "gold recall@k", "minus the run's first",
                     "Summary tokens in", "Raw tokens in", "latency p50 / p95 ms", "measured")
+
+
+def measured_only(results: pd.DataFrame, offered: Sequence[str]) -> dict[str, str]:
+    """The retrievers of stored `forge evidence compare` rows (`Store.evidence_results`) that a page
+    cannot offer, name -> kind: measured, but not among `offered` (the configured ones), so with no
+    outcomes to read."""
+    if not len(results):
+        return {}
+    kinds = {name: result["kind"] for name, result in zip(results["retriever"], results["result"])
+             if name not in offered}
+    return dict(sorted(kinds.items()))
+
+
+def measured_only_sentence(kinds: Mapping[str, str]) -> str:
+    """Why the retrievers `measured_only` found are not offered, and the commands that would make them so."""
+    if not kinds:
+        return ""
+    name, kind = next(iter(kinds.items()))
+    return (f"Not offered: {', '.join(kinds)}, measured by `forge evidence compare` (the Overview's evidence tables) "
+            f"but not configured in this store, so no outcomes under them: `forge retriever add {name} --kind {kind}` "
+            f"then `forge enumerate --retriever {name}` make them.")
 
 
 def evidence_frame(results: pd.DataFrame) -> pd.DataFrame:

@@ -37,7 +37,7 @@ def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
     by_label(app.selectbox, "Target host (whose queries and costs)").set_value("knowing-host")
     by_label(app.slider, "lambda_in").set_value(0.6)
     by_label(app.slider, "lambda_out").set_value(0.6).run()
-    assert "router for host" in app.info[0].value  # nothing trained yet: the page says so and offers it
+    assert "needs routers trained at exactly these weights" in app.info[0].value  # nothing trained yet: it says so
     by_label(app.button, "Train the missing routers").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
 
