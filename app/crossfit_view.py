@@ -22,20 +22,22 @@ from forge_core.reports.tables import (
 from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 from forge_core.store import Store
 
-ACCOUNTING_LABELS = {"deploy": "deployment: every call charged", "answer": "answer only (paper; excludes probes)"}
+ACCOUNTING_NAMES = {"deploy": "deployment accounting", "answer": "answer-only accounting"}
 
 
 def crossfit_run_label(report: dict) -> str:
-    """A stored crossfit run as its picker shows it: its settings, its policies and its id (two runs
-    of the same settings differ in their policies, and Streamlit tells options apart by label)."""
+    """A stored crossfit run as its pickers show it, by what tells it from the host's other runs:
+    weights, recipe (Stage 1's warm start, Stage 2, training seed), split seed, accounting, folds and
+    queries, its policies, and its id (Streamlit tells options apart by label)."""
+    from forge_core.evaluation.recipe import run_recipe
     from forge_core.policies.registry import ConditionedRouter, variants
 
     has_conditioned = any(name in variants(ConditionedRouter) for name in report["policies"])
-    conditioned = " incl. cost-conditioned routers" if has_conditioned else ""
-    return (f"λ_in {report['lambda_in']:g} / λ_out {report['lambda_out']:g}, stage {report['stage']}, "
-            f"split seed {report['split_seed']}, {ACCOUNTING_LABELS[report['accounting']]}, "
-            f"{report['folds']} folds, {report['queries']} queries, {len(report['policies'])} policies{conditioned} "
-            f"· {report['run_id']}")
+    conditioned = " incl. cost-conditioned" if has_conditioned else ""
+    recipe = run_recipe(report["settings"], "").short_label
+    return (f"λ {report['lambda_in']:g} / {report['lambda_out']:g} · {recipe} · split seed {report['split_seed']} · "
+            f"{ACCOUNTING_NAMES[report['accounting']]} · {report['folds']} folds, {report['queries']:,} queries, "
+            f"{len(report['policies'])} policies{conditioned} · {report['run_id']}")
 
 
 def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,

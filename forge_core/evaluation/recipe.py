@@ -60,6 +60,15 @@ class Recipe:
         draws = "" if self.draws is None else f", {self.draws} weight draw{'s' * (self.draws != 1)}"
         return f"{warm}{stage2}{draws}, {self.n_arms} arms, seed {self.seed}, {self.embedder}"
 
+    @property
+    def short_label(self) -> str:
+        """What tells this recipe's runs from another's in a picker, e.g. "paper's Stage 1 + Stage 2
+        (5000 steps), seed 0" (the alphabet and embedder, shared by a host's runs, left out)."""
+        warm = ("paper's Stage 1" if self.warm_start_arms == PAPER_WARM_START_ARMS
+                else f"whole-alphabet Stage 1 ({self.warm_start_arms} arms)")
+        stage2 = f" + Stage 2 ({json.loads(self.stage2)['steps']} steps)" if self.stage == 2 else ""
+        return f"{warm}{stage2}, seed {self.seed}"
+
     def train_options(self, conditioned: bool) -> str:
         """The `forge train` options that train a router of this recipe (beside host, variant and
         weights)."""

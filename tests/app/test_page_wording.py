@@ -103,3 +103,24 @@ def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
     assert "right against" not in captions.lower() and "partly" not in captions.lower()
     assert [box.value for box in app.warning] == ["Cold Harbor"] and [box.value for box in app.success] == [
         "Second Battle of Bull Run"]
+
+
+def crossfit_report(run_id: str, warm_start_arms: int, stage: int = 1, split_seed: int = 0) -> dict:
+    """A stored crossfit run's report, as far as its picker label reads it."""
+    settings = {"stage": stage, "n_arms": 6, "seed": 0, "split_seed": split_seed, "conditioning": None,
+                "stage1": {"warm_start_arms": warm_start_arms}, "stage2": {"steps": 1000}}
+    return {"run_id": run_id, "settings": settings, "stage": stage, "lambda_in": 0.6, "lambda_out": 0.6,
+            "split_seed": split_seed, "accounting": "deploy", "folds": 5, "queries": 1544,
+            "policies": {"forge_lite": {}, "forge_lite_cond": {}}}
+
+
+def test_crossfit_runs_are_labelled_by_what_tells_them_apart() -> None:
+    from app.crossfit_view import crossfit_run_label
+
+    runs = [crossfit_report("crossfit-aaa", 3), crossfit_report("crossfit-bbb", 6),
+            crossfit_report("crossfit-ccc", 3, stage=2), crossfit_report("crossfit-ddd", 3, split_seed=1)]
+    labels = [crossfit_run_label(run) for run in runs]
+    without_ids = [label.removesuffix(f" · {run['run_id']}") for label, run in zip(labels, runs)]
+    assert len(set(without_ids)) == len(runs), without_ids  # told apart before their ids
+    assert "paper's Stage 1, seed 0" in labels[0] and "whole-alphabet Stage 1 (6 arms), seed 0" in labels[1]
+    assert "paper's Stage 1 + Stage 2 (1000 steps)" in labels[2] and "split seed 1" in labels[3]
