@@ -57,9 +57,15 @@ def test_every_page_loads_on_an_empty_store() -> None:
 
 def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo store as `forge store load-demo` leaves it: its rows, and its Action map arrays in
+    the cache (computing the demo's UMAP afresh took most of this test, about 45 of 60 s; the
+    Action map computes its arrays on the small store in tests/app/test_app_pages.py)."""
+    from forge_core.precompute.demo_store import load_demo
+
     require_demo_export()
     store = copy_store(imported_store, tmp_path)
-    assert store.load_export_once(config.demo_dir())["arm_outcomes"] > 0
+    loaded = load_demo(store, config.demo_dir(), config.benchmarks_dir(), map_cache=config.cache_dir() / "umap")
+    assert loaded.added["arm_outcomes"] > 0 and loaded.map_arrays > 0
     monkeypatch.setenv("FORGE_STORE", str(store.path))
     overview = load_every_page()["main.py"]
     assert overview.title[0].value == "Overview" and not overview.info  # the demo outcomes, no "run this first"
