@@ -117,6 +117,11 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
     assert (tmp_path / "live_query.png").stat().st_size > 10_000
 
 
+# The default suite moves a Pareto slider with the keyboard in the browser and waits for the page to follow
+# (tests/app/test_conditioned_browser.py::test_each_slider_step_recomputes_and_moves_the_conditioned_router),
+# and checks the oracle's utility falls at dearer tokens in an AppTest (test_app_pages.py::
+# test_pareto_page_follows_the_weights): 17 s of a dashboard and a browser in CI for what those two check.
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # the fixture trains a checkpoint when no earlier test has
 def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str, tmp_path: Path) -> None:
     from playwright.sync_api import expect
