@@ -11,7 +11,7 @@ import streamlit as st
 
 from app import data, ui
 from app.views_progress import waiting_for_views
-from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict
+from forge_core.evaluation.decide import FLOOR_POLICY, floor_verdict, policy_name
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.precompute.view_cache import view_name
 from forge_core.reports.tables import merge_identical_points
@@ -83,10 +83,11 @@ def decision_gains(decided: dict) -> tuple[pd.DataFrame, str | None]:
     shown = deploy if deploy != decided["best_fixed_policy"] or not decided["challenger"] else decided["challenger"]
     gain = decided["policies"][shown]["gain_vs_best_fixed"]
     labels = {"utility": "utility", "f1": "macro F1", "tokens": "tokens a query"}
-    frame = pd.DataFrame([{"measure": label, f"{shown} − {decided['best_fixed_policy']}": gain[key]["difference"],
+    versus = f"{policy_name(decided, shown)} − {policy_name(decided, decided['best_fixed_policy'])}"
+    frame = pd.DataFrame([{"measure": label, versus: gain[key]["difference"],
                            "95% low": gain[key]["ci"][0], "95% high": gain[key]["ci"][1]}
                           for key, label in labels.items()])
-    return frame, None if shown == deploy else shown
+    return frame, None if shown == deploy else policy_name(decided, shown)
 
 
 def _show_floor_and_excluded(decided: dict) -> None:
@@ -111,13 +112,14 @@ def _default_router_button(store: Store, host: str, report: dict) -> None:
         st.caption("A fixed arm needs no router: nothing to mark as the default router."
                    if report["variant"] is None else missing)
         return
+    name = report["checkpoint_name"]
     marked = store.marked_default_router(host) == checkpoint
     if st.button("Mark as the default router", icon=":material/star:", disabled=marked, key="decision-default",
-                 help=f"Checkpoint {checkpoint} becomes the default router of '{host}' (as on the Train page)."):
+                 help=f"{name} (`{checkpoint}`) becomes the default router of '{host}' (as on the Train page)."):
         with ui.user_errors(stop=False):
             store.set_default_router(host, checkpoint)
             data.refresh()
-            ui.flash(f"{checkpoint} is now the default router of '{host}'.")
+            ui.flash(f"{name} is now the default router of '{host}'.")
             st.rerun()
     if marked:
-        st.caption(f"{checkpoint} is the default router of '{host}'.")
+        st.caption(f"{name} is the default router of '{host}'.")

@@ -44,6 +44,7 @@ from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retrieve
 from forge_core.identity import canonical_hash
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
+from forge_core.routing.checkpoints import checkpoint_name
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import Interval, benchmark_masks, paired_bootstrap_cis
 from forge_core.store import Store
@@ -328,9 +329,12 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
     lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
     variant = ROUTER_VARIANTS.get(deploy)
     conditioned = deploy in CONDITIONED_VARIANTS
-    checkpoint = None
+    checkpoint = name = None
     if variant is not None:
-        checkpoint = recipe_checkpoint(store.checkpoints(host), recipe, variant, None if conditioned else weights)
+        stored = store.checkpoints(host)
+        checkpoint = recipe_checkpoint(stored, recipe, variant, None if conditioned else weights)
+        if checkpoint is not None:
+            name = checkpoint_name(stored[stored["checkpoint_id"] == checkpoint].iloc[0].to_dict())
     if variant is None:
         command = f"forge serve --host {host}{evidence} --arm {decided['deploy_arm']}"
     elif checkpoint is None:
@@ -341,11 +345,19 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
         command = f"forge serve --host {host}{evidence} --router {checkpoint}" + (f" {lambdas}" if conditioned else "")
     ask = f"forge ask --host {host}{evidence} " + (f"--arm {decided['deploy_arm']}" if variant is None else
                                                    f"--route --router {checkpoint}") + ' "QUESTION"'
-    named = {**decided, "checkpoint_id": checkpoint, "variant": variant, "conditioned": conditioned,
+    named = {**decided, "checkpoint_id": checkpoint, "checkpoint_name": name, "variant": variant,
+             "conditioned": conditioned,
              "serve_command": command, "trains_first": variant is not None and checkpoint is None,
              "ask_command": ask if variant is None or checkpoint else None}
     named["sentence"] = decision_sentence(named)
     return named
+
+
+def policy_name(decided: dict, name: str) -> str:
+    """A policy as a decision names it: a fixed arm by its arm ("raw:no_think", never "always_raw" in
+    a sentence that names the best fixed arm so), any other policy by its name."""
+    row = decided["policies"].get(name, {})
+    return row["arm"] if row.get("kind") == FIXED_ARM_KIND else name
 
 
 def decision_sentence(decided: dict) -> str:
@@ -363,13 +375,14 @@ def decision_sentence(decided: dict) -> str:
                      f"{best_arm}, not decidably below it, for fewer tokens)")
         return text + "."
     gain = row["gain_vs_best_fixed"]["utility"]
-    what = f"{deploy} (checkpoint {decided['checkpoint_id']})" if decided["checkpoint_id"] else deploy
+    what = f"{deploy} ({decided['checkpoint_name']})" if decided["checkpoint_id"] else deploy
     if deploy in decided["policies"] and row["kind"] == FIXED_ARM_KIND:
         what = f"the fixed arm {row['arm']}"
     text = (f"Deploy {what}{where}: {gain['difference']:+.3f} utility [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] "
             f"over {best_arm}")
     if deploy != decided["leader"]:
-        text += (f"; {decided['leader']} has the highest utility but the difference is not decidable, so the cheaper "
+        text += (f"; {policy_name(decided, decided['leader'])} has the highest utility but the difference is not "
+                 "decidable, so the cheaper "
                  f"({row['tokens']:,.0f} tokens a query against "
                  f"{decided['policies'][decided['leader']]['tokens']:,.0f}) is preferred")
     if decided["trains_first"]:

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from forge_core.errors import InvalidInput
+from forge_core.routing.checkpoints import VARIANT_NAMES, checkpoint_name, short_id  # noqa: F401 (re-exported)
 
 # Curve panels: (log key, panel title, series name), in display order.
 STAGE1_CURVES: tuple[tuple[str, str, str], ...] = (
@@ -114,30 +115,6 @@ def checkpoint_label(row: Mapping[str, Any]) -> str:
     utility = metrics.get("dev_utility")
     detail = f" · dev U {utility:.3f}" if utility is not None else ""
     return f"{checkpoint_name(row)} · {int(row['n_arms'])} arms{detail}"
-
-
-VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}
-SHORT_ID_CHARS = 6
-
-
-def short_id(checkpoint_id: str) -> str:
-    """A checkpoint id shortened for display, e.g. "ckpt-bde3f7" for "ckpt-bde3f711753e"."""
-    return "ckpt-" + checkpoint_id.removeprefix("ckpt-")[:SHORT_ID_CHARS]
-
-
-def checkpoint_name(row: Mapping[str, Any]) -> str:
-    """The one name of a checkpoint on every page: variant, "cond." for a cost-conditioned router
-    (it decides at any weights), stage, the weights a per-weight router was trained at, and its
-    short id, e.g. "Lite cond. stage 1 · ckpt-bde3f7" or "Full stage 2 · λ 0.1/0.2 · ckpt-d124d1"."""
-    lineage = _loads(row.get("lineage"))
-    head = VARIANT_NAMES.get(row["variant"], str(row["variant"]))
-    if lineage.get("conditioning") is not None:
-        head += " cond."
-    parts = [f"{head} stage {int(row['stage'])}"]
-    if lineage.get("conditioning") is None and lineage.get("lambda_in") is not None:
-        parts.append(f"λ {lineage['lambda_in']:g}/{lineage.get('lambda_out', 0.0):g}")
-    parts.append(short_id(str(row["checkpoint_id"])))
-    return " · ".join(parts)
 
 
 def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:

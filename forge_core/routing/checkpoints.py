@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import pickle
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -166,3 +168,35 @@ def latest_checkpoint(store: Store, host: str, variant: str, stage: int | None =
     found = store.find_checkpoints(host, retriever_hash, variant=variant, **filters)
     found = found[found["conditioned"] == conditioned]
     return None if found.empty else str(found["checkpoint_id"].iloc[0])
+
+
+def _lineage_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint row's lineage: a JSON column value (str) or an already decoded dict."""
+    value = row.get("lineage")
+    if isinstance(value, str):
+        return json.loads(value) if value else {}
+    return dict(value or {})
+
+
+VARIANT_NAMES = {"lite": "Lite", "full": "Full", "bge": "BGE+BM25"}
+SHORT_ID_CHARS = 6
+
+
+def short_id(checkpoint_id: str) -> str:
+    """A checkpoint id shortened for display, e.g. "ckpt-bde3f7" for "ckpt-bde3f711753e"."""
+    return "ckpt-" + checkpoint_id.removeprefix("ckpt-")[:SHORT_ID_CHARS]
+
+
+def checkpoint_name(row: Mapping[str, Any]) -> str:
+    """The one name of a checkpoint on every page: variant, "cond." for a cost-conditioned router
+    (it decides at any weights), stage, the weights a per-weight router was trained at, and its
+    short id, e.g. "Lite cond. stage 1 · ckpt-bde3f7" or "Full stage 2 · λ 0.1/0.2 · ckpt-d124d1"."""
+    lineage = _lineage_of(row)
+    head = VARIANT_NAMES.get(row["variant"], str(row["variant"]))
+    if lineage.get("conditioning") is not None:
+        head += " cond."
+    parts = [f"{head} stage {int(row['stage'])}"]
+    if lineage.get("conditioning") is None and lineage.get("lambda_in") is not None:
+        parts.append(f"λ {lineage['lambda_in']:g}/{lineage.get('lambda_out', 0.0):g}")
+    parts.append(short_id(str(row["checkpoint_id"])))
+    return " · ".join(parts)

@@ -183,7 +183,7 @@ def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(cross
                                                                            tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    decision = re.compile(r"Deploy \S+( \(checkpoint \S+\))?( at λ_in \S+ / λ_out \S+)?: [+-]\d\.\d{3} utility \["
+    decision = re.compile(r"Deploy \S+( \([^()]* · ckpt-\w+\))?( at λ_in \S+ / λ_out \S+)?: [+-]\d\.\d{3} utility \["
                           r"|decidably here: deploy the fixed arm")
     with browser_page() as page:
         page.goto(f"{crossfit_dashboard}/pareto")

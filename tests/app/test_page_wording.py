@@ -124,3 +124,27 @@ def test_crossfit_runs_are_labelled_by_what_tells_them_apart() -> None:
     assert len(set(without_ids)) == len(runs), without_ids  # told apart before their ids
     assert "paper's Stage 1, seed 0" in labels[0] and "whole-alphabet Stage 1 (6 arms), seed 0" in labels[1]
     assert "paper's Stage 1 + Stage 2 (1000 steps)" in labels[2] and "split seed 1" in labels[3]
+
+
+def test_a_decision_names_its_checkpoint_and_fixed_arms_as_every_page_does() -> None:
+    from forge_core.evaluation.decide import decision_sentence
+    from forge_core.policies.kinds import FIXED_ARM_KIND
+    from forge_core.reports import checkpoint_views
+    from forge_core.routing import checkpoints
+
+    assert checkpoint_views.checkpoint_name is checkpoints.checkpoint_name  # one function, below the decision
+    row = {"checkpoint_id": "ckpt-9621658c2e77", "variant": "lite", "stage": 1,
+           "lineage": {"conditioning": {"low": 0.02, "high": 3.0}}}
+    name = checkpoints.checkpoint_name(row)
+    assert name == "Lite cond. stage 1 · ckpt-962165"  # the legends' and pickers' name
+    gain = {"utility": {"difference": 0.031, "ci": [0.011, 0.049]}}
+    decided = {"deploy": "forge_lite_cond", "leader": "always_raw", "best_fixed_arm": "summary:no_think",
+               "lambda_in": 0.6, "lambda_out": 0.6, "budget_tokens": None, "router_candidates": ["forge_lite_cond"],
+               "checkpoint_id": row["checkpoint_id"], "checkpoint_name": name, "trains_first": False,
+               "policies": {"forge_lite_cond": {"kind": "router", "arm": None, "tokens": 150.0,
+                                                "gain_vs_best_fixed": gain},
+                            "always_raw": {"kind": FIXED_ARM_KIND, "arm": "raw:no_think", "tokens": 178.0,
+                                           "gain_vs_best_fixed": gain}}}
+    sentence = decision_sentence(decided)
+    assert sentence.startswith(f"Deploy forge_lite_cond ({name}) at λ_in 0.6 / λ_out 0.6: +0.031 utility")
+    assert "; raw:no_think has the highest utility" in sentence and "always_raw" not in sentence

@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from forge_core.evaluation import decide as decide_module
+from forge_core.reports.checkpoint_views import short_id
 from forge_core.store import Store
 
 from support.stores import copy_store
@@ -117,7 +118,7 @@ def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str]
     monkeypatch.setattr(decide_module, "decide_from_outcomes", rule_deciding_the_lite_router)
     app = pareto()
     assert not app.exception, app.exception
-    assert f"checkpoint {checkpoint_id}" in texts(app.success)  # the synthetic store's one recipe
+    assert f"Deploy forge_lite_cond (Lite cond. stage 1 · {short_id(checkpoint_id)})" in texts(app.success)  # its name
     assert app.code[0].value == (f"forge serve --host {HOST} --router {checkpoint_id} --lambda-in 0.1 "
                                  "--lambda-out 0.2")
     assert store.marked_default_router(HOST) is None
