@@ -11,6 +11,8 @@ from rich.table import Table
 
 from forge_core.cli.output import (
     HOST_RETRIEVER_HELP,
+    AddressOption,
+    EngineOption,
     chosen_retriever,
     console,
     counting_progress,
@@ -19,6 +21,7 @@ from forge_core.cli.output import (
     print_summary,
     spinner_progress,
 )
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.errors import InvalidInput
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER
@@ -82,8 +85,11 @@ def enumerate_command(
              "are stored under its configuration hash, apart from every other retriever's. Direct arms use no "
              "evidence: one Direct outcome serves every retriever." + HOST_RETRIEVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object at the end.")] = False,
+    engine: EngineOption = DEFAULT_ENGINE,
+    address: AddressOption = None,
 ) -> None:
-    """Run the host on every missing (query, arm) and store each outcome as it lands (resumable)."""
+    """Run the host on every missing (query, arm) and store each outcome as it lands (resumable).
+    With --engine ray the calls go through a Ray Data job; this process still stores every outcome."""
     from forge_core.data.catalog import imported_routable_benchmarks
     from forge_core.enumeration.estimate import check_budget
     from forge_core.enumeration.planning import concurrency_for, count_calls, parse_shard, plan_work
@@ -93,6 +99,10 @@ def enumerate_command(
                                        ("--batch", batch)) if chosen]
     if len(modes) > 1:
         raise InvalidInput(f"choose one of {' and '.join(modes)}")
+    check_engine(engine, address)
+    if engine == "ray" and (processes > 1 or to_batch or from_batch or batch):
+        raise InvalidInput("--engine ray sends the calls itself: not with --processes, --to-batch, --from-batch or "
+                           "--batch")
     store = open_store()
     if from_batch is not None:
         ingest_batch_results(store, from_batch, requests, as_json)
@@ -108,6 +118,10 @@ def enumerate_command(
                            concurrency=concurrency_for(host_config, concurrency), shard=parse_shard(shard),
                            allow_unchecked_depths=allow_unchecked_depths, queries_of=queries_of,
                            budget_usd=budget_usd, retriever=retriever)
+    if engine == "ray":
+        from forge_core.enumeration.ray_stage0 import check_ray_plan
+
+        check_ray_plan(plan)
     plan.check(store)
     if retriever != DEFAULT_RETRIEVER and (batch or to_batch):
         raise InvalidInput("--retriever other than bm25 goes with an online run, not --batch or --to-batch: a batch "
@@ -133,13 +147,13 @@ def enumerate_command(
             print_json({"job_id": None, "calls": 0, "errors": 0, "status": "nothing to do"})
         return
 
-    run_online(store, plan, host_config, planned, processes, as_json)
+    run_online(store, plan, host_config, planned, processes, as_json, engine, address)
 
 
 def run_online(store: Store, plan: EnumerationPlan, host_config: HostConfig, planned: int, processes: int,
-               as_json: bool) -> None:
-    """The plan's missing calls sent to the host (in `processes` client processes), with progress;
-    Ctrl-C keeps every finished call."""
+               as_json: bool, engine: str = DEFAULT_ENGINE, address: str | None = None) -> None:
+    """The plan's missing calls sent to the host (in `processes` client processes, or as a Ray Data
+    job on `engine` "ray"), with progress; Ctrl-C keeps every finished call."""
     import asyncio
 
     from forge_core.enumeration.processes import EnumerationProcessError, check_processes, enumerate_in_processes
@@ -154,7 +168,11 @@ def run_online(store: Store, plan: EnumerationPlan, host_config: HostConfig, pla
             def show(report: Any) -> None:
                 progress.update(task, completed=report.calls, description=f"enumerating ({len(report.errors)} errors)")
 
-            if processes > 1:
+            if engine == "ray":
+                from forge_core.enumeration.ray_stage0 import enumerate_on_ray
+
+                report = enumerate_on_ray(store, plan, served, on_progress=show, address=address)
+            elif processes > 1:
                 report = enumerate_in_processes(store, plan, served, processes, on_progress=show)
             else:
                 report = asyncio.run(enumerate_on_host(store, plan, served, on_progress=show))
