@@ -36,8 +36,10 @@ CONTENT_ADDRESSED_CACHES = ("bm25", "embedders")
 
 
 # The test files that read the session's offline demo: one pytest-xdist work unit, so the commands
-# they share (the same stored runs) run once a session.
-OFFLINE_DEMO_FILES = ("tests/cli/test_stored_results.py", "tests/test_documented_commands.py")
+# they share (the same stored runs) run once a session, and the crossfit reports the results
+# documents compute are kept in its cache for the commands that print them beside their sibling runs.
+OFFLINE_DEMO_FILES = ("tests/cli/test_stored_results.py", "tests/test_documented_commands.py",
+                      "tests/test_results_docs.py")
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # before pytest-xdist's own choice of scheduler

@@ -13,9 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from forge_core import config
-from forge_core.store import Store
-
+from support.offline_forge import OfflineDemo
 from support.resources import require_demo_export
 from support.stores import copy_store
 
@@ -35,20 +33,16 @@ def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def documents(imported_store: Store, tmp_path_factory: pytest.TempPathFactory,
-              shared_cache_root: Path) -> dict[str, tuple[str, str]]:
-    """Per document name: (committed text, the diff against the text the demo store gives)."""
+def documents(offline_demo: OfflineDemo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    """Per document name: (committed text, the diff against the text the demo store gives). The store
+    is a private copy of the session's fresh demo store (`offline_demo`; the generator adds rows, those
+    of the grounding document's derived host), the cache is that demo's: the crossfit reports its
+    commands kept there (printing a run beside its sibling split seeds) are read, not computed again."""
     require_demo_export()
-    root = tmp_path_factory.mktemp("results_docs")
-    cache = root / "cache"
-    cache.mkdir()
-    for shared in shared_cache_root.iterdir():  # the session's BM25 indexes and embedder exports
-        (cache / shared.name).symlink_to(shared, target_is_directory=True)
+    store = copy_store(offline_demo.store, tmp_path_factory.mktemp("results_docs"))
     with pytest.MonkeyPatch.context() as patch:
-        store = copy_store(imported_store, root / "demo")
-        store.load_export_once(config.demo_dir())
         patch.setenv("FORGE_STORE", str(store.path))
-        patch.setenv("FORGE_CACHE_DIR", str(cache))
+        patch.setenv("FORGE_CACHE_DIR", str(offline_demo.cache_dir))
         module = results_tables(patch)
         return {path.name: (committed, module.difference(path, committed, generated))
                 for path, (committed, generated) in module.documents_from_store().items()}

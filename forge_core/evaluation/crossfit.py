@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from forge_core import config
 from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
@@ -73,6 +74,7 @@ IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identit
 IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
 IDENTITY_LABELS = ("retriever",)
 REPORT_VERSION = 4  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_CACHE = "crossfit"  # under the cache directory: kept reports (the dashboard's view_cache.CROSSFIT_CACHE)
 
 
 @dataclass(frozen=True)
@@ -468,13 +470,16 @@ def seed_spread(reports: list[dict]) -> dict:
             "policies": policies}
 
 
-def split_seed_spread(store: Store, report: dict) -> dict:
+def split_seed_spread(store: Store, report: dict, cache_dir: Path | None = None) -> dict:
     """`seed_spread` over the report and every finished run of its host whose settings differ from
-    its own only in the split seed."""
+    its own only in the split seed; their reports are read through `cached_crossfit_report` in
+    `cache_dir` (default: the cache directory's REPORT_CACHE, where the dashboard keeps them), so
+    printing each of a group's runs computes each sibling's report once, not once a print."""
+    cache_dir = config.cache_dir() / REPORT_CACHE if cache_dir is None else cache_dir
     runs = store.crossfit_runs(report["host"])
     siblings = [run_id for run_id, settings, folds, done in
                 zip(runs["run_id"], runs["settings"], runs["folds"], runs["folds_done"])
                 if done >= folds and run_id != report["run_id"]
                 and seed_key({"settings": json.loads(settings)}) == seed_key(report)]
-    return seed_spread([report, *(crossfit_report(store, run_id) for run_id in siblings)])
+    return seed_spread([report, *(cached_crossfit_report(store, run_id, cache_dir) for run_id in siblings)])
 

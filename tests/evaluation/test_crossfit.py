@@ -135,6 +135,21 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
         patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
         assert crossfit_module.cached_crossfit_report(store, report["run_id"], cache) == report
 
+    # `forge eval crossfit` prints the spread over split seeds: the sibling runs' reports are kept in the
+    # cache directory's crossfit reports (the dashboard's folder), not computed again for every print
+    from forge_core import config
+    from forge_core.precompute.view_cache import CROSSFIT_CACHE
+
+    assert crossfit_module.REPORT_CACHE == CROSSFIT_CACHE
+    another_seed = {**report, "run_id": "another-split-seed"}  # the stored run is this report's sibling
+    spread = crossfit_module.split_seed_spread(store, another_seed)
+    assert len(spread["split_seeds"]) == 2
+    kept = config.cache_dir() / CROSSFIT_CACHE / f"{report['run_id']}.v{crossfit_module.REPORT_VERSION}.json"
+    assert kept.exists()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
+        assert crossfit_module.split_seed_spread(store, another_seed) == spread
+
 
 def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_only(outcome_store: Store,
                                                                                    tmp_path) -> None:
