@@ -3,8 +3,10 @@ that are not fixtures live in `support/` (`support.resources`, `support.stores`)
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,9 +32,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Cache folders whose files are named by a digest of what they are built from (BM25 indexes by
-# corpus, ONNX exports by weights) and written atomically: the tests share them instead of
-# rebuilding the same files in every test's own cache (about 140 index builds in a run).
-CONTENT_ADDRESSED_CACHES = ("bm25", "embedders")
+# corpus, ONNX exports by weights, the Action map's UMAP and cluster arrays by settings and input
+# matrix) and written atomically: the tests share them instead of rebuilding the same files in every
+# test's own cache (about 140 index builds in a run; the pages and dashboards of the stores copied
+# from `outcome_store` map the same query embeddings). tests/reports/test_action_map.py checks the
+# arrays' own caching in a folder of its own.
+CONTENT_ADDRESSED_CACHES = ("bm25", "embedders", "umap")
 
 
 # The test files that read the session's offline demo: one pytest-xdist work unit, so the commands
@@ -99,12 +104,34 @@ def benchmarks_root() -> Path:
     return root
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Store]) -> Store:
+    """A session store built once a run: under pytest-xdist, the first worker that asks builds it
+    (`build(folder)`, under a file lock in the folder the run's workers share) and every worker,
+    the builder too, gets its own copy of the file; without workers, built here."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder above each worker's own
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build fails
+        built = shared / f"{name}.built"  # the store file's path, written once the build is done
+        if not built.exists():
+            folder = shared / name
+            folder.mkdir()
+            built.write_text(str(build(folder).path))
+        source = Store(Path(built.read_text()))
+    return copy_store(source, tmp_path_factory.mktemp(name))
+
+
 @pytest.fixture(scope="session")
 def imported_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Path) -> Store:
-    """A store with all five real benchmarks imported (shared, read-only by convention)."""
-    store = Store(tmp_path_factory.mktemp("imported") / "store.duckdb")
-    import_benchmarks(store, benchmarks_root)
-    return store
+    """A store with all five real benchmarks imported (shared, read-only by convention; imported
+    once a run, `built_once`)."""
+    def build(folder: Path) -> Store:
+        store = Store(folder / "store.duckdb")
+        import_benchmarks(store, benchmarks_root)
+        return store
+
+    return built_once(tmp_path_factory, "imported", build)
 
 
 @pytest.fixture(scope="session")
@@ -137,13 +164,17 @@ def tiny_server() -> Iterator[HostConfig]:
 
 @pytest.fixture(scope="session")
 def outcome_store(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Path) -> Store:
-    """A small store with synthetic outcomes on real questions of three benchmarks."""
-    store = Store(tmp_path_factory.mktemp("outcomes") / "store.duckdb")
-    benchmarks = ("musique", "popqa", "2wikimultihopqa")
-    import_benchmarks(store, benchmarks_root, list(benchmarks))
-    synthetic_outcomes(store, "synthetic-host", {"train": 40, "dev": 20, "test": 20}, benchmarks)
-    compute_features(store, "synthetic-host")
-    return store
+    """A small store with synthetic outcomes on real questions of three benchmarks (built once a
+    run, `built_once`: its features embed the questions and their top passages)."""
+    def build(folder: Path) -> Store:
+        store = Store(folder / "store.duckdb")
+        benchmarks = ("musique", "popqa", "2wikimultihopqa")
+        import_benchmarks(store, benchmarks_root, list(benchmarks))
+        synthetic_outcomes(store, "synthetic-host", {"train": 40, "dev": 20, "test": 20}, benchmarks)
+        compute_features(store, "synthetic-host")
+        return store
+
+    return built_once(tmp_path_factory, "outcomes", build)
 
 
 @pytest.fixture(scope="session")

@@ -217,11 +217,14 @@ def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
         trained_dashboard: str, trained_store: tuple[Store, str]) -> None:
     from playwright.sync_api import expect
 
+    from forge_core import config
     from forge_core.reports.action_map import compute_action_map
     from forge_core.reports.query_explorer import query_table
 
     store, checkpoint_id = trained_store
-    worst = query_table(compute_action_map(store, "synthetic-host", checkpoint_id, "test")).iloc[0]
+    # the map's arrays kept where the dashboard (this test's cache directory) reads them: computed once
+    worst = query_table(compute_action_map(store, "synthetic-host", checkpoint_id, "test",
+                                           umap_cache=config.cache_dir() / "umap")).iloc[0]
     with browser_page() as page:
         page.set_viewport_size({"width": 1280, "height": 1000})
         page.goto(trained_dashboard)
