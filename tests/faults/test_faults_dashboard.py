@@ -58,7 +58,7 @@ def test_every_page_loads_on_an_empty_store() -> None:
 def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo store as `forge store load-demo` leaves it: its rows, and its Action map arrays in
-    the cache (computing the demo's UMAP afresh took most of this test, about 45 of 60 s; the
+    the cache (computing the demo's UMAP afresh was about 45% of the page runs alone at load 5-6; the
     Action map computes its arrays on the small store in tests/app/test_app_pages.py)."""
     from forge_core.precompute.demo_store import load_demo
 
