@@ -12,7 +12,8 @@ import pytest
 
 from forge_core.hosts.http_connections import EndpointConnections, HttpProtocolError
 
-BODY = {"model": "m", "messages": [{"role": "user", "content": "Capitale de la France ? \u00e9\u4e2d"}], "max_tokens": 8}
+BODY = {"model": "m", "messages": [{"role": "user", "content": "Capitale de la France ? \u00e9\u4e2d"}],
+        "max_tokens": 8}
 ANSWER = b'{"ok": true}'
 
 
