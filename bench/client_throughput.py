@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from forge_core import config
@@ -55,6 +57,7 @@ from forge_core.records import BENCHMARKS
 from forge_core.store import Store
 
 ARMS = 6
+SPAWN = multiprocessing.get_context("spawn")  # the server and checker processes start clean
 ANSWER = json.dumps({
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "answer"}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102},
@@ -100,6 +103,19 @@ class _FixedLatencyServer(asyncio.Protocol):
     def _respond(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(RESPONSE)
+
+
+@contextlib.contextmanager
+def fixed_latency_server(latency_s: float, endpoints: int = 1) -> Iterator[tuple[list[int], int]]:
+    """The test server in a process of its own until the block ends: (its ports, its pid)."""
+    port_queue = SPAWN.Queue()
+    server = SPAWN.Process(target=serve, args=(latency_s, endpoints, port_queue), daemon=True)
+    server.start()
+    try:
+        yield port_queue.get(timeout=60), server.pid
+    finally:
+        server.terminate()
+        server.join()
 
 
 def serve(latency_s: float, endpoints: int, ports: multiprocessing.Queue) -> None:
@@ -256,28 +272,20 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1,
                         help="client processes at each concurrency level (`forge enumerate --processes`)")
     args = parser.parse_args()
-    context = multiprocessing.get_context("spawn")
-    port_queue = context.Queue()
-    server = context.Process(target=serve, args=(args.latency, max(1, args.endpoints), port_queue), daemon=True)
-    server.start()
-    try:
-        ports = port_queue.get(timeout=60)
+    with fixed_latency_server(args.latency, max(1, args.endpoints)) as (ports, server_pid):
         highest = max([*args.concurrency, args.per_endpoint * args.endpoints])
         result = {"latency_s": args.latency, "processes": args.processes, "load_average_before": os.getloadavg(),
-                  "cpus": os.cpu_count(), "server_check": check_server(context, ports, args.latency, highest)}
+                  "cpus": os.cpu_count(), "server_check": check_server(SPAWN, ports, args.latency, highest)}
         with tempfile.TemporaryDirectory() as scratch:
             store = Store(Path(scratch) / "throughput.duckdb")
             import_benchmarks(store, config.benchmarks_dir())
-            result["concurrency"] = run_levels(store, ports[0], server.pid, args)
+            result["concurrency"] = run_levels(store, ports[0], server_pid, args)
             if args.endpoints > 1:
-                result["endpoints"] = run_endpoints(store, ports, server.pid, args)
+                result["endpoints"] = run_endpoints(store, ports, server_pid, args)
             # each run returns once its writer has flushed its last row
             result["wall_s_process_start_to_last_row"] = round(seconds_since_process_start(), 2)
         result["load_average_after"] = os.getloadavg()
         print(json.dumps(result))
-    finally:
-        server.terminate()
-        server.join()
 
 
 if __name__ == "__main__":

@@ -7,8 +7,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, console, open_store, warn_if_other_host
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    AddressOption,
+    EngineOption,
+    chosen_retriever,
+    console,
+    open_store,
+    warn_if_other_host,
+)
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
+
+DEFAULT_REPLICAS = 2  # --engine ray without --replicas
 
 
 # Over 60 lines: its typer options (56 lines) are `forge serve --help`.
@@ -64,6 +75,10 @@ def serve_command(
         "--manifest", help="Serve exactly what this deployment manifest names (`forge decide --manifest FILE`): "
                            "its host, retriever, fixed arm or checkpoint and weights; refused where the store no "
                            "longer holds it.")] = None,
+    engine: EngineOption = DEFAULT_ENGINE,
+    address: AddressOption = None,
+    replicas: Annotated[Optional[int], typer.Option(
+        min=1, help="With --engine ray: Ray Serve replicas of the app behind one ingress (default 2).")] = None,
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
     Live query path) with only the host calls the decision needs, or under one fixed arm with
@@ -76,6 +91,9 @@ def serve_command(
     from forge_core.server.deployment import WeightsRequest
     from forge_core.traffic_log import default_traffic_dir
 
+    check_engine(engine, address)
+    if replicas is not None and engine != "ray":
+        raise InvalidInput("--replicas are Ray Serve replicas: give them with --engine ray")
     store = open_store()
     deployment = None
     if manifest is not None:
@@ -106,8 +124,16 @@ def serve_command(
     if bind != "127.0.0.1":
         console.print(f"[yellow]warning: binding {bind} makes the server reachable beyond this machine"
                       f"{'' if api_key_env else ' without an API key (--api-key-env)'}[/yellow]")
-    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop); traffic log in "
-                  f"{traffic_dir or default_traffic_dir()}")
+    where = f"traffic log in {traffic_dir or default_traffic_dir()}"
+    if engine == "ray":
+        from forge_core.server.ray_serve import run_replicas
+
+        count = replicas or DEFAULT_REPLICAS
+        console.print(f"FORGE server on http://{bind}:{port}/v1, {count} Ray Serve replicas (host {host}; Ctrl-C to "
+                      f"stop); {where}")
+        run_replicas(store, settings, count, bind, port, address)
+        return
+    console.print(f"FORGE server on http://{bind}:{port}/v1 (host {host}; Ctrl-C to stop); {where}")
     uvicorn.run(application, host=bind, port=port, log_level="warning")
 
 

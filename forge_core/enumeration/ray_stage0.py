@@ -8,11 +8,11 @@ the queries of a batch concurrently and each query's calls one after another, th
 the same scoring). The driver is the only writer: it takes each finished query's rows from the
 stream into an `OutcomeWriter`, as the in-process run does, with its job row and progress.
 
-Limits: `--max-calls` caps the planned calls before anything is sent (the first calls in run
-order); `--max-tokens` stops the stream once the stored tokens reach it, and the queries then in
-flight are dropped unstored (a rerun sends them again). The dollar budget needs every call's
-reservation before it starts, which only the in-process run makes: it is refused here. Ctrl-C
-stores every query already taken from the stream.
+Limits: `--max-calls` caps the planned calls before anything is sent (the first calls in run order);
+`--max-tokens` stops the stream once the stored tokens reach it, and the queries then in flight are
+dropped unstored (a rerun sends them again). The dollar budget needs every call's reservation before
+it starts, which only the in-process run makes: it is refused here. Ctrl-C stores every query
+already taken from the stream.
 """
 
 from __future__ import annotations

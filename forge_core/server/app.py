@@ -469,7 +469,7 @@ def serving_in_thread(store: Store, settings: ServeSettings, port: int = 0, time
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
-        while _health_status(url) in (None, "loading"):
+        while health_status(url) in (None, "loading"):
             if time.monotonic() > deadline or not thread.is_alive():
                 raise HostError(f"the server on {url} did not finish loading within {timeout_s:.0f} s")
             time.sleep(0.2)
@@ -479,7 +479,8 @@ def serving_in_thread(store: Store, settings: ServeSettings, port: int = 0, time
         thread.join(timeout=60)
 
 
-def _health_status(url: str) -> str | None:
+def health_status(url: str) -> str | None:
+    """What `GET /health` says (loading, ok or failed), or None when nothing answers."""
     try:
         return httpx.get(f"{url}/health", timeout=5).json()["status"]
     except (httpx.HTTPError, ValueError, KeyError):
