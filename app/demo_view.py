@@ -60,10 +60,10 @@ def demo_list(store: Store, host: str, checkpoint_id: str) -> None:
                        f"{start}, where its list starts (the weights are shared: every page follows). Answer it, "
                        "then raise the weights and answer again.")
             for index, question in enumerate(questions):
-                text_column, arms_column, button_column = st.columns([5, 4, 1])
+                text_column, arms_column, button_column = st.columns([5, 3, 1.3])  # "Pick" whole at 1,024 px
                 text_column.markdown(f"**{question.benchmark}**: {question.question}")
                 arms_column.caption(" → ".join(question.arms))
-                if button_column.button("Pick", key=f"demo_pick_{index}", icon=":material/ads_click:",
+                if button_column.button("Pick", key=f"demo_pick_{index}",
                                         help=f"Puts the question in the page and sets the weights to {start}."):
                     st.session_state[PICKED_KEY] = question
                     st.session_state[QUESTION_MODE_KEY] = PICK_MODE  # the radio comes after the list

@@ -71,37 +71,38 @@ def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = Non
     """The routing decision (its margin in utility units, read against `held_out`: the router's
     reliability table, or why it has none), both answers side by side, the saving, and the evidence."""
     st.header("Routed answer")
-    columns = st.columns([4, 2, 2, 3])  # room for the longest arm name
+    columns = st.columns([4, 2, 2, 3])  # cards that wrap: an arm name and the margin are shown whole at 1,024 px
     if result.checkpoint_id == OVERRIDE:
-        columns[0].metric("Arm (picked by hand)", result.arm)
+        ui.name_metric(columns[0], "Arm (picked by hand)", result.arm)
     else:
-        columns[0].metric("Chosen arm", result.arm, delta_color="off", delta_arrow="off",
-                          delta=confidence_text(result.confidence, held_out),
-                          help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}. "
-                               "The router is distilled to softmax(U / tau) with tau = 1, so tau times the difference "
-                               "of two arms' log probabilities estimates their utility difference: the margin is the "
-                               "chosen arm's estimated utility over the runner-up's. "
-                               + untrained_text(result.confidence)
-                               + (f" No held-out share: {held_out}." if isinstance(held_out, str) else ""))
-    columns[1].metric("Routing time", f"{result.routing_ms:,.0f} ms",
-                      help="Retrieval, features (probes included) and the router's forward pass.")
-    columns[2].metric("Probe tokens", f"{result.probe_tokens_in:,} in + {result.probe_tokens_out:,} out",
-                      help=f"{result.probe_calls} host calls before routing (a Full router's probes); "
-                           f"{result.host_calls} host calls in all for this answer"
-                           f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
+        ui.name_metric(columns[0], "Chosen arm", result.arm,
+                       help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}. "
+                            f"The router is distilled to softmax(U / tau) with tau = {result.tau:g}, so tau times the "
+                            "difference of two arms' log probabilities estimates their utility difference: the margin "
+                            "is the chosen arm's estimated utility over the runner-up's. "
+                            + untrained_text(result.confidence)
+                            + (f" No held-out share: {held_out}." if isinstance(held_out, str) else ""))
+        columns[0].caption(confidence_text(result.confidence, held_out))
+    ui.name_metric(columns[1], "Routing time", f"{result.routing_ms:,.0f} ms",
+                   help="Retrieval, features (probes included) and the router's forward pass.")
+    ui.name_metric(columns[2], "Probe tokens", f"{result.probe_tokens:,}",
+                   help=f"{result.probe_tokens_in:,} in + {result.probe_tokens_out:,} out, over "
+                        f"{result.probe_calls} host calls before routing (a Full router's probes); "
+                        f"{result.host_calls} host calls in all for this answer"
+                        f"{' (the greedy probe was the answer)' if result.answer_is_probe else ''}.")
     if result.nothing_to_compare:
-        columns[3].metric("Saved vs Always-Raw", "same arm",
-                          help="The router chose raw:no_think, Always-Raw's own arm: one call, the same answer.")
+        ui.name_metric(columns[3], "Saved vs Always-Raw", "same arm",
+                       help="The router chose raw:no_think, Always-Raw's own arm: one call, the same answer.")
         _answer_column(f"Routed: {result.arm} (Always-Raw's own arm: nothing to compare, one call)", result.answer,
                        result.f1, result.golds)
         _probabilities_and_evidence(result)
         return
     tokens_in, tokens_out = result.host_tokens
-    columns[3].metric("Saved vs Always-Raw", f"{result.tokens_saved:,} tokens",
-                      delta=f"{result.saved_percent:+.1f}%",
-                      help=f"Always-Raw: {result.raw_cost.tokens_in:,} in + {result.raw_cost.tokens_out:,} out "
-                           f"tokens ({result.raw_cost.source}); this question: {tokens_in:,} in + {tokens_out:,} out "
-                           "(answer and probes). λ_in prices the tokens in, λ_out those out.")
+    saved = f"{result.tokens_saved:,} tokens ({result.saved_percent:+.1f}%)"
+    ui.name_metric(columns[3], "Saved vs Always-Raw", saved,
+                   help=f"Always-Raw: {result.raw_cost.tokens_in:,} in + {result.raw_cost.tokens_out:,} out "
+                        f"tokens ({result.raw_cost.source}); this question: {tokens_in:,} in + {tokens_out:,} out "
+                        "(answer and probes). λ_in prices the tokens in, λ_out those out.")
     routed, raw = st.columns(2)
     with routed:
         _answer_column(f"Routed: {result.arm}", result.answer, result.f1, result.golds)
@@ -153,22 +154,22 @@ def session_history(answers: Sequence[RoutedAnswer]) -> None:
     """Every question of the session with the running totals, downloadable as CSV."""
     st.header("Session history")
     totals = session_totals(answers)
-    columns = st.columns(5)
-    columns[0].metric("Questions", totals.questions)
-    columns[1].metric("Tokens spent in the session", f"{totals.tokens:,}")
-    columns[2].metric("Saved in the session", f"{totals.tokens_saved:,} tokens",
-                      help=f"Always-Raw would have spent {totals.raw_tokens:,} tokens on the same questions.")
-    columns[3].metric("Mean F1 (routed)", _score(totals.mean_f1),
-                      help=f"Over the {totals.scored} questions with gold answers (token F1).")
+    columns = st.columns(5)  # cards that wrap: every label and value shown whole at 1,024 px
+    ui.name_metric(columns[0], "Questions", f"{totals.questions:,}")
+    ui.name_metric(columns[1], "Tokens spent", f"{totals.tokens:,}", help="By the routed answers, probes included.")
+    ui.name_metric(columns[2], "Saved in the session", f"{totals.tokens_saved:,} tokens",
+                   help=f"Always-Raw would have spent {totals.raw_tokens:,} tokens on the same questions.")
+    ui.name_metric(columns[3], "Mean F1 (routed)", _score(totals.mean_f1),
+                   help=f"Over the {totals.scored} questions with gold answers (token F1).")
     if totals.both_scored:
-        columns[4].metric(f"F1 routed vs Raw, {totals.both_scored} both answered",
-                          f"{_score(totals.both_f1)} vs {_score(totals.both_raw_f1)}",
-                          help=f"Mean token F1 of the routed and the Always-Raw answers over the same "
-                               f"{totals.both_scored} questions: those with gold answers whose Always-Raw answer "
-                               "was made live (switch on the comparison to add a question).")
+        ui.name_metric(columns[4], f"F1 routed vs Raw, {totals.both_scored} both answered",
+                       f"{_score(totals.both_f1)} vs {_score(totals.both_raw_f1)}",
+                       help=f"Mean token F1 of the routed and the Always-Raw answers over the same "
+                            f"{totals.both_scored} questions: those with gold answers whose Always-Raw answer "
+                            "was made live (switch on the comparison to add a question).")
     else:
-        columns[4].metric("F1 routed vs Raw", "–", help="No question with gold answers had its Always-Raw answer "
-                                                        "made live: switch on the comparison to compare F1.")
+        ui.name_metric(columns[4], "F1 routed vs Raw", "–", help="No question with gold answers had its Always-Raw "
+                                                                 "answer made live: switch on the comparison.")
     history = pd.DataFrame([answer.history_row() for answer in answers])
     st.dataframe(history, hide_index=True)
     st.download_button("Download the history (CSV)", history.to_csv(index=False), "live_queries.csv", "text/csv",

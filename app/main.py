@@ -1,10 +1,13 @@
 """FORGE dashboard entry script (`forge app` runs it with Streamlit): the page navigation."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from app.ui import PAGES_DIR
 
-st.set_page_config(page_title="FORGE", page_icon=":material/alt_route:", layout="wide")
+# the icon is a file served inline: a :material/ icon would be fetched from a font server (the app stays offline)
+st.set_page_config(page_title="FORGE", page_icon=str(Path(__file__).with_name("forge_icon.svg")), layout="wide")
 
 navigation = st.navigation({
     "Data": [

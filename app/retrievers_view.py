@@ -98,7 +98,7 @@ def _host_default(store: Store, names: list[str]) -> None:
     chosen = retriever_column.selectbox("Its default retriever", names, index=names.index(current)
                                         if current in names else 0, key=f"retriever_default_of_{host}",
                                         help="What the pages open on and commands use without --retriever.")
-    if button_column.button("Set default", icon=":material/done:"):
+    if button_column.button("Set default"):  # no icon: the label whole at 1,024 px
         with ui.user_errors(stop=False):
             set_host_default_retriever(store, host, chosen)
             data.refresh()

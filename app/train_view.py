@@ -117,8 +117,8 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
         if latest:
             st.caption(f"Last logged {unit[:-1]}:")
             columns = st.columns(len(latest))
-            for column, (key, value) in zip(columns, latest.items()):
-                column.metric(LIVE_LABELS.get(key, key), f"{value:.4g}")
+            for column, (key, value) in zip(columns, latest.items()):  # cards: long labels wrap, never cut
+                ui.name_metric(column, LIVE_LABELS.get(key, key), f"{value:.4g}")
         curves = training_curves(logs)
         if len(curves):
             st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
@@ -142,8 +142,8 @@ def _finished(store: Store, row: dict, progress: jobs.JobProgress, unit: str) ->
     if shown:
         st.caption("The checkpoint's dev metrics (the state kept):")
         columns = st.columns(len(shown))
-        for column, (label, value) in zip(columns, shown):
-            column.metric(label, f"{value:.4g}")
+        for column, (label, value) in zip(columns, shown):  # cards: long labels wrap, never cut
+            ui.name_metric(column, label, f"{value:.4g}")
 
 
 def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, marked: str | None) -> None:
@@ -159,11 +159,11 @@ def default_router_mark(store: Store, host: str, checkpoints: pd.DataFrame, mark
     else:
         st.caption(f"Default router of '{host}': **{names.get(marked, marked)}**, marked by you; new "
                    "runs do not take it over.")
-    pick_column, button_column = st.columns([4, 1], vertical_alignment="bottom")
+    pick_column, button_column = st.columns([3, 1], vertical_alignment="bottom")  # the button whole at 1,024 px
     used = data.default_router(store, host)  # the marked one, else the fallback the caption names
     choice = pick_column.selectbox("Default router", ids, index=ids.index(used) if used in ids else 0,
                                    format_func=names.get)
-    if button_column.button("Mark as default", icon=":material/star:", disabled=choice == marked):
+    if button_column.button("Mark as default", disabled=choice == marked):  # no icon: whole at 1,024 px
         with ui.user_errors(stop=False):
             store.set_default_router(host, choice)
             data.refresh()

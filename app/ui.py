@@ -92,8 +92,8 @@ def name_metric(container: Any, label: str, value: str, help: str | None = None)
     with container:
         st.markdown(f":small[{label}]", help=help)
         breakable = html.escape(value).replace(":", ":<wbr>").replace("_", "_<wbr>")  # "summary:" / "no_think"
-        st.markdown(f'<div style="font-size: 2.25rem; line-height: 1.2; overflow-wrap: break-word">{breakable}</div>',
-                    unsafe_allow_html=True)
+        st.markdown(f'<div data-card="{html.escape(label, quote=True)}" style="font-size: 2.25rem; line-height: 1.2; '
+                    f'overflow-wrap: break-word">{breakable}</div>', unsafe_allow_html=True)
 
 
 def format_duration(seconds: float | None) -> str:

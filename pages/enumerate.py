@@ -31,7 +31,7 @@ with st.container(border=True):
     per_benchmark = columns[1].number_input("Queries per benchmark", min_value=1, value=None, placeholder="no limit")
     max_calls = columns[2].number_input("Max host calls", min_value=1, value=None, placeholder="no limit")
     max_tokens = columns[3].number_input("Max tokens", min_value=1, value=None, placeholder="no limit")
-    concurrency_column, budget_column, probes_column = st.columns(3)
+    concurrency_column, budget_column = st.columns(2)
     concurrency = concurrency_column.selectbox(
         "Queries in flight", [None, 1, 2, 4, 8], format_func=lambda c: "host default" if c is None else str(c),
         help="Default: 1 on embedded hosts (one llama.cpp slot reuses its prompt cache best), "
@@ -40,9 +40,12 @@ with st.container(border=True):
         "Budget (USD)", min_value=0.0, value=None, placeholder="no limit", format="%.2f",
         help="Refuse a plan estimated above it, and stop the job before its measured spend would pass it "
              "(at the host's prices, set on the Hosts page).")
-    probes = probes_column.checkbox("Also run the four host probes (Full features)")
-    allow_unchecked = probes_column.checkbox(
-        "12 arms without an honoured depth check",
+    probes_column, unchecked_column = st.columns(2)  # labels whole at 1,024 px
+    probes = probes_column.checkbox("Run the four host probes too",
+                                    help="The probes a Full router reads: a greedy Direct answer and three samples "
+                                         "per query (`forge enumerate --probes`).")
+    allow_unchecked = unchecked_column.checkbox(
+        "Allow 12 arms unchecked",
         help="12 arms need a depth check of the host that found every thinking depth honoured (Hosts page, or "
              "`forge host check NAME`); tick to run anyway.")
     plan = EnumerationPlan(host=host, split=split, n_arms=n_arms, probes=probes, benchmarks=tuple(benchmarks),

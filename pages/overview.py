@@ -54,7 +54,7 @@ complete = {host: summary["queries_complete"] for host, summary in coverage.item
 first_contact(hosts, {config.name: config for config in data.host_configs(store)}, list(stats), complete)
 st.caption(f"Store: `{store.path}`")
 
-columns = st.columns(4)
+columns = st.columns([0.9, 0.9, 1.2, 1.6])  # every label whole at 1,024 px
 columns[0].metric("Benchmarks", len(stats))
 columns[1].metric("Examples", f"{sum(row['examples'] for row in stats.values()):,}")
 columns[2].metric("Hosts with outcomes", len(hosts))

@@ -90,7 +90,7 @@ st.caption(f"The points below are the {split} split's, scored here without inter
            "not a second recommendation.")
 
 highlights = pareto_highlights(overall)
-columns = st.columns(4)
+columns = st.columns([0.9, 1.5, 1.2, 1.0])  # every value whole at 1,024 px (the policy's name wraps)
 columns[0].metric("Oracle utility", f"{highlights['oracle_utility']:.4f}",
                   help="Macro mean utility of the per-query best arm (descriptive only: it sees the scores).")
 columns[1].metric("Oracle cost", f"{highlights['oracle_cost_k'] * 1000:,.0f} tokens",
@@ -102,11 +102,11 @@ ui.name_metric(columns[2], f"Highest utility on {split}", labels.get(best_policy
 columns[3].metric("On the frontier", len(highlights["frontier"]), help=", ".join(highlights["frontier"]))
 moving = overall[overall["policy"].isin([c for c in chosen if c in conditioned])]
 for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
-    column.metric(f"{conditioned[row.policy]} at these weights",
-                  f"{row.tokens_in:,.0f} in + {row.tokens_out:,.0f} out tokens",
-                  help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
-                       f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}, {row.cost_k * 1000:,.0f} tokens a "
-                       "query in all (λ_in prices those in, λ_out those out).")
+    ui.name_metric(column, f"{conditioned[row.policy]} at these weights",  # a card: the value wraps, never cut
+                   f"{row.tokens_in:,.0f} in + {row.tokens_out:,.0f} out tokens",
+                   help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
+                        f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}, {row.cost_k * 1000:,.0f} tokens a "
+                        "query in all (λ_in prices those in, λ_out those out).")
 st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={

@@ -80,7 +80,7 @@ if compare != NO_COMPARISON:
 disagree = st.toggle("Only where the router's arm differs from the compared one", disabled=compare == NO_COMPARISON)
 shown = QueryFilter(benchmarks, router_arms, COMPARED if disagree and compare != NO_COMPARISON else None).apply(table)
 
-columns = st.columns(4)
+columns = st.columns([1, 1.4, 1, 1.2])  # labels whole at 1,024 px
 columns[0].metric("Queries shown", f"{len(shown):,}", help=f"Of {len(table):,}.")
 columns[1].metric("Router in the oracle set", f"{shown['router_in_oracle'].mean():.1%}" if len(shown) else "–")
 columns[2].metric("Mean regret", f"{shown['regret'].mean():.4f}" if len(shown) else "–",

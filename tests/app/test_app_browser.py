@@ -96,7 +96,7 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
         page.get_by_role("button", name="Route and answer").click()  # the one action
 
         expect(page.get_by_text("Saved vs Always-Raw")).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-        chosen = page.get_by_test_id("stMetric").filter(has_text="Chosen arm").get_by_test_id("stMetricValue")
+        chosen = page.locator('[data-card="Chosen arm"]')  # a card (app.ui.name_metric): the arm's name whole
         arm = chosen.inner_text()
         assert arm in {"direct:no_think", "direct:cot", "summary:no_think", "summary:cot", "raw:no_think", "raw:cot"}
         tokens_in = page.get_by_test_id("stMetric").filter(has_text="Tokens in").get_by_test_id("stMetricValue")

@@ -245,11 +245,10 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     assert not app.exception and not app.error
     assert not app.success  # a typed question has no gold answers: its answers are shown, unscored
     assert len([i for i in app.info if i.value.startswith("answer ")]) == 2  # routed and Always-Raw
-    metrics = {m.label: m for m in app.metric}
-    assert metrics["Arm (picked by hand)"].value == "summary:no_think"
-    assert "extra call" in metrics["Saved vs Always-Raw"].proto.help
+    assert card_values(app)["Arm (picked by hand)"] == "summary:no_think"
+    assert "extra call" in card_help(app, "Saved vs Always-Raw")
     assert "Always-Raw: raw:no_think (an extra call that routing does not need)" in [h.value for h in app.subheader]
-    assert metrics["Mean F1 (routed)"].value == "–"
+    assert card_values(app)["Mean F1 (routed)"] == "–"
 
     by_label(app.radio, "Question").set_value("Pick one from the benchmark").run()
     by_label(app.selectbox, "Split").set_value("train").run()
@@ -265,13 +264,12 @@ def test_live_query_without_a_router_asks_by_hand(app_store: Store) -> None:
     by_label(app.toggle, toggle).set_value(False)
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and len(app.error) == 1  # the routed answer, wrong
-    saved = {m.label: m for m in app.metric}["Saved vs Always-Raw"]
-    assert "240 in + 5 out tokens (stored outcome)" in saved.proto.help  # as stored, in and out apart
+    assert "240 in + 5 out tokens (stored outcome)" in card_help(app, "Saved vs Always-Raw")  # in and out apart
     assert "Not asked" in texts(app.info)
     history = app.dataframe[-1].value
     assert history["arm"].tolist() == ["summary:no_think"] * 3
     assert history["raw tokens"].iloc[-1] == 245
-    totals = {m.label: m.value for m in app.metric}
+    totals = card_values(app)  # the session's cards, shown whole
     assert totals["Questions"] == "3"
     assert totals["Saved in the session"] == f"{(history['raw tokens'] - history['tokens']).sum():,} tokens"
     assert len(app.get("download_button")) == 1
@@ -450,10 +448,10 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert result.checkpoint_id == checkpoint_id
     assert result.arm == max(result.probabilities, key=result.probabilities.get)
     assert abs(sum(result.probabilities.values()) - 1) < 1e-5
-    assert {m.label: m.value for m in app.metric}["Chosen arm"] == result.arm
-    assert "probability" in {m.label: m for m in app.metric}["Chosen arm"].proto.help
-    delta = {m.label: m for m in app.metric}["Chosen arm"].proto.delta  # the margin in utility units
-    assert delta.startswith(f"{result.confidence.margin:+.3f} utility over {result.confidence.runner_up}")
+    assert card_values(app)["Chosen arm"] == result.arm  # a card: the arm's name shown whole
+    assert "probability" in next(m for m in app.markdown if m.value == ":small[Chosen arm]").proto.help
+    margin = f"{result.confidence.margin:+.3f} utility over {result.confidence.runner_up}"  # in utility units
+    assert any(caption.value.startswith(margin) for caption in app.caption)
     assert len(app.get("plotly_chart")) == 1
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
     trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page
@@ -467,17 +465,17 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert "This answer is for other inputs (the question changed since)" in texts(app.warning)
     by_label(app.text_area, "Your question").set_value("").run()
     by_label(app.button, "Route and answer").click().run()  # an error leaves no earlier answer under it
-    assert app.error and "Chosen arm" not in metric_values(app)
+    assert app.error and "Chosen arm" not in card_values(app)
     by_label(app.text_area, "Your question").set_value("Who founded the city of Rome and when?")
 
     by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
     by_label(app.button, "Route and answer").click().run()
-    assert not app.exception and {m.label: m.value for m in app.metric}["Arm (picked by hand)"] == "direct:cot"
+    assert not app.exception and card_values(app)["Arm (picked by hand)"] == "direct:cot"
     assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id, "override"]
 
     by_label(app.selectbox, "Arm").set_value("raw:no_think")  # Always-Raw's own arm: one call, one column
     by_label(app.button, "Route and answer").click().run()
-    assert not app.exception and metric_values(app)["Saved vs Always-Raw"] == "same arm"
+    assert not app.exception and card_values(app)["Saved vs Always-Raw"] == "same arm"
     assert [h.value for h in app.subheader if h.value.startswith(("Routed", "Always-Raw"))] == [
         "Routed: raw:no_think (Always-Raw's own arm: nothing to compare, one call)"]
 
@@ -491,6 +489,11 @@ def card_values(app: AppTest) -> dict[str, str]:
     texts = [element.value for element in app.markdown]
     return {re.fullmatch(r":small\[(.*)\]", label).group(1): re.sub(r"<[^>]+>", "", value)
             for label, value in zip(texts, texts[1:]) if re.fullmatch(r":small\[.*\]", label)}
+
+
+def card_help(app: AppTest, label: str) -> str:
+    """The help of a card `ui.name_metric` shows (on its label)."""
+    return next(element for element in app.markdown if element.value == f":small[{label}]").proto.help
 
 
 def second_training_job_done(store: Store) -> pd.DataFrame:
@@ -538,11 +541,11 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert not app.exception, app.exception
     assert f"checkpoint `{parent}`" in texts(app.success)  # the fixture's run, finished
     assert {"train loss", "dev loss", "dev target agreement (trained arms)", "dev oracle agreement"} <= set(
-        metric_values(app))
+        card_values(app))
     assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [parent]
     # one definition: the run panel's dev oracle agreement is the checkpoint's, as in the comparison
     compared = frame_with(app, "metric").set_index("metric").loc["dev oracle agreement", "b"]
-    assert metric_values(app)["dev oracle agreement"] == f"{compared:.4g}"
+    assert card_values(app)["dev oracle agreement"] == f"{compared:.4g}"
 
     by_label(app.selectbox, "Features").set_value("lite")
     app.segmented_control[0].set_value(2).run()
@@ -560,7 +563,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert not app.exception
     assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [child, parent]
     assert f"Finished after 20 steps: checkpoint `{child}`." in texts(app.success)
-    assert {"reward", "KL to Stage 1", "entropy", "beta"} <= set(metric_values(app))
+    assert {"reward", "KL to Stage 1", "entropy", "beta"} <= set(card_values(app))
     assert by_label(app.selectbox, "Checkpoint A").value == parent  # the newest and its parent
     assert by_label(app.selectbox, "Checkpoint B").value == child
     diff = frame_with(app, "field").set_index("field")

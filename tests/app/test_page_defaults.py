@@ -31,7 +31,7 @@ TRAIN_STAGE2 = {"Algorithm": "algorithm", "Steps": "steps", "Rewards": "rewards"
 # Enumerate page widget label -> the `forge enumerate` option (None on the command line: "no limit")
 ENUMERATE = {"Split": "split", "Alphabet": "arms", "Split seed": "split_seed", "Queries in all": "limit",
              "Queries per benchmark": "per_benchmark", "Max host calls": "max_calls", "Max tokens": "max_tokens",
-             "Also run the four host probes (Full features)": "probes"}
+             "Run the four host probes too": "probes"}
 
 
 @pytest.fixture(scope="module")

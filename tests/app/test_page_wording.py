@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from streamlit.testing.v1 import AppTest
 
@@ -41,6 +42,14 @@ def render_answer(result) -> None:  # run as a script: no annotation it cannot r
     live_view.routed_answer(result)
 
 
+def cards(app: AppTest) -> dict[str, tuple[str, str]]:
+    """The cards `ui.name_metric` shows whole: label -> (value, help)."""
+    markdown = list(app.markdown)
+    return {re.fullmatch(r":small\[(.*)\]", label.value).group(1): (re.sub(r"<[^>]+>", "", value.value),
+                                                                      label.proto.help)
+            for label, value in zip(markdown, markdown[1:]) if re.fullmatch(r":small\[.*\]", label.value)}
+
+
 def bars(chart) -> tuple[list[str], list[float], str]:
     """A bar chart's arms, heights and y-axis title."""
     spec = json.loads(chart.proto.spec)
@@ -61,8 +70,9 @@ def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -
     assert max(heights) == 0.0 and heights[arms.index("summary:no_think")] == 0.0
     runner_up = result.confidence.runner_up  # the caption's margin is the runner-up's bar, sign turned
     assert -heights[arms.index(runner_up)] == result.confidence.margin
-    delta = next(m for m in app.metric if m.label == "Chosen arm").proto.delta
-    assert delta.startswith(f"{result.confidence.margin:+.3f} utility over {runner_up}")
+    assert cards(app)["Chosen arm"][0] == "summary:no_think"  # a card: the arm's name shown whole
+    assert any(caption.value.startswith(f"{result.confidence.margin:+.3f} utility over {runner_up}")
+               for caption in app.caption)  # under the card, in the chart's units
 
     next(t for t in app.toggle if t.label.startswith("Show the router's probabilities")).set_value(True).run()
     charts = app.get("plotly_chart")
@@ -82,14 +92,15 @@ def test_the_session_compares_routed_and_always_raw_f1_over_the_same_questions()
                routed(f1=0.0, raw=False), routed(f1=0.25, raw=False)]  # Always-Raw made live on 3 of 5
     app = AppTest.from_function(render_history, args=(answers,), default_timeout=TIMEOUT_S).run()
     assert not app.exception, app.exception
-    metrics = {metric.label: metric for metric in app.metric}
-    assert metrics["Mean F1 (routed)"].value == "0.35" and "Over the 5 questions" in metrics["Mean F1 (routed)"].help
-    compared = metrics["F1 routed vs Raw, 3 both answered"]  # the routed mean over those 3 only
-    assert compared.value == "0.50 vs 0.83" and "same 3 questions" in compared.help
-    assert not [label for label in metrics if "Always-Raw)" in label]  # no mean of Raw over other questions
+    shown = cards(app)
+    value, help_text = shown["Mean F1 (routed)"]
+    assert value == "0.35" and "Over the 5 questions" in help_text
+    value, help_text = shown["F1 routed vs Raw, 3 both answered"]  # the routed mean over those 3 only
+    assert value == "0.50 vs 0.83" and "same 3 questions" in help_text
+    assert not [label for label in shown if "Always-Raw)" in label]  # no mean of Raw over other questions
 
     app = AppTest.from_function(render_history, args=(answers[3:],), default_timeout=TIMEOUT_S).run()
-    assert {metric.label: metric.value for metric in app.metric}["F1 routed vs Raw"] == "–"
+    assert cards(app)["F1 routed vs Raw"][0] == "–"
 
 
 def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
