@@ -66,14 +66,20 @@ def test_ray_stage0_stores_the_in_process_rows_and_resumes(imported_store: Store
     assert job["status"] == "finished" and json.loads(job["params"])["engine"] == "ray"
 
 
-def test_ray_stage0_stops_at_max_calls_and_refuses_a_dollar_budget(imported_store: Store, ray_local,
-                                                                   tmp_path) -> None:
+def test_ray_stage0_stops_at_its_limits_and_refuses_a_dollar_budget(imported_store: Store, ray_local,
+                                                                     tmp_path) -> None:
     address = ray_local.get_runtime_context().gcs_address
     with CountingHost() as server:
-        store = fresh_copy(imported_store, tmp_path, server.base_url)
+        store = fresh_copy(imported_store, tmp_path / "calls", server.base_url)
         capped = enumerate_on(store, "--engine", "ray", "--address", address, "--max-calls", "7")
         assert capped.returncode == 0, capped.stderr
         assert len(server.received) == json.loads(capped.stdout)["calls"] == 7
+        by_tokens = fresh_copy(imported_store, tmp_path / "tokens", server.base_url)
+        stopped = json.loads(enumerate_on(by_tokens, "--engine", "ray", "--address", address, "--max-tokens",
+                                          "1").stdout)
+        assert stopped["status"] == "stopped: token limit reached"
+        samples = by_tokens.probe_outcomes(HOST).query("probe != 'greedy'")  # the greedy probe rides on a call
+        assert 0 < stopped["calls"] == len(by_tokens.arm_outcomes(HOST)) + len(samples) < 6 * 9  # taken: stored
         priced = enumerate_on(store, "--engine", "ray", "--budget-usd", "1")
     assert priced.returncode == 2 and "--budget-usd reserves each call" in priced.stderr
     assert "Traceback" not in priced.stderr
