@@ -87,11 +87,15 @@ columns[2].metric("Mean regret", f"{shown['regret'].mean():.4f}" if len(shown) e
                   help="In utility units at these weights.")
 columns[3].metric("Queries with regret", f"{int((shown['regret'] > 0).sum()):,}")
 
+# what the table is sorted and read by first, so it is on screen at 1,280 px; the per-arm columns after
+FIRST_COLUMNS = ("regret", "router", "oracle", "router_in_oracle", "compared", "question", "benchmark", "cluster")
+first = [name for name in FIRST_COLUMNS if name in shown.columns]
 event = st.dataframe(
     shown.drop(columns=["index"]), hide_index=True, on_select="rerun", selection_mode="single-row", key="query-table",
+    column_order=first + [name for name in shown.columns if name not in first and name != "index"],
     column_config={"regret": st.column_config.NumberColumn(format="%.4f"),
                    "router_in_oracle": st.column_config.CheckboxColumn("router in oracle"),
-                   "question": st.column_config.TextColumn(width="large"),
+                   "question": st.column_config.TextColumn(width="medium"),
                    **{name: st.column_config.NumberColumn(format="%.2f") for name in shown.columns
                       if name.startswith("F1 ")}})
 st.download_button("Download these queries (CSV)", shown.drop(columns=["index"]).to_csv(index=False),
