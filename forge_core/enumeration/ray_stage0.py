@@ -97,7 +97,8 @@ def query_tasks(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> l
     for unit in order_work(work, plan.n_arms, prefix_order=True):
         calls = tuple(query_calls(unit))
         if remaining is not None:
-            calls, remaining = calls[:remaining], remaining - len(calls[:remaining])
+            calls = calls[:remaining]
+            remaining -= len(calls)
         if not calls:
             break
         evidence = retrieve_evidence(retrievers[unit.example.benchmark], unit.example.question)
