@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from forge_core.records import ArmOutcome
-from forge_core.server.traffic_log import TrafficLog
 from forge_core.store import Store
+from forge_core.traffic_log import TrafficLog
 
 from support.browser import STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from forge_core.server.traffic_log import TrafficLog
+from forge_core.traffic_log import TrafficLog
 
 PAGE = Path(__file__).resolve().parents[2] / "pages" / "traffic.py"
 

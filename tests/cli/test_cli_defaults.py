@@ -92,6 +92,7 @@ NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
                      "host",  # a plan always names its host (no default)
                      "benchmark", "concurrency",  # None: the imported benchmarks; the host's own (`concurrency_for`)
                      "processes", "estimate", "to_batch", "from_batch", "requests", "batch",
+                     "engine", "address",  # where the plan runs (forge_core.engines), not what it is
                      "as_json"},  # how to run the plan, not what it is
     ("rewards", "judge"): {"as_json"},
     ("rewards", "support"): {"as_json"},
@@ -100,6 +101,7 @@ NOT_FIELD_DEFAULTS: dict[tuple[str, ...], set[str]] = {
                 "stage2_steps", "warm_arms", "as_json"},  # or False, the protocol subcommand's default (checked there)
     ("eval", "cached"): {"as_json"},
     ("eval", "crossfit"): {"warm_arms",  # None: the recommended recipe's (`forge recipes`)
+                           "engine", "address",  # where the folds run (forge_core.engines), not what they are
                            "as_json"},
     ("eval", "fresh"): {"as_json"},
     ("eval", "transfer"): {"source", "target",  # required (no default)
