@@ -36,6 +36,7 @@ DOCUMENTATION = (  # the manual's pages, as the README's "Documentation" lists t
     ("docs/hosts.md", "hosts, endpoints and prices; thinking controls and the depth check"),
     ("docs/retrievers.md", "retrievers: bm25, dense, hybrid and your own service; forge evidence compare"),
     ("docs/stage0.md", "Stage 0: forge enumerate, estimates, budgets, batches, and Stage 0 at scale"),
+    ("docs/scale.md", "past one machine on Ray: --engine ray for Stage 0, crossfit and forge serve"),
     ("docs/training.md", "arms and prompts, features and embedders, forge train, checkpoints, rewards"),
     ("docs/evaluation.md", "policies, the Cached, Crossfit and Fresh Online protocols, accounting, transfer"),
     ("docs/dashboard.md", "the dashboard's pages, the Live query page and forge ask"),
