@@ -66,8 +66,7 @@ def run_replicas(store: Store, settings: ServeSettings, replicas: int, bind: str
     serve.start(http_options={"host": bind, "port": port})
     deployment = serve.deployment(name="ForgeRouter", num_replicas=replicas)(serve.ingress()(ForgeReplica))
     serve.run(deployment.bind(str(store.path), settings), name=APP_NAME, route_prefix="/")
-    wait_until_loaded(f"http://127.0.0.1:{port}" if bind in ("0.0.0.0", "127.0.0.1") else f"http://{bind}:{port}",
-                      replicas)
+    wait_until_loaded(f"http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}", replicas)
     log.info("forge serve: %d Ray Serve replicas on http://%s:%d", replicas, bind, port)
     if not until_interrupted:
         return
