@@ -13,13 +13,10 @@ from typing import Any
 
 import pytest
 
-from forge_core.hosts.base import HostConfig
-from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
 
-from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST
-from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
+from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, dashboard_with_fake_host, require_browser
 from support.stores import copy_store
 
 WIDTHS = (1280, 1024)
@@ -49,11 +46,8 @@ def dashboard(tmp_path: Path, conditioned_store: tuple[Store, str]) -> Iterator[
     """`forge app` on a copy of the store with a cost-conditioned Lite router and the fake host saved."""
     require_browser()
     store = copy_store(conditioned_store[0], tmp_path / "widths")
-    with AnsweringServer() as fake:
-        save_host_config(store, HostConfig(name=FAKE_HOST, kind="openai", model="m", base_url=fake.base_url,
-                                           max_retries=0, timeout_s=10.0))
-        with running_dashboard(store.path, tmp_path / "app.log") as url:
-            yield url
+    with dashboard_with_fake_host(store.path, tmp_path / "app.log") as url:
+        yield url
 
 
 def idle(page: Any) -> None:

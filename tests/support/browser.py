@@ -93,3 +93,21 @@ def healthy(url: str) -> bool:
         return httpx.get(f"{url}/_stcore/health", timeout=2).text == "ok"
     except httpx.HTTPError:
         return False
+
+
+@contextlib.contextmanager
+def dashboard_with_fake_host(store_path: Path, log_path: Path) -> Iterator[str]:
+    """`running_dashboard` on a store (a private copy) with `FAKE_HOST` saved, answered by an
+    `AnsweringServer` until the block ends; yields the dashboard's URL."""
+    from forge_core.hosts.base import HostConfig
+    from forge_core.hosts.registry import save_host_config
+    from forge_core.store import Store
+
+    from support.answering_server import AnsweringServer
+    from support.app_store import FAKE_HOST
+
+    with AnsweringServer() as fake:
+        save_host_config(Store(store_path), HostConfig(name=FAKE_HOST, kind="openai", model="m",
+                                                       base_url=fake.base_url, max_retries=0, timeout_s=10.0))
+        with running_dashboard(store_path, log_path) as url:
+            yield url
