@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from forge_core.store import Store
 
 from support.app_store import FAKE_HOST
-from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, dashboard_with_fake_host, require_browser
+from support.browser import (
+    ANSWER_TIMEOUT_S,
+    STARTUP_TIMEOUT_S,
+    browser_page,
+    dashboard_with_fake_host,
+    idle,
+    pick_first_demo_question,
+    require_browser,
+)
 from support.stores import copy_store
 
 WIDTHS = (1280, 1024)
@@ -48,13 +55,6 @@ def dashboard(tmp_path: Path, conditioned_store: tuple[Store, str]) -> Iterator[
     store = copy_store(conditioned_store[0], tmp_path / "widths")
     with dashboard_with_fake_host(store.path, tmp_path / "app.log") as url:
         yield url
-
-
-def idle(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
-                                                           timeout=ANSWER_TIMEOUT_S * 1000)
 
 
 def test_no_page_cuts_a_value_a_button_a_select_or_a_label_at_1280_or_1024_px_nor_leaves_the_machine(
@@ -92,8 +92,7 @@ def test_a_routed_answer_and_its_session_are_shown_whole_at_1280_and_1024_px(das
         page.get_by_test_id("stSelectbox").filter(has_text="Router").click()
         page.get_by_role("option").filter(has_text="cond.").first.click()  # the demo list is a conditioned router's
         idle(page)
-        page.get_by_role("button", name="Pick").first.click()
-        idle(page)
+        pick_first_demo_question(page)
         page.get_by_role("button", name="Route and answer").click()
         expect(page.locator('[data-card="Questions"]')).to_have_text("1", timeout=ANSWER_TIMEOUT_S * 1000)
         idle(page)

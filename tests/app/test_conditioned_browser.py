@@ -22,6 +22,8 @@ from support.browser import (
     STARTUP_TIMEOUT_S,
     browser_page,
     dashboard_with_fake_host,
+    idle,
+    pick_first_demo_question,
     require_browser,
 )
 from support.stores import copy_store
@@ -49,13 +51,6 @@ def _card(page: Any, label: str) -> Any:
     return page.locator(f'[data-card="{label}"]')
 
 
-def _idle(page: Any) -> None:
-    from playwright.sync_api import expect
-
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
-                                                           timeout=ANSWER_TIMEOUT_S * 1000)
-
-
 def test_each_slider_step_recomputes_and_moves_the_conditioned_router(conditioned_dashboard: tuple[str, str]) -> None:
     from playwright.sync_api import expect
 
@@ -66,7 +61,7 @@ def test_each_slider_step_recomputes_and_moves_the_conditioned_router(conditione
         routed = _card(page, "forge_lite_cond at these weights")
         expect(routed).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
         oracle = _metric(page, "Oracle utility")
-        _idle(page)
+        idle(page)
         slider = page.get_by_test_id("stSlider").filter(has_text="lambda_in")
         thumb = slider.get_by_role("slider")
         thumb.focus()
@@ -84,7 +79,7 @@ def test_each_slider_step_recomputes_and_moves_the_conditioned_router(conditione
         before = routed.inner_text()
         for name in ("lambda_in", "lambda_out"):  # to the top of the range: 3.0 each
             page.get_by_test_id("stSlider").filter(has_text=name).get_by_role("slider").press("End")
-            _idle(page)
+            idle(page)
         expect(page.get_by_test_id("stSlider").filter(has_text="lambda_out").get_by_test_id(
             "stSliderThumbValue")).to_have_text("3.00")
         expect(routed).not_to_have_text(before, timeout=ANSWER_TIMEOUT_S * 1000)
@@ -103,11 +98,11 @@ def test_calibrate_to_a_budget_in_the_browser(conditioned_dashboard: tuple[str, 
         budget = page.get_by_label("T (tokens a query)")
         budget.fill("300")
         budget.press("Enter")
-        _idle(page)
+        idle(page)
         page.get_by_role("button", name="Calibrate").click()
         realized = _metric(page, "Realized tokens a query")
         expect(realized).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-        _idle(page)
+        idle(page)
         weights = _metric(page, "Calibrated weights").inner_text()
         lambda_in = float(weights.split("/")[0])
         thumb_value = page.get_by_test_id("stSlider").filter(has_text="lambda_in").get_by_test_id(
@@ -126,12 +121,11 @@ def test_a_live_query_changes_arm_when_the_weights_rise(conditioned_dashboard: t
         expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
         page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
         page.get_by_role("option", name=FAKE_HOST).click()
-        _idle(page)
+        idle(page)
         page.get_by_test_id("stSelectbox").filter(has_text="Router").click()
         page.get_by_role("option").filter(has_text="cond.").first.click()  # named "Lite, stage 1, cond., ..."
-        _idle(page)
-        page.get_by_role("button", name="Pick").first.click()  # the first demo question, weights to 0.02 / 0.04
-        _idle(page)
+        idle(page)
+        pick_first_demo_question(page)  # the first demo question, weights to 0.02 / 0.04
         chosen, questions = _card(page, "Chosen arm"), _card(page, "Questions")
         arms = []
         for asked in (1, 2):
@@ -140,11 +134,11 @@ def test_a_live_query_changes_arm_when_the_weights_rise(conditioned_dashboard: t
                     slider = page.get_by_test_id("stSlider").filter(has_text=name)
                     slider.get_by_role("slider").press("End")
                     expect(slider.get_by_test_id("stSliderThumbValue")).to_have_text("3.00")
-                    _idle(page)
+                    idle(page)
             page.get_by_role("button", name="Route and answer").click()
             answered = questions.filter(has_text=re.compile(rf"^{asked}$"))  # the session history (a card: the run's
             expect(answered).to_have_count(1, timeout=ANSWER_TIMEOUT_S * 1000)  # earlier one lingers while it runs)
-            _idle(page)
+            idle(page)
             arms.append(chosen.inner_text())
         assert arms[0] != arms[1], arms
         assert arms[1].startswith(("direct", "summary"))

@@ -111,3 +111,23 @@ def dashboard_with_fake_host(store_path: Path, log_path: Path) -> Iterator[str]:
                                                        base_url=fake.base_url, max_retries=0, timeout_s=10.0))
         with running_dashboard(store_path, log_path) as url:
             yield url
+
+
+def idle(page: Any) -> None:
+    """Wait until the dashboard's script is not running (a rerun has finished, or has not started)."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                           timeout=ANSWER_TIMEOUT_S * 1000)
+
+
+def pick_first_demo_question(page: Any) -> None:
+    """Press the Live query demo list's first Pick and wait until the page shows the picked question. Waiting
+    for the script to be idle alone races the rerun the press starts: a press of "Route and answer" made
+    before that rerun runs interrupts it, and the page answers an empty question."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Pick").first.click()
+    expect(page.get_by_role("radio", name="Pick one from the benchmark")).to_be_checked(
+        timeout=ANSWER_TIMEOUT_S * 1000)
+    idle(page)
