@@ -41,6 +41,18 @@ def store_lock_wait_s() -> float:
         raise InvalidInput(f"FORGE_STORE_LOCK_WAIT is a number of seconds, not '{configured}'") from None
 
 
+def host_threads() -> int:
+    """The CPU threads an embedded host's llama.cpp server computes with: `FORGE_HOST_THREADS`, or
+    one per core. Set fewer on a machine busy with other work: llama.cpp's threads wait for each other
+    at every layer, so one thread that shares its core with another process slows them all."""
+    configured = os.environ.get("FORGE_HOST_THREADS")
+    if not configured:
+        return os.cpu_count() or 2
+    if not configured.isdigit() or int(configured) < 1:
+        raise InvalidInput(f"FORGE_HOST_THREADS is a number of threads (1 or more), not '{configured}'")
+    return int(configured)
+
+
 def models_dir() -> Path:
     """Model weights, outside git: `FORGE_MODELS_DIR` or `~/.cache/forge/models`."""
     configured = os.environ.get("FORGE_MODELS_DIR")

@@ -108,7 +108,7 @@ class EmbeddedServer:
         self.model_key = model_key
         self.model_file = model_path(model_key, models_dir)
         self.port = port or _free_port()
-        self.threads = threads or os.cpu_count() or 2
+        self.threads = threads or config.host_threads()
         self.server_args = server_args  # extra `llama_cpp.server` options, e.g. ("--n_ubatch", "1")
         self.process: subprocess.Popen | None = None
         self.log_path = config.cache_dir() / "servers" / f"{model_key}.log"

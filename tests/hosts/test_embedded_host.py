@@ -106,3 +106,19 @@ def test_qwen_answers_with_exact_usage(host: str) -> None:
         request = build_request("What is the capital of France?", "", parse_arm("direct:no_think"), False)
         generation = generate(served, request)
     assert "Paris" in generation.text and generation.tokens_in > 20
+
+
+def test_the_server_computes_with_the_threads_forge_host_threads_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from forge_core.errors import InvalidInput
+
+    require_tiny_model()
+    model = BUILTIN_HOSTS["embedded-tiny"].model
+    monkeypatch.delenv("FORGE_HOST_THREADS", raising=False)
+    assert EmbeddedServer(model).threads == os.cpu_count()
+    monkeypatch.setenv("FORGE_HOST_THREADS", "1")
+    assert EmbeddedServer(model).threads == 1
+    assert EmbeddedServer(model, threads=3).threads == 3  # an explicit count wins
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("FORGE_HOST_THREADS", bad)
+        with pytest.raises(InvalidInput, match=f"FORGE_HOST_THREADS is a number of threads .*'{bad}'"):
+            EmbeddedServer(model)
