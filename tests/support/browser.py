@@ -34,13 +34,6 @@ PARETO_STEP_DONE = """before => {
     return value !== undefined && value !== before && idle;
 }"""
 
-# `page.evaluate(CUT_OFF_METRICS)`: the metric cards' labels and values drawn cut off (an element of the card
-# narrower than its text, as Streamlit's ellipsis leaves it), as their full texts
-CUT_OFF_METRICS = """() => [...document.querySelectorAll(
-        '[data-testid="stMetricLabel"], [data-testid="stMetricValue"]')]
-    .filter(part => [part, ...part.querySelectorAll("*")].some(e => e.scrollWidth > e.clientWidth + 1))
-    .map(part => part.innerText)"""
-
 
 def free_port() -> int:
     with socket.socket() as probe:
