@@ -12,12 +12,15 @@ from rich.console import Console
 from forge_core import config
 from forge_core.cli.output import (
     HOST_RETRIEVER_HELP,
+    AddressOption,
+    EngineOption,
     chosen_retriever,
     console,
     counting_progress,
     open_store,
     print_json,
 )
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
 from forge_core.statistics import Interval
 
@@ -44,26 +47,32 @@ def decide_command(
     manifest: Annotated[Optional[Path], typer.Option(
         "--manifest", help="Also write the deployment manifest to this file (`forge serve --manifest`).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the deployment manifest as one JSON object.")] = False,
+    engine: EngineOption = DEFAULT_ENGINE,
+    address: AddressOption = None,
 ) -> None:
     """What to deploy: among every policy measured out of fold at these weights that `forge serve`
     can serve (fixed arms and FORGE routers; the others are listed with the reason), a router only
     where its gain over the best fixed arm is decidable, else the cheapest arm not decidably below
     the best. The evidence is one recipe's: its stored crossfit run at these weights, else its
     cost-conditioned routers' folds deciding at them (trained once, about a minute). Names a
-    checkpoint of that recipe (or the command that trains it) and writes a deployment manifest."""
+    checkpoint of that recipe (or the command that trains it) and writes a deployment manifest.
+    With --engine ray the folds it trains (the calibration's, the fold routers') are Ray tasks: the
+    same decision."""
     from forge_core.evaluation.decide import decide
     from forge_core.evaluation.manifest import data_version, decision_manifest, write_manifest
     from forge_core.evidence.retrievers import evaluated_retriever_hash
 
+    check_engine(engine, address)
     retriever = chosen_retriever(host, retriever)
     store = open_store()
-    weights, from_budget = _weights(store, host, lambda_in, lambda_out, budget_tokens, accounting, retriever)
+    weights, from_budget = _weights(store, host, lambda_in, lambda_out, budget_tokens, accounting, retriever,
+                                    engine, address)
     with counting_progress(transient=True) as progress:
         task = progress.add_task("training the fold routers once (folds)", total=None)
         decided = decide(store, host, weights, config.cache_dir(), accounting,
                          on_fold=lambda done, total: progress.update(task, completed=done, total=total),
                          retriever=retriever, recipe=_recipe(store, host, recipe, retriever),
-                         budget_tokens=budget_tokens)
+                         budget_tokens=budget_tokens, engine=engine, address=address)
     decided["weights_from_budget"] = from_budget
     report = decision_manifest(decided, data_version(store, host, decided["recipe"]["n_arms"],
                                                      evaluated_retriever_hash(store, host, retriever)))
@@ -78,8 +87,9 @@ def decide_command(
 
 
 def _weights(store, host: str, lambda_in: float | None, lambda_out: float | None, budget_tokens: float | None,
-             accounting: str, retriever: str) -> tuple:
-    """The weights to decide at, and whether they came from calibrating to the budget."""
+             accounting: str, retriever: str, engine: str, address: str | None) -> tuple:
+    """The weights to decide at, and whether they came from calibrating to the budget (its folds on
+    `engine`)."""
     from forge_core.routing.utility import CostWeights
 
     if lambda_in is not None and lambda_out is not None:
@@ -93,7 +103,8 @@ def _weights(store, host: str, lambda_in: float | None, lambda_out: float | None
     with counting_progress(transient=True) as progress:
         task = progress.add_task("calibrating the weights to the budget (folds, once)", total=request.folds)
         weights = calibrated_weights(store, request, config.cache_dir(),
-                                     on_fold=lambda done, total: progress.update(task, completed=done))
+                                     on_fold=lambda done, total: progress.update(task, completed=done),
+                                     engine=engine, address=address)
     return weights, True
 
 

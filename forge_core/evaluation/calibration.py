@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.file_cache import cached_file
@@ -184,28 +185,54 @@ def _calibrate_fold(request: CalibrationRequest, context: EvalContext, fold: int
     return FoldCalibration(fold, weights, float(tokens[index]), float(f1[index]), met), router
 
 
-def run_calibration(store: Store, request: CalibrationRequest,
-                    on_fold: Callable[[int, int], None] | None = None) -> CalibrationResult:
+def _calibrated_fold(request: CalibrationRequest, context: EvalContext,
+                     fold: int) -> tuple[FoldCalibration, np.ndarray, np.ndarray]:
+    """One fold calibrated on its inner dev part, and its held-out queries' tokens and F1 at the
+    weights chosen there."""
+    calibration, router = _calibrate_fold(request, context, fold)
+    tokens, f1 = _tokens_and_f1(context.at(calibration.weights), router, context.rows("test"))
+    return calibration, tokens, f1
+
+
+def _calibrate_folds(request: CalibrationRequest, fold_contexts: list[tuple[int, EvalContext]],
+                     on_fold: Callable[[int, int], None] | None, engine: str,
+                     address: str | None) -> list[tuple[FoldCalibration, np.ndarray, np.ndarray]]:
+    """`_calibrated_fold` of every fold, in fold order: in this process, or as Ray tasks."""
+    if engine == "ray":
+        from forge_core.evaluation.crossfit_ray import map_folds_on_ray, shipped
+
+        return map_folds_on_ray(_calibrated_fold, [(request, shipped(context, {request.variant}), fold)
+                                                   for fold, context in fold_contexts], on_fold, address)
+    calibrated = []
+    with one_torch_thread():
+        for fold, context in fold_contexts:
+            calibrated.append(_calibrated_fold(request, context, fold))
+            log.info("calibration fold %d: %s", fold, calibrated[-1][0])
+            if on_fold:
+                on_fold(fold + 1, request.folds)
+    return calibrated
+
+
+def run_calibration(store: Store, request: CalibrationRequest, on_fold: Callable[[int, int], None] | None = None,
+                    engine: str = DEFAULT_ENGINE, address: str | None = None) -> CalibrationResult:
     """Calibrate as `request` asks (see the module docstring); `on_fold(done, total)` follows the
     folds. Refuses what it cannot calibrate (`base_context`, and a benchmark with fewer complete
     queries than folds) before any work; computes missing features first; trains in memory only
-    (no checkpoint is stored)."""
+    (no checkpoint is stored). With `engine` "ray" each fold is a Ray task (`address`: the cluster
+    to join), with the same result."""
+    check_engine(engine, address)
     base = request.base_context(store)
     fold_contexts = crossfit_folds(base, request.folds, request.dev_fraction, request.split_seed)
     compute_features(store, request.host, retriever=request.retriever)
+    fold_contexts = list(fold_contexts)
     benchmarks = base.table.benchmarks
     tokens, f1 = np.zeros(len(benchmarks)), np.zeros(len(benchmarks))
     folds = []
-    with one_torch_thread():
-        for fold, context in fold_contexts:
-            calibration, router = _calibrate_fold(request, context, fold)
-            folds.append(calibration)
-            held_out = context.rows("test")
-            at_weights = context.at(calibration.weights)
-            tokens[held_out], f1[held_out] = _tokens_and_f1(at_weights, router, held_out)
-            log.info("calibration fold %d: %s", fold, calibration)
-            if on_fold:
-                on_fold(fold + 1, request.folds)
+    for (_, context), (calibration, fold_tokens, fold_f1) in zip(
+            fold_contexts, _calibrate_folds(request, fold_contexts, on_fold, engine, address)):
+        folds.append(calibration)
+        held_out = context.rows("test")
+        tokens[held_out], f1[held_out] = fold_tokens, fold_f1
     zeros = np.zeros_like(tokens)
     realized_tokens, realized_f1 = macro(tokens, benchmarks), macro(f1, benchmarks)
     met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None
@@ -264,13 +291,15 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
 
 
 def calibrated_weights(store: Store, request: CalibrationRequest, cache_dir: Path,
-                       on_fold: Callable[[int, int], None] | None = None) -> CostWeights:
-    """`run_calibration`'s weights for `request`, computed once per request and store data and kept
-    as JSON under `cache_dir` (`forge decide --budget-tokens` without weights decides at them)."""
+                       on_fold: Callable[[int, int], None] | None = None, engine: str = DEFAULT_ENGINE,
+                       address: str | None = None) -> CostWeights:
+    """`run_calibration`'s weights for `request` (its folds on `engine`), computed once per request
+    and store data and kept as JSON under `cache_dir` (`forge decide --budget-tokens` without
+    weights decides at them)."""
     data = request.base_context(store).table.data_hash()
     identity = {"request": dataclasses.asdict(request), "data": data}
     path = Path(cache_dir) / "calibration" / f"{canonical_hash('calibration', 1, identity)[:20]}.json"
-    weights = cached_file(path, lambda: run_calibration(store, request, on_fold).weights.to_dict(),
+    weights = cached_file(path, lambda: run_calibration(store, request, on_fold, engine, address).weights.to_dict(),
                           lambda file: json.loads(file.read_text()),
                           lambda file, value: file.write_text(json.dumps(value)))
     return CostWeights(weights["lambda_in"], weights["lambda_out"])

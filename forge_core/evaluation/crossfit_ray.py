@@ -1,6 +1,8 @@
-"""Crossfit folds as Ray tasks (`forge eval crossfit --engine ray`): each fold's policies are fitted
-and scored in a task of their own, on one core, and the driver stores each fold's rows as it
-arrives, the only process that writes the store.
+"""Folds as Ray tasks. A crossfit run (`forge eval crossfit --engine ray`): each fold's policies are
+fitted and scored in a task of their own, on one core, and the driver stores each fold's rows as it
+arrives, the only process that writes the store. The fold trainings behind `forge decide --engine
+ray` (the weight sweep of a calibration, the conditioned routers that decide at any weights) go
+through `map_folds_on_ray` the same way: one task a fold, the results back in fold order.
 
 A task gets its fold's context with the features already read (the driver reads them once, before
 any task starts): a task reads nothing from the store. Each fold is fitted exactly as in one
@@ -35,7 +37,7 @@ class StoreLeftOnDriver:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise RuntimeError(f"a crossfit task reads nothing from the store (it asked for Store.{name}): "
+        raise RuntimeError(f"a fold task on Ray reads nothing from the store (it asked for Store.{name}): "
                            "read it on the driver before the task is sent")
 
 
@@ -44,12 +46,46 @@ def needed_variants(policies: list[Policy]) -> set[str]:
     return {BASELINE_VARIANT} | {variant for policy in policies if (variant := getattr(policy, "live_variant", None))}
 
 
-def fold_rows_task(context: EvalContext, rows: Any, fitted: list[Policy], stored_names: set[str]) -> pd.DataFrame:
-    """One fold on a Ray worker: fit `fitted` in order and score those named in `stored_names`."""
+def shipped(context: EvalContext, variants: set[str]) -> EvalContext:
+    """The context as a Ray task gets it: the features of `variants` read here, on the driver, and
+    no store."""
+    for variant in variants:
+        context.features(variant)
+    return dataclasses.replace(context, store=StoreLeftOnDriver())
+
+
+def on_one_torch_thread(function: Callable[..., Any], *arguments: Any) -> Any:
+    """`function(*arguments)` with torch on one thread, as the in-process folds run (a Ray task)."""
     from forge_core.training.threads import one_torch_thread
 
     with one_torch_thread():
-        return fold_rows(context, rows, fitted, [p for p in fitted if p.name in stored_names], None)
+        return function(*arguments)
+
+
+def fold_rows_task(context: EvalContext, rows: Any, fitted: list[Policy], stored_names: set[str]) -> pd.DataFrame:
+    """One fold on a Ray worker: fit `fitted` in order and score those named in `stored_names`."""
+    return on_one_torch_thread(fold_rows, context, rows, fitted, [p for p in fitted if p.name in stored_names], None)
+
+
+def map_folds_on_ray(function: Callable[..., Any], folds: list[tuple], on_fold: Callable[[int, int], None] | None,
+                     address: str | None = None) -> list[Any]:
+    """`function(*arguments)` for each fold's `arguments` (contexts `shipped`), each a Ray task on
+    one core and one torch thread; the results in the order of `folds`, `on_fold(done, total)` as
+    each task ends. An interruption cancels the tasks not yet ended."""
+    ray = ray_session(address)
+    task = ray.remote(num_cpus=1, max_retries=2)(on_one_torch_thread)
+    pending = {task.remote(function, *arguments): index for index, arguments in enumerate(folds)}
+    results: list[Any] = [None] * len(folds)
+    try:
+        while pending:
+            [ready], _ = ray.wait(list(pending), num_returns=1)
+            results[pending.pop(ready)] = ray.get(ready)
+            if on_fold:
+                on_fold(len(folds) - len(pending), len(folds))
+    finally:
+        for unfinished in pending:
+            ray.cancel(unfinished)
+    return results
 
 
 def run_folds_on_ray(store: Store, settings: dict, run_id: str,
@@ -65,10 +101,8 @@ def run_folds_on_ray(store: Store, settings: dict, run_id: str,
         pending = {}
         for fold, context, fitted, missing in work:
             if missing:
-                for variant in needed_variants(fitted):
-                    context.features(variant)
-                shipped = dataclasses.replace(context, store=StoreLeftOnDriver())
-                pending[task.remote(shipped, context.rows("test"), fitted, {p.name for p in missing})] = fold
+                pending[task.remote(shipped(context, needed_variants(fitted)), context.rows("test"), fitted,
+                                    {p.name for p in missing})] = fold
         done = len(work) - len(pending)
         log.info("crossfit %s: %d folds as Ray tasks", run_id, len(pending))
         try:

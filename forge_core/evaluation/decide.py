@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from forge_core.engines import DEFAULT_ENGINE
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_checkpoint
@@ -233,10 +234,11 @@ def decision_of_run(store: Store, run_id: str, settings: dict) -> dict:
 
 def _evidence(store: Store, host: str, recipe: Recipe, weights: CostWeights, accounting: str, retriever_hash: str,
               cache_dir: Path, on_fold: Callable[[int, int], None] | None,
-              context_for: Callable[[dict], EvalContext] | None,
-              measured: list[MeasuredRecipe] | None = None) -> tuple[str, list[str], Callable[[], tuple]]:
+              context_for: Callable[[dict], EvalContext] | None, measured: list[MeasuredRecipe] | None = None,
+              engine: str = DEFAULT_ENGINE, address: str | None = None) -> tuple[str, list[str], Callable[[], tuple]]:
     """Where the decision's evidence comes from: ("stored run" or "fold decisions"), the run ids it
-    rests on, and a function computing (outcomes, reproduced_share) from them."""
+    rests on, and a function computing (outcomes, reproduced_share) from them (fold routers trained
+    on `engine`)."""
     runs = recipe_runs(store, host, recipe, retriever_hash, measured)
     at = run_at_weights(runs, weights, accounting)
     if at is not None:
@@ -250,7 +252,8 @@ def _evidence(store: Store, host: str, recipe: Recipe, weights: CostWeights, acc
 
         outcomes, reproduced = out_of_fold_outcomes(store, anchor.run_id, anchor.settings, weights, accounting,
                                                     cache_dir, on_fold,
-                                                    context_for(anchor.settings) if context_for else None)
+                                                    context_for(anchor.settings) if context_for else None,
+                                                    engine, address)
         return outcomes, reproduced
 
     return "fold decisions", [anchor.run_id], from_folds
@@ -277,8 +280,8 @@ def _missing_evidence(host: str, recipe: Recipe, weights: CostWeights, accountin
 def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accounting: str = "deploy",
            on_fold: Callable[[int, int], None] | None = None, retriever: str = DEFAULT_RETRIEVER,
            context_for: Callable[[dict], EvalContext] | None = None, recipe: Recipe | None = None,
-           budget_tokens: float | None = None, n_arms: int = 6,
-           measured: list[MeasuredRecipe] | None = None) -> dict:
+           budget_tokens: float | None = None, n_arms: int = 6, measured: list[MeasuredRecipe] | None = None,
+           engine: str = DEFAULT_ENGINE, address: str | None = None) -> dict:
     """The decision at `weights` for `host` under `retriever`'s evidence, of `recipe` (default: the
     recommended one), within `budget_tokens` a query when given (see the module docstring), with
     the checkpoint of the same recipe to deploy and its serve command. `on_fold(done, total)`
@@ -286,7 +289,8 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
     settings, its `fold_decisions.decision_context` under `accounting`, kept by the caller;
     `measured`, the host's `recipe_choice.measured_recipes` under the retriever and the configured
     embedder, kept by the caller (they change only with the store's crossfit runs: the dashboard
-    keeps them per store version), else read here."""
+    keeps them per store version), else read here. With `engine` "ray" the fold routers' one-off
+    training runs a Ray task a fold (`address`: the cluster to join), with the same result."""
     from forge_core.evidence.embedders import embedder_name
 
     check_accounting(accounting)
@@ -298,7 +302,7 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
     chosen = recipe or choice["recipe"]
     source, run_ids, compute_outcomes = _evidence(store, host, chosen, weights, accounting, evidence_hash,
                                                   Path(cache_dir), on_fold, context_for,
-                                                  measured if chosen.embedder == embedder else None)
+                                                  measured if chosen.embedder == embedder else None, engine, address)
 
     def compute() -> dict:
         from forge_core.training.threads import one_thread

@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 from sklearn.linear_model import Ridge
 
+from forge_core.engines import DEFAULT_ENGINE
 from forge_core.evaluation.crossfit import (
     FLOOR_POLICY,
     STAGE_CONFIG_RENAMES,
@@ -88,27 +89,48 @@ def _floor_record(components: tuple[Standardizer, dict[float, Ridge]]) -> dict:
             "intercept": [torch.as_tensor(model.intercept_) for model in models.values()]}
 
 
-def _train_folds(run_id: str, settings: CrossfitSettings, contexts: list[EvalContext],
-                 on_fold: Callable[[int, int], None] | None) -> dict:
-    """Each fold's conditioned routers and floor fits, and the share of the run's stored decisions
-    the routers make again at its weights."""
-    folds, routers = [], []
+def _trained_fold(settings: CrossfitSettings, context: EvalContext) -> tuple[dict, list[dict[str, np.ndarray]]]:
+    """One fold's conditioned routers and floor fits as the fold file keeps them, and the routers'
+    held-out rows at the run's weights."""
+    trained = {}
+    for name in CONDITIONED_VARIANTS:
+        trained[name] = _fold_router(name, settings)
+        trained[name].fit(context)
+    record = {"routers": {name: _router_record(policy) for name, policy in trained.items()},
+              "floor": _floor_record(RidgeUtility.fit_components(context))}
+    at_run = context.at(settings.weights)
+    return record, [_policy_rows(at_run, at_run.rows("test"), policy) for policy in trained.values()]
+
+
+def _train_each_fold(settings: CrossfitSettings, contexts: list[EvalContext],
+                     on_fold: Callable[[int, int], None] | None, engine: str,
+                     address: str | None) -> list[tuple[dict, list[dict[str, np.ndarray]]]]:
+    """`_trained_fold` of every fold, in fold order: in this process, or as Ray tasks."""
+    if engine == "ray":
+        from forge_core.evaluation.crossfit_ray import BASELINE_VARIANT, map_folds_on_ray, shipped
+
+        read = {BASELINE_VARIANT, *CONDITIONED_VARIANTS.values()}
+        return map_folds_on_ray(_trained_fold, [(settings, shipped(context, read)) for context in contexts], on_fold,
+                                address)
+    trained = []
     with one_torch_thread():
         for fold, context in enumerate(contexts):
-            trained = {}
-            for name in CONDITIONED_VARIANTS:
-                trained[name] = _fold_router(name, settings)
-                trained[name].fit(context)
-            routers.append(trained)
-            folds.append({"routers": {name: _router_record(policy) for name, policy in trained.items()},
-                          "floor": _floor_record(RidgeUtility.fit_components(context))})
+            trained.append(_trained_fold(settings, context))
             log.info("fold decisions: fold %d of %d trained", fold + 1, len(contexts))
             if on_fold:
                 on_fold(fold + 1, len(contexts))
-    at_run = [context.at(settings.weights) for context in contexts]
-    decided = _frame([_policy_rows(context, context.rows("test"), policy)
-                      for context, trained in zip(at_run, routers) for policy in trained.values()])
-    return {"folds": folds, "reproduced_share": _reproduced_share(contexts[0].store, run_id, decided)}
+    return trained
+
+
+def _train_folds(run_id: str, settings: CrossfitSettings, contexts: list[EvalContext],
+                 on_fold: Callable[[int, int], None] | None, engine: str = DEFAULT_ENGINE,
+                 address: str | None = None) -> dict:
+    """Each fold's conditioned routers and floor fits (on `engine`), and the share of the run's
+    stored decisions the routers make again at its weights."""
+    trained = _train_each_fold(settings, contexts, on_fold, engine, address)
+    decided = _frame([rows for _, fold_rows in trained for rows in fold_rows])
+    return {"folds": [record for record, _ in trained],
+            "reproduced_share": _reproduced_share(contexts[0].store, run_id, decided)}
 
 
 def _reproduced_share(store: Store, run_id: str, decided: pd.DataFrame) -> dict[str, float]:
@@ -152,11 +174,13 @@ def decision_context(store: Store, stored_settings: dict, accounting: str) -> Ev
 
 def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weights: CostWeights, accounting: str,
                          cache_dir: Path, on_fold: Callable[[int, int], None] | None = None,
-                         base: EvalContext | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+                         base: EvalContext | None = None, engine: str = DEFAULT_ENGINE,
+                         address: str | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """One row per (policy, query) at `weights`: the held-out decision of every fixed arm, the floor
     and each conditioned router, with F1, utility and tokens in and out (under `accounting`); and
     the routers' `reproduced_share`. The fold file is made on the first call (`on_fold(done, total)`
-    follows it). `base`: the run's `decision_context` under `accounting`, already loaded."""
+    follows it; with `engine` "ray" its folds are trained as Ray tasks, `address` the cluster to
+    join). `base`: the run's `decision_context` under `accounting`, already loaded."""
     settings = settings_from_dict(stored_settings)
     base = (base or decision_context(store, stored_settings, accounting)).at(weights)
     if crossfit_run_id(settings.to_dict(stored_settings.get("retriever_hash", "")), base) != run_id:
@@ -164,7 +188,7 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     contexts = [context for _, context in
                 crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
     path = fold_file(cache_dir, run_id)
-    stored = cached_file(path, lambda: _train_folds(run_id, settings, contexts, on_fold),
+    stored = cached_file(path, lambda: _train_folds(run_id, settings, contexts, on_fold, engine, address),
                          lambda file: _read_fold_file(str(file), file.stat().st_mtime_ns),
                          lambda file, value: torch.save(value, file))
     routers = _fold_routers(str(path), path.stat().st_mtime_ns, json.dumps(stored_settings, sort_keys=True))
