@@ -356,7 +356,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
         print_json(report)
         return
     table = Table("policy", "macro F1", "k tok (deploy)", "k tok (answer)", "calls", "utility", "F1 vs Raw, 95% CI",
-                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI", "regret, 95% CI", "in oracle set",
+                  "utility vs best fixed, 95% CI", "vs ridge floor, 95% CI", "F1 vs mix at its tokens, 95% CI",
+                  "regret, 95% CI", "in oracle set",
                   title=f"{settings.host}{_under(settings.retriever)}, crossfit {settings.folds} folds, "
                         f"stage {settings.stage}, split seed "
                         f"{settings.split_seed}, {report['queries']} queries, "
@@ -366,9 +367,11 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
         table.add_row(name, f"{row['macro_f1']:.4f}", f"{row['deploy_cost_k']:.3f}", f"{row['answer_cost_k']:.3f}",
                       f"{row['calls_per_query']:.2f}", f"{row['macro_utility']:.4f}",
                       _interval(row["ci_f1_vs_always_raw"]), _interval(row["ci_utility_vs_best_fixed"]),
-                      _interval(row.get("ci_utility_vs_floor")),
+                      _interval(row.get("ci_utility_vs_floor")), _hull_gap_text(row["hull_gap"]),
                       f"{row['regret']['mean']:.4f} {_interval(row['regret']['ci'])}", f"{row['oracle_agreement']:.1%}")
     Console().print(table)
+    Console().print("mix: two fixed arms at random per query; its hull (tokens a query, macro F1): "
+                    + ", ".join(f"{v['arm']} ({v['tokens']:,.0f}, {v['f1']:.4f})" for v in report["mix_hull"]["all"]))
     _print_stage_gains(report["stage2_minus_stage1"])
     _print_reliability(report)
     Console().print(f"This run alone would deploy {decision['deploy']} (best fixed arm {decision['best_fixed_arm']}; "
@@ -459,6 +462,13 @@ def _print_seed_spread(spread: dict) -> None:
 def _under(retriever: str) -> str:
     """A title's note of a retriever other than the default BM25."""
     return "" if retriever == "bm25" else f", retriever {retriever}"
+
+
+def _hull_gap_text(gap: dict | None) -> str:
+    """A policy's F1 above the best mix at its tokens with the interval ("below the cheapest arm": none)."""
+    if gap is None:
+        return "below the cheapest arm"
+    return f"{gap['difference']:+.4f} {_interval(gap['ci'])}"
 
 
 def _interval(ci: list[float] | None) -> str:

@@ -33,6 +33,7 @@ from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.fold_rows import fold_rows
+from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull, per_benchmark_hulls
 from forge_core.evaluation.oracle_measures import (
     margin_reliability,
     oracle_measures,
@@ -58,6 +59,8 @@ from forge_core.store import Store, job_run
 from forge_core.training.settings import PAPER_WARM_START_ARMS, STORED_CONFIG_KEYS, Stage1Config, Stage2Config
 
 if TYPE_CHECKING:  # torch only when a fold is trained: printing a stored run needs none
+    import pandas as pd
+
     from forge_core.routing.routers import Router
     from forge_core.training.trainer import FitRows
 
@@ -73,7 +76,7 @@ IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identit
 # evidence: runs stored before retrievers existed keep their ids); its name is only a label.
 IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
 IDENTITY_LABELS = ("retriever",)
-REPORT_VERSION = 4  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 5  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 REPORT_CACHE = "crossfit"  # under the cache directory: kept reports (the dashboard's view_cache.CROSSFIT_CACHE)
 
 
@@ -386,7 +389,11 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     interval, tie-aware oracle agreement and per-benchmark cot share, with every policy's regret
     also under `regret` and each Stage-2 router's gain over its Stage-1 parent under
     `stage2_minus_stage1`; each router's `reliability` table (margin deciles against the realized
-    utility difference), None with `margins_stored` false for a run stored before margins were."""
+    utility difference), None with `margins_stored` false for a run stored before margins were; the
+    cost-matched mix of fixed arms (`forge_core.evaluation.mix`): its hull's vertices under `mix_hull`
+    (overall and per benchmark, tokens a query under the run's accounting) and each policy's
+    `hull_gap` (F1 above the best mix at its own tokens, with its paired interval; None below the
+    cheapest arm's tokens)."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -408,6 +415,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
     arm_utility, arms = utility_matrix(per_policy, fixed, f"{accounting}_utility")
+    mixes = fixed_arm_outcomes(per_policy, fixed, f"{accounting}_tokens", benchmarks)
     policies = {}
     for name, frame in per_policy.items():
         f1 = frame["f1"].to_numpy()
@@ -421,6 +429,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "ci_f1_vs_always_raw": list(paired_bootstrap_ci(f1, raw_f1, benchmarks)),
             "ci_utility_vs_best_fixed": list(paired_bootstrap_ci(utility(name), utility(best_fixed), benchmarks)),
             "deployable": frame["kind"].iloc[0] != ORACLE_KIND,
+            "hull_gap": hull_gap(mixes, f1, frame[f"{accounting}_tokens"].to_numpy(dtype=np.float64)),
             **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
         if frame["kind"].iloc[0] == ROUTER_KIND:
@@ -436,7 +445,17 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "best_fixed_policy": best_fixed, "floor_policy": FLOOR_POLICY, "policies": policies,
             "regret": {name: row["regret"] for name, row in policies.items()},
             "margins_stored": any(row.get("reliability") for row in policies.values()),
+            "mix_hull": {"all": mix_hull(mixes), "by_benchmark": per_benchmark_hulls(mixes)},
             "stage2_minus_stage1": stage2_minus_stage1(per_policy, f"{accounting}_utility", benchmarks)}
+
+
+def fixed_arm_outcomes(per_policy: dict[str, pd.DataFrame], fixed: list[str], tokens: str,
+                       benchmarks: np.ndarray) -> ArmOutcomes:
+    """The fixed arms' per-query F1 and `tokens` column (rows in the frames' common order), named by arm."""
+    return ArmOutcomes(tuple(per_policy[name]["arm"].iloc[0] for name in fixed),
+                       np.stack([per_policy[name]["f1"].to_numpy(dtype=np.float64) for name in fixed]),
+                       np.stack([per_policy[name][tokens].to_numpy(dtype=np.float64) for name in fixed]),
+                       benchmarks)
 
 
 def seed_key(report: dict) -> str:

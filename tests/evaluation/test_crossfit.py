@@ -227,6 +227,13 @@ def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None
     assert report["protocol"] == "crossfit" and report["folds"] == 2 and report["lambda_in"] == 0.6
     for row in report["policies"].values():
         assert {"macro_f1", "macro_utility", "cost_k", "ci_f1_vs_always_raw", "ci_utility_vs_best_fixed"} <= set(row)
+    # the mix of fixed arms: a hull arm is its own reference (gap 0, zero width), no fixed arm lies above the hull
+    hull = report["mix_hull"]["all"]
+    assert [v["tokens"] for v in hull] == sorted(v["tokens"] for v in hull) and len(hull) >= 2
+    fixed_gaps = [row["hull_gap"] for row in report["policies"].values() if row["kind"] == "fixed arm"]
+    assert all(gap["difference"] <= 1e-12 for gap in fixed_gaps)
+    assert sum(gap["ci"] == [0.0, 0.0] for gap in fixed_gaps) == len(hull)
+    assert set(report["mix_hull"]["by_benchmark"]) == set(report["policies"]["always_raw"]["cot_share"])
     # the stated decision follows `forge decide`'s rule, checked against the report's own numbers: only
     # servable policies (fixed arms, FORGE routers) compete; the routers whose utility interval against
     # the best fixed arm lies above zero are its candidates; ridge and the baselines are excluded
