@@ -21,6 +21,11 @@ The rule (`decide_from_outcomes`, the one function every view states its decisio
 5. The leader is the candidate of highest macro utility. Among the candidates whose paired
    difference from the leader is not decidable (its interval contains 0), the cheapest (fewest
    tokens a query) is deployed, and the decision says so.
+6. With a token budget, the reference is also the best mix of fixed arms that spends it (two arms
+   at random per query, `forge_core.evaluation.mix`): the mix is deployed unless the rule's choice
+   is a router whose F1 gain over the mix has its paired 95% interval above zero. A one-arm mix is
+   that fixed arm; `forge serve` cannot serve a random mix of two arms, so such a mix is named
+   with its arms and shares and the rule's choice stays what is served.
 
 The checkpoint named is one of the same recipe (or the one command that trains it). Each rule's
 result is kept as JSON in the cache directory, so the same question is answered again at once.
@@ -39,6 +44,7 @@ import pandas as pd
 from forge_core.engines import DEFAULT_ENGINE
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.mix import ArmOutcomes, gains_over_best_mix
 from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_checkpoint
 from forge_core.evaluation.recipe_choice import ROUTERS, MeasuredRecipe, measured_recipes, recommended_recipe
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
@@ -53,7 +59,7 @@ from forge_core.store import Store
 if TYPE_CHECKING:
     from forge_core.policies.context import EvalContext
 
-DECISION_VERSION = 2  # layout of a cached decision: bump when it changes
+DECISION_VERSION = 3  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
 CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature variant
 ROUTER_VARIANTS = variants(TrainedRouter) | CONDITIONED_VARIANTS  # every servable router -> its checkpoints' variant
@@ -109,13 +115,38 @@ def decide_from_outcomes(outcomes: pd.DataFrame, budget_tokens: float | None = N
             if name == leader or not Interval.of(interval).decided]
     deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
     challenger = max(routers, key=lambda name: policies[name]["macro_utility"], default=None)
-    return {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
-            "best_fixed_arm": first.at[names[best], "arm"],
-            "deploy_arm": first.at[deploy, "arm"] if deploy in fixed else None,
-            "router_candidates": [name for name in candidates if name in routers],
-            "challenger": challenger, "excluded": excluded, "budget_tokens": budget_tokens,
-            "over_budget": [name for name in names if name not in within],
-            "queries": int(len(benchmarks)), "policies": policies}
+    decision = {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
+                "best_fixed_arm": first.at[names[best], "arm"],
+                "deploy_arm": first.at[deploy, "arm"] if deploy in fixed else None,
+                "router_candidates": [name for name in candidates if name in routers],
+                "challenger": challenger, "excluded": excluded, "budget_tokens": budget_tokens,
+                "over_budget": [name for name in names if name not in within],
+                "queries": int(len(benchmarks)), "policies": policies}
+    return _with_mix(decision, names, first, values, benchmarks, routers)
+
+
+def _with_mix(decision: dict, names: list[str], first: pd.DataFrame, values: dict[str, np.ndarray],
+              benchmarks: np.ndarray, routers: list[str]) -> dict:
+    """The decision with, under `mix`, the best mix of every fixed arm at its token budget
+    (`mix.gains_over_best_mix`; None without a budget, or below the cheapest arm's tokens) and each
+    servable router's F1 gain over it within the budget. The mix is `deployed` unless the rule
+    deploys a router decidably above it; a one-arm mix is then deployed as that fixed arm, and a
+    two-arm mix, which `forge serve` cannot serve (`servable` false), leaves the rule's choice served."""
+    if decision["budget_tokens"] is None:
+        return {**decision, "mix": None}
+    fixed = [i for i, name in enumerate(names) if first.at[name, "kind"] == FIXED_ARM_KIND]
+    arms = ArmOutcomes(tuple(first.at[names[i], "arm"] for i in fixed), values["f1"][fixed], values["tokens"][fixed],
+                       benchmarks)
+    mix = gains_over_best_mix(arms, decision["budget_tokens"], {name: values["f1"][names.index(name)]
+                                                                  for name in routers})
+    if mix is None:
+        return {**decision, "mix": None}
+    router_above = decision["deploy"] in mix["gains"] and Interval.of(mix["gains"][decision["deploy"]]["ci"]).above
+    mix |= {"deployed": not router_above, "servable": len(mix["arms"]) == 1}
+    if mix["deployed"] and mix["servable"]:
+        arm = mix["arms"][0]
+        decision |= {"deploy": names[fixed[arms.names.index(arm)]], "deploy_arm": arm}
+    return {**decision, "mix": mix}
 
 
 def _policy_row(i: int, name: str, first: pd.DataFrame, means: dict[str, np.ndarray], intervals: list,
@@ -353,7 +384,7 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
              "conditioned": conditioned,
              "serve_command": command, "trains_first": variant is not None and checkpoint is None,
              "ask_command": ask if variant is None or checkpoint else None}
-    named["sentence"] = decision_sentence(named)
+    named["sentence"] = " ".join(filter(None, (decision_sentence(named), mix_sentence(named))))
     return named
 
 
@@ -392,6 +423,28 @@ def decision_sentence(decided: dict) -> str:
     if decided["trains_first"]:
         text += f"; no checkpoint of this recipe is stored: train it first (`{decided['serve_command']}`)"
     return text + "."
+
+
+def mix_sentence(decided: dict) -> str | None:
+    """One line on the best mix of fixed arms at the budget and the router's F1 gain over it (None
+    without a budget or a mix)."""
+    mix = decided.get("mix")
+    if mix is None:
+        return None
+    what = " + ".join(f"{arm} {share:.0%}" for arm, share in zip(mix["arms"], mix["shares"]))
+    text = (f"Best mix of fixed arms within {decided['budget_tokens']:g} tokens a query: {what} "
+            f"({mix['tokens']:,.0f} tokens, macro F1 {mix['f1']:.3f})")
+    router = decided["deploy"] if decided["deploy"] in mix["gains"] else decided["challenger"]
+    if router in mix["gains"]:
+        gain = mix["gains"][router]
+        text += (f"; {router} {gain['difference']:+.3f} F1 [{gain['ci'][0]:+.3f}, {gain['ci'][1]:+.3f}] against it "
+                 f"({FLOOR_WORDS[gain['verdict']]} it)")
+    if not mix["deployed"]:
+        return text + "."
+    if mix["servable"]:
+        return text + f": deploy the mix, the fixed arm {mix['arms'][0]}."
+    return (text + ": deploy the mix; `forge serve` serves one fixed arm or one router, not a random mix of two "
+            f"arms, so what it can serve is {policy_name(decided, decided['deploy'])}.")
 
 
 FLOOR_WORDS = {"above": "decidably above", "below": "decidably below",

@@ -73,7 +73,7 @@ def decision_manifest(decided: dict, data: str) -> dict[str, Any]:
         "tokens": row["tokens"], "tokens_ci": row["tokens_ci"],
         "floor_policy": FLOOR_POLICY, "vs_floor": floor,
         "floor_verdict": floor_verdict(floor) if floor is not None else None,
-        "excluded": decided["excluded"], "over_budget": decided["over_budget"],
+        "excluded": decided["excluded"], "over_budget": decided["over_budget"], "mix": decided.get("mix"),
         "policies": {name: {key: policy[key] for key in POLICY_KEYS} | {"gain": policy["gain_vs_best_fixed"]}
                      for name, policy in decided["policies"].items()},
     }

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forge_core.statistics import Interval, benchmark_masks, macro_over, paired_bootstrap_ci
+from forge_core.statistics import Interval, benchmark_masks, macro_over, paired_bootstrap_ci, paired_bootstrap_cis
 
 
 @dataclass(frozen=True)
@@ -132,3 +132,20 @@ def hull_gap(outcomes: ArmOutcomes, f1: np.ndarray, tokens: np.ndarray) -> dict 
     interval: Interval = paired_bootstrap_ci(f1, reference, outcomes.benchmarks)
     return {"mix": mix.to_dict(), "difference": macro_over(f1, masks) - macro_over(reference, masks),
             "ci": list(interval), "verdict": interval.verdict}
+
+
+def gains_over_best_mix(outcomes: ArmOutcomes, target_tokens: float, f1: dict[str, np.ndarray]) -> dict | None:
+    """The best mix at `target_tokens` (`best_mix`: arms, shares, tokens, f1) and, under `gains`, each
+    policy's macro F1 minus the mix's with the paired bootstrap 95% interval and its verdict (`f1`:
+    policy -> its per-query F1 on the arms' queries); None below the cheapest arm's tokens."""
+    mix = best_mix(outcomes, target_tokens)
+    if mix is None:
+        return None
+    reference = mix.per_query_f1(outcomes)
+    masks = benchmark_masks(outcomes.benchmarks)
+    names = list(f1)
+    intervals = paired_bootstrap_cis(np.stack([f1[name] - reference for name in names]), outcomes.benchmarks) \
+        if names else []
+    gains = {name: {"difference": macro_over(f1[name], masks) - macro_over(reference, masks), "ci": list(interval),
+                    "verdict": interval.verdict} for name, interval in zip(names, intervals)}
+    return {**mix.to_dict(), "gains": gains}

@@ -94,6 +94,14 @@ def test_a_budget_is_a_constraint(demo_store: Store, tmp_path: Path) -> None:
     assert {"always_summary", "always_raw"} <= set(decided["over_budget"])
     assert decided["policy"] not in decided["over_budget"]
     assert "within 200 tokens a query" in decided["sentence"]
+    # the reference within the budget: the best mix of fixed arms that spends it, and the routers' F1 gain over it
+    mix = decided["mix"]
+    fixed_arms = {row["arm"] for row in decided["policies"].values() if row["kind"] == "fixed arm"}
+    assert set(mix["arms"]) <= fixed_arms and sum(mix["shares"]) == pytest.approx(1.0)
+    assert len(mix["arms"]) == 2 and mix["tokens"] == 200.0  # Summary alone is over it, mixed with Direct it is not
+    assert mix["deployed"] and not mix["servable"]  # no servable router spends within 200 tokens here
+    assert "Best mix of fixed arms within 200 tokens a query" in decided["sentence"]
+    assert "not a random mix of two arms" in decided["sentence"]
 
 
 def test_a_newer_run_of_another_recipe_changes_nothing(demo_store: Store, tmp_path: Path) -> None:
