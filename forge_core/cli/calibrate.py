@@ -59,6 +59,18 @@ def calibrate_command(
     console.print(f"realized out of fold over {result.queries} queries: {result.tokens:.1f} tokens a query "
                   f"[{tokens_low:.1f}, {tokens_high:.1f}], macro F1 {result.f1:.4f} [{f1_low:.4f}, {f1_high:.4f}]; "
                   f"target {'met' if result.target_met else 'NOT met'}")
+    if request.budget_tokens is not None:
+        console.print(mix_line(result.mix, request.budget_tokens) if result.mix is not None else
+                      f"no mix of fixed arms spends as little as {request.budget_tokens:g} tokens a query")
     missed = [fold.fold for fold in result.folds if not fold.met_on_dev]
     if missed:
         console.print(f"folds {missed}: no weight of the ray met the target on dev; the nearest end was taken")
+
+
+def mix_line(mix: dict, budget_tokens: float) -> str:
+    """The best mix of fixed arms within the budget and each router's F1 gain over it, in one line."""
+    what = " + ".join(f"{arm} {share:.0%}" for arm, share in zip(mix["arms"], mix["shares"]))
+    gains = "; ".join(f"{name} {gain['difference']:+.4f} F1 [{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}], "
+                      f"{gain['verdict']}" for name, gain in mix["gains"].items())
+    return (f"best mix of fixed arms within {budget_tokens:g} tokens a query: {what} ({mix['tokens']:.1f} tokens, "
+            f"macro F1 {mix['f1']:.4f}); against it: {gains}")

@@ -33,9 +33,11 @@ from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.file_cache import cached_file
+from forge_core.evaluation.mix import ArmOutcomes, gains_over_best_mix
 from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash
+from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
@@ -141,6 +143,7 @@ class CalibrationResult:
     target_met: bool  # the realized value meets the target
     queries: int
     folds: tuple[FoldCalibration, ...]
+    mix: dict | None = None  # with a budget: the best mix of fixed arms at it, the router's F1 gain over it
 
     def to_json(self) -> dict:
         """A JSON-ready report: target beside realized."""
@@ -151,7 +154,7 @@ class CalibrationResult:
             "ratio": request.ratio, **self.weights.to_dict(),
             "realized_tokens": self.tokens, "realized_tokens_ci": list(self.tokens_ci),
             "realized_f1": self.f1, "realized_f1_ci": list(self.f1_ci), "target_met": self.target_met,
-            "queries": self.queries, "folds": [fold.to_dict() for fold in self.folds],
+            "queries": self.queries, "folds": [fold.to_dict() for fold in self.folds], "mix": self.mix,
         }
 
 
@@ -238,10 +241,26 @@ def run_calibration(store: Store, request: CalibrationRequest, on_fold: Callable
     met = (realized_tokens <= request.budget_tokens if request.budget_tokens is not None
            else realized_f1 >= request.min_f1)
     lambda_in = float(np.median([fold.weights.lambda_in for fold in folds]))
+    mix = None if request.budget_tokens is None else mix_at_budget(base, request.budget_tokens,
+                                                                   {CONDITIONED_NAMES[request.variant]: f1})
     return CalibrationResult(
         request, CostWeights(lambda_in, request.ratio * lambda_in), realized_tokens,
         paired_bootstrap_ci(tokens, zeros, benchmarks), realized_f1, paired_bootstrap_ci(f1, zeros, benchmarks),
-        bool(met), len(benchmarks), tuple(folds))
+        bool(met), len(benchmarks), tuple(folds), mix)
+
+
+def mix_at_budget(context: EvalContext, budget_tokens: float, f1: dict[str, np.ndarray],
+                  rows: np.ndarray | None = None) -> dict | None:
+    """The best mix of the context's fixed arms within `budget_tokens` a query on `rows` (default:
+    every row) and each policy's F1 gain over it with its paired interval (`f1`: policy -> its F1
+    on those rows; `mix.gains_over_best_mix`; None below the cheapest arm's tokens)."""
+    rows = np.arange(len(context.table.benchmarks)) if rows is None else rows
+    fixed = [FixedArm(arm) for arm in context.table.arms]
+    scored = [score_decisions(context, rows, arm, arm.decide(context, rows)) for arm in fixed]
+    arms = ArmOutcomes(tuple(context.table.arms), np.stack([outcome.f1 for outcome in scored]),
+                       np.stack([outcome.tokens.astype(np.float64) for outcome in scored]),
+                       context.table.benchmarks[rows])
+    return gains_over_best_mix(arms, budget_tokens, f1)
 
 
 @dataclass(frozen=True)

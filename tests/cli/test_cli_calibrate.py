@@ -38,6 +38,12 @@ def test_calibrate_reports_target_beside_realized_as_json(outcome_store: Store, 
     assert report["lambda_out"] == pytest.approx(2 * report["lambda_in"])
     low, high = report["realized_tokens_ci"]
     assert low <= report["realized_tokens"] <= high and report["target_met"] == (report["realized_tokens"] <= 400)
+    # the reference at the budget: the best mix of fixed arms within it, the router's F1 gain over it, paired
+    mix = report["mix"]
+    assert mix["tokens"] <= 400 and sum(mix["shares"]) == pytest.approx(1.0)
+    gain = mix["gains"]["forge_lite_cond"]
+    assert gain["difference"] == pytest.approx(report["realized_f1"] - mix["f1"])
+    assert gain["ci"][0] <= gain["difference"] <= gain["ci"][1]
 
 
 def test_the_cli_exits_2_with_one_line_for_a_missing_target() -> None:
