@@ -271,6 +271,7 @@ class RayStart:
     tokens: float  # macro tokens a query at those weights, on the router's test split
     met: bool  # False: no weight of the ray met the budget; the ray's highest weights were taken
     queries: int
+    mix: dict | None  # the best mix of fixed arms within the budget on those queries, the router's F1 gain over it
 
 
 def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float, ratio: float = CALIBRATION_RATIO,
@@ -278,7 +279,8 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
     """Calibration's rule applied to one stored conditioned router (no training): the smallest
     weights of the ray `(lambda_in, ratio * lambda_in)` whose macro tokens a query, on the test split
     of the router's own host under `accounting`, are at most `budget_tokens`; where `forge serve
-    --budget-tokens` starts its controller."""
+    --budget-tokens` starts its controller. With them, the best mix of fixed arms within the budget
+    on the same queries and the router's F1 gain over it there (`mix_at_budget`)."""
     from forge_core.policies.routers import RouterPolicy
     from forge_core.routing.checkpoints import load_checkpoint
 
@@ -299,14 +301,15 @@ def ray_start_for_budget(store: Store, checkpoint_id: str, budget_tokens: float,
     policy.fit(context)
     benchmarks = context.table.benchmarks[rows]
     lambdas = request.ray()
-    tokens = []
+    scored = []
     for value in lambdas:
         at = context.at(CostWeights(float(value), ratio * float(value)))
-        tokens.append(macro(score_decisions(at, rows, policy, policy.decide(at, rows)).tokens.astype(float),
-                            benchmarks))
+        scored.append(score_decisions(at, rows, policy, policy.decide(at, rows)))
+    tokens = [macro(outcome.tokens.astype(float), benchmarks) for outcome in scored]
     index, met = _choose(request, lambdas, np.array(tokens), np.zeros(len(lambdas)))
     chosen = float(lambdas[index])
-    return RayStart(CostWeights(chosen, ratio * chosen), float(tokens[index]), met, len(rows))
+    mix = mix_at_budget(context, budget_tokens, {checkpoint_id: scored[index].f1}, rows)
+    return RayStart(CostWeights(chosen, ratio * chosen), float(tokens[index]), met, len(rows), mix)
 
 
 def calibrated_weights(store: Store, request: CalibrationRequest, cache_dir: Path,

@@ -72,6 +72,7 @@ from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedFi
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
 from forge_core.server.shadow import CandidateShadow, ShadowSampler, shadow_raw, shadow_record
+from forge_core.statistics import Interval
 from forge_core.store import Store
 from forge_core.traffic_log import TrafficLog, default_traffic_dir, now, write_served_manifest
 
@@ -363,7 +364,22 @@ def serving_weights(store: Store, request: WeightsRequest, router: LoadedCheckpo
                      "queries%s)", name, target, at.lambda_in, at.lambda_out, found.tokens, found.queries,
                      "" if found.met else "; not met on the ray")
             start[name] = (at.lambda_in, at.lambda_out)
+            above = found.mix is not None and Interval.of(found.mix["gains"][router.checkpoint_id]["ci"]).above
+            log.log(logging.INFO if above else logging.WARNING, "budget %s (%g tokens): %s", name, target,
+                    budget_mix_text(found.mix, router.checkpoint_id))
     return ServingWeights.build(request, router, start)
+
+
+def budget_mix_text(mix: dict | None, router: str) -> str:
+    """The best mix of fixed arms within a budget and the router's F1 gain over it, as serve logs it."""
+    if mix is None:
+        return "no mix of fixed arms spends so few tokens"
+    what = " + ".join(f"{arm} {share:.0%}" for arm, share in zip(mix["arms"], mix["shares"]))
+    gain = mix["gains"][router]
+    return (f"best mix of fixed arms within it {what} ({mix['tokens']:.1f} tokens, macro F1 {mix['f1']:.4f}); router "
+            f"{router} at its start {gain['difference']:+.4f} F1 [{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}] "
+            f"against it ({gain['verdict']}) on its host's test split; `forge serve` serves one arm or one router, "
+            "not the mix")
 
 
 @dataclass

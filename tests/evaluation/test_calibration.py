@@ -60,3 +60,21 @@ def test_too_many_folds_are_refused_before_any_fold(outcome_store: Store) -> Non
         run_calibration(outcome_store, CalibrationRequest(budget_tokens=100, host=HOST, folds=1000, stage1=FAST),
                         on_fold=lambda done, total: folds_seen.append(done))
     assert folds_seen == []
+
+
+@pytest.mark.slow
+def test_where_serve_starts_a_budget_the_best_mix_is_named_beside_it(conditioned_store: tuple[Store, str]) -> None:
+    """`forge serve --budget-tokens`'s start for a stored conditioned router comes with the best mix of
+    fixed arms within the budget on the same test queries and the router's F1 gain over it, paired.
+    Slow: the 41 weights of the ray scored on the test split took 16 s at load (6.6 s alone)."""
+    from forge_core.evaluation.calibration import ray_start_for_budget
+    from forge_core.server.app import budget_mix_text
+
+    store, checkpoint_id = conditioned_store
+    start = ray_start_for_budget(store, checkpoint_id, 300.0)
+    mix = start.mix
+    assert mix["tokens"] <= 300.0 and sum(mix["shares"]) == pytest.approx(1.0)
+    gain = mix["gains"][checkpoint_id]
+    assert -1.0 <= gain["difference"] <= 1.0 and gain["ci"][0] <= gain["difference"] <= gain["ci"][1]
+    text = budget_mix_text(mix, checkpoint_id)
+    assert mix["arms"][0] in text and "not the mix" in text
