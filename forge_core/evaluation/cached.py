@@ -23,11 +23,13 @@ import numpy as np
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
+from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.setup import check_evaluation, evaluation_setup, settings_context
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import EvalContext
 from forge_core.policies.grounding import gold_recall_matrix, grounding_summary
+from forge_core.policies.kinds import FIXED_ARM_KIND
 from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.policies.support_rates import support_summary, support_verdicts
 from forge_core.routing.utility import CostWeights
@@ -204,12 +206,15 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
     query), tokens_in and tokens_out (tokens a query, in and out apart) and macro_utility under
     the accounting, macro_f1, gold_recall (None where no benchmark has evidence annotations),
     support_rate and support_coverage (None and 0 without support verdicts; `support_evaluator`
-    names who gave them). `base`: the host's `evaluation_context` already loaded (any weights, this
-    accounting and alphabet), whose weight-free fits are reused: what a slider step recomputes is
-    only what the weights change."""
+    names who gave them); and each point against the mix of fixed arms on its queries (`on_hull`,
+    `hull_f1`, `hull_gap` with `hull_gap_low`/`hull_gap_high`: `_hull_fields`; the hull is drawn
+    through the fixed arms `on_hull`, in order of cost). `base`: the host's `evaluation_context`
+    already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
+    what a slider step recomputes is only what the weights change."""
     scores = score_cached(store, request, base=base)
     benchmarks, recall, support = scores.benchmarks, scores.recall, scores.support
     masks = benchmark_masks(benchmarks)
+    arms = _fixed_arms(scores.outcomes, benchmarks)
     points = []
     for outcome in scores.outcomes.values():
         if by_benchmark:
@@ -218,15 +223,36 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
                                      outcome.f1[mask].mean(), outcome.utility[mask].mean(),
                                      outcome.tokens_in[mask].mean())
-                              | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask]))
+                              | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask])
+                              | _hull_fields(arms.of_benchmark(benchmark), outcome, mask))
         else:
             points.append(_point(outcome, "all", macro_over(outcome.tokens, masks),
                                  macro_over(outcome.f1, masks), macro_over(outcome.utility, masks),
                                  macro_over(outcome.tokens_in.astype(np.float64), masks))
-                          | _grounding(recall, support, outcome.actions, benchmarks))
+                          | _grounding(recall, support, outcome.actions, benchmarks)
+                          | _hull_fields(arms, outcome, np.ones(len(benchmarks), dtype=bool)))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(scores.rows)),
             "support_evaluator": scores.support_evaluator}
+
+
+def _fixed_arms(outcomes: dict[str, PolicyOutcome], benchmarks: np.ndarray) -> ArmOutcomes:
+    """The fixed arms' per-query F1 and tokens (under the accounting), named by policy."""
+    fixed = [outcome for outcome in outcomes.values() if outcome.kind == FIXED_ARM_KIND]
+    return ArmOutcomes(tuple(outcome.name for outcome in fixed), np.stack([outcome.f1 for outcome in fixed]),
+                       np.stack([outcome.tokens.astype(np.float64) for outcome in fixed]), benchmarks)
+
+
+def _hull_fields(arms: ArmOutcomes, outcome: PolicyOutcome, mask: np.ndarray) -> dict:
+    """A point against the mix of fixed arms on its queries (`mask`): whether it is a vertex of their
+    hull (`on_hull`), the best mix's F1 at its tokens (`hull_f1`) and its F1 gap to it with the paired
+    95% interval (`hull_gap`, `hull_gap_low`, `hull_gap_high`); None below the cheapest arm's tokens."""
+    gap = hull_gap(arms, outcome.f1[mask], outcome.tokens[mask].astype(np.float64))
+    vertices = {vertex["arm"] for vertex in mix_hull(arms)}
+    if gap is None:
+        return {"on_hull": False, "hull_f1": None, "hull_gap": None, "hull_gap_low": None, "hull_gap_high": None}
+    return {"on_hull": outcome.name in vertices, "hull_f1": gap["mix"]["f1"], "hull_gap": gap["difference"],
+            "hull_gap_low": gap["ci"][0], "hull_gap_high": gap["ci"][1]}
 
 
 def _grounding(recall: np.ndarray, support: np.ndarray, actions: np.ndarray, benchmarks: np.ndarray) -> dict:

@@ -54,7 +54,7 @@ AUDIT_CACHE = "audit"  # under the cache directory: the Train page's proxy-rewar
 AUDIT_VIEW_VERSION = 1  # bumped when an audit report's contents change
 AUDIT_VIEW_PROXY = "consensus"  # the proxy the Train page opens on (it needs no judge host)
 PARETO_CACHE = "pareto"  # under the cache directory: the Pareto page's points and reliability tables
-PARETO_VIEW_VERSION = 1  # bumped when the Pareto points or a reliability table change
+PARETO_VIEW_VERSION = 2  # bumped when the Pareto points or a reliability table change
 
 
 def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:

@@ -149,7 +149,8 @@ def oracle_gap_summary(
 # ---------------------------------------------------------------- Pareto page
 
 PARETO_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "tokens_in", "tokens_out", "macro_f1", "macro_utility",
-                  "gold_recall", "support_rate", "support_coverage", "on_frontier")
+                  "gold_recall", "support_rate", "support_coverage", "on_hull", "hull_f1", "hull_gap", "hull_gap_low",
+                  "hull_gap_high", "on_frontier")
 
 
 def require_train_and_dev(table: OutcomeTable) -> None:

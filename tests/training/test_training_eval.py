@@ -279,6 +279,13 @@ def test_pareto_points_move_with_the_weights(outcome_store: Store) -> None:
     assert {p["policy"] for p in cheap["points"]} >= {"always_raw", "bm25_threshold", "oracle"}
     per_benchmark = points(CostWeights(0.1, 0.2), by_benchmark=True)
     assert {p["benchmark"] for p in per_benchmark["points"]} == {"musique", "popqa", "2wikimultihopqa"}
+    # the mix of fixed arms: its hull's arms are their own reference, query by query; no fixed arm is above it
+    for result in (cheap, per_benchmark):
+        fixed = [p for p in result["points"] if p["kind"] == "fixed arm"]
+        hull = [p for p in fixed if p["on_hull"]]
+        assert {p["benchmark"] for p in hull} == {p["benchmark"] for p in result["points"]}
+        assert all(p["hull_gap"] == 0.0 and p["hull_gap_low"] == p["hull_gap_high"] == 0.0 for p in hull)
+        assert all(p["hull_gap"] <= 1e-12 and p["hull_f1"] >= p["macro_f1"] - 1e-12 for p in fixed)
 
 
 def test_training_job_logs_rows_while_it_runs(outcome_store: Store) -> None:
