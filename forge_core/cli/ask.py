@@ -63,7 +63,7 @@ def ask(
     elif as_json:
         print_json(result.to_json())
     else:
-        _print_routed(result)
+        _print_routed(result, store)
 
 
 def _print_plain(result: Any, host: str, retriever: str, as_json: bool) -> None:
@@ -90,18 +90,21 @@ def _print_answer(out: Console, answer: Any, title: str, suffix: str = "") -> No
               f"latency {answer.latency_ms:.0f} ms{suffix}", highlight=False)
 
 
-def _print_routed(result: Any) -> None:
-    """A routed answer beside Always-Raw, for people."""
+def _print_routed(result: Any, store: Any) -> None:
+    """A routed answer beside Always-Raw, for people; the router by the pages' name and its full id."""
+    from forge_core.reports.checkpoint_views import checkpoint_names, name_with_id
     from forge_core.routing.live import EXTRA_CALL
 
     out = Console()
-    chosen = "picked by hand" if not result.probabilities else (
-        f"router {result.checkpoint_id}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+    router = name_with_id(checkpoint_names(store.checkpoints()), result.checkpoint_id)
+    chosen = "arm picked by hand" if not result.probabilities else (
+        f"router {router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
     if result.probe_calls:
         chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"
-    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host}: {chosen})",
-                  f"{f1}\nrouting and answering: {result.host_calls} host calls, {result.tokens} tokens")
+    # the router on a line of its own: in a rule's title a narrow terminal cuts its id
+    _print_answer(out, result.answer, f"answer ({result.arm} on {result.host})",
+                  f"{f1}\n{chosen}\nrouting and answering: {result.host_calls} host calls, {result.tokens} tokens")
     if result.raw_cost.source == EXTRA_CALL:
         out.rule("Always-Raw (raw:no_think): an extra call that routing does not need")
         raw_f1 = "" if result.raw_f1 is None else f", F1 {result.raw_f1:.2f}"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from forge_core.cli.output import (
     BENCHMARK_SUBSET_HELP,
@@ -174,19 +174,24 @@ def checkpoints_command(
             raise InvalidInput(f"no checkpoint '{set_default}' (see `forge checkpoints`)")
         console.print(f"{set_default} is now the default router of host '{marked_host}'")
         return
+    from forge_core.reports.checkpoint_views import checkpoint_names
+
     frame = store.checkpoints(host)
     marked = {name: store.marked_default_router(name) for name in set(frame["host"])}
-    rows = [{"checkpoint_id": r.checkpoint_id, "created_at": str(r.created_at), "stage": int(r.stage), "host": r.host,
-             "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent, "metrics": json.loads(r.metrics),
-             "default": marked[r.host] == r.checkpoint_id}
+    names = checkpoint_names(store.checkpoints())  # the pages' names, unique over every host's checkpoints
+    rows = [{"checkpoint_id": r.checkpoint_id, "name": names[r.checkpoint_id], "created_at": str(r.created_at),
+             "stage": int(r.stage), "host": r.host, "variant": r.variant, "n_arms": int(r.n_arms), "parent": r.parent,
+             "metrics": json.loads(r.metrics), "default": marked[r.host] == r.checkpoint_id}
             for r in frame.itertuples()]
     if as_json:
         print_json({"checkpoints": rows})
         return
-    table = Table("checkpoint", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1", "default")
+    # the full id whole in any terminal (`forge serve --router` takes it); the other columns wrap
+    id_column = Column("checkpoint", no_wrap=True, min_width=max((len(r["checkpoint_id"]) for r in rows), default=0))
+    table = Table(id_column, "name", "stage", "host", "variant", "arms", "parent", "dev utility", "dev F1", "default")
     for r in rows:
-        table.add_row(r["checkpoint_id"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]), r["parent"] or "",
-                      f"{r['metrics'].get('dev_utility', 0):.4f}", _dev_f1_cell(r["metrics"]),
+        table.add_row(r["checkpoint_id"], r["name"], str(r["stage"]), r["host"], r["variant"], str(r["n_arms"]),
+                      r["parent"] or "", f"{r['metrics'].get('dev_utility', 0):.4f}", _dev_f1_cell(r["metrics"]),
                       "yes" if r["default"] else "")
     Console().print(table)
 

@@ -126,6 +126,16 @@ def checkpoint_names(frame: pd.DataFrame) -> dict[str, str]:
             for checkpoint_id, name in names.items()}
 
 
+def name_with_id(names: Mapping[str, str], checkpoint_id: str) -> str:
+    """A checkpoint by its one name (`checkpoint_names`) and its full id, which `forge serve --router`
+    and `forge ask --router` take, e.g. "Lite cond. stage 1 · ckpt-962165 (ckpt-9621658c2e77)"; the name
+    alone where it holds the full id already (short ids that collide), the id alone for one not in `names`."""
+    name = names.get(checkpoint_id)
+    if not name:
+        return checkpoint_id
+    return name if checkpoint_id in name else f"{name} ({checkpoint_id})"
+
+
 def reproduces_stored_checkpoint(checkpoint_created_at: Any, run_started_at: Any) -> bool:
     """True when a finished run's checkpoint was stored before the run started: checkpoint ids are
     content hashes of lineage and weights, so the run reproduced a stored checkpoint bit for bit

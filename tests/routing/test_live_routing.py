@@ -173,6 +173,7 @@ def test_answer_verdicts() -> None:
 def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_store: tuple[Store, str],
                                                                      tmp_path) -> None:
     from forge_core.errors import InvalidInput
+    from forge_core.reports.checkpoint_views import checkpoint_names
     from forge_core.training.request import TrainRequest
     from forge_core.training.settings import Stage1Config
     from forge_core.training.trainer import train_router_job
@@ -200,6 +201,8 @@ def test_the_default_router_is_the_mark_a_new_run_does_not_take_over(trained_sto
     assert marked_by_cli.returncode == 0, marked_by_cli.stderr
     listed = json.loads(forge(store, "checkpoints", "--json").stdout)["checkpoints"]
     assert [row["checkpoint_id"] for row in listed if row["default"]] == [newer]
+    names = checkpoint_names(store.checkpoints())  # each with the pages' name beside its full id
+    assert [row["name"] for row in listed] == [names[row["checkpoint_id"]] for row in listed]
     refused = forge(store, "checkpoints", "--set-default", "ckpt-missing")
     assert refused.returncode == 2 and "no checkpoint 'ckpt-missing'" in refused.stderr
     assert "Traceback" not in refused.stderr
