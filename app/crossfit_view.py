@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -23,12 +26,12 @@ from forge_core.routing.utility import ACCOUNTINGS, DEFAULT_LAMBDA_IN, DEFAULT_L
 from forge_core.store import Store
 
 ACCOUNTING_NAMES = {"deploy": "deployment accounting", "answer": "answer-only accounting"}
+ACCOUNTING_SHORT = {"deploy": "deployment", "answer": "answer-only"}  # a picker's word for the accounting
 
 
 def crossfit_run_label(report: dict) -> str:
-    """A stored crossfit run as its pickers show it, by what tells it from the host's other runs:
-    weights, recipe (Stage 1's warm start, Stage 2, training seed), split seed, accounting, folds and
-    queries, its policies, and its id (Streamlit tells options apart by label)."""
+    """The whole of a stored crossfit run, shown under its picker: weights, recipe (Stage 1's warm
+    start, Stage 2, training seed), split seed, accounting, folds and queries, its policies, and its id."""
     from forge_core.evaluation.recipe import run_recipe
     from forge_core.policies.registry import ConditionedRouter, variants
 
@@ -38,6 +41,47 @@ def crossfit_run_label(report: dict) -> str:
     return (f"λ {report['lambda_in']:g} / {report['lambda_out']:g} · {recipe} · split seed {report['split_seed']} · "
             f"{ACCOUNTING_NAMES[report['accounting']]} · {report['folds']} folds, {report['queries']:,} queries, "
             f"{len(report['policies'])} policies{conditioned} · {report['run_id']}")
+
+
+def crossfit_run_labels(reports: Sequence[dict]) -> dict[str, str]:
+    """The host's stored crossfit runs as a picker offers them, by run id: each run's weights and
+    whichever of its recipe, training seed, split seed, accounting, folds and routers tell it from
+    the other runs (a part all share is left out), with its id only where these do not (a rerun of
+    the same settings). Short enough to show whole at 1,024 px; `crossfit_run_label` says the whole."""
+    parts = {report["run_id"]: _run_parts(report) for report in reports}
+    varying = [index for index, values in enumerate(zip(*parts.values())) if len(set(values)) > 1]
+    labels = {report["run_id"]: " · ".join([f"λ {report['lambda_in']:g} / {report['lambda_out']:g}",
+                                            *(parts[report["run_id"]][index] for index in varying)])
+              for report in reports}
+    repeated = Counter(labels.values())
+    return {run_id: label if repeated[label] == 1 else f"{label} · {run_id}" for run_id, label in labels.items()}
+
+
+def _run_parts(report: dict) -> tuple[str, ...]:
+    """What may tell a crossfit run from another of the host's, weights aside: its recipe's Stage 1
+    (the paper's three NoThink arms, or k arms) and Stage 2, training seed, split seed, accounting,
+    folds, and whether it measured cost-conditioned routers."""
+    from forge_core.evaluation.recipe import run_recipe
+    from forge_core.policies.registry import ConditionedRouter, variants
+    from forge_core.training.settings import PAPER_WARM_START_ARMS
+
+    recipe = run_recipe(report["settings"], "")
+    warm = "paper's" if recipe.warm_start_arms == PAPER_WARM_START_ARMS else f"{recipe.warm_start_arms}-arm"
+    stage2 = f" + Stage 2 ({json.loads(recipe.stage2)['steps']} steps)" if recipe.stage == 2 else ""
+    conditioned = any(name in variants(ConditionedRouter) for name in report["policies"])
+    return (f"{warm} Stage 1{stage2}", f"seed {recipe.seed}", f"split seed {report['split_seed']}",
+            ACCOUNTING_SHORT[report["accounting"]], f"{report['folds']} folds",
+            "with cost-conditioned routers" if conditioned else "per-weight routers only")
+
+
+def crossfit_run_picker(container: Any, reports: list[dict], index: int = 0) -> dict:
+    """A select of the host's stored crossfit runs (`crossfit_run_labels`) with the chosen run's
+    whole description (`crossfit_run_label`, its id included) below it; returns the chosen report."""
+    labels = crossfit_run_labels(reports)
+    report = container.selectbox("Crossfit run", reports, index=index, format_func=lambda run: labels[run["run_id"]],
+                                 help="Runs differ in what the label names; the line below says the whole run.")
+    container.caption(crossfit_run_label(report))
+    return report
 
 
 def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
@@ -57,8 +101,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
                 "are stored and shown here).",
                 icon=":material/query_stats:")
         return
-    report = st.selectbox("Crossfit run", reports, index=_opening_run(reports, evidence),
-                          format_func=crossfit_run_label)
+    report = crossfit_run_picker(st, reports, _opening_run(reports, evidence))
     _say_when_not_at_session_weights(report, host, retriever)
     st.caption(f"Costs and utilities charge {ACCOUNTINGS[report['accounting']]}.")
     if report["run_id"] in evidence:
@@ -75,8 +118,8 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
     ui.name_metric(columns[1], "Highest utility in this run", best["policy"],
                    help=f"Utility {best['macro_utility']:.4f}, gain {best['gain']:+.4f} "
                         f"[{best['gain_low']:+.4f}, {best['gain_high']:+.4f}] over the best fixed arm.")
-    columns[2].metric("Oracle utility (reference)", f"{report['policies'][ORACLE]['macro_utility']:.4f}",
-                      help="Descriptive only: it sees every arm's score, so it is not on the frontier.")
+    columns[2].metric("Oracle utility", f"{report['policies'][ORACLE]['macro_utility']:.4f}",  # whole at 1,024 px
+                      help="A reference, descriptive only: it sees every arm's score, so it is not on the frontier.")
     columns[3].metric("On the frontier", int(frame["on_frontier"].sum()),
                       help=", ".join(frame[frame["on_frontier"]].sort_values("cost_k")["policy"]))
     st.plotly_chart(charts.crossfit_pareto(named_points(frame)), key="crossfit-pareto")

@@ -6,13 +6,14 @@ It shows `forge_core.routing.live.RoutedAnswer` records; every number comes from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.reports.checkpoint_views import name_with_id
 from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORTED
@@ -67,16 +68,19 @@ def untrained_text(confidence: Confidence) -> str:
             "thinking head learned nothing, so that is not a tie it weighed (left out of the runner-up).")
 
 
-def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = None) -> None:
+def routed_answer(result: RoutedAnswer, held_out: Reliability | str | None = None,
+                  names: Mapping[str, str] | None = None) -> None:
     """The routing decision (its margin in utility units, read against `held_out`: the router's
-    reliability table, or why it has none), both answers side by side, the saving, and the evidence."""
+    reliability table, or why it has none), both answers side by side, the saving, and the evidence;
+    the router by its name in `names` (`checkpoint_names`, by checkpoint id) and its full id."""
     st.header("Routed answer")
     columns = st.columns([4, 2, 2, 3])  # cards that wrap: an arm name and the margin are shown whole at 1,024 px
     if result.checkpoint_id == OVERRIDE:
         ui.name_metric(columns[0], "Arm (picked by hand)", result.arm)
     else:
         ui.name_metric(columns[0], "Chosen arm", result.arm,
-                       help=f"Router {result.checkpoint_id}, probability {result.probabilities[result.arm]:.3f}. "
+                       help=f"Router {name_with_id(names or {}, result.checkpoint_id)}, probability "
+                            f"{result.probabilities[result.arm]:.3f}. "
                             f"The router is distilled to softmax(U / tau) with tau = {result.tau:g}, so tau times the "
                             "difference of two arms' log probabilities estimates their utility difference: the margin "
                             "is the chosen arm's estimated utility over the runner-up's. "
@@ -150,8 +154,9 @@ def support_verdict(support: LiveSupport | str | None) -> None:
         "it?)", icon=":material/fact_check:")
 
 
-def session_history(answers: Sequence[RoutedAnswer]) -> None:
-    """Every question of the session with the running totals, downloadable as CSV."""
+def session_history(answers: Sequence[RoutedAnswer], names: Mapping[str, str] | None = None) -> None:
+    """Every question of the session with the running totals, downloadable as CSV; each router by
+    its name in `names` (`checkpoint_names`, by checkpoint id), its full id in a column beside it."""
     st.header("Session history")
     totals = session_totals(answers)
     columns = st.columns(5)  # cards that wrap: every label and value shown whole at 1,024 px
@@ -171,7 +176,10 @@ def session_history(answers: Sequence[RoutedAnswer]) -> None:
         ui.name_metric(columns[4], "F1 routed vs Raw", "–", help="No question with gold answers had its Always-Raw "
                                                                  "answer made live: switch on the comparison.")
     history = pd.DataFrame([answer.history_row() for answer in answers])
-    st.dataframe(history, hide_index=True)
+    history.insert(history.columns.get_loc("router") + 1, "router id", history["router"])
+    history["router"] = history["router"].map(lambda checkpoint_id: (names or {}).get(checkpoint_id, checkpoint_id))
+    st.dataframe(history, hide_index=True, column_config={"router id": st.column_config.TextColumn(
+        help="The checkpoint's full id, as `forge serve --router` and `forge ask --route --router` take it.")})
     st.download_button("Download the history (CSV)", history.to_csv(index=False), "live_queries.csv", "text/csv",
                        icon=":material/download:")
 

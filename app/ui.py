@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import html
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 EMPTY_STORE = ("The store is empty: run `forge data import` (and `forge store load-demo` for the demo "
                "outcomes), then reload this page.")
+NAME_CHAR_EM = 0.6  # a generous width of one character of a name card's font, in em (Source Sans averages ~0.5)
 NO_OUTCOMES = ("No outcomes yet: start a job on the Enumerate page (or run `forge enumerate`), "
                "or load the demo outcomes with `forge store load-demo`.")
 
@@ -88,12 +90,23 @@ def require_benchmarks(stats: dict[str, dict]) -> None:
 
 def name_metric(container: Any, label: str, value: str, help: str | None = None) -> None:
     """A metric card shown whole, for a name as value or a long label: both wrap rather than
-    being cut, as `st.metric` cuts them, in the sizes of `st.metric`'s label and value."""
+    being cut, as `st.metric` cuts them, in the sizes of `st.metric`'s label and value. The value
+    wraps between words (and after ":", "_" and "-"); where its longest word is wider than the card
+    at that size, its font shrinks until the word fits, so no word is broken (`name_font_size`)."""
     with container:
         st.markdown(f":small[{label}]", help=help)
         breakable = html.escape(value).replace(":", ":<wbr>").replace("_", "_<wbr>")  # "summary:" / "no_think"
-        st.markdown(f'<div data-card="{html.escape(label, quote=True)}" style="font-size: 2.25rem; line-height: 1.2; '
-                    f'overflow-wrap: break-word">{breakable}</div>', unsafe_allow_html=True)
+        st.markdown(f'<div style="container-type: inline-size"><div data-card="{html.escape(label, quote=True)}" '
+                    f'style="font-size: {name_font_size(value)}; line-height: 1.2; overflow-wrap: break-word">'
+                    f'{breakable}</div></div>', unsafe_allow_html=True)
+
+
+def name_font_size(value: str) -> str:
+    """A name card's font size (CSS): `st.metric`'s 2.25rem, or less where the name's longest word
+    (the text between spaces, ":", "_" and "-") at `NAME_CHAR_EM` em a character is wider than
+    its card (100cqi)."""
+    longest = max(len(word) for word in re.split(r"(?<=[:_-])|\s+", value))
+    return f"min(2.25rem, {100 / (NAME_CHAR_EM * max(longest, 1)):.1f}cqi)"
 
 
 def format_duration(seconds: float | None) -> str:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from app import charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
-from app.crossfit_view import crossfit_run_label
+from app.crossfit_view import crossfit_run_picker
 from app.views_progress import waiting_for_views
 from forge_core.evaluation.crossfit import learned_policies
 from forge_core.evidence.retrievers import retriever_option, retriever_phrase
@@ -23,7 +23,9 @@ st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, retriever_column, checkpoint_column, split_column, benchmark_column = st.columns([2, 2, 4, 1.5, 2.5])
+# two rows: five selects in one clip the checkpoint's name at 1,280 px and every value at 1,024 px
+host_column, retriever_column, split_column = st.columns(3)
+checkpoint_column, benchmark_column = st.columns([3, 2])
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "action_map")
 checkpoints = data.host_checkpoints(store, host, retriever)
@@ -104,9 +106,8 @@ if not crossfit_runs:
             f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour this "
             "map.", icon=":material/query_stats:")
     st.stop()
-run_column, policy_column = st.columns([2, 1])
-run = run_column.selectbox("Crossfit run", crossfit_runs, format_func=crossfit_run_label)
-policy = policy_column.selectbox("Policy", learned_policies(run))
+run = crossfit_run_picker(st, crossfit_runs)
+policy = st.columns([1, 2])[0].selectbox("Policy", learned_policies(run))
 with ui.user_errors():
     decisions = data.crossfit_arms(store, data.store_version(store), run["run_id"], policy)
 crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])

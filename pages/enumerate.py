@@ -19,7 +19,9 @@ with ui.user_errors():
     host_configs = {host.name: host for host in data.host_configs(store)}
 
 with st.container(border=True):
-    host_column, retriever_column, split_column, arms_column, seed_column = st.columns(5)
+    # two rows of three: five selects in one clip the host's name at 1,024 px
+    host_column, retriever_column, split_column = st.columns(3)
+    arms_column, seed_column, _ = st.columns(3)
     host = host_column.selectbox("Host", list(host_configs))
     retriever = ui.retriever_select(retriever_column, store, [host], "enumerate", needs_outcomes=False)
     split = split_column.selectbox("Split", SPLIT_CHOICES)

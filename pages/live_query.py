@@ -8,6 +8,7 @@ from app import data, demo_view, live_view, routers, ui, weights
 from forge_core.arms import SUMMARY_NO_THINK, alphabet
 from forge_core.evidence.retrievers import retriever_hash
 from forge_core.hosts.base import HostError
+from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.rewards.live_support import judge_live_support_on
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
@@ -41,7 +42,8 @@ if demo_view.QUESTION_MODE_KEY not in st.session_state:
 demo_shown = demo_example is not None and st.session_state[demo_view.QUESTION_MODE_KEY] == PICK_ONE
 if demo_shown:  # the question is answered from its own benchmark's corpus: the select says so
     st.session_state[BENCHMARK_KEY] = demo_example.benchmark
-host_column, benchmark_column, router_column = st.columns([1, 1.2, 2])  # room for the router's name
+host_column, benchmark_column, retriever_column = st.columns([1, 1.2, 1])
+router_column = st.container()  # a row of its own: the router's name whole at 1,024 px
 host = host_column.selectbox("Host", list(configs))
 benchmark = benchmark_column.selectbox(
     "Benchmark (corpus to retrieve from)", list(stats), key=BENCHMARK_KEY, disabled=demo_shown,
@@ -54,7 +56,7 @@ checkpoint_id = routers.picker(
          "four probes on the host.")
 if checkpoint_id is None:
     router_column.info(NO_ROUTER, icon=":material/route:")
-retriever_name = ui.retriever_select(st, store, [host], "live", needs_outcomes=False)
+retriever_name = ui.retriever_select(retriever_column, store, [host], "live", needs_outcomes=False)
 record = data.checkpoint_record(store, checkpoint_id) if checkpoint_id else None
 if record is not None and (warning := other_host_warning(checkpoint_id, record["host"], host)):
     st.warning(warning, icon=":material/swap_horiz:")
@@ -142,7 +144,7 @@ if answered is not None:
     held_out = (None if not last.probabilities
                 else data.reliability(store, data.store_version(store), last.checkpoint_id,
                                       None if last.weights is None else CostWeights(*last.weights)))
-    live_view.routed_answer(last, held_out)
+    live_view.routed_answer(last, held_out, checkpoint_names(checkpoints))
     live_view.support_verdict(st.session_state.get(SUPPORT_KEY))
 if history:
-    live_view.session_history(history)
+    live_view.session_history(history, checkpoint_names(checkpoints))

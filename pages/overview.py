@@ -92,7 +92,7 @@ if not hosts:
     st.stop()
 
 st.header("Arms and the oracle")
-host_column, retriever_column, arms_column, split_column = st.columns(4)
+host_column, retriever_column, arms_column, split_column = st.columns([2, 1, 1, 1])  # the host's name whole
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "overview")
 default_size = data.alphabet_size(store, host)

@@ -26,7 +26,7 @@ st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-q
 store = data.store()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
-host_column, retriever_column, protocol_column = st.columns([2, 1, 1])
+host_column, retriever_column, protocol_column = st.columns([1.2, 1, 1.3])  # both protocols whole at 1,024 px
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "pareto")
 protocol = protocol_column.segmented_control(

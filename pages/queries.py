@@ -34,7 +34,9 @@ hosts = ui.hosts_with_outcomes_or_stop(store)
 linked_host = st.query_params.get("host")
 if linked_retriever := st.query_params.get("retriever"):
     st.session_state.setdefault(ui.RETRIEVER_KEPT, linked_retriever)  # a link's retriever, unless one was picked
-host_column, retriever_column, router_column, split_column = st.columns([1, 1, 2, 1])
+# two rows: four selects in one clip the host's and the router's names at 1,024 px
+host_column, retriever_column, split_column = st.columns(3)
+router_column = st.columns([3, 2])[0]
 host = host_column.selectbox("Host", hosts, index=hosts.index(linked_host) if linked_host in hosts else 0)
 retriever = ui.retriever_select(retriever_column, store, [host], "queries")
 checkpoints = data.host_checkpoints(store, host, retriever)

@@ -39,7 +39,9 @@ ui.show_flash()
 hosts = ui.hosts_with_outcomes_or_stop(store)
 
 st.header("New run")
-host_column, retriever_column, variant_column, arms_column, stage_column = st.columns(5)
+# two rows of three: five widgets in one clip the host's and the features' names at 1,024 px
+host_column, retriever_column, variant_column = st.columns(3)
+arms_column, stage_column, _ = st.columns(3)
 host = host_column.selectbox("Host", hosts)
 retriever = ui.retriever_select(retriever_column, store, [host], "train")
 under = retriever_phrase(retriever)
@@ -100,7 +102,8 @@ with st.form("run", enter_to_submit=False):
                                                format="%.3f")
         parent_labels = {NEWEST_PARENT: NEWEST_PARENT} | {
             row["checkpoint_id"]: checkpoint_label(row) for row in parents.to_dict("records")}
-        parent = columns[2].selectbox("Parent checkpoint", list(parent_labels), format_func=parent_labels.get)
+        # a row of its own: a checkpoint's label whole at 1,024 px
+        parent = st.selectbox("Parent checkpoint", list(parent_labels), format_func=parent_labels.get)
     submitted = st.form_submit_button("Start training", type="primary", icon=":material/play_arrow:")
 
 if submitted:
@@ -191,9 +194,9 @@ st.subheader("Compare two checkpoints")
 labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}
 ids = list(labels)
 default_a, default_b = default_comparison(host_checkpoints)
-a_column, b_column = st.columns(2)
-a_id = a_column.selectbox("Checkpoint A", ids, index=ids.index(default_a), format_func=labels.get)
-b_id = b_column.selectbox("Checkpoint B", ids, index=ids.index(default_b), format_func=labels.get)
+# one above the other: side by side, each label is clipped at 1,024 px
+a_id = st.selectbox("Checkpoint A", ids, index=ids.index(default_a), format_func=labels.get)
+b_id = st.selectbox("Checkpoint B", ids, index=ids.index(default_b), format_func=labels.get)
 with ui.user_errors():
     a_record, b_record = data.checkpoint_record(store, a_id), data.checkpoint_record(store, b_id)
 lineage_column, metrics_column = st.columns([3, 2])

@@ -34,7 +34,9 @@ if len(hosts) < 2:
             "embedded-small --split test --probes`, then its train and dev splits).", icon=":material/swap_horiz:")
     st.stop()
 
-source_column, target_column, retriever_column, split_column = st.columns([2, 2, 1, 1])
+# two rows: four selects in one clip the retriever's name at 1,024 px
+source_column, target_column = st.columns(2)
+retriever_column, split_column = st.columns(2)
 source = source_column.selectbox("Source host (whose routers)", hosts)
 targets = [host for host in hosts if host != source]
 target = target_column.selectbox("Target host (whose queries and costs)", targets)

@@ -204,7 +204,7 @@ def test_first_contact_leads_to_the_worst_regret_query_opened_by_its_url(
         page.goto(trained_dashboard)
         expect(page.get_by_text("FORGE routes a frozen LLM per query")).to_be_visible(
             timeout=STARTUP_TIMEOUT_S * 1000)  # first contact: what it does, what the store is, the three uses
-        page.get_by_role("link", name="3. Find the queries a router gets wrong").click()
+        page.get_by_test_id("stMain").get_by_role("link", name="Queries", exact=True).click()  # use 1's last page
         expect(page.get_by_role("heading", name="Queries", exact=True)).to_be_visible(timeout=60_000)
         expect(page.get_by_text("Select a row of the table to open its query here.")).to_be_visible(
             timeout=ANSWER_TIMEOUT_S * 1000)

@@ -28,7 +28,7 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
 from forge_core.records import HostPrices
-from forge_core.reports.checkpoint_views import short_id
+from forge_core.reports.checkpoint_views import checkpoint_names, short_id
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
@@ -453,7 +453,8 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     margin = f"{result.confidence.margin:+.3f} utility over {result.confidence.runner_up}"  # in utility units
     assert any(caption.value.startswith(margin) for caption in app.caption)
     assert len(app.get("plotly_chart")) == 1
-    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id]
+    name = checkpoint_names(store.checkpoints())[checkpoint_id]  # every page's name, the full id beside it
+    assert app.dataframe[-1].value[["router", "router id"]].values.tolist() == [[name, checkpoint_id]]
     trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page
     assert (trace["question"], trace["router"], trace["arm"]) == ("Who founded the city of Rome and when?",
                                                                   checkpoint_id, result.arm)
@@ -471,7 +472,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     by_label(app.selectbox, "Arm").set_value("direct:cot")  # the override, secondary
     by_label(app.button, "Route and answer").click().run()
     assert not app.exception and card_values(app)["Arm (picked by hand)"] == "direct:cot"
-    assert app.dataframe[-1].value["router"].tolist() == [checkpoint_id, "override"]
+    assert app.dataframe[-1].value["router id"].tolist() == [checkpoint_id, "override"]
 
     by_label(app.selectbox, "Arm").set_value("raw:no_think")  # Always-Raw's own arm: one call, one column
     by_label(app.button, "Route and answer").click().run()

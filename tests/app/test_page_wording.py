@@ -36,10 +36,10 @@ def routed(tau: float = 1.0, f1: float | None = 0.4, raw_f1: float | None = 1.0,
         raw_f1=raw_f1 if raw else None, tau=tau)
 
 
-def render_answer(result) -> None:  # run as a script: no annotation it cannot resolve
+def render_answer(result, names=None) -> None:  # run as a script: no annotation it cannot resolve
     from app import live_view
 
-    live_view.routed_answer(result)
+    live_view.routed_answer(result, names=names)
 
 
 def cards(app: AppTest) -> dict[str, tuple[str, str]]:
@@ -81,10 +81,10 @@ def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -
     assert title == "probability" and heights == [PROBABILITIES[arm] for arm in arms]
 
 
-def render_history(answers) -> None:  # run as a script: no annotation it cannot resolve
+def render_history(answers, names=None) -> None:  # run as a script: no annotation it cannot resolve
     from app import live_view
 
-    live_view.session_history(answers)
+    live_view.session_history(answers, names)
 
 
 def test_the_session_compares_routed_and_always_raw_f1_over_the_same_questions() -> None:
@@ -116,6 +116,17 @@ def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
         "Second Battle of Bull Run"]
 
 
+def test_the_live_page_names_its_router_as_every_page_does_with_the_full_id_to_copy() -> None:
+    result = routed()
+    names = {result.checkpoint_id: "Lite cond. stage 1 · ckpt-012345"}  # checkpoint_names' name of the router
+    app = AppTest.from_function(render_answer, args=(result, names), default_timeout=TIMEOUT_S).run()
+    assert cards(app)["Chosen arm"][1].startswith("Router Lite cond. stage 1 · ckpt-012345 (ckpt-0123456789ab),")
+    app = AppTest.from_function(render_history, args=([result], names), default_timeout=TIMEOUT_S).run()
+    (history,) = app.dataframe
+    assert history.value[["router", "router id"]].to_dict("records") == [
+        {"router": "Lite cond. stage 1 · ckpt-012345", "router id": "ckpt-0123456789ab"}]
+
+
 def crossfit_report(run_id: str, warm_start_arms: int, stage: int = 1, split_seed: int = 0) -> dict:
     """A stored crossfit run's report, as far as its picker label reads it."""
     settings = {"stage": stage, "n_arms": 6, "seed": 0, "split_seed": split_seed, "conditioning": None,
@@ -126,15 +137,20 @@ def crossfit_report(run_id: str, warm_start_arms: int, stage: int = 1, split_see
 
 
 def test_crossfit_runs_are_labelled_by_what_tells_them_apart() -> None:
-    from app.crossfit_view import crossfit_run_label
+    from app.crossfit_view import crossfit_run_label, crossfit_run_labels
 
     runs = [crossfit_report("crossfit-aaa", 3), crossfit_report("crossfit-bbb", 6),
-            crossfit_report("crossfit-ccc", 3, stage=2), crossfit_report("crossfit-ddd", 3, split_seed=1)]
-    labels = [crossfit_run_label(run) for run in runs]
-    without_ids = [label.removesuffix(f" · {run['run_id']}") for label, run in zip(labels, runs)]
-    assert len(set(without_ids)) == len(runs), without_ids  # told apart before their ids
-    assert "paper's Stage 1, seed 0" in labels[0] and "whole-alphabet Stage 1 (6 arms), seed 0" in labels[1]
-    assert "paper's Stage 1 + Stage 2 (1000 steps)" in labels[2] and "split seed 1" in labels[3]
+            crossfit_report("crossfit-ccc", 3, stage=2), crossfit_report("crossfit-ddd", 3, split_seed=1),
+            crossfit_report("crossfit-eee", 3, split_seed=1)]  # a rerun of crossfit-ddd's settings
+    labels = crossfit_run_labels(runs)
+    assert labels == {  # what all share (training seed, accounting, folds) left out; an id only for the rerun
+        "crossfit-aaa": "λ 0.6 / 0.6 · paper's Stage 1 · split seed 0",
+        "crossfit-bbb": "λ 0.6 / 0.6 · 6-arm Stage 1 · split seed 0",
+        "crossfit-ccc": "λ 0.6 / 0.6 · paper's Stage 1 + Stage 2 (1000 steps) · split seed 0",
+        "crossfit-ddd": "λ 0.6 / 0.6 · paper's Stage 1 · split seed 1 · crossfit-ddd",
+        "crossfit-eee": "λ 0.6 / 0.6 · paper's Stage 1 · split seed 1 · crossfit-eee"}
+    whole = crossfit_run_label(runs[0])  # shown under the picker: the run's every part and its full id
+    assert "paper's Stage 1, seed 0" in whole and "deployment accounting" in whole and whole.endswith("crossfit-aaa")
 
 
 def test_a_decision_names_its_checkpoint_and_fixed_arms_as_every_page_does() -> None:
@@ -159,3 +175,14 @@ def test_a_decision_names_its_checkpoint_and_fixed_arms_as_every_page_does() -> 
     sentence = decision_sentence(decided)
     assert sentence.startswith(f"Deploy forge_lite_cond ({name}) at λ_in 0.6 / λ_out 0.6: +0.031 utility")
     assert "; raw:no_think has the highest utility" in sentence and "always_raw" not in sentence
+
+
+def test_the_overviews_three_uses_are_the_readmes() -> None:
+    from pathlib import Path
+
+    from app.overview_view import USES
+    from app.ui import PAGES_DIR
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert re.findall(r"^\*\*(\d\. [^*]+?)\.\*\*", readme, flags=re.MULTILINE) == [use.title for use in USES]
+    assert all((PAGES_DIR / script).is_file() for use in USES for script, *_ in use.links)
