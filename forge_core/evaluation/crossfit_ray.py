@@ -5,9 +5,9 @@ ray` (the weight sweep of a calibration, the conditioned routers that decide at 
 through `map_folds_on_ray` the same way: one task a fold, the results back in fold order.
 
 A task gets its fold's context with the features already read (the driver reads them once, before
-any task starts): a task reads nothing from the store. Each fold is fitted exactly as in one
-process, from the same seeds and on one torch thread, so a run gives the same rows, bit for bit, on
-either engine, and an interrupted run resumes on either.
+any task starts): a task reads nothing from the store. Each fold is fitted as in one process, from
+the same seeds with torch on one thread (BLAS too: `on_one_thread`), so a run gives the same rows,
+bit for bit, on either engine, and an interrupted run resumes on either.
 """
 
 from __future__ import annotations
@@ -54,26 +54,27 @@ def shipped(context: EvalContext, variants: set[str]) -> EvalContext:
     return dataclasses.replace(context, store=StoreLeftOnDriver())
 
 
-def on_one_torch_thread(function: Callable[..., Any], *arguments: Any) -> Any:
-    """`function(*arguments)` with torch on one thread, as the in-process folds run (a Ray task)."""
-    from forge_core.training.threads import one_torch_thread
+def on_one_thread(function: Callable[..., Any], *arguments: Any) -> Any:
+    """`function(*arguments)` with torch and BLAS on one thread each (a Ray task), as `forge
+    decide`'s in-process folds run: a ridge fit on two BLAS threads can differ in its last bits."""
+    from forge_core.training.threads import one_thread
 
-    with one_torch_thread():
+    with one_thread():
         return function(*arguments)
 
 
 def fold_rows_task(context: EvalContext, rows: Any, fitted: list[Policy], stored_names: set[str]) -> pd.DataFrame:
     """One fold on a Ray worker: fit `fitted` in order and score those named in `stored_names`."""
-    return on_one_torch_thread(fold_rows, context, rows, fitted, [p for p in fitted if p.name in stored_names], None)
+    return on_one_thread(fold_rows, context, rows, fitted, [p for p in fitted if p.name in stored_names], None)
 
 
 def map_folds_on_ray(function: Callable[..., Any], folds: list[tuple], on_fold: Callable[[int, int], None] | None,
                      address: str | None = None) -> list[Any]:
     """`function(*arguments)` for each fold's `arguments` (contexts `shipped`), each a Ray task on
-    one core and one torch thread; the results in the order of `folds`, `on_fold(done, total)` as
+    one core (`on_one_thread`); the results in the order of `folds`, `on_fold(done, total)` as
     each task ends. An interruption cancels the tasks not yet ended."""
     ray = ray_session(address)
-    task = ray.remote(num_cpus=1, max_retries=2)(on_one_torch_thread)
+    task = ray.remote(num_cpus=1, max_retries=2)(on_one_thread)
     pending = {task.remote(function, *arguments): index for index, arguments in enumerate(folds)}
     results: list[Any] = [None] * len(folds)
     try:

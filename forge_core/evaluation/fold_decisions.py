@@ -46,7 +46,7 @@ from forge_core.routing.routers import build_router
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config, Stage2Config
-from forge_core.training.threads import one_thread, one_torch_thread
+from forge_core.training.threads import one_thread
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def _train_each_fold(settings: CrossfitSettings, contexts: list[EvalContext],
         return map_folds_on_ray(_trained_fold, [(settings, shipped(context, read)) for context in contexts], on_fold,
                                 address)
     trained = []
-    with one_torch_thread():
+    with one_thread():  # BLAS too: the floor's ridge fits come out as on a Ray task, bit for bit
         for fold, context in enumerate(contexts):
             trained.append(_trained_fold(settings, context))
             log.info("fold decisions: fold %d of %d trained", fold + 1, len(contexts))
