@@ -32,11 +32,10 @@ from forge_core.reports.checkpoint_views import checkpoint_names, short_id
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
-from support.app_store import FAKE_HOST, build_app_store
+from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S, build_app_store
 from support.stores import copy_store
 
 PAGES = PROJECT_ROOT / "pages"
-TIMEOUT_S = 120  # the machine may be busy: page runs that call a host or a job are generous
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,7 @@ def app_store(app_store_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
 def page(name: str) -> AppTest:
     """A page script, run once on fresh query results (the tests change the store between runs)."""
     st.cache_data.clear()
-    return AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT_S).run()
+    return AppTest.from_file(str(PAGES / name), default_timeout=PAGE_RUN_TIMEOUT_S).run()
 
 
 def by_label(widgets, label: str):
@@ -79,7 +78,7 @@ def texts(elements) -> str:
 
 
 def test_navigation_runs_every_page(app_store: Store) -> None:
-    app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception and app.title[0].value == "Overview"
     for script, title in [("enumerate.py", "Enumerate"), ("hosts.py", "Hosts"), ("live_query.py", "Live query"),
                           ("train.py", "Train"), ("pareto.py", "Pareto"), ("action_map.py", "Action map"),
@@ -801,7 +800,7 @@ def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tu
     assert len(shown) == (table["router"] != compared).sum() < 60
     assert (shown["router"] != compared).all() and shown["compared"].eq(compared).all()
 
-    linked = AppTest.from_file(str(PAGES / "queries.py"), default_timeout=TIMEOUT_S)
+    linked = AppTest.from_file(str(PAGES / "queries.py"), default_timeout=PAGE_RUN_TIMEOUT_S)
     linked.query_params["host"], linked.query_params["query"] = SYNTHETIC_HOST, table["query"].iloc[0]
     linked.run()
     assert not linked.exception, linked.exception

@@ -15,11 +15,10 @@ from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
-from support.app_store import FAKE_HOST
+from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 120
 
 
 @pytest.fixture
@@ -39,7 +38,7 @@ def by_label(widgets, label: str):
 
 
 def navigation() -> AppTest:
-    return AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=TIMEOUT_S).run()
+    return AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
 
 
 def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditioned_app: tuple[Store, str]) -> None:

@@ -20,7 +20,7 @@ from forge_core.rewards import live_support
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
-from support.app_store import FAKE_HOST
+from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
 from support.judging import SUPPORT_LABELS, VerdictHost
 from support.stores import copy_store
 
@@ -52,7 +52,7 @@ def test_a_live_answer_gets_the_evaluators_support_verdict_in_its_trace(
 
     monkeypatch.setattr(live_support, "hosted", double)
     st.cache_data.clear()
-    app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "live_query.py"), default_timeout=120).run()
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "live_query.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     next(w for w in app.selectbox if w.label == "Host").set_value(FAKE_HOST).run()
     next(w for w in app.text_area if w.label == "Your question").set_value(QUESTION)
     next(w for w in app.selectbox if w.label == "Support evaluator").set_value(EVALUATOR)

@@ -19,11 +19,10 @@ from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
-from support.app_store import APP_BENCHMARKS, build_app_store
+from support.app_store import APP_BENCHMARKS, PAGE_RUN_TIMEOUT_S, build_app_store
 from support.stores import copy_store
 
 PAGES = PROJECT_ROOT / "pages"
-TIMEOUT_S = 180
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +35,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory, benchmarks_root: Path) 
 def page(name: str, monkeypatch: pytest.MonkeyPatch, store_path: Path, state: dict | None = None) -> AppTest:
     monkeypatch.setenv("FORGE_STORE", str(store_path))
     st.cache_data.clear()
-    app = AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT_S)
+    app = AppTest.from_file(str(PAGES / name), default_timeout=PAGE_RUN_TIMEOUT_S)
     for key, value in (state or {}).items():
         app.session_state[key] = value
     return app.run()

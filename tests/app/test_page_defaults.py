@@ -17,10 +17,9 @@ from forge_core.config import PROJECT_ROOT, cache_dir
 from forge_core.evaluation.recipe_choice import recommended_or_default
 from forge_core.store import Store
 
-from support.app_store import FAKE_HOST, build_app_store
+from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S, build_app_store
 
 PAGES = PROJECT_ROOT / "pages"
-TIMEOUT_S = 120
 
 # Train page widget label -> the `forge train` option it stands for
 TRAIN_STAGE1 = {"lambda_in": "lambda_in", "lambda_out": "lambda_out", "tau": "tau", "Seed": "seed",
@@ -52,7 +51,7 @@ def option_defaults(path: tuple[str, ...]) -> dict[str, object]:
 def page(name: str, store_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("FORGE_STORE", str(store_path))
     st.cache_data.clear()
-    return AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT_S).run()
+    return AppTest.from_file(str(PAGES / name), default_timeout=PAGE_RUN_TIMEOUT_S).run()
 
 
 def widget_values(app: AppTest) -> dict[str, object]:

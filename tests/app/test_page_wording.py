@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 from forge_core.evidence.answering import ArmAnswer, Evidence
 from forge_core.routing.live import RawCost, RoutedAnswer
 
-TIMEOUT_S = 60
+from support.app_store import PAGE_RUN_TIMEOUT_S
+
 PROBABILITIES = {"direct:no_think": 0.15, "direct:cot": 0.16, "summary:no_think": 0.18, "summary:cot": 0.17,
                  "raw:no_think": 0.17, "raw:cot": 0.17}  # near 1/6, as a Lite router's on the demo store
 
@@ -60,7 +61,7 @@ def bars(chart) -> tuple[list[str], list[float], str]:
 def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -> None:
     tau = 2.0  # a router distilled at another temperature: its own tau scales the gaps
     result = routed(tau=tau)
-    app = AppTest.from_function(render_answer, args=(result,), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_answer, args=(result,), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
     (chart,) = app.get("plotly_chart")  # the probabilities only on request
     arms, heights, title = bars(chart)
@@ -90,7 +91,7 @@ def render_history(answers, names=None) -> None:  # run as a script: no annotati
 def test_the_session_compares_routed_and_always_raw_f1_over_the_same_questions() -> None:
     answers = [routed(f1=0.0, raw_f1=1.0), routed(f1=0.5, raw_f1=0.5), routed(f1=1.0, raw_f1=1.0),
                routed(f1=0.0, raw=False), routed(f1=0.25, raw=False)]  # Always-Raw made live on 3 of 5
-    app = AppTest.from_function(render_history, args=(answers,), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_history, args=(answers,), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
     shown = cards(app)
     value, help_text = shown["Mean F1 (routed)"]
@@ -99,13 +100,13 @@ def test_the_session_compares_routed_and_always_raw_f1_over_the_same_questions()
     assert value == "0.50 vs 0.83" and "same 3 questions" in help_text
     assert not [label for label in shown if "Always-Raw)" in label]  # no mean of Raw over other questions
 
-    app = AppTest.from_function(render_history, args=(answers[3:],), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_history, args=(answers[3:],), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert cards(app)["F1 routed vs Raw"][0] == "–"
 
 
 def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
     result = routed(f1=1 / 3, raw_f1=1.0)  # "Cold Harbor" for "Second Battle of Bull Run": wrong, with shared words
-    app = AppTest.from_function(render_answer, args=(result,), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_answer, args=(result,), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
     captions = "\n".join(caption.value for caption in app.caption)
     assert ("Some token overlap with the gold answer (F1 0.33): lexical F1 counts shared words, not whether the "
@@ -119,9 +120,9 @@ def test_an_answers_verdict_says_what_lexical_f1_measures() -> None:
 def test_the_live_page_names_its_router_as_every_page_does_with_the_full_id_to_copy() -> None:
     result = routed()
     names = {result.checkpoint_id: "Lite cond. stage 1 · ckpt-012345"}  # checkpoint_names' name of the router
-    app = AppTest.from_function(render_answer, args=(result, names), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_answer, args=(result, names), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert cards(app)["Chosen arm"][1].startswith("Router Lite cond. stage 1 · ckpt-012345 (ckpt-0123456789ab),")
-    app = AppTest.from_function(render_history, args=([result], names), default_timeout=TIMEOUT_S).run()
+    app = AppTest.from_function(render_history, args=([result], names), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     (history,) = app.dataframe
     assert history.value[["router", "router id"]].to_dict("records") == [
         {"router": "Lite cond. stage 1 · ckpt-012345", "router id": "ckpt-0123456789ab"}]

@@ -14,10 +14,10 @@ from forge_core.evaluation import decide as decide_module
 from forge_core.reports.checkpoint_views import short_id
 from forge_core.store import Store
 
+from support.app_store import PAGE_RUN_TIMEOUT_S
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 180
 HOST = "synthetic-host"
 
 
@@ -47,7 +47,7 @@ def texts(elements) -> str:
 
 
 def pareto() -> AppTest:
-    return AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=TIMEOUT_S).run()
+    return AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
 
 
 RECOMMENDATIONS = ("Deploy ", "deploy the fixed arm")  # how a decision's sentence names what to deploy
@@ -137,14 +137,14 @@ def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
         return [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]
 
     for earlier in warm_threads():  # a warm-up an earlier test's page started may still be running
-        earlier.join(timeout=TIMEOUT_S)
+        earlier.join(timeout=PAGE_RUN_TIMEOUT_S)
     st.cache_resource.clear()
     failures: list[BaseException] = []
     monkeypatch.setattr(threading, "excepthook", lambda hook: failures.append(hook.exc_value))
     app = pareto()
     warm = warm_threads()
     assert len(warm) == 1
-    warm[0].join(timeout=TIMEOUT_S)
+    warm[0].join(timeout=PAGE_RUN_TIMEOUT_S)
     assert not warm[0].is_alive() and not failures
 
     loads: list[str] = []

@@ -29,13 +29,13 @@ from forge_core.hosts.registry import save_host_config
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer, held_after
+from support.app_store import PAGE_RUN_TIMEOUT_S
 from support.resources import require_demo_export
 from support.stores import copy_store
 
 pytestmark = pytest.mark.faults
 
 SCRIPTS = [PROJECT_ROOT / "app" / "main.py", *sorted((PROJECT_ROOT / "pages").glob("*.py"))]
-TIMEOUT_S = 120  # a page run on a busy machine, waiting its turn on the store file
 QUERIES = 40  # musique dev queries: 240 calls, about 60 s at the slow pace; the last two are held until the pages ran
 
 
@@ -45,7 +45,7 @@ def load_every_page() -> dict[str, AppTest]:
     apps = {}
     for script in SCRIPTS:
         st.cache_data.clear()
-        apps[script.name] = app = AppTest.from_file(str(script), default_timeout=TIMEOUT_S).run()
+        apps[script.name] = app = AppTest.from_file(str(script), default_timeout=PAGE_RUN_TIMEOUT_S).run()
         assert not app.exception, (script.name, app.exception)
     return apps
 

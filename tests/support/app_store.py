@@ -13,6 +13,10 @@ from forge_core.records import ArmOutcome
 from forge_core.store import Store
 
 APP_BENCHMARKS = ("2wikimultihopqa", "musique")
+# How long one AppTest page run may take before it counts as hung: a guard, not a speed check (speed is
+# bench/page_renders.py's). A page that scores crossfit runs took over 120 s at load 9-16 on 2 cores; the
+# per-test limit (pytest-timeout, 900 s in pyproject.toml) stays above it.
+PAGE_RUN_TIMEOUT_S = 600
 FAKE_HOST = "fake"  # an OpenAI-compatible test double (tests/support/answering_server.py)
 QUERIES_PER_SPLIT = {"train": 3, "test": 2}
 FAKE_HOST_HASH = config_hash(HostConfig(name=FAKE_HOST, kind="openai", model="m"))  # enumerating resumes it
