@@ -151,7 +151,15 @@ def support_verdict(support: LiveSupport | str | None) -> None:
         return
     box = {SUPPORTED: st.success, CONTRADICTED: st.error}.get(support.verdict, st.info)
     box(f"Support: **{support.verdict}** by {support.evaluator} (does the evidence in the answer's prompt support "
-        "it?)", icon=":material/fact_check:")
+        f"it?). {rating_sentence(support.rating)}", icon=":material/fact_check:")
+
+
+def rating_sentence(rating: float | None) -> str:
+    """The evaluator's correctness rating of the routed answer, to read beside its lexical F1 verdict."""
+    if rating is None:
+        return "Judge rating: none (its reply held no number from 0 to 10)."
+    return (f"Judge rating: **{rating * 10:.0f}/10** (is the answer correct? the judge prompt of `forge rewards "
+            "judge`), beside the F1 verdict, which counts shared words only.")
 
 
 def session_history(answers: Sequence[RoutedAnswer], names: Mapping[str, str] | None = None) -> None:

@@ -92,8 +92,9 @@ compare_raw = st.toggle("Answer with Always-Raw too (raw:no_think), side by side
 evaluator_host = st.selectbox(
     "Support evaluator", [NO_EVALUATOR, *configs],
     help="A host that checks whether the evidence in the answer's prompt supports it, as `forge rewards support` "
-         "does for stored answers (one extra call); the verdict is kept with the question on the Queries page. "
-         "none: no check.")
+         "does for stored answers, and rates whether the answer is correct, as `forge rewards judge` does (two extra "
+         "calls); the verdict is kept with the question on the Queries page, the rating shown beside the F1 "
+         "verdict. none: no check.")
 arms = [arm.name for arm in alphabet(data.alphabet_size(store, host))]
 with st.expander("Override: answer with a hand-picked arm", expanded=checkpoint_id is None):
     choices = arms if checkpoint_id is None else [ROUTER_CHOICE, *arms]

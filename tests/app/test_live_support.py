@@ -1,6 +1,7 @@
-"""The support verdict of a live answer: with an evaluator host chosen on the Live query page, the
+"""The evaluator's word on a live answer: with an evaluator host chosen on the Live query page, the
 evaluator (the judge test double `VerdictHost`, standing in for the served host) checks the answer
-against the evidence its prompt held, the page shows the verdict and the stored trace keeps it."""
+against the evidence its prompt held and rates whether it is correct; the page shows the verdict and
+the rating, and the stored trace keeps the verdict."""
 
 from __future__ import annotations
 
@@ -60,19 +61,25 @@ def test_a_live_answer_gets_the_evaluators_support_verdict_in_its_trace(
     assert not app.exception
     assert [box.value for box in app.error if "Support:" not in box.value] == []  # CONTRADICTED shows as an error
 
-    (request,) = evaluator.requests  # one check, of the routed answer against its prompt's evidence
+    # one check, of the routed answer against its prompt's evidence, and one rating, with the evidence it saw
+    support_check, rating = evaluator.requests
     result = app.session_state["live_history"][-1]
-    content = request.messages[1]["content"]
+    content = support_check.messages[1]["content"]
     assert f"Question: {QUESTION}\nAnswer given: {result.answer.extracted}\n" in content
     assert content.startswith("Evidence:\n") and "(no passage was retrieved)" not in content
+    rated = rating.messages[1]["content"]
+    assert f"Question: {QUESTION}\nAnswer given: {result.answer.extracted}\n" in rated
+    seen = result.answer.support_text  # the judge reward's evidence: what the answering host saw, none for Direct
+    assert rated.startswith(f"Evidence the answerer saw:\n{seen}\n\nQuestion: " if seen else "Question: ")
     verdict = SUPPORT_LABELS[len(content) % 3]  # the double's rule
     trace = store.live_traces(FAKE_HOST).iloc[0]
     assert (trace["support_verdict"], trace["evaluator"]) == (verdict, f"judge:{EVALUATOR}@"
                                                                        f"{config_hash(evaluator_config)}")
     shown = "\n".join(box.value for box in [*app.success, *app.info, *app.error] if "Support:" in box.value)
     assert f"Support: **{verdict}** by judge:{EVALUATOR}@" in shown
+    assert f"Judge rating: **{len(result.answer.extracted) % 11}/10**" in shown  # the double's rating rule
 
     next(w for w in app.selectbox if w.label == "Support evaluator").set_value("none")
     next(w for w in app.button if w.label == "Route and answer").click().run()  # no evaluator: no check, no verdict
-    assert len(evaluator.requests) == 1 and "Support:" not in "\n".join(b.value for b in app.success)
+    assert len(evaluator.requests) == 2 and "Support:" not in "\n".join(b.value for b in app.success)
     assert pd.isna(store.live_traces(FAKE_HOST).iloc[0]["support_verdict"])

@@ -7,7 +7,7 @@ import re
 
 from forge_core.hosts.base import Generation, GenerationRequest, Host, HostConfig, HostError
 from forge_core.records import RewardOutcome
-from forge_core.rewards.judge import rating_key
+from forge_core.rewards.judge import JUDGE_SYSTEM, rating_key
 from forge_core.store import Store, utc_now
 
 DOUBLE_CONFIG = HostConfig(name="rating-double", kind="openai", model="rating-double", base_url="http://127.0.0.1:9/v1")
@@ -41,9 +41,11 @@ SUPPORT_LABELS = ("SUPPORTED", "CONTRADICTED", "NOT ENOUGH INFO")
 class VerdictHost(RatingHost):
     """A support evaluator double: labels an answer by the length in characters of its whole prompt
     (evidence included) modulo 3 (SUPPORTED, CONTRADICTED, NOT ENOUGH INFO), or replies `reply`
-    when given."""
+    when given; a judge's correctness request (`forge rewards judge`'s prompt) it rates as `RatingHost`."""
 
     async def generate(self, request: GenerationRequest) -> Generation:
+        if request.messages[0]["content"] == JUDGE_SYSTEM and self.reply is None:
+            return await super().generate(request)
         self.requests.append(request)
         text = self.reply if self.reply is not None else SUPPORT_LABELS[len(request.messages[1]["content"]) % 3]
         return Generation(text=text, tokens_in=80, tokens_out=2, latency_ms=1.0)
