@@ -78,8 +78,11 @@ def recommended_recipe(store: Store, host: str, retriever_hash: str, embedder: s
         measured = measured_recipes(store, host, retriever_hash, embedder)
     measured = [m for m in measured if m.recipe.n_arms == n_arms]
     fallback = default_recipe(n_arms, embedder, retriever_hash)
+    # keyed by the recipe ids too: the kept comparisons name them, and a code change that names a run's
+    # recipe otherwise must not read comparisons of ids no run has any more
     key = canonical_hash("recipe-choice", CHOICE_VERSION,
-                         {"runs": sorted({m.run_id for m in measured}), "embedder": embedder, "n_arms": n_arms})
+                         {"runs": sorted({m.run_id for m in measured}), "embedder": embedder, "n_arms": n_arms,
+                          "recipes": sorted({f"{m.run_id}{m.suffix}:{m.recipe.recipe_id}" for m in measured})})
     path = Path(cache_dir) / "recipes" / f"{key[:16]}.json"
     comparisons = cached_file(path, lambda: _comparisons(store, measured),
                               lambda file: json.loads(file.read_text()),

@@ -83,3 +83,23 @@ def test_the_checkpoint_named_is_the_newest_of_the_recipe_variant_and_weights() 
 ])
 def test_a_recipe_beats_another_only_beyond_chance(above: int, below: int, expected: bool) -> None:
     assert beats(above, below) is expected
+
+
+def test_a_kept_recipe_choice_is_not_read_for_recipes_named_otherwise(tmp_path, monkeypatch) -> None:
+    """The kept comparisons name recipe ids: when the same runs' recipes are named otherwise (here, as the
+    code that reads a run's settings changed: another retriever hash in the recipe), they are computed
+    again, not read (a kept file of the old ids raised a KeyError on the Pareto page)."""
+    from forge_core.evaluation import recipe_choice
+
+    def measured(retriever_hash: str) -> list:
+        return [recipe_choice.MeasuredRecipe(default_recipe(6, EMBEDDER, retriever_hash, stage=stage), f"run-{stage}",
+                                             "", "cell", {}) for stage in (1, 2)]
+
+    def comparisons(store, runs: list) -> list[dict]:  # one decided comparison of the two recipes, as measured
+        return [{"recipe": runs[0].recipe.recipe_id, "against": runs[1].recipe.recipe_id, "ci": [0.01, 0.02]}]
+
+    monkeypatch.setattr(recipe_choice, "_comparisons", comparisons)
+    for retriever_hash in ("before", "after"):
+        chosen = recipe_choice.recommended_recipe(None, "host", "", EMBEDDER, 6, tmp_path,
+                                                  measured=measured(retriever_hash))
+        assert chosen["recipe"] == default_recipe(6, EMBEDDER, retriever_hash, stage=1)
