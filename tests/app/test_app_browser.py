@@ -20,14 +20,22 @@ from forge_core.hosts.registry import BUILTIN_HOSTS
 from forge_core.jobs import process_alive
 from forge_core.store import Store
 
-from support.browser import ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
+from support.browser import (
+    ANSWER_TIMEOUT_S,
+    STARTUP_TIMEOUT_S,
+    browser_page,
+    require_browser,
+    running_dashboard,
+    sidebar_link,
+)
 from support.resources import require_tiny_model
 from support.stores import copy_store
 
 TINY = BUILTIN_HOSTS["embedded-tiny"]
 KEY_TAKEN_TIMEOUT_MS = 5_000  # a slider key press shows its new value at once, or was lost
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]  # a real browser: scripts/test.sh runs the e2e
+# tests after the default suite
 
 
 @pytest.fixture
@@ -81,7 +89,7 @@ def test_live_query_routes_and_answers_in_one_click(dashboard: str, tmp_path: Pa
         # the metric label, drawn once the page has read the store (seconds on a loaded machine)
         expect(page.get_by_text("Complete queries (all hosts)", exact=True)).to_be_visible(timeout=30_000)
 
-        page.get_by_role("link", name="Live query").click()
+        sidebar_link(page, "Live query").click()
         expect(page.get_by_role("heading", name="Live query")).to_be_visible(timeout=30_000)
         page.get_by_test_id("stSelectbox").filter(has_text="Host").click()
         page.get_by_role("option", name="embedded-tiny").click()
@@ -169,7 +177,7 @@ def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(cross
         expect(page.get_by_test_id("stAlert").filter(has_text=decision)).to_have_count(1)
         page.screenshot(path=str(tmp_path / "decision.png"), full_page=True)
 
-        page.get_by_role("link", name="Action map").click()
+        sidebar_link(page, "Action map").click()
         expect(page.get_by_role("heading", name="Action map", exact=True)).to_be_visible(timeout=60_000)
         expect(page.get_by_text("Click a point on a map to open its query here.")).to_be_visible(
             timeout=ANSWER_TIMEOUT_S * 1000)

@@ -24,6 +24,7 @@ from support.browser import (
     idle,
     pick_first_demo_question,
     require_browser,
+    sidebar_link,
 )
 from support.stores import copy_store
 
@@ -89,7 +90,8 @@ CUT_OFF = """() => {
 READ_BY = {"Queries": ("regret", "router", "oracle")}
 NOTHING_CUT = {"metrics": [], "buttons": [], "selects": [], "labels": [], "words": []}
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]  # a real browser: scripts/test.sh runs the e2e
+# tests after the default suite
 
 
 @pytest.fixture
@@ -115,7 +117,7 @@ def test_no_page_cuts_a_value_a_button_a_select_or_a_label_at_1280_or_1024_px_no
             page.goto(dashboard)
             expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=STARTUP_TIMEOUT_S * 1000)
             for title in PAGES:
-                page.get_by_role("link", name=title).click()
+                sidebar_link(page, title).click()
                 expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=60_000)
                 idle(page)
                 expect(page.get_by_test_id("stException")).to_have_count(0)

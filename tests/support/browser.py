@@ -124,3 +124,8 @@ def pick_first_demo_question(page: Any) -> None:
     expect(page.get_by_role("radio", name="Pick one from the benchmark")).to_be_checked(
         timeout=ANSWER_TIMEOUT_S * 1000)
     idle(page)
+
+
+def sidebar_link(page: Any, title: str) -> Any:
+    """The sidebar's link to the page `title` (the Overview links some pages from its text too)."""
+    return page.get_by_test_id("stSidebar").get_by_role("link", name=title, exact=True)
