@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the tests: the lint (`ruff check .`, configured in pyproject.toml), the default suite (slow,
-# Qwen-model and kill tests deselected; see pyproject.toml), then the fault suite's kill -9 tests
-# as a second step. Arguments run pytest with them instead (no lint, no kill step).
+# Qwen-model, end-to-end and kill tests deselected; see pyproject.toml), then the end-to-end tests and
+# the fault suite's kill -9 tests as two more steps. Arguments run pytest with them instead (no lint, no kill step).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -22,5 +22,7 @@ fi
 WORKERS=$(nproc 2>/dev/null || echo 2)
 [ "$WORKERS" -le 4 ] || WORKERS=4
 .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile
-# The fault suite's kill -9 tests, as their own step (deselected from the default run above).
+# The end-to-end tests (a real browser, a local Ray cluster, the whole demo store), then the fault suite's
+# kill -9 tests, each as its own step (deselected from the default run above).
+.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile -m e2e
 exec .venv/bin/python -m pytest -m kills

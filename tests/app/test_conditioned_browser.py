@@ -30,7 +30,8 @@ from support.stores import copy_store
 
 STEPS_TIMED = 5
 
-pytestmark = pytest.mark.timeout(400)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]  # a real browser: scripts/test.sh runs the e2e
+# tests after the default suite
 
 
 @pytest.fixture

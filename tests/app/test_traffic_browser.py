@@ -16,6 +16,8 @@ from forge_core.traffic_log import TrafficLog
 
 from support.browser import STARTUP_TIMEOUT_S, browser_page, require_browser, running_dashboard
 
+pytestmark = pytest.mark.e2e  # a real browser: scripts/test.sh runs the e2e tests after the default suite
+
 HEADINGS = ("Requests over time", "Arm mix over time", "Realized tokens against the target",
             "Weights in force over time", "Saving against Always-Raw", "Candidate against the current router",
             "Slowest and costliest requests")

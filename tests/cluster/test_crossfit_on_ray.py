@@ -14,6 +14,8 @@ import pytest
 from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
 from forge_core.store import Store
 
+pytestmark = pytest.mark.e2e  # a local Ray cluster: scripts/test.sh runs the e2e tests after the default suite
+
 HOST = "synthetic-host"
 AS_THE_CLI_RUNS_IT = CrossfitSettings(HOST, lambda_in=0.6, lambda_out=0.6, folds=2)  # `--folds 2 --lambda-* 0.6`
 ORDER = ["fold", "policy", "benchmark", "example_id"]

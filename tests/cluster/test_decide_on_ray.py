@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import torch
 
 from forge_core.evaluation.calibration import CalibrationRequest, run_calibration
@@ -16,6 +17,8 @@ from forge_core.routing.conditioning import CostConditioning
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config
+
+pytestmark = pytest.mark.e2e  # a local Ray cluster: scripts/test.sh runs the e2e tests after the default suite
 
 HOST = "synthetic-host"
 FAST = Stage1Config(max_epochs=2, patience=1, warm_start_arms=3)  # the same training either way: short will do

@@ -22,6 +22,8 @@ from support.counting_host import CountingHost, replay_questions
 from support.resources import require_module
 from support.stores import copy_store
 
+pytestmark = pytest.mark.e2e  # a local Ray cluster: scripts/test.sh runs the e2e tests after the default suite
+
 openai = require_module("openai", "the openai client is a test extra: pip install -e '.[test]'")
 BENCHMARK = "musique"
 REPLICAS = 2

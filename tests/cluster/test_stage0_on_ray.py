@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
@@ -17,6 +18,8 @@ from forge_core.store import Store
 
 from support.counting_host import CountingHost
 from support.stores import copy_store
+
+pytestmark = pytest.mark.e2e  # a local Ray cluster: scripts/test.sh runs the e2e tests after the default suite
 
 HOST = "test-host"
 ENUMERATE = ["enumerate", "--host", HOST, "--split", "test", "--benchmark", "popqa", "--benchmark", "musique",

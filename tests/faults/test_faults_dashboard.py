@@ -55,6 +55,7 @@ def test_every_page_loads_on_an_empty_store() -> None:
     assert "The store is empty" in overview.info[0].value
 
 
+@pytest.mark.e2e  # the whole demo store, every view computed afresh (90 s): after the default suite
 def test_every_page_loads_on_the_demo_store(imported_store: Store, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo store as `forge store load-demo` leaves it: its rows, and its Action map arrays in
