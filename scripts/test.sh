@@ -24,5 +24,5 @@ WORKERS=$(nproc 2>/dev/null || echo 2)
 .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile
 # The end-to-end tests (a real browser, a local Ray cluster, the whole demo store), then the fault suite's
 # kill -9 tests, each as its own step (deselected from the default run above).
-.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile -m e2e
+.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile -m "e2e and not slow"
 exec .venv/bin/python -m pytest -m kills
