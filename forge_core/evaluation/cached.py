@@ -239,8 +239,7 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
 def _fixed_arms(outcomes: dict[str, PolicyOutcome], benchmarks: np.ndarray) -> ArmOutcomes:
     """The fixed arms' per-query F1 and tokens (under the accounting), named by policy."""
     fixed = [outcome for outcome in outcomes.values() if outcome.kind == FIXED_ARM_KIND]
-    return ArmOutcomes(tuple(outcome.name for outcome in fixed), np.stack([outcome.f1 for outcome in fixed]),
-                       np.stack([outcome.tokens.astype(np.float64) for outcome in fixed]), benchmarks)
+    return ArmOutcomes.of([outcome.name for outcome in fixed], fixed, benchmarks)
 
 
 def _hull_fields(arms: ArmOutcomes, outcome: PolicyOutcome, mask: np.ndarray) -> dict:

@@ -257,10 +257,8 @@ def mix_at_budget(context: EvalContext, budget_tokens: float, f1: dict[str, np.n
     rows = np.arange(len(context.table.benchmarks)) if rows is None else rows
     fixed = [FixedArm(arm) for arm in context.table.arms]
     scored = [score_decisions(context, rows, arm, arm.decide(context, rows)) for arm in fixed]
-    arms = ArmOutcomes(tuple(context.table.arms), np.stack([outcome.f1 for outcome in scored]),
-                       np.stack([outcome.tokens.astype(np.float64) for outcome in scored]),
-                       context.table.benchmarks[rows])
-    return gains_over_best_mix(arms, budget_tokens, f1)
+    return gains_over_best_mix(ArmOutcomes.of(context.table.arms, scored, context.table.benchmarks[rows]),
+                               budget_tokens, f1)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,12 @@ class ArmOutcomes:
     tokens: np.ndarray  # [arms, queries] tokens a query under the report's accounting
     benchmarks: np.ndarray  # [queries] each query's benchmark
 
+    @classmethod
+    def of(cls, names: list[str] | tuple[str, ...], outcomes: list, benchmarks: np.ndarray) -> ArmOutcomes:
+        """One row per name from its scored outcome (anything with per-query `f1` and `tokens`)."""
+        return cls(tuple(names), np.stack([outcome.f1 for outcome in outcomes]),
+                   np.stack([outcome.tokens.astype(np.float64) for outcome in outcomes]), benchmarks)
+
     def points(self) -> list[tuple[float, float]]:
         """Each arm's (macro tokens, macro F1)."""
         masks = benchmark_masks(self.benchmarks)
