@@ -145,6 +145,24 @@ def collect() -> tuple[list[MarkedCommand], list[str]]:
 MARKED, PROBLEMS = collect()
 
 
+def option(args: tuple[str, ...], name: str) -> str | None:
+    """The value of one option of a command, if it is given."""
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+def tiered(commands: list[MarkedCommand]) -> list:
+    """The commands as test parameters: the first of each kind (its subcommand, stage and accounting)
+    in the default suite, its siblings (the same code path on other stored runs, 5-9 s each) in the
+    e2e tier, as tests/cli/test_stored_results.py does for the stored crossfit runs."""
+    params, seen = [], set()
+    for command in commands:
+        words = tuple(word for word in command.args[:2] if not word.startswith("-"))
+        kind = (words, option(command.args, "--stage"), option(command.args, "--accounting"))
+        params.append(command if kind not in seen else pytest.param(command, marks=pytest.mark.e2e))
+        seen.add(kind)
+    return params
+
+
 def output_lines(stdout: str) -> list[str]:
     """The output as lines; a JSON object as one `path: value` line per value."""
     try:
@@ -206,7 +224,7 @@ def describe(run: ForgeRun) -> str:
     return f"`forge {' '.join(run.args)}` (exit {run.returncode}): {run.stderr[-1500:]}"
 
 
-@pytest.mark.parametrize("command", MARKED, ids=lambda command: " ".join(command.args))
+@pytest.mark.parametrize("command", tiered(MARKED), ids=lambda command: " ".join(command.args))
 def test_a_documented_command_prints_its_stored_result(command: MarkedCommand, offline_demo: OfflineDemo) -> None:
     run = offline_demo.run(command.args)  # once a session: tests/cli/test_stored_results.py reads the same runs
     where = ", ".join(command.places)

@@ -535,6 +535,7 @@ def test_training_pages_without_dev_queries_or_checkpoints_say_what_to_do(app_st
     assert not train.exception and train.error
 
 
+@pytest.mark.e2e  # end to end: a Stage 2 job trained from the page (about 20 s)
 def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tuple[Store, str]) -> None:
     store, parent = trained_app
     app = page("train.py")
@@ -681,6 +682,7 @@ def test_pareto_and_overview_show_support_rates_and_their_evaluator(trained_app:
         texts(app.caption)
 
 
+@pytest.mark.e2e  # end to end: three crossfit runs trained, then the page (about 70 s)
 def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) -> None:
     from forge_core.evaluation.crossfit import CrossfitSettings, run_crossfit
     from forge_core.training.settings import Stage1Config

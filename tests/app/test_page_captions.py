@@ -81,6 +81,7 @@ def test_a_measured_retriever_without_outcomes_is_named_with_why(store_path: Pat
     assert "`forge retriever add dense --kind dense` then `forge enumerate --retriever dense`" in said.help
 
 
+@pytest.mark.e2e  # end to end: the Transfer page trains its routers (about 20 s)
 def test_transfer_at_other_weights_says_what_it_needs_and_offers_the_stored_ones(
         two_host_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = copy_store(two_host_store, tmp_path)

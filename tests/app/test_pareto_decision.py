@@ -162,13 +162,16 @@ WEIGHT_PAIRS = [(0.6, 0.6), (0.1, 0.2)] + [(round(0.05 * k, 2), round(0.08 * k, 
 
 def test_the_cli_and_the_page_name_the_same_policy_at_20_weight_pairs(decide_app: tuple[Store, str]) -> None:
     """`forge decide --json` and the Pareto page's decision (`app.data.decision_at`, as the page
-    calls it) at 20 weight pairs, one of them the stored run's: the same policy, checkpoint and runs."""
+    calls it) at 20 weight pairs, one of them the stored run's: the same policy, checkpoint and runs;
+    at the stored run's weights its crossfit view (the report's best fixed arm and `decidable`
+    column, `crossfit_frame`) names the same best fixed arm and routers as the one rule."""
     import json
 
     from typer.testing import CliRunner
 
     from app import data
     from forge_core import cli
+    from forge_core.reports.tables import crossfit_frame
     from forge_core.routing.utility import CostWeights
 
     store, _ = decide_app
@@ -182,3 +185,10 @@ def test_the_cli_and_the_page_name_the_same_policy_at_20_weight_pairs(decide_app
         assert (printed["policy"], printed["checkpoint_id"], printed["crossfit_run_ids"]) == (
             shown["deploy"], shown["checkpoint_id"], shown["run_ids"]), (lambda_in, lambda_out)
         assert printed["sentence"] == shown["sentence"]
+    report = data.crossfit_reports(store, data.store_version(store), HOST)[0]  # the run at 0.6 / 0.6
+    decided = data.decision_at(store, data.store_version(store), HOST, CostWeights(0.6, 0.6), "deploy")
+    assert decided["run_ids"] == [report["run_id"]]
+    assert report["best_fixed_policy"] == decided["best_fixed_policy"]
+    frame = crossfit_frame(report)
+    servable = set(frame["policy"]) - set(decided["excluded"])
+    assert set(frame[frame["decidable"]]["policy"]) & servable == set(decided["router_candidates"])

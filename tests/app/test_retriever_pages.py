@@ -61,6 +61,7 @@ def selected(app: AppTest, label: str):
     return next(widget for widget in app.selectbox if widget.label == label)
 
 
+@pytest.mark.e2e  # end to end: a dense router trained and mapped (about 22 s)
 def test_the_action_map_of_a_dense_router_reads_dense_outcomes(dense_store: tuple[Store, str]) -> None:
     store, dense_id = dense_store
     action_map = compute_action_map(store, HOST, dense_id, "test")

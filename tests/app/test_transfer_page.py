@@ -26,6 +26,7 @@ def by_label(widgets, label: str):
     return matches[0]
 
 
+@pytest.mark.e2e  # end to end: the Transfer page trains its routers (about 15 s)
 def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
         two_host_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = copy_store(two_host_store, tmp_path)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from forge_core.hosts.registry import save_host_config
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.store import Store
@@ -24,6 +26,7 @@ def forge(store: Store, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "forge_core.cli", *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.e2e  # end to end: import, enumerate and train as processes (about 28 s)
 def test_a_file_without_answers_is_enumerated_unscored_and_trained_on_consensus(tmp_path: Path) -> None:
     store = Store(tmp_path / "store.duckdb")
     questions = write_jsonl(tmp_path / "capitals.jsonl", [

@@ -209,6 +209,7 @@ def test_crossfit_settings_are_checked() -> None:
         CrossfitSettings(stage=3)
 
 
+@pytest.mark.e2e  # end to end: `forge eval crossfit` processes, each training (about 17 s)
 def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None:
     import json
     import os

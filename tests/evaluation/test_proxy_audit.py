@@ -57,6 +57,7 @@ def test_an_inverted_proxy_is_flagged(store) -> None:
     assert np.isfinite(lite["proxy_trained"]["macro_f1"])
 
 
+@pytest.mark.e2e  # end to end: a whole audit grid trained (about 30 s)
 def test_the_grid_of_a_proxy_equal_to_gold_matches_gold_gold_and_an_inverted_one_falls_below(store) -> None:
     write_judge_rewards(store, "synthetic-host", "same", lambda f1: f1)
     request = RewardAuditRequest(host="synthetic-host", reward="judge", folds=2, max_epochs=3, grid=True,

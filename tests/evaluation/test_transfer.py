@@ -44,6 +44,7 @@ def test_calibration_moves_a_transferred_router_towards_the_target(two_host_stor
     assert all(abs(sum(shares.values()) - 1) < 1e-3 for shares in mix.values())
 
 
+@pytest.mark.e2e  # end to end: trains and calibrates routers (about 16 s)
 def test_a_calibrated_router_is_stored_with_its_source_and_never_selected(two_host_store: Store, tmp_path) -> None:
     from forge_core.routing.checkpoints import latest_checkpoint, load_checkpoint
 
@@ -81,6 +82,7 @@ def test_calibration_queries_never_come_from_the_evaluated_split(two_host_store:
         TransferRequest(SOURCE, TARGET, calibrate=(0,))
 
 
+@pytest.mark.e2e  # end to end: four `forge eval transfer` processes, each training (about 40 s)
 def test_forge_eval_transfer_on_the_command_line(two_host_store: Store, tmp_path) -> None:
     import json
     import os

@@ -188,6 +188,7 @@ def test_a_full_disk_during_data_import_leaves_whole_benchmarks(tmp_path: Path, 
     assert_same_tables(full, reference, ("imports", "examples", "documents", "split_manifests", "splits"))
 
 
+@pytest.mark.e2e  # end to end: a Stage 2 training process on a full disk (about 24 s)
 def test_a_full_disk_when_training_saves_its_checkpoint_leaves_none_half_written(outcome_store: Store,
                                                                                  tmp_path: Path) -> None:
     reference, full = copy_store(outcome_store, tmp_path / "reference"), copy_store(outcome_store, tmp_path / "full")

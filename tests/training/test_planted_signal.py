@@ -102,6 +102,7 @@ def test_default_stage2_keeps_a_good_stage1(data, good_stage1) -> None:
     assert all(not torch.equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.e2e  # end to end: three Stage 2 runs (about 15 s)
 def test_default_stage2_improves_a_poor_stage1_and_its_anchor_holds_it_closer(data) -> None:
     poor = fit_stage1_router(FitRows(*data["train"], *data["dev"]), Stage1Config(lr=1e-5, max_epochs=1))
     poor_gain, oracle_gain = _gains(poor, *data["test"])

@@ -242,6 +242,7 @@ def test_lambda_sweep_points_and_frontier(outcome_store: Store, tmp_path) -> Non
     assert swept == alone  # the sweep's one loaded context gives what each point loading its own gives
 
 
+@pytest.mark.e2e  # end to end: nine routers trained (about 23 s)
 def test_repeated_evaluation_mean_and_sd(outcome_store: Store) -> None:
     from dataclasses import replace
 
