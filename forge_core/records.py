@@ -108,6 +108,25 @@ class ProbeOutcome:
 
 
 @dataclass(frozen=True)
+class DraftLogprobs:
+    """The no-context Direct draft (greedy, Stage 0's answer cap) with, per output token, the
+    logprobs of its two most likely tokens: the probe of the training-free gates (TARG, the ladder)."""
+
+    host: str
+    benchmark: str
+    example_id: str
+    answer: str
+    tokens_in: int
+    tokens_out: int
+    top1: tuple[float, ...]  # per output token, the most likely token's logprob
+    top2: tuple[float, ...]  # per output token, the second's (-inf where the host gave one only)
+    latency_ms: float | None
+    error: str | None  # one-line reason when the call failed after its retries
+    host_config_hash: str
+    finished_at: datetime
+
+
+@dataclass(frozen=True)
 class FreshResult:
     """One policy's live answer to one query in a Fresh Online run, with every call it made."""
 

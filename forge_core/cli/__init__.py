@@ -18,6 +18,7 @@ from forge_core.cli import (
     decide,
     enumerate,
     evaluate,
+    gate_probes,
     host,
     retriever,
     rewards,
@@ -68,6 +69,7 @@ app.command("calibrate")(calibrate.calibrate_command)
 app.command("decide")(decide.decide_command)
 app.command("recipes")(decide.recipes_command)
 app.command("enumerate")(enumerate.enumerate_command)
+app.command("gate-probes")(gate_probes.gate_probes_command)
 app.add_typer(batches.batches_app, name="batches")
 app.command("serve")(serve.serve_command)
 app.command("traffic")(traffic.traffic_command)

@@ -31,6 +31,7 @@ class GenerationRequest:
     thinking_budget: int | None = None  # host reasoning budget in tokens; None = thinking off
     seed: int | None = None  # sampling seed where the provider honours one
     stop: tuple[str, ...] | None = None  # stop sequences; None = none (left out of bodies and keys)
+    top_logprobs: int | None = None  # per output token, this many most likely tokens' logprobs; None = none
 
 
 REASONING_FROM_USAGE = "usage"  # the provider's usage reported the reasoning tokens
@@ -70,6 +71,7 @@ class Generation:
     raw_usage: dict = field(default_factory=dict)  # the provider's usage object, untouched
     attempts: int = 1  # requests sent to get it, retries included
     reasoning_method: str = REASONING_NONE  # how tokens_reasoning was obtained (REASONING_* above)
+    top_logprobs: tuple[tuple[float, ...], ...] = ()  # per output token, its top logprobs, most likely first
 
 
 _parsed_depth_map = functools.lru_cache(maxsize=32)(parse_depth_map)  # a custom map is read once, not per request

@@ -57,6 +57,9 @@ def chat_completion_body(config: HostConfig, request: GenerationRequest) -> dict
         body["seed"] = request.seed
     if request.stop is not None:
         body["stop"] = list(request.stop)
+    if request.top_logprobs is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = request.top_logprobs
     body.update(fields)
     return body
 
@@ -134,6 +137,20 @@ def parse_raw_completion(payload: Any) -> tuple[Generation, str]:
     return generation, reasoning_text
 
 
+def token_top_logprobs(payload: Any) -> tuple[tuple[float, ...], ...]:
+    """Per output token, the logprobs of its `top_logprobs` alternatives, most likely first, from
+    `choices[0].logprobs.content` (empty when the response carries none)."""
+    logprobs = payload["choices"][0].get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return ()
+    try:
+        return tuple(tuple(sorted((float(top["logprob"]) for top in token.get("top_logprobs") or ()), reverse=True))
+                     for token in content)
+    except (TypeError, KeyError, AttributeError, ValueError):
+        raise MalformedResponse("choices[0].logprobs.content holds a malformed token") from None
+
+
 def _generation(payload: Any, depth_map: DepthMap) -> tuple[Generation, str]:
     message = _first_message(payload)
     content = message.get("content")
@@ -156,6 +173,7 @@ def _generation(payload: Any, depth_map: DepthMap) -> tuple[Generation, str]:
         tokens_reasoning=reasoning,
         raw_usage=usage,
         reasoning_method=method,
+        top_logprobs=token_top_logprobs(payload),
     )
     return generation, reasoning_text
 

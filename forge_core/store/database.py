@@ -22,6 +22,7 @@ from forge_core.records import (
     GREEDY_PROBE,
     ArmOutcome,
     Document,
+    DraftLogprobs,
     Example,
     FreshResult,
     HostPrices,
@@ -508,6 +509,29 @@ class Store(StoreFile):
         with self.connect() as connection:
             return connection.execute(
                 "SELECT * FROM probe_outcomes WHERE host = ? ORDER BY benchmark, example_id, probe", [host]
+            ).fetchdf()
+
+    def write_draft_logprobs(self, *drafts: DraftLogprobs) -> None:
+        """Store finished gate drafts in one transaction, replacing earlier rows of their keys."""
+        with self.transaction() as connection:
+            connection.executemany(
+                f"INSERT OR REPLACE INTO draft_logprobs VALUES ({_parameter_marks(DraftLogprobs)})",
+                [[list(value) if isinstance(value, tuple) else value for value in row_values(draft)]
+                 for draft in drafts],
+            )
+
+    def finished_drafts(self, host: str) -> set[tuple[str, str]]:
+        """(benchmark, example_id) of every error-free gate draft of a host."""
+        with self.connect() as connection:
+            rows = connection.execute(
+                "SELECT benchmark, example_id FROM draft_logprobs WHERE host = ? AND error IS NULL", [host]).fetchall()
+        return {(benchmark, example_id) for benchmark, example_id in rows}
+
+    def draft_logprobs(self, host: str) -> pd.DataFrame:
+        """Every error-free gate draft of a host (answer, tokens, per-token top-2 logprobs)."""
+        with self.connect() as connection:
+            return connection.execute(
+                "SELECT * FROM draft_logprobs WHERE host = ? AND error IS NULL ORDER BY benchmark, example_id", [host]
             ).fetchdf()
 
     def coverage(self, n_arms_by_host: dict[str, int], split_seed: int = 0) -> dict[str, dict[str, Any]]:

@@ -209,11 +209,20 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE live_traces ADD COLUMN retriever_hash VARCHAR;
     CREATE TABLE default_retrievers (host VARCHAR PRIMARY KEY, retriever VARCHAR, set_at TIMESTAMP);
     """,
+    # The training-free gates' probe (`forge_core.enumeration.gate_probes`): the no-context Direct
+    # draft again with each output token's two most likely logprobs (TARG's prefix margin, the ladder).
+    """
+    CREATE TABLE draft_logprobs (
+        host VARCHAR, benchmark VARCHAR, example_id VARCHAR, answer VARCHAR,
+        tokens_in INTEGER, tokens_out INTEGER, top1 DOUBLE[], top2 DOUBLE[], latency_ms DOUBLE,
+        error VARCHAR, host_config_hash VARCHAR, finished_at TIMESTAMP,
+        PRIMARY KEY (host, benchmark, example_id));
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 EXPORTED_TABLES: tuple[str, ...] = (  # what `forge store export` writes: derived from a host, worth shipping
     "arm_outcomes", "probe_outcomes", "features", "checkpoints", "crossfit_runs", "crossfit_results",
-    "fresh_results", "reward_outcomes", "evidence_results")
+    "fresh_results", "reward_outcomes", "evidence_results", "draft_logprobs")
 # The checkpoint columns copied from its lineage JSON (schema version 6 added them); with stage,
 # variant and n_arms, the columns checkpoints are selected by.
 CHECKPOINT_LINEAGE_COLUMNS: tuple[str, ...] = (
@@ -235,4 +244,4 @@ TABLES: frozenset[str] = frozenset({
     "meta", "imports", "examples", "documents", "split_manifests", "splits", "hosts", "arm_outcomes",
     "probe_outcomes", "features", "checkpoints", "jobs", "job_logs", "fresh_results", "crossfit_runs",
     "crossfit_results", "host_checks", "reward_outcomes", "host_prices", "batches", "default_routers",
-    "retrievers", "live_traces", "evidence_results", "default_retrievers"})
+    "retrievers", "live_traces", "evidence_results", "default_retrievers", "draft_logprobs"})
