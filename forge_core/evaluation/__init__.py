@@ -3,7 +3,8 @@
 trained per fold (`crossfit`; one fold fitted and scored: `fold_rows`; the folds as Ray tasks:
 `crossfit_ray`), the Fresh Online protocol (`fresh_online`), transfer across benchmarks
 (`transfer`), the calibration of the cost-conditioned routers (`calibration`), the decision at any
-cost weights (`decide`) from one recipe's runs (`recipe`: how routers are trained; `recipe_choice`:
+cost weights (`decide`; the rule's choices and tie-breaks written once: `deploy_rule`) from one
+recipe's runs (`recipe`: how routers are trained; `recipe_choice`:
 the recipe the runs measure best) or from out-of-fold decisions made at those weights by a crossfit
 run's retrained fold routers (`fold_decisions`), the deployment manifest a decision is served from
 (`manifest`), the proxy-reward audit (`proxy_audit`, asked for by an `audit_request`), each policy's

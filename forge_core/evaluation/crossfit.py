@@ -31,6 +31,7 @@ import numpy as np
 from forge_core import config
 from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
+from forge_core.evaluation import deploy_rule
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.fold_rows import fold_rows
 from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull, per_benchmark_hulls
@@ -76,7 +77,7 @@ IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identit
 # evidence: runs stored before retrievers existed keep their ids); its name is only a label.
 IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
 IDENTITY_LABELS = ("retriever",)
-REPORT_VERSION = 5  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 6  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 REPORT_CACHE = "crossfit"  # under the cache directory: kept reports (the dashboard's view_cache.CROSSFIT_CACHE)
 
 
@@ -412,7 +413,9 @@ def crossfit_report(store: Store, run_id: str) -> dict:
         return per_policy[name][f"{accounting}_utility"].to_numpy()
 
     fixed = [name for name, frame in per_policy.items() if frame["kind"].iloc[0] == FIXED_ARM_KIND]
-    best_fixed = max(fixed, key=lambda name: macro(utility(name), benchmarks))
+    best_fixed = deploy_rule.best_fixed(
+        fixed, {name: macro(utility(name), benchmarks) for name in fixed},
+        {name: macro(per_policy[name][f"{accounting}_tokens"].to_numpy(), benchmarks) for name in fixed})
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
     arm_utility, arms = utility_matrix(per_policy, fixed, f"{accounting}_utility")
     mixes = fixed_arm_outcomes(per_policy, fixed, f"{accounting}_tokens", benchmarks)
@@ -452,10 +455,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
 def fixed_arm_outcomes(per_policy: dict[str, pd.DataFrame], fixed: list[str], tokens: str,
                        benchmarks: np.ndarray) -> ArmOutcomes:
     """The fixed arms' per-query F1 and `tokens` column (rows in the frames' common order), named by arm."""
-    return ArmOutcomes(tuple(per_policy[name]["arm"].iloc[0] for name in fixed),
-                       np.stack([per_policy[name]["f1"].to_numpy(dtype=np.float64) for name in fixed]),
-                       np.stack([per_policy[name][tokens].to_numpy(dtype=np.float64) for name in fixed]),
-                       benchmarks)
+    return ArmOutcomes.of([per_policy[name]["arm"].iloc[0] for name in fixed],
+                          [per_policy[name].rename(columns={tokens: "tokens"}) for name in fixed], benchmarks)
 
 
 def seed_key(report: dict) -> str:

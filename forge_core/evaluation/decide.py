@@ -16,6 +16,9 @@ The rule (`decide_from_outcomes`, the one function every view states its decisio
 2. With a token budget, only policies whose tokens a query are not decidably above it (the lower
    bound of their 95% interval at most the budget).
 3. The best fixed arm is the remaining fixed arm of highest macro utility.
+   Every exact tie in the rule goes to fewer tokens a query, then to the name, never to the order
+   the policies are listed in (`forge_core.evaluation.deploy_rule`, which the crossfit report's
+   best fixed arm and its `decidable` column read too).
 4. Candidates: those fixed arms, and each router whose utility gain over the best fixed arm has its
    paired-bootstrap 95% interval above zero (the paper's dev fallback rule).
 5. The leader is the candidate of highest macro utility. Among the candidates whose paired
@@ -43,6 +46,7 @@ import pandas as pd
 
 from forge_core.engines import DEFAULT_ENGINE
 from forge_core.errors import InvalidInput, MissingStep
+from forge_core.evaluation import deploy_rule
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.mix import ArmOutcomes, gains_over_best_mix
 from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_checkpoint
@@ -59,7 +63,7 @@ from forge_core.store import Store
 if TYPE_CHECKING:
     from forge_core.policies.context import EvalContext
 
-DECISION_VERSION = 3  # layout of a cached decision: bump when it changes
+DECISION_VERSION = 4  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
 CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature variant
 ROUTER_VARIANTS = variants(TrainedRouter) | CONDITIONED_VARIANTS  # every servable router -> its checkpoints' variant
@@ -99,22 +103,24 @@ def decide_from_outcomes(outcomes: pd.DataFrame, budget_tokens: float | None = N
         cheapest = min(names, key=lambda name: means["tokens"][names.index(name)])
         raise InvalidInput(f"no fixed arm meets a budget of {budget_tokens:g} tokens a query (the cheapest policy, "
                            f"{cheapest}, spends {means['tokens'][names.index(cheapest)]:,.0f}): raise the budget")
-    best = names.index(max(fixed, key=lambda name: means["utility"][names.index(name)]))
+    utility = dict(zip(names, means["utility"]))
+    tokens = dict(zip(names, means["tokens"]))
+    best = names.index(deploy_rule.best_fixed(fixed, utility, tokens))
     floor = names.index(FLOOR_POLICY) if FLOOR_POLICY in names else None
     compared = [(key, best) for key in GAIN_KEYS] + ([("utility", floor)] if floor is not None else [])
     intervals = _intervals(np.concatenate([values[key] - values[key][other] for key, other in compared]), benchmarks)
     policies = {name: _policy_row(i, name, first, means, intervals, token_cis[i], best, floor)
                 for i, name in enumerate(names)}
     routers = [name for name in within if name not in excluded and name not in fixed]
-    candidates = fixed + [name for name in routers
-                          if Interval.of(policies[name]["gain_vs_best_fixed"]["utility"]["ci"]).above]
-    leader = max(candidates, key=lambda name: policies[name]["macro_utility"])
+    candidates = fixed + [name for name in routers if deploy_rule.beats_best_fixed(
+        policies[name]["kind"], policies[name]["gain_vs_best_fixed"]["utility"]["ci"])]
+    leader = deploy_rule.leader(candidates, utility, tokens)
     utilities = values["utility"][[names.index(name) for name in candidates]]
     to_leader = _intervals(utilities - values["utility"][names.index(leader)], benchmarks)
     tied = [name for name, interval in zip(candidates, to_leader)
             if name == leader or not Interval.of(interval).decided]
-    deploy = min(tied, key=lambda name: (policies[name]["tokens"], name != leader))
-    challenger = max(routers, key=lambda name: policies[name]["macro_utility"], default=None)
+    deploy = deploy_rule.deployed_among(tied, leader, tokens)
+    challenger = deploy_rule.leader(routers, utility, tokens) if routers else None
     decision = {"deploy": deploy, "leader": leader, "tied_with_leader": tied, "best_fixed_policy": names[best],
                 "best_fixed_arm": first.at[names[best], "arm"],
                 "deploy_arm": first.at[deploy, "arm"] if deploy in fixed else None,
@@ -135,8 +141,8 @@ def _with_mix(decision: dict, names: list[str], first: pd.DataFrame, values: dic
     if decision["budget_tokens"] is None:
         return {**decision, "mix": None}
     fixed = [i for i, name in enumerate(names) if first.at[name, "kind"] == FIXED_ARM_KIND]
-    arms = ArmOutcomes(tuple(first.at[names[i], "arm"] for i in fixed), values["f1"][fixed], values["tokens"][fixed],
-                       benchmarks)
+    arms = ArmOutcomes.of([first.at[names[i], "arm"] for i in fixed],
+                          [pd.DataFrame({key: values[key][i] for key in ("f1", "tokens")}) for i in fixed], benchmarks)
     mix = gains_over_best_mix(arms, decision["budget_tokens"], {name: values["f1"][names.index(name)]
                                                                   for name in routers})
     if mix is None:

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.evaluation.deploy_rule import beats_best_fixed
 from forge_core.routing.utility import CostWeights
-from forge_core.statistics import Interval
 
 
 def decidable_policies(report: dict) -> dict[str, bool]:
     """Per policy of a crossfit report: True when the 95% interval of its utility gain over the
     run's best fixed arm lies above zero; the oracle and the fixed arms (by their `Policy.kind`)
-    are never above it, so False."""
-    return {name: row["kind"] not in (FIXED_ARM_KIND, ORACLE_KIND)
-            and Interval.of(row["ci_utility_vs_best_fixed"]).above for name, row in report["policies"].items()}
+    are never above it, so False (the rule's own test, `deploy_rule.beats_best_fixed`)."""
+    return {name: beats_best_fixed(row["kind"], row["ci_utility_vs_best_fixed"])
+            for name, row in report["policies"].items()}
 
 
 def report_at_weights(reports: Sequence[dict], weights: CostWeights, accounting: str,

@@ -204,3 +204,22 @@ def test_within_a_budget_the_best_mix_is_deployed_unless_a_router_beats_it() -> 
     assert at_500["mix"]["arms"] == ["raw:no_think"] and at_500["mix"]["deployed"]
     assert at_500["deploy"] == "always_raw" and at_500["deploy_arm"] == "raw:no_think"
     assert decide_from_outcomes(outcomes)["mix"] is None  # no budget, no mix
+
+
+def test_an_exact_tie_goes_to_fewer_tokens_then_the_name_whatever_the_listing_order() -> None:
+    """Raw and Summary of the same utility on every query: the best fixed arm is the cheaper, Summary;
+    two conditioned routers of the same utility and tokens, both decidably above it: the leader and
+    the deployed policy is the first by name. The same whichever order the policies are listed in
+    (a stored run lists them by name, fold decisions in their own order)."""
+    tied = 0.5 + 0.1 * SIGN
+    frames = {"always_raw": frame("always_raw", FIXED_ARM_KIND, "raw:no_think", tied, tied + 0.1, 384.0),
+              "always_summary": frame("always_summary", FIXED_ARM_KIND, "summary:no_think", tied, tied, 254.0),
+              "forge_lite_cond": frame("forge_lite_cond", ROUTER_KIND, "raw:no_think", np.full(N, 0.7),
+                                       np.full(N, 0.7), 300.0),
+              "forge_full_cond": frame("forge_full_cond", ROUTER_KIND, "raw:no_think", np.full(N, 0.7),
+                                       np.full(N, 0.7), 300.0)}
+    for order in (list(frames), list(reversed(frames))):
+        decided = decide_from_outcomes(pd.concat([frames[name] for name in order]))
+        assert decided["best_fixed_policy"] == "always_summary", order
+        assert decided["leader"] == decided["deploy"] == "forge_full_cond", order
+        assert decided["challenger"] == "forge_full_cond", order
