@@ -10,7 +10,7 @@ trap 'rm -rf "$SCRATCH"' EXIT
 "${PYTHON:-python3}" -m venv "$SCRATCH/venv"
 "$SCRATCH/venv/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
 "$SCRATCH/venv/bin/python" -m pip install --quiet "torch==2.13.0"
-"$SCRATCH/venv/bin/python" -m pip install --quiet ".[test,ray]"
+"$SCRATCH/venv/bin/python" -m pip install --quiet ".[test,ray,gateways]"
 {
     echo "# The versions CI tested; scripts/setup.sh installs with -c constraints.txt."
     echo "# Refresh on purpose with: bash scripts/refresh_constraints.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up FORGE on a fresh machine: virtual environment, torch (local CPU wheel first), the embedded
-# runtime (llama-cpp-python, compiled here), the package with its test and Ray extras, the benchmark import
+# runtime (llama-cpp-python, compiled here), the package with its test, Ray and gateways extras, the benchmark import
 # and the tiny test model. Safe to run again. Prints how long each phase took (bench/newcomer.py
 # reads those lines).
 set -euo pipefail
@@ -42,7 +42,10 @@ fi
 phase_done "runtime build"
 
 # exactly the versions CI tested (constraints.txt; `bash scripts/refresh_constraints.sh` renews it)
-"${PIP[@]}" -e ".[test,ray]"
+"${PIP[@]}" -e ".[test,ray,gateways]"
+# xds-protos ships an older copy of opentelemetry/proto over opentelemetry-proto's (the OTLP exporter
+# then fails to import): put opentelemetry-proto's own files back
+"${PIP[@]}" --force-reinstall --no-deps opentelemetry-proto
 phase_done "packages"
 
 "$VENV/bin/forge" data import
