@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from forge_core.arms import DIRECT_NO_THINK, parse_arm
-from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm, retrieve_evidence
+from forge_core.evidence.answering import ArmAnswer, Evidence, answer_with_arm, arm_answer, retrieve_evidence
 from forge_core.evidence.embedders import embedder_name
 from forge_core.evidence.prompts import sample_probe_request
 from forge_core.evidence.retrieval import Retriever
-from forge_core.hosts.base import Host
+from forge_core.hosts.base import Generation, Host
 from forge_core.policies.context import EvalContext
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome
 from forge_core.routing.features import features_for_question, needs_probes
@@ -69,6 +69,23 @@ class LiveQuery:
             self._count(answer.tokens_in, answer.tokens_out)
             self._answers[arm] = answer
         return self._answers[arm]
+
+    async def draft(self) -> Generation:
+        """The training-free gates' draft: the direct:no_think request with token logprobs, one
+        counted call that is also this query's direct:no_think answer (never asked again)."""
+        from forge_core.enumeration.gate_probes import draft_request
+
+        generation = await self.client.generate(draft_request(self.example.question, self.example.is_fever))
+        self._count(generation.tokens_in, generation.tokens_out)
+        self._answers[DIRECT_NO_THINK] = arm_answer(parse_arm(DIRECT_NO_THINK), generation, "", self.example.is_fever)
+        return generation
+
+    async def second_draft(self) -> Generation:
+        """DART's second no-think draft: the first self-consistency sample's request, one counted call."""
+        request = sample_probe_request(self.example.question, SAMPLE_PROBES[0], self.example.is_fever)
+        generation = await self.client.generate(request)
+        self._count(generation.tokens_in, generation.tokens_out)
+        return generation
 
     async def probes(self) -> list[ProbeOutcome]:
         """The four probes, concurrently; the greedy probe is the Direct answer."""

@@ -23,6 +23,7 @@ from forge_core.policies.baselines import (
     SelfRouting,
     TierMem,
 )
+from forge_core.policies.gates import DARTGate, LogprobLadder, TARGGate
 from forge_core.policies.routers import FallbackPolicy
 
 
@@ -71,6 +72,9 @@ POLICIES: dict[str, PolicyEntry] = {
     "tiermem": Baseline(TierMem),
     "self_routing": Baseline(SelfRouting),
     "frugal_cascade": Baseline(FrugalCascade),
+    "targ": Baseline(TARGGate),
+    "dart": Baseline(DARTGate),
+    "logprob_ladder": Baseline(LogprobLadder),
     "ridge_utility": Baseline(RidgeUtility),
     "oracle": Baseline(Oracle),
     "forge_full": TrainedRouter("full"),

@@ -4,13 +4,14 @@ shared fixture's store."""
 from __future__ import annotations
 
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from forge_core.arms import alphabet
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
-from forge_core.records import ArmOutcome, ProbeOutcome
+from forge_core.records import ArmOutcome, DraftLogprobs, ProbeOutcome
 from forge_core.store import Store, utc_now
 
 
@@ -22,7 +23,7 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
     `direct_f1_long` is Direct's F1 on long questions: raise it for a host that knows more."""
     rng = np.random.default_rng(0)
     now = utc_now()
-    arm_rows, probe_rows = [], []
+    arm_rows, probe_rows, drafts = [], [], []
     for benchmark in benchmarks:
         for split, count in per_split.items():
             ids = store.split_ids(benchmark, split)[:count]
@@ -38,6 +39,7 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
                     arm_rows.append(ArmOutcome(
                         host, benchmark, example.example_id, arm.name, f"answer {f1:.2f}", "x", f1, float(f1 > 0.5),
                         tokens_in, tokens_out, 0, 100.0 + tokens_in, None, 1, "synthetic", now, now))
+                drafts.append(synthetic_draft(host, example.benchmark, example.example_id, long_question, now))
                 for probe in ("greedy", "sample1", "sample2", "sample3"):
                     text = "I don't know" if long_question else example.answers[0]
                     probe_rows.append(ProbeOutcome(host, benchmark, example.example_id, probe, text, 60, 5,
@@ -45,6 +47,13 @@ def synthetic_outcomes(store: Store, host: str, per_split: dict[str, int], bench
     # one frame insert, as enumeration writes its batches (row-by-row inserts took about 15 s of CPU and
     # 50 s of wall time on a loaded 2-core machine for these 2,400 rows; this, under 1 s: the same rows)
     store.write_outcomes(arm_rows, probe_rows)
+    store.write_draft_logprobs(*drafts)
+
+
+def synthetic_draft(host: str, benchmark: str, example_id: str, unsure: bool, now: datetime) -> DraftLogprobs:
+    """Test data: a gates' draft of five tokens, its top-2 margin small (0.5) when `unsure`, else large (4.9)."""
+    top1, top2 = ((-2.0,) * 5, (-2.5,) * 5) if unsure else ((-0.1,) * 5, (-5.0,) * 5)
+    return DraftLogprobs(host, benchmark, example_id, "draft", 60, 5, top1, top2, 80.0, None, "synthetic", now)
 
 
 def outcomes_under_retriever(store: Store, host: str, config: RetrieverConfig, f1: float) -> str:
