@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from forge_core.reports.mix_view import HULL_NAME, hull_gap_text, hull_lines
 from forge_core.reports.tables import MACRO
 
 TOKENS_LABEL = "mean tokens per query (in + out)"
@@ -198,10 +199,25 @@ def _policy_points(points: pd.DataFrame, x_label: str, y_label: str, facet: dict
     return figure
 
 
+HULL_LINE = {"color": "#4c78a8", "dash": "dash", "width": 1.5}  # the mix of fixed arms, beside the dotted frontier
+
+
+def _with_mix_text(points: pd.DataFrame) -> pd.DataFrame:
+    """The points with `vs_mix`, each one's gap to the hull at its own tokens as hover text (when
+    the points carry the hull's fields)."""
+    if "hull_gap" not in points.columns:
+        return points
+    return points.assign(vs_mix=[hull_gap_text(gap, low, high) for gap, low, high in
+                                 zip(points["hull_gap"], points["hull_gap_low"], points["hull_gap_high"])])
+
+
 def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -> go.Figure:
     """F1 against cost for every named point (`name`; symbol by kind), the frontier as a dotted
-    line, one facet per benchmark when asked. `color_by` "policy": one colour per policy, grouped
-    by kind; "utility": colour by utility under the chosen weights, points named on the chart."""
+    line and the hull of the fixed arms (the mixes) as a dashed one, one facet per benchmark when
+    asked; each point's hover says its gap to the hull at its own tokens. `color_by` "policy": one
+    colour per policy, grouped by kind; "utility": colour by utility under the chosen weights,
+    points named on the chart."""
+    points = _with_mix_text(points)
     if not by_benchmark and color_by == "policy":
         return _pareto_by_policy(points)
     facets = sorted(points["benchmark"].unique())
@@ -209,6 +225,7 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
              if by_benchmark else {})
     y_label = "F1" if by_benchmark else "F1 (macro over benchmarks)"
     tokens = {"tokens_in": ":.0f", "tokens_out": ":.0f"} if "tokens_in" in points.columns else {}
+    tokens |= {"vs_mix": True} if "vs_mix" in points.columns else {}
     if color_by == "utility":
         figure = px.scatter(
             points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
@@ -226,6 +243,11 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
         trace.update(name="frontier", line={"color": "#888", "dash": "dot"}, hoverinfo="skip",
                      showlegend=index == 0, legendgroup="frontier")
         figure.add_trace(trace)
+    if "on_hull" in points.columns:
+        hull = px.line(hull_lines(points), x="cost_k", y="macro_f1", **facet)
+        for index, trace in enumerate(hull.data):
+            trace.update(name=HULL_NAME, line=HULL_LINE, hoverinfo="skip", showlegend=index == 0, legendgroup="hull")
+            figure.add_trace(trace)
     if by_benchmark:
         figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     else:
@@ -251,14 +273,19 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
                   "line": {"width": 1, "color": "#fff"} if oracle else {"width": 0}}
         split = (f" ({row.tokens_in:,.0f} in, {row.tokens_out:,.0f} out)"
                  if "tokens_in" in ordered.columns else "")  # priced by lambda_in and lambda_out
+        mix = f"<br>{row.vs_mix}" if "vs_mix" in ordered.columns else ""
         hover = (f"<b>{row.name}</b><br>id {row.policy}<br>cost %{{x:.3f}}k tokens{split}<br>F1 %{{y:.3f}}"
-                 f"<br>utility {row.macro_utility:.3f}<br>kind {row.kind}<br>on frontier {row.on_frontier}"
+                 f"<br>utility {row.macro_utility:.3f}<br>kind {row.kind}<br>on frontier {row.on_frontier}{mix}"
                  "<extra></extra>")
         traces.append({"type": "scatter", "x": [row.cost_k], "y": [row.macro_f1], "mode": "markers", "marker": marker,
                        "name": f"{row.name} (reference)" if oracle else row.name, "hovertemplate": hover})
     frontier = points[points["on_frontier"]].sort_values("cost_k")
     traces.append({"type": "scatter", "x": frontier["cost_k"], "y": frontier["macro_f1"], "mode": "lines",
                    "name": "frontier", "line": {"color": "#888", "dash": "dot"}, "hoverinfo": "skip"})
+    if "on_hull" in points.columns:
+        hull = hull_lines(points)
+        traces.append({"type": "scatter", "x": hull["cost_k"], "y": hull["macro_f1"], "mode": "lines",
+                       "name": HULL_NAME, "line": HULL_LINE, "hoverinfo": "skip"})
     figure = go.Figure(data=traces, layout={"height": 560, "margin": {"t": 40},
                                             "xaxis": {"title": {"text": COST_LABEL}},
                                             "yaxis": {"title": {"text": "F1 (macro over benchmarks)"}}})

@@ -13,6 +13,7 @@ from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option
 from forge_core.precompute.view_cache import view_name
 from forge_core.reports.checkpoint_views import checkpoint_names
+from forge_core.reports.mix_view import BELOW_RANGE, HULL_NAME, hull_gap_frame
 from forge_core.reports.tables import pareto_highlights
 
 st.title("Pareto")
@@ -107,7 +108,13 @@ for column, row in zip(st.columns(max(len(moving), 1)), moving.itertuples()):
                    help=f"Checkpoint {row.policy} decides at λ_in {lambda_in:g}, λ_out {lambda_out:g}: macro F1 "
                         f"{row.macro_f1:.3f}, utility {row.macro_utility:.4f}, {row.cost_k * 1000:,.0f} tokens a "
                         "query in all (λ_in prices those in, λ_out those out).")
-st.plotly_chart(charts.pareto(named_points(shown, labels), by_benchmark, color_by), key="pareto-chart")
+named = named_points(shown, labels)
+st.plotly_chart(charts.pareto(named, by_benchmark, color_by), key="pareto-chart")
+st.caption(f"Dashed: the {HULL_NAME}, the upper convex hull of the fixed arms on these axes"
+           + (" of each benchmark" if by_benchmark else "") + ". A point on it is a mix that sends each query to one "
+           "of two fixed arms at random in fixed shares, what anyone gets without learning: a policy is worth its "
+           "routing only above it at its own tokens. Dotted: the frontier of the policies' own points. Each point's "
+           "hover and the table below give its F1 above the mix at its own tokens with the paired 95% interval.")
 with st.expander("Table"):
     st.dataframe(shown, hide_index=True, column_config={
         name: st.column_config.NumberColumn(format="%.4f")
@@ -124,6 +131,15 @@ with st.expander("Table"):
                "the queries with a verdict (support_coverage), by "
                + (evaluator or f"no evaluator yet: run `forge rewards support --host {host}"
                   f"{retriever_option(retriever)}`") + ".")
+
+with st.expander(f"Against the {HULL_NAME}", expanded=True):
+    st.dataframe(hull_gap_frame(named), hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "hull_f1", "hull_gap", "hull_gap_low", "hull_gap_high")})
+    st.caption("hull_f1: the best mix's F1 at the policy's own tokens (`cost_k`); hull_gap: the policy's F1 minus "
+               "it, with its paired 95% interval (hull_gap_low, hull_gap_high: the mix's outcome on each query is its "
+               f"two arms' in its shares, so the pairing is exact); verdict: where it lies. \"{BELOW_RANGE}\": the "
+               "policy spends fewer tokens than any mix. The fixed arms on the hull have gap 0.")
 
 st.subheader("How far the routers' margins can be trusted")
 st.caption("Each chosen router checkpoint on its held-out test queries, at these weights when it is cost-conditioned "

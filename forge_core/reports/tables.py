@@ -300,8 +300,9 @@ def merge_identical_points(frame: pd.DataFrame) -> pd.DataFrame:
     merged = frame[~pd.Series(point).duplicated().to_numpy()].copy()
     merged["policies"] = list(frame["policy"].groupby(point, sort=False).agg(tuple))
     merged["policy"] = [" = ".join(policies) for policies in merged["policies"]]
-    if "on_frontier" in frame:
-        merged["on_frontier"] = frame["on_frontier"].groupby(point, sort=False).any().to_numpy()
+    for flag in ("on_frontier", "on_hull"):  # a merged point is on the frontier (the hull) when one of its policies is
+        if flag in frame:
+            merged[flag] = frame[flag].fillna(False).astype(bool).groupby(point, sort=False).any().to_numpy()
     return merged.reset_index(drop=True)
 
 

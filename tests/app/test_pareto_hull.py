@@ -1,0 +1,92 @@
+"""The Pareto page draws the hull of the fixed arms (the mixes) beside the frontier, overall and per
+benchmark, and says for every policy's point how far above or below the hull it lies at its own
+tokens with the paired 95% interval (AppTest)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from forge_core.policies.kinds import FIXED_ARM_KIND
+from forge_core.reports.mix_view import HULL_NAME, hull_gap_text
+from forge_core.store import Store
+
+from support.app_store import PAGE_RUN_TIMEOUT_S
+from support.stores import copy_store
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def hull_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """The synthetic-outcome store with its Lite checkpoint as the dashboard's store; the checkpoint's id."""
+    store = copy_store(trained_store[0], tmp_path / "hull-app")
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    st.cache_data.clear()
+    return trained_store[1]
+
+
+def hull_traces(app: AppTest) -> list[dict]:
+    """The traces of the Pareto chart named as the hull."""
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    return [trace for trace in figure["data"] if trace.get("name") == HULL_NAME]
+
+
+def values(encoded) -> np.ndarray:
+    """A trace's coordinates as plotly wrote them: a list, or a typed array in base64 (`bdata`)."""
+    if isinstance(encoded, dict):
+        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]).astype(float)
+    return np.asarray(encoded, dtype=float)
+
+
+def gap_table(app: AppTest):
+    """The page's table of every policy against the hull (the one with a verdict column)."""
+    return next(frame.value for frame in app.dataframe if "verdict" in frame.value.columns)
+
+
+def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
+    app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    points = app.dataframe[0].value  # the page's table of points, overall
+    fixed = points[points["kind"] == FIXED_ARM_KIND]
+    vertices = fixed[fixed["on_hull"]].sort_values("cost_k")
+    assert 2 <= len(vertices) <= len(fixed)
+    (hull,) = hull_traces(app)
+    assert np.allclose(values(hull["x"]), vertices["cost_k"]) and np.allclose(values(hull["y"]), vertices["macro_f1"])
+    slopes = np.diff(vertices["macro_f1"]) / np.diff(vertices["cost_k"])
+    assert (np.diff(slopes) <= 1e-12).all() and (slopes > 0).all()  # concave, rising to the best arm
+    within = fixed[fixed["cost_k"] <= vertices["cost_k"].max()]
+    assert (within["macro_f1"] <= np.interp(within["cost_k"], vertices["cost_k"], vertices["macro_f1"]) + 1e-9).all()
+
+    table = gap_table(app)
+    by_policy = points.set_index("policy")
+    assert "oracle" not in set(table["policy"])
+    for row in table.itertuples():  # merged points as "a = b", a checkpoint under its human name beside its id
+        policy = by_policy.loc[row.policy.split(" = ")[0]]
+        assert row.hull_gap == pytest.approx(policy["hull_gap"]) and row.hull_gap_low <= row.hull_gap_high
+        assert row.hull_gap_low == pytest.approx(policy["hull_gap_low"])
+    listed = {policy for ids in table["policy"] for policy in ids.split(" = ")}  # one merged with the oracle too
+    assert set(points[points["kind"] != "oracle"]["policy"]) <= listed <= set(points["policy"])
+    on_hull = table[table["policy"].str.split(" = ").str[0].isin(vertices["policy"])]
+    assert len(on_hull) == len(vertices) and (on_hull["hull_gap"].abs() < 1e-12).all()
+    assert (on_hull["verdict"] == "not decidably different from the mix").all()
+    router = by_policy.loc[hull_app]
+    spec = app.get("plotly_chart")[0].proto.spec
+    assert json.dumps(hull_gap_text(router["hull_gap"], router["hull_gap_low"], router["hull_gap_high"]))[1:-1] in spec
+
+    next(toggle for toggle in app.toggle if toggle.label == "One chart per benchmark").set_value(True).run()
+    assert not app.exception, app.exception
+    per_benchmark = app.dataframe[0].value
+    benchmarks = sorted(set(per_benchmark["benchmark"]))
+    traces = hull_traces(app)
+    assert len(traces) == len(benchmarks) == 3 and sum(trace.get("showlegend", True) for trace in traces) == 1
+    for trace in traces:
+        x = values(trace["x"])
+        assert len(x) >= 1 and (np.diff(x) > 0).all()
+    assert sorted(set(gap_table(app)["benchmark"])) == benchmarks
