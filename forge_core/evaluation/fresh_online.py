@@ -99,7 +99,7 @@ def run_fresh(store: Store, request: FreshRequest,
     rows = first_rows_per_benchmark(setup.context, setup.rows, per_benchmark)
     setup = dataclasses.replace(setup, rows=rows)
     cached = policy_outcomes(setup.context, rows, setup.policies)  # fits every policy
-    live = [p for p in setup.policies if p.deployable]
+    live = fresh_policies(setup.policies, settings.policy_names)
     run_id = fresh_run_id(config, setup, settings)
     checkpoints = policy_checkpoints(live, setup.router_checkpoints)
     todo = _missing(store, run_id, checkpoints, live, _examples(store, setup.context, rows))
@@ -108,12 +108,22 @@ def run_fresh(store: Store, request: FreshRequest,
         asyncio.run(_answer_all(store, config, setup.context, run_id, checkpoints, todo, on_result))
     results = store.fresh_results(run_id)
     report = fresh_report(results, setup, live, {name: o.f1 for name, o in cached.items()})
-    skipped = {p.name: "descriptive: it needs every arm's outcome" for p in setup.policies if not p.deployable}
+    skipped = {p.name: FRESH_ON_REQUEST if p.deployable else "descriptive: it needs every arm's outcome"
+               for p in setup.policies if p not in live}
     return {"host": settings.host, "split": settings.split, "protocol": "fresh", "accounting": settings.accounting,
             "run_id": run_id,
             "queries": int(len(rows)), **settings.weights.to_dict(),
             "arms": list(setup.context.table.arms), "policies": report, "not_run": skipped,
             } | retriever_fields(settings.retriever, setup.context.table.retriever_hash)
+
+
+FRESH_ON_REQUEST = "answered live only when named (--policy): measured on its stored probes (forge gate-probes)"
+
+
+def fresh_policies(policies: list[Policy], named: tuple[str, ...] | None) -> list[Policy]:
+    """The policies a Fresh Online run answers live: the deployable ones, less those answered only
+    on request (`Policy.fresh_by_default`: the training-free gates) unless `named` names them."""
+    return [p for p in policies if p.deployable and (p.fresh_by_default or p.name in (named or ()))]
 
 
 def first_rows_per_benchmark(context: EvalContext, rows: np.ndarray, per_benchmark: int) -> np.ndarray:

@@ -29,6 +29,7 @@ class Policy(ABC):
     live_variant: str | None = None  # the feature variant `decide` reads on a new query
     live_embedder: str | None = None  # the embedder of those features (None: FORGE_EMBEDDER's)
     deployable = True  # False for a descriptive policy that needs every arm's outcome
+    fresh_by_default = True  # False: Fresh Online answers it live only when named (`FRESH_ON_REQUEST`)
 
     def fit(self, context: EvalContext) -> None:
         """Tune on train/dev (no-op for policies without parameters)."""

@@ -15,6 +15,9 @@ with logprobs, so it costs nothing more when Direct answers) and DART's second s
 ladder are fitted on the training-fold rows with a stored draft (`forge gate-probes`); a query
 without one gets the gate's uncertain branch (retrieve; Raw) with no probe charged, and
 `draft_coverage` says how many have one. DART's two drafts are the stored Full-feature probes.
+
+They are compared baselines, not deployed (`forge serve` serves routers and fixed arms), and a Fresh
+Online run answers them live only when named (`Policy.fresh_by_default`): their draft is a live call.
 """
 
 from __future__ import annotations
@@ -185,6 +188,7 @@ class TARGGate(Policy):
     utility, the draft charged on every retrieving row)."""
 
     name = "targ"
+    fresh_by_default = False  # its probes are enumerated offline; answered live when named
 
     def fit(self, context: EvalContext) -> None:
         signals = draft_signals(context)
@@ -231,6 +235,7 @@ class DARTGate(Policy):
     `direct:no_think` answer itself when that arm answers)."""
 
     name = "dart"
+    fresh_by_default = False  # its probes are enumerated offline; answered live when named
 
     def fit(self, context: EvalContext) -> None:
         rows = fit_rows(context)
@@ -267,6 +272,7 @@ class LogprobLadder(Policy):
     else Raw, the two thresholds maximizing dev utility with the draft charged where it does not answer."""
 
     name = "logprob_ladder"
+    fresh_by_default = False  # its probes are enumerated offline; answered live when named
 
     def fit(self, context: EvalContext) -> None:
         signals = draft_signals(context)

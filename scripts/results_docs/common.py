@@ -17,7 +17,13 @@ import pandas as pd
 from forge_core.evaluation.audit_request import RewardAuditRequest
 from forge_core.evaluation.cached import CachedRequest, run_cached
 from forge_core.evaluation.crossfit import cached_crossfit_report, seed_key, seed_spread
-from forge_core.evaluation.fresh_online import first_rows_per_benchmark, fresh_report, fresh_run_id, policy_checkpoints
+from forge_core.evaluation.fresh_online import (
+    first_rows_per_benchmark,
+    fresh_policies,
+    fresh_report,
+    fresh_run_id,
+    policy_checkpoints,
+)
 from forge_core.evaluation.proxy_audit import run_reward_audit
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.setup import EvaluationSetup, evaluation_setup
@@ -274,7 +280,7 @@ class Results:
         rows = first_rows_per_benchmark(setup.context, setup.rows, FRESH_PER_BENCHMARK)
         fresh = dataclasses.replace(setup, rows=rows)
         run_id = fresh_run_id(get_host_config(self.store, HOST), fresh, EvaluationSettings(HOST))
-        live = [policy for policy in setup.policies if policy.deployable]
+        live = fresh_policies(setup.policies, None)
         checkpoints = policy_checkpoints(live, setup.router_checkpoints)
         results = self.store.fresh_results(run_id)
         results = results[results["checkpoint_id"].fillna("") == results["policy"].map(checkpoints).fillna("")]

@@ -132,3 +132,12 @@ def test_the_ladder_is_calibrated_on_train_and_climbs_on_unsure_drafts(outcome_s
     assert set(decisions.actions[~unsure]) == {context.arm(DIRECT_NO_THINK)}
     assert context.arm(DIRECT_NO_THINK) not in set(decisions.actions[unsure])
     np.testing.assert_array_equal(decisions.prior_tokens_in, np.where(unsure, 60.0, 0.0))
+
+
+def test_fresh_online_answers_a_gate_live_only_when_named() -> None:
+    from forge_core.evaluation.fresh_online import fresh_policies
+    from forge_core.policies.baselines import FixedArm, Oracle
+
+    policies = [FixedArm(DIRECT_NO_THINK), TARGGate(), DARTGate(), Oracle()]
+    assert [p.name for p in fresh_policies(policies, None)] == ["always_direct"]
+    assert [p.name for p in fresh_policies(policies, ("targ", "oracle"))] == ["always_direct", "targ"]
