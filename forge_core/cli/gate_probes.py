@@ -1,4 +1,5 @@
-"""`forge gate-probes`: the training-free gates' draft with token logprobs, per stored query, resumable."""
+"""`forge gate-probes` (the training-free gates' draft with token logprobs, per stored query, resumable) and
+`forge gate-report` (the gates on the queries that have one)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import console, counting_progress, open_store, print_summary
+from forge_core.cli.output import console, counting_progress, open_store, print_json, print_summary
 
 
 def gate_probes_command(
@@ -32,3 +33,27 @@ def gate_probes_command(
                    "stored": len(store.finished_drafts(host))}, as_json)
     if report.errors and not as_json:
         console.print(f"{report.errors} calls failed: rerun to redo them")
+
+
+def gate_report_command(
+    run: Annotated[str, typer.Argument(help="A crossfit run id (`forge eval crossfit --json` prints it).")],
+    accounting: Annotated[str, typer.Option(help="deploy (every call) or answer (the answering call).")] = "deploy",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """The training-free gates and the fixed arms of a crossfit run on the queries whose draft is stored
+    (`forge gate-probes`): utility, F1, tokens, retrieval and thinking shares, and the utility gain over
+    the best fixed arm there with its paired 95% interval."""
+    from forge_core.reports.gates import gate_report
+
+    report = gate_report(open_store(), run, accounting)
+    if as_json:
+        print_json(report)
+        return
+    console.print(f"{report['queries_with_draft']} of {report.get('queries_in_run', 0)} queries of {run} have a "
+                  f"stored draft; best fixed arm there: {report.get('best_fixed_policy')}")
+    for name, row in report["policies"].items():
+        low, high = row["ci_utility_vs_best_fixed"]
+        console.print(f"{name:18} utility {row['macro_utility']:.3f} [{low:+.3f}, {high:+.3f}] "
+                      f"F1 {row['macro_f1']:.3f} "
+                      f"tokens {row['tokens']:.0f} retrieved {row['retrieval_share']:.0%} "
+                      f"thought {row['thinking_share']:.0%}")
