@@ -19,6 +19,7 @@ from forge_core.reports.tables import (
     ORACLE,
     crossfit_frame,
     crossfit_reliability_frame,
+    guard_frame,
     routing_gain_frame,
     seed_spread_frame,
 )
@@ -128,6 +129,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
 
     _show_reliability(report)
+    _show_guards(report)
     _show_seed_spread(report, reports, retriever)
     _show_routing_gain(report, reports)
 
@@ -149,6 +151,23 @@ def _show_reliability(report: dict) -> None:
         **{name: st.column_config.NumberColumn(format="%.4f")
            for name in ("low", "high", "mean_margin", "realized_difference")},
         "share_right": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1)})
+
+
+def _show_guards(report: dict) -> None:
+    """Each guarded router out of fold: how often it left its fallback, how often that lost, its gain."""
+    frame = guard_frame(report)
+    if frame.empty:
+        return
+    st.subheader("Guarded routers")
+    st.caption("Each router with a guard: it answers with the fallback (the best fixed arm on the fold's training "
+               "queries) unless its margin clears a threshold chosen on the fold's dev queries so that at most alpha "
+               "of its deviations lose utility (conformal risk control's correction). Out of fold: coverage, the "
+               "share of queries it deviated on; realized_risk, the share of those deviations that lost utility "
+               "against the fallback, beside alpha; gain, its utility over the fallback with the paired 95% "
+               "interval. `forge decide` lists it and says why `forge serve` does not serve it yet.")
+    st.dataframe(frame, hide_index=True, column_config={
+        **{name: st.column_config.NumberColumn(format="%.4f") for name in ("gain", "gain_low", "gain_high")},
+        **{name: st.column_config.NumberColumn(format="percent") for name in ("coverage", "realized_risk", "alpha")}})
 
 
 def _show_seed_spread(report: dict, reports: list[dict], retriever: str) -> None:

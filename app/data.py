@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from forge_core.evidence.retrieval import Retriever
     from forge_core.evidence.retriever_backends import AnyRetriever
     from forge_core.jobs import JobProgress
+    from forge_core.policies.guard import Guard
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
     from forge_core.reports.reliability import Reliability, ReliabilityBase
@@ -555,6 +556,18 @@ def reliability(store: Store, version: int, checkpoint_id: str,
     try:
         return reliability_view(store, checkpoint_id, weights, config.cache_dir(),
                                 lambda: reliability_at(reliability_base(store, version, checkpoint_id), weights))
+    except ForgeError as error:
+        return str(error)
+
+
+@st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
+def checkpoint_guard(store: Store, version: int, checkpoint_id: str, weights: CostWeights | None = None) -> Guard | str:
+    """The checkpoint's guard (`forge_core.reports.checkpoint_guard`: fallback arm and margin threshold
+    for the risk alpha, from its dev queries), or why there is none (one line)."""
+    from forge_core.reports.checkpoint_guard import checkpoint_guard as fitted_guard
+
+    try:
+        return fitted_guard(store, checkpoint_id, weights)
     except ForgeError as error:
         return str(error)
 

@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.policies.guard import Guard
 from forge_core.reports.checkpoint_views import name_with_id
 from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
@@ -58,6 +59,25 @@ def confidence_text(confidence: Confidence, held_out: Reliability | str | None =
         if right is not None:
             text += f" ({right:.0%} of held-out decisions with this margin were right)"
     return text
+
+
+def guard_verdict(guard: Guard | str, result: RoutedAnswer) -> None:
+    """Whether the router's guard (`forge_core.policies.guard`: the best fixed arm unless the margin
+    clears a threshold held out for the risk alpha) held this query at its fallback, and why; or
+    why the router has no guard."""
+    if isinstance(guard, str):
+        st.caption(f"No guard for this router: {guard}.")
+        return
+    held = result.arm != guard.fallback_arm and result.margin is not None and result.margin < guard.threshold
+    threshold = "never deviates" if guard.threshold == float("inf") else f"threshold {guard.threshold:+.3f} utility"
+    text = (f"Guard (risk {guard.alpha:.0%}, fallback {guard.fallback_arm}, {threshold}, from "
+            f"{guard.calibration_deviations} deviations on the dev queries, {guard.calibration_losses} losing): "
+            f"{guard.why(result.arm, result.margin if result.margin is not None else 0.0)}.")
+    if held:
+        st.warning(text + f" This answer is the router's; the guarded router would have answered with "
+                          f"{guard.fallback_arm}.", icon=":material/shield:")
+    else:
+        st.caption(text)
 
 
 def untrained_text(confidence: Confidence) -> str:

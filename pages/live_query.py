@@ -146,6 +146,10 @@ if answered is not None:
                 else data.reliability(store, data.store_version(store), last.checkpoint_id,
                                       None if last.weights is None else CostWeights(*last.weights)))
     live_view.routed_answer(last, held_out, checkpoint_names(checkpoints))
+    if last.probabilities:  # a router decided: its guard's verdict on this query
+        live_view.guard_verdict(data.checkpoint_guard(store, data.store_version(store), last.checkpoint_id,
+                                                      None if last.weights is None else CostWeights(*last.weights)),
+                                last)
     live_view.support_verdict(st.session_state.get(SUPPORT_KEY))
 if history:
     live_view.session_history(history, checkpoint_names(checkpoints))

@@ -339,6 +339,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
                    address: str | None = None) -> None:
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
     from forge_core.evaluation.decide import decision_of_run
+    from forge_core.evaluation.guard_measures import guard_lines
     from forge_core.routing.utility import ACCOUNTINGS
 
     store = open_store()
@@ -374,6 +375,8 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
                     + ", ".join(f"{v['arm']} ({v['tokens']:,.0f}, {v['f1']:.4f})" for v in report["mix_hull"]["all"]))
     _print_stage_gains(report["stage2_minus_stage1"])
     _print_reliability(report)
+    for line in guard_lines(report):  # each guarded router out of fold
+        Console().print(line)
     Console().print(f"This run alone would deploy {decision['deploy']} (best fixed arm {decision['best_fixed_arm']}; "
                     f"routers decidably above it and servable: {', '.join(decision['router_candidates']) or 'none'}). "
                     "What to deploy at any weights, from the recommended recipe's runs: `forge decide`.")

@@ -34,6 +34,7 @@ from forge_core.errors import InvalidInput
 from forge_core.evaluation import deploy_rule
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.fold_rows import fold_rows
+from forge_core.evaluation.guard_measures import guard_measures, is_guard
 from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull, per_benchmark_hulls
 from forge_core.evaluation.oracle_measures import (
     margin_reliability,
@@ -48,6 +49,7 @@ from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import Decisions, EvalContext, evaluation_context
+from forge_core.policies.guard import GuardedRouter
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
 from forge_core.policies.routers import FallbackPolicy
@@ -77,7 +79,7 @@ IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identit
 # evidence: runs stored before retrievers existed keep their ids); its name is only a label.
 IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
 IDENTITY_LABELS = ("retriever",)
-REPORT_VERSION = 6  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 7  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 REPORT_CACHE = "crossfit"  # under the cache directory: kept reports (the dashboard's view_cache.CROSSFIT_CACHE)
 
 
@@ -222,7 +224,8 @@ class FoldRouter(Policy):
 def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
     """Fresh policies for one fold: every fixed arm of the alphabet, the baselines, the FORGE
     routers and, unless `conditioning` is None, the cost-conditioned ones (with `stage` 2 their
-    Stage-1 parents too, named `<router>_stage1`) and the Full router's dev fallback."""
+    Stage-1 parents too, named `<router>_stage1`), each router's guard (`<router>_guard`:
+    `forge_core.policies.guard`) and the Full router's dev fallback."""
     fixed = [FixedArm(arm) for arm in arms]
     fixed_names = {policy.name for policy in fixed}
     policies: list[Policy] = fixed + [p for p in build_baselines() if p.name not in fixed_names]
@@ -238,7 +241,7 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
             router = FoldRouter(name, variant, stage1, stage2, parent=parent, conditioning=conditioning)
         else:
             router = FoldRouter(name, variant, stage1, conditioning=conditioning)
-        policies.append(router)
+        policies += [router, GuardedRouter(router)]
         if has_dev_fallback(name):
             policies.append(FallbackPolicy(router))
     return policies
@@ -291,7 +294,7 @@ def missing_policies(policies: list[Policy], done: set[str]) -> tuple[list[Polic
 def _built_on(policy: Policy) -> list[Policy]:
     if isinstance(policy, FoldRouter) and policy.parent is not None:
         return [policy.parent]
-    if isinstance(policy, FallbackPolicy):
+    if isinstance(policy, FallbackPolicy | GuardedRouter):
         return [policy.router]
     return []
 
@@ -435,7 +438,9 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "hull_gap": hull_gap(mixes, f1, frame[f"{accounting}_tokens"].to_numpy(dtype=np.float64)),
             **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
-        if frame["kind"].iloc[0] == ROUTER_KIND:
+        if is_guard(name):
+            policies[name]["guard"] = guard_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks)
+        elif frame["kind"].iloc[0] == ROUTER_KIND:
             policies[name]["reliability"] = margin_reliability(frame, arm_utility, arms)
         if name != FLOOR_POLICY and FLOOR_POLICY in per_policy:
             policies[name]["ci_utility_vs_floor"] = list(

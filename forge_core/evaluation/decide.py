@@ -53,6 +53,7 @@ from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_ch
 from forge_core.evaluation.recipe_choice import ROUTERS, MeasuredRecipe, measured_recipes, recommended_recipe
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash
+from forge_core.policies.guard import GUARD_SUFFIX
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.routing.checkpoints import checkpoint_name
@@ -84,6 +85,11 @@ def exclusion_reason(name: str, kind: str) -> str | None:
         return "the oracle: it sees every arm's score"
     if name.endswith("_fallback"):
         return "the dev fallback rule around a router: not a checkpoint `forge serve` loads"
+    if name.endswith(GUARD_SUFFIX):
+        return ("a guarded router: its margin threshold and fallback arm are fitted per fold, and neither a "
+                "checkpoint nor the deployment manifest carries them yet, so `forge serve` would serve the bare "
+                "router; deploy the router or the fixed arm the rule names, and read the guard's out-of-fold "
+                "coverage, risk and gain in `forge eval crossfit`")
     return "a baseline from the literature: `forge serve` serves FORGE routers and fixed arms"
 
 

@@ -1,6 +1,7 @@
 """What a routing policy is and what it costs: the policy interface (`base`), what a policy sees and
 its accounting of host calls (`context`), the policy kinds (`kinds`), the baselines (`baselines`),
-the FORGE routers and their dev fallback (`routers`), the cost-conditioned routers (`conditioned`),
+the FORGE routers and their dev fallback (`routers`), a router guarded by a held-out
+margin threshold for a stated risk (`guard`), the cost-conditioned routers (`conditioned`),
 the one registry of policy names (`registry`), a new query answered live (`live_query`), and the
 scoring of a policy's decisions: quality, cost and utility (`outcomes`), retrieval's gold recall
 (`grounding`) and the support verdicts of answers (`support_rates`)."""

@@ -243,6 +243,23 @@ def _mark_deployable_frontier(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+GUARD_COLUMNS = ("policy", "fallback", "coverage", "deviations", "losing", "realized_risk", "alpha", "gain",
+                 "gain_low", "gain_high")
+
+
+def guard_frame(report: dict) -> pd.DataFrame:
+    """One row per guarded router of a crossfit report (`evaluation.guard_measures`): its fallback
+    arms, coverage (share of queries it left the fallback on), deviations and the losing ones, the
+    realized risk against alpha, and its utility gain over the fallback with the paired 95% interval."""
+    rows = [{"policy": name, "fallback": ", ".join(guard["fallback_arms"]), "coverage": guard["coverage"],
+             "deviations": guard["deviations"], "losing": guard["losing_deviations"],
+             "realized_risk": guard["realized_risk"], "alpha": guard["alpha"],
+             "gain": guard["gain_vs_fallback"]["difference"], "gain_low": guard["gain_vs_fallback"]["ci"][0],
+             "gain_high": guard["gain_vs_fallback"]["ci"][1]}
+            for name, row in report["policies"].items() if (guard := row.get("guard")) is not None]
+    return pd.DataFrame(rows, columns=list(GUARD_COLUMNS))
+
+
 TRANSFER_COLUMNS = ("policy", "kind", "benchmark", "cost_k", "macro_f1", "macro_utility", "gain", "gain_low",
                     "gain_high", "on_frontier")
 

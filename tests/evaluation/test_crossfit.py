@@ -110,7 +110,8 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     assert set(policies["always_raw"]["cot_share"].values()) == {0.0}
     assert report["stage2_minus_stage1"] == {}  # a Stage-1 run has no Stage-2 routers
     # every routed decision stores its margin (utility units) over a runner-up; the report bins them
-    routed = results[(results["kind"] == "router") & ~results["policy"].str.endswith("_fallback")]
+    guards = results["policy"].str.endswith("_guard")  # a guard's runner-up is its fallback arm
+    routed = results[(results["kind"] == "router") & ~results["policy"].str.endswith("_fallback") & ~guards]
     assert routed["margin"].notna().all() and (routed["margin"] >= 0).all()
     assert (routed["runner_up"] != routed["arm"]).all()
     assert results.loc[results["kind"] != "router", "margin"].isna().all()
@@ -120,6 +121,22 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
         assert sum(b["queries"] for b in bins) == queries
         assert all(0 <= b["share_right"] <= 1 and b["low"] <= b["mean_margin"] <= b["high"] for b in bins)
     assert "reliability" not in policies["always_raw"]
+    # each router's guard: the router's arm where it deviates, the fold's fallback arm (a fixed arm) elsewhere
+    assert {name + "_guard" for name in ("forge_lite", "forge_full", "bge_bm25_kl", "forge_lite_cond")} <= set(policies)
+    for name in (name for name in policies if name.endswith("_guard")):
+        guard, rows = policies[name]["guard"], results[results["policy"] == name].set_index(["benchmark", "example_id"])
+        router = results[results["policy"] == name.removesuffix("_guard")].set_index(["benchmark", "example_id"])
+        deviated = rows["arm"] != rows["runner_up"]
+        assert (rows.loc[deviated, "arm"] == router.loc[rows.index[deviated], "arm"]).all()
+        assert (rows["margin"] == router.loc[rows.index, "margin"]).all()
+        fixed_arms = set(results.loc[results["kind"] == "fixed arm", "arm"])
+        assert set(guard["fallback_arms"]) == set(rows["runner_up"]) and set(rows["runner_up"]) <= fixed_arms
+        assert guard["deviations"] == deviated.sum() and guard["alpha"] == 0.2
+        assert (guard["realized_risk"] is None) == (guard["deviations"] == 0)
+        if guard["deviations"]:
+            assert guard["realized_risk"] == guard["losing_deviations"] / guard["deviations"]
+        gain = guard["gain_vs_fallback"]
+        assert gain["ci"][0] <= gain["difference"] <= gain["ci"][1] and 0 <= guard["coverage"] <= 1
     from forge_core.evaluation.oracle_measures import margin_reliability
 
     older = results[results["policy"] == "forge_lite"].drop(columns=["margin", "runner_up"])

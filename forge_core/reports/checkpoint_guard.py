@@ -1,0 +1,45 @@
+"""The guard around a stored router checkpoint (`forge_core.policies.guard`), for the Live query:
+its fallback is the best fixed arm on the checkpoint's own train and dev queries, and its margin
+threshold is chosen for the risk alpha on the dev queries (held out from the router's fit: they
+only stopped its training early), at the checkpoint's weights or, for a cost-conditioned router,
+at the asked ones. A live decision is then read against it: held at the fallback, or deviated, and why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forge_core.errors import MissingStep
+from forge_core.policies.context import EvalContext
+from forge_core.policies.guard import GUARD_ALPHA, Guard, best_fixed_arm, calibrated_guard
+from forge_core.policies.routers import RouterPolicy
+from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.confidence import checkpoint_tau, margins
+from forge_core.routing.outcome_table import load_outcome_table
+from forge_core.routing.utility import CostWeights
+from forge_core.store import Store
+
+
+def checkpoint_guard(store: Store, checkpoint_id: str, weights: CostWeights | None = None,
+                     alpha: float = GUARD_ALPHA) -> Guard:
+    """The checkpoint's guard (see the module docstring); refused without complete dev queries."""
+    from forge_core.reports.action_map import map_weights
+
+    checkpoint = load_checkpoint(store, checkpoint_id)
+    lineage = checkpoint.lineage
+    host = lineage["host"]
+    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
+                               lineage.get("benchmarks"))
+    normalizer = table.fit_normalizer()
+    if checkpoint.variant == "full":
+        table = table.subset(table.has_probes)
+    context = EvalContext(store, table, normalizer, map_weights(lineage, weights))
+    dev = context.rows("dev")
+    if not len(dev):
+        raise MissingStep(f"host '{host}' has no complete dev queries to fit {checkpoint_id}'s guard on")
+    fallback = best_fixed_arm(context, np.concatenate([context.rows("train"), dev]))
+    policy = RouterPolicy(checkpoint_id, checkpoint_id)
+    policy.fit(context)
+    arms = tuple(context.table.arms)
+    chosen, _, margin = margins(policy.probabilities(context, dev), arms, checkpoint_tau(lineage))
+    return calibrated_guard(chosen, margin, context.utility[dev], fallback, arms, alpha)

@@ -1,0 +1,42 @@
+"""The guard's threshold (exact numbers): the lowest margin at which, and above which, the corrected
+share of losing deviations (losses + 1) / (deviations + 1) stays within alpha; and why a query was
+held at the fallback or deviated."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from forge_core.policies.guard import Guard, risk_threshold
+
+
+def test_the_threshold_stops_before_the_first_margin_that_breaks_the_risk() -> None:
+    margin = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+    loses = np.array([0, 0, 0, 0, 0, 1, 0, 1, 1], dtype=bool)
+    # (losses + 1) / (deviations + 1) from the top: 1/2, 1/3, 1/4, 1/5 (0.6), 1/6 (0.5), 2/7 (0.4), 2/8 (0.3),
+    # 3/9, 4/10; at alpha 0.2 the first 3 cannot pass even without a loss (1/4 > 0.2) and are passed over
+    assert risk_threshold(margin, loses, alpha=0.2) == 0.5  # 1/5 and 1/6 pass, then 2/7 > 0.2
+    assert risk_threshold(margin, loses, alpha=0.3) == 0.3  # 2/7 and 2/8 pass, 3/9 fails
+    assert risk_threshold(margin, loses, alpha=0.25) == 0.5  # 2/8 would pass, but 2/7 fails above it: step-down
+    early = loses.copy()
+    early[1] = True  # a loss among the highest margins counts once there are enough deviations: 2/5 > 0.2
+    assert math.isinf(risk_threshold(margin, early, alpha=0.2))
+    assert math.isinf(risk_threshold(margin[:3], loses[:3], alpha=0.2))  # 1/4 at best: too few deviations
+    assert math.isinf(risk_threshold(np.array([]), np.array([], dtype=bool), alpha=0.2))
+
+
+def test_tied_margins_deviate_together() -> None:
+    margin = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.2])
+    assert risk_threshold(margin, np.array([0, 0, 0, 0, 1, 0], dtype=bool), alpha=0.4) == 0.2
+    assert math.isinf(risk_threshold(margin, np.array([0, 0, 0, 1, 1, 0], dtype=bool), alpha=0.4))  # 3/6 at 0.5
+
+
+def test_the_guard_says_why() -> None:
+    guard = Guard("summary:no_think", 0.3, 0.2, 40, 5)
+    assert guard.deviates(np.array([1, 2, 2]), np.array([0.9, 0.9, 0.1]), fallback=1).tolist() == [False, True, False]
+    assert guard.why("raw:no_think", 0.1).startswith("held at the fallback summary:no_think: margin +0.100")
+    assert guard.why("raw:no_think", 0.3).startswith("deviated to raw:no_think: margin +0.300")
+    assert guard.why("summary:no_think", 0.0) == "the router chose the fallback summary:no_think itself"
+    never = Guard("summary:no_think", math.inf, 0.2, 3, 2)
+    assert "the guard never deviates" in never.why("raw:no_think", 5.0)
