@@ -36,7 +36,9 @@ def gate_report(store: Store, run_id: str, accounting: str = "deploy") -> dict:
     per_policy = {name: frame.sort_values(["benchmark", "example_id"])
                   for name, frame in results.groupby("policy") if name in (*GATES, *fixed)}
     if not per_policy or not fixed:
-        return {"run_id": run_id, "host": host, "queries_with_draft": 0, "policies": {}}
+        return {"run_id": run_id, "host": host, "accounting": accounting, "queries_with_draft": 0,
+                "queries_in_run": int(every.groupby("policy").size().max()), "best_fixed_policy": None,
+                "policies": {}}
     benchmarks = per_policy[fixed[0]]["benchmark"].to_numpy()
     utility = {name: frame[f"{accounting}_utility"].to_numpy() for name, frame in per_policy.items()}
     best = max(fixed, key=lambda name: macro(utility[name], benchmarks))
