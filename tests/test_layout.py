@@ -11,9 +11,9 @@ import forge_core
 ROOT = Path(forge_core.__file__).parent
 # Bottom to top: a module may import from its own layer and the layers before it.
 LAYERS = (
-    "errors", "identity", "config", "engines", "arms", "records", "store", "data", "hosts", "evidence", "enumeration",
-    "routing", "rewards", "training", "statistics", "policies", "evaluation", "traffic_log", "reports", "precompute",
-    "jobs", "server", "cli",
+    "errors", "identity", "config", "engines", "arms", "records", "store", "data", "hosts", "telemetry", "evidence",
+    "enumeration", "routing", "rewards", "training", "statistics", "policies", "evaluation", "traffic_log", "reports",
+    "precompute", "jobs", "server", "cli",
 )
 REPO = ROOT.parent
 DASHBOARD = ("app", "pages")  # the Streamlit dashboard: it renders forge_core.reports and runs jobs

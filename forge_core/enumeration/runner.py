@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from forge_core import telemetry
 from forge_core.arms import Arm, parse_arm
 from forge_core.enumeration.budget import SpendBudget
 from forge_core.enumeration.outcome_rows import (
@@ -108,7 +109,7 @@ async def call_arm(site: CallSite, example: Example, evidence: Evidence, arm: Ar
     row if the host failed it), with the greedy probe's row too when asked."""
     started = utc_now()
     try:
-        generation = await site.client.generate(request)
+        generation = await telemetry.traced_generate(site.client, request, call_attributes(example, arm.name))
     except HostError as error:
         row = failed_arm_row(site.host, example, arm.name, str(error), site.host_hash, started, utc_now(),
                              latency_ms=0.0, attempts=error.attempts, retriever_hash=site.retriever_hash)
@@ -120,11 +121,16 @@ async def call_arm(site: CallSite, example: Example, evidence: Evidence, arm: Ar
     return CallRows((row,), probes if greedy_probe else (), answer.tokens_in, answer.tokens_out, None)
 
 
+def call_attributes(example: Example, call: str) -> dict[str, str]:
+    """FORGE's attributes of one enumeration call's span (`forge_core.telemetry`)."""
+    return {"forge.call": call, "forge.benchmark": example.benchmark, "forge.example_id": example.example_id}
+
+
 async def call_sample(site: CallSite, example: Example, probe: str, request: GenerationRequest) -> CallRows:
     """One self-consistency sample on the Direct prompt (`request`: `sample_probe_request`) and its
     row (an error row if it failed)."""
     try:
-        generation = await site.client.generate(request)
+        generation = await telemetry.traced_generate(site.client, request, call_attributes(example, probe))
     except HostError as error:
         row = failed_probe_row(site.host, example, probe, str(error), site.host_hash, utc_now(), latency_ms=0.0)
         return CallRows((), (row,), 0, 0, f"{example.benchmark}/{example.example_id} {probe}: {error}")

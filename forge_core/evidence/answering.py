@@ -10,7 +10,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forge_core import config
+from forge_core import config, telemetry
 from forge_core.arms import Arm
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answers import extract_final_answer, extract_plain_answer
@@ -103,7 +103,23 @@ def retrieve_evidence(retriever: Retriever, question: str) -> Evidence:
     """The top-5 passages for a question (more when the retriever's settings draw on more), with
     the retriever's evidence settings."""
     settings = retriever.settings
-    return Evidence(question, tuple(retriever.retrieve(question, max(RETRIEVE_TOP_K, settings.k))), settings)
+    top_k = max(RETRIEVE_TOP_K, settings.k)
+    with telemetry.span("retrieval", telemetry.retrieval_attributes(retriever_kind(retriever), top_k)) as span:
+        hits = tuple(retriever.retrieve(question, top_k))
+        if span is not None:
+            telemetry.set_attributes(span, telemetry.retrieved_attributes([hit.document.doc_id for hit in hits],
+                                                                          [hit.score for hit in hits]))
+    return Evidence(question, hits, settings)
+
+
+RETRIEVER_KINDS = {"Retriever": "bm25", "DenseRetriever": "dense", "HybridRetriever": "hybrid",
+                   "HttpRetriever": "http"}
+
+
+def retriever_kind(retriever: Retriever) -> str:
+    """The retriever's kind (bm25, dense, hybrid, http), as its traces name the data source."""
+    name = type(retriever).__name__
+    return RETRIEVER_KINDS.get(name, name)
 
 
 def extract_answer(text: str, arm: Arm, is_fever: bool) -> str:
@@ -139,7 +155,8 @@ def arm_answer(arm: Arm, generation: Generation, support_text: str, is_fever: bo
 async def answer_with_arm(client: Host, evidence: Evidence, arm: Arm, is_fever: bool,
                           chat: ClientChat | None = None) -> ArmAnswer:
     """Ask the host one question under one arm (in a chat client's conversation, if any)."""
-    generation = await client.generate(arm_request(evidence, arm, is_fever, chat))
+    request = arm_request(evidence, arm, is_fever, chat)
+    generation = await telemetry.traced_generate(client, request, {"forge.arm": arm.name})
     return arm_answer(arm, generation, evidence.support_text(arm.support), is_fever)
 
 

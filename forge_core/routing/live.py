@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from forge_core import telemetry
 from forge_core.arms import Arm, alphabet, parse_arm
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evidence.answering import (
@@ -44,7 +45,7 @@ from forge_core.evidence.embedders import load_embedder, spec_for_name
 from forge_core.evidence.passage_vectors import passage_vectors
 from forge_core.evidence.prompts import ClientChat, greedy_probe_request, sample_probe_request
 from forge_core.evidence.retrieval import Retriever
-from forge_core.hosts.base import Generation, Host, HostConfig
+from forge_core.hosts.base import Generation, Host, HostConfig, estimate_tokens
 from forge_core.hosts.lifetime import hosted
 from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcome, is_fever_benchmark
 from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
@@ -225,6 +226,17 @@ class RoutedAnswer:
                 "tokens_out": raw.tokens_out, "latency_ms": round(raw.latency_ms, 1), "f1": self.raw_f1},
         }
 
+    def span_attributes(self) -> dict[str, Any]:
+        """The request span's attributes (`forge_core.telemetry`): every host call's usage and the decision."""
+        tokens_in, tokens_out = self.host_tokens
+        reasoning = 0 if self.answer_is_probe else self.answer.tokens_reasoning
+        weights = self.weights or (None, None)
+        return {**telemetry.usage_attributes(tokens_in, tokens_out, reasoning), "forge.arm": self.arm,
+                "forge.router": self.checkpoint_id, "forge.margin": self.margin, "forge.lambda_in": weights[0],
+                "forge.lambda_out": weights[1], "forge.evidence_tokens": estimate_tokens(self.answer.support_text),
+                "forge.host": self.host, "forge.host_calls": self.host_calls,
+                "forge.routing_ms": round(self.routing_ms, 3)}
+
 
 @dataclass(frozen=True)
 class SessionTotals:
@@ -354,6 +366,13 @@ class DryRoute:
         """The decision's margin over the runner-up in utility units (`confidence`)."""
         return confidence(self.probabilities, self.arm, self.tau).margin
 
+    def span_attributes(self, weights: tuple[float, float]) -> dict[str, Any]:
+        """A dry route's span attributes (`forge_core.telemetry`): the decision, no host call."""
+        return {"forge.arm": self.arm, "forge.margin": self.margin, "forge.lambda_in": weights[0],
+                "forge.lambda_out": weights[1], "forge.host_calls": 0,
+                "forge.evidence_tokens": estimate_tokens(self.evidence.support_text(parse_arm(self.arm).support)),
+                "forge.routing_ms": round(self.routing_ms, 3)}
+
 
 def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
               weights: CostWeights = CostWeights()) -> DryRoute:
@@ -394,8 +413,11 @@ def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question:
 
     async def run() -> RoutedAnswer:
         async with hosted(config) as client:
-            return await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint, arm=arm,
-                                          example=example, always_raw=always_raw, weights=weights)
+            with telemetry.span(telemetry.REQUEST_SPAN, telemetry.request_attributes("forge")) as span:
+                result = await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint,
+                                                arm=arm, example=example, always_raw=always_raw, weights=weights)
+                telemetry.set_attributes(span, result.span_attributes())
+            return result
 
     return asyncio.run(run())
 
@@ -404,7 +426,8 @@ async def run_probes(client: Host, question: str, is_fever: bool) -> dict[str, G
     """The greedy Direct probe and three samples, concurrently, by probe name."""
     requests = {GREEDY_PROBE: greedy_probe_request(question, is_fever)}
     requests |= {probe: sample_probe_request(question, probe, is_fever) for probe in SAMPLE_PROBES}
-    generations = await asyncio.gather(*(client.generate(r) for r in requests.values()))
+    generations = await asyncio.gather(*(telemetry.traced_generate(client, r, {"forge.probe": probe})
+                                         for probe, r in requests.items()))
     return dict(zip(requests, generations))
 
 

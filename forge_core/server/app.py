@@ -39,7 +39,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,16 +52,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from forge_core import telemetry
 from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evaluation.manifest import manifest_id, manifest_summary
+from forge_core.evidence.answering import arm_request
+from forge_core.evidence.prompts import ClientChat
 from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retriever_backends import open_retriever
 from forge_core.evidence.retrievers import get_retriever_config, retriever_hash, retriever_option, retriever_phrase
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
+from forge_core.records import is_fever_benchmark
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
@@ -71,6 +75,7 @@ from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
 from forge_core.server.deployment import ServingWeights, WeightsRequest, check_router_weights, client_identity
 from forge_core.server.metrics import ServerMetrics
+from forge_core.server.routed_request import RoutedRequest, host_body
 from forge_core.server.shadow import CandidateShadow, ShadowSampler, shadow_raw, shadow_record
 from forge_core.statistics import Interval
 from forge_core.store import Store
@@ -175,6 +180,7 @@ class ServerState:
         self.key = api_key(settings)
         self.models = resolve_models(store, settings)
         self.retriever_config = get_retriever_config(store, settings.retriever)
+        self.host_config = get_host_config(store, settings.host)
         for checkpoint_id in {m for m in self.models.values() if isinstance(m, str)}:  # a router refuses other evidence
             check_router_retriever(checkpoint_id, store.checkpoint(checkpoint_id)[0]["lineage"], self.retriever_config)
         self.metrics = ServerMetrics()
@@ -240,6 +246,36 @@ class ServerState:
                     record["manifest"] = manifest_id(self.settings.manifest)
             self.traffic.append(record)
 
+    def route_chat(self, asked: ChatRequest, client: str) -> RoutedRequest:
+        """Route a chat request to a routed model at the weights in force for `client`, calling no
+        host: the decision and the host request it becomes (`forge_core.server.routed_request`).
+        `RefusedField` for a model that does not route, `ForgeError` for a question FORGE refuses."""
+        target = self.models.get(asked.model)
+        if not isinstance(target, str):
+            raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(self))}), not '{asked.model}'",
+                               "model")
+        budget, weights = _weights_for(self, asked.model, client)
+        decision = dry_route(self.retriever, asked.question, self.checkpoints[target], CostWeights(*weights))
+        request = arm_request(decision.evidence, parse_arm(decision.arm), is_fever_benchmark(self.settings.benchmark),
+                              asked.chat)
+        return RoutedRequest(asked.model, target, decision, budget, weights, host_body(self.host_config, request))
+
+    def load_without_host(self) -> None:
+        """Load the retriever, embedder and routers and open the traffic log, but neither start nor
+        reach the host: for a gateway, which forwards the routed request to the host itself."""
+        self._load_blocking()
+        self.open_traffic_log()
+
+    def record_forwarded(self, entry: RequestEntry, routed: RoutedRequest, tokens_in: int, tokens_out: int) -> None:
+        """A routed request a gateway forwarded, once the host has answered with this usage: counted
+        in the metrics and against its budget, and logged, as `forge serve` does an answer."""
+        latency_s = entry.elapsed_s()
+        self.metrics.record_answer(routed.arm, 1, tokens_in + tokens_out, latency_s)
+        self.weights.record(routed.budget, tokens_in + tokens_out)
+        self.log_request(entry.forwarded(routed, tokens_in, tokens_out, latency_s)
+                         | {"budget_target": self.weights.target(routed.budget),
+                            "budget_bound": self.weights.at_bound(routed.budget)})
+
     async def close(self) -> None:
         """Close the host client, stop an embedded server this process started, close the log."""
         await self._host_lifetime.aclose()
@@ -282,12 +318,16 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             return entry.refused(state, _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
                                                "not_found_error", "model"))
         budget, weights = _weights_for(state, asked.model, entry.client)
-        try:
-            result = await _answer(state, asked, weights)
-        except HostError as error:
-            return entry.refused(state, _error(state, 502, f"the host failed: {error}", "api_error"))
-        except ForgeError as error:
-            return entry.refused(state, _invalid(state, error))
+        with telemetry.span(telemetry.REQUEST_SPAN, telemetry.request_attributes(asked.model), "SERVER") as span:
+            try:
+                result = await _answer(state, asked, weights)
+            except HostError as error:
+                telemetry.set_attributes(span, {"error.type": "host_error"})
+                return entry.refused(state, _error(state, 502, f"the host failed: {error}", "api_error"))
+            except ForgeError as error:
+                telemetry.set_attributes(span, {"error.type": "invalid_request"})
+                return entry.refused(state, _invalid(state, error))
+            telemetry.set_attributes(span, result.span_attributes() | budget_attributes(state, budget, weights))
         latency_s = entry.elapsed_s()
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
         state.weights.record(budget, result.tokens)
@@ -305,24 +345,18 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         if refused:
             return refused
         try:
-            model, question = await _read_route_request(request)
-            entry.model = model
-            target = state.models.get(model)
-            if not isinstance(target, str):
-                raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(state))}), not '{model}'",
-                                   "model")
-            budget, weights = _weights_for(state, model, entry.client)
-            decision = dry_route(state.retriever, question, state.checkpoints[target], CostWeights(*weights))
+            asked = await _read_route_request(request)
+            entry.model = asked.model
+            with telemetry.span("route forge", telemetry.request_attributes(asked.model, "route"), "SERVER") as span:
+                routed = state.route_chat(asked, entry.client)
+                telemetry.set_attributes(span, routed.decision.span_attributes(routed.weights)
+                                         | budget_attributes(state, routed.budget, routed.weights))
         except RefusedField as error:
             return entry.refused(state, _invalid(state, error, error.param))
         except ForgeError as error:
             return entry.refused(state, _invalid(state, error))
-        state.log_request(entry.routed(decision, target, budget, weights))
-        return JSONResponse({"model": model, "router": target, "arm": decision.arm, "margin": decision.margin,
-                             "weights": {"lambda_in": weights[0], "lambda_out": weights[1]}, "budget": budget,
-                             "evidence": [hit.document.title for hit in decision.evidence.passages],
-                             "probabilities": {arm: round(p, 6) for arm, p in decision.probabilities.items()},
-                             "routing_ms": round(decision.routing_ms, 1), "host_calls": 0})
+        state.log_request(entry.routed(routed.decision, routed.router, routed.budget, routed.weights))
+        return JSONResponse(routed.to_json(), headers=routed.headers())
 
     async def metrics(_: Request) -> Response:
         budgets = state.weights.states() if state.weights is not None else []
@@ -396,7 +430,12 @@ class RequestEntry:
     @classmethod
     def start(cls, request: Request, endpoint: str) -> RequestEntry:
         """A request as it arrives: its id, client (never its key) and times."""
-        return cls(uuid.uuid4().hex, endpoint, client_identity(request.headers), time.perf_counter(), now())
+        return cls.from_headers(request.headers, endpoint)
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str], endpoint: str) -> RequestEntry:
+        """A request arriving with these headers (a gateway's: LiteLLM, Envoy)."""
+        return cls(uuid.uuid4().hex, endpoint, client_identity(headers), time.perf_counter(), now())
 
     def elapsed_s(self) -> float:
         """Seconds since the request arrived."""
@@ -427,6 +466,17 @@ class RequestEntry:
             "host_calls": result.host_calls, "routing_ms": round(result.routing_ms, 3),
             "question": result.question[:300], "evidence": [hit.document.title for hit in result.evidence.passages]}
 
+    def forwarded(self, routed: RoutedRequest, tokens_in: int, tokens_out: int, latency_s: float) -> dict[str, Any]:
+        """A gateway's routed request's record, once the host answered (one host call)."""
+        return self.routed(routed.decision, routed.router, routed.budget, routed.weights) | {
+            "latency_ms": round(latency_s * 1000.0, 3), "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "tokens": tokens_in + tokens_out, "host_calls": 1, "question": routed.decision.evidence.question[:300],
+            "evidence": [hit.document.title for hit in routed.decision.evidence.passages]}
+
+    def passed(self, reason: str) -> dict[str, Any]:
+        """A gateway's request let through unrouted (fail open): its record says why."""
+        return self.base(200) | {"passed": reason, "host_calls": 1, "tokens_in": 0, "tokens_out": 0, "tokens": 0}
+
     def routed(self, decision: DryRoute, router: str, budget: str | None, weights: tuple[float, float]) -> dict:
         """A dry route's record (no host call, no token)."""
         margin = decision.margin
@@ -442,6 +492,12 @@ def _weights_for(state: ServerState, model: str, client: str) -> tuple[str | Non
     if model == ROUTER_MODEL:
         return state.weights.for_client(client)
     return None, (DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT)
+
+
+def budget_attributes(state: ServerState, budget: str | None, weights: tuple[float, float]) -> dict[str, Any]:
+    """A request span's weights and budget (`forge_core.telemetry`)."""
+    return {"forge.lambda_in": weights[0], "forge.lambda_out": weights[1], "forge.budget": budget,
+            "forge.budget_target": state.weights.target(budget)}
 
 
 def _routed(state: ServerState) -> list[str]:
@@ -537,8 +593,9 @@ async def _read_chat_request(request: Request) -> ChatRequest:
     return parse_chat_request(body)
 
 
-async def _read_route_request(request: Request) -> tuple[str, str]:
-    """(model, question) of a dry route: `{"model": ..., "question": ...}` or a chat body's `messages`."""
+async def _read_route_request(request: Request) -> ChatRequest:
+    """A dry route's request: `{"model": ..., "question": ...}`, or a full chat body (system text,
+    history and settings shape the host request it returns; tools are refused as in a chat)."""
     try:
         body = await request.json()
     except (ValueError, UnicodeDecodeError):
@@ -552,9 +609,8 @@ async def _read_route_request(request: Request) -> tuple[str, str]:
                                unknown[0])
         if not isinstance(body["question"], str):
             raise RefusedField("`question` must be a string", "question")
-        return str(body.get("model") or DEFAULT_MODEL), body["question"]
-    asked = parse_chat_request(body)
-    return asked.model, asked.question
+        return ChatRequest(str(body.get("model") or DEFAULT_MODEL), body["question"], ClientChat(), False)
+    return parse_chat_request(body)
 
 
 async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, float]) -> RoutedAnswer:

@@ -1,0 +1,85 @@
+"""A chat request routed without calling the host: the decision and the host request it becomes.
+
+The one shape of a routing decision that leaves FORGE before the host answers: the dry route's
+response (`POST /v1/route`), the LiteLLM hook's rewrite of a request
+(`forge_core.gateways.litellm_hook`) and the Envoy external processor's body mutation (`forge
+extproc`) all come from a `RoutedRequest` (built by `ServerState.route_chat`). `body` is exactly
+what `forge serve` would send the host for this request: FORGE's system message with the client's,
+the client's history, the arm's user message (evidence, question, instruction) and the host's
+thinking fields for the arm (`forge_core.hosts.depth_maps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from forge_core.hosts.anthropic import messages_body
+from forge_core.hosts.base import GenerationRequest, HostConfig, estimate_tokens
+from forge_core.hosts.openai_compat import chat_completion_body
+from forge_core.routing.live import DryRoute
+
+HEADER_PREFIX = "x-forge-"
+BODY_FIELDS = ("model", "messages")  # a host body's fields that are not generation or thinking settings
+
+
+def host_body(config: HostConfig, request: GenerationRequest) -> dict[str, Any]:
+    """The body the host `config` is sent for `request` (chat completions, or Anthropic's messages)."""
+    if config.protocol == "anthropic":
+        return messages_body(config, request)
+    return chat_completion_body(config, request)
+
+
+@dataclass(frozen=True)
+class RoutedRequest:
+    """A routed chat request, ready to be sent to the host by whoever forwards it."""
+
+    model: str  # the FORGE model routed (`forge`, `forge-lite`, ...)
+    router: str  # its checkpoint id
+    decision: DryRoute
+    budget: str | None  # the budget the client counts against (None: fixed weights)
+    weights: tuple[float, float]  # (lambda_in, lambda_out) routed at
+    body: dict[str, Any]  # the host's request body (chat completions for an OpenAI-compatible host)
+
+    @property
+    def arm(self) -> str:
+        """The arm chosen."""
+        return self.decision.arm
+
+    @property
+    def evidence_text(self) -> str:
+        """The evidence the arm adds to the prompt ("" for direct)."""
+        return self.decision.evidence.support_text(self.arm.split(":")[0])
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The host body's generation and thinking fields (everything but model and messages)."""
+        return {name: value for name, value in self.body.items() if name not in BODY_FIELDS}
+
+    def headers(self) -> dict[str, str]:
+        """The decision as HTTP headers: arm, margin (utility units), weights, router, budget."""
+        margin = self.decision.margin
+        headers = {"arm": self.arm, "margin": "" if margin is None else f"{margin:.6f}",
+                   "weights": f"{self.weights[0]:g},{self.weights[1]:g}", "router": self.router,
+                   "budget": self.budget or ""}
+        return {HEADER_PREFIX + name: value for name, value in headers.items() if value}
+
+    def metadata(self) -> dict[str, Any]:
+        """The decision as a JSON object (a LiteLLM response's metadata, the dry route's core)."""
+        margin = self.decision.margin
+        return {"model": self.model, "router": self.router, "arm": self.arm,
+                "margin": None if margin is None else round(margin, 6),
+                "weights": {"lambda_in": self.weights[0], "lambda_out": self.weights[1]}, "budget": self.budget,
+                "evidence": [hit.document.title for hit in self.decision.evidence.passages],
+                "evidence_tokens": estimate_tokens(self.evidence_text),
+                "routing_ms": round(self.decision.routing_ms, 1)}
+
+    def to_json(self) -> dict[str, Any]:
+        """`POST /v1/route`'s response: the decision, every arm's probability, the passages retrieved,
+        the evidence the arm adds and the host request it becomes; no host call made."""
+        passages = [{"title": hit.document.title, "id": hit.document.doc_id, "score": round(hit.score, 6)}
+                    for hit in self.decision.evidence.passages]
+        return self.metadata() | {
+            "probabilities": {arm: round(p, 6) for arm, p in self.decision.probabilities.items()},
+            "passages": passages, "evidence_text": self.evidence_text, "settings": self.settings,
+            "request": self.body, "host_calls": 0}
