@@ -24,9 +24,11 @@ logger = logging.getLogger(__name__)
 
 
 def _request_fields(request: GenerationRequest) -> dict[str, Any]:
-    """The request as plain JSON values, floats normalized so 0 and 0.0 hash alike; `stop` only
-    when set, so requests without one keep the keys they were recorded under."""
+    """The request as plain JSON values, floats normalized so 0 and 0.0 hash alike; `stop` and
+    `top_logprobs` only when set, so requests without them keep the keys they were recorded under."""
     fields = asdict(request)
+    if request.top_logprobs is None:  # only when set, as `stop`
+        del fields["top_logprobs"]
     if request.stop is None:
         del fields["stop"]
     else:
@@ -95,7 +97,9 @@ def _load_recordings(path: Path) -> dict[str, list[Generation]]:
         for number, line in enumerate(lines, start=1):
             try:
                 record = json.loads(line)
-                recordings[record["key"]].append(Generation(**record["generation"]))
+                fields = record["generation"]
+                top = tuple(tuple(token) for token in fields.pop("top_logprobs", ()))  # JSON lists, as recorded tuples
+                recordings[record["key"]].append(Generation(**fields, top_logprobs=top))
             except (ValueError, KeyError, TypeError) as exc:
                 logger.warning("%s line %d: skipped unreadable recording (%s)", path, number, exc)
     return dict(recordings)
