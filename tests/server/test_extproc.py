@@ -1,0 +1,143 @@
+"""`forge extproc` (`forge_core.server.extproc`) against a gRPC client playing Envoy's side of
+`envoy.service.ext_proc.v3.ExternalProcessor`, stream for stream (request headers, the buffered
+body, then the host's response headers and body), with the counting test host behind it: the body
+is replaced by the routed host request with a corrected content length and x-forge-* headers, the
+answer's usage is logged and charged; what FORGE cannot route, or its own error, passes unchanged
+with x-forge-passed and a counter. (No Envoy binary is installable here: Debian has no envoy
+package and the PyPI name `envoy` is an unrelated library.)"""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from forge_core.hosts.base import HostConfig
+from forge_core.hosts.registry import save_host_config
+from forge_core.server.app import ServeSettings
+from forge_core.store import Store
+from forge_core.traffic_log import read_traffic
+
+from support.counting_host import CountingHost
+from support.resources import require_module
+from support.stores import copy_store
+
+GATEWAYS = "grpcio and xds-protos are the gateways extra: pip install -e '.[gateways]'"
+grpc = require_module("grpc", GATEWAYS)
+ext_proc = require_module("envoy.service.ext_proc.v3.external_processor_pb2", GATEWAYS)
+ext_proc_grpc = require_module("envoy.service.ext_proc.v3.external_processor_pb2_grpc", GATEWAYS)
+base = require_module("envoy.config.core.v3.base_pb2", GATEWAYS)
+extproc = require_module("forge_core.server.extproc", GATEWAYS)
+BENCHMARK = "musique"
+CHAT = {"model": "forge", "messages": [{"role": "system", "content": "Answer in English."},
+                                       {"role": "user", "content": "Who founded the city of Rome?"}]}
+
+
+class EnvoySide:
+    """One `Process` stream, driven as Envoy drives it: each phase sent once the last one is answered."""
+
+    def __init__(self, stub: object) -> None:
+        self.outgoing: queue.Queue = queue.Queue()
+        self.responses = stub.Process(iter(self.outgoing.get, None))
+
+    def send(self, **phase: object) -> object:
+        self.outgoing.put(ext_proc.ProcessingRequest(**phase))
+        return next(self.responses)
+
+    def close(self) -> None:
+        self.outgoing.put(None)
+
+
+def header_map(headers: dict[str, str]) -> object:
+    return ext_proc.HttpHeaders(headers=base.HeaderMap(headers=[
+        base.HeaderValue(key=name, raw_value=value.encode()) for name, value in headers.items()]))
+
+
+def set_headers(common: object) -> dict[str, str]:
+    return {option.header.key: option.header.raw_value.decode() for option in common.header_mutation.set_headers}
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[CountingHost]:
+    """The counting test-double host, the upstream Envoy forwards to."""
+    with CountingHost() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def processor(tmp_path_factory: pytest.TempPathFactory, trained_store: tuple[Store, str],
+              host: CountingHost) -> Iterator[tuple[object, object, Path]]:
+    """(an ExternalProcessor stub, the processor's GatewayRouter, its traffic directory)."""
+    store = copy_store(trained_store[0], tmp_path_factory.mktemp("extproc"))
+    save_host_config(store, HostConfig(name="counting", kind="openai", model="m", base_url=host.base_url,
+                                       max_retries=0, timeout_s=10.0))
+    traffic = tmp_path_factory.mktemp("extproc-traffic")
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=trained_store[1], traffic_dir=traffic)
+    server, gateway, port = extproc.start_extproc(store, settings, 0)
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    yield ext_proc_grpc.ExternalProcessorStub(channel), gateway, traffic
+    channel.close()
+    server.stop(grace=1).wait()
+    gateway.close()
+
+
+def test_envoys_stream_gets_the_routed_body_and_the_answer_is_charged(processor: tuple, host: CountingHost) -> None:
+    stub, gateway, traffic = processor
+    body = json.dumps(CHAT).encode()
+    envoy = EnvoySide(stub)
+    headers = {":method": "POST", ":path": "/v1/chat/completions", "content-type": "application/json",
+               "content-length": str(len(body)), "x-forge-client": "team-a"}
+    first = envoy.send(request_headers=header_map(headers))
+    assert first.WhichOneof("response") == "request_headers" and not first.request_headers.response.HasField(
+        "body_mutation")
+    expected = gateway.route(CHAT, {}, "test").routed
+    mutated = envoy.send(request_body=ext_proc.HttpBody(body=body, end_of_stream=True)).request_body.response
+    new_body = mutated.body_mutation.body
+    sent = set_headers(mutated)
+    assert json.loads(new_body) == expected.body and sent["content-length"] == str(len(new_body))
+    assert sent["x-forge-arm"] == expected.arm and sent["x-forge-weights"] == "0.1,0.2"
+    assert json.loads(new_body)["messages"][0]["content"].endswith("\n\nAnswer in English.")
+
+    calls = len(host.received)
+    answer = httpx.post(f"{host.base_url}/chat/completions", content=new_body, timeout=30)  # Envoy forwards it
+    assert len(host.received) == calls + 1 and host.received[-1][1] == expected.body
+    back = envoy.send(response_headers=header_map({":status": "200", "content-type": "application/json"}))
+    assert set_headers(back.response_headers.response)["x-forge-arm"] == expected.arm
+    half = len(answer.content) // 2  # streamed to the processor in two chunks: charged once, at the end
+    for chunk, last in ((answer.content[:half], False), (answer.content[half:], True)):
+        done = envoy.send(response_body=ext_proc.HttpBody(body=chunk, end_of_stream=last))
+        assert not done.response_body.response.HasField("body_mutation")  # the answer passes unchanged
+    envoy.close()
+    (record,) = [r for r in read_traffic(traffic).requests if r["endpoint"] == "extproc" and r.get("arm")]
+    assert record["client"] == "team-a" and record["tokens"] == answer.json()["usage"]["total_tokens"]
+    assert record["arm"] == expected.arm and record["host_calls"] == 1
+
+
+def test_what_forge_cannot_route_passes_unchanged_and_is_counted(processor: tuple,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    stub, gateway, _ = processor
+    tools = json.dumps(CHAT | {"tools": [{"type": "function", "function": {"name": "f"}}]}).encode()
+    before = dict(gateway.passed)
+    for body, reason in ((b"{not json", "unsupported"), (tools, "unsupported")):
+        envoy = EnvoySide(stub)
+        envoy.send(request_headers=header_map({":method": "POST"}))
+        passed = envoy.send(request_body=ext_proc.HttpBody(body=body, end_of_stream=True)).request_body.response
+        envoy.close()
+        assert not passed.HasField("body_mutation") and set_headers(passed) == {"x-forge-passed": reason}
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug of FORGE's")
+
+    monkeypatch.setattr(gateway.state, "route_chat", broken)
+    envoy = EnvoySide(stub)
+    envoy.send(request_headers=header_map({":method": "POST"}))
+    failed = envoy.send(request_body=ext_proc.HttpBody(body=json.dumps(CHAT).encode(), end_of_stream=True))
+    envoy.close()
+    assert set_headers(failed.request_body.response) == {"x-forge-passed": "forge_error"}
+    assert not failed.request_body.response.HasField("body_mutation")
+    assert gateway.passed["unsupported"] - before.get("unsupported", 0) == 2
+    assert gateway.passed["forge_error"] - before.get("forge_error", 0) == 1
