@@ -340,6 +340,7 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
     from forge_core.evaluation.crossfit import run_crossfit, split_seed_spread
     from forge_core.evaluation.decide import decision_of_run
     from forge_core.evaluation.guard_measures import guard_lines
+    from forge_core.evaluation.peer_units import PEER_HEADERS, peer_rows
     from forge_core.routing.utility import ACCOUNTINGS
 
     store = open_store()
@@ -377,6 +378,10 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
     _print_reliability(report)
     for line in guard_lines(report):  # each guarded router out of fold
         Console().print(line)
+    peers = Table(*PEER_HEADERS, title="The peers' units (TARG; DART, AdaptR1; RAG-on-a-Diet), paired 95% intervals")
+    for cells in peer_rows(report):
+        peers.add_row(*cells)
+    Console().print(peers)
     Console().print(f"This run alone would deploy {decision['deploy']} (best fixed arm {decision['best_fixed_arm']}; "
                     f"routers decidably above it and servable: {', '.join(decision['router_candidates']) or 'none'}). "
                     "What to deploy at any weights, from the recommended recipe's runs: `forge decide`.")

@@ -10,7 +10,8 @@ run's retrained fold routers (`fold_decisions`), the deployment manifest a decis
 (`manifest`), the proxy-reward audit (`proxy_audit`, asked for by an `audit_request`), each policy's
 out-of-fold decisions against the oracle set (regret, tie-aware agreement, cot share, Stage 2 minus
 Stage 1: `oracle_measures`), the cost-matched mix of fixed arms each policy is measured against at its own
-tokens (`mix`), what a guarded router did out of fold (`guard_measures`), retrievers' evidence measured
+tokens (`mix`), what a guarded router did out of fold (`guard_measures`),
+each policy in the routing papers' units (`peer_units`), retrievers' evidence measured
 before any host call
 (`evidence_compare`), a host's arms under each retriever side by side (`evidence_arms`), and results
 computed once and kept in a file (`file_cache`), and the protocols' knobs and `EvaluationSettings`,

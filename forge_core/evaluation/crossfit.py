@@ -42,6 +42,7 @@ from forge_core.evaluation.oracle_measures import (
     stage2_minus_stage1,
     utility_matrix,
 )
+from forge_core.evaluation.peer_units import output_tokens, peer_units
 from forge_core.evaluation.settings import CROSSFIT_FOLDS, CROSSFIT_STAGE, CROSSFIT_STAGE2_STEPS, EvaluationSettings
 from forge_core.evaluation.setup import check_evaluation
 from forge_core.evidence.retrievers import evaluated_retriever_hash
@@ -79,7 +80,7 @@ IDENTITY_STAGE1_BASELINE = {"warm_start_arms": PAPER_WARM_START_ARMS}  # identit
 # evidence: runs stored before retrievers existed keep their ids); its name is only a label.
 IDENTITY_RETRIEVER_BASELINE = {"retriever_hash": ""}
 IDENTITY_LABELS = ("retriever",)
-REPORT_VERSION = 7  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
+REPORT_VERSION = 8  # layout of `crossfit_report`: bump when it changes (cached reports are then recomputed)
 REPORT_CACHE = "crossfit"  # under the cache directory: kept reports (the dashboard's view_cache.CROSSFIT_CACHE)
 
 
@@ -397,7 +398,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     cost-matched mix of fixed arms (`forge_core.evaluation.mix`): its hull's vertices under `mix_hull`
     (overall and per benchmark, tokens a query under the run's accounting) and each policy's
     `hull_gap` (F1 above the best mix at its own tokens, with its paired interval; None below the
-    cheapest arm's tokens)."""
+    cheapest arm's tokens); and the peers' units (`peer_units`: answers with retrieved evidence,
+    thinking tokens against always-cot, tokens against Always-Raw's at its F1)."""
     runs = store.crossfit_runs()
     run = runs[runs["run_id"] == run_id]
     if run.empty:
@@ -420,6 +422,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
         fixed, {name: macro(utility(name), benchmarks) for name in fixed},
         {name: macro(per_policy[name][f"{accounting}_tokens"].to_numpy(), benchmarks) for name in fixed})
     raw_f1 = per_policy["always_raw"]["f1"].to_numpy()
+    tokens_out = output_tokens(store.arm_outcomes(settings["host"], retriever_hash=settings.get("retriever_hash", "")))
     arm_utility, arms = utility_matrix(per_policy, fixed, f"{accounting}_utility")
     mixes = fixed_arm_outcomes(per_policy, fixed, f"{accounting}_tokens", benchmarks)
     policies = {}
@@ -438,6 +441,8 @@ def crossfit_report(store: Store, run_id: str) -> dict:
             "hull_gap": hull_gap(mixes, f1, frame[f"{accounting}_tokens"].to_numpy(dtype=np.float64)),
             **oracle_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks),
         }
+        policies[name]["peer_units"] = peer_units(frame, per_policy["always_raw"], tokens_out, f"{accounting}_tokens",
+                                                  benchmarks, policies[name]["ci_f1_vs_always_raw"])
         if is_guard(name):
             policies[name]["guard"] = guard_measures(frame, arm_utility, arms, f"{accounting}_utility", benchmarks)
         elif frame["kind"].iloc[0] == ROUTER_KIND:

@@ -121,6 +121,28 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
         assert sum(b["queries"] for b in bins) == queries
         assert all(0 <= b["share_right"] <= 1 and b["low"] <= b["mean_margin"] <= b["high"] for b in bins)
     assert "reliability" not in policies["always_raw"]
+    # the peers' units: answers with evidence against always-retrieve, thinking tokens against always-cot,
+    # tokens against Always-Raw's at its F1
+    units = {name: row["peer_units"] for name, row in policies.items()}
+    assert units["always_raw"]["evidence_answers"]["share"] == 1.0 and units["always_direct"]["evidence_answers"][
+        "share"] == 0.0
+    assert units["always_raw"]["tokens_vs_always_raw"] | {"tokens": 0, "always_raw": 0} == {
+        "tokens": 0, "always_raw": 0, "difference": 0.0, "ci": [0.0, 0.0], "ratio": 1.0,
+        "f1_vs_always_raw": "not decidably different"}
+    outcomes = store.arm_outcomes(HOST).set_index(["benchmark", "example_id", "arm"])["tokens_out"]
+    raw_cot = results[results["policy"] == "always_raw_cot"]
+    stored = outcomes.loc[list(zip(raw_cot["benchmark"], raw_cot["example_id"], raw_cot["arm"]))].to_numpy()
+    from forge_core.statistics import macro
+
+    thinking = units["always_raw_cot"]["thinking_tokens"]
+    assert thinking["tokens"] == pytest.approx(macro(stored.astype(float), raw_cot["benchmark"].to_numpy()))
+    assert thinking["tokens"] > 0 and thinking["difference"] == 0.0 and thinking["ratio"] == 1.0
+    assert units["always_raw"]["thinking_tokens"]["tokens"] == 0.0
+    assert units["always_raw"]["thinking_tokens"]["always_cot"] == pytest.approx(thinking["tokens"])
+    for row in units.values():
+        for unit in ("thinking_tokens", "tokens_vs_always_raw"):
+            assert row[unit]["ci"][0] <= row[unit]["difference"] <= row[unit]["ci"][1]
+        assert 0 <= row["evidence_answers"]["share"] <= 1
     # each router's guard: the router's arm where it deviates, the fold's fallback arm (a fixed arm) elsewhere
     assert {name + "_guard" for name in ("forge_lite", "forge_full", "bge_bm25_kl", "forge_lite_cond")} <= set(policies)
     for name in (name for name in policies if name.endswith("_guard")):
@@ -230,6 +252,7 @@ def test_crossfit_settings_are_checked() -> None:
 def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None:
     import json
     import os
+    import re
     import subprocess
     import sys
 
@@ -260,13 +283,21 @@ def test_crossfit_cli_json_and_bad_input(outcome_store: Store, tmp_path) -> None
     best_fixed = max(fixed, key=lambda name: policies[name]["macro_utility"])
     assert report["best_fixed_policy"] == best_fixed
     winners = [name for name, row in policies.items()
-               if row["kind"] == "router" and not name.endswith("_fallback") and row["ci_utility_vs_best_fixed"][0] > 0]
+               if row["kind"] == "router" and not name.endswith(("_fallback", "_guard"))
+               and row["ci_utility_vs_best_fixed"][0] > 0]
     assert winners, "at 0.6/0.6 the fixture's routers beat the best fixed arm decidably"
     decision = report["decision"]
     assert decision["best_fixed_policy"] == best_fixed
     assert sorted(decision["router_candidates"]) == sorted(winners)
     assert decision["deploy"] in winners + fixed
     assert "ridge_utility" in decision["excluded"] and "oracle" not in decision["excluded"]
+    printed = subprocess.run(command + ["--folds", "2", "--lambda-in", "0.6", "--lambda-out", "0.6"],
+                             capture_output=True, text=True, env={**env, "COLUMNS": "240"})  # the stored run, printed
+    assert printed.returncode == 0, printed.stderr
+    assert "The peers' units" in printed.stdout and "forge_lite_guard: left its fallback" in printed.stdout
+    raw_units = policies["always_raw"]["peer_units"]["evidence_answers"]
+    cells = re.escape(f"{raw_units['share']:.1%} [{raw_units['ci'][0]:.1%}")  # its row of the peers' table
+    assert re.search("always_raw +│ " + cells, printed.stdout)
     bad = subprocess.run(command + ["--folds", "1"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "at least 2 folds" in bad.stderr and "Traceback" not in bad.stderr
 
