@@ -119,6 +119,19 @@ def start_span(name: str, attributes: Mapping[str, Any], kind: str = "INTERNAL")
     return active.start_span(name, kind=SpanKind[kind], attributes=clean(attributes))
 
 
+@contextlib.contextmanager
+def within(opened: Any) -> Iterator[None]:
+    """Make a span from `start_span` the current one inside the block (its children nest under
+    it) without ending it; nothing when it is None."""
+    if opened is None:
+        yield
+        return
+    from opentelemetry.trace import use_span
+
+    with use_span(opened, end_on_exit=False):
+        yield
+
+
 def end_span(opened: Any, attributes: Mapping[str, Any]) -> None:
     """End a span from `start_span` with these attributes (nothing when it is None)."""
     if opened is not None:

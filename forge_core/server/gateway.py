@@ -66,7 +66,8 @@ class GatewayRouter:
         span = telemetry.start_span(telemetry.REQUEST_SPAN, telemetry.request_attributes(ROUTER_MODEL), "SERVER")
         try:
             asked = dataclasses.replace(parse_chat_request(body), model=ROUTER_MODEL)
-            routed = self.state.route_chat(asked, entry.client)
+            with telemetry.within(span):
+                routed = self.state.route_chat(asked, entry.client)
         except RefusedField as error:
             return self.pass_through(entry, span, UNSUPPORTED, str(error))
         except ForgeError as error:
@@ -78,11 +79,15 @@ class GatewayRouter:
                                  | budget_attributes(self.state, routed.budget, routed.weights))
         return GatewayRequest(entry, routed, None, span)
 
+    def count_passed(self, kind: str) -> None:
+        """One more request let through unchanged for `kind` (UNSUPPORTED, REFUSED or OWN_ERROR)."""
+        with self._lock:
+            self.passed[kind] += 1
+
     def pass_through(self, entry: RequestEntry, span: Any, kind: str, reason: str) -> GatewayRequest:
         """A request let through unchanged (`kind`: UNSUPPORTED, REFUSED or OWN_ERROR): counted,
         logged with the reason, its span ended."""
-        with self._lock:
-            self.passed[kind] += 1
+        self.count_passed(kind)
         self.state.log_request(entry.passed(f"{kind}: {reason}"))
         telemetry.end_span(span, {"forge.passed": kind})
         return GatewayRequest(entry, None, kind)

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from forge_core import telemetry
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.server.app import ServeSettings
@@ -141,3 +142,33 @@ def test_what_forge_cannot_route_passes_unchanged_and_is_counted(processor: tupl
     assert not failed.request_body.response.HasField("body_mutation")
     assert gateway.passed["unsupported"] - before.get("unsupported", 0) == 2
     assert gateway.passed["forge_error"] - before.get("forge_error", 0) == 1
+
+
+def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple, host: CountingHost) -> None:
+    sdk_trace = require_module("opentelemetry.sdk.trace", GATEWAYS)
+    in_memory = require_module("opentelemetry.sdk.trace.export.in_memory_span_exporter", GATEWAYS)
+    export = require_module("opentelemetry.sdk.trace.export", GATEWAYS)
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    telemetry.use_tracer_provider(provider)
+    stub, _, _ = processor
+    try:
+        envoy = EnvoySide(stub)
+        envoy.send(request_headers=header_map({":method": "POST"}))
+        mutated = envoy.send(request_body=ext_proc.HttpBody(body=json.dumps(CHAT).encode(), end_of_stream=True))
+        assert all(s.name != "chat forge" for s in exporter.get_finished_spans())  # open until the answer
+        routed_body = mutated.request_body.response.body_mutation.body
+        answer = httpx.post(f"{host.base_url}/chat/completions", content=routed_body, timeout=30)
+        envoy.send(response_headers=header_map({":status": "200"}))
+        envoy.send(response_body=ext_proc.HttpBody(body=answer.content, end_of_stream=True))
+        envoy.close()
+    finally:
+        telemetry.use_tracer_provider(None)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "chat forge"]
+    usage = answer.json()["usage"]
+    assert span.attributes["forge.arm"] == set_headers(mutated.request_body.response)["x-forge-arm"]
+    assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (
+        usage["prompt_tokens"], usage["completion_tokens"])
+    assert [s.name for s in exporter.get_finished_spans() if s.parent and s.parent.span_id == span.context.span_id] == [
+        "retrieval"]
