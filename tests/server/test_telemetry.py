@@ -1,6 +1,6 @@
-"""OpenTelemetry spans of `forge serve` and `forge ask` (`forge_core.telemetry`): read back from the
-SDK's in-memory exporter and, after ten requests, from a local OTLP/HTTP receiver; and nothing of
-OpenTelemetry imported when tracing is off."""
+"""OpenTelemetry spans of `forge serve`, `forge ask` and `forge enumerate` (`forge_core.telemetry`):
+read back from the SDK's in-memory exporter and, after ten requests, from a local OTLP/HTTP
+receiver; and nothing of OpenTelemetry imported when tracing is off."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from forge_core import telemetry
 from forge_core.arms import parse_arm
+from forge_core.data.importing import import_benchmarks
+from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig, estimate_tokens
 from forge_core.hosts.registry import get_host_config, save_host_config
@@ -23,7 +26,9 @@ from forge_core.routing.live import ask_routed
 from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.store import Store
 
+from support.answering_server import AnsweringServer
 from support.counting_host import CountingHost
+from support.enumeration import host_config, run
 from support.otlp_receiver import OtlpReceiver
 from support.resources import require_module
 from support.stores import copy_store
@@ -175,3 +180,22 @@ def test_tracing_off_imports_nothing_of_opentelemetry(traced_store: tuple[Store,
     environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_forge_enumerate_is_a_span_per_host_call(benchmarks_root: Path, spans: object) -> None:
+    store = Store(os.environ["FORGE_STORE"])
+    import_benchmarks(store, benchmarks_root, ["musique"])
+    plan = EnumerationPlan(host="test-host", split="test", benchmarks=("musique",), per_benchmark=2, probes=True)
+    with AnsweringServer() as server:
+        report = run(store, plan, host_config(server.base_url))
+        received = [body for _, body in server.received]
+    finished = spans.get_finished_spans()
+    calls = [span for span in finished if span.name == "chat m"]
+    assert len(calls) == report.calls == 2 * 9 and {span.kind.name for span in calls} == {"CLIENT"}
+    assert {span.attributes["forge.call"] for span in calls} >= {"direct:no_think", "raw:cot"}
+    assert {span.attributes["forge.benchmark"] for span in calls} == {"musique"}
+    assert len({span.attributes["forge.example_id"] for span in calls}) == 2
+    assert sum(span.attributes["gen_ai.usage.input_tokens"] + span.attributes["gen_ai.usage.output_tokens"]
+               for span in calls) == report.tokens == sum(AnsweringServer.usage(body)["total_tokens"]
+                                                          for body in received)
+    assert len([span for span in finished if span.name == "retrieval"]) == 2  # one per question
