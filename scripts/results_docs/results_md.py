@@ -13,6 +13,7 @@ import pandas as pd
 from forge_core.errors import MissingStep
 from forge_core.evaluation.crossfit import STAGE_CONFIG_RENAMES
 from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
+from forge_core.evaluation.peer_units import peer_rows
 from forge_core.evidence.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
 from forge_core.policies.conditioned import conditioned_checkpoint
@@ -194,6 +195,22 @@ def crossfit_tables(results: Results) -> str:
     reports = results.stage2_reports
     return "\n".join([*_per_weight_table(reports, "utility, vs best fixed, vs floor", _utility_cell), "",
                       *_per_weight_table(reports, "F1, k tok deploy / answer, calls", _cost_cell)])
+
+
+PEER_POLICIES = ("forge_full", "forge_lite", "bge_bm25_kl", "ridge_utility", "self_routing", "frugal_cascade",
+                 "always_summary", "always_raw")  # the peers' units table's rows, in this order
+
+
+def peer_units_table(results: Results) -> str:
+    """Per weight and policy: answers with retrieved evidence against always-retrieve, thinking tokens
+    against always-cot and tokens against Always-Raw's with their paired intervals (`peer_units`)."""
+    lines = ["| weights | policy | answers with evidence [95% CI] | thinking tokens vs always-cot: difference [95% CI] "
+             "| tokens vs Always-Raw: difference [95% CI] | F1 vs Always-Raw |", "|---|---|---|---|---|---|"]
+    for report in results.stage2_reports:
+        rows = {cells[0]: cells for cells in peer_rows(report)}
+        lines += [f"| {weights_text(report)} | `{name}` | {' | '.join(rows[name][1:])} |"
+                  for name in PEER_POLICIES if name in rows]
+    return "\n".join(lines)
 
 
 SEED_POLICIES = ("forge_full", "forge_lite", "bge_bm25_kl", "ridge_utility", "forge_full_fallback")
