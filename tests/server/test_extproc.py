@@ -9,7 +9,12 @@ package and the PyPI name `envoy` is an unrelated library.)"""
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +177,46 @@ def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple
         usage["prompt_tokens"], usage["completion_tokens"])
     assert [s.name for s in exporter.get_finished_spans() if s.parent and s.parent.span_id == span.context.span_id] == [
         "retrieval"]
+
+
+def test_forge_extproc_refuses_what_a_gateway_cannot_serve_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from forge_core import cli
+    from forge_core.errors import InvalidInput
+
+    result = CliRunner().invoke(cli.app, ["extproc", "--router", "full"])
+    assert isinstance(result.exception, InvalidInput) and "four host probes" in str(result.exception)
+    negative = CliRunner().invoke(cli.app, ["extproc", "--lambda-in", "-1"])
+    assert isinstance(negative.exception, InvalidInput)
+
+
+@pytest.mark.e2e
+def test_the_forge_extproc_command_serves_envoys_stream_until_sigterm(
+        tmp_path_factory: pytest.TempPathFactory, trained_store: tuple[Store, str], host: CountingHost) -> None:
+    store = copy_store(trained_store[0], tmp_path_factory.mktemp("extproc-cli"))
+    save_host_config(store, HostConfig(name="counting", kind="openai", model="m", base_url=host.base_url,
+                                       max_retries=0, timeout_s=10.0))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "forge_core.cli", "extproc", "--router", trained_store[1], "--host", "counting",
+               "--benchmark", BENCHMARK, "--port", str(port), "--traffic-dir", str(tmp_path_factory.mktemp("t"))]
+    process = subprocess.Popen(command, env={**os.environ, "FORGE_STORE": str(store.path)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=300)
+        envoy = EnvoySide(ext_proc_grpc.ExternalProcessorStub(channel))
+        envoy.send(request_headers=header_map({":method": "POST"}))
+        routed = envoy.send(request_body=ext_proc.HttpBody(body=json.dumps(CHAT).encode(), end_of_stream=True))
+        envoy.close()
+        body = routed.request_body.response.body_mutation.body
+        assert json.loads(body)["model"] == "m" and "x-forge-arm" in set_headers(routed.request_body.response)
+        channel.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert f"on 127.0.0.1:{port}" in err and "passed unchanged: none" in err  # the command speaks on stderr
+    assert out == ""
