@@ -207,7 +207,8 @@ def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_o
     fitted: list[str] = []
     report = run_crossfit(store, FAST, on_policy=fitted.append)
     assert report["run_id"] == without["run_id"]  # the same run, with the conditioned routers added
-    assert set(fitted) == {"forge_lite_cond", "forge_full_cond"} and len(fitted) == 2 * FAST.folds
+    added = {"forge_lite_cond", "forge_full_cond", "forge_lite_cond_guard", "forge_full_cond_guard"}  # and guards
+    assert set(fitted) == added and len(fitted) == len(added) * FAST.folds
     kept = store.crossfit_results(report["run_id"]).merge(rows_before, on=list(rows_before.columns))
     assert len(kept) == len(rows_before)  # every earlier row stayed as it was
     assert set(report["policies"]) == set(without["policies"]) | set(fitted)
