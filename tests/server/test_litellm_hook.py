@@ -22,6 +22,7 @@ from forge_core.traffic_log import read_traffic
 from support.counting_host import CountingHost
 from support.resources import require_module
 from support.stores import copy_store
+from support.streaming_host import StreamingHost
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM would fetch its price list from the network
 litellm = require_module("litellm", "litellm is the gateways extra: pip install -e '.[gateways]'")
@@ -118,3 +119,37 @@ def test_a_token_budget_moves_the_weights_through_the_hook(hook_store: tuple[Sto
     assert (budget.weights.lambda_in > start.lambda_in) == (spent > TARGET * len(QUESTIONS))  # above it: dearer
     records = read_traffic(tmp_path).requests
     assert sum(r["tokens"] for r in records) == spent and {r["budget"] for r in records} == {"default"}
+
+
+def test_a_streamed_answer_is_charged_once_from_its_usage(hook_store: tuple[Store, str], tmp_path: Path) -> None:
+    store, checkpoint_id = hook_store
+    with StreamingHost() as streaming:
+        save_host_config(store, HostConfig(name="streaming", kind="openai", model="m", base_url=streaming.base_url,
+                                           max_retries=0, timeout_s=10.0))
+        hook = hook_module.ForgeHook(store, ServeSettings(host="streaming", benchmark=BENCHMARK, router=checkpoint_id,
+                                                          traffic_dir=tmp_path))
+        try:
+            litellm.callbacks = [hook]
+            chat = litellm.Router(model_list=[{"model_name": "team-model", "litellm_params": {
+                "model": "openai/m", "api_base": streaming.base_url, "api_key": "unused"}}])
+
+            async def stream() -> list:
+                reply = await chat.acompletion(model="team-model", messages=MESSAGES[-1:], stream=True,
+                                               stream_options={"include_usage": True})
+                chunks = [chunk async for chunk in reply]
+                for _ in range(200):  # LiteLLM logs a finished stream in a task of its own
+                    if hook.gateway.state.metrics.answered:
+                        break
+                    await asyncio.sleep(0.05)
+                return chunks
+
+            chunks = asyncio.run(stream())
+        finally:
+            litellm.callbacks = []
+            hook.gateway.close()
+        sent = streaming.received[-1]
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "answer"
+    assert sent["stream"] is True and "Question: Who founded the city of Rome?" in sent["messages"][-1]["content"]
+    (record,) = read_traffic(tmp_path).requests
+    assert record["tokens"] == CountingHost.usage(sent)["total_tokens"] and record["host_calls"] == 1
+    assert hook.gateway.state.metrics.answered == 1
