@@ -48,6 +48,10 @@ SplitOption = Annotated[str, typer.Option(help="dev or test.")]
 ArmsOption = Annotated[int, typer.Option(help="Alphabet size.")]
 LambdaInOption = Annotated[float, typer.Option(help="Input-token cost weight.")]
 LambdaOutOption = Annotated[float, typer.Option(help="Output-token cost weight.")]
+GRID_HELP = ("; comma-separated values make a grid with the other weight and --split-seed: a run for each "
+             "combination, and with --engine ray all their folds go to Ray as one batch.")
+GridLambdaInOption = Annotated[str, typer.Option(help="Input-token cost weight" + GRID_HELP)]
+GridLambdaOutOption = Annotated[str, typer.Option(help="Output-token cost weight" + GRID_HELP)]
 PolicyOption = Annotated[Optional[list[str]], typer.Option(help="Only these policies (repeatable).")]
 BenchmarkOption = Annotated[Optional[list[str]], typer.Option(help=BENCHMARK_SUBSET_HELP)]
 SplitSeedOption = Annotated[int, typer.Option(help="Split seed (0, 1 or 2).")]
@@ -107,11 +111,13 @@ WarmArmsOption = Annotated[Optional[int], typer.Option(
 
 @eval_app.command("crossfit")
 def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption = EvaluationSettings.n_arms,
-                  lambda_in: LambdaInOption = DEFAULT_LAMBDA_IN, lambda_out: LambdaOutOption = DEFAULT_LAMBDA_OUT,
+                  lambda_in: GridLambdaInOption = str(DEFAULT_LAMBDA_IN),
+                  lambda_out: GridLambdaOutOption = str(DEFAULT_LAMBDA_OUT),
                   folds: FoldsOption = CROSSFIT_FOLDS, stage: StageOption = CROSSFIT_STAGE,
                   stage2_steps: Stage2StepsOption = CROSSFIT_STAGE2_STEPS,
-                  split_seed: Annotated[int, typer.Option(
-                      help="Seeds the folds and inner dev parts.")] = EvaluationSettings.split_seed,
+                  split_seed: Annotated[str, typer.Option(
+                      help="Seeds the folds and inner dev parts; comma-separated seeds (0,1,2) repeat the run at "
+                           "each (a grid, as the weights).")] = str(EvaluationSettings.split_seed),
                   accounting: AccountingOption = EvaluationSettings.accounting,
                   warm_arms: WarmArmsOption = None,
                   retriever: RetrieverOption = None, as_json: JsonOption = False,
@@ -119,21 +125,46 @@ def eval_crossfit(host: HostOption = EvaluationSettings.host, arms: ArmsOption =
     """Crossfit: every complete query of the host gets one out-of-fold decision per policy (every
     benchmark and split pooled, every policy reported); resumable, results stored. The routers are
     trained with the recommended recipe's Stage 1 and weight draws unless --warm-arms says otherwise.
-    With --engine ray the folds are Ray tasks: the same run id and the same rows."""
+    Comma-separated weights or split seeds make a grid: a run for each combination (as `forge sweep`
+    combines weights), each stored as alone. With --engine ray the folds are Ray tasks, a grid's all
+    sent as one batch: the same run ids and the same rows."""
     from forge_core import config
     from forge_core.evaluation.crossfit import CrossfitSettings
     from forge_core.evaluation.recipe_choice import recommended_or_default
     from forge_core.routing.conditioning import CostConditioning
 
     check_engine(engine, address)
+    combinations = crossfit_grid(lambda_in, lambda_out, split_seed)
     retriever = chosen_retriever(host, retriever)
     recipe = recommended_or_default(open_store(), host, arms, retriever, config.cache_dir())
-    _eval_crossfit(CrossfitSettings(host=host, n_arms=arms, lambda_in=lambda_in, lambda_out=lambda_out,
-                                    accounting=accounting, folds=folds, stage=stage, split_seed=split_seed,
-                                    stage1=Stage1Config(warm_start_arms=warm_arms or recipe.warm_start_arms),
-                                    stage2=Stage2Config(steps=stage2_steps),
-                                    conditioning=CostConditioning(draws=recipe.draws or CostConditioning.draws),
-                                    retriever=retriever), as_json, engine, address)
+    grid = [CrossfitSettings(host=host, n_arms=arms, lambda_in=weight_in, lambda_out=weight_out,
+                             accounting=accounting, folds=folds, stage=stage, split_seed=seed,
+                             stage1=Stage1Config(warm_start_arms=warm_arms or recipe.warm_start_arms),
+                             stage2=Stage2Config(steps=stage2_steps),
+                             conditioning=CostConditioning(draws=recipe.draws or CostConditioning.draws),
+                             retriever=retriever)
+            for weight_in, weight_out, seed in combinations]
+    if len(grid) == 1:
+        _eval_crossfit(grid[0], as_json, engine, address)
+    else:
+        _eval_crossfit_grid(grid, as_json, engine, address)
+
+
+def crossfit_grid(lambda_in: str, lambda_out: str, split_seed: str) -> list[tuple[float, float, int]]:
+    """Every (lambda_in, lambda_out, split seed) of the comma-separated options, each once, in the
+    order given (weights first, as `forge sweep` combines them)."""
+    seeds = [_split_seed(value) for value in _floats(split_seed, "--split-seed")]
+    grid = list(dict.fromkeys((weight_in, weight_out, seed) for weight_in in _floats(lambda_in, "--lambda-in")
+                              for weight_out in _floats(lambda_out, "--lambda-out") for seed in seeds))
+    if not grid:
+        raise InvalidInput("--lambda-in, --lambda-out and --split-seed each take at least one value")
+    return grid
+
+
+def _split_seed(value: float) -> int:
+    if value != int(value) or value < 0:
+        raise InvalidInput(f"--split-seed takes whole numbers of 0 or more, not {value:g}")
+    return int(value)
 
 
 @eval_app.command("fresh")
@@ -231,7 +262,9 @@ def eval_command(
               "split_seed": split_seed, "accounting": accounting, "retriever": retriever, "as_json": as_json}
     if protocol == "crossfit":
         eval_crossfit(folds=folds or CROSSFIT_FOLDS, stage=stage or CROSSFIT_STAGE,
-                      stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, warm_arms=warm_arms, **common)
+                      stage2_steps=stage2_steps or CROSSFIT_STAGE2_STEPS, warm_arms=warm_arms,
+                      **common | {"lambda_in": str(lambda_in), "lambda_out": str(lambda_out),
+                                  "split_seed": str(split_seed)})
     elif protocol == "fresh":
         eval_fresh(split=split or EvaluationSettings.split, policy=policy, benchmark=benchmark,
                    per_benchmark=DEFAULT_PER_BENCHMARK if per_benchmark is None else per_benchmark, **common)
@@ -386,6 +419,39 @@ def _eval_crossfit(settings: CrossfitSettings, as_json: bool, engine: str = DEFA
                     f"routers decidably above it and servable: {', '.join(decision['router_candidates']) or 'none'}). "
                     "What to deploy at any weights, from the recommended recipe's runs: `forge decide`.")
     _print_seed_spread(report["across_split_seeds"])
+
+
+def _eval_crossfit_grid(grid: list[CrossfitSettings], as_json: bool, engine: str, address: str | None) -> None:
+    """A grid of crossfit runs: every run's missing folds (on Ray, one batch of tasks), then one
+    line a run (its id, weights, split seed, best fixed arm and what it alone would deploy) and
+    each group of split seeds' spread; `--json`: {"runs": [each run's report]}."""
+    from forge_core.evaluation.crossfit import run_crossfit_grid, seed_key, split_seed_spread
+    from forge_core.evaluation.decide import decision_of_run
+
+    store = open_store()
+    with counting_progress(transient=True) as progress:
+        task = progress.add_task(f"folds of {len(grid)} runs", total=sum(settings.folds for settings in grid))
+        reports = run_crossfit_grid(store, grid, on_fold=lambda done, total: progress.update(task, completed=done),
+                                    engine=engine, address=address)
+    for report in reports:
+        report["across_split_seeds"] = split_seed_spread(store, report)
+        decision = decision_of_run(store, report["run_id"], report["settings"])
+        report["decision"] = {key: decision[key] for key in ("deploy", "leader", "best_fixed_arm")}
+    if as_json:
+        print_json({"runs": reports})
+        return
+    table = Table("run", "lambda_in", "lambda_out", "split seed", "queries", "best fixed arm", "leader",
+                  "this run alone would deploy", title=f"{grid[0].host}, crossfit {grid[0].folds} folds, "
+                                                       f"stage {grid[0].stage}, {len(reports)} runs")
+    for report in reports:
+        table.add_row(report["run_id"], f"{report['lambda_in']:g}", f"{report['lambda_out']:g}",
+                      str(report["split_seed"]), str(report["queries"]), report["best_fixed_arm"],
+                      report["decision"]["leader"], report["decision"]["deploy"])
+    Console().print(table)
+    for report in {seed_key(report): report for report in reports}.values():
+        _print_seed_spread(report["across_split_seeds"])
+    Console().print("Each run's whole report: `forge eval crossfit` with its weights and split seed (stored: no "
+                    "training); what to deploy at any weights: `forge decide`.")
 
 
 def _print_reliability(report: dict) -> None:

@@ -300,6 +300,37 @@ def _built_on(policy: Policy) -> list[Policy]:
     return []
 
 
+@dataclass(frozen=True)
+class CrossfitPlan:
+    """One run's work, planned on the driver: its id, its stored settings and, per fold, the
+    fold's context, the policies to fit and those whose rows are missing."""
+
+    run_id: str
+    settings: dict  # `CrossfitSettings.to_dict` with the retriever's hash: what the run stores
+    work: list[tuple[int, EvalContext, list[Policy], list[Policy]]]
+
+    @property
+    def missing_folds(self) -> int:
+        """How many folds still have rows to compute."""
+        return sum(1 for *_, missing in self.work if missing)
+
+
+def plan_crossfit(store: Store, settings: CrossfitSettings) -> CrossfitPlan:
+    """Check the settings, compute missing features, register the run and plan what is missing of
+    it: the (fold, policy) rows already stored under its id are not recomputed."""
+    evidence = settings.check(store)
+    compute_features(store, settings.host, retriever=settings.retriever)
+    base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
+                              accounting=settings.accounting, retriever_hash=evidence)
+    run_id = crossfit_run_id(settings.to_dict(evidence), base)
+    store.save_crossfit_run(run_id, settings.host, settings.to_dict(evidence), settings.folds)
+    stored = store.crossfit_results(run_id)
+    done = {fold: set(frame["policy"]) for fold, frame in stored.groupby("fold")}
+    work = [(fold, context, *missing_policies(crossfit_policies(settings, context.table.arms), done.get(fold, set())))
+            for fold, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
+    return CrossfitPlan(run_id, settings.to_dict(evidence), work)
+
+
 def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
                  on_fold: Callable[[int, int], None] | None = None,
                  on_policy: Callable[[str], None] | None = None, engine: str = DEFAULT_ENGINE,
@@ -312,25 +343,31 @@ def run_crossfit(store: Store, settings: CrossfitSettings = CrossfitSettings(),
     `engine` "ray" the folds are Ray tasks (`crossfit_ray`; `address`: the cluster to join), with the
     same run id and the same rows.
     """
-    check_engine(engine, address)
-    evidence = settings.check(store)
-    compute_features(store, settings.host, retriever=settings.retriever)
-    base = evaluation_context(store, settings.host, settings.n_arms, settings.weights,
-                              accounting=settings.accounting, retriever_hash=evidence)
-    run_id = crossfit_run_id(settings.to_dict(evidence), base)
-    store.save_crossfit_run(run_id, settings.host, settings.to_dict(evidence), settings.folds)
-    stored = store.crossfit_results(run_id)
-    done = {fold: set(frame["policy"]) for fold, frame in stored.groupby("fold")}
-    work = [(fold, context, *missing_policies(crossfit_policies(settings, context.table.arms), done.get(fold, set())))
-            for fold, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
-    if any(missing for *_, missing in work):
-        if engine == "ray":
-            from forge_core.evaluation.crossfit_ray import run_folds_on_ray
+    return run_crossfit_grid(store, [settings], on_fold, on_policy, engine, address)[0]
 
-            run_folds_on_ray(store, settings.to_dict(evidence), run_id, work, on_fold, address)
-        else:
-            _run_folds(store, settings.to_dict(evidence), run_id, work, on_fold, on_policy)
-    return crossfit_report(store, run_id)
+
+def run_crossfit_grid(store: Store, grid: list[CrossfitSettings], on_fold: Callable[[int, int], None] | None = None,
+                      on_policy: Callable[[str], None] | None = None, engine: str = DEFAULT_ENGINE,
+                      address: str | None = None) -> list[dict]:
+    """`run_crossfit` for each settings of `grid` (weights, split seeds, ...), their reports in its
+    order. In process the runs go one after another, each its own job; with `engine` "ray" every
+    missing fold of every run is sent at once as one batch of Ray tasks, one job for the batch, each
+    fold stored under its run as its task ends: the same run ids and rows as in process.
+    `on_fold(done, total)` counts the grid's folds."""
+    check_engine(engine, address)
+    plans = [plan_crossfit(store, settings) for settings in grid]
+    if engine == "ray" and any(plan.missing_folds for plan in plans):
+        from forge_core.evaluation.crossfit_ray import run_plans_on_ray
+
+        run_plans_on_ray(store, plans, on_fold, address)
+    elif engine != "ray":
+        total = sum(len(plan.work) for plan in plans)
+        for index, plan in enumerate(plans):
+            if plan.missing_folds:
+                before = sum(len(earlier.work) for earlier in plans[:index])
+                _run_folds(store, plan.settings, plan.run_id, plan.work,
+                           on_fold and (lambda done, _, before=before: on_fold(before + done, total)), on_policy)
+    return [crossfit_report(store, plan.run_id) for plan in plans]
 
 
 def _run_folds(store: Store, settings: dict, run_id: str,

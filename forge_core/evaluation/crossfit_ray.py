@@ -1,6 +1,7 @@
-"""Folds as Ray tasks. A crossfit run (`forge eval crossfit --engine ray`): each fold's policies are
-fitted and scored in a task of their own, on one core, and the driver stores each fold's rows as it
-arrives, the only process that writes the store. The fold trainings behind `forge decide --engine
+"""Folds as Ray tasks. A crossfit run, or a grid of runs (`forge eval crossfit --engine ray`, with
+comma-separated weights or split seeds): each fold's policies are fitted and scored in a task of
+their own, on one core, every fold of every run sent at once, and the driver stores each fold's rows
+under its run as it arrives, the only process that writes the store. The fold trainings behind `forge decide --engine
 ray` (the weight sweep of a calibration, the conditioned routers that decide at any weights) go
 through `map_folds_on_ray` the same way: one task a fold, the results back in fold order.
 
@@ -47,10 +48,13 @@ def needed_variants(policies: list[Policy]) -> set[str]:
 
 
 def shipped(context: EvalContext, variants: set[str]) -> EvalContext:
-    """The context as a Ray task gets it: the features of `variants` read here, on the driver, and
-    no store."""
+    """The context as a Ray task gets it: the features of `variants` and the training-free gates'
+    draft signals (`forge gate-probes`' drafts) read here, on the driver, and no store."""
+    from forge_core.policies.gates import draft_signals
+
     for variant in variants:
         context.features(variant)
+    draft_signals(context)  # kept in the context's weight-free results, which the task gets with it
     return dataclasses.replace(context, store=StoreLeftOnDriver())
 
 
@@ -89,32 +93,42 @@ def map_folds_on_ray(function: Callable[..., Any], folds: list[tuple], on_fold: 
     return results
 
 
-def run_folds_on_ray(store: Store, settings: dict, run_id: str,
-                     work: list[tuple[int, EvalContext, list[Policy], list[Policy]]],
-                     on_fold: Callable[[int, int], None] | None, address: str | None = None) -> None:
-    """Fit and store each fold's missing policies (`work`: fold, context, policies to fit, policies
-    to store) as Ray tasks, one job in the store; a fold is stored whole as soon as its task ends, so
-    an interruption keeps every finished fold."""
+def grid_job_params(plans: list[Any]) -> dict:
+    """The job row's parameters (`plans`: `crossfit.CrossfitPlan`s, a module that imports this one):
+    one run's id and settings, or a grid's ids and settings."""
+    if len(plans) == 1:
+        return {"run_id": plans[0].run_id, **plans[0].settings, "engine": "ray"}
+    return {"run_ids": [plan.run_id for plan in plans], "runs": [plan.settings for plan in plans], "engine": "ray"}
+
+
+def run_plans_on_ray(store: Store, plans: list[Any], on_fold: Callable[[int, int], None] | None,
+                     address: str | None = None) -> None:
+    """Fit and store every run's missing folds (`crossfit.CrossfitPlan.work`), all sent at once as Ray tasks,
+    one job in the store; a fold is stored whole under its run as soon as its task ends, so an
+    interruption keeps every finished fold of every run. `on_fold(done, total)` counts the folds of
+    all the runs."""
     ray = ray_session(address)
     task = ray.remote(num_cpus=1, max_retries=2)(fold_rows_task)
-    folds = settings["folds"]
-    with job_run(store, "crossfit", {"run_id": run_id, **settings, "engine": "ray"}, folds) as job:
+    total = sum(len(plan.work) for plan in plans)
+    with job_run(store, "crossfit", grid_job_params(plans), total) as job:
         pending = {}
-        for fold, context, fitted, missing in work:
-            if missing:
-                pending[task.remote(shipped(context, needed_variants(fitted)), context.rows("test"), fitted,
-                                    {p.name for p in missing})] = fold
-        done = len(work) - len(pending)
-        log.info("crossfit %s: %d folds as Ray tasks", run_id, len(pending))
+        for plan in plans:
+            for fold, context, fitted, missing in plan.work:
+                if missing:
+                    pending[task.remote(shipped(context, needed_variants(fitted)), context.rows("test"), fitted,
+                                        {p.name for p in missing})] = (plan.run_id, fold)
+        done = total - len(pending)
+        log.info("crossfit %s: %d folds as Ray tasks", ", ".join(plan.run_id for plan in plans), len(pending))
         try:
             while pending:
                 [ready], _ = ray.wait(list(pending), num_returns=1)
-                store.write_crossfit_fold(run_id, pending.pop(ready), ray.get(ready))
+                run_id, fold = pending.pop(ready)
+                store.write_crossfit_fold(run_id, fold, ray.get(ready))
                 done += 1
                 job.progress(done)
                 if on_fold:
-                    on_fold(done, folds)
+                    on_fold(done, total)
         finally:
             for unfinished in pending:
                 ray.cancel(unfinished)
-        job.end("finished", run_id)
+        job.end("finished", ", ".join(plan.run_id for plan in plans))

@@ -10,6 +10,7 @@ checkpoints, corpora; never written while serving) and keeps its own state:
   (`server.budget`), so the pooled mean holds it too, since it is a mix of means that each hold it;
 - `/metrics`: the replica that answers the scrape (per replica, as Serve routes it).
 The store file must be readable at the same path on every node (one machine, or a shared folder).
+A Serve config file deploys the same app (`serve_config.app_builder`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from forge_core.store import Store
 log = logging.getLogger(__name__)
 
 APP_NAME = "forge"  # the Serve application's name (`serve status` lists it)
+DEPLOYMENT_NAME = "ForgeRouter"  # the deployment a Serve config file names to set its replicas
 READY_IN_A_ROW = 5  # /health answers "ok" this many times per replica in a row before requests are let in
 
 
@@ -38,6 +40,14 @@ class ForgeReplica:
 
     def __serve_build_asgi_app__(self) -> Any:
         return build_app(Store(Path(self.store_path)), self.settings)
+
+
+def forge_deployment() -> Any:
+    """The Serve deployment `DEPLOYMENT_NAME` of `ForgeReplica` behind Serve's ingress (bind it to a
+    store path and `ServeSettings`); its replicas: `.options(num_replicas=N)` or a config file's."""
+    from ray import serve
+
+    return serve.deployment(name=DEPLOYMENT_NAME)(serve.ingress()(ForgeReplica))
 
 
 def wait_until_loaded(url: str, replicas: int, timeout_s: float = 300.0) -> None:
@@ -64,7 +74,7 @@ def run_replicas(store: Store, settings: ServeSettings, replicas: int, bind: str
     from ray import serve
 
     serve.start(http_options={"host": bind, "port": port})
-    deployment = serve.deployment(name="ForgeRouter", num_replicas=replicas)(serve.ingress()(ForgeReplica))
+    deployment = forge_deployment().options(num_replicas=replicas)
     serve.run(deployment.bind(str(store.path), settings), name=APP_NAME, route_prefix="/")
     wait_until_loaded(f"http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}", replicas)
     log.info("forge serve: %d Ray Serve replicas on http://%s:%d", replicas, bind, port)
