@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+import litellm
 from litellm.integrations.custom_logger import CustomLogger
 from litellm.types.utils import CallTypes, ModelResponse
 
@@ -43,6 +44,7 @@ CHAT_CALLS = (CallTypes.acompletion, CallTypes.completion)
 CHAT_FIELDS = ("messages", "stream", *SETTINGS, *IGNORED, *NO_OP_VALUES, *WHY_REFUSED)  # what FORGE reads or refuses
 LITELLM_PARAMS = ("max_tokens", "temperature", "top_p", "seed", "stop")  # set as LiteLLM's own arguments
 CLIENT_METADATA = "forge_client"
+KEPT_PENDING = 10_000  # routed requests waiting for their answer at most
 KEPT_HEADERS = 1024  # answered requests whose headers wait for the proxy (the SDK never asks)
 
 
@@ -53,8 +55,13 @@ class ForgeHook(CustomLogger):
         """Load FORGE's router, retriever and weights for `settings` (as `forge serve` takes them)."""
         super().__init__()
         self.gateway = GatewayRouter(store, settings)
-        self._pending: dict[str, GatewayRequest] = {}  # routed requests by LiteLLM call id, until answered
+        self._pending: OrderedDict[str, GatewayRequest] = OrderedDict()  # routed, by LiteLLM call id, until answered
         self._headers: OrderedDict[str, dict[str, str]] = OrderedDict()  # answered ones' headers, for the proxy
+
+    def close(self) -> None:
+        """Leave every LiteLLM callback list (LiteLLM copies a callback into several) and close the traffic log."""
+        litellm.logging_callback_manager.remove_callback_from_all_lists(self)
+        self.gateway.close()
 
     async def async_pre_call_deployment_hook(self, kwargs: dict[str, Any], call_type: CallTypes | None) -> dict | None:
         """Route the request and rewrite it (module docstring); None leaves it as it is."""
@@ -65,6 +72,8 @@ class ForgeHook(CustomLogger):
         if request.routed is None:
             return None
         self._pending[str(kwargs.get("litellm_call_id"))] = request
+        while len(self._pending) > KEPT_PENDING:  # calls LiteLLM never reported back (cancelled): forgotten
+            self._pending.popitem(last=False)
         host = request.routed.body
         rewritten = {name: value for name, value in kwargs.items() if name not in ("max_completion_tokens", *SETTINGS)}
         rewritten["messages"] = host["messages"]
@@ -82,7 +91,7 @@ class ForgeHook(CustomLogger):
         request = self._pending.get(str(request_data.get("litellm_call_id")))
         if request is None or not isinstance(response, ModelResponse):
             return None
-        del self._pending[str(request_data.get("litellm_call_id"))]
+        self._pending.pop(str(request_data.get("litellm_call_id")), None)
         self.gateway.answered(request, _usage(response))
         response.forge = request.routed.metadata()
         self._headers[str(request_data.get("litellm_call_id"))] = request.routed.headers()

@@ -85,8 +85,7 @@ def test_a_litellm_router_sends_the_routed_request_and_returns_the_decision(
         assert host.received[-1][1]["messages"] == MESSAGES[-1:] and len(host.received) == calls + 1  # unchanged
         assert hook.gateway.passed == {"unsupported": 1}
     finally:
-        litellm.callbacks = []
-        hook.gateway.close()
+        hook.close()
     records = read_traffic(tmp_path).requests
     assert [r["endpoint"] for r in records] == ["litellm", "litellm"]
     routed, passed = records
@@ -112,8 +111,7 @@ def test_a_token_budget_moves_the_weights_through_the_hook(hook_store: tuple[Sto
         responses = asyncio.run(ask_all())
         (budget,) = hook.gateway.state.weights.states()
     finally:
-        litellm.callbacks = []
-        hook.gateway.close()
+        hook.close()
     spent = sum(response.usage.total_tokens for response in responses)
     assert budget.requests == len(QUESTIONS) and budget.weights.lambda_in != start.lambda_in
     assert (budget.weights.lambda_in > start.lambda_in) == (spent > TARGET * len(QUESTIONS))  # above it: dearer
@@ -145,8 +143,7 @@ def test_a_streamed_answer_is_charged_once_from_its_usage(hook_store: tuple[Stor
 
             chunks = asyncio.run(stream())
         finally:
-            litellm.callbacks = []
-            hook.gateway.close()
+            hook.close()
         sent = streaming.received[-1]
     assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == "answer"
     assert sent["stream"] is True and "Question: Who founded the city of Rome?" in sent["messages"][-1]["content"]
