@@ -1,7 +1,7 @@
 """The `forge` command line: the same work as the dashboard, without a browser. One module per
 command group (`data`, `store`, `host`, `train`, `evaluate`, `calibrate`, `decide`, `rewards`, `enumerate`, `batches`,
-`ask`, `serve`, `traffic`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this module assembles
-them and is the entry point."""
+`ask`, `serve`, `extproc`, `traffic`, `dashboard`, `retriever` with `evidence`), output helpers in `output`; this
+module assembles them and is the entry point."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from forge_core.cli import (
     decide,
     enumerate,
     evaluate,
+    extproc,
     gate_probes,
     host,
     retriever,
@@ -73,6 +74,7 @@ app.command("gate-probes")(gate_probes.gate_probes_command)
 app.command("gate-report")(gate_probes.gate_report_command)
 app.add_typer(batches.batches_app, name="batches")
 app.command("serve")(serve.serve_command)
+app.command("extproc")(extproc.extproc_command)
 app.command("traffic")(traffic.traffic_command)
 app.command("app")(dashboard.app_command)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -18,6 +18,9 @@ from forge_core.cli.output import (
 )
 from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from forge_core.server.deployment import WeightsRequest
 
 DEFAULT_REPLICAS = 2  # --engine ray without --replicas
 
@@ -87,8 +90,6 @@ def serve_command(
 
     from forge_core.evidence.answering import corpus_name
     from forge_core.server.app import ServeSettings, build_app
-    from forge_core.server.budget import check_budget, load_budgets_file
-    from forge_core.server.deployment import WeightsRequest
     from forge_core.traffic_log import default_traffic_dir
 
     check_engine(engine, address)
@@ -107,11 +108,7 @@ def serve_command(
     if arm is not None and router is not None:
         raise InvalidInput(f"--arm {arm} serves one fixed arm: --router needs routing (drop one of them)")
     router = router or "lite"
-    weights = WeightsRequest(lambda_in=lambda_in, lambda_out=lambda_out,
-                             budget_tokens=None if budget_tokens is None else check_budget(budget_tokens),
-                             budgets=tuple(load_budgets_file(budgets).items()) if budgets else (), ratio=ratio)
-    if not weights.budgeted:
-        weights.fixed_weights()  # refuses negative or non-finite weights now
+    weights = weights_request(lambda_in, lambda_out, budget_tokens, budgets, ratio)
     settings = ServeSettings(host=host, benchmark=corpus_name(benchmark or ["hotpotqa"]), router=router,
                              api_key_env=api_key_env,
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
@@ -153,3 +150,18 @@ def _manifest(store, path: Path, given: list[str]) -> tuple[dict, dict]:
                            f"{deployment['lambda_out']:g} --manifest {path}`")
     console.print(f"serving {manifest_id(deployment)}: {deployment['sentence']}", highlight=False, soft_wrap=True)
     return deployment, serve_settings_of(deployment)
+
+
+def weights_request(lambda_in: float | None, lambda_out: float | None, budget_tokens: float | None,
+                    budgets: Path | None, ratio: float | None) -> WeightsRequest:
+    """The weights asked for on the command line (`forge serve`, `forge extproc`), checked: a
+    budget's target and file, or fixed weights that are finite and not negative."""
+    from forge_core.server.budget import check_budget, load_budgets_file
+    from forge_core.server.deployment import WeightsRequest
+
+    weights = WeightsRequest(lambda_in=lambda_in, lambda_out=lambda_out,
+                             budget_tokens=None if budget_tokens is None else check_budget(budget_tokens),
+                             budgets=tuple(load_budgets_file(budgets).items()) if budgets else (), ratio=ratio)
+    if not weights.budgeted:
+        weights.fixed_weights()  # refuses negative or non-finite weights now
+    return weights
