@@ -2,8 +2,9 @@
 
 The driver plans exactly what the in-process run would (`plan_work`, in `order_work`'s order) and
 retrieves each query's evidence, so the workers need no store and no index. Ray Data then sends the
-queries through a pool of `QueryCaller` actors, each with a host client of its own; an actor runs
-the queries of a batch concurrently and each query's calls one after another, through the same
+queries in batches to tasks (`call_queries`), one a core at a time, each with a host client of its
+own; a task runs the queries of its batch concurrently and each query's calls one after another,
+through the same
 `call_arm`/`call_sample` as the in-process runner (the same request bodies, thinking fields per row,
 the same scoring). The driver is the only writer: it takes each finished query's rows from the
 stream into an `OutcomeWriter`, as the in-process run does, with its job row and progress.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -54,38 +56,55 @@ class QueryTask:
     calls: tuple[tuple[str, bool], ...]
 
 
-class QueryCaller:
-    """A Ray Data actor: one host client on one event loop, kept for the actor's life."""
+@dataclass(frozen=True)
+class CallerSettings:
+    """What a Ray Data task needs to call the host: its configuration (the key is read from the
+    worker's environment, never shipped), the configuration's hash and the evidence's."""
 
-    def __init__(self, host_config: HostConfig, host_hash: str, evidence_hash: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.site = CallSite(self.loop.run_until_complete(_open_client(host_config)), host_config.name, host_hash,
-                             evidence_hash)
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
-        """Each query of the batch (its calls in order), the queries concurrently."""
-        return {"calls": self.loop.run_until_complete(self._queries(batch["task"]))}
-
-    async def _queries(self, tasks: list[QueryTask]) -> list[list[CallRows]]:
-        return list(await asyncio.gather(*(self._query(task) for task in tasks)))
-
-    async def _query(self, task: QueryTask) -> list[CallRows]:
-        rows = []
-        for name, greedy_probe in task.calls:
-            example, evidence = task.example, task.evidence
-            if name in SAMPLE_PROBES:
-                request = sample_probe_request(evidence.question, name, example.is_fever)
-                rows.append(await call_sample(self.site, example, name, request))
-            else:
-                arm = parse_arm(name)
-                rows.append(await call_arm(self.site, example, evidence, arm,
-                                           arm_request(evidence, arm, example.is_fever), greedy_probe))
-        return rows
+    host_config: HostConfig
+    host_hash: str
+    evidence_hash: str
 
 
-async def _open_client(config: HostConfig) -> Any:
-    """The host's client, made inside the actor's event loop (its connections belong to it)."""
-    return make_host(config)
+def call_queries(batch: dict[str, Any], caller: CallerSettings) -> dict[str, list]:
+    """A Ray Data task: each query of the batch (its calls in order), the queries concurrently, on a
+    host client of the task's own (closed at the end)."""
+    return {"calls": asyncio.run(_queries(list(batch["task"]), caller))}
+
+
+async def _queries(tasks: list[QueryTask], caller: CallerSettings) -> list[list[CallRows]]:
+    client = make_host(caller.host_config)  # inside the task's event loop: its connections belong to it
+    site = CallSite(client, caller.host_config.name, caller.host_hash, caller.evidence_hash)
+    try:
+        return list(await asyncio.gather(*(_query(site, task) for task in tasks)))
+    finally:
+        await client.aclose()
+
+
+async def _query(site: CallSite, task: QueryTask) -> list[CallRows]:
+    rows = []
+    for name, greedy_probe in task.calls:
+        example, evidence = task.example, task.evidence
+        if name in SAMPLE_PROBES:
+            request = sample_probe_request(evidence.question, name, example.is_fever)
+            rows.append(await call_sample(site, example, name, request))
+        else:
+            arm = parse_arm(name)
+            rows.append(await call_arm(site, example, evidence, arm, arm_request(evidence, arm, example.is_fever),
+                                       greedy_probe))
+    return rows
+
+
+def warm_workers(ray: Any) -> list[Any]:
+    """One task a core of the cluster, spread over its nodes, that imports this module in a pooled
+    worker process: sent before the driver plans, so the workers' imports overlap the planning and
+    the retrieval, and the job's first batches pay for none (Ray reuses the processes for tasks)."""
+    warm = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_imported)
+    return [warm.remote() for _ in range(max(1, int(ray.cluster_resources().get("CPU", 1))))]
+
+
+def _imported() -> str:
+    return __name__
 
 
 def query_tasks(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> list[QueryTask]:
@@ -120,7 +139,12 @@ def enumerate_on_ray(store: Store, plan: EnumerationPlan, host_config: HostConfi
     configuration (a base URL every worker can reach); returns what was done."""
     check_ray_plan(plan)
     ray = ray_session(address)
+    warming = warm_workers(ray)
+    data_ready = threading.Thread(target=lambda: ray.data.from_items([{"warm": 0}]).materialize(), daemon=True)
+    data_ready.start()
     tasks = query_tasks(store, plan, plan_work(store, plan))
+    ray.get(warming)
+    data_ready.join()
     planned = sum(len(task.calls) for task in tasks)
     job_id = f"enumerate-{uuid.uuid4().hex[:10]}"
     report = EnumerationReport(job_id=job_id, planned_calls=planned)
@@ -142,12 +166,12 @@ def _stream(ray: Any, tasks: list[QueryTask], plan: EnumerationPlan, host_config
             writer: OutcomeWriter, report: EnumerationReport,
             on_progress: Callable[[EnumerationReport], None] | None) -> None:
     """Send the tasks through the actors and store each finished query's rows as it comes back."""
-    actors = max(1, min(int(ray.cluster_resources().get("CPU", 1)), plan.concurrency, len(tasks)))
-    per_batch = max(1, math.ceil(plan.concurrency / actors))
+    at_once = max(1, min(int(ray.cluster_resources().get("CPU", 1)), plan.concurrency, len(tasks)))
+    per_batch = max(1, math.ceil(plan.concurrency / at_once))
+    caller = CallerSettings(host_config, config_hash(host_config), evidence_hash)
     calls = ray.data.from_items([{"task": task} for task in tasks]).map_batches(
-        QueryCaller, fn_constructor_kwargs={"host_config": host_config, "host_hash": config_hash(host_config),
-                                            "evidence_hash": evidence_hash},
-        batch_size=per_batch, concurrency=actors, num_cpus=1, batch_format="numpy")
+        call_queries, fn_kwargs={"caller": caller}, batch_size=per_batch, concurrency=at_once, num_cpus=1,
+        batch_format="numpy")
     report.started_at = started = time.monotonic()
     for batch in calls.iter_batches(batch_size=None, batch_format="numpy"):
         for query in batch["calls"]:
