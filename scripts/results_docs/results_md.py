@@ -1017,3 +1017,26 @@ def evidence_arms_table(results: Results) -> str:
     lines.append("| Pareto frontier | " + " | ".join(", ".join(f"`{arm}`" for arm in r["pareto_frontier"])
                                                  for r in retrievers) + " |")
     return "\n".join(lines)
+
+
+def gates_table(results: Results) -> str:
+    """The training-free gates of the Stage-2 runs on the queries with a stored draft (`forge gate-report`):
+    how many, then per gate and fixed arm utility with its gain over the best fixed arm there, F1,
+    tokens, retrieval and thinking shares."""
+    from forge_core.reports.gates import gate_report
+
+    lines = []
+    for report in results.stage2_reports:
+        gates = gate_report(results.store, report["run_id"])
+        if not lines:
+            lines += [f"{gates['queries_with_draft']} of {gates['queries_in_run']} queries have a stored draft "
+                      f"(`forge gate-probes`); on them:", "",
+                      "| weights | policy | utility, vs best fixed [95% CI] | F1 | tokens | retrieved | thought |",
+                      "|---|---|---|---:|---:|---:|---:|"]
+        best = gates["policies"][gates["best_fixed_policy"]]["macro_utility"] if gates["policies"] else 0.0
+        for name, row in gates["policies"].items():
+            gain = gain_text(row["macro_utility"] - best, row["ci_utility_vs_best_fixed"])
+            lines.append(f"| {weights_text(report)} | `{name}` | {row['macro_utility']:.3f}, {gain} | "
+                         f"{row['macro_f1']:.3f} | {row['tokens']:.0f} | {row['retrieval_share']:.0%} | "
+                         f"{row['thinking_share']:.0%} |")
+    return "\n".join(lines)
