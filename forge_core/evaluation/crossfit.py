@@ -283,8 +283,11 @@ def crossfit_run_id(settings: dict, base: EvalContext) -> str:
 def missing_policies(policies: list[Policy], done: set[str]) -> tuple[list[Policy], list[Policy]]:
     """The policies to fit for a fold whose stored rows cover the policy names `done`, in order:
     every missing policy and what it is built on (a Stage-2 router's parent, a fallback's router);
-    and the missing ones, whose rows are to be stored."""
-    missing = [policy for policy in policies if policy.name not in done]
+    and the missing ones, whose rows are to be stored. A guard is fitted with its router only: a fold
+    stored before the guards existed gets none (its router would be trained again, Stage 2 included,
+    for rows derived from it)."""
+    missing = [policy for policy in policies if policy.name not in done
+               and not (isinstance(policy, GuardedRouter) and policy.router.name in done)]
     needed = {id(policy) for policy in missing}
     for policy in reversed(policies):
         if id(policy) in needed:

@@ -215,6 +215,20 @@ def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_o
     assert json.loads(store.crossfit_runs(HOST).iloc[0]["settings"])["conditioning"] is None  # registered once
 
 
+def test_a_guard_is_fitted_with_its_router_only() -> None:
+    from forge_core.evaluation.crossfit import FoldRouter, missing_policies
+    from forge_core.policies.baselines import FixedArm
+    from forge_core.policies.guard import GuardedRouter
+
+    router = FoldRouter("forge_lite", "lite", Stage1Config())
+    guard, fixed = GuardedRouter(router), FixedArm("raw:no_think")
+    policies = [fixed, router, guard]
+    # a fold stored before the guards existed: its router is not trained again for them
+    assert missing_policies(policies, {fixed.name, "forge_lite"}) == ([], [])
+    assert missing_policies(policies, {fixed.name}) == ([router, guard], [router, guard])
+    assert missing_policies(policies, set()) == (policies, policies)
+
+
 def test_crossfit_stage2_reports_the_parents(outcome_store: Store, tmp_path) -> None:
     from forge_core.policies.registry import TrainedRouter, variants
     from forge_core.training.settings import Stage2Config
