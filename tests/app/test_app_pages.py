@@ -374,7 +374,9 @@ def test_enumerate_refuses_twelve_arms_on_a_plain_host(app_store: Store) -> None
 
 
 def test_enumerate_cancels_a_running_job(app_store: Store) -> None:
-    with AnsweringServer(delay_s=0.5) as slow:
+    # 4 s a call, so the 60 calls outlast the page's run on a busy machine (at 0.5 s a call, at load 8-33, the job
+    # had finished, its progress bar gone, before the page read it)
+    with AnsweringServer(delay_s=4.0) as slow:
         save_host_config(app_store, HostConfig(name="slow", kind="openai", model="m", base_url=slow.base_url,
                                                max_retries=0, timeout_s=10.0))
         plan = EnumerationPlan(host="slow", split="dev", n_arms=6, benchmarks=("musique",), per_benchmark=10,
