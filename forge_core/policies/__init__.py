@@ -1,5 +1,6 @@
 """What a routing policy is and what it costs: the policy interface (`base`), what a policy sees and
 its accounting of host calls (`context`), the policy kinds (`kinds`), the baselines (`baselines`),
+the training-free gates from the literature: TARG, DART and a log-probability ladder (`gates`),
 the FORGE routers and their dev fallback (`routers`), a router guarded by a held-out
 margin threshold for a stated risk (`guard`), the cost-conditioned routers (`conditioned`),
 the one registry of policy names (`registry`), a new query answered live (`live_query`), and the

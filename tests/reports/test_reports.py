@@ -212,7 +212,7 @@ def test_pareto_report_moves_with_the_weights(trained_store) -> None:
 
     cheap = pareto_report(store, request(CostWeights(0.0, 0.0)))
     costly = pareto_report(store, request(CostWeights(1.0, 1.0)))
-    assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 11  # 10 baselines (oracle included) + 1 router
+    assert checkpoint_id in set(cheap["policy"]) and len(cheap) == 14  # 13 baselines (oracle, 3 gates) + 1 router
     oracle = {name: frame.set_index("policy").loc[ORACLE] for name, frame in (("cheap", cheap), ("costly", costly))}
     assert oracle["costly"]["cost_k"] < oracle["cheap"]["cost_k"]  # expensive tokens: the oracle buys fewer
     assert oracle["costly"]["macro_utility"] < oracle["cheap"]["macro_utility"]
