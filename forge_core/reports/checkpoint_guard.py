@@ -13,9 +13,9 @@ from forge_core.errors import MissingStep
 from forge_core.policies.context import EvalContext
 from forge_core.policies.guard import GUARD_ALPHA, Guard, best_fixed_arm, calibrated_guard
 from forge_core.policies.routers import RouterPolicy
+from forge_core.reports.reliability import checkpoint_outcomes
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import checkpoint_tau, margins
-from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -28,11 +28,7 @@ def checkpoint_guard(store: Store, checkpoint_id: str, weights: CostWeights | No
     checkpoint = load_checkpoint(store, checkpoint_id)
     lineage = checkpoint.lineage
     host = lineage["host"]
-    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
-                               lineage.get("benchmarks"))
-    normalizer = table.fit_normalizer()
-    if checkpoint.variant == "full":
-        table = table.subset(table.has_probes)
+    table, normalizer = checkpoint_outcomes(store, checkpoint)
     context = EvalContext(store, table, normalizer, map_weights(lineage, weights))
     dev = context.rows("dev")
     if not len(dev):

@@ -18,10 +18,10 @@ import pandas as pd
 from forge_core.errors import MissingStep
 from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
-from forge_core.routing.checkpoints import load_checkpoint
+from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
 from forge_core.routing.confidence import checkpoint_tau, margins, reliability_table
-from forge_core.routing.outcome_table import load_outcome_table
-from forge_core.routing.utility import CostWeights
+from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.utility import CostNormalizer, CostWeights
 from forge_core.store import Store
 
 
@@ -52,24 +52,32 @@ def checkpoint_reliability(store: Store, checkpoint_id: str, weights: CostWeight
     return reliability_at(reliability_base(store, checkpoint_id), weights)
 
 
+def checkpoint_outcomes(store: Store, checkpoint: LoadedCheckpoint) -> tuple[OutcomeTable, CostNormalizer]:
+    """The outcomes of a checkpoint's host as it was trained on them (its alphabet, split seed and
+    benchmarks; for a Full router the queries with probes only) and their costs' normalizer, fitted
+    on the train rows of all of them."""
+    lineage = checkpoint.lineage
+    table = load_outcome_table(store, lineage["host"], int(checkpoint.record["n_arms"]),
+                               int(lineage.get("split_seed", 0)), lineage.get("benchmarks"))
+    normalizer = table.fit_normalizer()
+    if checkpoint.variant == "full":
+        table = table.subset(table.has_probes)
+    return table, normalizer
+
+
 def reliability_base(store: Store, checkpoint_id: str) -> ReliabilityBase:
     """The weight-free part of `checkpoint_reliability`: the checkpoint loaded and fitted on its
     host's complete test queries (refused without any)."""
     checkpoint = load_checkpoint(store, checkpoint_id)
-    lineage = checkpoint.lineage
-    host = lineage["host"]
-    table = load_outcome_table(store, host, int(checkpoint.record["n_arms"]), int(lineage.get("split_seed", 0)),
-                               lineage.get("benchmarks"))
-    normalizer = table.fit_normalizer()
-    if checkpoint.variant == "full":
-        table = table.subset(table.has_probes)
+    host = checkpoint.lineage["host"]
+    table, normalizer = checkpoint_outcomes(store, checkpoint)
     test = table.split("test")
     if not len(test):
         raise MissingStep(f"host '{host}' has no complete test queries to measure {checkpoint_id}'s margins on")
     context = EvalContext(store, test, normalizer, CostWeights())
     policy = RouterPolicy(checkpoint_id, checkpoint_id)
     policy.fit(context)
-    return ReliabilityBase(checkpoint_id, lineage, context, policy)
+    return ReliabilityBase(checkpoint_id, checkpoint.lineage, context, policy)
 
 
 def reliability_at(base: ReliabilityBase, weights: CostWeights | None = None) -> Reliability:
