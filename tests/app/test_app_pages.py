@@ -661,7 +661,7 @@ def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None
     by_label(app.toggle, "One chart per benchmark").set_value(True).run()
     assert not app.exception
     table = app.dataframe[0].value
-    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 33  # 11 policies x 3
+    assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 42  # 14 policies x 3
     app.segmented_control[0].set_value("utility").run()
     assert not app.exception and "coloraxis" in app.get("plotly_chart")[0].proto.spec
 
