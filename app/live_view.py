@@ -68,7 +68,7 @@ def guard_verdict(guard: Guard | str, result: RoutedAnswer) -> None:
     if isinstance(guard, str):
         st.caption(f"No guard for this router: {guard}.")
         return
-    held = result.arm != guard.fallback_arm and result.margin is not None and result.margin < guard.threshold
+    held = result.margin is not None and guard.holds(result.arm, result.margin)
     threshold = "never deviates" if guard.threshold == float("inf") else f"threshold {guard.threshold:+.3f} utility"
     text = (f"Guard (risk {guard.alpha:.0%}, fallback {guard.fallback_arm}, {threshold}, from "
             f"{guard.calibration_deviations} deviations on the dev queries, {guard.calibration_losses} losing): "

@@ -52,6 +52,10 @@ class Guard:
         """Per row: whether the guard follows the router (another arm, margin at least the threshold)."""
         return (np.asarray(actions) != fallback) & (np.asarray(margin, dtype=np.float64) >= self.threshold)
 
+    def holds(self, router_arm: str, margin: float) -> bool:
+        """Whether a query the router sends to `router_arm` with this margin is held at the fallback."""
+        return router_arm != self.fallback_arm and margin < self.threshold
+
     def why(self, router_arm: str, margin: float) -> str:
         """One line: why a query with this router arm and margin was deviated or held at the fallback."""
         if router_arm == self.fallback_arm:
@@ -59,7 +63,7 @@ class Guard:
         if not np.isfinite(self.threshold):
             return (f"held at the fallback {self.fallback_arm}: no margin cleared the risk {self.alpha:g} on the "
                     "held-out dev queries, so the guard never deviates")
-        if margin >= self.threshold:
+        if not self.holds(router_arm, margin):
             return (f"deviated to {router_arm}: margin {margin:+.3f} utility is at least the threshold "
                     f"{self.threshold:+.3f} (risk {self.alpha:g})")
         return (f"held at the fallback {self.fallback_arm}: margin {margin:+.3f} utility for {router_arm} is below "
