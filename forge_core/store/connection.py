@@ -167,6 +167,9 @@ def _close_if_idle(key: str, keep_open_s: float) -> None:
         held = _OPEN_FILES.get(key)
         if held is not None and not held.users and time.monotonic() - held.last_used >= keep_open_s * 0.99:
             _close_open_file(key)
+        # The closed connection is freed here, under the lock the exiting thread waits for: freed after it,
+        # on this daemon thread while the interpreter stops, DuckDB's destructor aborts the process.
+        del held
 
 
 # How long the exiting thread waits for another thread's operation on a store file to end.

@@ -121,3 +121,44 @@ def test_exit_waits_for_a_closer_in_the_middle_of_its_close(tmp_path: Path) -> N
     assert result.stdout.strip() == "kept at the end: 0", result.stdout
     closers = finished.read_text().split() if finished.exists() else []
     assert len(closers) == 1 and closers[0] != "MainThread", closers
+
+
+def test_a_closer_frees_the_connection_before_it_lets_the_exit_go_on(tmp_path: Path) -> None:
+    """The closer thread drops its last reference to the closed connection while it still holds the
+    file's lock, so the exiting thread (which waits for that lock) never finishes while DuckDB's
+    destructor is still to run on the closer: run there after the interpreter has begun to stop, it
+    aborts the process ("FATAL: exception not rethrown"). Checked at the moment the lock is let go."""
+    import threading
+    import weakref
+
+    path = tmp_path / "s.duckdb"
+    Store(path).save_host_config("h", {"kind": "test"})
+    Store(path, keep_open_s=60).host_config("h")
+    key = store_connection._file_key(path)
+    held = store_connection._OPEN_FILES[key]
+    held.closer.cancel()
+    held.last_used = 0.0  # idle long enough
+    alive_at_release: list[bool] = []
+    kept = weakref.ref(held)
+    del held
+
+    class WatchedLock:
+        """The file's lock, noting whether the kept file is still alive when it is let go."""
+
+        def __init__(self) -> None:
+            self.lock = threading.RLock()
+
+        def __enter__(self) -> None:
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            alive_at_release.append(kept() is not None)
+            self.lock.release()
+
+    store_connection._THREAD_LOCKS[key] = WatchedLock()
+    try:
+        store_connection._close_if_idle(key, 60)
+    finally:
+        store_connection._THREAD_LOCKS.pop(key)
+    assert key not in store_connection._OPEN_FILES
+    assert alive_at_release == [False]
