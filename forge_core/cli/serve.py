@@ -32,6 +32,11 @@ def serve_command(
     arm: Annotated[Optional[str], typer.Option(
         "--arm", help="Serve one fixed arm instead of a router (e.g. summary:no_think, what `forge decide` names "
                       "when no router wins); weights, budgets and a candidate are refused with it.")] = None,
+    mix: Annotated[Optional[str], typer.Option(
+        "--mix", help="Serve a mix of fixed arms, ARM=SHARE,ARM=SHARE (shares summing to 1; what `forge decide "
+                      "--budget-tokens` names): each question answered under one arm drawn by a hash of its text, "
+                      "the same question always under the same arm; refused with --arm, --router, weights, "
+                      "budgets.")] = None,
     host: Annotated[Optional[str], typer.Option(
         help="The host that answers (see `forge host list`; default embedded).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(
@@ -85,7 +90,8 @@ def serve_command(
 ) -> None:
     """An OpenAI-compatible server: /v1/chat/completions routes and answers each question (the
     Live query path) with only the host calls the decision needs, or under one fixed arm with
-    --arm, /v1/models, /metrics (Prometheus), /health; until Ctrl-C."""
+    --arm, or under an arm drawn from a mix by the question with --mix, /v1/models, /metrics
+    (Prometheus), /health; until Ctrl-C."""
     import uvicorn
 
     from forge_core.evidence.answering import corpus_name
@@ -98,15 +104,18 @@ def serve_command(
     store = open_store()
     deployment = None
     if manifest is not None:
-        chosen = {"--router": router, "--arm": arm, "--host": host, "--retriever": retriever,
+        chosen = {"--router": router, "--arm": arm, "--mix": mix, "--host": host, "--retriever": retriever,
                   "--lambda-in": lambda_in, "--lambda-out": lambda_out, "--budget-tokens": budget_tokens,
                   "--budgets": budgets}
         deployment, served = _manifest(store, manifest, [flag for flag, value in chosen.items() if value is not None])
         host, retriever, arm, router = served["host"], served["retriever"], served["arm"], served["router"]
+        mix = served.get("mix")
         lambda_in, lambda_out = served["lambda_in"], served["lambda_out"]
     host = host or "embedded"
     if arm is not None and router is not None:
         raise InvalidInput(f"--arm {arm} serves one fixed arm: --router needs routing (drop one of them)")
+    if mix is not None and router is not None:
+        raise InvalidInput(f"--mix {mix} serves fixed arms: --router needs routing (drop one of them)")
     router = router or "lite"
     weights = weights_request(lambda_in, lambda_out, budget_tokens, budgets, ratio)
     settings = ServeSettings(host=host, benchmark=corpus_name(benchmark or ["hotpotqa"]), router=router,
@@ -114,8 +123,8 @@ def serve_command(
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
                              traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm,
-                             manifest=deployment)
-    if arm is None and router not in ("lite", "full"):
+                             manifest=deployment, mix=mix)
+    if arm is None and mix is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
     application = build_app(store, settings)
     if bind != "127.0.0.1":

@@ -27,8 +27,9 @@ The rule (`decide_from_outcomes`, the one function every view states its decisio
 6. With a token budget, the reference is also the best mix of fixed arms that spends it (two arms
    at random per query, `forge_core.evaluation.mix`): the mix is deployed unless the rule's choice
    is a router whose F1 gain over the mix has its paired 95% interval above zero. A one-arm mix is
-   that fixed arm; `forge serve` cannot serve a random mix of two arms, so such a mix is named
-   with its arms and shares and the rule's choice stays what is served.
+   that fixed arm; a mix of two arms is served by `forge serve --mix ARM=SHARE,ARM=SHARE` (each
+   question under the arm its hash draws, `forge_core.policies.arm_mix`), the decision's
+   `deploy_mix` and serve command.
 
 The checkpoint named is one of the same recipe (or the one command that trains it). Each rule's
 result is kept as JSON in the cache directory, so the same question is answered again at once.
@@ -53,6 +54,7 @@ from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_ch
 from forge_core.evaluation.recipe_choice import ROUTERS, MeasuredRecipe, measured_recipes, recommended_recipe
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash
+from forge_core.policies.arm_mix import mix_option
 from forge_core.policies.guard import GUARD_SUFFIX
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
@@ -64,7 +66,7 @@ from forge_core.store import Store
 if TYPE_CHECKING:
     from forge_core.policies.context import EvalContext
 
-DECISION_VERSION = 4  # layout of a cached decision: bump when it changes
+DECISION_VERSION = 5  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
 CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature variant
 ROUTER_VARIANTS = variants(TrainedRouter) | CONDITIONED_VARIANTS  # every servable router -> its checkpoints' variant
@@ -143,7 +145,8 @@ def _with_mix(decision: dict, names: list[str], first: pd.DataFrame, values: dic
     (`mix.gains_over_best_mix`; None without a budget, or below the cheapest arm's tokens) and each
     servable router's F1 gain over it within the budget. The mix is `deployed` unless the rule
     deploys a router decidably above it; a one-arm mix is then deployed as that fixed arm, and a
-    two-arm mix, which `forge serve` cannot serve (`servable` false), leaves the rule's choice served."""
+    two-arm mix as `forge serve --mix` (`deploy_mix`, its option; None when no two-arm mix is deployed)."""
+    decision = {**decision, "deploy_mix": None}
     if decision["budget_tokens"] is None:
         return {**decision, "mix": None}
     fixed = [i for i, name in enumerate(names) if first.at[name, "kind"] == FIXED_ARM_KIND]
@@ -154,10 +157,12 @@ def _with_mix(decision: dict, names: list[str], first: pd.DataFrame, values: dic
     if mix is None:
         return {**decision, "mix": None}
     router_above = decision["deploy"] in mix["gains"] and Interval.of(mix["gains"][decision["deploy"]]["ci"]).above
-    mix |= {"deployed": not router_above, "servable": len(mix["arms"]) == 1}
-    if mix["deployed"] and mix["servable"]:
+    mix |= {"deployed": not router_above, "servable": True}
+    if mix["deployed"] and len(mix["arms"]) == 1:
         arm = mix["arms"][0]
         decision |= {"deploy": names[fixed[arms.names.index(arm)]], "deploy_arm": arm}
+    elif mix["deployed"]:
+        decision |= {"deploy_mix": mix_option(mix["arms"], mix["shares"])}
     return {**decision, "mix": mix}
 
 
@@ -382,7 +387,10 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
         checkpoint = recipe_checkpoint(stored, recipe, variant, None if conditioned else weights)
         if checkpoint is not None:
             name = checkpoint_name(stored[stored["checkpoint_id"] == checkpoint].iloc[0].to_dict())
-    if variant is None:
+    if decided.get("deploy_mix"):
+        variant = checkpoint = None
+        command = f"forge serve --host {host}{evidence} --mix {decided['deploy_mix']}"
+    elif variant is None:
         command = f"forge serve --host {host}{evidence} --arm {decided['deploy_arm']}"
     elif checkpoint is None:
         trained_at = "" if conditioned else f" {lambdas}"
@@ -392,10 +400,11 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
         command = f"forge serve --host {host}{evidence} --router {checkpoint}" + (f" {lambdas}" if conditioned else "")
     ask = f"forge ask --host {host}{evidence} " + (f"--arm {decided['deploy_arm']}" if variant is None else
                                                    f"--route --router {checkpoint}") + ' "QUESTION"'
+    asks = not decided.get("deploy_mix") and (variant is None or checkpoint)  # `forge ask` answers no mix
     named = {**decided, "checkpoint_id": checkpoint, "checkpoint_name": name, "variant": variant,
-             "conditioned": conditioned,
+             "conditioned": conditioned and variant is not None,
              "serve_command": command, "trains_first": variant is not None and checkpoint is None,
-             "ask_command": ask if variant is None or checkpoint else None}
+             "ask_command": ask if asks else None}
     named["sentence"] = " ".join(filter(None, (decision_sentence(named), mix_sentence(named))))
     return named
 
@@ -453,10 +462,9 @@ def mix_sentence(decided: dict) -> str | None:
                  f"({FLOOR_WORDS[gain['verdict']]} it)")
     if not mix["deployed"]:
         return text + "."
-    if mix["servable"]:
+    if len(mix["arms"]) == 1:
         return text + f": deploy the mix, the fixed arm {mix['arms'][0]}."
-    return (text + ": deploy the mix; `forge serve` serves one fixed arm or one router, not a random mix of two "
-            f"arms, so what it can serve is {policy_name(decided, decided['deploy'])}.")
+    return text + f": deploy the mix (`{decided['serve_command']}`)."
 
 
 FLOOR_WORDS = {"above": "decidably above", "below": "decidably below",

@@ -1,7 +1,9 @@
 """An OpenAI-compatible HTTP server (Starlette on uvicorn) over `route_and_answer`.
 
 `POST /v1/chat/completions` routes the last user message (model `forge`, `forge-lite`,
-`forge-full`) or answers it under a fixed arm (model `forge-arm-<arm>`, for comparison) through
+`forge-full`) or answers it under a fixed arm (model `forge-arm-<arm>`, for comparison; the `forge`
+model itself under `--arm`, or under an arm drawn from `--mix`'s shares by the question,
+`forge_core.policies.arm_mix`) through
 `forge_core.routing.live.route_and_answer`, the same function the dashboard and `forge ask
 --route` call, inside the client's conversation: its system messages join FORGE's, its earlier
 turns come before the arm's user message, and its `max_tokens`, `temperature`, `top_p`, `seed`
@@ -57,7 +59,7 @@ from forge_core.arms import Arm, alphabet, arm_index, parse_arm
 from forge_core.errors import ForgeError, InvalidInput, MissingStep
 from forge_core.evaluation.calibration import ray_start_for_budget
 from forge_core.evaluation.manifest import manifest_id, manifest_summary
-from forge_core.evidence.answering import arm_request
+from forge_core.evidence.answering import arm_request, retrieve_evidence
 from forge_core.evidence.prompts import ClientChat
 from forge_core.evidence.retrieval import Retriever
 from forge_core.evidence.retriever_backends import open_retriever
@@ -65,11 +67,12 @@ from forge_core.evidence.retrievers import get_retriever_config, retriever_hash,
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
+from forge_core.policies.arm_mix import ArmMix, mix_option, parse_mix
 from forge_core.records import is_fever_benchmark
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
-from forge_core.routing.live import DryRoute, RoutedAnswer, dry_route, route_and_answer
+from forge_core.routing.live import DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
@@ -84,6 +87,7 @@ from forge_core.traffic_log import TrafficLog, default_traffic_dir, now, write_s
 log = logging.getLogger(__name__)
 ROUTER_MODEL = DEFAULT_MODEL  # the router given to `forge serve --router`
 ARM_MODEL_PREFIX = "forge-arm-"
+MIX_ROUTER = "mix"  # what a `--mix` decision names as its router (headers, dry route, traffic log)
 VARIANT_MODELS = {"forge-lite": "lite", "forge-full": "full"}  # the host's newest checkpoint of each
 
 
@@ -106,6 +110,7 @@ class ServeSettings:
     traffic_log: bool = True  # False only to measure the server without its log (bench/)
     arm: str | None = None  # the `forge` model answers under this fixed arm instead of routing (`--arm`)
     manifest: dict | None = None  # the deployment manifest served (`--manifest`): shown at /health, named in the log
+    mix: str | None = None  # the `forge` model answers under fixed arms drawn by question, ARM=SHARE,... (`--mix`)
 
 
 def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
@@ -113,6 +118,22 @@ def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
     alphabet and what only a router can do (weights, budgets, a candidate)."""
     arm = parse_arm(settings.arm)
     arm_index(arm, n_arms)  # refuses an arm outside the host's alphabet
+    _refuse_router_options(f"--arm {arm.name} serves one fixed arm", "--arm", settings)
+    return arm
+
+
+def check_mix(settings: ServeSettings, n_arms: int) -> ArmMix:
+    """The `--mix` the `forge` model answers under; refuses, in one line, a mix `parse_mix` refuses,
+    a mix beside `--arm`, and what only a router can do (weights, budgets, a candidate)."""
+    if settings.arm is not None:
+        raise InvalidInput(f"--mix serves a mix of fixed arms: --arm {settings.arm} serves one (drop one of them)")
+    mix = parse_mix(settings.mix, n_arms)
+    _refuse_router_options("--mix serves fixed arms", "--mix", settings)
+    return mix
+
+
+def _refuse_router_options(what: str, flag: str, settings: ServeSettings) -> None:
+    """Refuse, in one line, the weights, budgets or candidate beside a fixed arm or a mix."""
     weights = settings.weights
     asked = [flag for flag, given in (("--lambda-in", weights.lambda_in is not None),
                                       ("--lambda-out", weights.lambda_out is not None),
@@ -120,16 +141,18 @@ def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
                                       ("--budgets", bool(weights.budgets)), ("--ratio", weights.ratio is not None),
                                       ("--candidate", settings.candidate is not None)) if given]
     if asked:
-        raise InvalidInput(f"--arm {arm.name} serves one fixed arm: {asked[0]} needs a router (drop --arm)")
-    return arm
+        raise InvalidInput(f"{what}: {asked[0]} needs a router (drop {flag})")
 
 
-def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm]:
-    """Model name -> checkpoint id (routed) or arm (fixed); refuses an unknown router or host. The
-    newest Lite and Full routers are those trained under the served retriever."""
+def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm | ArmMix]:
+    """Model name -> checkpoint id (routed), arm (fixed) or mix of arms (`--mix`); refuses an
+    unknown router or host. The newest Lite and Full routers are those trained under the served
+    retriever."""
     config = get_host_config(store, settings.host)
     evidence = retriever_hash(get_retriever_config(store, settings.retriever))
     fixed = {f"{ARM_MODEL_PREFIX}{arm.name}": arm for arm in alphabet(config.alphabet_size)}
+    if settings.mix is not None:
+        return {ROUTER_MODEL: check_mix(settings, config.alphabet_size)} | fixed
     if settings.arm is not None:
         return {ROUTER_MODEL: check_fixed_arm(settings, config.alphabet_size)} | fixed
     if settings.candidate is not None:
@@ -222,7 +245,7 @@ class ServerState:
         for checkpoint_id in served:
             self.checkpoints[checkpoint_id] = load_checkpoint(self.store, checkpoint_id)
         served_by = self.models[ROUTER_MODEL]
-        if isinstance(served_by, Arm):  # `--arm`: no weights to move
+        if isinstance(served_by, (Arm, ArmMix)):  # `--arm`, `--mix`: no weights to move
             self.weights = ServingWeights(self.settings.weights.fixed_weights(), {})
         else:
             self.weights = serving_weights(self.store, self.settings.weights, self.checkpoints[served_by])
@@ -251,6 +274,8 @@ class ServerState:
         host: the decision and the host request it becomes (`forge_core.server.routed_request`).
         `RefusedField` for a model that does not route, `ForgeError` for a question FORGE refuses."""
         target = self.models.get(asked.model)
+        if isinstance(target, ArmMix):
+            return self._mix_route(asked, target)
         if not isinstance(target, str):
             raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(self))}), not '{asked.model}'",
                                "model")
@@ -259,6 +284,17 @@ class ServerState:
         request = arm_request(decision.evidence, parse_arm(decision.arm), is_fever_benchmark(self.settings.benchmark),
                               asked.chat)
         return RoutedRequest(asked.model, target, decision, budget, weights, host_body(self.host_config, request))
+
+    def _mix_route(self, asked: ChatRequest, mix: ArmMix) -> RoutedRequest:
+        """The `--mix` model's dry route: the arm the question draws, with its evidence; no router."""
+        started = time.perf_counter()
+        check_question(asked.question)
+        arm, draw = mix.arm_for(asked.question)
+        evidence = retrieve_evidence(self.retriever, asked.question)
+        decision = DryRoute(arm.name, {arm.name: 1.0}, evidence, (time.perf_counter() - started) * 1000.0)
+        request = arm_request(evidence, arm, is_fever_benchmark(self.settings.benchmark), asked.chat)
+        return RoutedRequest(asked.model, MIX_ROUTER, decision, None, self.weights.fixed,
+                             host_body(self.host_config, request), mix=mix.option, mix_draw=draw)
 
     def load_without_host(self) -> None:
         """Load the retriever, embedder and routers and open the traffic log, but neither start nor
@@ -270,11 +306,11 @@ class ServerState:
         """A routed request a gateway forwarded, once the host has answered with this usage: counted
         in the metrics and against its budget, and logged, as `forge serve` does an answer."""
         latency_s = entry.elapsed_s()
-        self.metrics.record_answer(routed.arm, 1, tokens_in + tokens_out, latency_s)
+        self.metrics.record_answer(routed.arm, 1, tokens_in + tokens_out, latency_s, from_mix=routed.mix is not None)
         self.weights.record(routed.budget, tokens_in + tokens_out)
         self.log_request(entry.forwarded(routed, tokens_in, tokens_out, latency_s)
                          | {"budget_target": self.weights.target(routed.budget),
-                            "budget_bound": self.weights.at_bound(routed.budget)})
+                            "budget_bound": self.weights.at_bound(routed.budget)} | routed.mix_fields())
 
     async def close(self) -> None:
         """Close the host client, stop an embedded server this process started, close the log."""
@@ -318,9 +354,10 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             return entry.refused(state, _error(state, 404, f"unknown model '{asked.model}' (GET /v1/models lists them)",
                                                "not_found_error", "model"))
         budget, weights = _weights_for(state, asked.model, entry.client)
+        drawn = _mix_draw(state, asked)
         with telemetry.span(telemetry.REQUEST_SPAN, telemetry.request_attributes(asked.model), "SERVER") as span:
             try:
-                result = await _answer(state, asked, weights)
+                result = await _answer(state, asked, weights, drawn)
             except HostError as error:
                 telemetry.set_attributes(span, {"error.type": "host_error"})
                 return entry.refused(state, _error(state, 502, f"the host failed: {error}", "api_error"))
@@ -329,16 +366,17 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
                 return entry.refused(state, _invalid(state, error))
             telemetry.set_attributes(span, result.span_attributes() | budget_attributes(state, budget, weights))
         latency_s = entry.elapsed_s()
-        state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s)
+        state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s, from_mix=bool(drawn))
         state.weights.record(budget, result.tokens)
         state.log_request(entry.answered(result, budget, weights, latency_s)
                           | {"budget_target": state.weights.target(budget),
-                             "budget_bound": state.weights.at_bound(budget)})
+                             "budget_bound": state.weights.at_bound(budget)} | drawn)
         background = _shadow_work(state, asked, result, entry.request_id, weights)
         if asked.stream:
-            return StreamingResponse(_chunks(asked.model, result), media_type="text/event-stream",
+            return StreamingResponse(_chunks(asked.model, result, drawn), media_type="text/event-stream",
                                      background=background)
-        return JSONResponse(_completion(asked.model, result), background=background)
+        return JSONResponse(_completion(asked.model, result, drawn), background=background,
+                            headers=_mix_headers(drawn))
 
     async def route(request: Request) -> Response:
         entry, refused = _admit(state, request, "route")
@@ -355,7 +393,8 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             return entry.refused(state, _invalid(state, error, error.param))
         except ForgeError as error:
             return entry.refused(state, _invalid(state, error))
-        state.log_request(entry.routed(routed.decision, routed.router, routed.budget, routed.weights))
+        state.log_request(entry.routed(routed.decision, routed.router, routed.budget, routed.weights)
+                          | routed.mix_fields())
         return JSONResponse(routed.to_json(), headers=routed.headers())
 
     async def metrics(_: Request) -> Response:
@@ -412,8 +451,8 @@ def budget_mix_text(mix: dict | None, router: str) -> str:
     gain = mix["gains"][router]
     return (f"best mix of fixed arms within it {what} ({mix['tokens']:.1f} tokens, macro F1 {mix['f1']:.4f}); router "
             f"{router} at its start {gain['difference']:+.4f} F1 [{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}] "
-            f"against it ({gain['verdict']}) on its host's test split; `forge serve` serves one arm or one router, "
-            "not the mix")
+            f"against it ({gain['verdict']}) on its host's test split; the mix is served by `forge serve --mix "
+            f"{mix_option(mix['arms'], mix['shares'])}`")
 
 
 @dataclass
@@ -613,14 +652,31 @@ async def _read_route_request(request: Request) -> ChatRequest:
     return parse_chat_request(body)
 
 
-async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, float]) -> RoutedAnswer:
-    """Route (or take the fixed arm) at `weights` and answer inside the client's conversation: no
-    Always-Raw call."""
+def _mix_draw(state: ServerState, asked: ChatRequest) -> dict[str, Any]:
+    """For the `--mix` model, the arm the question draws, the draw and the mix (`mix`, `mix_arm`,
+    `mix_draw`: what the traffic log, the `forge` object and the headers name); {} for any other."""
     target = state.models[asked.model]
+    if not isinstance(target, ArmMix):
+        return {}
+    arm, draw = target.arm_for(asked.question)
+    return {"mix": target.option, "mix_arm": arm.name, "mix_draw": round(draw, 9)}
+
+
+def _mix_headers(drawn: dict[str, Any]) -> dict[str, str]:
+    """A mix's answer's `x-forge-arm` and `x-forge-mix` headers (none for another model)."""
+    return {"x-forge-arm": drawn["mix_arm"], "x-forge-mix": drawn["mix"]} if drawn else {}
+
+
+async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, float],
+                  drawn: dict[str, Any]) -> RoutedAnswer:
+    """Route (or take the fixed arm, or the arm the mix drew: `drawn`) at `weights` and answer inside
+    the client's conversation: no Always-Raw call."""
+    target = state.models[asked.model]
+    arm = parse_arm(drawn["mix_arm"]) if drawn else target if isinstance(target, Arm) else None
     return await route_and_answer(
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
-        arm=target if isinstance(target, Arm) else None, chat=asked.chat, weights=CostWeights(*weights))
+        arm=arm, chat=asked.chat, weights=CostWeights(*weights))
 
 
 def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
@@ -634,14 +690,14 @@ def _usage(result: RoutedAnswer) -> dict[str, int]:
     return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
 
 
-def _completion(model: str, result: RoutedAnswer) -> dict[str, Any]:
+def _completion(model: str, result: RoutedAnswer, drawn: dict[str, Any]) -> dict[str, Any]:
     return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "choices": [{"index": 0, "finish_reason": "stop",
                                          "message": {"role": "assistant", "content": result.answer.answer}}],
-            "usage": _usage(result), "forge": result.to_json()}
+            "usage": _usage(result), "forge": result.to_json() | drawn}
 
 
-async def _chunks(model: str, result: RoutedAnswer) -> AsyncIterator[str]:
+async def _chunks(model: str, result: RoutedAnswer, drawn: dict[str, Any]) -> AsyncIterator[str]:
     """The answer as OpenAI chunks: the role, the content, then the finish with usage and `forge`."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": model}
@@ -649,7 +705,7 @@ async def _chunks(model: str, result: RoutedAnswer) -> AsyncIterator[str]:
     for delta in deltas:
         yield _event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
     yield _event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": _usage(result),
-                  "forge": result.to_json()})
+                  "forge": result.to_json() | drawn})
     yield "data: [DONE]\n\n"
 
 

@@ -52,6 +52,7 @@ class ServerMetrics:
         self._lock = threading.Lock()
         self.requests: Counter[int] = Counter()  # HTTP status -> requests
         self.arms: Counter[str] = Counter()  # arm -> answered requests
+        self.mix_arms: Counter[str] = Counter()  # arm -> answered requests whose arm a `--mix` drew
         self.host_calls = 0  # host calls made for the answered requests (probes and answers)
         self.realized_tokens = 0  # their tokens, in + out
         self.shadow_calls = 0  # raw:no_think calls sent after responses
@@ -67,11 +68,14 @@ class ServerMetrics:
         with self._lock:
             self.requests[status] += 1
 
-    def record_answer(self, arm: str, host_calls: int, tokens: int, latency_s: float) -> None:
-        """An answered request (status 200): its arm, host calls, their tokens and its latency."""
+    def record_answer(self, arm: str, host_calls: int, tokens: int, latency_s: float, from_mix: bool = False) -> None:
+        """An answered request (status 200): its arm (`from_mix`: drawn from `--mix`), host calls,
+        their tokens and its latency."""
         with self._lock:
             self.requests[200] += 1
             self.arms[arm] += 1
+            if from_mix:
+                self.mix_arms[arm] += 1
             self.host_calls += host_calls
             self.realized_tokens += tokens
             self.answered += 1
@@ -101,6 +105,9 @@ class ServerMetrics:
             lines += _family("forge_arm_chosen_total", "counter",
                              "Answered requests by the arm they were answered with.",
                              [(f'{{arm="{arm}"}}', count) for arm, count in sorted(self.arms.items())])
+            lines += _family("forge_mix_arm_drawn_total", "counter",
+                             "Answered requests whose arm was drawn from the served mix of fixed arms (--mix).",
+                             [(f'{{arm="{arm}"}}', count) for arm, count in sorted(self.mix_arms.items())])
             lines += _family("forge_host_calls_total", "counter",
                              "Host calls made for answered requests (probes and answers; no shadow call).",
                              [("", self.host_calls)])

@@ -6,7 +6,9 @@ response (`POST /v1/route`), the LiteLLM hook's rewrite of a request
 extproc`) all come from a `RoutedRequest` (built by `ServerState.route_chat`). `body` is exactly
 what `forge serve` would send the host for this request: FORGE's system message with the client's,
 the client's history, the arm's user message (evidence, question, instruction) and the host's
-thinking fields for the arm (`forge_core.hosts.depth_maps`).
+thinking fields for the arm (`forge_core.hosts.depth_maps`). Under `forge serve --mix` the decision
+is the arm the question draws (`forge_core.policies.arm_mix`): its router is `mix`, and it names the mix
+and the draw instead of weights and a margin.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class RoutedRequest:
     budget: str | None  # the budget the client counts against (None: fixed weights)
     weights: tuple[float, float]  # (lambda_in, lambda_out) routed at
     body: dict[str, Any]  # the host's request body (chat completions for an OpenAI-compatible host)
+    mix: str | None = None  # under `--mix`: the mix (ARM=SHARE,...) the arm was drawn from
+    mix_draw: float | None = None  # and the question's draw in [0, 1)
 
     @property
     def arm(self) -> str:
@@ -57,11 +61,12 @@ class RoutedRequest:
         return {name: value for name, value in self.body.items() if name not in BODY_FIELDS}
 
     def headers(self) -> dict[str, str]:
-        """The decision as HTTP headers: arm, margin (utility units), weights, router, budget."""
+        """The decision as HTTP headers: arm, margin (utility units), weights, router, budget; under a
+        mix, the arm, router `mix` and the mix."""
         margin = self.decision.margin
         headers = {"arm": self.arm, "margin": "" if margin is None else f"{margin:.6f}",
-                   "weights": f"{self.weights[0]:g},{self.weights[1]:g}", "router": self.router,
-                   "budget": self.budget or ""}
+                   "weights": "" if self.mix else f"{self.weights[0]:g},{self.weights[1]:g}", "router": self.router,
+                   "budget": self.budget or "", "mix": self.mix or ""}
         return {HEADER_PREFIX + name: value for name, value in headers.items() if value}
 
     def metadata(self) -> dict[str, Any]:
@@ -69,10 +74,17 @@ class RoutedRequest:
         margin = self.decision.margin
         return {"model": self.model, "router": self.router, "arm": self.arm,
                 "margin": None if margin is None else round(margin, 6),
-                "weights": {"lambda_in": self.weights[0], "lambda_out": self.weights[1]}, "budget": self.budget,
-                "evidence": [hit.document.title for hit in self.decision.evidence.passages],
+                "weights": None if self.mix else {"lambda_in": self.weights[0], "lambda_out": self.weights[1]},
+                "budget": self.budget, "evidence": [hit.document.title for hit in self.decision.evidence.passages],
                 "evidence_tokens": estimate_tokens(self.evidence_text),
-                "routing_ms": round(self.decision.routing_ms, 1)}
+                "routing_ms": round(self.decision.routing_ms, 1)} | self.mix_fields()
+
+    def mix_fields(self) -> dict[str, Any]:
+        """Under a mix, the fields a record adds (the mix, the arm it drew, the draw; no weights); {} otherwise."""
+        if self.mix is None:
+            return {}
+        return {"mix": self.mix, "mix_arm": self.arm, "mix_draw": round(self.mix_draw, 9), "lambda_in": None,
+                "lambda_out": None}
 
     def to_json(self) -> dict[str, Any]:
         """`POST /v1/route`'s response: the decision, every arm's probability, the passages retrieved,

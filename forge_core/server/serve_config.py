@@ -18,7 +18,7 @@ from forge_core.server.budget import check_budget, load_budgets_file
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
 
-TEXT_ARGS = ("host", "router", "arm", "retriever", "api_key_env")  # taken as given
+TEXT_ARGS = ("host", "router", "arm", "mix", "retriever", "api_key_env")  # taken as given
 NUMBER_ARGS = ("lambda_in", "lambda_out", "budget_tokens", "ratio", "shadow_raw")
 PATH_ARGS = ("store", "traffic_dir", "budgets")
 ARGS = TEXT_ARGS + NUMBER_ARGS + PATH_ARGS + ("benchmark",)
@@ -53,6 +53,8 @@ def serve_settings_of_args(args: Mapping[str, Any]) -> tuple[Path, ServeSettings
     numbers = {name: _number(args, name) for name in NUMBER_ARGS if args.get(name) is not None}
     if "arm" in text and "router" in text:
         raise InvalidInput(f"arm {text['arm']} serves one fixed arm: router needs routing (drop one of them)")
+    if "mix" in text and "router" in text:
+        raise InvalidInput(f"mix {text['mix']} serves fixed arms: router needs routing (drop one of them)")
     host = text.get("host", "embedded")
     weights = WeightsRequest(lambda_in=numbers.get("lambda_in"), lambda_out=numbers.get("lambda_out"),
                              budget_tokens=check_budget(numbers["budget_tokens"]) if "budget_tokens" in numbers
@@ -66,7 +68,7 @@ def serve_settings_of_args(args: Mapping[str, Any]) -> tuple[Path, ServeSettings
         host=host, benchmark=corpus_name(_benchmarks(args.get("benchmark"))), router=text.get("router", "lite"),
         api_key_env=text.get("api_key_env"), shadow_raw=numbers.get("shadow_raw", 0.0), weights=weights,
         traffic_dir=Path(str(args["traffic_dir"])).expanduser() if args.get("traffic_dir") else None,
-        retriever=retriever, arm=text.get("arm"))
+        retriever=retriever, arm=text.get("arm"), mix=text.get("mix"))
 
 
 def _number(args: Mapping[str, Any], name: str) -> float:

@@ -99,9 +99,12 @@ def test_a_budget_is_a_constraint(demo_store: Store, tmp_path: Path) -> None:
     fixed_arms = {row["arm"] for row in decided["policies"].values() if row["kind"] == "fixed arm"}
     assert set(mix["arms"]) <= fixed_arms and sum(mix["shares"]) == pytest.approx(1.0)
     assert len(mix["arms"]) == 2 and mix["tokens"] == 200.0  # Summary alone is over it, mixed with Direct it is not
-    assert mix["deployed"] and not mix["servable"]  # no servable router spends within 200 tokens here
+    assert mix["deployed"] and mix["servable"]  # no servable router spends within 200 tokens here
     assert "Best mix of fixed arms within 200 tokens a query" in decided["sentence"]
-    assert "not a random mix of two arms" in decided["sentence"]
+    option = ",".join(f"{arm}={share:.9g}" for arm, share in zip(mix["arms"], mix["shares"]))
+    assert decided["serve_command"].endswith(f"--mix {option}") and decided["deploy_mix"] == option
+    assert f"deploy the mix (`{decided['serve_command']}`)" in decided["sentence"]
+    assert decided["ask_command"] is None and not decided["trains_first"]
 
 
 def test_a_newer_run_of_another_recipe_changes_nothing(demo_store: Store, tmp_path: Path) -> None:

@@ -77,4 +77,4 @@ def test_where_serve_starts_a_budget_the_best_mix_is_named_beside_it(conditioned
     gain = mix["gains"][checkpoint_id]
     assert -1.0 <= gain["difference"] <= 1.0 and gain["ci"][0] <= gain["difference"] <= gain["ci"][1]
     text = budget_mix_text(mix, checkpoint_id)
-    assert mix["arms"][0] in text and "not the mix" in text
+    assert mix["arms"][0] in text and f"--mix {mix['arms'][0]}=" in text

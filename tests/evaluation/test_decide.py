@@ -186,23 +186,26 @@ def test_which_run_decides_is_never_a_matter_of_date() -> None:
 
 def test_within_a_budget_the_best_mix_is_deployed_unless_a_router_beats_it() -> None:
     """Summary (254 tokens, F1 0.54) and Raw (384, F1 0.60) are the hull. At 300 tokens the router is
-    over the budget: the mix of the two that spends 300 is deployed, and as a two-arm mix it cannot be
-    served, so the rule's Summary stays what is served. At 312 the router (F1 0.6) is decidably above
-    the mix (0.567): it is deployed. At 500 the mix is Raw alone, the router is not decidably above
-    it (F1 0.6 against 0.6 +- 0.1): Raw is deployed."""
+    over the budget: the mix of the two that spends 300 is deployed, as `forge serve --mix` with the
+    shares to 9 digits (the rule's Summary stays the policy the table names). At 312 the router
+    (F1 0.6) is decidably above the mix (0.567): it is deployed. At 500 the mix is Raw alone, the
+    router is not decidably above it (F1 0.6 against 0.6 +- 0.1): Raw is deployed."""
     outcomes = table(np.full(N, 0.6))
     outcomes.loc[outcomes["policy"] == "forge_lite_cond", "tokens"] = 310.0 + 20.0 * SIGN
     at_300 = decide_from_outcomes(outcomes, budget_tokens=300.0)["mix"]
     assert at_300["arms"] == ["summary:no_think", "raw:no_think"]
     assert at_300["shares"] == pytest.approx([84 / 130, 46 / 130]) and at_300["tokens"] == 300.0
-    assert at_300["gains"] == {} and at_300["deployed"] and not at_300["servable"]
+    assert at_300["gains"] == {} and at_300["deployed"] and at_300["servable"]
+    assert decide_from_outcomes(outcomes, budget_tokens=300.0)["deploy_mix"] == (
+        f"summary:no_think={84 / 130:.9g},raw:no_think={46 / 130:.9g}")
     at_312 = decide_from_outcomes(outcomes, budget_tokens=312.0)
+    assert at_312["deploy_mix"] is None
     gain = at_312["mix"]["gains"]["forge_lite_cond"]
     assert gain["difference"] == pytest.approx(0.6 - (0.54 * 72 + 0.6 * 58) / 130) and gain["verdict"] == "above"
     assert not at_312["mix"]["deployed"] and at_312["deploy"] == "forge_lite_cond"
     at_500 = decide_from_outcomes(outcomes, budget_tokens=500.0)
     assert at_500["mix"]["arms"] == ["raw:no_think"] and at_500["mix"]["deployed"]
-    assert at_500["deploy"] == "always_raw" and at_500["deploy_arm"] == "raw:no_think"
+    assert at_500["deploy"] == "always_raw" and at_500["deploy_arm"] == "raw:no_think" and not at_500["deploy_mix"]
     assert decide_from_outcomes(outcomes)["mix"] is None  # no budget, no mix
 
 

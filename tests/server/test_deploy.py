@@ -24,6 +24,7 @@ from forge_core.cli.serve import serve_command
 from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.policies.arm_mix import parse_mix
 from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
@@ -132,6 +133,45 @@ def test_serves_a_fixed_arm_and_refuses_what_needs_a_router_in_one_line(
     assert (record["retriever"], record["retriever_hash"]) == ("bm25", "")  # the default evidence's name and hash
     with pytest.raises(InvalidInput, match="--router needs routing"):  # the CLI's exit 2 with this line
         serve_command(arm="summary:no_think", router=conditioned, host="counting")
+
+
+def test_serves_a_mix_of_fixed_arms_by_the_questions_draw_and_refuses_bad_mixes_in_one_line(
+        deploy_store: tuple[Store, str, str], host: CountingHost, tmp_path: Path) -> None:
+    """`--mix`: each question answered under the arm its hash draws (the same question, the same arm),
+    named in the `forge` object, the headers, the dry route, /metrics and the traffic log as drawn
+    from the mix; weights, a router, an arm or a bad mix refused in one line."""
+    store, conditioned, _ = deploy_store
+    option = "direct:no_think=0.4,raw:no_think=0.6"
+    for settings, message in [
+            (ServeSettings(host="counting", mix=option, weights=WeightsRequest(lambda_in=0.5)), "--lambda-in needs"),
+            (ServeSettings(host="counting", mix=option, arm="raw:no_think"), "--arm raw:no_think serves one"),
+            (ServeSettings(host="counting", mix="direct:no_think=0.4,raw:no_think=0.5"), "must sum to 1")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, settings)
+    with pytest.raises(InvalidInput, match="--router needs routing"):
+        serve_command(mix=option, router=conditioned, host="counting")
+    mix = parse_mix(option, 6)
+    questions = replay_questions(store, 12)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, mix=option, traffic_dir=tmp_path)
+    with serving_in_thread(store, settings) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        replies = [client.chat.completions.with_raw_response.create(
+            model="forge", messages=[{"role": "user", "content": q}]) for q in questions + questions[:2]]
+        route = httpx.post(f"{url}/v1/route", json={"question": questions[0]}, timeout=30)
+        metrics = httpx.get(f"{url}/metrics", timeout=30).text
+    expected = [mix.arm_for(q)[0].name for q in questions + questions[:2]]
+    assert len(set(expected)) == 2  # both arms drawn
+    for reply, arm in zip(replies, expected):
+        forge = reply.parse().model_extra["forge"]
+        assert (forge["arm"], forge["mix_arm"], forge["mix"]) == (arm, arm, option) and forge["host_calls"] == 1
+        assert (reply.headers["x-forge-arm"], reply.headers["x-forge-mix"]) == (arm, option)
+    assert route.json()["arm"] == expected[0] and route.json()["router"] == "mix" and route.json()["weights"] is None
+    assert route.headers["x-forge-mix"] == option and route.json()["host_calls"] == 0
+    for arm in set(expected):
+        assert f'forge_mix_arm_drawn_total{{arm="{arm}"}} {expected.count(arm)}' in metrics
+    records = read_traffic(tmp_path).requests
+    assert [r["arm"] for r in records if r["endpoint"] == "chat"] == expected
+    assert all(r["mix"] == option and r["mix_arm"] == r["arm"] and r["lambda_in"] is None for r in records)
 
 
 def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:
