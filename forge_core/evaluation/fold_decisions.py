@@ -55,7 +55,8 @@ CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature var
 
 
 def settings_from_dict(stored: dict) -> CrossfitSettings:
-    """`CrossfitSettings` from a run's stored JSON (older field names renamed)."""
+    """`CrossfitSettings` from a run's stored JSON (older field names renamed, missing conditioning
+    the default)."""
     stage1 = {STAGE_CONFIG_RENAMES.get(key, key): value for key, value in stored["stage1"].items()}
     known1 = {f.name for f in dataclasses.fields(Stage1Config)}
     known2 = {f.name for f in dataclasses.fields(Stage2Config)}
@@ -64,7 +65,15 @@ def settings_from_dict(stored: dict) -> CrossfitSettings:
         **{key: value for key, value in stored.items() if key in top},
         stage1=Stage1Config(**{k: v for k, v in stage1.items() if k in known1}),
         stage2=Stage2Config(**{k: v for k, v in stored["stage2"].items() if k in known2}),
-        conditioning=CostConditioning.from_dict(stored["conditioning"]))
+        conditioning=_stored_conditioning(stored))
+
+
+def _stored_conditioning(stored: dict) -> CostConditioning | None:
+    """A run's conditioning: None when it had none; the default for a run stored before conditioning
+    was recorded, as its run id reads it (`crossfit_identity`)."""
+    if "conditioning" not in stored:
+        return CostConditioning()
+    return None if stored["conditioning"] is None else CostConditioning.from_dict(stored["conditioning"])
 
 
 def fold_file(cache_dir: Path, run_id: str) -> Path:
