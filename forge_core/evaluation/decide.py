@@ -423,6 +423,10 @@ def decision_sentence(decided: dict) -> str:
     where = f" at λ_in {decided['lambda_in']:g} / λ_out {decided['lambda_out']:g}"
     if decided["budget_tokens"] is not None:
         where += f" within {decided['budget_tokens']:g} tokens a query"
+    if decided.get("deploy_mix"):
+        mix = decided["mix"]
+        arms = " + ".join(f"{arm} {share:.0%}" for arm, share in zip(mix["arms"], mix["shares"]))
+        return f"Deploy the mix of fixed arms {arms}{where}: no servable router is decidably above it in F1."
     if not decided["router_candidates"]:
         text = f"No servable router beats {best_arm} decidably{where}: deploy the fixed arm {row['arm']}"
         if deploy != decided["best_fixed_policy"]:

@@ -104,6 +104,8 @@ def test_a_budget_is_a_constraint(demo_store: Store, tmp_path: Path) -> None:
     option = ",".join(f"{arm}={share:.9g}" for arm, share in zip(mix["arms"], mix["shares"]))
     assert decided["serve_command"].endswith(f"--mix {option}") and decided["deploy_mix"] == option
     assert f"deploy the mix (`{decided['serve_command']}`)" in decided["sentence"]
+    assert decided["sentence"].startswith("Deploy the mix of fixed arms ")  # not a fixed arm, then the mix
+    assert "deploy the fixed arm" not in decided["sentence"]
     assert decided["ask_command"] is None and not decided["trains_first"]
 
 
