@@ -416,11 +416,17 @@ def finished_crossfit_reports(store: Store, host: str, cache_dir: Path | None = 
 def cached_crossfit_report(store: Store, run_id: str, cache_dir: Path) -> dict:
     """`crossfit_report` of a finished run, computed once (its bootstrap intervals take seconds)
     and kept as JSON in `cache_dir`: a run id hashes the settings and the data, and a finished
-    run's decisions never change, so the file stays valid; REPORT_VERSION names the report's
-    layout, so a new layout is computed afresh. Written atomically."""
-    path = Path(cache_dir) / f"{run_id}.v{REPORT_VERSION}.json"
+    run's decisions only grow (a policy added later, as the gates' and guards' rows were), so the
+    file is named by the run's stored row count and stays valid until rows are added; REPORT_VERSION
+    names the report's layout, so a new layout is computed afresh. Written atomically."""
+    path = Path(cache_dir) / report_file_name(run_id, store.crossfit_result_count(run_id))
     return cached_file(path, lambda: crossfit_report(store, run_id), lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
+
+
+def report_file_name(run_id: str, rows: int) -> str:
+    """The kept report of a run with `rows` stored decisions (`cached_crossfit_report`)."""
+    return f"{run_id}.v{REPORT_VERSION}.{rows}rows.json"
 
 
 # Over 60 lines: one report, field by field (its docstring names each).

@@ -884,6 +884,11 @@ class Store(StoreFile):
                 return connection.execute(query + " ORDER BY r.created_at DESC").fetchdf()
             return connection.execute(query + " WHERE r.host = ? ORDER BY r.created_at DESC", [host]).fetchdf()
 
+    def crossfit_result_count(self, run_id: str) -> int:
+        """How many out-of-fold decisions a run has stored (every fold and policy)."""
+        with self.connect() as connection:
+            return connection.execute("SELECT count(*) FROM crossfit_results WHERE run_id = ?", [run_id]).fetchone()[0]
+
     def write_crossfit_fold(self, run_id: str, fold: int, rows: pd.DataFrame) -> None:
         """Some policies' out-of-fold decisions of one fold, in one transaction (stored whole or
         not at all; the fold's rows of other policies stay). Columns: policy, kind, benchmark,

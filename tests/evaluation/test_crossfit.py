@@ -169,7 +169,8 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
 
     cache = tmp_path / "reports"
     assert crossfit_module.finished_crossfit_reports(store, HOST, cache) == [report]  # computed, then kept
-    assert [path.name for path in cache.iterdir()] == [f"{report['run_id']}.v{crossfit_module.REPORT_VERSION}.json"]
+    rows = len(results)
+    assert [path.name for path in cache.iterdir()] == [crossfit_module.report_file_name(report["run_id"], rows)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
         assert crossfit_module.cached_crossfit_report(store, report["run_id"], cache) == report
@@ -183,11 +184,18 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     another_seed = {**report, "run_id": "another-split-seed"}  # the stored run is this report's sibling
     spread = crossfit_module.split_seed_spread(store, another_seed)
     assert len(spread["split_seeds"]) == 2
-    kept = config.cache_dir() / CROSSFIT_CACHE / f"{report['run_id']}.v{crossfit_module.REPORT_VERSION}.json"
+    kept = config.cache_dir() / CROSSFIT_CACHE / crossfit_module.report_file_name(report["run_id"], rows)
     assert kept.exists()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(crossfit_module, "crossfit_report", lambda *args: pytest.fail("recomputed"))
         assert crossfit_module.split_seed_spread(store, another_seed) == spread
+
+    # a policy's rows added to the finished run later (as the gates' and guards' were): the kept report is
+    # not served stale, but computed again with the policy
+    added = results[results["policy"] == "always_raw"].assign(policy="always_raw_again")
+    for fold, frame in added.groupby("fold"):
+        store.write_crossfit_fold(report["run_id"], int(fold), frame.drop(columns=["run_id", "fold", "finished_at"]))
+    assert "always_raw_again" in crossfit_module.cached_crossfit_report(store, report["run_id"], cache)["policies"]
 
 
 def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_only(outcome_store: Store,
