@@ -55,7 +55,7 @@ REGIONS: dict[str, Callable[[Results], str]] = {  # each region of the documents
     "oracle-headroom": results_md.oracle_headroom, "cached-table": results_md.cached_table,
     "cached-reading": results_md.cached_reading, "crossfit-runs": results_md.crossfit_runs,
     "crossfit-tables": results_md.crossfit_tables, "peer-units": results_md.peer_units_table,
-    "gates-table": results_md.gates_table,
+    "gates-table": results_md.gates_table, "guards-table": results_md.guards_table,
     "seed-runs": results_md.seed_runs,
     "seeds-table": results_md.seeds_table, "answer-view": results_md.answer_view,
     "full-router-reading": results_md.full_router_reading, "paper-weights-reading": results_md.paper_weights_reading,

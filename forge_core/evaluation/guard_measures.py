@@ -54,11 +54,17 @@ def guard_lines(report: dict) -> list[str]:
         guard = row.get("guard")
         if guard is None:
             continue
-        risk = "no deviation" if guard["realized_risk"] is None else (
-            f"{guard['losing_deviations']} of {guard['deviations']} deviations lost utility "
-            f"({guard['realized_risk']:.1%} against alpha {guard['alpha']:.0%})")
         gain = guard["gain_vs_fallback"]
         lines.append(f"{name}: left its fallback ({', '.join(guard['fallback_arms'])}) on {guard['coverage']:.1%} of "
-                     f"queries; {risk}; utility {gain['difference']:+.4f} [{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}] "
-                     "over the fallback")
+                     f"queries; {risk_text(guard)}; utility {gain['difference']:+.4f} "
+                     f"[{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}] over the fallback")
     return lines
+
+
+def risk_text(guard: dict) -> str:
+    """A guard's losing deviations against alpha, in words: "42 of 570 deviations lost utility (7.4%
+    against alpha 20%)", or "no deviation"."""
+    if guard["realized_risk"] is None:
+        return "no deviation"
+    return (f"{guard['losing_deviations']} of {guard['deviations']} deviations lost utility "
+            f"({guard['realized_risk']:.1%} against alpha {guard['alpha']:.0%})")

@@ -13,6 +13,7 @@ import pandas as pd
 from forge_core.errors import MissingStep
 from forge_core.evaluation.crossfit import STAGE_CONFIG_RENAMES
 from forge_core.evaluation.evidence_arms import EvidenceArmsRequest, compare_arms_of
+from forge_core.evaluation.guard_measures import risk_text
 from forge_core.evaluation.peer_units import peer_rows
 from forge_core.evidence.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
@@ -1016,6 +1017,30 @@ def evidence_arms_table(results: Results) -> str:
         lines.append(f"| `{arm}` | " + " | ".join(cells) + " |")
     lines.append("| Pareto frontier | " + " | ".join(", ".join(f"`{arm}`" for arm in r["pareto_frontier"])
                                                  for r in retrievers) + " |")
+    return "\n".join(lines)
+
+
+def guards_table(results: Results) -> str:
+    """The guarded routers (`<router>_guard`) of the paper-recipe Stage-1 runs and the Stage-2 runs
+    (split seed 0, deployment accounting), as `forge eval crossfit` prints them: the fallback,
+    coverage, losing deviations against alpha and the utility gain over the fallback with its interval."""
+    runs = [run for run in results.select(1, conditioned=True)
+            if warm_start_arms(run.settings) == PAPER_WARM_START_ARMS]
+    lines = ["| run | stage, weights | guard | fallback | left it on | losing deviations | "
+             "utility vs fallback [95% CI] |", "|---|---|---|---|---:|---:|---|"]
+    without = []
+    for run, report in zip([*runs, *results.select(2)], [*results.reports(runs), *results.stage2_reports]):
+        guarded = [(name, row["guard"]) for name, row in report["policies"].items() if row.get("guard")]
+        if not guarded:
+            without.append(f"`{run.run_id}`")
+        for name, guard in guarded:
+            gain = guard["gain_vs_fallback"]
+            lines.append(f"| `{run.run_id}` | {run.settings['stage']}, {weights_text(report)} | `{name}` | "
+                         f"{', '.join(guard['fallback_arms'])} | {guard['coverage']:.1%} | {risk_text(guard)} | "
+                         f"{gain['difference']:+.4f} [{gain['ci'][0]:+.4f}, {gain['ci'][1]:+.4f}] |")
+    require(len(lines) > 2, "a stored run with guard rows")
+    if without:
+        lines += ["", f"Runs without guard rows yet (`scripts/guard_crossfit_rows.py` adds them): {listing(without)}."]
     return "\n".join(lines)
 
 
