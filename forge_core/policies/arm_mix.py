@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from forge_core.arms import Arm, arm_index, parse_arm
 from forge_core.errors import InvalidInput
@@ -48,6 +49,12 @@ class ArmMix:
             if draw < total:
                 return arm, draw
         return self.arms[-1], draw  # the shares' sum may fall a rounding short of 1
+
+
+def draw_record(option: str, arm: str, draw: float) -> dict[str, Any]:
+    """What a record of a request answered under a mix names: the mix (`ArmMix.option`), the arm
+    drawn and the draw (the traffic log, the answer's `forge` object, `/v1/route`)."""
+    return {"mix": option, "mix_arm": arm, "mix_draw": round(draw, 9)}
 
 
 def mix_option(arms: list[str], shares: tuple[float, ...] | list[float]) -> str:

@@ -67,7 +67,7 @@ from forge_core.evidence.retrievers import get_retriever_config, retriever_hash,
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
-from forge_core.policies.arm_mix import ArmMix, mix_option, parse_mix
+from forge_core.policies.arm_mix import ArmMix, draw_record, mix_option, parse_mix
 from forge_core.records import is_fever_benchmark
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
@@ -659,7 +659,7 @@ def _mix_draw(state: ServerState, asked: ChatRequest) -> dict[str, Any]:
     if not isinstance(target, ArmMix):
         return {}
     arm, draw = target.arm_for(asked.question)
-    return {"mix": target.option, "mix_arm": arm.name, "mix_draw": round(draw, 9)}
+    return draw_record(target.option, arm.name, draw)
 
 
 def _mix_headers(drawn: dict[str, Any]) -> dict[str, str]:

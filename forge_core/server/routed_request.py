@@ -19,6 +19,7 @@ from typing import Any
 from forge_core.hosts.anthropic import messages_body
 from forge_core.hosts.base import GenerationRequest, HostConfig, estimate_tokens
 from forge_core.hosts.openai_compat import chat_completion_body
+from forge_core.policies.arm_mix import draw_record
 from forge_core.routing.live import DryRoute
 
 HEADER_PREFIX = "x-forge-"
@@ -83,8 +84,7 @@ class RoutedRequest:
         """Under a mix, the fields a record adds (the mix, the arm it drew, the draw; no weights); {} otherwise."""
         if self.mix is None:
             return {}
-        return {"mix": self.mix, "mix_arm": self.arm, "mix_draw": round(self.mix_draw, 9), "lambda_in": None,
-                "lambda_out": None}
+        return draw_record(self.mix, self.arm, self.mix_draw) | {"lambda_in": None, "lambda_out": None}
 
     def to_json(self) -> dict[str, Any]:
         """`POST /v1/route`'s response: the decision, every arm's probability, the passages retrieved,
