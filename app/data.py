@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from forge_core.evidence.retrieval import Retriever
     from forge_core.evidence.retriever_backends import AnyRetriever
     from forge_core.jobs import JobProgress
-    from forge_core.policies.guard import Guard
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.demo_questions import DemoQuestion
     from forge_core.reports.reliability import Reliability, ReliabilityBase
+    from forge_core.routing.guard import Guard
 
 STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)

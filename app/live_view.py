@@ -13,12 +13,12 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.policies.guard import Guard
 from forge_core.reports.checkpoint_views import name_with_id
 from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
 from forge_core.rewards.support_verdict import CONTRADICTED, SUPPORTED
 from forge_core.routing.confidence import Confidence, share_right
+from forge_core.routing.guard import Guard
 from forge_core.routing.live import (
     EXACT_MATCH,
     EXTRA_CALL,
@@ -68,11 +68,9 @@ def guard_verdict(guard: Guard | str, result: RoutedAnswer) -> None:
     if isinstance(guard, str):
         st.caption(f"No guard for this router: {guard}.")
         return
-    held = result.margin is not None and guard.holds(result.arm, result.margin)
-    threshold = "never deviates" if guard.threshold == float("inf") else f"threshold {guard.threshold:+.3f} utility"
-    text = (f"Guard (risk {guard.alpha:.0%}, fallback {guard.fallback_arm}, {threshold}, from "
-            f"{guard.calibration_deviations} deviations on the dev queries, {guard.calibration_losses} losing): "
-            f"{guard.why(result.arm, result.margin if result.margin is not None else 0.0)}.")
+    margin = result.margin if result.margin is not None else 0.0
+    held = result.margin is not None and guard.holds(result.router_arm, margin)
+    text = f"Guard ({guard.summary()}): {guard.why(result.router_arm, margin)}."
     if held:
         st.warning(text + f" This answer is the router's; the guarded router would have answered with "
                           f"{guard.fallback_arm}.", icon=":material/shield:")

@@ -28,6 +28,9 @@ def ask(
                         "(its stored cost, or an extra call that routing does not need).")] = False,
     router: Annotated[Optional[str], typer.Option(
         help="With --route: a checkpoint id (default: the newest Lite checkpoint of the host).")] = None,
+    guard: Annotated[Optional[float], typer.Option(
+        "--guard", help="With --route: guard the router for this risk, as `forge serve --guard` does (the best "
+                        "fixed arm unless the router's margin clears its threshold).")] = None,
     compare_raw: Annotated[bool, typer.Option(
         "--compare-raw", help="With --route: also answer with raw:no_think and show both (an extra call that "
                               "routing does not need).")] = False,
@@ -47,8 +50,8 @@ def ask(
     from forge_core.routing.ask import AskRequest, run_ask
     from forge_core.routing.utility import CostWeights
 
-    if not route and (router or compare_raw):
-        raise InvalidInput("--router and --compare-raw go with --route")
+    if not route and (router or compare_raw or guard is not None):
+        raise InvalidInput("--router, --guard and --compare-raw go with --route")
     retriever = chosen_retriever(host, retriever)
     request = AskRequest(question=question or "", benchmark=benchmark, host_name=host,
                          arm=arm or (None if route else RAW_NO_THINK), checkpoint_id=router, example_id=example,
@@ -57,13 +60,25 @@ def ask(
     store = open_store()
     if router:
         warn_if_other_host(store, router, host)
-    result = run_ask(store, request)
+    inputs = request.check(store)
+    result = run_ask(store, request, inputs=inputs, guard=_guard(store, inputs, request, guard))
     if not route:
         _print_plain(result, host, retriever, as_json)
     elif as_json:
         print_json(result.to_json())
     else:
         _print_routed(result, store)
+
+
+def _guard(store: Any, inputs: Any, request: Any, risk: float | None) -> Any:
+    """The router's guard for `--guard` (None without it), fitted as `forge serve --guard` fits it."""
+    if risk is None or inputs.checkpoint_id is None:
+        return None
+    from forge_core.reports.checkpoint_guard import checkpoint_guard
+    from forge_core.routing.guard import check_guard_risk
+
+    check_guard_risk(risk)
+    return checkpoint_guard(store, inputs.checkpoint_id, request.weights, risk)
 
 
 def _print_plain(result: Any, host: str, retriever: str, as_json: bool) -> None:
@@ -98,7 +113,10 @@ def _print_routed(result: Any, store: Any) -> None:
     out = Console()
     router = name_with_id(checkpoint_names(store.checkpoints()), result.checkpoint_id)
     chosen = "arm picked by hand" if not result.probabilities else (
-        f"router {router}, p={result.probabilities[result.arm]:.2f}, routing {result.routing_ms:.0f} ms")
+        f"router {router}, p={result.probabilities[result.router_arm]:.2f}, routing {result.routing_ms:.0f} ms")
+    guard = result.guard_record()
+    if guard is not None:
+        chosen += f"\nguard: {guard['why']}"
     if result.probe_calls:
         chosen += f", {result.probe_calls} probes ({result.probe_tokens} tokens)"
     f1 = "" if result.f1 is None else f", F1 {result.f1:.2f}"

@@ -37,6 +37,11 @@ def serve_command(
                       "--budget-tokens` names): each question answered under one arm drawn by a hash of its text, "
                       "the same question always under the same arm; refused with --arm, --router, weights, "
                       "budgets.")] = None,
+    guard: Annotated[Optional[float], typer.Option(
+        "--guard", help="Guard the router for this risk (e.g. 0.2, what `forge decide` names for a guarded "
+                        "router): answer with the best fixed arm of its train and dev queries unless its margin "
+                        "clears a threshold fitted on its dev queries so that at most this share of deviations "
+                        "lose utility; refused with --arm, --mix and budgets.")] = None,
     host: Annotated[Optional[str], typer.Option(
         help="The host that answers (see `forge host list`; default embedded).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(
@@ -106,10 +111,10 @@ def serve_command(
     if manifest is not None:
         chosen = {"--router": router, "--arm": arm, "--mix": mix, "--host": host, "--retriever": retriever,
                   "--lambda-in": lambda_in, "--lambda-out": lambda_out, "--budget-tokens": budget_tokens,
-                  "--budgets": budgets}
+                  "--budgets": budgets, "--guard": guard}
         deployment, served = _manifest(store, manifest, [flag for flag, value in chosen.items() if value is not None])
         host, retriever, arm, router = served["host"], served["retriever"], served["arm"], served["router"]
-        mix = served.get("mix")
+        mix, guard = served.get("mix"), served.get("guard")
         lambda_in, lambda_out = served["lambda_in"], served["lambda_out"]
     host = host or "embedded"
     if arm is not None and router is not None:
@@ -123,7 +128,7 @@ def serve_command(
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
                              traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm,
-                             manifest=deployment, mix=mix)
+                             manifest=deployment, mix=mix, guard=guard)
     if arm is None and mix is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
     application = build_app(store, settings)

@@ -11,8 +11,9 @@ conditioned routers.
 
 The rule (`decide_from_outcomes`, the one function every view states its decision with):
 
-1. Only what can be served competes: fixed arms (`forge serve --arm`) and FORGE routers (a
-   checkpoint); every other policy is reported with the reason it is excluded. The oracle never.
+1. Only what can be served competes: fixed arms (`forge serve --arm`), FORGE routers (a
+   checkpoint) and their guards (`forge serve --guard`); every other policy is reported with the
+   reason it is excluded. The oracle never.
 2. With a token budget, only policies whose tokens a query are not decidably above it (the lower
    bound of their 95% interval at most the budget).
 3. The best fixed arm is the remaining fixed arm of highest macro utility.
@@ -59,6 +60,7 @@ from forge_core.policies.guard import GUARD_SUFFIX
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.routing.checkpoints import checkpoint_name
+from forge_core.routing.guard import GUARD_ALPHA
 from forge_core.routing.utility import CostWeights, check_accounting
 from forge_core.statistics import Interval, benchmark_masks, paired_bootstrap_cis
 from forge_core.store import Store
@@ -66,7 +68,7 @@ from forge_core.store import Store
 if TYPE_CHECKING:
     from forge_core.policies.context import EvalContext
 
-DECISION_VERSION = 5  # layout of a cached decision: bump when it changes
+DECISION_VERSION = 6  # layout of a cached decision: bump when it changes
 FLOOR_POLICY = "ridge_utility"  # the linear floor (`forge_core.evaluation.crossfit.FLOOR_POLICY`)
 CONDITIONED_VARIANTS = variants(ConditionedRouter)  # policy name -> feature variant
 ROUTER_VARIANTS = variants(TrainedRouter) | CONDITIONED_VARIANTS  # every servable router -> its checkpoints' variant
@@ -77,9 +79,15 @@ RUN_TOLERANCE = 1e-9  # a stored run is at the asked weights when each differs b
 # ---------------------------------------------------------------- the rule
 
 
+def served_router(name: str) -> str:
+    """The router policy `forge serve` loads for a policy: a guarded router's own router
+    (`forge serve --guard`), any other policy itself."""
+    return name.removesuffix(GUARD_SUFFIX)
+
+
 def exclusion_reason(name: str, kind: str) -> str | None:
     """Why `forge serve` cannot serve a policy (None: it can)."""
-    if kind == FIXED_ARM_KIND or name in ROUTER_VARIANTS:
+    if kind == FIXED_ARM_KIND or served_router(name) in ROUTER_VARIANTS:
         return None
     if name == FLOOR_POLICY:
         return "the linear floor: a ridge fit with no checkpoint format `forge serve` loads"
@@ -88,10 +96,8 @@ def exclusion_reason(name: str, kind: str) -> str | None:
     if name.endswith("_fallback"):
         return "the dev fallback rule around a router: not a checkpoint `forge serve` loads"
     if name.endswith(GUARD_SUFFIX):
-        return ("a guarded router: its margin threshold and fallback arm are fitted per fold, and neither a "
-                "checkpoint nor the deployment manifest carries them yet, so `forge serve` would serve the bare "
-                "router; deploy the router or the fixed arm the rule names, and read the guard's out-of-fold "
-                "coverage, risk and gain in `forge eval crossfit`")
+        return f"a guard around {served_router(name)}, which `forge serve` cannot serve: " + exclusion_reason(
+            served_router(name), kind)
     return "a baseline from the literature: `forge serve` serves FORGE routers and fixed arms"
 
 
@@ -368,10 +374,10 @@ def decide(store: Store, host: str, weights: CostWeights, cache_dir: Path, accou
     decided = {"host": host, "retriever": retriever, **weights.to_dict(), "accounting": accounting,
                "recipe": chosen.to_dict(), "recommended_recipe": choice["recipe"].recipe_id,
                "recipe_measured": choice["measured"], "evidence": source, "run_ids": run_ids, **result}
-    return _named(store, host, chosen, weights, decided)
+    return named_decision(store, host, chosen, weights, decided)
 
 
-def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decided: dict) -> dict:
+def named_decision(store: Store, host: str, recipe: Recipe, weights: CostWeights, decided: dict) -> dict:
     """The decision with what to deploy named: a checkpoint of the recipe for a router (or the one
     command that trains it), the fixed arm's serve command otherwise, and a sentence."""
     from forge_core.evidence.retrievers import retriever_option
@@ -379,8 +385,9 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
     deploy = decided["deploy"]
     evidence = retriever_option(decided["retriever"])
     lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
-    variant = ROUTER_VARIANTS.get(deploy)
-    conditioned = deploy in CONDITIONED_VARIANTS
+    variant = ROUTER_VARIANTS.get(served_router(deploy))
+    conditioned = served_router(deploy) in CONDITIONED_VARIANTS
+    guard = f" --guard {GUARD_ALPHA:g}" if deploy.endswith(GUARD_SUFFIX) and variant is not None else ""
     checkpoint = name = None
     if variant is not None:
         stored = store.checkpoints(host)
@@ -397,13 +404,15 @@ def _named(store: Store, host: str, recipe: Recipe, weights: CostWeights, decide
         command = (f"forge train --host {host}{evidence} --variant {variant}{trained_at} "
                    f"{recipe.train_options(conditioned)}")
     else:
-        command = f"forge serve --host {host}{evidence} --router {checkpoint}" + (f" {lambdas}" if conditioned else "")
+        command = (f"forge serve --host {host}{evidence} --router {checkpoint}" + (f" {lambdas}" if conditioned else "")
+                   + guard)
     ask = f"forge ask --host {host}{evidence} " + (f"--arm {decided['deploy_arm']}" if variant is None else
-                                                   f"--route --router {checkpoint}") + ' "QUESTION"'
+                                                   f"--route --router {checkpoint}{guard}") + ' "QUESTION"'
     asks = not decided.get("deploy_mix") and (variant is None or checkpoint)  # `forge ask` answers no mix
     named = {**decided, "checkpoint_id": checkpoint, "checkpoint_name": name, "variant": variant,
              "conditioned": conditioned and variant is not None,
              "serve_command": command, "trains_first": variant is not None and checkpoint is None,
+             "guard": GUARD_ALPHA if guard else None,
              "ask_command": ask if asks else None}
     named["sentence"] = " ".join(filter(None, (decision_sentence(named), mix_sentence(named))))
     return named

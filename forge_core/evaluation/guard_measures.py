@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from forge_core.policies.guard import GUARD_ALPHA, GUARD_SUFFIX
+from forge_core.policies.guard import GUARD_SUFFIX
+from forge_core.routing.guard import GUARD_ALPHA
 from forge_core.statistics import macro, paired_bootstrap_ci
 
 

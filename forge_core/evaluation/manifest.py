@@ -57,7 +57,7 @@ def decision_manifest(decided: dict, data: str) -> dict[str, Any]:
         "variant": decided["variant"], "conditioned": decided["conditioned"],
         "trains_first": decided["trains_first"], "serve_command": decided["serve_command"],
         "ask_command": decided["ask_command"], "sentence": decided["sentence"],
-        "deploy_mix": decided.get("deploy_mix"),
+        "deploy_mix": decided.get("deploy_mix"), "guard": decided.get("guard"),
         "host": decided["host"], "retriever": decided["retriever"],
         "lambda_in": decided["lambda_in"], "lambda_out": decided["lambda_out"],
         "accounting": decided["accounting"], "budget_tokens": decided["budget_tokens"],
@@ -153,7 +153,7 @@ def manifest_summary(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def serve_settings_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """What `forge serve` takes from a manifest: host, retriever, and the mix of fixed arms it
-    deploys (`deploy_mix`), the fixed arm, or the router with its weights."""
+    deploys (`deploy_mix`), the fixed arm, or the router with its weights and its guard's risk (None: unguarded)."""
     served = {"host": manifest["host"], "retriever": manifest["retriever"], "mix": None}
     if manifest.get("deploy_mix"):
         return served | {"mix": manifest["deploy_mix"], "arm": None, "router": None, "lambda_in": None,
@@ -161,4 +161,4 @@ def serve_settings_of(manifest: dict[str, Any]) -> dict[str, Any]:
     if manifest["arm"] is not None:
         return served | {"arm": manifest["arm"], "router": None, "lambda_in": None, "lambda_out": None}
     return served | {"arm": None, "router": manifest["checkpoint_id"], "lambda_in": manifest["lambda_in"],
-                     "lambda_out": manifest["lambda_out"]}
+                     "lambda_out": manifest["lambda_out"], "guard": manifest.get("guard")}

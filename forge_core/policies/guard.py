@@ -25,66 +25,15 @@ margin, so they are charged on every query.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from forge_core.policies.base import Policy
 from forge_core.policies.context import Decisions, EvalContext
 from forge_core.policies.kinds import ROUTER_KIND
+from forge_core.routing.guard import GUARD_ALPHA, Guard, calibrated_guard
 from forge_core.statistics import macro
 
-GUARD_ALPHA = 0.2  # the risk a guard is fitted for: at most this share of its deviations lose utility
 GUARD_SUFFIX = "_guard"  # a guarded router's name: the router's name and this
-
-
-@dataclass(frozen=True)
-class Guard:
-    """A fitted guard: deviate from `fallback_arm` where the router's margin is at least `threshold`."""
-
-    fallback_arm: str  # the best fixed arm on the rows it was fitted on
-    threshold: float  # margin (utility units) a deviation needs; inf: never deviate
-    alpha: float  # the risk it was fitted for
-    calibration_deviations: int  # dev rows where the router chose another arm than the fallback
-    calibration_losses: int  # of those, rows where the router's arm had lower utility
-
-    def deviates(self, actions: np.ndarray, margin: np.ndarray, fallback: int) -> np.ndarray:
-        """Per row: whether the guard follows the router (another arm, margin at least the threshold)."""
-        return (np.asarray(actions) != fallback) & (np.asarray(margin, dtype=np.float64) >= self.threshold)
-
-    def holds(self, router_arm: str, margin: float) -> bool:
-        """Whether a query the router sends to `router_arm` with this margin is held at the fallback."""
-        return router_arm != self.fallback_arm and margin < self.threshold
-
-    def why(self, router_arm: str, margin: float) -> str:
-        """One line: why a query with this router arm and margin was deviated or held at the fallback."""
-        if router_arm == self.fallback_arm:
-            return f"the router chose the fallback {self.fallback_arm} itself"
-        if not np.isfinite(self.threshold):
-            return (f"held at the fallback {self.fallback_arm}: no margin cleared the risk {self.alpha:g} on the "
-                    "held-out dev queries, so the guard never deviates")
-        if not self.holds(router_arm, margin):
-            return (f"deviated to {router_arm}: margin {margin:+.3f} utility is at least the threshold "
-                    f"{self.threshold:+.3f} (risk {self.alpha:g})")
-        return (f"held at the fallback {self.fallback_arm}: margin {margin:+.3f} utility for {router_arm} is below "
-                f"the threshold {self.threshold:+.3f} (risk {self.alpha:g})")
-
-
-def risk_threshold(margin: np.ndarray, loses: np.ndarray, alpha: float) -> float:
-    """The lowest margin threshold whose deviations, and those of every higher threshold, have
-    (losses + 1) / (deviations + 1) <= alpha (see the module docstring); inf when none does.
-    `margin` and `loses` are per calibration deviation."""
-    margin, loses = np.asarray(margin, dtype=np.float64), np.asarray(loses, dtype=bool)
-    threshold = np.inf
-    for value in np.unique(margin)[::-1]:  # highest first
-        above = margin >= value
-        deviations = int(above.sum())
-        if alpha * (deviations + 1) < 1 - 1e-12:  # too few deviations to pass even without a loss: go on
-            continue
-        if (loses[above].sum() + 1) / (deviations + 1) > alpha:
-            break
-        threshold = float(value)
-    return threshold
 
 
 def best_fixed_arm(context: EvalContext, rows: np.ndarray) -> int:
@@ -93,17 +42,6 @@ def best_fixed_arm(context: EvalContext, rows: np.ndarray) -> int:
     benchmarks = context.table.benchmarks[rows]
     scores = [macro(utility[:, arm], benchmarks) for arm in range(utility.shape[1])]
     return int(np.argmax(scores))
-
-
-def calibrated_guard(actions: np.ndarray, margin: np.ndarray, utility: np.ndarray, fallback: int,
-                     arms: tuple[str, ...], alpha: float = GUARD_ALPHA) -> Guard:
-    """The guard whose threshold `risk_threshold` picks on calibration rows: the router's `actions`
-    and `margin` there, every arm's `utility` on them ([rows, arms]) and the `fallback` arm's index."""
-    actions = np.asarray(actions)
-    deviating = actions != fallback
-    loses = utility[np.arange(len(actions)), actions] < utility[:, fallback]
-    threshold = risk_threshold(np.asarray(margin)[deviating], loses[deviating], alpha)
-    return Guard(arms[fallback], threshold, alpha, int(deviating.sum()), int(loses[deviating].sum()))
 
 
 def fit_guard(context: EvalContext, router: Policy, alpha: float = GUARD_ALPHA) -> Guard:

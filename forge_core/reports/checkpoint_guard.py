@@ -11,11 +11,12 @@ import numpy as np
 
 from forge_core.errors import MissingStep
 from forge_core.policies.context import EvalContext
-from forge_core.policies.guard import GUARD_ALPHA, Guard, best_fixed_arm, calibrated_guard
+from forge_core.policies.guard import best_fixed_arm
 from forge_core.policies.routers import RouterPolicy
 from forge_core.reports.reliability import checkpoint_outcomes
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import checkpoint_tau, margins
+from forge_core.routing.guard import GUARD_ALPHA, Guard, calibrated_guard
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 

@@ -24,6 +24,7 @@ from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import get_host_config
 from forge_core.records import Example
 from forge_core.routing.checkpoints import LoadedCheckpoint, load_checkpoint
+from forge_core.routing.guard import Guard
 from forge_core.routing.live import (
     ALWAYS_RAW_MODES,
     RoutedAnswer,
@@ -85,12 +86,12 @@ class AskInputs:
 
 def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = None,
             host_config: HostConfig | None = None, retriever: AnyRetriever | None = None,
-            checkpoint: LoadedCheckpoint | None = None) -> RoutedAnswer:
+            checkpoint: LoadedCheckpoint | None = None, guard: Guard | None = None) -> RoutedAnswer:
     """Answer the request's question. A caller that checked the request already passes what
     `request.check` returned as `inputs` (else it is checked here); a caller that keeps them loaded
     (the dashboard) passes the served host configuration, the benchmark's opened retriever and the
-    loaded router checkpoint. A router trained under other evidence than the request's retriever
-    is refused."""
+    loaded router checkpoint; `guard` (`forge ask --guard`) may hold the router's query at its
+    fallback arm. A router trained under other evidence than the request's retriever is refused."""
     inputs = inputs or request.check(store)
     if inputs.checkpoint_id is not None and (checkpoint is None or checkpoint.checkpoint_id != inputs.checkpoint_id):
         checkpoint = load_checkpoint(store, inputs.checkpoint_id)
@@ -100,7 +101,7 @@ def run_ask(store: Store, request: AskRequest, *, inputs: AskInputs | None = Non
     return ask_routed(store, host_config or inputs.host_config, retriever,
                       inputs.question, request.benchmark, checkpoint=checkpoint if inputs.arm is None else None,
                       arm=inputs.arm, example=inputs.example, always_raw=request.always_raw,
-                      weights=request.weights)
+                      weights=request.weights, guard=guard)
 
 
 def _stored_example(store: Store, benchmark: str, example_id: str) -> Example:

@@ -51,6 +51,7 @@ from forge_core.records import GREEDY_PROBE, SAMPLE_PROBES, Example, ProbeOutcom
 from forge_core.routing.checkpoints import LoadedCheckpoint, default_router
 from forge_core.routing.confidence import TAU, Confidence, checkpoint_tau, confidence
 from forge_core.routing.features import features_for_question, needs_probes
+from forge_core.routing.guard import Guard, guard_attributes, guard_record, guarded_arm
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store, utc_now
 
@@ -130,6 +131,7 @@ class RoutedAnswer:
     raw_f1: float | None
     weights: tuple[float, float] | None = None  # (lambda_in, lambda_out) a cost-conditioned router decided at
     tau: float = TAU  # the router's Boltzmann temperature (its lineage's): tau * log-probability gaps are utility
+    guard: Guard | None = None  # the guard that held the query at its fallback or let the router's arm through
 
     @property
     def probe_tokens(self) -> int:
@@ -151,8 +153,13 @@ class RoutedAnswer:
 
     @property
     def arm(self) -> str:
-        """The arm the question was answered with."""
+        """The arm the question was answered with (the guard's fallback where the guard held it)."""
         return self.answer.arm
+
+    @property
+    def router_arm(self) -> str | None:
+        """The router's own choice, the most probable arm; None under an override."""
+        return max(self.probabilities, key=self.probabilities.get) if self.probabilities else None
 
     @property
     def tokens(self) -> int:
@@ -174,12 +181,12 @@ class RoutedAnswer:
     def confidence(self) -> Confidence | None:
         """The chosen arm's implied utility over every other arm and its margin over the runner-up,
         in utility units (`forge_core.routing.confidence`); None under an override."""
-        return confidence(self.probabilities, self.arm, self.tau) if self.probabilities else None
+        return confidence(self.probabilities, self.router_arm, self.tau) if self.probabilities else None
 
     @property
     def margin(self) -> float | None:
-        """The decision's margin over the runner-up in utility units (`confidence`); None under an
-        override or with no other arm."""
+        """The router's margin for its arm over the runner-up in utility units (`confidence`); None
+        under an override or with no other arm."""
         return self.confidence.margin if self.probabilities else None
 
     @property
@@ -209,8 +216,10 @@ class RoutedAnswer:
         saved = self.saved_percent
         return {
             "question": self.question, "benchmark": self.benchmark, "host": self.host, "router": self.checkpoint_id,
-            "arm": self.arm, "probabilities": {arm: round(p, 6) for arm, p in self.probabilities.items()},
+            "arm": self.arm, "router_arm": self.router_arm,
+            "probabilities": {arm: round(p, 6) for arm, p in self.probabilities.items()},
             "confidence": None if self.confidence is None else self.confidence.to_json(),
+            "guard": self.guard_record(),
             "routing_ms": round(self.routing_ms, 1), "probe_calls": self.probe_calls,
             "probe_tokens": self.probe_tokens, "answer_is_probe": self.answer_is_probe,
             "host_calls": self.host_calls, "tokens": self.tokens, "answer": answer.extracted,
@@ -235,7 +244,11 @@ class RoutedAnswer:
                 "forge.router": self.checkpoint_id, "forge.margin": self.margin, "forge.lambda_in": weights[0],
                 "forge.lambda_out": weights[1], "forge.evidence_tokens": estimate_tokens(self.answer.support_text),
                 "forge.host": self.host, "forge.host_calls": self.host_calls,
-                "forge.routing_ms": round(self.routing_ms, 3)}
+                "forge.routing_ms": round(self.routing_ms, 3)} | guard_attributes(self.guard_record())
+
+    def guard_record(self) -> dict[str, Any] | None:
+        """What the guard did to this query (`Guard.to_json`); None without a guard."""
+        return guard_record(self.guard, self.probabilities, self.tau)
 
 
 @dataclass(frozen=True)
@@ -301,9 +314,11 @@ def default_router_id(store: Store, host: str) -> str:
 async def route_and_answer(store: Store, client: Host, retriever: Retriever, question: str, benchmark: str, *,
                            checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None,
                            example: Example | None = None, always_raw: AlwaysRaw = "off",
-                           chat: ClientChat | None = None, weights: CostWeights = CostWeights()) -> RoutedAnswer:
+                           chat: ClientChat | None = None, weights: CostWeights = CostWeights(),
+                           guard: Guard | None = None) -> RoutedAnswer:
     """Route `question` with the router of `checkpoint` (or take the override `arm`; a cost-conditioned
-    router decides at `weights`, which any other ignores), answer it under the chosen arm
+    router decides at `weights`, which any other ignores; a `guard` may hold it at its fallback arm), answer
+    it under the chosen arm
     on the host `client` with evidence from `retriever` (inside a chat client's conversation `chat`, if any),
     and set it beside Always-Raw as `always_raw` asks (see the module docstring). `example` is the
     stored example the question comes from, if any (for F1 and the stored Raw cost)."""
@@ -325,7 +340,7 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
             probes = await run_probes(client, question, is_fever)
         probabilities = _probabilities(checkpoint, question, retriever, evidence,
                                        probe_outcomes(client.config.name, probes), weights)
-        arm = parse_arm(max(probabilities, key=probabilities.get))
+        arm = parse_arm(guarded_arm(probabilities, checkpoint_tau(checkpoint.lineage), guard))
     routing_ms = (time.perf_counter() - started) * 1000.0
     check_arm(arm, client.config)
     greedy = probes.get(GREEDY_PROBE)
@@ -348,6 +363,7 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
         weights=((weights.lambda_in, weights.lambda_out)
                  if checkpoint is not None and checkpoint.conditioning is not None else None),
         tau=checkpoint_tau(checkpoint.lineage) if checkpoint is not None else TAU,
+        guard=guard if checkpoint is not None else None,
     )
 
 
@@ -355,29 +371,34 @@ async def route_and_answer(store: Store, client: Host, retriever: Retriever, que
 class DryRoute:
     """A routing decision made without any host call (`POST /v1/route`)."""
 
-    arm: str
+    arm: str  # the arm chosen (the guard's fallback where the guard held the query)
     probabilities: dict[str, float]  # arm name -> router probability
     evidence: Evidence
     routing_ms: float
     tau: float = TAU  # the router's Boltzmann temperature (its lineage's)
+    guard: Guard | None = None  # the guard that held the query at its fallback or let the router's arm through
 
     @property
     def margin(self) -> float | None:
-        """The decision's margin over the runner-up in utility units (`confidence`)."""
-        return confidence(self.probabilities, self.arm, self.tau).margin
+        """The router's margin for its own arm over the runner-up in utility units (`confidence`)."""
+        return confidence(self.probabilities, max(self.probabilities, key=self.probabilities.get), self.tau).margin
+
+    def guard_record(self) -> dict[str, Any] | None:
+        """What the guard did to this query (`Guard.to_json`); None without a guard."""
+        return guard_record(self.guard, self.probabilities, self.tau)
 
     def span_attributes(self, weights: tuple[float, float]) -> dict[str, Any]:
         """A dry route's span attributes (`forge_core.telemetry`): the decision, no host call."""
         return {"forge.arm": self.arm, "forge.margin": self.margin, "forge.lambda_in": weights[0],
                 "forge.lambda_out": weights[1], "forge.host_calls": 0,
                 "forge.evidence_tokens": estimate_tokens(self.evidence.support_text(parse_arm(self.arm).support)),
-                "forge.routing_ms": round(self.routing_ms, 3)}
+                "forge.routing_ms": round(self.routing_ms, 3)} | guard_attributes(self.guard_record())
 
 
 def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
-              weights: CostWeights = CostWeights()) -> DryRoute:
-    """Route `question` with a router that needs no host probe (Lite or BGE+BM25), calling no host;
-    a Full router is refused (its features are four host calls)."""
+              weights: CostWeights = CostWeights(), guard: Guard | None = None) -> DryRoute:
+    """Route `question` with a router that needs no host probe (Lite or BGE+BM25), calling no host
+    (a `guard` may hold it at its fallback arm); a Full router is refused (its features are four host calls)."""
     question = check_question(question)
     if needs_probes(checkpoint.variant):
         raise InvalidInput(f"router {checkpoint.checkpoint_id} is a Full router: its features need four host "
@@ -386,9 +407,9 @@ def dry_route(retriever: Retriever, question: str, checkpoint: LoadedCheckpoint,
     started = time.perf_counter()
     evidence = retrieve_evidence(retriever, question)
     probabilities = _probabilities(checkpoint, question, retriever, evidence, [], weights)
-    arm = max(probabilities, key=probabilities.get)
-    return DryRoute(arm, probabilities, evidence, (time.perf_counter() - started) * 1000.0,
-                    checkpoint_tau(checkpoint.lineage))
+    tau = checkpoint_tau(checkpoint.lineage)
+    return DryRoute(guarded_arm(probabilities, tau, guard), probabilities, evidence,
+                    (time.perf_counter() - started) * 1000.0, tau, guard)
 
 
 def _prepare_router(checkpoint: LoadedCheckpoint, retriever: Retriever) -> None:
@@ -407,7 +428,8 @@ def _probabilities(checkpoint: LoadedCheckpoint, question: str, retriever: Retri
 
 def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question: str, benchmark: str, *,
                checkpoint: LoadedCheckpoint | None = None, arm: Arm | None = None, example: Example | None = None,
-               always_raw: AlwaysRaw = "off", weights: CostWeights = CostWeights()) -> RoutedAnswer:
+               always_raw: AlwaysRaw = "off", weights: CostWeights = CostWeights(),
+               guard: Guard | None = None) -> RoutedAnswer:
     """`route_and_answer` from synchronous code, on the host `config` (served first when it needs
     an embedded server)."""
 
@@ -415,7 +437,8 @@ def ask_routed(store: Store, config: HostConfig, retriever: Retriever, question:
         async with hosted(config) as client:
             with telemetry.span(telemetry.REQUEST_SPAN, telemetry.request_attributes("forge")) as span:
                 result = await route_and_answer(store, client, retriever, question, benchmark, checkpoint=checkpoint,
-                                                arm=arm, example=example, always_raw=always_raw, weights=weights)
+                                                arm=arm, example=example, always_raw=always_raw, weights=weights,
+                                                guard=guard)
                 telemetry.set_attributes(span, result.span_attributes())
             return result
 

@@ -69,9 +69,11 @@ from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
 from forge_core.policies.arm_mix import ArmMix, draw_record, mix_option, parse_mix
 from forge_core.records import is_fever_benchmark
+from forge_core.reports.checkpoint_guard import checkpoint_guard
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
+from forge_core.routing.guard import Guard, check_guard_risk
 from forge_core.routing.live import DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
@@ -111,6 +113,7 @@ class ServeSettings:
     arm: str | None = None  # the `forge` model answers under this fixed arm instead of routing (`--arm`)
     manifest: dict | None = None  # the deployment manifest served (`--manifest`): shown at /health, named in the log
     mix: str | None = None  # the `forge` model answers under fixed arms drawn by question, ARM=SHARE,... (`--mix`)
+    guard: float | None = None  # the `forge` model's router is guarded for this risk (`--guard`; None: not guarded)
 
 
 def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
@@ -139,7 +142,8 @@ def _refuse_router_options(what: str, flag: str, settings: ServeSettings) -> Non
                                       ("--lambda-out", weights.lambda_out is not None),
                                       ("--budget-tokens", weights.budget_tokens is not None),
                                       ("--budgets", bool(weights.budgets)), ("--ratio", weights.ratio is not None),
-                                      ("--candidate", settings.candidate is not None)) if given]
+                                      ("--candidate", settings.candidate is not None),
+                                      ("--guard", settings.guard is not None)) if given]
     if asked:
         raise InvalidInput(f"{what}: {asked[0]} needs a router (drop {flag})")
 
@@ -174,6 +178,7 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
     else:
         router = settings.router
     check_router_weights(router, store.checkpoint(router)[0]["lineage"], settings.weights)
+    check_guard(settings)
     if settings.evaluator_host is not None:
         get_host_config(store, settings.evaluator_host)  # refuses an unknown host now
     models: dict[str, str | Arm] = {ROUTER_MODEL: router}
@@ -182,6 +187,17 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
         if newest is not None:
             models[model] = newest
     return models | fixed
+
+
+def check_guard(settings: ServeSettings) -> None:
+    """Refuse, in one line, a `--guard` risk outside (0, 1) or beside budgets: a guard's threshold is
+    fitted at one pair of weights, and a budget moves them request by request."""
+    if settings.guard is None:
+        return
+    check_guard_risk(settings.guard)
+    if settings.weights.budgeted:
+        raise InvalidInput("--guard fits its threshold at one pair of weights, and a token budget moves them: "
+                           "drop --guard, or serve fixed weights (--lambda-in/--lambda-out)")
 
 
 def api_key(settings: ServeSettings) -> str | None:
@@ -211,6 +227,7 @@ class ServerState:
         self.candidate = CandidateShadow(settings.candidate, settings.candidate_rate, settings.candidate_max_tokens)
         self.traffic: TrafficLog | None = None  # opened when the server starts (`open_traffic_log`)
         self.weights: ServingWeights | None = None
+        self.guard: Guard | None = None  # the `forge` model's guard (`--guard`), fitted when the server loads
         self.checkpoints: dict[str, LoadedCheckpoint] = {}
         self.retriever: Retriever | None = None
         self.client: Host | None = None
@@ -249,6 +266,15 @@ class ServerState:
             self.weights = ServingWeights(self.settings.weights.fixed_weights(), {})
         else:
             self.weights = serving_weights(self.store, self.settings.weights, self.checkpoints[served_by])
+            self.guard = self._fit_guard(served_by)
+
+    def _fit_guard(self, checkpoint_id: str) -> Guard | None:
+        """The served router's guard at the weights served (`--guard`), fitted on its own dev queries."""
+        if self.settings.guard is None:
+            return None
+        guard = checkpoint_guard(self.store, checkpoint_id, CostWeights(*self.weights.fixed), self.settings.guard)
+        log.info("guard on %s: %s", checkpoint_id, guard.summary())
+        return guard
 
     def open_traffic_log(self) -> None:
         """Start this process's traffic-log segment (unless the log is off)."""
@@ -280,7 +306,8 @@ class ServerState:
             raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(self))}), not '{asked.model}'",
                                "model")
         budget, weights = _weights_for(self, asked.model, client)
-        decision = dry_route(self.retriever, asked.question, self.checkpoints[target], CostWeights(*weights))
+        decision = dry_route(self.retriever, asked.question, self.checkpoints[target], CostWeights(*weights),
+                             self.guard if asked.model == ROUTER_MODEL else None)
         request = arm_request(decision.evidence, parse_arm(decision.arm), is_fever_benchmark(self.settings.benchmark),
                               asked.chat)
         return RoutedRequest(asked.model, target, decision, budget, weights, host_body(self.host_config, request))
@@ -503,7 +530,8 @@ class RequestEntry:
             "arm": result.arm, "margin": None if margin is None else round(margin, 6),
             "tokens_in": tokens_in, "tokens_out": tokens_out, "tokens": result.tokens,
             "host_calls": result.host_calls, "routing_ms": round(result.routing_ms, 3),
-            "question": result.question[:300], "evidence": [hit.document.title for hit in result.evidence.passages]}
+            "question": result.question[:300], "evidence": [hit.document.title for hit in result.evidence.passages],
+            "guard": result.guard_record()}
 
     def forwarded(self, routed: RoutedRequest, tokens_in: int, tokens_out: int, latency_s: float) -> dict[str, Any]:
         """A gateway's routed request's record, once the host answered (one host call)."""
@@ -522,7 +550,8 @@ class RequestEntry:
         return self.base(200) | {
             "router": router, "budget": budget, "lambda_in": weights[0], "lambda_out": weights[1],
             "arm": decision.arm, "margin": None if margin is None else round(margin, 6), "host_calls": 0,
-            "tokens_in": 0, "tokens_out": 0, "tokens": 0, "routing_ms": round(decision.routing_ms, 3)}
+            "tokens_in": 0, "tokens_out": 0, "tokens": 0, "routing_ms": round(decision.routing_ms, 3),
+            "guard": decision.guard_record()}
 
 
 def _weights_for(state: ServerState, model: str, client: str) -> tuple[str | None, tuple[float, float]]:
@@ -676,7 +705,8 @@ async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, 
     return await route_and_answer(
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
-        arm=arm, chat=asked.chat, weights=CostWeights(*weights))
+        arm=arm, chat=asked.chat, weights=CostWeights(*weights),
+        guard=state.guard if asked.model == ROUTER_MODEL else None)
 
 
 def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:

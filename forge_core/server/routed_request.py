@@ -62,13 +62,18 @@ class RoutedRequest:
         return {name: value for name, value in self.body.items() if name not in BODY_FIELDS}
 
     def headers(self) -> dict[str, str]:
-        """The decision as HTTP headers: arm, margin (utility units), weights, router, budget; under a
-        mix, the arm, router `mix` and the mix."""
+        """The decision as HTTP headers: arm, margin (utility units), weights, router, budget, and
+        under a guard whether it held the query; under a mix, the arm, router `mix` and the mix."""
         margin = self.decision.margin
         headers = {"arm": self.arm, "margin": "" if margin is None else f"{margin:.6f}",
                    "weights": "" if self.mix else f"{self.weights[0]:g},{self.weights[1]:g}", "router": self.router,
-                   "budget": self.budget or "", "mix": self.mix or ""}
+                   "budget": self.budget or "", "mix": self.mix or "", "guard": self._guard_header()}
         return {HEADER_PREFIX + name: value for name, value in headers.items() if value}
+
+    def _guard_header(self) -> str:
+        """Under a guard: "held" (answered by its fallback) or "deviated" ("" without a guard)."""
+        guard = self.decision.guard_record()
+        return "" if guard is None else "held" if guard["held"] else "deviated"
 
     def metadata(self) -> dict[str, Any]:
         """The decision as a JSON object (a LiteLLM response's metadata, the dry route's core)."""
@@ -78,7 +83,8 @@ class RoutedRequest:
                 "weights": None if self.mix else {"lambda_in": self.weights[0], "lambda_out": self.weights[1]},
                 "budget": self.budget, "evidence": [hit.document.title for hit in self.decision.evidence.passages],
                 "evidence_tokens": estimate_tokens(self.evidence_text),
-                "routing_ms": round(self.decision.routing_ms, 1)} | self.mix_fields()
+                "routing_ms": round(self.decision.routing_ms, 1),
+                "guard": self.decision.guard_record()} | self.mix_fields()
 
     def mix_fields(self) -> dict[str, Any]:
         """Under a mix, the fields a record adds (the mix, the arm it drew, the draw; no weights); {} otherwise."""

@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
-from forge_core.policies.guard import Guard
 from forge_core.reports import checkpoint_guard as guard_module
+from forge_core.routing.guard import Guard
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer

@@ -16,11 +16,15 @@ import httpx
 import pytest
 
 from forge_core import config
-from forge_core.evaluation.manifest import manifest_id, read_manifest
-from forge_core.evaluation.recipe import checkpoint_recipe
+from forge_core.evaluation.decide import decide_from_outcomes, named_decision, stored_outcomes
+from forge_core.evaluation.manifest import manifest_id, read_manifest, serve_settings_of
+from forge_core.evaluation.recipe import checkpoint_recipe, run_recipe
+from forge_core.evaluation.recipe_choice import MeasuredRecipe
+from forge_core.evidence.embedders import embedder_name
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.reports.traffic import summarize_traffic
+from forge_core.routing.utility import CostWeights
 from forge_core.server.app import ServeSettings, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
@@ -122,6 +126,27 @@ def test_a_newer_run_of_another_recipe_changes_nothing(demo_store: Store, tmp_pa
     assert store.crossfit_runs("embedded")["run_id"].iloc[0] == "crossfit-newest0000"
     decided = decide(store, tmp_path / "cache", "--lambda-in", "0.6", "--lambda-out", "0.6")
     assert decided["crossfit_run_ids"] == ["crossfit-80ad6021182d"] and decided["policy"] == "forge_lite_cond"
+
+
+def test_a_guard_that_wins_is_named_with_its_guard_and_served_guarded(demo_store: Store, tmp_path: Path) -> None:
+    """Among the fixed arms and the guards of the stored 0.6 / 0.6 run, the cost-conditioned Lite router's
+    guard wins: the decision names its router's checkpoint of the same recipe with `--guard 0.2` in the
+    serve and ask commands and the manifest's serve settings."""
+    settings = json.loads(demo_store.crossfit_runs("embedded").set_index("run_id").loc[
+        "crossfit-80ad6021182d", "settings"])
+    recipe = run_recipe(settings, embedder_name())
+    outcomes = stored_outcomes(demo_store, MeasuredRecipe(recipe, "crossfit-80ad6021182d", "", "", settings))
+    guards_and_arms = outcomes[(outcomes["kind"] == "fixed arm") | outcomes["policy"].str.endswith("_guard")]
+    decided = decide_from_outcomes(guards_and_arms) | {"retriever": "bm25", "lambda_in": 0.6, "lambda_out": 0.6}
+    named = named_decision(demo_store, "embedded", recipe, CostWeights(0.6, 0.6), decided)
+    assert named["deploy"] == "forge_lite_cond_guard" and named["variant"] == "lite" and named["conditioned"]
+    assert lineage_recipe(demo_store, named["checkpoint_id"]) == recipe.to_dict()
+    assert named["serve_command"] == (f"forge serve --host embedded --router {named['checkpoint_id']} "
+                                      "--lambda-in 0.6 --lambda-out 0.6 --guard 0.2")
+    assert named["ask_command"].endswith(f"--route --router {named['checkpoint_id']} --guard 0.2 \"QUESTION\"")
+    manifest = {"host": "embedded", "retriever": "bm25", "arm": None, "checkpoint_id": named["checkpoint_id"],
+                "lambda_in": 0.6, "lambda_out": 0.6, "guard": named["guard"]}
+    assert serve_settings_of(manifest)["guard"] == 0.2
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from forge_core.policies.guard import Guard, risk_threshold
+from forge_core.routing.guard import Guard, risk_threshold
 
 
 def test_the_threshold_stops_before_the_first_margin_that_breaks_the_risk() -> None:

@@ -107,6 +107,7 @@ def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
     from forge_core.errors import InvalidInput, MissingStep
     from forge_core.hosts.registry import save_host_config
     from forge_core.routing.ask import AskRequest, run_ask
+    from forge_core.routing.guard import Guard
 
     from support.stores import copy_store
 
@@ -118,6 +119,12 @@ def test_ask_request_resolves_its_names_and_answers_routed_or_by_hand(
     assert routed.checkpoint_id == trained_store[1]
     assert routed.question == store.examples(BENCHMARK, [example_id])[0].question
     assert routed.f1 is not None and routed.raw_cost is not None
+    fallback = next(arm for arm in routed.probabilities if arm != routed.arm)  # `--guard`: held, or let through
+    held = run_ask(store, ask, guard=Guard(fallback, math.inf, 0.2, 0, 0))
+    assert (held.arm, held.router_arm, held.guard_record()["held"]) == (fallback, routed.arm, True)
+    assert held.margin == routed.margin  # the router's own margin, not the fallback's
+    through = run_ask(store, ask, guard=Guard(fallback, -math.inf, 0.2, 0, 0))
+    assert (through.arm, through.guard_record()["held"]) == (routed.arm, False)
     by_hand = run_ask(store, AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think"))
     assert (by_hand.checkpoint_id, by_hand.arm, by_hand.raw_cost) == (OVERRIDE, "summary:no_think", None)
     checked = AskRequest("Who founded Rome?", BENCHMARK, "synthetic-host", arm="summary:no_think")
@@ -160,7 +167,8 @@ def test_forge_ask_route_on_the_tiny_host(trained_store: tuple[Store, str]) -> N
 
     for args, message in [(["ask", " ", "--route"], "the question is empty"),
                           (["ask", "Q?", "--route", "--host", "embedded-tiny"], "no Lite router for host"),
-                          (["ask", "Q?", "--compare-raw"], "go with --route")]:
+                          (["ask", "Q?", "--compare-raw"], "go with --route"),
+                          (["ask", "Q?", "--guard", "0.2"], "go with --route")]:
         refused = forge(store, *args)
         assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr
 

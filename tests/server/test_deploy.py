@@ -25,6 +25,8 @@ from forge_core.errors import InvalidInput
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.policies.arm_mix import parse_mix
+from forge_core.reports.checkpoint_guard import checkpoint_guard
+from forge_core.routing.utility import CostWeights
 from forge_core.server.app import ServeSettings, build_app, serving_in_thread
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
@@ -172,6 +174,46 @@ def test_serves_a_mix_of_fixed_arms_by_the_questions_draw_and_refuses_bad_mixes_
     records = read_traffic(tmp_path).requests
     assert [r["arm"] for r in records if r["endpoint"] == "chat"] == expected
     assert all(r["mix"] == option and r["mix_arm"] == r["arm"] and r["lambda_in"] is None for r in records)
+
+
+def test_serves_a_guarded_router_that_holds_low_margin_queries_at_its_fallback(
+        deploy_store: tuple[Store, str, str], host: CountingHost, tmp_path: Path) -> None:
+    """`--guard`: the router's arm where its margin clears the guard's threshold (fitted on the
+    checkpoint's dev queries at the served weights, as the Live query's), the fallback arm elsewhere;
+    the answer, the dry route, the headers and the traffic log say which; a bad risk, budgets or a
+    fixed arm beside it are refused in one line."""
+    store, conditioned, _ = deploy_store
+    for settings, message in [
+            (ServeSettings(host="counting", router=conditioned, guard=1.5), "a share in \\(0, 1\\)"),
+            (ServeSettings(host="counting", router=conditioned, guard=0.2, weights=WeightsRequest(budget_tokens=300.0)),
+             "a token budget moves them"),
+            (ServeSettings(host="counting", arm="summary:no_think", guard=0.2), "--guard needs a router")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, settings)
+    weights = WeightsRequest(lambda_in=0.1, lambda_out=0.2)
+    guard = checkpoint_guard(store, conditioned, CostWeights(0.1, 0.2), 0.2)
+    questions = replay_questions(store, 24)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, weights=weights, guard=0.2,
+                             traffic_dir=tmp_path)
+    with serving_in_thread(store, settings) as url:
+        routes = [httpx.post(f"{url}/v1/route", json={"question": q}, timeout=30) for q in questions]
+        held = [q for q, route in zip(questions, routes) if route.json()["guard"]["held"]]
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="forge", messages=[{"role": "user", "content": held[0]}])
+    verdicts = []
+    for route in routes:
+        decided = route.json()
+        router_arm = max(decided["probabilities"], key=decided["probabilities"].get)
+        holds = guard.holds(router_arm, decided["margin"])
+        assert decided["arm"] == (guard.fallback_arm if holds else router_arm)
+        assert decided["guard"]["held"] == holds and decided["guard"]["fallback_arm"] == guard.fallback_arm
+        assert route.headers["x-forge-guard"] == ("held" if holds else "deviated")
+        verdicts.append(holds)
+    assert any(verdicts) and not all(verdicts)  # some queries held at the fallback, some not
+    forge = reply.model_extra["forge"]
+    assert forge["arm"] == guard.fallback_arm != forge["router_arm"] and forge["guard"]["held"]
+    chat = [r for r in read_traffic(tmp_path).requests if r["endpoint"] == "chat"]
+    assert [(r["arm"], r["guard"]["held"]) for r in chat] == [(guard.fallback_arm, True)]
 
 
 def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:

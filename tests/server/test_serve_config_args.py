@@ -22,6 +22,9 @@ def store_file(tmp_path: Path) -> str:
 def test_args_become_the_settings_forge_serve_makes(store_file: str, tmp_path: Path) -> None:
     path, settings = serve_settings_of_args({"store": store_file, "host": "my-vllm", "benchmark": "musique,popqa",
                                              "budget_tokens": 300, "traffic_dir": str(tmp_path / "traffic")})
+    _, guarded = serve_settings_of_args({"store": store_file, "router": "ckpt-1", "lambda_in": 0.6, "lambda_out": 0.6,
+                                         "guard": 0.2})
+    assert (guarded.router, guarded.guard) == ("ckpt-1", 0.2)
     assert path == Path(store_file)
     assert (settings.host, settings.router, settings.arm, settings.retriever) == ("my-vllm", "lite", None, "bm25")
     assert settings.benchmark == "musique+popqa" and settings.traffic_dir == tmp_path / "traffic"
