@@ -57,6 +57,11 @@ def draw_record(option: str, arm: str, draw: float) -> dict[str, Any]:
     return {"mix": option, "mix_arm": arm, "mix_draw": round(draw, 9)}
 
 
+def mix_attributes(record: dict[str, Any]) -> dict[str, Any]:
+    """A span's mix attributes (`forge_core.telemetry`) from a `draw_record`; {} for a request under no mix."""
+    return {"forge.mix": record["mix"], "forge.mix_draw": record["mix_draw"]} if record else {}
+
+
 def mix_option(arms: list[str], shares: tuple[float, ...] | list[float]) -> str:
     """`ARM=SHARE,ARM=SHARE`, the shares to 9 significant digits (they sum to 1 within 1e-8)."""
     return ",".join(f"{arm}={share:.9g}" for arm, share in zip(arms, shares))

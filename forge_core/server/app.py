@@ -67,7 +67,7 @@ from forge_core.evidence.retrievers import get_retriever_config, retriever_hash,
 from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
-from forge_core.policies.arm_mix import ArmMix, draw_record, mix_option, parse_mix
+from forge_core.policies.arm_mix import ArmMix, draw_record, mix_attributes, mix_option, parse_mix
 from forge_core.records import is_fever_benchmark
 from forge_core.reports.checkpoint_guard import checkpoint_guard
 from forge_core.routing.ask import check_router_retriever
@@ -391,7 +391,8 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             except ForgeError as error:
                 telemetry.set_attributes(span, {"error.type": "invalid_request"})
                 return entry.refused(state, _invalid(state, error))
-            telemetry.set_attributes(span, result.span_attributes() | budget_attributes(state, budget, weights))
+            telemetry.set_attributes(span, result.span_attributes() | budget_attributes(state, budget, weights)
+                                     | mix_attributes(drawn))
         latency_s = entry.elapsed_s()
         state.metrics.record_answer(result.arm, result.host_calls, result.tokens, latency_s, from_mix=bool(drawn))
         state.weights.record(budget, result.tokens)
@@ -401,9 +402,9 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         background = _shadow_work(state, asked, result, entry.request_id, weights)
         if asked.stream:
             return StreamingResponse(_chunks(asked.model, result, drawn), media_type="text/event-stream",
-                                     background=background)
+                                     background=background, headers=_answer_headers(result, drawn))
         return JSONResponse(_completion(asked.model, result, drawn), background=background,
-                            headers=_mix_headers(drawn))
+                            headers=_answer_headers(result, drawn))
 
     async def route(request: Request) -> Response:
         entry, refused = _admit(state, request, "route")
@@ -414,7 +415,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
             entry.model = asked.model
             with telemetry.span("route forge", telemetry.request_attributes(asked.model, "route"), "SERVER") as span:
                 routed = state.route_chat(asked, entry.client)
-                telemetry.set_attributes(span, routed.decision.span_attributes(routed.weights)
+                telemetry.set_attributes(span, routed.span_attributes()
                                          | budget_attributes(state, routed.budget, routed.weights))
         except RefusedField as error:
             return entry.refused(state, _invalid(state, error, error.param))
@@ -691,9 +692,14 @@ def _mix_draw(state: ServerState, asked: ChatRequest) -> dict[str, Any]:
     return draw_record(target.option, arm.name, draw)
 
 
-def _mix_headers(drawn: dict[str, Any]) -> dict[str, str]:
-    """A mix's answer's `x-forge-arm` and `x-forge-mix` headers (none for another model)."""
-    return {"x-forge-arm": drawn["mix_arm"], "x-forge-mix": drawn["mix"]} if drawn else {}
+def _answer_headers(result: RoutedAnswer, drawn: dict[str, Any]) -> dict[str, str]:
+    """An answer's headers, sent before a stream's first chunk: under a mix `x-forge-arm` and
+    `x-forge-mix`, under a guard `x-forge-guard` (held or deviated); none otherwise."""
+    headers = {"x-forge-arm": drawn["mix_arm"], "x-forge-mix": drawn["mix"]} if drawn else {}
+    guard = result.guard_record()
+    if guard is not None:
+        headers |= {"x-forge-arm": result.arm, "x-forge-guard": "held" if guard["held"] else "deviated"}
+    return headers
 
 
 async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, float],

@@ -19,7 +19,7 @@ from typing import Any
 from forge_core.hosts.anthropic import messages_body
 from forge_core.hosts.base import GenerationRequest, HostConfig, estimate_tokens
 from forge_core.hosts.openai_compat import chat_completion_body
-from forge_core.policies.arm_mix import draw_record
+from forge_core.policies.arm_mix import draw_record, mix_attributes
 from forge_core.routing.live import DryRoute
 
 HEADER_PREFIX = "x-forge-"
@@ -85,6 +85,10 @@ class RoutedRequest:
                 "evidence_tokens": estimate_tokens(self.evidence_text),
                 "routing_ms": round(self.decision.routing_ms, 1),
                 "guard": self.decision.guard_record()} | self.mix_fields()
+
+    def span_attributes(self) -> dict[str, Any]:
+        """The routing span's attributes (`forge_core.telemetry`): the decision's, and under a mix the mix's."""
+        return self.decision.span_attributes(self.weights) | mix_attributes(self.mix_fields())
 
     def mix_fields(self) -> dict[str, Any]:
         """Under a mix, the fields a record adds (the mix, the arm it drew, the draw; no weights); {} otherwise."""

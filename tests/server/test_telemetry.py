@@ -21,6 +21,7 @@ from forge_core.enumeration.planning import EnumerationPlan
 from forge_core.evidence.answering import load_retriever
 from forge_core.hosts.base import HostConfig, estimate_tokens
 from forge_core.hosts.registry import get_host_config, save_host_config
+from forge_core.policies.arm_mix import parse_mix
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.live import ask_routed
 from forge_core.server.app import ServeSettings, serving_in_thread
@@ -131,6 +132,25 @@ def test_a_served_request_is_one_span_with_its_retrieval_and_host_call(url: str,
     assert dry.attributes["forge.arm"] == route["arm"] and dry.attributes["forge.host_calls"] == 0
     assert dry.attributes["forge.margin"] == pytest.approx(route["margin"], abs=1e-6)
     assert set(children(spans.get_finished_spans(), dry)) == {"retrieval"}  # no host call
+
+
+def test_a_mixed_answer_names_its_mix_in_its_spans_and_before_its_stream(traced_store: tuple[Store, str],
+                                                                          spans: object) -> None:
+    """Under `--mix`, the request and route spans carry the mix and the draw, and a streamed answer's
+    headers name the mix and the drawn arm before its first chunk."""
+    option = "direct:no_think=0.5,summary:no_think=0.5"
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, mix=option, traffic_log=False)
+    with serving_in_thread(traced_store[0], settings) as served:
+        body = {"model": "forge", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+        with httpx.stream("POST", f"{served}/v1/chat/completions", json=body, timeout=60) as streamed:
+            headers = dict(streamed.headers)  # what arrives before the body
+            streamed.read()
+        httpx.post(f"{served}/v1/route", json={"question": QUESTION}, timeout=60)
+    arm, draw = parse_mix(option, 6).arm_for(QUESTION)
+    assert (headers["x-forge-mix"], headers["x-forge-arm"]) == (option, arm.name)
+    for name in ("chat forge", "route forge"):
+        (span,) = [span for span in spans.get_finished_spans() if span.name == name]
+        assert (span.attributes["forge.mix"], span.attributes["forge.mix_draw"]) == (option, round(draw, 9))
 
 
 def test_forge_ask_is_one_span_with_its_host_call(traced_store: tuple[Store, str], spans: object) -> None:
