@@ -8,9 +8,11 @@ Envoy (or an Envoy-based gateway: Envoy AI Gateway, the Gateway API inference ex
   budgets, metrics and traffic log) and replaced by the host request FORGE would send (evidence in
   the messages, the host's thinking fields for the arm), with a corrected `content-length` and
   the headers `x-forge-arm`, `x-forge-margin` (utility units), `x-forge-weights`, `x-forge-router`
-  and `x-forge-budget` (to the host). On a body it cannot route (not JSON, tools, a refused field
-  or question) or on its own error, the body passes unchanged (fail open) with `x-forge-passed:
-  <reason>`, counted in `GatewayRouter.passed`.
+  and `x-forge-budget` (to the host); under a mix of fixed arms (`--mix`) the arm the question
+  draws, with `x-forge-mix`; under a guard (`--guard`), `x-forge-guard` (held or deviated). On a
+  body it cannot route (not JSON, tools, a refused field or question) or on its own error, the
+  body passes unchanged (fail open) with `x-forge-passed: <reason>`, counted in
+  `GatewayRouter.passed`.
 - response headers: the same `x-forge-*` headers are added for the client; the status is kept.
 - the response body (buffered, or streamed chunk by chunk): at its end, its `usage` (JSON, or the
   last server-sent event carrying one) counts against the client's budget and the request is

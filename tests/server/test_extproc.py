@@ -8,6 +8,7 @@ package and the PyPI name `envoy` is an unrelated library.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -16,19 +17,25 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from forge_core import telemetry
+from forge_core.cli.extproc import one_arm_mix
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.policies.arm_mix import parse_mix
+from forge_core.reports.checkpoint_guard import checkpoint_guard
+from forge_core.routing.utility import CostWeights
 from forge_core.server.app import ServeSettings
+from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
 from forge_core.traffic_log import read_traffic
 
-from support.counting_host import CountingHost
+from support.counting_host import CountingHost, replay_questions
 from support.resources import require_module
 from support.stores import copy_store
 
@@ -74,21 +81,51 @@ def host() -> Iterator[CountingHost]:
         yield server
 
 
+@contextmanager
+def serving_extproc(store: Store, settings: ServeSettings) -> Iterator[tuple[object, object]]:
+    """(an ExternalProcessor stub, its GatewayRouter) for `settings`, on a free port, until the block ends."""
+    server, gateway, port = extproc.start_extproc(store, settings, 0)
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield ext_proc_grpc.ExternalProcessorStub(channel), gateway
+    finally:
+        channel.close()
+        server.stop(grace=1).wait()
+        gateway.close()
+
+
+def counting_copy(store: Store, directory: Path, host: CountingHost) -> Store:
+    """A copy of `store` in `directory` with the counting double as host `counting`."""
+    copied = copy_store(store, directory)
+    save_host_config(copied, HostConfig(name="counting", kind="openai", model="m", base_url=host.base_url,
+                                        max_retries=0, timeout_s=10.0))
+    return copied
+
+
 @pytest.fixture(scope="module")
 def processor(tmp_path_factory: pytest.TempPathFactory, trained_store: tuple[Store, str],
               host: CountingHost) -> Iterator[tuple[object, object, Path]]:
     """(an ExternalProcessor stub, the processor's GatewayRouter, its traffic directory)."""
-    store = copy_store(trained_store[0], tmp_path_factory.mktemp("extproc"))
-    save_host_config(store, HostConfig(name="counting", kind="openai", model="m", base_url=host.base_url,
-                                       max_retries=0, timeout_s=10.0))
+    store = counting_copy(trained_store[0], tmp_path_factory.mktemp("extproc"), host)
     traffic = tmp_path_factory.mktemp("extproc-traffic")
     settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=trained_store[1], traffic_dir=traffic)
-    server, gateway, port = extproc.start_extproc(store, settings, 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    yield ext_proc_grpc.ExternalProcessorStub(channel), gateway, traffic
-    channel.close()
-    server.stop(grace=1).wait()
-    gateway.close()
+    with serving_extproc(store, settings) as (stub, gateway):
+        yield stub, gateway, traffic
+
+
+def forwarded(stub: object, question: str, host: CountingHost) -> dict[str, str]:
+    """One question's whole stream as Envoy sends it, the host answering the routed body in between:
+    the headers the processor set on the request body."""
+    envoy = EnvoySide(stub)
+    envoy.send(request_headers=header_map({":method": "POST"}))
+    chat = {"model": "forge", "messages": [{"role": "user", "content": question}]}
+    mutated = envoy.send(request_body=ext_proc.HttpBody(body=json.dumps(chat).encode(), end_of_stream=True))
+    answer = httpx.post(f"{host.base_url}/chat/completions", content=mutated.request_body.response.body_mutation.body,
+                        timeout=30)
+    envoy.send(response_headers=header_map({":status": "200"}))
+    envoy.send(response_body=ext_proc.HttpBody(body=answer.content, end_of_stream=True))
+    envoy.close()
+    return set_headers(mutated.request_body.response)
 
 
 def test_envoys_stream_gets_the_routed_body_and_the_answer_is_charged(processor: tuple, host: CountingHost) -> None:
@@ -179,16 +216,95 @@ def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple
         "retrieval"]
 
 
-def test_forge_extproc_refuses_what_a_gateway_cannot_serve_in_one_line() -> None:
+def test_forge_extproc_refuses_what_a_gateway_cannot_serve_in_one_line(
+        tmp_path: Path, trained_store: tuple[Store, str], host: CountingHost, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from forge_core import cli
+    from forge_core.cli.extproc import extproc_command
     from forge_core.errors import InvalidInput
 
     result = CliRunner().invoke(cli.app, ["extproc", "--router", "full"])
     assert isinstance(result.exception, InvalidInput) and "four host probes" in str(result.exception)
     negative = CliRunner().invoke(cli.app, ["extproc", "--lambda-in", "-1"])
     assert isinstance(negative.exception, InvalidInput)
+    store = counting_copy(trained_store[0], tmp_path, host)
+    env = {**os.environ, "FORGE_STORE": str(store.path)}
+    mix = "direct:no_think=0.4,raw:no_think=0.6"
+    for options, message in [(["--mix", mix, "--router", "lite"], "--router needs routing"),
+                             (["--arm", "raw:no_think", "--guard", "0.2"], "--guard needs a router (drop --arm)")]:
+        refused = subprocess.run([sys.executable, "-m", "forge_core.cli", "extproc", "--host", "counting",
+                                  "--port", "0", *options], capture_output=True, text=True, env=env, timeout=120,
+                                 check=False)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (options, refused.stderr)
+        assert message in refused.stderr.strip().splitlines()[-1], (options, refused.stderr)  # one line
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    for options, message in [
+            ({"arm": "raw:no_think", "router": "lite"}, "--arm raw:no_think serves fixed arms: --router needs"),
+            ({"mix": mix, "arm": "raw:no_think"}, "--arm raw:no_think serves one"),
+            ({"arm": "raw:think_high"}, "not in the 6-arm alphabet"),
+            ({"mix": mix, "lambda_in": 0.1}, "--lambda-in needs a router"),
+            ({"mix": "direct:no_think=0.4,raw:no_think=0.5"}, "must sum to 1"),
+            ({"router": trained_store[1], "guard": 1.5}, "a share in \\(0, 1\\)")]:
+        with pytest.raises(InvalidInput, match=message):
+            extproc_command(host="counting", port=0, **options)
+
+
+def test_a_mix_forwards_each_question_under_the_arm_it_draws(
+        tmp_path: Path, trained_store: tuple[Store, str], host: CountingHost) -> None:
+    """`forge extproc --mix`: each question's host request is the arm `parse_mix(...).arm_for` draws,
+    named in x-forge-arm and x-forge-mix (no weights), and logged with the mix and the arm drawn;
+    `--arm` as the one-arm mix."""
+    store = counting_copy(trained_store[0], tmp_path / "store", host)
+    option = "direct:no_think=0.4,raw:no_think=0.6"
+    questions = replay_questions(store, 12)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, mix=option, traffic_dir=tmp_path / "traffic")
+    with serving_extproc(store, settings) as (stub, _):
+        sent = [forwarded(stub, question, host) for question in questions]
+    expected = [parse_mix(option, 6).arm_for(question)[0].name for question in questions]
+    assert len(set(expected)) == 2  # both arms drawn
+    assert [(h["x-forge-arm"], h["x-forge-mix"], h["x-forge-router"]) for h in sent] == [
+        (arm, option, "mix") for arm in expected]
+    assert not any("x-forge-weights" in h or "x-forge-margin" in h for h in sent)
+    records = [r for r in read_traffic(tmp_path / "traffic").requests if r["endpoint"] == "extproc"]
+    assert [(r["arm"], r["mix_arm"], r["mix"]) for r in records] == [(arm, arm, option) for arm in expected]
+    assert all(r["host_calls"] == 1 and r["tokens"] > 0 and r["lambda_in"] is None for r in records)
+    fixed = one_arm_mix(store, dataclasses.replace(settings, mix=None, arm="summary:no_think"))
+    assert (fixed.arm, fixed.mix) == (None, "summary:no_think=1")
+    with serving_extproc(store, fixed) as (stub, _):
+        assert {forwarded(stub, question, host)["x-forge-arm"] for question in questions[:4]} == {"summary:no_think"}
+
+
+def test_a_guard_holds_low_margin_questions_at_its_fallback_through_the_processor(
+        tmp_path: Path, conditioned_store: tuple[Store, str], host: CountingHost) -> None:
+    """`forge extproc --guard`: the host request is the fallback arm's where the router's margin
+    does not clear the guard's threshold, the router's arm elsewhere; x-forge-guard and the traffic
+    log say which."""
+    store = counting_copy(conditioned_store[0], tmp_path / "store", host)
+    guard = checkpoint_guard(store, conditioned_store[1], CostWeights(0.1, 0.2), 0.2)
+    questions = replay_questions(store, 24)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned_store[1], guard=0.2,
+                             weights=WeightsRequest(lambda_in=0.1, lambda_out=0.2), traffic_dir=tmp_path / "traffic")
+    with serving_extproc(store, settings) as (stub, gateway):
+        sent = [forwarded(stub, question, host) for question in questions]
+        decisions = [gateway.state.route_chat(user_chat(question), "test").decision for question in questions]
+    verdicts = []
+    for headers, decision in zip(sent, decisions):
+        router_arm = max(decision.probabilities, key=decision.probabilities.get)
+        holds = guard.holds(router_arm, decision.margin)
+        assert headers["x-forge-arm"] == (guard.fallback_arm if holds else router_arm)
+        assert headers["x-forge-guard"] == ("held" if holds else "deviated")
+        verdicts.append(holds)
+    assert any(verdicts) and not all(verdicts)  # some questions held at the fallback, some not
+    records = [r for r in read_traffic(tmp_path / "traffic").requests if r["endpoint"] == "extproc"]
+    assert [r["guard"]["held"] for r in records] == verdicts
+
+
+def user_chat(question: str) -> object:
+    """A `forge` chat request of one user message."""
+    from forge_core.server.chat_request import parse_chat_request
+
+    return parse_chat_request({"model": "forge", "messages": [{"role": "user", "content": question}]})
 
 
 @pytest.mark.e2e
