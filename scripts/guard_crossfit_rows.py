@@ -34,7 +34,7 @@ from forge_core.store.exports import export_part
 from forge_core.training.threads import one_torch_thread
 
 log = logging.getLogger("guard_crossfit_rows")
-GUARD_ROWS_WHERE = "policy LIKE '%\\_guard' ESCAPE '\\'"  # the export part's rows: every GuardedRouter
+GUARD_ROWS_WHERE = "policy LIKE '%\\_guard' ESCAPE '\\'"  # the export part's rows: every GuardedRouter (mix guards too)
 DECISION_COLUMNS = ["policy", "benchmark", "example_id", "arm", "margin"]  # what must match the stored router
 
 
@@ -57,7 +57,7 @@ def add_guard_rows(store: Store, run_id: str, stored_settings: dict) -> int:
                   and policy.name not in done and policy.router.name in done]
         if not guards:
             continue
-        routers = [guard.router for guard in guards]
+        routers = list({id(guard.router): guard.router for guard in guards}.values())  # a router once, however guarded
         fitted, _ = missing_policies(policies, done - {router.name for router in routers})
         with one_torch_thread():
             rows = fold_rows(context, context.rows("test"), fitted, [*routers, *guards], None)
@@ -65,7 +65,7 @@ def add_guard_rows(store: Store, run_id: str, stored_settings: dict) -> int:
         if fold_differing:
             log.warning("%s fold %d: retrained %s decide otherwise than stored", run_id, fold,
                         ", ".join(fold_differing))
-        differing |= {GuardedRouter.name_for(name) for name in fold_differing}
+        differing |= {guard.name for guard in guards if guard.router.name in fold_differing}
         fitted_rows[fold] = rows[rows["policy"].isin([guard.name for guard in guards])]
     added = 0
     for fold, rows in fitted_rows.items():

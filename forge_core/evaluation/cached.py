@@ -23,13 +23,13 @@ import numpy as np
 
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
-from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.evaluation.setup import check_evaluation, evaluation_setup, settings_context
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import EvalContext
 from forge_core.policies.grounding import gold_recall_matrix, grounding_summary
 from forge_core.policies.kinds import FIXED_ARM_KIND
+from forge_core.policies.mix_hull import ArmOutcomes, hull_gap, mix_hull
 from forge_core.policies.outcomes import PolicyOutcome, policy_outcomes, score_decisions, summarize
 from forge_core.policies.support_rates import support_summary, support_verdicts
 from forge_core.routing.utility import CostWeights

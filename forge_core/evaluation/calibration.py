@@ -33,12 +33,12 @@ from forge_core.engines import DEFAULT_ENGINE, check_engine
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation.crossfit import DEV_FRACTION, FoldRouter, crossfit_folds
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.mix import ArmOutcomes, gains_over_best_mix
 from forge_core.evaluation.settings import CALIBRATION_RATIO, CALIBRATION_VARIANT, CROSSFIT_FOLDS
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import EvalContext, evaluation_context
+from forge_core.policies.mix_hull import ArmOutcomes, gains_over_best_mix
 from forge_core.policies.outcomes import score_decisions
 from forge_core.policies.registry import ConditionedRouter, variants
 from forge_core.routing.conditioning import CostConditioning

@@ -35,7 +35,6 @@ from forge_core.evaluation import deploy_rule
 from forge_core.evaluation.file_cache import cached_file
 from forge_core.evaluation.fold_rows import fold_rows
 from forge_core.evaluation.guard_measures import guard_measures, is_guard
-from forge_core.evaluation.mix import ArmOutcomes, hull_gap, mix_hull, per_benchmark_hulls
 from forge_core.evaluation.oracle_measures import (
     margin_reliability,
     oracle_measures,
@@ -50,8 +49,9 @@ from forge_core.identity import canonical_hash, canonical_json, without_defaults
 from forge_core.policies.base import Policy
 from forge_core.policies.baselines import FixedArm
 from forge_core.policies.context import Decisions, EvalContext, evaluation_context
-from forge_core.policies.guard import GuardedRouter
+from forge_core.policies.guard import GuardedRouter, MixGuardedRouter
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND, ROUTER_KIND
+from forge_core.policies.mix_hull import ArmOutcomes, hull_gap, mix_hull, per_benchmark_hulls
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, build_baselines, has_dev_fallback, variants
 from forge_core.policies.routers import FallbackPolicy
 from forge_core.routing.conditioning import CostConditioning
@@ -225,7 +225,8 @@ class FoldRouter(Policy):
 def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list[Policy]:
     """Fresh policies for one fold: every fixed arm of the alphabet, the baselines, the FORGE
     routers and, unless `conditioning` is None, the cost-conditioned ones (with `stage` 2 their
-    Stage-1 parents too, named `<router>_stage1`), each router's guard (`<router>_guard`:
+    Stage-1 parents too, named `<router>_stage1`), each router's guards (`<router>_guard` with the
+    best fixed arm as its fallback, `<router>_mix_guard` with the cost-matched mix:
     `forge_core.policies.guard`) and the Full router's dev fallback."""
     fixed = [FixedArm(arm) for arm in arms]
     fixed_names = {policy.name for policy in fixed}
@@ -242,7 +243,7 @@ def crossfit_policies(settings: CrossfitSettings, arms: tuple[str, ...]) -> list
             router = FoldRouter(name, variant, stage1, stage2, parent=parent, conditioning=conditioning)
         else:
             router = FoldRouter(name, variant, stage1, conditioning=conditioning)
-        policies += [router, GuardedRouter(router)]
+        policies += [router, GuardedRouter(router), MixGuardedRouter(router)]
         if has_dev_fallback(name):
             policies.append(FallbackPolicy(router))
     return policies
@@ -441,7 +442,7 @@ def crossfit_report(store: Store, run_id: str) -> dict:
     also under `regret` and each Stage-2 router's gain over its Stage-1 parent under
     `stage2_minus_stage1`; each router's `reliability` table (margin deciles against the realized
     utility difference), None with `margins_stored` false for a run stored before margins were; the
-    cost-matched mix of fixed arms (`forge_core.evaluation.mix`): its hull's vertices under `mix_hull`
+    cost-matched mix of fixed arms (`forge_core.policies.mix_hull`): its hull's vertices under `mix_hull`
     (overall and per benchmark, tokens a query under the run's accounting) and each policy's
     `hull_gap` (F1 above the best mix at its own tokens, with its paired interval; None below the
     cheapest arm's tokens); and the peers' units (`peer_units`: answers with retrieved evidence,

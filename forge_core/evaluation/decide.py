@@ -26,7 +26,7 @@ The rule (`decide_from_outcomes`, the one function every view states its decisio
    difference from the leader is not decidable (its interval contains 0), the cheapest (fewest
    tokens a query) is deployed, and the decision says so.
 6. With a token budget, the reference is also the best mix of fixed arms that spends it (two arms
-   at random per query, `forge_core.evaluation.mix`): the mix is deployed unless the rule's choice
+   at random per query, `forge_core.policies.mix_hull`): the mix is deployed unless the rule's choice
    is a router whose F1 gain over the mix has its paired 95% interval above zero. A one-arm mix is
    that fixed arm; a mix of two arms is served by `forge serve --mix ARM=SHARE,ARM=SHARE` (each
    question under the arm its hash draws, `forge_core.policies.arm_mix`), the decision's
@@ -50,14 +50,14 @@ from forge_core.engines import DEFAULT_ENGINE
 from forge_core.errors import InvalidInput, MissingStep
 from forge_core.evaluation import deploy_rule
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evaluation.mix import ArmOutcomes, gains_over_best_mix
 from forge_core.evaluation.recipe import STAGE1_PARENT_SUFFIX, Recipe, recipe_checkpoint
 from forge_core.evaluation.recipe_choice import ROUTERS, MeasuredRecipe, measured_recipes, recommended_recipe
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash
 from forge_core.identity import canonical_hash
 from forge_core.policies.arm_mix import mix_option
-from forge_core.policies.guard import GUARD_SUFFIX
+from forge_core.policies.guard import GUARD_SUFFIX, MIX_GUARD_SUFFIX, guarded_router
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
+from forge_core.policies.mix_hull import ArmOutcomes, gains_over_best_mix
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.routing.checkpoints import checkpoint_name
 from forge_core.routing.guard import GUARD_ALPHA
@@ -82,7 +82,7 @@ RUN_TOLERANCE = 1e-9  # a stored run is at the asked weights when each differs b
 def served_router(name: str) -> str:
     """The router policy `forge serve` loads for a policy: a guarded router's own router
     (`forge serve --guard`), any other policy itself."""
-    return name.removesuffix(GUARD_SUFFIX)
+    return guarded_router(name)
 
 
 def exclusion_reason(name: str, kind: str) -> str | None:
@@ -387,7 +387,9 @@ def named_decision(store: Store, host: str, recipe: Recipe, weights: CostWeights
     lambdas = f"--lambda-in {weights.lambda_in:g} --lambda-out {weights.lambda_out:g}"
     variant = ROUTER_VARIANTS.get(served_router(deploy))
     conditioned = served_router(deploy) in CONDITIONED_VARIANTS
-    guard = f" --guard {GUARD_ALPHA:g}" if deploy.endswith(GUARD_SUFFIX) and variant is not None else ""
+    guard = ""
+    if deploy.endswith(GUARD_SUFFIX) and variant is not None:  # its serve and ask commands carry the guard
+        guard = f" --guard {GUARD_ALPHA:g}" + (" --guard-fallback mix" if deploy.endswith(MIX_GUARD_SUFFIX) else "")
     checkpoint = name = None
     if variant is not None:
         stored = store.checkpoints(host)
@@ -413,6 +415,7 @@ def named_decision(store: Store, host: str, recipe: Recipe, weights: CostWeights
              "conditioned": conditioned and variant is not None,
              "serve_command": command, "trains_first": variant is not None and checkpoint is None,
              "guard": GUARD_ALPHA if guard else None,
+             "guard_fallback": ("mix" if deploy.endswith(MIX_GUARD_SUFFIX) else "arm") if guard else None,
              "ask_command": ask if asks else None}
     named["sentence"] = " ".join(filter(None, (decision_sentence(named), mix_sentence(named))))
     return named

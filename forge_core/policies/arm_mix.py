@@ -4,7 +4,7 @@ Each request is answered under one of the mix's arms, drawn per request from its
 sha256 of the normalized last user message (whitespace collapsed, case folded) read as a number
 in [0, 1) and set against the cumulative shares. The same question always gets the same arm, and
 a replay of many distinct questions spends the arms in the mix's proportions, as the mix that
-`forge decide --budget-tokens T` measures does (`forge_core.evaluation.mix`).
+`forge decide --budget-tokens T` measures does (`forge_core.policies.mix_hull`).
 """
 
 from __future__ import annotations

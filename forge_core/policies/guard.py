@@ -27,13 +27,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from forge_core.arms import parse_arm
+from forge_core.policies.arm_mix import ArmMix, parse_mix
 from forge_core.policies.base import Policy
 from forge_core.policies.context import Decisions, EvalContext
 from forge_core.policies.kinds import ROUTER_KIND
+from forge_core.policies.mix_hull import ArmOutcomes, best_mix
+from forge_core.policies.outcomes import score_decisions
 from forge_core.routing.guard import GUARD_ALPHA, Guard, calibrated_guard
 from forge_core.statistics import macro
 
 GUARD_SUFFIX = "_guard"  # a guarded router's name: the router's name and this
+MIX_GUARD_SUFFIX = "_mix_guard"  # a router guarded with the cost-matched mix as its fallback (`MixGuardedRouter`)
+
+
+def guarded_router(name: str) -> str:
+    """The router a guard's policy name guards (`<router>_guard`, `<router>_mix_guard`); any other name itself."""
+    if not name.endswith(GUARD_SUFFIX):
+        return name
+    return name.removesuffix(MIX_GUARD_SUFFIX) if name.endswith(MIX_GUARD_SUFFIX) else name.removesuffix(GUARD_SUFFIX)
 
 
 def best_fixed_arm(context: EvalContext, rows: np.ndarray) -> int:
@@ -53,7 +65,7 @@ def fit_guard(context: EvalContext, router: Policy, alpha: float = GUARD_ALPHA) 
     if decisions.margin is None:
         raise ValueError(f"policy '{router.name}' gives no margin: only a router can be guarded")
     return calibrated_guard(decisions.actions, decisions.margin, context.utility[dev], fallback,
-                            tuple(context.table.arms), alpha)
+                            context.table.arms[fallback], alpha)
 
 
 class GuardedRouter(Policy):
@@ -85,10 +97,75 @@ class GuardedRouter(Policy):
     def fit(self, context: EvalContext) -> None:
         self.guard = fit_guard(context, self.router, self.alpha)
 
+    def fallback_actions(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
+        """[n] the fallback arm's index on each row."""
+        return np.full(len(rows), context.arm(self.guard.fallback_arm), dtype=np.int64)
+
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         routed = self.router.decide(context, rows)
-        fallback = context.arm(self.guard.fallback_arm)
+        fallback = self.fallback_actions(context, rows)
         deviate = self.guard.deviates(routed.actions, routed.margin, fallback)
         return Decisions(np.where(deviate, routed.actions, fallback), routed.prior_tokens_in,
-                         routed.prior_tokens_out, routed.prior_calls, routed.margin,
-                         np.full(len(rows), fallback, dtype=np.int64))
+                         routed.prior_tokens_out, routed.prior_calls, routed.margin, fallback)
+
+
+class MixGuardedRouter(GuardedRouter):
+    """A guarded router whose fallback is the cost-matched mix of fixed arms: the best mix
+    (`mix_hull.best_mix`) at the router's own macro tokens on the train and dev rows, each query
+    falling back to the arm the mix draws for its question (`arm_mix.ArmMix.arm_for`, as `forge
+    serve` draws it). The threshold is chosen on the dev rows' deviations from their drawn arms."""
+
+    def __init__(self, router: Policy, alpha: float = GUARD_ALPHA) -> None:
+        super().__init__(router, alpha)
+        self.name = self.name_for(router.name)
+
+    @staticmethod
+    def name_for(router_name: str) -> str:
+        """The policy name of the mix-guard around a router."""
+        return f"{router_name}{MIX_GUARD_SUFFIX}"
+
+    def fit(self, context: EvalContext) -> None:
+        self.guard = fit_mix_guard(context, self.router, self.alpha)
+
+    def fallback_actions(self, context: EvalContext, rows: np.ndarray) -> np.ndarray:
+        return drawn_arms(context, rows, parse_mix(self.guard.mix, len(context.table.arms)))
+
+
+def fit_mix_guard(context: EvalContext, router: Policy, alpha: float = GUARD_ALPHA) -> Guard:
+    """The guard around a fitted `router` whose fallback is its cost-matched mix on the train and dev
+    rows (`cost_matched_mix`); the threshold is chosen on the dev rows' deviations from their drawn arms."""
+    mix = cost_matched_mix(context, router, np.concatenate([context.rows("train"), context.rows("dev")]))
+    dev = context.rows("dev")
+    decisions = router.decide(context, dev)
+    return calibrated_guard(decisions.actions, decisions.margin, context.utility[dev], drawn_arms(context, dev, mix),
+                            mix.option, alpha, mix=mix.option)
+
+
+def cost_matched_mix(context: EvalContext, router: Policy, rows: np.ndarray) -> ArmMix:
+    """The mix of fixed arms of highest macro F1 that spends the router's own macro tokens on `rows`
+    (`mix_hull.best_mix`); the cheapest arm alone where the router spends less than every arm."""
+    benchmarks = context.table.benchmarks[rows]
+    spent = score_decisions(context, rows, router, router.decide(context, rows)).tokens
+    arms = ArmOutcomes(tuple(context.table.arms), context.table.f1[rows].T,
+                       context.table.cost[rows].T.astype(np.float64), benchmarks)
+    mix = best_mix(arms, macro(spent, benchmarks))
+    if mix is None:
+        cheapest = int(np.argmin([tokens for tokens, _ in arms.points()]))
+        return ArmMix((parse_arm(arms.names[cheapest]),), (1.0,))
+    return ArmMix(tuple(parse_arm(arm) for arm in mix.arms), mix.shares)
+
+
+def drawn_arms(context: EvalContext, rows: np.ndarray, mix: ArmMix) -> np.ndarray:
+    """[n] the arm index `mix` draws for each row's question."""
+    questions = context.weight_free(("questions",), lambda: question_texts(context))
+    return np.array([context.arm(mix.arm_for(questions[row])[0].name) for row in rows], dtype=np.int64)
+
+
+def question_texts(context: EvalContext) -> list[str]:
+    """Every row's question, in row order (read from the store)."""
+    keys = context.table.keys
+    texts: dict[tuple[str, str], str] = {}
+    for benchmark in dict.fromkeys(benchmark for benchmark, _ in keys):
+        ids = [example_id for b, example_id in keys if b == benchmark]
+        texts |= {(benchmark, e.example_id): e.question for e in context.store.examples(benchmark, ids)}
+    return [texts[key] for key in keys]

@@ -39,4 +39,4 @@ def checkpoint_guard(store: Store, checkpoint_id: str, weights: CostWeights | No
     policy.fit(context)
     arms = tuple(context.table.arms)
     chosen, _, margin = margins(policy.probabilities(context, dev), arms, checkpoint_tau(lineage))
-    return calibrated_guard(chosen, margin, context.utility[dev], fallback, arms, alpha)
+    return calibrated_guard(chosen, margin, context.utility[dev], fallback, arms[fallback], alpha)

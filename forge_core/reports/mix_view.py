@@ -1,6 +1,6 @@
 """The Pareto page's mix of fixed arms: the hull the page draws beside the frontier, and each
 policy's point against it, from the points `pareto_frame` gives (`on_hull`, `hull_f1`, `hull_gap`,
-`hull_gap_low`, `hull_gap_high`; `forge_core.evaluation.mix` computes them).
+`hull_gap_low`, `hull_gap_high`; `forge_core.policies.mix_hull` computes them).
 
 The hull is the upper convex hull of the fixed arms on (tokens, F1), from the cheapest arm to the
 arm of highest F1: every point on it is a mix that sends each query to one of two arms at random.

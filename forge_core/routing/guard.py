@@ -10,7 +10,7 @@ log pi(runner-up)) (`forge_core.routing.confidence`). How the threshold is chose
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,11 +25,12 @@ GUARD_ALPHA = 0.2  # the risk a guard is fitted for: at most this share of its d
 class Guard:
     """A fitted guard: deviate from `fallback_arm` where the router's margin is at least `threshold`."""
 
-    fallback_arm: str  # the best fixed arm on the rows it was fitted on
+    fallback_arm: str  # the best fixed arm on the rows it was fitted on; for a mix, the arm a query drew
     threshold: float  # margin (utility units) a deviation needs; inf: never deviate
     alpha: float  # the risk it was fitted for
     calibration_deviations: int  # dev rows where the router chose another arm than the fallback
     calibration_losses: int  # of those, rows where the router's arm had lower utility
+    mix: str | None = None  # the fallback is the arm this mix of fixed arms draws for each query (ARM=SHARE,...)
 
     def deviates(self, actions: np.ndarray, margin: np.ndarray, fallback: int) -> np.ndarray:
         """Per row: whether the guard follows the router (another arm, margin at least the threshold)."""
@@ -39,29 +40,39 @@ class Guard:
         """Whether a query the router sends to `router_arm` with this margin is held at the fallback."""
         return router_arm != self.fallback_arm and margin < self.threshold
 
+    def drawn(self, arm: str) -> Guard:
+        """This guard for one query whose mix drew `arm` as its fallback."""
+        return replace(self, fallback_arm=arm)
+
     def summary(self) -> str:
         """One line: the risk, the fallback, the threshold and the dev deviations it was fitted on."""
         threshold = f"threshold {self.threshold:+.3f} utility" if np.isfinite(self.threshold) else "never deviates"
-        return (f"risk {self.alpha:.0%}, fallback {self.fallback_arm}, {threshold}, from "
+        fallback = self.fallback_arm if self.mix is None else f"the mix {self.mix}"
+        return (f"risk {self.alpha:.0%}, fallback {fallback}, {threshold}, from "
                 f"{self.calibration_deviations} deviations on the dev queries, {self.calibration_losses} losing")
 
     def to_json(self, router_arm: str, margin: float) -> dict[str, Any]:
         """The guard and what it did to one query (a served answer's `guard` field, its traffic record)."""
         return {"fallback_arm": self.fallback_arm, "threshold": self.threshold if np.isfinite(self.threshold) else None,
-                "alpha": self.alpha, "held": self.holds(router_arm, margin), "why": self.why(router_arm, margin)}
+                "mix": self.mix, "alpha": self.alpha, "held": self.holds(router_arm, margin),
+                "why": self.why(router_arm, margin)}
 
     def why(self, router_arm: str, margin: float) -> str:
         """One line: why a query with this router arm and margin was deviated or held at the fallback."""
         if router_arm == self.fallback_arm:
-            return f"the router chose the fallback {self.fallback_arm} itself"
+            return f"the router chose the fallback {self._fallback()} itself"
         if not np.isfinite(self.threshold):
-            return (f"held at the fallback {self.fallback_arm}: no margin cleared the risk {self.alpha:g} on the "
+            return (f"held at the fallback {self._fallback()}: no margin cleared the risk {self.alpha:g} on the "
                     "held-out dev queries, so the guard never deviates")
         if not self.holds(router_arm, margin):
             return (f"deviated to {router_arm}: margin {margin:+.3f} utility is at least the threshold "
                     f"{self.threshold:+.3f} (risk {self.alpha:g})")
-        return (f"held at the fallback {self.fallback_arm}: margin {margin:+.3f} utility for {router_arm} is below "
+        return (f"held at the fallback {self._fallback()}: margin {margin:+.3f} utility for {router_arm} is below "
                 f"the threshold {self.threshold:+.3f} (risk {self.alpha:g})")
+
+    def _fallback(self) -> str:
+        """The fallback in words: the arm, and the mix it was drawn from."""
+        return self.fallback_arm if self.mix is None else f"{self.fallback_arm} (drawn from the mix {self.mix})"
 
 
 def risk_threshold(margin: np.ndarray, loses: np.ndarray, alpha: float) -> float:
@@ -81,15 +92,18 @@ def risk_threshold(margin: np.ndarray, loses: np.ndarray, alpha: float) -> float
     return threshold
 
 
-def calibrated_guard(actions: np.ndarray, margin: np.ndarray, utility: np.ndarray, fallback: int,
-                     arms: tuple[str, ...], alpha: float = GUARD_ALPHA) -> Guard:
+def calibrated_guard(actions: np.ndarray, margin: np.ndarray, utility: np.ndarray, fallback: int | np.ndarray,
+                     fallback_name: str, alpha: float = GUARD_ALPHA, mix: str | None = None) -> Guard:
     """The guard whose threshold `risk_threshold` picks on calibration rows: the router's `actions`
-    and `margin` there, every arm's `utility` on them ([rows, arms]) and the `fallback` arm's index."""
+    and `margin` there, every arm's `utility` on them ([rows, arms]), the fallback arm's index (one,
+    or one per row: the arm a `mix` drew for each) and the fallback's name."""
     actions = np.asarray(actions)
+    rows = np.arange(len(actions))
+    fallback = np.broadcast_to(fallback, actions.shape)
     deviating = actions != fallback
-    loses = utility[np.arange(len(actions)), actions] < utility[:, fallback]
+    loses = utility[rows, actions] < utility[rows, fallback]
     threshold = risk_threshold(np.asarray(margin)[deviating], loses[deviating], alpha)
-    return Guard(arms[fallback], threshold, alpha, int(deviating.sum()), int(loses[deviating].sum()))
+    return Guard(fallback_name, threshold, alpha, int(deviating.sum()), int(loses[deviating].sum()), mix)
 
 
 def check_guard_risk(risk: float) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from forge_core.evaluation.crossfit import (
@@ -17,6 +18,7 @@ from forge_core.evaluation.crossfit import (
 )
 from forge_core.policies.baselines import RidgeUtility
 from forge_core.policies.context import evaluation_context
+from forge_core.policies.guard import MIX_GUARD_SUFFIX, guarded_router
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 from forge_core.training.settings import Stage1Config
@@ -147,12 +149,14 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     assert {name + "_guard" for name in ("forge_lite", "forge_full", "bge_bm25_kl", "forge_lite_cond")} <= set(policies)
     for name in (name for name in policies if name.endswith("_guard")):
         guard, rows = policies[name]["guard"], results[results["policy"] == name].set_index(["benchmark", "example_id"])
-        router = results[results["policy"] == name.removesuffix("_guard")].set_index(["benchmark", "example_id"])
+        router = results[results["policy"] == guarded_router(name)].set_index(["benchmark", "example_id"])
         deviated = rows["arm"] != rows["runner_up"]
         assert (rows.loc[deviated, "arm"] == router.loc[rows.index[deviated], "arm"]).all()
         assert (rows["margin"] == router.loc[rows.index, "margin"]).all()
         fixed_arms = set(results.loc[results["kind"] == "fixed arm", "arm"])
         assert set(guard["fallback_arms"]) == set(rows["runner_up"]) and set(rows["runner_up"]) <= fixed_arms
+        if name.endswith(MIX_GUARD_SUFFIX):  # each query falls back to the arm its fold's mix draws for its question
+            assert_drawn_by_question(store, results[results["policy"] == name])
         assert guard["deviations"] == deviated.sum() and guard["alpha"] == 0.2
         assert (guard["realized_risk"] is None) == (guard["deviations"] == 0)
         if guard["deviations"]:
@@ -215,12 +219,26 @@ def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_o
     fitted: list[str] = []
     report = run_crossfit(store, FAST, on_policy=fitted.append)
     assert report["run_id"] == without["run_id"]  # the same run, with the conditioned routers added
-    added = {"forge_lite_cond", "forge_full_cond", "forge_lite_cond_guard", "forge_full_cond_guard"}  # and guards
+    added = {"forge_lite_cond", "forge_full_cond", "forge_lite_cond_guard", "forge_full_cond_guard",
+             "forge_lite_cond_mix_guard", "forge_full_cond_mix_guard"}  # and their guards
     assert set(fitted) == added and len(fitted) == len(added) * FAST.folds
     kept = store.crossfit_results(report["run_id"]).merge(rows_before, on=list(rows_before.columns))
     assert len(kept) == len(rows_before)  # every earlier row stayed as it was
     assert set(report["policies"]) == set(without["policies"]) | set(fitted)
     assert json.loads(store.crossfit_runs(HOST).iloc[0]["settings"])["conditioning"] is None  # registered once
+
+
+def assert_drawn_by_question(store: Store, rows: pd.DataFrame) -> None:
+    """Per fold, a mix guard's fallback arms are at most two, split at one draw: ordered by their
+    questions' draws (`arm_mix.question_draw`), the fallback arm changes at most once."""
+    from forge_core.policies.arm_mix import question_draw
+
+    questions = {(e.benchmark, e.example_id): e.question for benchmark in rows["benchmark"].unique()
+                 for e in store.examples(benchmark)}
+    for _, fold in rows.groupby("fold"):
+        draws = [question_draw(questions[key]) for key in zip(fold["benchmark"], fold["example_id"])]
+        fallbacks = fold["runner_up"].to_numpy()[np.argsort(draws)]
+        assert len(set(fallbacks)) <= 2 and (fallbacks[1:] != fallbacks[:-1]).sum() <= 1
 
 
 def test_a_guard_is_fitted_with_its_router_only() -> None:

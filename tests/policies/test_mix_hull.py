@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forge_core.evaluation.mix import ArmOutcomes, best_mix, hull_gap, mix_hull, per_benchmark_hulls
+from forge_core.policies.mix_hull import ArmOutcomes, best_mix, hull_gap, mix_hull, per_benchmark_hulls
 
 # Three arms on four queries of one benchmark: cheap (100 tokens, F1 0.2), middle (200, 0.25: below the
 # chord from cheap to dear, 0.35 there), dear (300, 0.5), and wasteful (400, 0.45: past the best F1).
