@@ -23,6 +23,7 @@ from forge_core.evaluation.recipe_choice import MeasuredRecipe
 from forge_core.evidence.embedders import embedder_name
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.policies.arm_mix import parse_mix
 from forge_core.reports.traffic import summarize_traffic
 from forge_core.routing.utility import CostWeights
 from forge_core.server.app import ServeSettings, serving_in_thread
@@ -183,3 +184,37 @@ def test_serve_manifest_serves_exactly_it_and_refuses_what_no_longer_holds(
     assert refused.returncode == 2
     assert f"checkpoint {manifest['checkpoint_id']} is not in this store" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_serve_manifest_of_a_deployed_mix_answers_under_the_arm_each_question_draws(
+        demo_store: Store, counting: CountingHost, tmp_path: Path) -> None:
+    """At 200 tokens a query the decision deploys the mix of fixed arms (test_a_budget_is_a_constraint):
+    its manifest carries `deploy_mix`, and a server built from it answers each `forge` request under
+    the arm its question draws from that mix, with /health and the traffic log naming the manifest."""
+    store = copy_store(demo_store, tmp_path / "store")
+    save_host_config(store, HostConfig(name="counting", kind="openai", model="m", base_url=counting.base_url,
+                                       max_retries=0, timeout_s=10.0))  # answers in the demo host's place
+    path = tmp_path / "manifest.json"
+    decided = forge(store, tmp_path / "cache", "decide", "--budget-tokens", "200", "--lambda-in", "0.1",
+                    "--lambda-out", "0.2", "--manifest", str(path))
+    assert decided.returncode == 0, decided.stderr[-2000:]
+    manifest = read_manifest(path)
+    served = serve_settings_of(manifest)
+    assert manifest["deploy_mix"] and served["mix"] == manifest["deploy_mix"]
+    assert (served["arm"], served["router"]) == (None, None)
+    settings = ServeSettings(host="counting", mix=served["mix"], manifest=manifest, traffic_dir=tmp_path / "traffic")
+    questions = ["Who wrote Hamlet?", "Where is the Eiffel Tower?", "When did the Berlin Wall fall?",
+                 "Who painted the Mona Lisa?", "What is the capital of Australia?", "Who discovered penicillin?"]
+    with serving_in_thread(store, settings) as url:
+        health = httpx.get(f"{url}/health", timeout=10).json()
+        replies = [httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+            "model": "forge", "messages": [{"role": "user", "content": question}]}) for question in questions]
+    mix = parse_mix(served["mix"], 6)
+    expected = [mix.arm_for(question)[0].name for question in questions]
+    assert len(set(expected)) == 2  # both of the mix's arms drawn
+    assert [(r.json()["forge"]["arm"], r.json()["forge"]["mix"]) for r in replies] == [
+        (arm, served["mix"]) for arm in expected]
+    assert health["manifest"]["manifest_id"] == manifest_id(manifest)
+    records = read_traffic(tmp_path / "traffic").requests
+    assert [(r["arm"], r["mix"], r["manifest"]) for r in records] == [
+        (arm, served["mix"], manifest_id(manifest)) for arm in expected]
