@@ -75,7 +75,7 @@ class GatewayRouter:
         except Exception as error:  # noqa: BLE001 - fail open: the gateway's traffic must not fail with FORGE
             log.exception("routing failed; the request passes unchanged")
             return self.pass_through(entry, span, OWN_ERROR, f"{type(error).__name__}: {error}")
-        telemetry.set_attributes(span, routed.decision.span_attributes(routed.weights)
+        telemetry.set_attributes(span, routed.span_attributes()
                                  | budget_attributes(self.state, routed.budget, routed.weights))
         return GatewayRequest(entry, routed, None, span)
 

@@ -186,7 +186,9 @@ def test_what_forge_cannot_route_passes_unchanged_and_is_counted(processor: tupl
     assert gateway.passed["forge_error"] - before.get("forge_error", 0) == 1
 
 
-def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple, host: CountingHost) -> None:
+@contextmanager
+def recorded_spans() -> Iterator[object]:
+    """An in-memory span exporter FORGE's spans go to until the block ends."""
     sdk_trace = require_module("opentelemetry.sdk.trace", GATEWAYS)
     in_memory = require_module("opentelemetry.sdk.trace.export.in_memory_span_exporter", GATEWAYS)
     export = require_module("opentelemetry.sdk.trace.export", GATEWAYS)
@@ -194,8 +196,15 @@ def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple
     provider = sdk_trace.TracerProvider()
     provider.add_span_processor(export.SimpleSpanProcessor(exporter))
     telemetry.use_tracer_provider(provider)
-    stub, _, _ = processor
     try:
+        yield exporter
+    finally:
+        telemetry.use_tracer_provider(None)
+
+
+def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple, host: CountingHost) -> None:
+    stub, _, _ = processor
+    with recorded_spans() as exporter:
         envoy = EnvoySide(stub)
         envoy.send(request_headers=header_map({":method": "POST"}))
         mutated = envoy.send(request_body=ext_proc.HttpBody(body=json.dumps(CHAT).encode(), end_of_stream=True))
@@ -205,8 +214,6 @@ def test_a_routed_stream_is_one_span_from_routing_to_the_answer(processor: tuple
         envoy.send(response_headers=header_map({":status": "200"}))
         envoy.send(response_body=ext_proc.HttpBody(body=answer.content, end_of_stream=True))
         envoy.close()
-    finally:
-        telemetry.use_tracer_provider(None)
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "chat forge"]
     usage = answer.json()["usage"]
     assert span.attributes["forge.arm"] == set_headers(mutated.request_body.response)["x-forge-arm"]
@@ -253,15 +260,17 @@ def test_forge_extproc_refuses_what_a_gateway_cannot_serve_in_one_line(
 def test_a_mix_forwards_each_question_under_the_arm_it_draws(
         tmp_path: Path, trained_store: tuple[Store, str], host: CountingHost) -> None:
     """`forge extproc --mix`: each question's host request is the arm `parse_mix(...).arm_for` draws,
-    named in x-forge-arm and x-forge-mix (no weights), and logged with the mix and the arm drawn;
-    `--arm` as the one-arm mix."""
+    named in x-forge-arm and x-forge-mix (no weights), in its span and logged with the mix and the
+    arm drawn; `--arm` as the one-arm mix."""
     store = counting_copy(trained_store[0], tmp_path / "store", host)
     option = "direct:no_think=0.4,raw:no_think=0.6"
     questions = replay_questions(store, 12)
     settings = ServeSettings(host="counting", benchmark=BENCHMARK, mix=option, traffic_dir=tmp_path / "traffic")
-    with serving_extproc(store, settings) as (stub, _):
+    with serving_extproc(store, settings) as (stub, _), recorded_spans() as exporter:
         sent = [forwarded(stub, question, host) for question in questions]
     expected = [parse_mix(option, 6).arm_for(question)[0].name for question in questions]
+    spans = [span for span in exporter.get_finished_spans() if span.name == "chat forge"]
+    assert [(s.attributes["forge.arm"], s.attributes["forge.mix"]) for s in spans] == [(a, option) for a in expected]
     assert len(set(expected)) == 2  # both arms drawn
     assert [(h["x-forge-arm"], h["x-forge-mix"], h["x-forge-router"]) for h in sent] == [
         (arm, option, "mix") for arm in expected]
