@@ -31,6 +31,9 @@ def ask(
     guard: Annotated[Optional[float], typer.Option(
         "--guard", help="With --route: guard the router for this risk, as `forge serve --guard` does (the best "
                         "fixed arm unless the router's margin clears its threshold).")] = None,
+    guard_fallback: Annotated[str, typer.Option(
+        "--guard-fallback", help="With --guard: the best fixed arm (arm) or the cost-matched mix (mix), as in "
+                                 "`forge serve`.")] = "arm",
     compare_raw: Annotated[bool, typer.Option(
         "--compare-raw", help="With --route: also answer with raw:no_think and show both (an extra call that "
                               "routing does not need).")] = False,
@@ -61,7 +64,7 @@ def ask(
     if router:
         warn_if_other_host(store, router, host)
     inputs = request.check(store)
-    result = run_ask(store, request, inputs=inputs, guard=_guard(store, inputs, request, guard))
+    result = run_ask(store, request, inputs=inputs, guard=_guard(store, inputs, request, guard, guard_fallback))
     if not route:
         _print_plain(result, host, retriever, as_json)
     elif as_json:
@@ -70,15 +73,23 @@ def ask(
         _print_routed(result, store)
 
 
-def _guard(store: Any, inputs: Any, request: Any, risk: float | None) -> Any:
-    """The router's guard for `--guard` (None without it), fitted as `forge serve --guard` fits it."""
+def _guard(store: Any, inputs: Any, request: Any, risk: float | None, fallback: str) -> Any:
+    """The router's guard for `--guard` (None without it), fitted as `forge serve --guard` fits it;
+    under a mix fallback, the arm the mix draws for the question is its fallback."""
+    from forge_core.routing.guard import GUARD_FALLBACKS, check_guard_risk
+
+    if fallback not in GUARD_FALLBACKS:
+        raise InvalidInput(f"--guard-fallback is {' or '.join(GUARD_FALLBACKS)}, not {fallback!r}")
     if risk is None or inputs.checkpoint_id is None:
         return None
+    from forge_core.policies.arm_mix import parse_mix
     from forge_core.reports.checkpoint_guard import checkpoint_guard
-    from forge_core.routing.guard import check_guard_risk
 
     check_guard_risk(risk)
-    return checkpoint_guard(store, inputs.checkpoint_id, request.weights, risk)
+    guard = checkpoint_guard(store, inputs.checkpoint_id, request.weights, risk, fallback)
+    if guard.mix is None:
+        return guard
+    return guard.drawn(parse_mix(guard.mix, inputs.host_config.alphabet_size).arm_for(inputs.question)[0].name)
 
 
 def _print_plain(result: Any, host: str, retriever: str, as_json: bool) -> None:

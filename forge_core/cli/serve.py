@@ -42,6 +42,10 @@ def serve_command(
                         "router): answer with the best fixed arm of its train and dev queries unless its margin "
                         "clears a threshold fitted on its dev queries so that at most this share of deviations "
                         "lose utility; refused with --arm, --mix and budgets.")] = None,
+    guard_fallback: Annotated[str, typer.Option(
+        "--guard-fallback", help="With --guard: fall back to the best fixed arm (arm) or to the cost-matched mix "
+                                 "of fixed arms at the router's own tokens on its train and dev queries, each "
+                                 "question to the arm the mix draws for it (mix).")] = "arm",
     host: Annotated[Optional[str], typer.Option(
         help="The host that answers (see `forge host list`; default embedded).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(
@@ -111,10 +115,11 @@ def serve_command(
     if manifest is not None:
         chosen = {"--router": router, "--arm": arm, "--mix": mix, "--host": host, "--retriever": retriever,
                   "--lambda-in": lambda_in, "--lambda-out": lambda_out, "--budget-tokens": budget_tokens,
-                  "--budgets": budgets, "--guard": guard}
+                  "--budgets": budgets, "--guard": guard,
+                  "--guard-fallback": None if guard_fallback == "arm" else guard_fallback}
         deployment, served = _manifest(store, manifest, [flag for flag, value in chosen.items() if value is not None])
         host, retriever, arm, router = served["host"], served["retriever"], served["arm"], served["router"]
-        mix, guard = served.get("mix"), served.get("guard")
+        mix, guard, guard_fallback = served.get("mix"), served.get("guard"), served.get("guard_fallback") or "arm"
         lambda_in, lambda_out = served["lambda_in"], served["lambda_out"]
     host = host or "embedded"
     if arm is not None and router is not None:
@@ -128,7 +133,7 @@ def serve_command(
                              shadow_raw=shadow_raw, weights=weights, candidate=candidate, candidate_rate=shadow_rate,
                              candidate_max_tokens=shadow_max_tokens, evaluator_host=evaluator_host,
                              traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm,
-                             manifest=deployment, mix=mix, guard=guard)
+                             manifest=deployment, mix=mix, guard=guard, guard_fallback=guard_fallback)
     if arm is None and mix is None and router not in ("lite", "full"):
         warn_if_other_host(store, router, host)
     application = build_app(store, settings)

@@ -19,6 +19,7 @@ from forge_core.errors import InvalidInput
 from forge_core.routing.confidence import confidence
 
 GUARD_ALPHA = 0.2  # the risk a guard is fitted for: at most this share of its deviations lose utility
+GUARD_FALLBACKS = ("arm", "mix")  # a guard falls back to the best fixed arm or to the cost-matched mix
 
 
 @dataclass(frozen=True)

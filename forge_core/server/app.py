@@ -73,7 +73,7 @@ from forge_core.reports.checkpoint_guard import checkpoint_guard
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
-from forge_core.routing.guard import Guard, check_guard_risk
+from forge_core.routing.guard import GUARD_FALLBACKS, Guard, check_guard_risk
 from forge_core.routing.live import DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
@@ -114,6 +114,7 @@ class ServeSettings:
     manifest: dict | None = None  # the deployment manifest served (`--manifest`): shown at /health, named in the log
     mix: str | None = None  # the `forge` model answers under fixed arms drawn by question, ARM=SHARE,... (`--mix`)
     guard: float | None = None  # the `forge` model's router is guarded for this risk (`--guard`; None: not guarded)
+    guard_fallback: str = "arm"  # the guard's fallback: the best fixed arm, or the cost-matched mix ("mix")
 
 
 def check_fixed_arm(settings: ServeSettings, n_arms: int) -> Arm:
@@ -192,7 +193,11 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
 def check_guard(settings: ServeSettings) -> None:
     """Refuse, in one line, a `--guard` risk outside (0, 1) or beside budgets: a guard's threshold is
     fitted at one pair of weights, and a budget moves them request by request."""
+    if settings.guard_fallback not in GUARD_FALLBACKS:
+        raise InvalidInput(f"--guard-fallback is {' or '.join(GUARD_FALLBACKS)}, not {settings.guard_fallback!r}")
     if settings.guard is None:
+        if settings.guard_fallback != "arm":
+            raise InvalidInput("--guard-fallback is the fallback of a guard: give --guard RISK with it")
         return
     check_guard_risk(settings.guard)
     if settings.weights.budgeted:
@@ -272,7 +277,8 @@ class ServerState:
         """The served router's guard at the weights served (`--guard`), fitted on its own dev queries."""
         if self.settings.guard is None:
             return None
-        guard = checkpoint_guard(self.store, checkpoint_id, CostWeights(*self.weights.fixed), self.settings.guard)
+        guard = checkpoint_guard(self.store, checkpoint_id, CostWeights(*self.weights.fixed), self.settings.guard,
+                                 self.settings.guard_fallback)
         log.info("guard on %s: %s", checkpoint_id, guard.summary())
         return guard
 
@@ -307,10 +313,20 @@ class ServerState:
                                "model")
         budget, weights = _weights_for(self, asked.model, client)
         decision = dry_route(self.retriever, asked.question, self.checkpoints[target], CostWeights(*weights),
-                             self.guard if asked.model == ROUTER_MODEL else None)
+                             self.guard_for(asked))
         request = arm_request(decision.evidence, parse_arm(decision.arm), is_fever_benchmark(self.settings.benchmark),
                               asked.chat)
         return RoutedRequest(asked.model, target, decision, budget, weights, host_body(self.host_config, request))
+
+    def guard_for(self, asked: ChatRequest) -> Guard | None:
+        """The `forge` model's guard for this request (None for other models or without `--guard`):
+        under a mix fallback, its fallback is the arm the mix draws for the question."""
+        if self.guard is None or asked.model != ROUTER_MODEL:
+            return None
+        if self.guard.mix is None:
+            return self.guard
+        arm, _ = parse_mix(self.guard.mix, self.host_config.alphabet_size).arm_for(asked.question)
+        return self.guard.drawn(arm.name)
 
     def _mix_route(self, asked: ChatRequest, mix: ArmMix) -> RoutedRequest:
         """The `--mix` model's dry route: the arm the question draws, with its evidence; no router."""
@@ -712,7 +728,7 @@ async def _answer(state: ServerState, asked: ChatRequest, weights: tuple[float, 
         state.store, state.client, state.retriever, asked.question, state.settings.benchmark,
         checkpoint=state.checkpoints[target] if isinstance(target, str) else None,
         arm=arm, chat=asked.chat, weights=CostWeights(*weights),
-        guard=state.guard if asked.model == ROUTER_MODEL else None)
+        guard=state.guard_for(asked))
 
 
 def _error(state: ServerState, status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:

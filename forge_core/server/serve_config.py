@@ -18,7 +18,7 @@ from forge_core.server.budget import check_budget, load_budgets_file
 from forge_core.server.deployment import WeightsRequest
 from forge_core.store import Store
 
-TEXT_ARGS = ("host", "router", "arm", "mix", "retriever", "api_key_env")  # taken as given
+TEXT_ARGS = ("host", "router", "arm", "mix", "retriever", "api_key_env", "guard_fallback")  # taken as given
 NUMBER_ARGS = ("lambda_in", "lambda_out", "budget_tokens", "ratio", "shadow_raw", "guard")
 PATH_ARGS = ("store", "traffic_dir", "budgets")
 ARGS = TEXT_ARGS + NUMBER_ARGS + PATH_ARGS + ("benchmark",)
@@ -68,7 +68,8 @@ def serve_settings_of_args(args: Mapping[str, Any]) -> tuple[Path, ServeSettings
         host=host, benchmark=corpus_name(_benchmarks(args.get("benchmark"))), router=text.get("router", "lite"),
         api_key_env=text.get("api_key_env"), shadow_raw=numbers.get("shadow_raw", 0.0), weights=weights,
         traffic_dir=Path(str(args["traffic_dir"])).expanduser() if args.get("traffic_dir") else None,
-        retriever=retriever, arm=text.get("arm"), mix=text.get("mix"), guard=numbers.get("guard"))
+        retriever=retriever, arm=text.get("arm"), mix=text.get("mix"), guard=numbers.get("guard"),
+        guard_fallback=text.get("guard_fallback", "arm"))
 
 
 def _number(args: Mapping[str, Any], name: str) -> float:

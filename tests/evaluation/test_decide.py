@@ -141,6 +141,9 @@ def test_the_names_match_the_registry() -> None:
     assert FLOOR_POLICY == crossfit.FLOOR_POLICY
     assert exclusion_reason("forge_full_fallback", ROUTER_KIND).startswith("the dev fallback rule")
     assert exclusion_reason("always_raw_cot", FIXED_ARM_KIND) is None
+    for guard in ("forge_lite_guard", "forge_lite_cond_mix_guard"):  # served with `forge serve --guard`
+        assert exclusion_reason(guard, ROUTER_KIND) is None
+    assert exclusion_reason("ridge_utility_mix_guard", ROUTER_KIND).startswith("a guard around ridge_utility")
 
 
 def test_every_interval_is_its_pairs_own_bootstrap() -> None:

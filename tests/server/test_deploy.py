@@ -216,6 +216,35 @@ def test_serves_a_guarded_router_that_holds_low_margin_queries_at_its_fallback(
     assert [(r["arm"], r["guard"]["held"]) for r in chat] == [(guard.fallback_arm, True)]
 
 
+def test_a_guard_can_fall_back_to_the_cost_matched_mix(deploy_store: tuple[Store, str, str], host: CountingHost,
+                                                       tmp_path: Path) -> None:
+    """`--guard-fallback mix`: a held query falls back to the arm the guard's mix (the cost-matched mix
+    on the checkpoint's train and dev queries) draws for its question; the fallback without a guard,
+    or another fallback, is refused in one line."""
+    store, conditioned, _ = deploy_store
+    for settings, message in [(ServeSettings(host="counting", router=conditioned, guard_fallback="mix"), "give --guard"),
+                              (ServeSettings(host="counting", router=conditioned, guard=0.2, guard_fallback="oracle"),
+                               "--guard-fallback is arm or mix")]:
+        with pytest.raises(InvalidInput, match=message):
+            build_app(store, settings)
+    guard = checkpoint_guard(store, conditioned, CostWeights(0.02, 0.04), 0.2, "mix")
+    mix = parse_mix(guard.mix, 6)
+    questions = replay_questions(store, 24)
+    settings = ServeSettings(host="counting", benchmark=BENCHMARK, router=conditioned, guard=0.2, guard_fallback="mix",
+                             weights=WeightsRequest(lambda_in=0.02, lambda_out=0.04), traffic_dir=tmp_path)
+    with serving_in_thread(store, settings) as url:
+        routes = [httpx.post(f"{url}/v1/route", json={"question": q}, timeout=30).json() for q in questions]
+    held = []
+    for question, route in zip(questions, routes):
+        router_arm = max(route["probabilities"], key=route["probabilities"].get)
+        fallback = mix.arm_for(question)[0].name
+        holds = router_arm != fallback and route["margin"] < guard.threshold
+        assert route["arm"] == (fallback if holds else router_arm) and route["guard"]["mix"] == guard.mix
+        assert route["guard"]["fallback_arm"] == fallback and route["guard"]["held"] == holds
+        held.append(route["arm"] if holds else None)
+    assert len(set(filter(None, held))) == 2  # held queries fell back to both of the mix's arms
+
+
 def replay(url: str, questions: list[str], client_name: str = "replay") -> list[dict]:
     """Send every question through the `openai` client as model `forge`; each reply's usage and arm."""
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="replay-key", default_headers={"X-Forge-Client": client_name})
