@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, console, open_store, warn_if_other_host
 from forge_core.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from forge_core.server.app import ServeSettings
-    from forge_core.store import Store
 
 
 # Over 60 lines: its typer options are `forge extproc --help`.
@@ -24,9 +19,8 @@ def extproc_command(
         help="A checkpoint id, or lite: the host's newest Lite checkpoint (default lite; a Full router's probes "
              "are host calls a gateway does not make).")] = None,
     arm: Annotated[Optional[str], typer.Option(
-        "--arm", help="Forward every request under one fixed arm, as `forge serve --arm` answers it: served as "
-                      "the one-arm mix ARM=1 (the dry route draws; headers and log name that mix); weights, "
-                      "budgets and --guard are refused with it.")] = None,
+        "--arm", help="Forward every request under one fixed arm, as `forge serve --arm` answers it (router "
+                      "override, no weights); weights, budgets, --mix and --guard are refused with it.")] = None,
     mix: Annotated[Optional[str], typer.Option(
         "--mix", help="Forward each request under the arm its question draws from ARM=SHARE,ARM=SHARE, as "
                       "`forge serve --mix` does (x-forge-mix); refused with --arm, --router, weights, "
@@ -34,6 +28,9 @@ def extproc_command(
     guard: Annotated[Optional[float], typer.Option(
         "--guard", help="Guard the router for this risk, as `forge serve --guard` does (x-forge-guard: held or "
                         "deviated); refused with --arm, --mix and budgets.")] = None,
+    guard_fallback: Annotated[str, typer.Option(
+        "--guard-fallback", help="With --guard: the best fixed arm (arm) or the cost-matched mix (mix), as in "
+                                 "`forge serve`.")] = "arm",
     host: Annotated[str, typer.Option(
         help="The host Envoy forwards to (see `forge host list`): its model name and thinking fields make the "
              "body.")] = "embedded",
@@ -78,9 +75,7 @@ def extproc_command(
     settings = ServeSettings(host=host, benchmark=corpus_name(benchmark or ["hotpotqa"]), router=router or "lite",
                              weights=weights_request(lambda_in, lambda_out, budget_tokens, budgets, ratio),
                              traffic_dir=traffic_dir, retriever=chosen_retriever(host, retriever), arm=arm, mix=mix,
-                             guard=guard)
-    if arm is not None:
-        settings = one_arm_mix(store, settings)
+                             guard=guard, guard_fallback=guard_fallback)
     server, gateway, bound = start_extproc(store, settings, port, bind)
     console.print(f"FORGE external processor on {bind}:{bound} (envoy.service.ext_proc.v3; host {host}; Ctrl-C to "
                   "stop)")
@@ -94,18 +89,3 @@ def extproc_command(
         server.stop(grace=5).wait()
         gateway.close()
         console.print(f"passed unchanged: {dict(gateway.passed) or 'none'}")
-
-
-def one_arm_mix(store: Store, settings: ServeSettings) -> ServeSettings:
-    """`--arm ARM` for a gateway: checked as `forge serve --arm` is (an arm outside the host's
-    alphabet, beside a mix, weights, budgets or a guard: refused in one line), then served as the
-    mix ARM=1, since a gateway forwards the dry route's request and the dry route draws a mix's arm
-    but routes no fixed arm."""
-    from forge_core.hosts.registry import get_host_config
-    from forge_core.server.app import check_fixed_arm, check_mix
-
-    n_arms = get_host_config(store, settings.host).alphabet_size
-    if settings.mix is not None:
-        check_mix(settings, n_arms)  # refuses the mix beside the arm
-    arm = check_fixed_arm(settings, n_arms)
-    return dataclasses.replace(settings, arm=None, mix=f"{arm.name}=1")

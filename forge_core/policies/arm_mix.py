@@ -58,8 +58,9 @@ def draw_record(option: str, arm: str, draw: float) -> dict[str, Any]:
 
 
 def mix_attributes(record: dict[str, Any]) -> dict[str, Any]:
-    """A span's mix attributes (`forge_core.telemetry`) from a `draw_record`; {} for a request under no mix."""
-    return {"forge.mix": record["mix"], "forge.mix_draw": record["mix_draw"]} if record else {}
+    """A span's mix attributes (`forge_core.telemetry`) from a record holding a `draw_record`; {} for a
+    request under no mix."""
+    return {"forge.mix": record["mix"], "forge.mix_draw": record["mix_draw"]} if record.get("mix") else {}
 
 
 def mix_option(arms: list[str], shares: tuple[float, ...] | list[float]) -> str:

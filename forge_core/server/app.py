@@ -74,7 +74,7 @@ from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
 from forge_core.routing.guard import GUARD_FALLBACKS, Guard, check_guard_risk
-from forge_core.routing.live import DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
+from forge_core.routing.live import OVERRIDE, DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
 from forge_core.server.chat_request import DEFAULT_MODEL, ChatRequest, RefusedField, parse_chat_request
@@ -307,7 +307,9 @@ class ServerState:
         `RefusedField` for a model that does not route, `ForgeError` for a question FORGE refuses."""
         target = self.models.get(asked.model)
         if isinstance(target, ArmMix):
-            return self._mix_route(asked, target)
+            return self._fixed_route(asked, *target.arm_for(asked.question), target)
+        if isinstance(target, Arm) and asked.model == ROUTER_MODEL:  # `--arm`: the `forge` model's deployed arm
+            return self._fixed_route(asked, target)
         if not isinstance(target, str):
             raise RefusedField(f"`model` must be a routed model ({', '.join(_routed(self))}), not '{asked.model}'",
                                "model")
@@ -328,16 +330,18 @@ class ServerState:
         arm, _ = parse_mix(self.guard.mix, self.host_config.alphabet_size).arm_for(asked.question)
         return self.guard.drawn(arm.name)
 
-    def _mix_route(self, asked: ChatRequest, mix: ArmMix) -> RoutedRequest:
-        """The `--mix` model's dry route: the arm the question draws, with its evidence; no router."""
+    def _fixed_route(self, asked: ChatRequest, arm: Arm, draw: float | None = None,
+                     mix: ArmMix | None = None) -> RoutedRequest:
+        """The dry route of the `forge` model under `--arm` (that arm) or `--mix` (the arm the
+        question drew, with its draw): the arm with its evidence; no router, no weights."""
         started = time.perf_counter()
         check_question(asked.question)
-        arm, draw = mix.arm_for(asked.question)
         evidence = retrieve_evidence(self.retriever, asked.question)
         decision = DryRoute(arm.name, {arm.name: 1.0}, evidence, (time.perf_counter() - started) * 1000.0)
         request = arm_request(evidence, arm, is_fever_benchmark(self.settings.benchmark), asked.chat)
-        return RoutedRequest(asked.model, MIX_ROUTER, decision, None, self.weights.fixed,
-                             host_body(self.host_config, request), mix=mix.option, mix_draw=draw)
+        return RoutedRequest(asked.model, OVERRIDE if mix is None else MIX_ROUTER, decision, None, self.weights.fixed,
+                             host_body(self.host_config, request), mix=None if mix is None else mix.option,
+                             mix_draw=draw)
 
     def load_without_host(self) -> None:
         """Load the retriever, embedder and routers and open the traffic log, but neither start nor
@@ -353,7 +357,7 @@ class ServerState:
         self.weights.record(routed.budget, tokens_in + tokens_out)
         self.log_request(entry.forwarded(routed, tokens_in, tokens_out, latency_s)
                          | {"budget_target": self.weights.target(routed.budget),
-                            "budget_bound": self.weights.at_bound(routed.budget)} | routed.mix_fields())
+                            "budget_bound": self.weights.at_bound(routed.budget)} | routed.record_fields())
 
     async def close(self) -> None:
         """Close the host client, stop an embedded server this process started, close the log."""
@@ -438,7 +442,7 @@ def build_app(store: Store, settings: ServeSettings) -> Starlette:
         except ForgeError as error:
             return entry.refused(state, _invalid(state, error))
         state.log_request(entry.routed(routed.decision, routed.router, routed.budget, routed.weights)
-                          | routed.mix_fields())
+                          | routed.record_fields())
         return JSONResponse(routed.to_json(), headers=routed.headers())
 
     async def metrics(_: Request) -> Response:

@@ -20,7 +20,7 @@ from forge_core.hosts.anthropic import messages_body
 from forge_core.hosts.base import GenerationRequest, HostConfig, estimate_tokens
 from forge_core.hosts.openai_compat import chat_completion_body
 from forge_core.policies.arm_mix import draw_record, mix_attributes
-from forge_core.routing.live import DryRoute
+from forge_core.routing.live import OVERRIDE, DryRoute
 
 HEADER_PREFIX = "x-forge-"
 BODY_FIELDS = ("model", "messages")  # a host body's fields that are not generation or thinking settings
@@ -47,6 +47,11 @@ class RoutedRequest:
     mix_draw: float | None = None  # and the question's draw in [0, 1)
 
     @property
+    def weighted(self) -> bool:
+        """Whether a router decided at the weights (not a fixed arm, nor a mix's draw)."""
+        return self.mix is None and self.router != OVERRIDE
+
+    @property
     def arm(self) -> str:
         """The arm chosen."""
         return self.decision.arm
@@ -63,11 +68,13 @@ class RoutedRequest:
 
     def headers(self) -> dict[str, str]:
         """The decision as HTTP headers: arm, margin (utility units), weights, router, budget, and
-        under a guard whether it held the query; under a mix, the arm, router `mix` and the mix."""
+        under a guard whether it held the query; under a mix, the arm, router `mix` and the mix; under
+        a fixed arm, the arm and router `override`."""
         margin = self.decision.margin
-        headers = {"arm": self.arm, "margin": "" if margin is None else f"{margin:.6f}",
-                   "weights": "" if self.mix else f"{self.weights[0]:g},{self.weights[1]:g}", "router": self.router,
-                   "budget": self.budget or "", "mix": self.mix or "", "guard": self._guard_header()}
+        weights = f"{self.weights[0]:g},{self.weights[1]:g}" if self.weighted else ""
+        headers = {"arm": self.arm, "margin": "" if margin is None else f"{margin:.6f}", "weights": weights,
+                   "router": self.router, "budget": self.budget or "", "mix": self.mix or "",
+                   "guard": self._guard_header()}
         return {HEADER_PREFIX + name: value for name, value in headers.items() if value}
 
     def _guard_header(self) -> str:
@@ -80,21 +87,23 @@ class RoutedRequest:
         margin = self.decision.margin
         return {"model": self.model, "router": self.router, "arm": self.arm,
                 "margin": None if margin is None else round(margin, 6),
-                "weights": None if self.mix else {"lambda_in": self.weights[0], "lambda_out": self.weights[1]},
+                "weights": {"lambda_in": self.weights[0], "lambda_out": self.weights[1]} if self.weighted else None,
                 "budget": self.budget, "evidence": [hit.document.title for hit in self.decision.evidence.passages],
                 "evidence_tokens": estimate_tokens(self.evidence_text),
                 "routing_ms": round(self.decision.routing_ms, 1),
-                "guard": self.decision.guard_record()} | self.mix_fields()
+                "guard": self.decision.guard_record()} | self.record_fields()
 
     def span_attributes(self) -> dict[str, Any]:
         """The routing span's attributes (`forge_core.telemetry`): the decision's, and under a mix the mix's."""
-        return self.decision.span_attributes(self.weights) | mix_attributes(self.mix_fields())
+        return self.decision.span_attributes(self.weights) | mix_attributes(self.record_fields())
 
-    def mix_fields(self) -> dict[str, Any]:
-        """Under a mix, the fields a record adds (the mix, the arm it drew, the draw; no weights); {} otherwise."""
-        if self.mix is None:
+    def record_fields(self) -> dict[str, Any]:
+        """What a record adds where no router weighed the arm: no weights, and under a mix the mix,
+        the arm it drew and the draw; {} for a router's decision."""
+        if self.weighted:
             return {}
-        return draw_record(self.mix, self.arm, self.mix_draw) | {"lambda_in": None, "lambda_out": None}
+        drawn = {} if self.mix is None else draw_record(self.mix, self.arm, self.mix_draw)
+        return drawn | {"lambda_in": None, "lambda_out": None}
 
     def to_json(self) -> dict[str, Any]:
         """`POST /v1/route`'s response: the decision, every arm's probability, the passages retrieved,

@@ -129,8 +129,13 @@ def test_serves_a_fixed_arm_and_refuses_what_needs_a_router_in_one_line(
     with serving_in_thread(store, settings) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
         reply = client.chat.completions.create(model="forge", messages=[{"role": "user", "content": "Who?"}])
+        route = httpx.post(f"{url}/v1/route", json={"question": "Who?"}, timeout=30)
     assert reply.model_extra["forge"]["arm"] == "summary:no_think" and reply.model_extra["forge"]["host_calls"] == 1
-    [record] = read_traffic(tmp_path).requests
+    decided = route.json()
+    assert (decided["arm"], decided["router"], decided["weights"]) == ("summary:no_think", "override", None)
+    assert route.headers["x-forge-router"] == "override" and "x-forge-weights" not in route.headers
+    record, routed = read_traffic(tmp_path).requests
+    assert (routed["endpoint"], routed["arm"], routed["lambda_in"]) == ("route", "summary:no_think", None)
     assert record["arm"] == "summary:no_think" and record["lambda_in"] is None and record["budget"] is None
     assert (record["retriever"], record["retriever_hash"]) == ("bm25", "")  # the default evidence's name and hash
     with pytest.raises(InvalidInput, match="--router needs routing"):  # the CLI's exit 2 with this line
@@ -222,7 +227,8 @@ def test_a_guard_can_fall_back_to_the_cost_matched_mix(deploy_store: tuple[Store
     on the checkpoint's train and dev queries) draws for its question; the fallback without a guard,
     or another fallback, is refused in one line."""
     store, conditioned, _ = deploy_store
-    for settings, message in [(ServeSettings(host="counting", router=conditioned, guard_fallback="mix"), "give --guard"),
+    for settings, message in [(ServeSettings(host="counting", router=conditioned, guard_fallback="mix"),
+                               "give --guard"),
                               (ServeSettings(host="counting", router=conditioned, guard=0.2, guard_fallback="oracle"),
                                "--guard-fallback is arm or mix")]:
         with pytest.raises(InvalidInput, match=message):

@@ -24,7 +24,6 @@ import httpx
 import pytest
 
 from forge_core import telemetry
-from forge_core.cli.extproc import one_arm_mix
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
 from forge_core.policies.arm_mix import parse_mix
@@ -261,7 +260,7 @@ def test_a_mix_forwards_each_question_under_the_arm_it_draws(
         tmp_path: Path, trained_store: tuple[Store, str], host: CountingHost) -> None:
     """`forge extproc --mix`: each question's host request is the arm `parse_mix(...).arm_for` draws,
     named in x-forge-arm and x-forge-mix (no weights), in its span and logged with the mix and the
-    arm drawn; `--arm` as the one-arm mix."""
+    arm drawn; `--arm` forwards under its fixed arm (router override, no weights)."""
     store = counting_copy(trained_store[0], tmp_path / "store", host)
     option = "direct:no_think=0.4,raw:no_think=0.6"
     questions = replay_questions(store, 12)
@@ -278,10 +277,11 @@ def test_a_mix_forwards_each_question_under_the_arm_it_draws(
     records = [r for r in read_traffic(tmp_path / "traffic").requests if r["endpoint"] == "extproc"]
     assert [(r["arm"], r["mix_arm"], r["mix"]) for r in records] == [(arm, arm, option) for arm in expected]
     assert all(r["host_calls"] == 1 and r["tokens"] > 0 and r["lambda_in"] is None for r in records)
-    fixed = one_arm_mix(store, dataclasses.replace(settings, mix=None, arm="summary:no_think"))
-    assert (fixed.arm, fixed.mix) == (None, "summary:no_think=1")
+    fixed = dataclasses.replace(settings, mix=None, arm="summary:no_think")  # `--arm`: the deployed fixed arm
     with serving_extproc(store, fixed) as (stub, _):
-        assert {forwarded(stub, question, host)["x-forge-arm"] for question in questions[:4]} == {"summary:no_think"}
+        headers = [forwarded(stub, question, host) for question in questions[:4]]
+    assert {(h["x-forge-arm"], h["x-forge-router"]) for h in headers} == {("summary:no_think", "override")}
+    assert not any("x-forge-weights" in h or "x-forge-mix" in h for h in headers)
 
 
 def test_a_guard_holds_low_margin_questions_at_its_fallback_through_the_processor(
