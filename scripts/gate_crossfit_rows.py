@@ -4,7 +4,8 @@ so a run stored before the gates existed prints them without computing anything;
 DIR`, writes every gate row as the export's added part `crossfit_results.gates.parquet` (loaded by
 `forge store load-demo` with the rest of the demo data). Only the gates are fitted: a run's other
 policies, routers included, are left as stored. A run whose data changed since it was stored (its id
-no longer matches) is skipped and named.
+no longer matches) is skipped and named. `--refit` fits every gate again (their rows replace the
+stored ones): after `forge gate-probes` enumerated more drafts.
 
     FORGE_STORE=/tmp/demo/forge.duckdb .venv/bin/python scripts/gate_crossfit_rows.py --export data/demo
 """
@@ -29,8 +30,9 @@ log = logging.getLogger("gate_crossfit_rows")
 GATE_ROWS_WHERE = "policy IN ('targ', 'dart', 'logprob_ladder')"  # the export part's rows: GATES
 
 
-def add_gate_rows(store: Store, run_id: str, settings: dict) -> int:
-    """Fit and store the gates missing from each fold of one run; returns the rows added (-1: skipped)."""
+def add_gate_rows(store: Store, run_id: str, settings: dict, refit: bool = False) -> int:
+    """Fit and store the gates missing from each fold of one run (every gate with `refit`: after more
+    drafts were enumerated, their rows replace the stored ones); returns the rows written (-1: skipped)."""
     base = evaluation_context(store, settings["host"], settings["n_arms"],
                               CostWeights(settings["lambda_in"], settings["lambda_out"]),
                               accounting=settings.get("accounting", "deploy"),
@@ -43,7 +45,8 @@ def add_gate_rows(store: Store, run_id: str, settings: dict) -> int:
     added = 0
     for fold, context in crossfit_folds(base, settings["folds"], settings.get("dev_fraction", DEV_FRACTION),
                                         settings["split_seed"]):
-        missing = [gate for gate in (TARGGate(), DARTGate(), LogprobLadder()) if gate.name not in done.get(fold, ())]
+        missing = [gate for gate in (TARGGate(), DARTGate(), LogprobLadder())
+                   if refit or gate.name not in done.get(fold, ())]
         if missing:
             rows = fold_rows(context, context.rows("test"), missing, missing, None)
             store.write_crossfit_fold(run_id, fold, rows)
@@ -55,6 +58,7 @@ def main() -> None:
     """Every run of the store, then the export part when asked."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--export", type=Path, help="write the gates' rows as DIR/crossfit_results.gates.parquet")
+    parser.add_argument("--refit", action="store_true", help="fit every gate again (after more drafts were enumerated)")
     arguments = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from forge_core import config
@@ -62,7 +66,8 @@ def main() -> None:
     store = Store(config.store_path())
     runs = store.crossfit_runs()
     for run_id, settings in zip(runs["run_id"], runs["settings"]):
-        log.info("%s: %d gate rows added", run_id, add_gate_rows(store, run_id, json.loads(settings)))
+        written = add_gate_rows(store, run_id, json.loads(settings), arguments.refit)
+        log.info("%s: %d gate rows written", run_id, written)
     if arguments.export:
         arguments.export.mkdir(parents=True, exist_ok=True)
         rows = export_part(store, arguments.export, "crossfit_results", "gates", GATE_ROWS_WHERE)

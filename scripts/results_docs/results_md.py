@@ -18,6 +18,7 @@ from forge_core.evaluation.peer_units import peer_rows
 from forge_core.evidence.embedders import DEFAULT_EMBEDDER, embedder_name
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash
 from forge_core.policies.conditioned import conditioned_checkpoint
+from forge_core.policies.guard import MIX_GUARD_SUFFIX
 from forge_core.policies.registry import ConditionedRouter, TrainedRouter, variants
 from forge_core.reports.tables import MACRO, ORACLE, arm_mix_frame, oracle_choices
 from forge_core.routing.utility import CostWeights
@@ -1021,18 +1022,21 @@ def evidence_arms_table(results: Results) -> str:
 
 
 def guards_table(results: Results) -> str:
-    """The guarded routers (`<router>_guard`) of the paper-recipe Stage-1 runs and the Stage-2 runs
-    (split seed 0, deployment accounting), as `forge eval crossfit` prints them: the fallback,
-    coverage, losing deviations against alpha and the utility gain over the fallback with its interval."""
+    """The guarded routers (`<router>_guard`, and `<router>_mix_guard` falling back to the cost-matched
+    mix) of the paper-recipe Stage-1 runs and the Stage-2 runs (split seed 0, deployment accounting),
+    as `forge eval crossfit` prints them: the fallback, coverage, losing deviations against alpha and
+    the utility gain over the fallback with its interval; then the runs still without them."""
     runs = [run for run in results.select(1, conditioned=True)
             if warm_start_arms(run.settings) == PAPER_WARM_START_ARMS]
     lines = ["| run | stage, weights | guard | fallback | left it on | losing deviations | "
              "utility vs fallback [95% CI] |", "|---|---|---|---|---:|---:|---|"]
-    without = []
+    without, without_mix = [], []
     for run, report in zip([*runs, *results.select(2)], [*results.reports(runs), *results.stage2_reports]):
         guarded = [(name, row["guard"]) for name, row in report["policies"].items() if row.get("guard")]
         if not guarded:
             without.append(f"`{run.run_id}`")
+        elif not any(name.endswith(MIX_GUARD_SUFFIX) for name, _ in guarded):
+            without_mix.append(f"`{run.run_id}`")
         for name, guard in guarded:
             gain = guard["gain_vs_fallback"]
             lines.append(f"| `{run.run_id}` | {run.settings['stage']}, {weights_text(report)} | `{name}` | "
@@ -1041,6 +1045,8 @@ def guards_table(results: Results) -> str:
     require(len(lines) > 2, "a stored run with guard rows")
     if without:
         lines += ["", f"Runs without guard rows yet (`scripts/guard_crossfit_rows.py` adds them): {listing(without)}."]
+    if without_mix:
+        lines += ["", f"Runs without mix-guard rows yet (the same script adds them): {listing(without_mix)}."]
     return "\n".join(lines)
 
 
