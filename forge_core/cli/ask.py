@@ -8,7 +8,14 @@ import typer
 from rich.console import Console
 
 from forge_core.arms import RAW_NO_THINK
-from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, open_store, print_json, warn_if_other_host
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    GuardFallbackOption,
+    chosen_retriever,
+    open_store,
+    print_json,
+    warn_if_other_host,
+)
 from forge_core.errors import InvalidInput
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT
 
@@ -31,9 +38,7 @@ def ask(
     guard: Annotated[Optional[float], typer.Option(
         "--guard", help="With --route: guard the router for this risk, as `forge serve --guard` does (the best "
                         "fixed arm unless the router's margin clears its threshold).")] = None,
-    guard_fallback: Annotated[str, typer.Option(
-        "--guard-fallback", help="With --guard: the best fixed arm (arm) or the cost-matched mix (mix), as in "
-                                 "`forge serve`.")] = "arm",
+    guard_fallback: GuardFallbackOption = "arm",
     compare_raw: Annotated[bool, typer.Option(
         "--compare-raw", help="With --route: also answer with raw:no_think and show both (an extra call that "
                               "routing does not need).")] = False,
@@ -76,16 +81,14 @@ def ask(
 def _guard(store: Any, inputs: Any, request: Any, risk: float | None, fallback: str) -> Any:
     """The router's guard for `--guard` (None without it), fitted as `forge serve --guard` fits it;
     under a mix fallback, the arm the mix draws for the question is its fallback."""
-    from forge_core.routing.guard import GUARD_FALLBACKS, check_guard_risk
+    from forge_core.routing.guard import check_guard_options
 
-    if fallback not in GUARD_FALLBACKS:
-        raise InvalidInput(f"--guard-fallback is {' or '.join(GUARD_FALLBACKS)}, not {fallback!r}")
+    check_guard_options(risk, fallback)
     if risk is None or inputs.checkpoint_id is None:
         return None
     from forge_core.policies.arm_mix import parse_mix
     from forge_core.reports.checkpoint_guard import checkpoint_guard
 
-    check_guard_risk(risk)
     guard = checkpoint_guard(store, inputs.checkpoint_id, request.weights, risk, fallback)
     if guard.mix is None:
         return guard

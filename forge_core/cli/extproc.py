@@ -9,7 +9,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from forge_core.cli.output import HOST_RETRIEVER_HELP, chosen_retriever, console, open_store, warn_if_other_host
+from forge_core.cli.output import (
+    HOST_RETRIEVER_HELP,
+    GuardFallbackOption,
+    chosen_retriever,
+    console,
+    open_store,
+    warn_if_other_host,
+)
 from forge_core.errors import InvalidInput
 
 
@@ -28,9 +35,7 @@ def extproc_command(
     guard: Annotated[Optional[float], typer.Option(
         "--guard", help="Guard the router for this risk, as `forge serve --guard` does (x-forge-guard: held or "
                         "deviated); refused with --arm, --mix and budgets.")] = None,
-    guard_fallback: Annotated[str, typer.Option(
-        "--guard-fallback", help="With --guard: the best fixed arm (arm) or the cost-matched mix (mix), as in "
-                                 "`forge serve`.")] = "arm",
+    guard_fallback: GuardFallbackOption = "arm",
     host: Annotated[str, typer.Option(
         help="The host Envoy forwards to (see `forge host list`): its model name and thinking fields make the "
              "body.")] = "embedded",

@@ -31,6 +31,10 @@ BENCHMARK_SUBSET_HELP = ("Only the queries of this benchmark, built-in or import
                          "(repeatable; default: every benchmark of the host).")
 EngineOption = Annotated[str, typer.Option(
     help=f"Where the work runs: {' or '.join(ENGINES)} (Ray: a local instance sized to this machine, or --address).")]
+GuardFallbackOption = Annotated[str, typer.Option(
+    "--guard-fallback", help="With --guard: fall back to the best fixed arm of the router's train and dev queries "
+                             "(arm), or to the cost-matched mix of fixed arms at the router's own tokens there, "
+                             "each question to the arm the mix draws for it (mix).")]
 AddressOption = Annotated[Optional[str], typer.Option(
     help="With --engine ray: the Ray cluster to join (as `ray start --head` prints it; default: RAY_ADDRESS, else "
          "a local instance).")]

@@ -11,6 +11,7 @@ from forge_core.cli.output import (
     HOST_RETRIEVER_HELP,
     AddressOption,
     EngineOption,
+    GuardFallbackOption,
     chosen_retriever,
     console,
     open_store,
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_REPLICAS = 2  # --engine ray without --replicas
 
 
-# Over 60 lines: its typer options (56 lines) are `forge serve --help`.
+# Over 60 lines: its typer options (68 lines) are `forge serve --help`.
 def serve_command(
     router: Annotated[Optional[str], typer.Option(
         help="A checkpoint id, or lite/full: the host's newest checkpoint of that variant (default: lite).")] = None,
@@ -42,10 +43,7 @@ def serve_command(
                         "router): answer with the best fixed arm of its train and dev queries unless its margin "
                         "clears a threshold fitted on its dev queries so that at most this share of deviations "
                         "lose utility; refused with --arm, --mix and budgets.")] = None,
-    guard_fallback: Annotated[str, typer.Option(
-        "--guard-fallback", help="With --guard: fall back to the best fixed arm (arm) or to the cost-matched mix "
-                                 "of fixed arms at the router's own tokens on its train and dev queries, each "
-                                 "question to the arm the mix draws for it (mix).")] = "arm",
+    guard_fallback: GuardFallbackOption = "arm",
     host: Annotated[Optional[str], typer.Option(
         help="The host that answers (see `forge host list`; default embedded).")] = None,
     benchmark: Annotated[Optional[list[str]], typer.Option(

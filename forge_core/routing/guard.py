@@ -107,9 +107,14 @@ def calibrated_guard(actions: np.ndarray, margin: np.ndarray, utility: np.ndarra
     return Guard(fallback_name, threshold, alpha, int(deviating.sum()), int(loses[deviating].sum()), mix)
 
 
-def check_guard_risk(risk: float) -> None:
-    """Refuse, in one line, a `--guard` risk outside (0, 1)."""
-    if not 0 < risk < 1:
+def check_guard_options(risk: float | None, fallback: str) -> None:
+    """Refuse, in one line, a `--guard` risk outside (0, 1), a `--guard-fallback` other than arm or
+    mix, or a mix fallback without a guard."""
+    if fallback not in GUARD_FALLBACKS:
+        raise InvalidInput(f"--guard-fallback is {' or '.join(GUARD_FALLBACKS)}, not {fallback!r}")
+    if risk is None and fallback != "arm":
+        raise InvalidInput("--guard-fallback is the fallback of a guard: give --guard RISK with it")
+    if risk is not None and not 0 < risk < 1:
         raise InvalidInput(f"--guard is the risk the guard is fitted for, a share in (0, 1), not {risk:g}")
 
 

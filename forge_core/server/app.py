@@ -73,7 +73,7 @@ from forge_core.reports.checkpoint_guard import checkpoint_guard
 from forge_core.routing.ask import check_router_retriever
 from forge_core.routing.checkpoints import LoadedCheckpoint, latest_checkpoint, load_checkpoint
 from forge_core.routing.features import load_embedder
-from forge_core.routing.guard import GUARD_FALLBACKS, Guard, check_guard_risk
+from forge_core.routing.guard import Guard, check_guard_options
 from forge_core.routing.live import OVERRIDE, DryRoute, RoutedAnswer, check_question, dry_route, route_and_answer
 from forge_core.routing.utility import DEFAULT_LAMBDA_IN, DEFAULT_LAMBDA_OUT, CostWeights
 from forge_core.server.budget import DEFAULT_BUDGET, ray_bounds
@@ -191,16 +191,10 @@ def resolve_models(store: Store, settings: ServeSettings) -> dict[str, str | Arm
 
 
 def check_guard(settings: ServeSettings) -> None:
-    """Refuse, in one line, a `--guard` risk outside (0, 1) or beside budgets: a guard's threshold is
-    fitted at one pair of weights, and a budget moves them request by request."""
-    if settings.guard_fallback not in GUARD_FALLBACKS:
-        raise InvalidInput(f"--guard-fallback is {' or '.join(GUARD_FALLBACKS)}, not {settings.guard_fallback!r}")
-    if settings.guard is None:
-        if settings.guard_fallback != "arm":
-            raise InvalidInput("--guard-fallback is the fallback of a guard: give --guard RISK with it")
-        return
-    check_guard_risk(settings.guard)
-    if settings.weights.budgeted:
+    """Refuse, in one line, the guard's options `check_guard_options` refuses, or a guard beside
+    budgets: a guard's threshold is fitted at one pair of weights, and a budget moves them."""
+    check_guard_options(settings.guard, settings.guard_fallback)
+    if settings.guard is not None and settings.weights.budgeted:
         raise InvalidInput("--guard fits its threshold at one pair of weights, and a token budget moves them: "
                            "drop --guard, or serve fixed weights (--lambda-in/--lambda-out)")
 
