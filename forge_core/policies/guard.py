@@ -60,12 +60,19 @@ def fit_guard(context: EvalContext, router: Policy, alpha: float = GUARD_ALPHA) 
     """The guard around a fitted `router`: the fallback is the best fixed arm on the train and dev
     rows; the threshold is chosen on the dev rows' deviations (`calibrated_guard`)."""
     fallback = best_fixed_arm(context, np.concatenate([context.rows("train"), context.rows("dev")]))
+    dev, decisions = dev_decisions(context, router)
+    return calibrated_guard(decisions.actions, decisions.margin, context.utility[dev], fallback,
+                            context.table.arms[fallback], alpha)
+
+
+def dev_decisions(context: EvalContext, router: Policy) -> tuple[np.ndarray, Decisions]:
+    """The dev rows and a fitted router's decisions there, with its margins (a policy that gives
+    none is refused: only a router can be guarded)."""
     dev = context.rows("dev")
     decisions = router.decide(context, dev)
     if decisions.margin is None:
         raise ValueError(f"policy '{router.name}' gives no margin: only a router can be guarded")
-    return calibrated_guard(decisions.actions, decisions.margin, context.utility[dev], fallback,
-                            context.table.arms[fallback], alpha)
+    return dev, decisions
 
 
 class GuardedRouter(Policy):
@@ -135,8 +142,7 @@ def fit_mix_guard(context: EvalContext, router: Policy, alpha: float = GUARD_ALP
     """The guard around a fitted `router` whose fallback is its cost-matched mix on the train and dev
     rows (`cost_matched_mix`); the threshold is chosen on the dev rows' deviations from their drawn arms."""
     mix = cost_matched_mix(context, router, np.concatenate([context.rows("train"), context.rows("dev")]))
-    dev = context.rows("dev")
-    decisions = router.decide(context, dev)
+    dev, decisions = dev_decisions(context, router)
     return calibrated_guard(decisions.actions, decisions.margin, context.utility[dev], drawn_arms(context, dev, mix),
                             mix.option, alpha, mix=mix.option)
 

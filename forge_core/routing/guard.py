@@ -33,8 +33,9 @@ class Guard:
     calibration_losses: int  # of those, rows where the router's arm had lower utility
     mix: str | None = None  # the fallback is the arm this mix of fixed arms draws for each query (ARM=SHARE,...)
 
-    def deviates(self, actions: np.ndarray, margin: np.ndarray, fallback: int) -> np.ndarray:
-        """Per row: whether the guard follows the router (another arm, margin at least the threshold)."""
+    def deviates(self, actions: np.ndarray, margin: np.ndarray, fallback: int | np.ndarray) -> np.ndarray:
+        """Per row: whether the guard follows the router (another arm than the row's fallback, margin
+        at least the threshold)."""
         return (np.asarray(actions) != fallback) & (np.asarray(margin, dtype=np.float64) >= self.threshold)
 
     def holds(self, router_arm: str, margin: float) -> bool:
