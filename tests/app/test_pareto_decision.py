@@ -105,12 +105,14 @@ def test_the_crossfit_view_states_no_second_recommendation(decide_app: tuple[Sto
     assert decided["run_ids"] == [shown["run_id"]]
     assert "The decision above rests on this run." in texts(app.caption)
     guards = next(frame.value for frame in app.dataframe if "realized_risk" in frame.value.columns)
-    assert set(guards["policy"]) == {name + "_guard" for name in ("forge_full", "forge_lite", "bge_bm25_kl",
-                                                                   "forge_lite_cond", "forge_full_cond")}
+    assert set(guards["policy"]) == {name + suffix for name in ("forge_full", "forge_lite", "bge_bm25_kl",
+                                                                 "forge_lite_cond", "forge_full_cond")
+                                     for suffix in ("_guard", "_mix_guard")}  # the best fixed arm's, the mix's
     assert ((guards["gain_low"] <= guards["gain"]) & (guards["gain"] <= guards["gain_high"])).all()
     assert "Guarded routers" in [header.value for header in app.subheader]
-    at_the_run = decided_at(store, 0.6, 0.6)  # the stored run decides there: its guards compete, and are excluded
-    assert at_the_run["excluded"]["forge_lite_cond_guard"].startswith("a guarded router: its margin threshold")
+    at_the_run = decided_at(store, 0.6, 0.6)  # the stored run decides there: its guards compete (`forge serve --guard`)
+    assert {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} <= set(at_the_run["policies"])
+    assert not {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} & set(at_the_run["excluded"])
 
 
 def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str],
