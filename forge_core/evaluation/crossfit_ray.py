@@ -48,13 +48,16 @@ def needed_variants(policies: list[Policy]) -> set[str]:
 
 
 def shipped(context: EvalContext, variants: set[str]) -> EvalContext:
-    """The context as a Ray task gets it: the features of `variants` and the training-free gates'
-    draft signals (`forge gate-probes`' drafts) read here, on the driver, and no store."""
+    """The context as a Ray task gets it: the features of `variants`, the training-free gates'
+    draft signals (`forge gate-probes`' drafts) and the questions (a mix guard's draws) read here,
+    on the driver, and no store."""
     from forge_core.policies.gates import draft_signals
+    from forge_core.policies.guard import row_questions
 
     for variant in variants:
         context.features(variant)
     draft_signals(context)  # kept in the context's weight-free results, which the task gets with it
+    row_questions(context)
     return dataclasses.replace(context, store=StoreLeftOnDriver())
 
 

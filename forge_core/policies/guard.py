@@ -163,12 +163,17 @@ def cost_matched_mix(context: EvalContext, router: Policy, rows: np.ndarray) -> 
 
 def drawn_arms(context: EvalContext, rows: np.ndarray, mix: ArmMix) -> np.ndarray:
     """[n] the arm index `mix` draws for each row's question."""
-    questions = context.weight_free(("questions",), lambda: question_texts(context))
+    questions = row_questions(context)
     return np.array([context.arm(mix.arm_for(questions[row])[0].name) for row in rows], dtype=np.int64)
 
 
-def question_texts(context: EvalContext) -> list[str]:
-    """Every row's question, in row order (read from the store)."""
+def row_questions(context: EvalContext) -> list[str]:
+    """Every row's question, in row order: read from the store once per context (kept in its
+    weight-free results, which a Ray fold task gets with it)."""
+    return context.weight_free(("questions",), lambda: _read_questions(context))
+
+
+def _read_questions(context: EvalContext) -> list[str]:
     keys = context.table.keys
     texts: dict[tuple[str, str], str] = {}
     for benchmark in dict.fromkeys(benchmark for benchmark, _ in keys):
