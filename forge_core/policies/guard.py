@@ -122,13 +122,9 @@ class MixGuardedRouter(GuardedRouter):
     falling back to the arm the mix draws for its question (`arm_mix.ArmMix.arm_for`, as `forge
     serve` draws it). The threshold is chosen on the dev rows' deviations from their drawn arms."""
 
-    def __init__(self, router: Policy, alpha: float = GUARD_ALPHA) -> None:
-        super().__init__(router, alpha)
-        self.name = self.name_for(router.name)
-
     @staticmethod
     def name_for(router_name: str) -> str:
-        """The policy name of the mix-guard around a router."""
+        """The policy name of the mix-guard around a router (`GuardedRouter.__init__` names it so)."""
         return f"{router_name}{MIX_GUARD_SUFFIX}"
 
     def fit(self, context: EvalContext) -> None:
