@@ -561,13 +561,15 @@ def reliability(store: Store, version: int, checkpoint_id: str,
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)
-def checkpoint_guard(store: Store, version: int, checkpoint_id: str, weights: CostWeights | None = None) -> Guard | str:
-    """The checkpoint's guard (`forge_core.reports.checkpoint_guard`: fallback arm and margin threshold
-    for the risk alpha, from its dev queries), or why there is none (one line)."""
+def checkpoint_guard(store: Store, version: int, checkpoint_id: str, weights: CostWeights | None = None,
+                     fallback: str = "arm") -> Guard | str:
+    """The checkpoint's guard (`forge_core.reports.checkpoint_guard`: its fallback the best fixed arm
+    ("arm") or the cost-matched mix ("mix"), its margin threshold for the risk alpha, from its dev
+    queries), or why there is none (one line)."""
     from forge_core.reports.checkpoint_guard import checkpoint_guard as fitted_guard
 
     try:
-        return fitted_guard(store, checkpoint_id, weights)
+        return fitted_guard(store, checkpoint_id, weights, fallback=fallback)
     except ForgeError as error:
         return str(error)
 

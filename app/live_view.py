@@ -13,6 +13,7 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
+from forge_core.policies.arm_mix import parse_mix
 from forge_core.reports.checkpoint_views import name_with_id
 from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
@@ -61,13 +62,24 @@ def confidence_text(confidence: Confidence, held_out: Reliability | str | None =
     return text
 
 
+GUARD_FALLBACK_NAMES = {"arm": "best fixed arm", "mix": "cost-matched mix"}  # `--guard-fallback`'s choices
+
+
 def guard_verdict(guard: Guard | str, result: RoutedAnswer) -> None:
-    """Whether the router's guard (`forge_core.policies.guard`: the best fixed arm unless the margin
-    clears a threshold held out for the risk alpha) held this query at its fallback, and why; or
-    why the router has no guard."""
+    """Whether the router's guard (`forge_core.policies.guard`: the fallback unless the margin clears a
+    threshold held out for the risk alpha) held this query at its fallback, and why; under a mix
+    fallback, the arm the mix drew for this question, as `forge serve` draws it; or why the router
+    has no guard."""
     if isinstance(guard, str):
         st.caption(f"No guard for this router: {guard}.")
         return
+    if guard.mix is not None:
+        mix = parse_mix(guard.mix, len(result.probabilities))
+        drawn, _ = mix.arm_for(result.question)
+        guard = guard.drawn(drawn.name)
+        shares = ", ".join(f"{arm.name} {share:.1%}" for arm, share in zip(mix.arms, mix.shares))
+        st.caption(f"The cost-matched mix ({shares}) drew {drawn.name} for this question: the same question "
+                   "always draws the same arm, and many questions spend the arms in these shares.")
     margin = result.margin if result.margin is not None else 0.0
     held = result.margin is not None and guard.holds(result.router_arm, margin)
     text = f"Guard ({guard.summary()}): {guard.why(result.router_arm, margin)}."

@@ -12,6 +12,7 @@ from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.rewards.live_support import judge_live_support_on
 from forge_core.routing.ask import AskRequest, run_ask
 from forge_core.routing.checkpoints import conditioning_of, other_host_warning
+from forge_core.routing.guard import GUARD_FALLBACKS
 from forge_core.routing.traces import live_trace
 from forge_core.routing.utility import CostWeights
 
@@ -19,6 +20,7 @@ HISTORY_KEY = "live_history"  # the session's RoutedAnswer records, oldest first
 ASKED_KEY = "live_answered_inputs"  # the inputs of the answer on screen (none after a failed ask)
 SUPPORT_KEY = "live_support"  # the evaluator's verdict on the answer on screen (a LiveSupport, or why none)
 NO_EVALUATOR = "none"
+GUARD_FALLBACK_KEY = "live_guard_fallback"  # the guard shown: its fallback the best fixed arm or the mix
 BENCHMARK_KEY = "live_benchmark"  # the corpus select: follows a picked demo question
 TYPE_ONE, PICK_ONE = "Type one", demo_view.PICK_MODE
 ROUTER_CHOICE = "the router's choice"
@@ -146,10 +148,16 @@ if answered is not None:
                 else data.reliability(store, data.store_version(store), last.checkpoint_id,
                                       None if last.weights is None else CostWeights(*last.weights)))
     live_view.routed_answer(last, held_out, checkpoint_names(checkpoints))
-    if last.probabilities:  # a router decided: its guard's verdict on this query
+    if last.probabilities:  # a router decided: its guard's verdict on this query, under the fallback chosen here
+        fallback = st.radio("Guard fallback", GUARD_FALLBACKS, format_func=live_view.GUARD_FALLBACK_NAMES.get,
+                            horizontal=True, key=GUARD_FALLBACK_KEY,
+                            help="What the guarded router answers with where the router's margin is below the "
+                                 "threshold: the best fixed arm of the router's train and dev queries, or the "
+                                 "cost-matched mix of fixed arms at the router's own tokens there, each question "
+                                 "to the arm the mix draws for it (`forge serve --guard 0.2 --guard-fallback`).")
         live_view.guard_verdict(data.checkpoint_guard(store, data.store_version(store), last.checkpoint_id,
-                                                      None if last.weights is None else CostWeights(*last.weights)),
-                                last)
+                                                      None if last.weights is None else CostWeights(*last.weights),
+                                                      fallback), last)
     live_view.support_verdict(st.session_state.get(SUPPORT_KEY))
 if history:
     live_view.session_history(history, checkpoint_names(checkpoints))

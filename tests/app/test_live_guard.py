@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.policies.arm_mix import parse_mix
 from forge_core.reports import checkpoint_guard as guard_module
 from forge_core.routing.guard import Guard
 from forge_core.store import Store
@@ -66,3 +67,29 @@ def test_the_guard_says_whether_it_held_the_query_and_why(live_app: tuple, monke
     warning = texts(held.warning)
     assert f"held at the fallback {fallback}" in warning
     assert f"the guarded router would have answered with {fallback}" in warning
+
+
+def test_a_mix_fallback_names_the_arm_the_mix_drew_for_the_question(live_app: tuple,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store, checkpoint_id = live_app
+    app = asked()
+    next(radio for radio in app.radio if radio.label == "Guard fallback").set_value("mix").run()
+    assert not app.exception, app.exception
+    result = app.session_state["live_history"][-1]
+    guard = guard_module.checkpoint_guard(store, checkpoint_id, fallback="mix")
+    mix = parse_mix(guard.mix, len(result.probabilities))
+    drawn = mix.arm_for("Who founded Rome?")[0].name  # as `forge serve --guard-fallback mix` draws it
+    shown = texts(app.caption) + texts(app.warning)
+    assert f"The cost-matched mix ({mix.arms[0].name} {mix.shares[0]:.1%}" in shown
+    assert f"drew {drawn} for this question" in shown
+    assert guard.drawn(drawn).why(result.router_arm, result.margin) in shown
+
+    fallback = next(arm for arm in result.probabilities if arm != result.router_arm)
+    double = Guard(fallback, result.margin + 0.5, 0.2, 40, 4, mix=f"{fallback}=1")  # the mix draws `fallback`
+    monkeypatch.setattr(guard_module, "checkpoint_guard", lambda *args, **kwargs: double)
+    st.cache_data.clear()
+    held = asked()
+    next(radio for radio in held.radio if radio.label == "Guard fallback").set_value("mix").run()
+    warning = texts(held.warning)
+    assert f"held at the fallback {fallback} (drawn from the mix {fallback}=1)" in warning
+    assert f"the guarded router would have answered with {fallback}." in warning
