@@ -95,16 +95,27 @@ async def _query(site: CallSite, task: QueryTask) -> list[CallRows]:
     return rows
 
 
-def warm_workers(ray: Any) -> list[Any]:
-    """One task a core of the cluster, spread over its nodes, that imports this module in a pooled
-    worker process: sent before the driver plans, so the workers' imports overlap the planning and
-    the retrieval, and the job's first batches pay for none (Ray reuses the processes for tasks)."""
-    warm = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_imported)
-    return [warm.remote() for _ in range(max(1, int(ray.cluster_resources().get("CPU", 1))))]
+def warm_workers(ray: Any, workers: int) -> threading.Thread:
+    """Start, in a thread, a tiny Ray Data job of the same shape as the real one (one `map_batches`
+    task on each of `workers` workers, spread over the nodes) whose function lives in this module:
+    sent before the driver plans, it starts the worker processes and imports Ray Data's task code
+    and this module in them while the driver plans and retrieves, so the job's first batches pay for
+    none of it (Ray reuses the processes for the job's tasks). A bare `ray.remote` task does not do
+    it: it never imports the map tasks' code, and the first batch then waited seconds for it."""
+    items = [{"worker": worker} for worker in range(workers)]
+    warm_up = ray.data.from_items(items).map_batches(_unchanged, batch_size=1, concurrency=workers, num_cpus=1)
+    thread = threading.Thread(target=warm_up.materialize, daemon=True)
+    thread.start()
+    return thread
 
 
-def _imported() -> str:
-    return __name__
+def _unchanged(batch: dict[str, Any]) -> dict[str, Any]:
+    return batch
+
+
+def workers_at_once(ray: Any, plan: EnumerationPlan) -> int:
+    """The Ray Data tasks in flight: one a core of the cluster, no more than the plan's concurrency."""
+    return max(1, min(int(ray.cluster_resources().get("CPU", 1)), plan.concurrency))
 
 
 def query_tasks(store: Store, plan: EnumerationPlan, work: list[QueryWork]) -> list[QueryTask]:
@@ -139,12 +150,9 @@ def enumerate_on_ray(store: Store, plan: EnumerationPlan, host_config: HostConfi
     configuration (a base URL every worker can reach); returns what was done."""
     check_ray_plan(plan)
     ray = ray_session(address)
-    warming = warm_workers(ray)
-    data_ready = threading.Thread(target=lambda: ray.data.from_items([{"warm": 0}]).materialize(), daemon=True)
-    data_ready.start()
+    warming = warm_workers(ray, workers_at_once(ray, plan))
     tasks = query_tasks(store, plan, plan_work(store, plan))
-    ray.get(warming)
-    data_ready.join()
+    warming.join()
     planned = sum(len(task.calls) for task in tasks)
     job_id = f"enumerate-{uuid.uuid4().hex[:10]}"
     report = EnumerationReport(job_id=job_id, planned_calls=planned)
@@ -166,7 +174,7 @@ def _stream(ray: Any, tasks: list[QueryTask], plan: EnumerationPlan, host_config
             writer: OutcomeWriter, report: EnumerationReport,
             on_progress: Callable[[EnumerationReport], None] | None) -> None:
     """Send the tasks through the actors and store each finished query's rows as it comes back."""
-    at_once = max(1, min(int(ray.cluster_resources().get("CPU", 1)), plan.concurrency, len(tasks)))
+    at_once = min(workers_at_once(ray, plan), len(tasks))
     per_batch = max(1, math.ceil(plan.concurrency / at_once))
     caller = CallerSettings(host_config, config_hash(host_config), evidence_hash)
     calls = ray.data.from_items([{"task": task} for task in tasks]).map_batches(
