@@ -78,7 +78,7 @@ def reasoning_per_arm(reasoning: pd.DataFrame) -> go.Figure:
     return figure
 
 
-IMPLIED_UTILITY_LABEL = "utility vs the chosen arm (τ × log-probability gap)"
+IMPLIED_UTILITY_LABEL = "utility vs the chosen arm"  # whole on the chart; its caption says τ × log-probability gap
 
 
 def arm_implied_utilities(implied: dict[str, float], chosen: str) -> go.Figure:
@@ -200,6 +200,8 @@ def _policy_points(points: pd.DataFrame, x_label: str, y_label: str, facet: dict
 
 
 HULL_LINE = {"color": "#4c78a8", "dash": "dash", "width": 1.5}  # the mix of fixed arms, beside the dotted frontier
+# the frontier is a staircase of pure points: a point's F1 holds until a costlier point beats it
+FRONTIER_LINE = {"color": "#888", "dash": "dot", "shape": "hv"}
 
 
 def _with_mix_text(points: pd.DataFrame) -> pd.DataFrame:
@@ -213,7 +215,7 @@ def _with_mix_text(points: pd.DataFrame) -> pd.DataFrame:
 
 def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -> go.Figure:
     """F1 against cost for every named point (`name`; symbol by kind), the frontier as a dotted
-    line and the hull of the fixed arms (the mixes) as a dashed one, one facet per benchmark when
+    staircase and the hull of the fixed arms (the mixes) as a dashed one, one facet per benchmark when
     asked; each point's hover says its gap to the hull at its own tokens. `color_by` "policy": one
     colour per policy, grouped by kind; "utility": colour by utility under the chosen weights,
     points named on the chart."""
@@ -240,7 +242,7 @@ def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -
     frontier = points[points["on_frontier"]].sort_values(["benchmark", "cost_k"])
     lines = px.line(frontier, x="cost_k", y="macro_f1", **facet)  # same facet grid: traces land in the same axes
     for index, trace in enumerate(lines.data):
-        trace.update(name="frontier", line={"color": "#888", "dash": "dot"}, hoverinfo="skip",
+        trace.update(name="frontier", line=FRONTIER_LINE, hoverinfo="skip",
                      showlegend=index == 0, legendgroup="frontier")
         figure.add_trace(trace)
     if "on_hull" in points.columns:
@@ -279,19 +281,29 @@ def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
                  "<extra></extra>")
         traces.append({"type": "scatter", "x": [row.cost_k], "y": [row.macro_f1], "mode": "markers", "marker": marker,
                        "name": f"{row.name} (reference)" if oracle else row.name, "hovertemplate": hover})
-    frontier = points[points["on_frontier"]].sort_values("cost_k")
-    traces.append({"type": "scatter", "x": frontier["cost_k"], "y": frontier["macro_f1"], "mode": "lines",
-                   "name": "frontier", "line": {"color": "#888", "dash": "dot"}, "hoverinfo": "skip"})
+    traces.append(_frontier_trace(points, "frontier"))
     if "on_hull" in points.columns:
-        hull = hull_lines(points)
-        traces.append({"type": "scatter", "x": hull["cost_k"], "y": hull["macro_f1"], "mode": "lines",
-                       "name": HULL_NAME, "line": HULL_LINE, "hoverinfo": "skip"})
+        traces.append(_hull_trace(points))
     figure = go.Figure(data=traces, layout={"height": 560, "margin": {"t": 40},
                                             "xaxis": {"title": {"text": COST_LABEL}},
                                             "yaxis": {"title": {"text": "F1 (macro over benchmarks)"}}})
     _oracle_off_the_axis(figure, points)
     _legend_below(figure, len(figure.data))
     return figure
+
+
+def _frontier_trace(points: pd.DataFrame, name: str) -> dict:
+    """The frontier through the points `on_frontier`, in order of cost, drawn as its staircase."""
+    frontier = points[points["on_frontier"]].sort_values("cost_k")
+    return {"type": "scatter", "x": frontier["cost_k"], "y": frontier["macro_f1"], "mode": "lines", "name": name,
+            "line": FRONTIER_LINE, "hoverinfo": "skip"}
+
+
+def _hull_trace(points: pd.DataFrame) -> dict:
+    """The hull of the fixed arms (the mixes) through the points `on_hull`, in order of cost (`hull_lines`)."""
+    hull = hull_lines(points)
+    return {"type": "scatter", "x": hull["cost_k"], "y": hull["macro_f1"], "mode": "lines", "name": HULL_NAME,
+            "line": HULL_LINE, "hoverinfo": "skip"}
 
 
 def action_map(points: pd.DataFrame, policy: str, arms: tuple[str, ...], centroids: pd.DataFrame) -> go.Figure:
@@ -381,17 +393,21 @@ def cluster_mix(mix: pd.DataFrame, arms: tuple[str, ...]) -> go.Figure:
 
 def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
     """Crossfit: macro F1 against cost per named point (`name`) with its 95% interval, one colour
-    per policy grouped by kind, the frontier over the deployable policies (dotted) and the oracle
-    as a reference point off the frontier."""
+    per policy grouped by kind, the frontier over the deployable policies (a dotted staircase) and the oracle
+    as a reference point off the frontier; where the frame carries the hull's fields (`on_hull`,
+    `hull_gap`, as `pareto` takes them), the hull of the fixed arms (dashed) and each point's gap
+    to it in its hover."""
+    frame = _with_mix_text(frame)
+    mix = {"vs_mix": True} if "vs_mix" in frame.columns else {}
     error = {"error_y": frame["f1_high"] - frame["macro_f1"], "error_y_minus": frame["macro_f1"] - frame["f1_low"]}
     figure = _policy_points(frame.assign(**{"error+": error["error_y"], "error-": error["error_y_minus"]}),
                             COST_LABEL, "F1 (macro, out of fold; 95% interval)", {},
                             {"error_y": "error+", "error_y_minus": "error-"},
                             {"gain": ":+.4f", "gain_low": ":+.4f", "gain_high": ":+.4f", "decidable": True,
-                             "error+": False, "error-": False})
-    frontier = frame[frame["on_frontier"]].sort_values("cost_k")
-    figure.add_trace(go.Scatter(x=frontier["cost_k"], y=frontier["macro_f1"], mode="lines",
-                                name="frontier (deployable)", line={"color": "#888", "dash": "dot"}, hoverinfo="skip"))
+                             "error+": False, "error-": False, **mix})
+    figure.add_trace(_frontier_trace(frame, "frontier (deployable)"))
+    if "on_hull" in frame.columns:
+        figure.add_trace(_hull_trace(frame))
     figure.update_layout(height=560, margin={"t": 40}, legend_title_text="")
     _oracle_off_the_axis(figure, frame)
     _legend_below(figure, len(figure.data))

@@ -7,15 +7,18 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from app import charts, data, ui, weights
 from app.decision_view import named_points
 from app.views_progress import waiting_for_views
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
+from forge_core.policies.baselines import FixedArm
 from forge_core.precompute.view_cache import view_name
 from forge_core.reports.decision import report_at_weights
 from forge_core.reports.tables import (
+    MACRO,
     ORACLE,
     crossfit_frame,
     crossfit_reliability_frame,
@@ -123,7 +126,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
                       help="A reference, descriptive only: it sees every arm's score, so it is not on the frontier.")
     columns[3].metric("On the frontier", int(frame["on_frontier"].sum()),
                       help=", ".join(frame[frame["on_frontier"]].sort_values("cost_k")["policy"]))
-    st.plotly_chart(charts.crossfit_pareto(named_points(frame)), key="crossfit-pareto")
+    st.plotly_chart(charts.crossfit_pareto(named_points(against_the_hull(frame, report))), key="crossfit-pareto")
     with st.expander("Table"):
         st.dataframe(frame, hide_index=True, column_config={
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
@@ -132,6 +135,20 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
     _show_guards(report)
     _show_seed_spread(report, reports, retriever)
     _show_routing_gain(report, reports)
+
+
+def against_the_hull(frame: pd.DataFrame, report: dict) -> pd.DataFrame:
+    """The crossfit points with the fields the test split's chart draws the hull from: `on_hull`, the
+    fixed arms (`FixedArm` policies) at the vertices of the run's hull (`mix_hull`, by arm), and each
+    point's gap to the best mix at its own tokens with its paired 95% interval (`hull_gap`,
+    `hull_gap_low`, `hull_gap_high`; None below the cheapest arm); one benchmark, `macro`, as every
+    crossfit number is."""
+    vertices = {FixedArm(vertex["arm"]).name for vertex in report["mix_hull"]["all"]}
+    gaps = [report["policies"][policy]["hull_gap"] or {"difference": None, "ci": [None, None]}
+            for policy in frame["policy"]]
+    return frame.assign(benchmark=MACRO, on_hull=frame["policy"].isin(vertices),
+                        hull_gap=[gap["difference"] for gap in gaps], hull_gap_low=[gap["ci"][0] for gap in gaps],
+                        hull_gap_high=[gap["ci"][1] for gap in gaps])
 
 
 def _show_reliability(report: dict) -> None:
@@ -159,12 +176,15 @@ def _show_guards(report: dict) -> None:
     if frame.empty:
         return
     st.subheader("Guarded routers")
-    st.caption("Each router with a guard: it answers with the fallback (the best fixed arm on the fold's training "
-               "queries) unless its margin clears a threshold chosen on the fold's dev queries so that at most alpha "
-               "of its deviations lose utility (conformal risk control's correction). Out of fold: coverage, the "
-               "share of queries it deviated on; realized_risk, the share of those deviations that lost utility "
-               "against the fallback, beside alpha; gain, its utility over the fallback with the paired 95% "
-               "interval. `forge decide` lists it and says why `forge serve` does not serve it yet.")
+    st.caption("Each router with a guard: it answers with the fallback unless its margin clears a threshold chosen "
+               "on the fold's dev queries so that at most alpha of its deviations lose utility (conformal risk "
+               "control's correction). The fallback of a `_guard` row is the best fixed arm on the fold's training "
+               "queries; of a `_mix_guard` row, the cost-matched mix of fixed arms at the router's own tokens there, "
+               "each query falling back to the arm the mix draws for it. Out of fold: coverage, the share of queries "
+               "it deviated on; realized_risk, the share of those deviations that lost utility against the "
+               "fallback, beside alpha; gain, its utility over the fallback with the paired 95% interval. A guard "
+               "competes in `forge decide` like any router, and `forge serve --router CKPT --guard RISK "
+               "--guard-fallback arm|mix` serves it.")
     st.dataframe(frame, hide_index=True, column_config={
         **{name: st.column_config.NumberColumn(format="%.4f") for name in ("gain", "gain_low", "gain_high")},
         **{name: st.column_config.NumberColumn(format="percent") for name in ("coverage", "realized_risk", "alpha")}})

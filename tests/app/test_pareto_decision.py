@@ -4,14 +4,18 @@ router can be marked as the host's default router."""
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from forge_core.evaluation import decide as decide_module
 from forge_core.reports.checkpoint_views import short_id
+from forge_core.reports.mix_view import HULL_NAME
 from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
@@ -48,6 +52,13 @@ def texts(elements) -> str:
 
 def pareto() -> AppTest:
     return AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
+
+
+def plotted(encoded) -> np.ndarray:
+    """A trace's coordinates as plotly wrote them: a list, or a typed array in base64 (`bdata`)."""
+    if isinstance(encoded, dict):
+        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]).astype(float)
+    return np.asarray(encoded, dtype=float)
 
 
 RECOMMENDATIONS = ("Deploy ", "deploy the fixed arm")  # how a decision's sentence names what to deploy
@@ -110,6 +121,15 @@ def test_the_crossfit_view_states_no_second_recommendation(decide_app: tuple[Sto
                                      for suffix in ("_guard", "_mix_guard")}  # the best fixed arm's, the mix's
     assert ((guards["gain_low"] <= guards["gain"]) & (guards["gain"] <= guards["gain_high"])).all()
     assert "Guarded routers" in [header.value for header in app.subheader]
+    assert "`forge serve --router CKPT --guard RISK --guard-fallback arm|mix` serves it" in texts(app.caption)
+    from app import data
+
+    report = data.crossfit_reports(store, data.store_version(store), HOST)[0]
+    chart = json.loads(app.get("plotly_chart")[0].proto.spec)
+    (hull,) = [trace for trace in chart["data"] if trace.get("name") == HULL_NAME]  # the test split's, from the run's
+    vertices = report["mix_hull"]["all"]
+    assert np.allclose(plotted(hull["x"]), [vertex["tokens"] / 1000 for vertex in vertices])
+    assert np.allclose(plotted(hull["y"]), [vertex["f1"] for vertex in vertices])
     at_the_run = decided_at(store, 0.6, 0.6)  # the stored run decides there: its guards compete (`forge serve --guard`)
     assert {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} <= set(at_the_run["policies"])
     assert not {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} & set(at_the_run["excluded"])
@@ -174,7 +194,6 @@ def test_the_cli_and_the_page_name_the_same_policy_at_20_weight_pairs(decide_app
     calls it) at 20 weight pairs, one of them the stored run's: the same policy, checkpoint and runs;
     at the stored run's weights its crossfit view (the report's best fixed arm and `decidable`
     column, `crossfit_frame`) names the same best fixed arm and routers as the one rule."""
-    import json
 
     from typer.testing import CliRunner
 
