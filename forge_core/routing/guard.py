@@ -49,7 +49,7 @@ class Guard:
     def summary(self) -> str:
         """One line: the risk, the fallback, the threshold and the dev deviations it was fitted on."""
         threshold = f"threshold {self.threshold:+.3f} utility" if np.isfinite(self.threshold) else "never deviates"
-        fallback = self.fallback_arm if self.mix is None else f"the mix {self.mix}"
+        fallback = self.fallback_arm if self.mix is None else _mix_words(self.mix)
         return (f"risk {self.alpha:.0%}, fallback {fallback}, {threshold}, from "
                 f"{self.calibration_deviations} deviations on the dev queries, {self.calibration_losses} losing")
 
@@ -73,8 +73,14 @@ class Guard:
                 f"the threshold {self.threshold:+.3f} (risk {self.alpha:g})")
 
     def _fallback(self) -> str:
-        """The fallback in words: the arm, and the mix it was drawn from."""
-        return self.fallback_arm if self.mix is None else f"{self.fallback_arm} (drawn from the mix {self.mix})"
+        """The fallback in words: the arm, and whether a mix drew it (`summary` names the mix's shares)."""
+        return self.fallback_arm if self.mix is None else f"{self.fallback_arm} (drawn from the mix)"
+
+
+def _mix_words(mix: str) -> str:
+    """A mix as `--mix` takes it (`ARM=SHARE,...`) in words: "the mix summary:no_think 69%, raw:no_think 31%"."""
+    parts = (part.rpartition("=") for part in mix.split(","))
+    return "the mix " + ", ".join(f"{arm} {float(share):.0%}" for arm, _, share in parts)
 
 
 def risk_threshold(margin: np.ndarray, loses: np.ndarray, alpha: float) -> float:

@@ -91,5 +91,6 @@ def test_a_mix_fallback_names_the_arm_the_mix_drew_for_the_question(live_app: tu
     held = asked()
     next(radio for radio in held.radio if radio.label == "Guard fallback").set_value("mix").run()
     warning = texts(held.warning)
-    assert f"held at the fallback {fallback} (drawn from the mix {fallback}=1)" in warning
+    assert f"fallback the mix {fallback} 100%" in warning and f"{fallback}=1" not in warning  # the mix in words, once
+    assert f"held at the fallback {fallback} (drawn from the mix)" in warning
     assert f"the guarded router would have answered with {fallback}." in warning

@@ -40,3 +40,14 @@ def test_the_guard_says_why() -> None:
     assert guard.why("summary:no_think", 0.0) == "the router chose the fallback summary:no_think itself"
     never = Guard("summary:no_think", math.inf, 0.2, 3, 2)
     assert "the guard never deviates" in never.why("raw:no_think", 5.0)
+
+
+def test_a_mix_fallback_names_its_mix_once_in_words() -> None:
+    mix = "summary:no_think=0.69317573,raw:no_think=0.30682427"
+    guard = Guard(mix, 0.3, 0.2, 40, 5, mix=mix).drawn("summary:no_think")  # the arm the mix drew for a question
+    assert guard.summary().startswith("risk 20%, fallback the mix summary:no_think 69%, raw:no_think 31%, threshold")
+    assert guard.why("raw:no_think", 0.1).startswith("held at the fallback summary:no_think (drawn from the mix): "
+                                                     "margin +0.100")
+    line = f"Guard ({guard.summary()}): {guard.why('raw:no_think', 0.1)}."  # as Live query shows it
+    assert mix not in line and line.count("69%") == 1
+    assert guard.to_json("raw:no_think", 0.1)["mix"] == mix  # machine-read: the exact mix
