@@ -12,6 +12,7 @@ its parent's). Torch-free: the command line reads it at start-up.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +47,10 @@ class Recipe:
     stage2: str  # Stage 2's whole config (seed aside) for a Stage-2 recipe, else ""
     conditioning: str  # the conditioning's whole config, else ""
 
-    @property
+    @functools.cached_property
     def recipe_id(self) -> str:
-        """A short stable id, e.g. "recipe-3f2a9c01b7de"."""
+        """A short stable id, e.g. "recipe-3f2a9c01b7de"; hashed once per recipe (`forge decide` compares
+        every measured run's recipe with the chosen one at each slider step)."""
         return "recipe-" + canonical_hash("recipe", RECIPE_VERSION, dataclasses.asdict(self))[:12]
 
     @property

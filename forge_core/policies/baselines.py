@@ -6,6 +6,7 @@ here and one line in `forge_core.policies.registry.POLICIES`.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from abc import abstractmethod
 from typing import TYPE_CHECKING
@@ -65,18 +66,24 @@ class BM25Threshold(Policy):
 
     def fit(self, context: EvalContext) -> None:
         dev = context.rows("dev")
-        scores = context.feature("lite", "bm25_top1")[dev]
         utility = context.utility[dev]
-        candidates = np.unique(np.quantile(scores, np.linspace(0, 1, 11)))
         best = (-np.inf, 0.0, 0.0, NOTHINK_ARMS)
-        for low, high in itertools.combinations_with_replacement(candidates, 2):
+        for low, high, bands in context.weight_free((self.name, "dev bands"), lambda: self._dev_bands(context, dev)):
             for order in itertools.permutations(NOTHINK_ARMS):
-                columns = [context.arm(a) for a in order]
-                actions = self._bands(scores, low, high, columns)
+                actions = np.array([context.arm(a) for a in order])[bands]
                 value = utility[np.arange(len(dev)), actions].mean()
                 if value > best[0]:
                     best = (value, low, high, order)
         _, self.low, self.high, self.order = best
+
+    @classmethod
+    def _dev_bands(cls, context: EvalContext, dev: np.ndarray) -> list[tuple[float, float, np.ndarray]]:
+        """Each candidate pair of thresholds with the band (0, 1, 2) of every dev row: weight-free, so
+        made once per context and its `at` copies (a slider step only scores them)."""
+        scores = context.feature("lite", "bm25_top1")[dev]
+        candidates = np.unique(np.quantile(scores, np.linspace(0, 1, 11)))
+        return [(low, high, cls._bands(scores, low, high, [0, 1, 2]))
+                for low, high in itertools.combinations_with_replacement(candidates, 2)]
 
     @staticmethod
     def _bands(scores: np.ndarray, low: float, high: float, columns: list[int]) -> np.ndarray:
@@ -87,12 +94,12 @@ class BM25Threshold(Policy):
         return Decisions.single(self._bands(scores, self.low, self.high, [context.arm(a) for a in self.order]))
 
 
-def _classifier(features: np.ndarray, labels: np.ndarray, rows: np.ndarray) -> tuple[LogisticRegression, Standardizer]:
+def _classifier(features: np.ndarray, labels: np.ndarray) -> tuple[LogisticRegression, Standardizer]:
     from sklearn.linear_model import LogisticRegression
 
-    standardizer = Standardizer.fit(features[rows], "train", embedding_dim=0)
+    standardizer = Standardizer.fit(features, "train", embedding_dim=0)
     model = LogisticRegression(max_iter=2000, C=1.0)
-    model.fit(standardizer.transform(features[rows]), labels[rows])
+    model.fit(standardizer.transform(features), labels)
     return model, standardizer
 
 
@@ -104,11 +111,14 @@ def structured_inputs(context: EvalContext) -> np.ndarray:
 
 class ArmClassifier(Policy):
     """A logistic-regression classifier on the structured Lite features that picks one of
-    `arm_names` per query, trained on `train_labels`; a constant arm when train has one label."""
+    `arm_names` per query, trained on `train_labels`; a constant arm when train has one label.
+
+    The fit depends on the weights only through the train labels: it is made once per context (and
+    its `at` copies) for each set of train labels, so weights that leave the labels as they are (a
+    slider step, mostly) reuse it."""
 
     live_variant = "lite"
     arm_names: tuple[str, ...] = ()
-    weight_free_labels = False  # True when the labels do not depend on the cost weights (the fit is reused)
 
     @abstractmethod
     def train_labels(self, context: EvalContext) -> np.ndarray:
@@ -116,16 +126,19 @@ class ArmClassifier(Policy):
 
     def fit(self, context: EvalContext) -> None:
         self.columns = np.array([context.arm(arm) for arm in self.arm_names])
-        fitted = (context.weight_free((self.name,), lambda: self._fit(context)) if self.weight_free_labels
-                  else self._fit(context))
-        self.constant, self.model, self.standardizer = fitted
-
-    def _fit(self, context: EvalContext) -> tuple[int | None, LogisticRegression | None, Standardizer | None]:
         train = context.rows("train")
-        labels = self.train_labels(context)
-        if len(np.unique(labels[train])) < 2:
-            return int(labels[train][0]), None, None
-        return None, *_classifier(structured_inputs(context), labels, train)
+        labels = self.train_labels(context)[train]
+        key = (self.name, "train labels", hashlib.blake2b(labels.tobytes(), digest_size=16).digest())
+        self.constant, self.model, self.standardizer = context.weight_free(
+            key, lambda: self._fit(context, train, labels))
+
+    @staticmethod
+    def _fit(context: EvalContext, train: np.ndarray, labels: np.ndarray
+             ) -> tuple[int | None, LogisticRegression | None, Standardizer | None]:
+        """(constant label, None, None) when train has one label, else (None, model, standardizer)."""
+        if len(np.unique(labels)) < 2:
+            return int(labels[0]), None, None
+        return None, *_classifier(structured_inputs(context)[train], labels)
 
     def decide(self, context: EvalContext, rows: np.ndarray) -> Decisions:
         if self.constant is not None:
@@ -140,7 +153,6 @@ class AdaptiveRAG(ArmClassifier):
 
     name = "adaptive_rag"
     arm_names = NOTHINK_ARMS
-    weight_free_labels = True  # correctness does not depend on the cost weights
 
     def train_labels(self, context: EvalContext) -> np.ndarray:
         correct = context.table.f1[:, [context.arm(arm) for arm in self.arm_names]] >= CORRECT_F1

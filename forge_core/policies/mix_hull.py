@@ -20,6 +20,7 @@ of the hull's arms has gap 0 with a zero-width interval.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +45,23 @@ class ArmOutcomes:
 
     def points(self) -> list[tuple[float, float]]:
         """Each arm's (macro tokens, macro F1)."""
-        masks = benchmark_masks(self.benchmarks)
-        return [(macro_over(tokens, masks), macro_over(f1, masks)) for tokens, f1 in zip(self.tokens, self.f1)]
+        return list(self._points)
+
+    @functools.cached_property
+    def masks(self) -> list[np.ndarray]:
+        """`benchmark_masks` of the queries, made once: every policy's gap is measured against the same arms."""
+        return benchmark_masks(self.benchmarks)
+
+    @functools.cached_property
+    def _points(self) -> tuple[tuple[float, float], ...]:
+        return tuple((macro_over(tokens, self.masks), macro_over(f1, self.masks))
+                     for tokens, f1 in zip(self.tokens, self.f1))
+
+    @functools.cached_property
+    def hull(self) -> tuple[int, ...]:
+        """`upper_hull` of the arms' macro points, made once for these outcomes (not once for each
+        policy measured against them: the Pareto page measures every policy's gap at each step)."""
+        return tuple(upper_hull(self.points()))
 
     def of_benchmark(self, benchmark: str) -> ArmOutcomes:
         """The same arms on one benchmark's queries only."""
@@ -98,7 +114,7 @@ def _on_or_below_chord(left: tuple[float, float], middle: tuple[float, float], r
 def mix_hull(outcomes: ArmOutcomes) -> list[dict]:
     """The hull's vertices (`upper_hull` of the arms' macro points), cheapest first: arm, tokens, f1."""
     points = outcomes.points()
-    return [{"arm": outcomes.names[i], "tokens": points[i][0], "f1": points[i][1]} for i in upper_hull(points)]
+    return [{"arm": outcomes.names[i], "tokens": points[i][0], "f1": points[i][1]} for i in outcomes.hull]
 
 
 def per_benchmark_hulls(outcomes: ArmOutcomes) -> dict[str, list[dict]]:
@@ -130,7 +146,7 @@ def hull_gap(outcomes: ArmOutcomes, f1: np.ndarray, tokens: np.ndarray) -> dict 
     the arms' queries): the best mix there (`best_mix`), the policy's macro F1 minus the mix's and
     the paired bootstrap 95% interval of that difference, with its verdict; None when the policy
     spends fewer tokens than the cheapest arm (no mix to compare with)."""
-    masks = benchmark_masks(outcomes.benchmarks)
+    masks = outcomes.masks
     mix = best_mix(outcomes, macro_over(tokens, masks))
     if mix is None:
         return None
@@ -148,7 +164,7 @@ def gains_over_best_mix(outcomes: ArmOutcomes, target_tokens: float, f1: dict[st
     if mix is None:
         return None
     reference = mix.per_query_f1(outcomes)
-    masks = benchmark_masks(outcomes.benchmarks)
+    masks = outcomes.masks
     names = list(f1)
     intervals = paired_bootstrap_cis(np.stack([f1[name] - reference for name in names]), outcomes.benchmarks) \
         if names else []
