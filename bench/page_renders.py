@@ -24,8 +24,17 @@ bare render before the Overview is the first visit to the bare page's server (St
 yet in the browser cache, as on the Overview, the first visit to the dashboard's server), the others
 are revisits (a new session, the scripts cached, as on every later page).
 
-Prints one JSON line: seconds per page's first render, the slider steps and their median, the bare
-page's first render and steps, the ratios and goals, and `os.getloadavg()` before and after (a
+A second bare page, `bench/bare_chart_page.py`, holds the elements a Pareto step redraws and nothing of
+FORGE: a plotly scatter chart of as many traces and points as the Pareto chart, moving with its slider, a
+dataframe of as many rows as the Pareto table and a metric card. It is served, opened (just before the bare
+page, before each dashboard page) and stepped exactly as the bare page is, and every first render and the
+steps are also reported as ratios to it (`*_over_bare_chart*`). The two ratios separate what a page costs:
+over the bare page, everything (Streamlit's and plotly's drawing of the chart and the grid included); over
+the bare chart page, FORGE's own work (its script, its other elements) beyond drawing the same kinds of
+element. The goals stay against the bare page.
+
+Prints one JSON line: seconds per page's first render, the slider steps and their median, both bare
+pages' first renders and steps, the ratios and goals, and `os.getloadavg()` before and after (a
 loaded machine's numbers say so).
 Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`; the README's figures come from its
 stored line, `bench/results/page_renders.json`.
@@ -66,6 +75,8 @@ PAGES = {"Overview": "", "Enumerate": "enumerate", "Hosts": "hosts", "Live query
 SETUP_CACHES = ("embedders", "bm25", "passage_vectors")  # model files and indexes, linked from the current cache
 BARE_PAGE = ROOT / "bench" / "bare_page.py"
 BARE_TITLE = "Bare page"
+BARE_CHART_PAGE = ROOT / "bench" / "bare_chart_page.py"  # the elements a Pareto step redraws, nothing of FORGE
+BARE_CHART_TITLE = "Bare chart page"
 # the server options `forge app` passes to Streamlit (forge_core/cli/dashboard.py; tests/test_bench_ratios.py
 # checks they are the same), for the bare page's server
 BARE_SERVER_OPTIONS = ("--server.address", "127.0.0.1", "--server.headless", "true",
@@ -145,11 +156,11 @@ def slider_steps(page, steps: int, slider: str = "lambda_in", card: str = "Oracl
 
 
 @contextlib.contextmanager
-def running_bare_page(log_path: Path) -> Iterator[str]:
-    """`bench/bare_page.py` served by a new Streamlit process with `forge app`'s server options until the
-    block ends (SIGTERM); yields its URL once healthy."""
+def running_bare_page(log_path: Path, script: Path = BARE_PAGE) -> Iterator[str]:
+    """A bare page (`bench/bare_page.py`, or `script`) served by a new Streamlit process with `forge app`'s
+    server options until the block ends (SIGTERM); yields its URL once healthy."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", str(BARE_PAGE), "--server.port", str(port),
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
                *BARE_SERVER_OPTIONS]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log_path.open("w"),
                                start_new_session=True)
@@ -158,7 +169,7 @@ def running_bare_page(log_path: Path) -> Iterator[str]:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not healthy(url):
             assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the bare page's server did not answer /_stcore/health"
+            assert time.monotonic() < deadline, f"{script.name}'s server did not answer /_stcore/health"
             time.sleep(0.5)
         yield url
     finally:
@@ -171,47 +182,69 @@ def speed_ratios(renders: dict[str, float], bare_renders: dict[str, float], step
     """Each page's first render over the bare page's render timed just before it (same keys), each step
     over the bare rerun (the bare steps' median) and the steps' median over it, with the goals of issue
     #51 and whether they are met."""
-    renders_over = {page: ratio(seconds, bare_renders[page]) for page, seconds in renders.items()}
-    bare_rerun = statistics.median(bare_steps)
-    step_median_over = ratio(statistics.median(steps), bare_rerun)
-    return {"first_render_over_bare": renders_over,
-            "max_first_render_over_bare": max(renders_over.values()),
-            "steps_over_bare_rerun": [ratio(seconds, bare_rerun) for seconds in steps],
-            "step_median_over_bare_rerun": step_median_over,
-            "goals": {"first_render_over_bare": goal(renders_over, GOAL_FIRST_RENDER),
-                      "step_median_over_bare_rerun": goal({"median step": step_median_over}, GOAL_STEP_MEDIAN)}}
+    over = reference_ratios(renders, bare_renders, steps, bare_steps, "bare")
+    return {**over, "goals": {
+        "first_render_over_bare": goal(over["first_render_over_bare"], GOAL_FIRST_RENDER),
+        "step_median_over_bare_rerun": goal({"median step": over["step_median_over_bare_rerun"]}, GOAL_STEP_MEDIAN)}}
+
+
+def reference_ratios(renders: dict[str, float], reference_renders: dict[str, float], steps: list[float],
+                     reference_steps: list[float], name: str) -> dict:
+    """Each page's first render over the reference page's render timed before it (same keys), each step
+    and the steps' median over the reference rerun (the reference steps' median), under keys naming the
+    reference (`name`: "bare" or "bare_chart"); no goals."""
+    renders_over = {page: ratio(seconds, reference_renders[page]) for page, seconds in renders.items()}
+    rerun = statistics.median(reference_steps)
+    return {f"first_render_over_{name}": renders_over,
+            f"max_first_render_over_{name}": max(renders_over.values()),
+            f"steps_over_{name}_rerun": [ratio(seconds, rerun) for seconds in steps],
+            f"step_median_over_{name}_rerun": ratio(statistics.median(steps), rerun)}
 
 
 def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
-    """Every page's first render and the Pareto slider steps on a copy of `store`, and the bare page's
-    render before each page and its slider steps, in the same browser (with `screenshots`, a full-page
-    PNG of each dashboard page there, taken after its render is timed)."""
+    """Every page's first render and the Pareto slider steps on a copy of `store`, and each bare page's
+    render before each page (the bare chart page's, then the bare page's) and its slider steps, in the
+    same browser (with `screenshots`, a full-page PNG of each dashboard page there, taken after its
+    render is timed)."""
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
         os.environ["FORGE_CACHE_DIR"] = str(fresh_cache(Path(directory), Store(copy)))
         with (running_dashboard(copy, Path(directory) / "app.log") as url,
-              running_bare_page(Path(directory) / "bare.log") as bare_url, browser_page() as page):
+              running_bare_page(Path(directory) / "bare.log") as bare_url,
+              running_bare_page(Path(directory) / "bare_chart.log", BARE_CHART_PAGE) as chart_url,
+              browser_page() as page):
             page.set_viewport_size({"width": 1280, "height": 1000})
-            renders, bare_renders = {}, {}  # per page: its first render, and the bare page's just before it
+            renders, bare_renders, chart_renders = {}, {}, {}  # per page: its first render, the bare pages' before it
             for title, path in PAGES.items():
+                chart_renders[title] = first_render(page, chart_url, BARE_CHART_TITLE)
                 bare_renders[title] = first_render(page, bare_url, BARE_TITLE)
                 renders[title] = first_render(page, f"{url}/{path}", title)
                 if screenshots is not None:
                     screenshots.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(screenshots / f"{path or 'overview'}.png"), full_page=True)
-            first_render(page, bare_url, BARE_TITLE)
-            bare_steps = slider_steps(page, steps, slider="value", card="Slider value", done=BARE_STEP_DONE)
+            bare_steps = bare_slider_steps(page, bare_url, BARE_TITLE, steps)
+            chart_steps = bare_slider_steps(page, chart_url, BARE_CHART_TITLE, steps)
             first_render(page, f"{url}/pareto", "Pareto")
             durations = slider_steps(page, steps)
     return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
             "steps_s": durations, "step_median_s": statistics.median(durations) if durations else None,
             "bare_first_render_s": bare_renders, "bare_steps_s": bare_steps,
             "bare_step_median_s": statistics.median(bare_steps),
+            "bare_chart_first_render_s": chart_renders, "bare_chart_steps_s": chart_steps,
+            "bare_chart_step_median_s": statistics.median(chart_steps),
             **speed_ratios(renders, bare_renders, durations, bare_steps),
+            **reference_ratios(renders, chart_renders, durations, chart_steps, "bare_chart"),
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def bare_slider_steps(page, url: str, title: str, steps: int) -> list[float]:
+    """A bare page opened (its render not kept) and its slider stepped `steps` times as the Pareto
+    slider is: seconds a step, until its value card shows the new value and the script is done."""
+    first_render(page, url, title)
+    return slider_steps(page, steps, slider="value", card="Slider value", done=BARE_STEP_DONE)
 
 
 def main() -> None:

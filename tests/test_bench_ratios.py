@@ -55,6 +55,21 @@ def test_pages_and_steps_are_ratios_to_the_bare_page_measured_beside_them(monkey
                   "step_median_over_bare_rerun": {"at_most": 3.0, "met": False, "misses": {"median step": 4.0}}}}
 
 
+def test_the_bare_chart_page_is_a_second_reference_without_goals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same pages and steps over the bare chart page (`bench/bare_chart_page.py`: the elements a
+    Pareto step redraws, nothing of FORGE), under keys of their own; the goals stay the bare page's."""
+    page_renders = bench_module("page_renders", monkeypatch)
+    assert page_renders.reference_ratios(
+        renders={"Overview": 4.0, "Pareto": 2.5}, reference_renders={"Overview": 2.5, "Pareto": 1.25},
+        steps=[0.5, 0.3, 0.4], reference_steps=[0.2, 0.25, 0.1], name="bare_chart") == {
+        "first_render_over_bare_chart": {"Overview": 1.6, "Pareto": 2.0},
+        "max_first_render_over_bare_chart": 2.0,
+        "steps_over_bare_chart_rerun": [2.5, 1.5, 2.0],  # over its rerun: its steps' median, 0.2 s
+        "step_median_over_bare_chart_rerun": 2.0}
+    assert page_renders.BARE_CHART_PAGE.is_file() and "forge" not in page_renders.BARE_CHART_PAGE.read_text().split(
+        '"""')[2].lower()  # nothing of FORGE below its docstring
+
+
 def test_the_bare_page_is_served_with_the_dashboards_server_options(monkeypatch: pytest.MonkeyPatch) -> None:
     from forge_core.cli import dashboard
 
