@@ -13,7 +13,7 @@ import streamlit as st
 
 from app import charts, ui
 from forge_core.evidence.answering import ArmAnswer
-from forge_core.policies.arm_mix import parse_mix
+from forge_core.policies.guard import guard_for_question
 from forge_core.reports.checkpoint_views import name_with_id
 from forge_core.reports.reliability import Reliability
 from forge_core.rewards.live_support import LiveSupport
@@ -74,12 +74,9 @@ def guard_verdict(guard: Guard | str, result: RoutedAnswer) -> None:
         st.caption(f"No guard for this router: {guard}.")
         return
     if guard.mix is not None:
-        mix = parse_mix(guard.mix, len(result.probabilities))
-        drawn, _ = mix.arm_for(result.question)
-        guard = guard.drawn(drawn.name)
-        shares = ", ".join(f"{arm.name} {share:.1%}" for arm, share in zip(mix.arms, mix.shares))
-        st.caption(f"The cost-matched mix ({shares}) drew {drawn.name} for this question: the same question "
-                   "always draws the same arm, and many questions spend the arms in these shares.")
+        guard = guard_for_question(guard, result.question, len(result.probabilities))
+        st.caption(f"The cost-matched mix drew {guard.fallback_arm} for this question: the same question "
+                   "always draws the same arm, and many questions spend the arms in the mix's shares.")
     margin = result.margin if result.margin is not None else 0.0
     held = result.margin is not None and guard.holds(result.router_arm, margin)
     text = f"Guard ({guard.summary()}): {guard.why(result.router_arm, margin)}."

@@ -86,13 +86,11 @@ def _guard(store: Any, inputs: Any, request: Any, risk: float | None, fallback: 
     check_guard_options(risk, fallback)
     if risk is None or inputs.checkpoint_id is None:
         return None
-    from forge_core.policies.arm_mix import parse_mix
+    from forge_core.policies.guard import guard_for_question
     from forge_core.reports.checkpoint_guard import checkpoint_guard
 
     guard = checkpoint_guard(store, inputs.checkpoint_id, request.weights, risk, fallback)
-    if guard.mix is None:
-        return guard
-    return guard.drawn(parse_mix(guard.mix, inputs.host_config.alphabet_size).arm_for(inputs.question)[0].name)
+    return guard_for_question(guard, inputs.question, inputs.host_config.alphabet_size)
 
 
 def _print_plain(result: Any, host: str, retriever: str, as_json: bool) -> None:

@@ -157,6 +157,14 @@ def cost_matched_mix(context: EvalContext, router: Policy, rows: np.ndarray) -> 
     return ArmMix(tuple(parse_arm(arm) for arm in mix.arms), mix.shares)
 
 
+def guard_for_question(guard: Guard, question: str, n_arms: int) -> Guard:
+    """`guard` for one question: under a mix fallback, its fallback is the arm the mix draws for the
+    question (`arm_mix.ArmMix.arm_for`, the same draw wherever the question is asked); else `guard`."""
+    if guard.mix is None:
+        return guard
+    return guard.drawn(parse_mix(guard.mix, n_arms).arm_for(question)[0].name)
+
+
 def drawn_arms(context: EvalContext, rows: np.ndarray, mix: ArmMix) -> np.ndarray:
     """[n] the arm index `mix` draws for each row's question."""
     questions = row_questions(context)

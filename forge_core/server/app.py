@@ -68,6 +68,7 @@ from forge_core.hosts.base import Host, HostError
 from forge_core.hosts.lifetime import hosted
 from forge_core.hosts.registry import get_host_config
 from forge_core.policies.arm_mix import ArmMix, draw_record, mix_attributes, mix_option, parse_mix
+from forge_core.policies.guard import guard_for_question
 from forge_core.records import is_fever_benchmark
 from forge_core.reports.checkpoint_guard import checkpoint_guard
 from forge_core.routing.ask import check_router_retriever
@@ -319,10 +320,7 @@ class ServerState:
         under a mix fallback, its fallback is the arm the mix draws for the question."""
         if self.guard is None or asked.model != ROUTER_MODEL:
             return None
-        if self.guard.mix is None:
-            return self.guard
-        arm, _ = parse_mix(self.guard.mix, self.host_config.alphabet_size).arm_for(asked.question)
-        return self.guard.drawn(arm.name)
+        return guard_for_question(self.guard, asked.question, self.host_config.alphabet_size)
 
     def _fixed_route(self, asked: ChatRequest, arm: Arm, draw: float | None = None,
                      mix: ArmMix | None = None) -> RoutedRequest:

@@ -80,8 +80,8 @@ def test_a_mix_fallback_names_the_arm_the_mix_drew_for_the_question(live_app: tu
     mix = parse_mix(guard.mix, len(result.probabilities))
     drawn = mix.arm_for("Who founded Rome?")[0].name  # as `forge serve --guard-fallback mix` draws it
     shown = texts(app.caption) + texts(app.warning)
-    assert f"The cost-matched mix ({mix.arms[0].name} {mix.shares[0]:.1%}" in shown
-    assert f"drew {drawn} for this question" in shown
+    assert f"fallback the mix {mix.arms[0].name} {mix.shares[0]:.0%}" in shown  # the shares, in the guard's line
+    assert f"The cost-matched mix drew {drawn} for this question" in shown
     assert guard.drawn(drawn).why(result.router_arm, result.margin) in shown
 
     fallback = next(arm for arm in result.probabilities if arm != result.router_arm)

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from forge_core.policies.arm_mix import parse_mix
+from forge_core.policies.guard import guard_for_question
 from forge_core.routing.guard import Guard, risk_threshold
 
 
@@ -51,3 +53,14 @@ def test_a_mix_fallback_names_its_mix_once_in_words() -> None:
     line = f"Guard ({guard.summary()}): {guard.why('raw:no_think', 0.1)}."  # as Live query shows it
     assert mix not in line and line.count("69%") == 1
     assert guard.to_json("raw:no_think", 0.1)["mix"] == mix  # machine-read: the exact mix
+
+
+def test_a_mix_guard_falls_back_to_the_arm_its_mix_draws_for_each_question() -> None:
+    mix = "summary:no_think=0.5,raw:no_think=0.5"
+    guard = Guard(mix, 0.3, 0.2, 40, 5, mix=mix)
+    questions = [f"Who wrote book {n}?" for n in range(40)]
+    drawn = [guard_for_question(guard, question, 6).fallback_arm for question in questions]
+    assert drawn == [parse_mix(mix, 6).arm_for(question)[0].name for question in questions]  # as `forge serve` draws
+    assert set(drawn) == {"summary:no_think", "raw:no_think"}
+    plain = Guard("summary:no_think", 0.3, 0.2, 40, 5)
+    assert guard_for_question(plain, questions[0], 6) is plain
