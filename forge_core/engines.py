@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("local", "ray")
 DEFAULT_ENGINE = "local"
+# Ray Serve's proxy must answer its readiness and health checks within 5 and 10 s, or Serve kills and
+# restarts it; on a laptop whose cores are busy it often cannot. A local instance started here gets
+# 30 s for each unless the environment already sets them (a cluster FORGE joins keeps its own).
+LOCAL_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
 
 
 def check_engine(engine: str, address: str | None = None) -> None:
@@ -39,6 +43,9 @@ def ray_session(address: str | None = None) -> ModuleType:
     if not ray.is_initialized():
         address = address or os.environ.get("RAY_ADDRESS") or None
         log.info("Ray: %s", f"joining the cluster at {address}" if address else "starting a local instance")
+        if not address:
+            for name, seconds in LOCAL_SERVE_TIMEOUTS.items():
+                os.environ.setdefault(name, seconds)  # the local instance's processes inherit them
         try:
             ray.init(address=address, num_cpus=None if address else os.cpu_count(), include_dashboard=False,
                      log_to_driver=False, configure_logging=False)

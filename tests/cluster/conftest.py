@@ -7,14 +7,16 @@ from types import ModuleType
 
 import pytest
 
+from forge_core.engines import ray_session
+
 from support.resources import require_module
 
 
 @pytest.fixture(scope="session")
 def ray_local() -> Iterator[ModuleType]:
-    """Ray started on this machine's two cores, as `forge_core.engines.ray_session` would without
-    an address; shut down at the end of the session."""
-    ray = require_module("ray", "Ray is not installed: pip install 'forge-core[ray]' (scripts/setup.sh does)")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    """A local Ray instance on this machine's cores, started by `forge_core.engines.ray_session` as
+    the commands start it; shut down at the end of the session."""
+    require_module("ray", "Ray is not installed: pip install 'forge-core[ray]' (scripts/setup.sh does)")
+    ray = ray_session()
     yield ray
     ray.shutdown()
