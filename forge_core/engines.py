@@ -19,9 +19,10 @@ log = logging.getLogger(__name__)
 ENGINES = ("local", "ray")
 DEFAULT_ENGINE = "local"
 # Ray Serve's proxy must answer its readiness and health checks within 5 and 10 s, or Serve kills and
-# restarts it; on a laptop whose cores are busy it often cannot. A local instance started here gets
-# 30 s for each unless the environment already sets them (a cluster FORGE joins keeps its own).
-LOCAL_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "30", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
+# restarts it; on a laptop whose cores are busy it often cannot (a proxy starting beside two busy
+# loops missed 30 s). A local instance started here gets 120 s to start and 60 s a health check unless
+# the environment already sets them (a cluster FORGE joins keeps its own).
+LOCAL_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "120", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "60"}
 
 
 def check_engine(engine: str, address: str | None = None) -> None:

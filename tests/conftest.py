@@ -45,6 +45,10 @@ CONTENT_ADDRESSED_CACHES = ("bm25", "embedders", "umap")
 # documents compute are kept in its cache for the commands that print them beside their sibling runs.
 OFFLINE_DEMO_FILES = ("tests/cli/test_stored_results.py", "tests/test_documented_commands.py",
                       "tests/test_results_docs.py")
+# The files that start a local Ray instance: one work unit too, so one worker runs one instance (its GCS,
+# raylet, agents and idle workers) instead of each worker its own. Beside two busy loops a crossfit test
+# on Ray took 130 s alone, and ran past pytest-timeout's 900 s with the other worker's Ray tests beside it.
+RAY_TEST_FOLDER = "tests/cluster/"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -59,8 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # before pytest-xdist's own choice of scheduler
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadfile` (`scripts/test.sh` runs the suite on several workers) with the offline-demo
-    files as one work unit: each file runs whole on one worker, so its module fixtures are built
-    once. (Groups of `--dist loadgroup` added by a hook are lost on pytest 9.2: pytest-xdist #1386.)"""
+    files as one work unit and the Ray files as another: each file runs whole on one worker, so its
+    module fixtures are built once. (Groups of `--dist loadgroup` added by a hook are lost on pytest
+    9.2: pytest-xdist #1386.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -68,7 +73,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class FileUnits(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = super()._split_scope(nodeid)
-            return "offline-demo" if file in OFFLINE_DEMO_FILES else file
+            if file in OFFLINE_DEMO_FILES:
+                return "offline-demo"
+            return "ray-cluster" if file.startswith(RAY_TEST_FOLDER) else file
 
     return FileUnits(config, log)
 

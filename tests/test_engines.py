@@ -29,7 +29,7 @@ def test_a_local_instance_gives_the_serve_proxy_time_on_a_busy_machine(monkeypat
     monkeypatch.setenv("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "45")  # the user's own setting stands
     engines.ray_session()
     assert calls[0]["address"] is None
-    assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "30"
+    assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "120"
     assert os.environ["RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S"] == "45"
 
 

@@ -66,6 +66,19 @@ def wait_until_loaded(url: str, replicas: int, timeout_s: float = 300.0) -> None
         time.sleep(0.05 if status == "ok" else 0.2)
 
 
+def start_serve(bind: str, port: int) -> None:
+    """Serve's controller and HTTP proxy on `bind`:`port`. `serve.start` waits a fixed 60 s for the
+    proxy, which a laptop with busy cores can miss while the proxy is still starting: then the
+    controller is up, a second `serve.start` joins it, and `wait_until_loaded` waits for the ingress."""
+    from ray import serve
+
+    try:
+        serve.start(http_options={"host": bind, "port": port})
+    except TimeoutError:
+        log.warning("Serve's HTTP proxy is not up after Serve's 60 s (busy cores?): waiting for it to answer")
+        serve.start(http_options={"host": bind, "port": port})
+
+
 def run_replicas(store: Store, settings: ServeSettings, replicas: int, bind: str, port: int,
                  address: str | None = None, until_interrupted: bool = True) -> None:
     """Start `replicas` replicas behind Serve's ingress on `bind`:`port` and, unless told not to,
@@ -73,7 +86,7 @@ def run_replicas(store: Store, settings: ServeSettings, replicas: int, bind: str
     ray_session(address)
     from ray import serve
 
-    serve.start(http_options={"host": bind, "port": port})
+    start_serve(bind, port)
     deployment = forge_deployment().options(num_replicas=replicas)
     serve.run(deployment.bind(str(store.path), settings), name=APP_NAME, route_prefix="/")
     wait_until_loaded(f"http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}", replicas)
