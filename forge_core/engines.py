@@ -18,11 +18,16 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("local", "ray")
 DEFAULT_ENGINE = "local"
-# Ray Serve's proxy must answer its readiness and health checks within 5 and 10 s, or Serve kills and
-# restarts it; on a laptop whose cores are busy it often cannot (a proxy starting beside two busy
-# loops missed 30 s). A local instance started here gets 120 s to start and 60 s a health check unless
-# the environment already sets them (a cluster FORGE joins keeps its own).
-LOCAL_SERVE_TIMEOUTS = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "120", "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "60"}
+# What a local instance started here is given unless the environment already sets it (a cluster FORGE
+# joins keeps its own settings):
+# - Ray runs its workers at niceness 15, below every other process: beside anything busy (a browser, a
+#   test suite, a build) the work FORGE sends them all but stops (beside two busy loops, fold tasks ran
+#   at 5% of a core and a crossfit grid took over 860 s against 63 s quiet). The in-process engine
+#   runs at the user's priority, and so do a local instance's workers.
+# - Serve's proxy must answer its readiness and health checks within 5 and 10 s, or Serve kills and
+#   restarts it; on a laptop whose cores are busy it often cannot: 120 s to start, 60 s a health check.
+LOCAL_RAY_SETTINGS = {"RAY_worker_niceness": "0", "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "120",
+                      "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "60"}
 
 
 def check_engine(engine: str, address: str | None = None) -> None:
@@ -45,8 +50,8 @@ def ray_session(address: str | None = None) -> ModuleType:
         address = address or os.environ.get("RAY_ADDRESS") or None
         log.info("Ray: %s", f"joining the cluster at {address}" if address else "starting a local instance")
         if not address:
-            for name, seconds in LOCAL_SERVE_TIMEOUTS.items():
-                os.environ.setdefault(name, seconds)  # the local instance's processes inherit them
+            for name, value in LOCAL_RAY_SETTINGS.items():
+                os.environ.setdefault(name, value)  # the local instance's processes inherit them
         try:
             ray.init(address=address, num_cpus=None if address else os.cpu_count(), include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
