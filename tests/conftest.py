@@ -46,8 +46,7 @@ CONTENT_ADDRESSED_CACHES = ("bm25", "embedders", "umap")
 OFFLINE_DEMO_FILES = ("tests/cli/test_stored_results.py", "tests/test_documented_commands.py",
                       "tests/test_results_docs.py")
 # The files that start a local Ray instance: one work unit too, so one worker runs one instance (its GCS,
-# raylet, agents and idle workers) instead of each worker its own. Beside two busy loops a crossfit test
-# on Ray took 130 s alone, and ran past pytest-timeout's 900 s with the other worker's Ray tests beside it.
+# raylet, agents and idle workers) instead of each worker its own, on a machine whose cores are busy.
 RAY_TEST_FOLDER = "tests/cluster/"
 
 

@@ -14,8 +14,8 @@ from forge_core import engines
 
 
 def recording_ray(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """A stand-in `ray` module (for this test only) that records how it was started; the Serve
-    timeouts and RAY_ADDRESS unset, and restored after the test."""
+    """A stand-in `ray` module (for this test only) that records how it was started; the local
+    instance's settings and RAY_ADDRESS unset, and restored after the test."""
     for name in (*engines.LOCAL_RAY_SETTINGS, "RAY_ADDRESS"):
         monkeypatch.setenv(name, "")  # recorded, so the test's own settings are undone
         monkeypatch.delenv(name)
