@@ -72,11 +72,12 @@ def start_serve(bind: str, port: int) -> None:
     controller is up, a second `serve.start` joins it, and `wait_until_loaded` waits for the ingress."""
     from ray import serve
 
+    http_options = {"host": bind, "port": port}
     try:
-        serve.start(http_options={"host": bind, "port": port})
+        serve.start(http_options=http_options)
     except TimeoutError:
         log.warning("Serve's HTTP proxy is not up after Serve's 60 s (busy cores?): waiting for it to answer")
-        serve.start(http_options={"host": bind, "port": port})
+        serve.start(http_options=http_options)
 
 
 def run_replicas(store: Store, settings: ServeSettings, replicas: int, bind: str, port: int,
