@@ -5,78 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from forge_core.reports.mix_view import HULL_NAME, hull_gap_text, hull_lines
-from forge_core.reports.tables import MACRO
-
-TOKENS_LABEL = "mean tokens per query (in + out)"
-# the colours (the default template's colourway) and symbols plotly express deals in order, as it did here
-EXPRESS_COLORS = tuple(pio.templates[pio.templates.default].layout.colorway)
-EXPRESS_SYMBOLS = ("circle", "diamond", "square", "x", "cross")
-
-
-def cost_quality(summary: pd.DataFrame, benchmark: str) -> go.Figure:
-    """Mean F1 against mean token cost of each policy on one benchmark (or `macro`): one trace per kind
-    (fixed, oracle). Built from graph objects, the figure plotly express's scatter made of these rows
-    (tests/app/test_charts.py compares them): express took a third of the Overview's script to
-    assemble its three charts."""
-    rows = summary[summary["benchmark"] == benchmark]
-    hover = (f"{TOKENS_LABEL}=%{{x}}<br>mean F1=%{{y}}<br>policy=%{{text}}<br>tokens_in=%{{customdata[0]:.1f}}<br>"
-             "tokens_out=%{customdata[1]:.1f}<br>queries=%{customdata[2]}<extra></extra>")
-    kind_colors = {"fixed": "#4c78a8", "oracle": "#e45756"}
-    traces = []
-    for index, kind in enumerate(pd.unique(rows["kind"])):
-        kept = rows[rows["kind"] == kind]
-        traces.append({
-            "type": "scatter",
-            "customdata": kept[["tokens_in", "tokens_out", "queries", "kind"]].to_numpy(dtype=object),
-            "hovertemplate": hover, "legendgroup": kind,
-            "marker": {"color": kind_colors.get(kind, EXPRESS_COLORS[index % len(EXPRESS_COLORS)]),
-                       "symbol": EXPRESS_SYMBOLS[index % len(EXPRESS_SYMBOLS)], "size": 13},
-            "mode": "markers+text", "name": kind, "orientation": "v", "showlegend": True,
-            "text": kept["policy"].to_numpy(), "x": kept["tokens"].to_numpy(), "xaxis": "x", "y": kept["f1"].to_numpy(),
-            "yaxis": "y", "textposition": "top center"})
-    layout = {"xaxis": {"anchor": "y", "domain": [0.0, 1.0], "title": {"text": TOKENS_LABEL}},
-              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "title": {"text": "mean F1"}},
-              "legend": {"title": {"text": ""}, "tracegroupgap": 0}, "margin": {"t": 30}, "height": 420}
-    return go.Figure(data=traces, layout=layout)
-
-
-def per_arm(summary: pd.DataFrame, value: str, label: str) -> go.Figure:
-    """One grouped bar per arm and benchmark (macro excluded) for `value` (f1 or tokens). Built from
-    graph objects, the figure plotly express's grouped bar chart made of these rows (tests/app/test_charts.py)."""
-    rows = summary[(summary["benchmark"] != MACRO) & (summary["kind"] == "fixed")]
-    traces = []
-    for index, benchmark in enumerate(pd.unique(rows["benchmark"])):
-        kept = rows[rows["benchmark"] == benchmark]
-        traces.append({
-            "type": "bar", "alignmentgroup": "True",
-            "hovertemplate": f"benchmark={benchmark}<br>arm=%{{x}}<br>{label}=%{{y}}<extra></extra>",
-            "legendgroup": benchmark,
-            "marker": {"color": EXPRESS_COLORS[index % len(EXPRESS_COLORS)], "pattern": {"shape": ""}},
-            "name": benchmark, "offsetgroup": benchmark, "orientation": "v", "showlegend": True,
-            "textposition": "auto", "x": kept["policy"].to_numpy(), "xaxis": "x", "y": kept[value].to_numpy(),
-            "yaxis": "y"})
-    layout = {"xaxis": {"anchor": "y", "domain": [0.0, 1.0], "title": {"text": "arm"}},
-              "yaxis": {"anchor": "x", "domain": [0.0, 1.0], "title": {"text": label}},
-              "legend": {"title": {"text": "benchmark"}, "tracegroupgap": 0}, "margin": {"t": 30},
-              "barmode": "group", "height": 360}
-    return go.Figure(data=traces, layout=layout)
-
-
-def reasoning_per_arm(reasoning: pd.DataFrame) -> go.Figure:
-    """Mean output tokens per arm, split into visible answer and reasoning."""
-    bars = [go.Bar(name="visible answer", x=reasoning["arm"],
-                   y=reasoning["tokens_out"] - reasoning["tokens_reasoning"])]
-    if reasoning["tokens_reasoning"].fillna(0).any():  # no empty "reasoning" legend on a host without it
-        bars.append(go.Bar(name="reasoning", x=reasoning["arm"], y=reasoning["tokens_reasoning"]))
-    figure = go.Figure(bars)
-    figure.update_layout(barmode="stack", height=320, margin={"t": 30}, yaxis_title="mean output tokens",
-                         xaxis_title="arm")
-    return figure
-
 
 IMPLIED_UTILITY_LABEL = "utility vs the chosen arm"  # whole on the chart; its caption says τ × log-probability gap
 
@@ -118,26 +49,6 @@ KIND_SYMBOLS = {"fixed arm": "square", "baseline": "diamond", "oracle": "star", 
 RUN_COLORS = ["#4c78a8", "#e45756", "#54a24b", "#f58518", "#b279a2"]  # distinct lines (runs, series)
 COST_LABEL = "cost: mean tokens per query (thousands)"
 TOKEN_LABELS = {"tokens_in": "tokens in (λ_in prices them)", "tokens_out": "tokens out (λ_out prices them)"}
-
-
-def training_curves(curves: pd.DataFrame, overlay: bool = False) -> go.Figure:
-    """One panel per curve (loss, agreement, reward, KL, ...) against epoch or step; with
-    `overlay`, the runs of a `run` column are drawn in one colour each, series dashed apart."""
-    x_label = ", ".join(sorted(set(curves["x_label"]))) or "epoch"
-    panels = list(dict.fromkeys(curves["panel"]))
-    figure = px.line(
-        curves, x="x", y="value", facet_col="panel", facet_col_wrap=min(3, max(1, len(panels))),
-        color="run" if overlay else "series", line_dash="series" if overlay else None, markers=True,
-        color_discrete_sequence=RUN_COLORS,
-        category_orders={"panel": panels}, labels={"x": x_label, "value": "", "series": "", "run": "checkpoint"},
-        facet_col_spacing=0.06, facet_row_spacing=0.12,
-    )
-    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
-    figure.update_yaxes(matches=None, showticklabels=True)
-    figure.update_xaxes(matches=None, showticklabels=True)  # epochs and steps differ in range
-    rows = (len(panels) + 2) // 3
-    figure.update_layout(height=300 * rows + 40, margin={"t": 40}, legend_title_text="")
-    return figure
 
 
 # One colour per policy, grouped by kind: FORGE routers strong, baselines muted, fixed arms grey,
@@ -211,85 +122,6 @@ def _with_mix_text(points: pd.DataFrame) -> pd.DataFrame:
         return points
     return points.assign(vs_mix=[hull_gap_text(gap, low, high) for gap, low, high in
                                  zip(points["hull_gap"], points["hull_gap_low"], points["hull_gap_high"])])
-
-
-def pareto(points: pd.DataFrame, by_benchmark: bool, color_by: str = "policy") -> go.Figure:
-    """F1 against cost for every named point (`name`; symbol by kind), the frontier as a dotted
-    staircase and the hull of the fixed arms (the mixes) as a dashed one, one facet per benchmark when
-    asked; each point's hover says its gap to the hull at its own tokens. `color_by` "policy": one
-    colour per policy, grouped by kind; "utility": colour by utility under the chosen weights,
-    points named on the chart."""
-    points = _with_mix_text(points)
-    if not by_benchmark and color_by == "policy":
-        return _pareto_by_policy(points)
-    facets = sorted(points["benchmark"].unique())
-    facet = ({"facet_col": "benchmark", "facet_col_wrap": 3, "category_orders": {"benchmark": facets}}
-             if by_benchmark else {})
-    y_label = "F1" if by_benchmark else "F1 (macro over benchmarks)"
-    tokens = {"tokens_in": ":.0f", "tokens_out": ":.0f"} if "tokens_in" in points.columns else {}
-    tokens |= {"vs_mix": True} if "vs_mix" in points.columns else {}
-    if color_by == "utility":
-        figure = px.scatter(
-            points, x="cost_k", y="macro_f1", color="macro_utility", symbol="kind", symbol_map=KIND_SYMBOLS,
-            text="name", color_continuous_scale="Viridis", hover_name="name",
-            hover_data={"policy": True, "name": False, "cost_k": ":.3f", "macro_f1": ":.3f", "macro_utility": ":.3f",
-                        "kind": True, "benchmark": by_benchmark, "on_frontier": True, **tokens},
-            labels={"cost_k": COST_LABEL, "macro_f1": y_label, "macro_utility": "utility",
-                    "on_frontier": "on frontier", "policy": "id", **TOKEN_LABELS}, **facet)
-        figure.update_traces(marker_size=14, textposition="top center", textfont_size=10)
-    else:
-        figure = _policy_points(points, COST_LABEL, y_label, facet, {}, {"benchmark": by_benchmark, **tokens})
-    frontier = points[points["on_frontier"]].sort_values(["benchmark", "cost_k"])
-    lines = px.line(frontier, x="cost_k", y="macro_f1", **facet)  # same facet grid: traces land in the same axes
-    for index, trace in enumerate(lines.data):
-        trace.update(name="frontier", line=FRONTIER_LINE, hoverinfo="skip",
-                     showlegend=index == 0, legendgroup="frontier")
-        figure.add_trace(trace)
-    if "on_hull" in points.columns:
-        hull = px.line(hull_lines(points), x="cost_k", y="macro_f1", **facet)
-        for index, trace in enumerate(hull.data):
-            trace.update(name=HULL_NAME, line=HULL_LINE, hoverinfo="skip", showlegend=index == 0, legendgroup="hull")
-            figure.add_trace(trace)
-    if by_benchmark:
-        figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
-    else:
-        _oracle_off_the_axis(figure, points)
-    height = 420 * ((len(facets) + 2) // 3) if by_benchmark else 560
-    figure.update_layout(height=height, margin={"t": 40}, legend_title_text="",
-                         coloraxis_colorbar={"title": "utility"})
-    _legend_below(figure, len({trace.name for trace in figure.data if trace.showlegend is not False}))
-    return figure
-
-
-def _pareto_by_policy(points: pd.DataFrame) -> go.Figure:
-    """The one-chart, colour-by-policy view of `pareto`, built from graph objects (a slider step
-    redraws it, and plotly express takes ten times as long to assemble the same figure): one
-    colour per point, grouped by kind as `_policy_points` does."""
-    ordered = _by_kind(points)
-    colors = policy_colors(ordered)
-    traces = []  # one figure from every trace at once: adding them one by one validates the figure each time
-    for row in ordered.itertuples():
-        oracle = row.kind == "oracle"
-        marker = {"size": KIND_MARKER_SIZES.get(row.kind, 14), "color": colors[row.name],
-                  "symbol": KIND_SYMBOLS.get(row.kind, "circle"),
-                  "line": {"width": 1, "color": "#fff"} if oracle else {"width": 0}}
-        split = (f" ({row.tokens_in:,.0f} in, {row.tokens_out:,.0f} out)"
-                 if "tokens_in" in ordered.columns else "")  # priced by lambda_in and lambda_out
-        mix = f"<br>{row.vs_mix}" if "vs_mix" in ordered.columns else ""
-        hover = (f"<b>{row.name}</b><br>id {row.policy}<br>cost %{{x:.3f}}k tokens{split}<br>F1 %{{y:.3f}}"
-                 f"<br>utility {row.macro_utility:.3f}<br>kind {row.kind}<br>on frontier {row.on_frontier}{mix}"
-                 "<extra></extra>")
-        traces.append({"type": "scatter", "x": [row.cost_k], "y": [row.macro_f1], "mode": "markers", "marker": marker,
-                       "name": f"{row.name} (reference)" if oracle else row.name, "hovertemplate": hover})
-    traces.append(_frontier_trace(points, "frontier"))
-    if "on_hull" in points.columns:
-        traces.append(_hull_trace(points))
-    figure = go.Figure(data=traces, layout={"height": 560, "margin": {"t": 40},
-                                            "xaxis": {"title": {"text": COST_LABEL}},
-                                            "yaxis": {"title": {"text": "F1 (macro over benchmarks)"}}})
-    _oracle_off_the_axis(figure, points)
-    _legend_below(figure, len(figure.data))
-    return figure
 
 
 def _frontier_trace(points: pd.DataFrame, name: str) -> dict:
@@ -414,22 +246,29 @@ def crossfit_pareto(frame: pd.DataFrame) -> go.Figure:
     return figure
 
 
-def _oracle_off_the_axis(figure: go.Figure, frame: pd.DataFrame) -> None:
-    """Fit the F1 axis to the deployable policies' points (their intervals, where the frame has
-    them), so an oracle far above them does not squeeze them into one band: the oracle is then
-    pinned at the top edge with its F1 written."""
+def deployable_axis(frame: pd.DataFrame) -> tuple[float, float] | None:
+    """The F1 axis (low, top) fitted to the deployable policies' points (their intervals, where the frame
+    has them) when the oracle lies above it, so an oracle far above them does not squeeze them into one
+    band; None when the oracle is within reach (or either is missing)."""
     deployable, oracle = frame[frame["kind"] != "oracle"], frame[frame["kind"] == "oracle"]
     if deployable.empty or oracle.empty:
-        return
+        return None
     low_column, high_column = ("f1_low", "f1_high") if "f1_low" in frame.columns else ("macro_f1", "macro_f1")
     low, high = float(deployable[low_column].min()), float(deployable[high_column].max())
     pad = 0.08 * max(high - low, 1e-3)
     top = high + pad
-    if float(oracle["macro_f1"].max()) <= top:
+    return None if float(oracle["macro_f1"].max()) <= top else (low - pad, top)
+
+
+def _oracle_off_the_axis(figure: go.Figure, frame: pd.DataFrame) -> None:
+    """The F1 axis of `deployable_axis`, where the oracle is above it: the oracle then pinned at the top
+    edge with its F1 written."""
+    axis = deployable_axis(frame)
+    if axis is None:
         return
-    figure.update_yaxes(range=[low - pad, top])
-    for row in oracle.itertuples():
-        figure.add_annotation(x=row.cost_k, y=top, yref="y", text=f"oracle F1 {row.macro_f1:.3f} ↑ (reference, "
+    figure.update_yaxes(range=list(axis))
+    for row in frame[frame["kind"] == "oracle"].itertuples():
+        figure.add_annotation(x=row.cost_k, y=axis[1], yref="y", text=f"oracle F1 {row.macro_f1:.3f} ↑ (reference, "
                               "above the axis)", showarrow=True, arrowhead=2, ax=0, ay=25, font={"size": 11})
 
 

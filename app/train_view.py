@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app import charts, data, ui
+from app import data, train_charts, ui
 from forge_core import config, jobs
 from forge_core.reports.checkpoint_views import (
     DEV_METRICS,
@@ -121,7 +121,7 @@ def _run(store: Store, row: dict, progress: jobs.JobProgress) -> None:
                 ui.name_metric(column, LIVE_LABELS.get(key, key), f"{value:.4g}")
         curves = training_curves(logs)
         if len(curves):
-            st.plotly_chart(charts.training_curves(curves), key=f"curves-{row['job_id']}")
+            st.vega_lite_chart(*train_charts.training_curves(curves), key=f"curves-{row['job_id']}")
         elif progress.active:
             st.caption(f"The first curve points appear after the first logged {unit[:-1]}.")
 

@@ -1,17 +1,16 @@
 """The second bare page `bench/page_renders.py` measures the dashboard against: the elements a Pareto
-slider step redraws, without FORGE. A slider (0 to 3 by 0.01, as the Pareto page's lambda_in), a plotly
-scatter chart built from graph objects as the Pareto chart is (one single-point trace per policy, a frontier
-line and a dashed hull line, 560 px high, legend below) whose points move with the slider, a dataframe of
-as many rows and number columns as the Pareto table, and a metric card showing the slider's value (the
-step is timed the way a Pareto step is: the card shows a new value and the script is done).
+slider step redraws, without FORGE. A slider (0 to 3 by 0.01, as the Pareto page's lambda_in), a Vega-Lite
+chart drawn as the Pareto chart is (`app/pareto_chart.py`: a filled point per policy coloured by name with a
+legend below, a dotted staircase frontier and a dashed hull line, 560 px high) whose points move with the
+slider, a dataframe of as many rows and number columns as the Pareto table, and a metric card showing the
+slider's value (the step is timed the way a Pareto step is: the card shows a new value and the script is done).
 
 Nothing of FORGE is imported: the points are made up here, so what a page costs over this one is FORGE's
-own work (its script, its other elements), not Streamlit's and plotly's drawing of a chart and a grid.
+own work (its script, its other elements), not Streamlit's and Vega-Lite's drawing of a chart and a grid.
 """
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 POLICIES = 15  # the Pareto chart's points and table rows in the demo store's default view (two routers chosen)
@@ -27,16 +26,25 @@ rng = np.random.default_rng(0)
 cost = np.sort(rng.uniform(0.2, 3.0, POLICIES))
 f1 = np.clip(0.2 + 0.1 * np.log1p(cost) + rng.normal(0, 0.03, POLICIES) - 0.02 * value * cost, 0, 1)
 names = [f"policy {index}" for index in range(POLICIES)]
-traces = [{"type": "scatter", "x": [x], "y": [y], "mode": "markers", "name": name, "marker": {"size": 14},
-           "hovertemplate": f"<b>{name}</b><br>cost %{{x:.3f}}k tokens<br>F1 %{{y:.3f}}<extra></extra>"}
-          for name, x, y in zip(names, cost, f1)]
 best = np.maximum.accumulate(f1)
-traces.append({"type": "scatter", "x": cost, "y": best, "mode": "lines", "name": "frontier",
-               "line": {"dash": "dot", "shape": "hv"}, "hoverinfo": "skip"})
-traces.append({"type": "scatter", "x": cost[::4], "y": best[::4], "mode": "lines", "name": "mix of fixed arms",
-               "line": {"dash": "dash"}, "hoverinfo": "skip"})
-st.plotly_chart(go.Figure(data=traces, layout={"height": 560, "margin": {"t": 40},
-                                               "legend": {"orientation": "h", "y": -0.2}}), key="chart")
+points = pd.DataFrame({"name": names, "cost_k": cost, "macro_f1": f1, "on_frontier": f1 >= best,
+                       "on_hull": np.arange(POLICIES) % 4 == 0})
+POSITION = {"x": {"field": "cost_k", "type": "quantitative"}, "y": {"field": "macro_f1", "type": "quantitative"}}
+
+
+def line(flag: str, dash: list[int], interpolate: str) -> dict:
+    """A dashed line through the points where `flag` holds."""
+    return {"transform": [{"filter": {"field": flag, "equal": True}}], "encoding": POSITION,
+            "mark": {"type": "line", "strokeDash": dash, "interpolate": interpolate}}
+
+
+tooltip = [{"field": "name"}, {"field": "cost_k", "format": ".3f"}, {"field": "macro_f1", "format": ".3f"}]
+color = {"field": "name", "type": "nominal", "legend": {"orient": "bottom", "columns": 4}}
+dots = {"mark": {"type": "point", "filled": True, "size": 200},
+        "encoding": {**POSITION, "color": color, "tooltip": tooltip}}
+st.vega_lite_chart(points, {"height": 560, "layer": [
+    dots, line("on_frontier", [2, 3], "step-after"), line("on_hull", [6, 4], "linear")]},
+    key="chart")
 
 frame = pd.DataFrame(rng.uniform(0, 1, (POLICIES, len(COLUMNS))) + value, columns=list(COLUMNS))
 frame.insert(0, "policy", names)

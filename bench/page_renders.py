@@ -25,11 +25,11 @@ yet in the browser cache, as on the Overview, the first visit to the dashboard's
 are revisits (a new session, the scripts cached, as on every later page).
 
 A second bare page, `bench/bare_chart_page.py`, holds the elements a Pareto step redraws and nothing of
-FORGE: a plotly scatter chart of as many traces and points as the Pareto chart, moving with its slider, a
+FORGE: a Vega-Lite chart of as many points as the Pareto chart, drawn as it is, moving with its slider, a
 dataframe of as many rows as the Pareto table and a metric card. It is served, opened (just before the bare
 page, before each dashboard page) and stepped exactly as the bare page is, and every first render and the
 steps are also reported as ratios to it (`*_over_bare_chart*`). The two ratios separate what a page costs:
-over the bare page, everything (Streamlit's and plotly's drawing of the chart and the grid included); over
+over the bare page, everything (Streamlit's and Vega-Lite's drawing of the chart and the grid included); over
 the bare chart page, FORGE's own work (its script, its other elements) beyond drawing the same kinds of
 element. The goals stay against the bare page.
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import charts, data, ui
+from app import data, overview_charts, ui
 from app.overview_view import TERMS, first_contact
 from app.views_progress import waiting_for_views
 from forge_core.arms import ALPHABET_SIZES
@@ -122,13 +122,13 @@ except ValueError as error:
 summary = policy_summary(shown, normalizer)
 
 benchmark = st.segmented_control("Benchmark", [MACRO, *sorted(set(shown.benchmarks))], default=MACRO)
-st.plotly_chart(charts.cost_quality(summary, benchmark or MACRO))
+st.vega_lite_chart(*overview_charts.cost_quality(summary, benchmark or MACRO))
 
 f1_column, tokens_column = st.columns(2)
 f1_column.subheader("F1 per arm")
-f1_column.plotly_chart(charts.per_arm(summary, "f1", "mean F1"))
+f1_column.vega_lite_chart(*overview_charts.per_arm(summary, "f1", "mean F1"))
 tokens_column.subheader("Token cost per arm")
-tokens_column.plotly_chart(charts.per_arm(summary, "tokens", charts.TOKENS_LABEL))
+tokens_column.vega_lite_chart(*overview_charts.per_arm(summary, "tokens", overview_charts.TOKENS_LABEL))
 with st.expander("Table"):
     st.dataframe(summary, hide_index=True)
 if normalizer is not None:
@@ -148,7 +148,7 @@ st.caption(f"Over every answered outcome of the host under retriever '{retriever
            "(usage), the host's own tokenizer counted the returned reasoning text (tokenizer), they were estimated "
            "from that text (estimated), or none came back.")
 reasoning = data.reasoning_summary(store, host, retriever)
-st.plotly_chart(charts.reasoning_per_arm(reasoning))
+st.vega_lite_chart(*overview_charts.reasoning_per_arm(reasoning))
 if not reasoning.empty and not reasoning["tokens_reasoning"].fillna(0).any():
     st.caption(f"No arm of {host} returned reasoning tokens (it is not a thinking host): every output token is the "
                "visible answer.")

@@ -5,7 +5,7 @@ import dataclasses
 
 import streamlit as st
 
-from app import charts, data, ui, weights
+from app import data, train_charts, ui, weights
 from app.train_view import default_router_mark, runs_panel, start_judging, start_training
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.enumeration.planning import SPLIT_CHOICES
@@ -213,4 +213,4 @@ names = checkpoint_names(host_checkpoints)
 curves = compare_curves({f"A: {names[a_id]}": a_record["training_log"], f"B: {names[b_id]}": b_record["training_log"]})
 if len(curves):
     st.markdown("**Training curves**")
-    st.plotly_chart(charts.training_curves(curves, overlay=True), key="compare-curves")
+    st.vega_lite_chart(*train_charts.training_curves(curves, overlay=True), key="compare-curves")

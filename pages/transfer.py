@@ -4,6 +4,7 @@ target-side calibration on K labelled target queries (`forge eval transfer`)."""
 import streamlit as st
 
 from app import charts, data, ui, weights
+from app.pareto_chart import pareto_chart
 from app.views_progress import waiting_for_views
 from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
@@ -111,7 +112,7 @@ columns[2].metric("Target's own Lite", f"{own['macro_f1']:.3f} F1",
 columns[3].metric("Target oracle", f"{policies['oracle']['macro_f1']:.3f} F1", help="Sees every arm's score.")
 
 st.subheader(f"{target}'s frontier with the transferred routers")
-st.plotly_chart(charts.pareto(frame.assign(name=frame["policy"]), False), key="transfer-pareto")
+st.vega_lite_chart(*pareto_chart(frame.assign(name=frame["policy"]), False), key="transfer-pareto")
 if len(curves):
     st.subheader("Utility against K, relative to the target's own router")
     st.plotly_chart(charts.calibration_gain(curves), key="transfer-calibration")

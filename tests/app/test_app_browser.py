@@ -134,7 +134,7 @@ def test_pareto_follows_a_slider_moved_with_the_keyboard(trained_dashboard: str,
         oracle_utility = page.get_by_test_id("stMetric").filter(has_text="Oracle utility").get_by_test_id(
             "stMetricValue")
         expect(oracle_utility).to_be_visible(timeout=ANSWER_TIMEOUT_S * 1000)
-        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible(timeout=60_000)  # Plotly loads on first use
+        expect(page.get_by_test_id("stVegaLiteChart")).to_be_visible(timeout=60_000)  # its script loads on first use
         before = oracle_utility.inner_text()
 
         slider = page.get_by_test_id("stSlider").filter(has_text="lambda_in")

@@ -4,11 +4,11 @@ tokens with the paired 95% interval (AppTest)."""
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -19,6 +19,7 @@ from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
 from support.stores import copy_store
+from support.vega_charts import layer_drawing, vega_charts
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,17 +33,14 @@ def hull_app(tmp_path: Path, trained_store: tuple[Store, str], monkeypatch: pyte
     return trained_store[1]
 
 
-def hull_traces(app: AppTest) -> list[dict]:
-    """The traces of the Pareto chart named as the hull."""
-    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
-    return [trace for trace in figure["data"] if trace.get("name") == HULL_NAME]
-
-
-def values(encoded) -> np.ndarray:
-    """A trace's coordinates as plotly wrote them: a list, or a typed array in base64 (`bdata`)."""
-    if isinstance(encoded, dict):
-        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]).astype(float)
-    return np.asarray(encoded, dtype=float)
+def hull_vertices(app: AppTest) -> pd.DataFrame:
+    """The points the Pareto chart's hull line is drawn through (its layer's filter on `on_hull`, in order of
+    cost per benchmark), checking the layer is the dashed line named as the hull."""
+    ((spec, frame),) = vega_charts(app)
+    layer = layer_drawing(spec, "on_hull")
+    assert {"calculate": json.dumps(HULL_NAME), "as": "line"} in layer["transform"] and layer["mark"]["type"] == "line"
+    assert layer["encoding"]["order"]["field"] == "cost_k"
+    return frame[frame["on_hull"]].sort_values(["benchmark", "cost_k"])
 
 
 def gap_table(app: AppTest):
@@ -57,8 +55,8 @@ def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     fixed = points[points["kind"] == FIXED_ARM_KIND]
     vertices = fixed[fixed["on_hull"]].sort_values("cost_k")
     assert 2 <= len(vertices) <= len(fixed)
-    (hull,) = hull_traces(app)
-    assert np.allclose(values(hull["x"]), vertices["cost_k"]) and np.allclose(values(hull["y"]), vertices["macro_f1"])
+    hull = hull_vertices(app)
+    assert np.allclose(hull["cost_k"], vertices["cost_k"]) and np.allclose(hull["macro_f1"], vertices["macro_f1"])
     slopes = np.diff(vertices["macro_f1"]) / np.diff(vertices["cost_k"])
     assert (np.diff(slopes) <= 1e-12).all() and (slopes > 0).all()  # concave, rising to the best arm
     within = fixed[fixed["cost_k"] <= vertices["cost_k"].max()]
@@ -77,16 +75,17 @@ def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     assert len(on_hull) == len(vertices) and (on_hull["hull_gap"].abs() < 1e-12).all()
     assert (on_hull["verdict"] == "not decidably different from the mix").all()
     router = by_policy.loc[hull_app]
-    spec = app.get("plotly_chart")[0].proto.spec
-    assert json.dumps(hull_gap_text(router["hull_gap"], router["hull_gap_low"], router["hull_gap_high"]))[1:-1] in spec
+    ((spec, frame),) = vega_charts(app)
+    drawn = frame.set_index("policy").loc[hull_app]
+    assert drawn["vs_mix"] == hull_gap_text(router["hull_gap"], router["hull_gap_low"], router["hull_gap_high"])
+    assert {"field": "vs_mix", "type": "nominal", "title": "vs the mix"} in spec["layer"][0]["encoding"]["tooltip"]
 
     next(toggle for toggle in app.toggle if toggle.label == "One chart per benchmark").set_value(True).run()
     assert not app.exception, app.exception
     per_benchmark = app.dataframe[0].value
     benchmarks = sorted(set(per_benchmark["benchmark"]))
-    traces = hull_traces(app)
-    assert len(traces) == len(benchmarks) == 3 and sum(trace.get("showlegend", True) for trace in traces) == 1
-    for trace in traces:
-        x = values(trace["x"])
-        assert len(x) >= 1 and (np.diff(x) > 0).all()
+    hull = hull_vertices(app)  # one line per facet: the facets split the frame by benchmark
+    assert sorted(set(hull["benchmark"])) == benchmarks and len(benchmarks) == 3
+    for _, vertices in hull.groupby("benchmark"):
+        assert (np.diff(vertices["cost_k"]) > 0).all()
     assert sorted(set(gap_table(app)["benchmark"])) == benchmarks

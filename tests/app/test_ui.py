@@ -29,23 +29,6 @@ def test_the_crossfit_chart_keeps_its_axis_for_the_deployable_policies() -> None
     assert charts.crossfit_pareto(near).layout.yaxis.range is None  # an oracle within reach stays on the axis
 
 
-def test_the_test_split_chart_keeps_its_axis_for_the_deployable_policies() -> None:
-    import pandas as pd
-
-    from app import charts
-
-    points = pd.DataFrame({
-        "name": ["always_raw", "forge_lite", "oracle"], "policy": ["always_raw", "forge_lite", "oracle"],
-        "kind": ["fixed arm", "router", "oracle"], "benchmark": ["all"] * 3, "cost_k": [0.2, 0.3, 0.25],
-        "tokens_in": [190.0, 290.0, 240.0], "tokens_out": [10.0, 10.0, 10.0], "macro_f1": [0.40, 0.42, 0.80],
-        "macro_utility": [0.1, 0.1, 0.2], "on_frontier": [True, True, False]})
-    for color_by in ("policy", "utility"):
-        figure = charts.pareto(points, False, color_by)
-        low, high = figure.layout.yaxis.range
-        assert low < 0.40 and 0.42 < high < 0.45  # fitted to the deployable points, not stretched to the oracle
-        assert [note.text for note in figure.layout.annotations] == ["oracle F1 0.800 ↑ (reference, above the axis)"]
-
-
 def test_the_crossfit_chart_draws_the_hull_beside_the_frontier_staircase() -> None:
     import pandas as pd
 
@@ -68,17 +51,3 @@ def test_the_crossfit_chart_draws_the_hull_beside_the_frontier_staircase() -> No
     assert list(lines["frontier (deployable)"].x) == [0.07, 0.2, 0.37]
     assert lines["frontier (deployable)"].line.shape == "hv"  # a staircase, told apart from the hull's chords
     assert "+0.050 F1 [+0.020, +0.080] vs the mix" in str(figure.to_json())  # the router's gap in its hover
-
-
-def test_the_test_split_frontier_is_a_staircase() -> None:
-    import pandas as pd
-
-    from app import charts
-
-    points = pd.DataFrame({
-        "name": ["always_direct", "always_raw", "forge_lite"], "policy": ["always_direct", "always_raw", "forge_lite"],
-        "kind": ["fixed arm", "fixed arm", "router"], "benchmark": ["all"] * 3, "cost_k": [0.07, 0.37, 0.2],
-        "macro_f1": [0.20, 0.37, 0.33], "macro_utility": [0.1] * 3, "on_frontier": [True, True, True]})
-    for by_benchmark, color_by in ((False, "policy"), (False, "utility"), (True, "policy")):
-        frontier = [trace for trace in charts.pareto(points, by_benchmark, color_by).data if trace.name == "frontier"]
-        assert frontier and all(trace.line.shape == "hv" for trace in frontier), (by_benchmark, color_by)

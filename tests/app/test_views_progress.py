@@ -55,14 +55,14 @@ def test_the_pareto_page_waits_for_its_view_and_then_reads_it(computing: threadi
     assert not page.exception
     progress = page.get("progress")
     assert len(progress) == 1 and "Computing the dashboard's first views in the background" in progress[0].proto.text
-    assert scored == [] and not page.get("plotly_chart")  # nothing computed beside the background process
+    assert scored == [] and not page.get("vega_lite_chart")  # nothing computed beside the background process
 
     computing.set()
     while compute_running():
         threading.Event().wait(0.05)  # a hang ends at pytest's --timeout
     page.run()
     assert not page.exception and not page.get("progress")
-    assert scored and page.get("plotly_chart")
+    assert scored and page.get("vega_lite_chart")
 
 
 def compute_running() -> bool:

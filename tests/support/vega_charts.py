@@ -1,0 +1,21 @@
+"""The Vega-Lite charts a page drew under AppTest, read back as their spec and the frame they draw."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+from streamlit.testing.v1 import AppTest
+
+
+def vega_charts(app: AppTest) -> list[tuple[dict, pd.DataFrame]]:
+    """Every `st.vega_lite_chart` of the run, in order: its spec and its data (the Arrow frame Streamlit sent)."""
+    return [(json.loads(chart.proto.spec), pa.ipc.open_stream(chart.proto.data.data).read_pandas())
+            for chart in app.get("vega_lite_chart")]
+
+
+def layer_drawing(spec: dict, flag: str) -> dict:
+    """The layer of a spec (or of its facets' spec) whose points are filtered on `flag` (a line's)."""
+    layers = spec["spec"]["layer"] if "facet" in spec else spec["layer"]
+    return next(layer for layer in layers if {"filter": {"field": flag, "equal": True}} in layer.get("transform", []))
