@@ -9,32 +9,6 @@ from plotly.subplots import make_subplots
 
 from forge_core.reports.mix_view import HULL_NAME, hull_gap_text, hull_lines
 
-IMPLIED_UTILITY_LABEL = "utility vs the chosen arm"  # whole on the chart; its caption says τ × log-probability gap
-
-
-def arm_implied_utilities(implied: dict[str, float], chosen: str) -> go.Figure:
-    """Each arm's utility relative to the chosen arm as the router implies it (tau times the
-    log-probability gap, `forge_core.routing.confidence`): the chosen arm at 0, the others below by
-    the utility the router expects them to lose; the units of the margin caption."""
-    arms = list(implied)
-    figure = go.Figure(go.Bar(
-        x=arms, y=[implied[a] for a in arms], text=["chosen" if a == chosen else f"{implied[a]:+.3f}" for a in arms],
-        textposition="outside", cliponaxis=False,
-        marker_color=["#e45756" if a == chosen else "#4c78a8" for a in arms]))
-    figure.update_layout(height=300, margin={"t": 30}, yaxis_title=IMPLIED_UTILITY_LABEL, xaxis_title="arm")
-    return figure
-
-
-def arm_probabilities(probabilities: dict[str, float], chosen: str) -> go.Figure:
-    """The router's probability per arm, the chosen arm highlighted."""
-    arms = list(probabilities)
-    figure = go.Figure(go.Bar(
-        x=arms, y=[probabilities[a] for a in arms],
-        marker_color=["#e45756" if a == chosen else "#4c78a8" for a in arms]))
-    figure.update_layout(height=300, margin={"t": 30}, yaxis_title="probability", xaxis_title="arm")
-    return figure
-
-
 # ---------------------------------------------------------------- training, Pareto, action map
 
 # One colour family per support form (direct blue, summary green, raw red), darker for less thinking.

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
+from app import live_charts, ui
 from forge_core.evidence.answering import ArmAnswer
 from forge_core.policies.guard import guard_for_question
 from forge_core.reports.checkpoint_views import name_with_id
@@ -159,11 +159,11 @@ def _probabilities_and_evidence(result: RoutedAnswer) -> None:
     if result.probabilities:
         st.caption(f"What the router expects each arm to lose against its pick, in utility: τ ({result.tau:g}) times "
                    "the gap of their log probabilities (the router is distilled to softmax(U / τ)).")
-        st.plotly_chart(charts.arm_implied_utilities(result.confidence.implied_utility, result.arm))
+        st.vega_lite_chart(*live_charts.arm_implied_utilities(result.confidence.implied_utility, result.arm))
         if st.toggle("Show the router's probabilities too", key=SHOW_PROBABILITIES_KEY,
                      help="The raw output of the router: near-equal probabilities still order the arms, and their "
                           "log gaps are the utility above."):
-            st.plotly_chart(charts.arm_probabilities(result.probabilities, result.arm))
+            st.vega_lite_chart(*live_charts.arm_probabilities(result.probabilities, result.arm))
     with st.expander("Evidence"):
         st.text(result.answer.support_text or "(none: the Direct arm gets the question only)")
         st.dataframe(ui.evidence_frame(result.evidence), hide_index=True)

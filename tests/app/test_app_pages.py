@@ -454,7 +454,7 @@ def test_live_query_routes_and_answers_in_one_click(trained_app: tuple[Store, st
     assert "probability" in next(m for m in app.markdown if m.value == ":small[Chosen arm]").proto.help
     margin = f"{result.confidence.margin:+.3f} utility over {result.confidence.runner_up}"  # in utility units
     assert any(caption.value.startswith(margin) for caption in app.caption)
-    assert len(app.get("plotly_chart")) == 1
+    assert len(app.get("vega_lite_chart")) == 1  # each arm's implied utility (the probabilities on request)
     name = checkpoint_names(store.checkpoints())[checkpoint_id]  # every page's name, the full id beside it
     assert app.dataframe[-1].value[["router", "router id"]].values.tolist() == [[name, checkpoint_id]]
     trace = store.live_traces(FAKE_HOST).iloc[0]  # kept in the store for the Queries page

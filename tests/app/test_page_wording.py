@@ -5,16 +5,17 @@ hand-built `RoutedAnswer` records, so no router or host is needed."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from forge_core.evidence.answering import ArmAnswer, Evidence
 from forge_core.routing.live import RawCost, RoutedAnswer
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
+from support.vega_charts import vega_charts
 
 PROBABILITIES = {"direct:no_think": 0.15, "direct:cot": 0.16, "summary:no_think": 0.18, "summary:cot": 0.17,
                  "raw:no_think": 0.17, "raw:cot": 0.17}  # near 1/6, as a Lite router's on the demo store
@@ -51,11 +52,13 @@ def cards(app: AppTest) -> dict[str, tuple[str, str]]:
             for label, value in zip(markdown, markdown[1:]) if re.fullmatch(r":small\[.*\]", label.value)}
 
 
-def bars(chart) -> tuple[list[str], list[float], str]:
-    """A bar chart's arms, heights and y-axis title."""
-    spec = json.loads(chart.proto.spec)
-    (bar,) = spec["data"]
-    return bar["x"], bar["y"], spec["layout"]["yaxis"]["title"]["text"]
+def bars(chart: tuple[dict, pd.DataFrame]) -> tuple[list[str], list[float], str]:
+    """A bar chart's arms (in the chart's order), heights and y-axis title, from its spec and data."""
+    spec, frame = chart
+    layer = spec["layer"][0] if "layer" in spec else spec
+    column = layer["encoding"]["y"]["field"]
+    assert layer["encoding"]["x"]["sort"] == list(frame["arm"])
+    return list(frame["arm"]), list(frame[column]), layer["encoding"]["y"]["title"]
 
 
 def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -> None:
@@ -63,7 +66,7 @@ def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -
     result = routed(tau=tau)
     app = AppTest.from_function(render_answer, args=(result,), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
-    (chart,) = app.get("plotly_chart")  # the probabilities only on request
+    (chart,) = vega_charts(app)  # the probabilities only on request
     arms, heights, title = bars(chart)
     assert title.startswith("utility vs the chosen arm")
     chosen = math.log(PROBABILITIES["summary:no_think"])
@@ -76,7 +79,7 @@ def test_the_live_chart_shows_each_arms_implied_utility_in_the_margins_units() -
                for caption in app.caption)  # under the card, in the chart's units
 
     next(t for t in app.toggle if t.label.startswith("Show the router's probabilities")).set_value(True).run()
-    charts = app.get("plotly_chart")
+    charts = vega_charts(app)
     assert len(charts) == 2
     arms, heights, title = bars(charts[1])
     assert title == "probability" and heights == [PROBABILITIES[arm] for arm in arms]
