@@ -3,8 +3,6 @@ support form, every arm's stored answer, F1, tokens and utility, and the router'
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from app import data, live_view, ui
@@ -15,11 +13,10 @@ from forge_core.store import Store
 SELECTED_KEY = "action_map_query"  # session state: the map index of the query opened last
 
 
-def remember_click(event: Any) -> None:
-    """Keep the query of a click on a map (its map index travels in the point's customdata)."""
-    points = event.selection.points if event and event.selection else []
-    if points and points[0].get("customdata"):
-        st.session_state[SELECTED_KEY] = int(points[0]["customdata"][1])
+def remember_click(index: int | None) -> None:
+    """Keep the query a click on a map selected (its map index; None: no click)."""
+    if index is not None:
+        st.session_state[SELECTED_KEY] = index
 
 
 def clicked_query() -> int | None:

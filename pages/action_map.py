@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app import charts, data, routers, ui, weights
+from app import action_map_charts, data, routers, ui, weights
 from app.action_map_view import clicked_query, remember_click, show_query
 from app.crossfit_view import crossfit_run_picker
 from app.views_progress import waiting_for_views
@@ -80,13 +80,14 @@ maps = (("Router", "router", router_column), ("Oracle", "oracle", oracle_column)
         ("Router vs oracle", "agreement", agree_column))
 for title, colour, column in maps:
     column.subheader(title)
-    figure = (charts.agreement_map(points, action_map.centroids()) if colour == "agreement"
-              else charts.action_map(points, colour, action_map.arms, action_map.centroids()))
-    remember_click(column.plotly_chart(figure, key=f"map-{colour}", on_select="rerun", selection_mode="points"))
+    chart = (action_map_charts.agreement_map(points, action_map.arms, action_map.centroids()) if colour == "agreement"
+             else action_map_charts.action_map(points, colour, action_map.arms, action_map.centroids()))
+    remember_click(action_map_charts.clicked_index(column.vega_lite_chart(*chart, key=f"map-{colour}",
+                                                                          on_select="rerun")))
 show_query(store, action_map, clicked_query())
 
 st.subheader("Action mix per cluster")
-st.plotly_chart(charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
+st.vega_lite_chart(*action_map_charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
 st.caption("Per cluster: the router's and the oracle's commonest arm, and the mean tokens in and out of the arms "
            "each chose, apart because each weight prices one: λ_in the input tokens (question and evidence: Raw's "
            "passages cost most), λ_out the output tokens (the answer, and a cot arm's reasoning).")
@@ -113,5 +114,5 @@ with ui.user_errors():
 crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])
 st.caption(f"The map's queries coloured by {policy}'s out-of-fold arm in this run (each decided by a model "
            f"fitted on the other folds): {len(crossfit_points):,} of the map's {len(points):,} queries are in it.")
-st.plotly_chart(charts.action_map(crossfit_points, "crossfit", action_map.arms, action_map.centroids()),
-                key="map-crossfit")
+st.vega_lite_chart(*action_map_charts.action_map(crossfit_points, "crossfit", action_map.arms,
+                                                 action_map.centroids()), key="map-crossfit")

@@ -20,7 +20,6 @@ policy sends to each arm (every row sums to 1).
 from __future__ import annotations
 
 import hashlib
-import html
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from forge_core.policies.context import EvalContext
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.confidence import TAU, Confidence, checkpoint_tau, confidence
-from forge_core.routing.outcome_table import OutcomeTable, load_outcome_table
+from forge_core.routing.outcome_table import load_outcome_table
 from forge_core.routing.utility import CostWeights, oracle_sets, regret
 from forge_core.routing.utility import oracle_actions as utility_oracle_actions
 from forge_core.store import Store
@@ -52,7 +51,7 @@ UMAP_METRIC = "cosine"  # distance between (normalized) question embeddings
 N_CLUSTERS = 6  # KMeans clusters on the 2-D map (capped at the number of queries)
 MIN_QUERIES = 10  # fewer queries make no meaningful map
 SPLITS = ("test", "dev", "train", "all")
-QUESTION_CHARS = 160  # questions longer than this are cut in the hover text
+QUESTION_CHARS = 160  # questions longer than this are cut in a point's tooltip
 TIE_RULE = ("The oracle drawn on the map is the lowest action index among the tied best arms (direct before "
             "summary before raw, no_think before cot); agreement counts any arm of the tied set, so a tie "
             "(e.g. every arm scoring F1 0) agrees with every policy and decides nothing.")
@@ -64,7 +63,7 @@ CLUSTER_SUMMARY_COLUMNS = ("cluster", "queries", "agreement", "regret", "router'
 
 @dataclass(frozen=True)
 class ActionMap:
-    """Per query: map coordinates, router and oracle actions, cluster and hover text."""
+    """Per query: map coordinates, router and oracle actions, cluster and every arm's outcome."""
 
     checkpoint_id: str
     host: str
@@ -74,7 +73,6 @@ class ActionMap:
     questions: tuple[str, ...]
     coordinates: np.ndarray  # [n, 2] UMAP coordinates
     clusters: np.ndarray  # [n] cluster of each query, 0..k-1 from left to right
-    hover: tuple[str, ...]  # [n] question, benchmark and per-arm outcomes (HTML line breaks)
     probabilities: np.ndarray  # [n, K] the router's action distribution
     utility: np.ndarray  # [n, K] every arm's utility under the checkpoint's weights
     f1: np.ndarray  # [n, K] every arm's F1
@@ -163,16 +161,23 @@ class ActionMap:
     def points(self) -> pd.DataFrame:
         """One row per query: x, y, benchmark, example_id, router, oracle (arm names), agree,
         agreement ("agree" or "disagree": the router's arm in the oracle set or not), regret, cluster
-        (1-based), hover, index (its position in the map)."""
+        (1-based), index (its position in the map), question (cut at `QUESTION_CHARS`), and one column
+        per arm, named by it, saying its F1 and tokens in and out (priced apart: lambda_in and lambda_out)."""
         arms = np.array(self.arms)
         agree = self.router_agrees
+        outcomes = {arm: [f"F1 {f1:.2f}, {int(tokens_in):,} tokens in / {int(tokens_out):,} out"
+                          for f1, tokens_in, tokens_out in zip(self.f1[:, a], self.tokens_in[:, a],
+                                                                self.tokens_out[:, a])]
+                    for a, arm in enumerate(self.arms)}
         return pd.DataFrame({
             "x": self.coordinates[:, 0], "y": self.coordinates[:, 1],
             "benchmark": [key[0] for key in self.keys], "example_id": [key[1] for key in self.keys],
             "router": arms[self.router_actions], "oracle": arms[self.oracle_actions],
             "agree": agree, "agreement": np.where(agree, "agree", "disagree"),
             "regret": regret(self.utility, self.router_actions),
-            "cluster": self.clusters + 1, "hover": list(self.hover), "index": np.arange(len(self.keys)),
+            "cluster": self.clusters + 1, "index": np.arange(len(self.keys)),
+            "question": [question if len(question) <= QUESTION_CHARS else question[:QUESTION_CHARS - 1] + "…"
+                         for question in self.questions], **outcomes,
         })
 
     def cluster_mix(self) -> pd.DataFrame:
@@ -299,21 +304,6 @@ def cluster_points(coordinates: np.ndarray, n_clusters: int = N_CLUSTERS, seed: 
     return order[model.labels_]
 
 
-def hover_texts(table: OutcomeTable, questions: list[str], router: np.ndarray, oracle: np.ndarray) -> list[str]:
-    """Per query: question (cut at QUESTION_CHARS), benchmark, the two chosen arms, and every arm's
-    F1 and tokens in and out (priced apart: lambda_in and lambda_out), with HTML line breaks for Plotly hovers."""
-    texts = []
-    for row, question in enumerate(questions):
-        shown = question if len(question) <= QUESTION_CHARS else question[:QUESTION_CHARS - 1] + "…"
-        lines = [f"<b>{html.escape(shown)}</b>", f"benchmark: {table.keys[row][0]}",
-                 f"router: {table.arms[router[row]]} · oracle: {table.arms[oracle[row]]}"]
-        lines += [f"{arm}: F1 {table.f1[row, a]:.2f}, {int(table.tokens_in[row, a]):,} tokens in / "
-                  f"{int(table.tokens_out[row, a]):,} out"
-                  for a, arm in enumerate(table.arms)]
-        texts.append("<br>".join(lines))
-    return texts
-
-
 def map_weights(lineage: dict, weights: CostWeights | None = None) -> CostWeights:
     """The cost weights a checkpoint's map is drawn at: those it was trained at, or for a
     cost-conditioned router (trained at every weight) `weights`, by default 0.1 / 0.2."""
@@ -355,17 +345,14 @@ def compute_action_map(store: Store, host: str, checkpoint_id: str, split: str =
     policy.fit(context)
     rows = np.arange(len(shown))
     probabilities = policy.probabilities(context, rows)
-    utility = context.utility
-    router, oracle = probabilities.argmax(axis=1), utility_oracle_actions(utility)
     embeddings = policy.features(context)[:, :checkpoint.standardizer.embedding_dim]
     coordinates = cached_umap_coordinates(embeddings, umap_cache, seed)
     clusters = cached_clusters(coordinates, umap_cache, n_clusters, seed)
     questions = stored_questions(store, shown.keys)
     log.info("action map of %s on %s/%s: %d queries", checkpoint_id, host, split, len(shown))
     return ActionMap(checkpoint_id, host, split, tuple(shown.arms), tuple(shown.keys), tuple(questions),
-                     coordinates, clusters, tuple(hover_texts(shown, questions, router, oracle)),
-                     probabilities, utility, shown.f1, shown.tokens_in, shown.tokens_out,
-                     context.weights, shown.retriever_hash, checkpoint_tau(lineage))
+                     coordinates, clusters, probabilities, context.utility, shown.f1, shown.tokens_in,
+                     shown.tokens_out, context.weights, shown.retriever_hash, checkpoint_tau(lineage))
 
 
 def stored_questions(store: Store, keys: Sequence[tuple[str, str]]) -> list[str]:

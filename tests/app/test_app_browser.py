@@ -181,8 +181,8 @@ def test_pareto_states_a_decision_and_the_action_map_opens_a_clicked_query(cross
         expect(page.get_by_role("heading", name="Action map", exact=True)).to_be_visible(timeout=60_000)
         expect(page.get_by_text("Click a point on a map to open its query here.")).to_be_visible(
             timeout=ANSWER_TIMEOUT_S * 1000)
-        router_map = page.get_by_test_id("stPlotlyChart").first
-        points = router_map.locator(".scatterlayer path.point")
+        router_map = page.get_by_test_id("stVegaLiteChart").first
+        points = router_map.locator("g.mark-symbol path")  # Vega draws each query's circle as an SVG path
         expect(points.first).to_be_visible(timeout=60_000)
         box = points.nth(points.count() // 2).bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

@@ -753,7 +753,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
     assert not action_map.exception, action_map.exception
     by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
     assert not action_map.exception, action_map.exception
-    assert len(action_map.get("plotly_chart")) == 5  # router, oracle, agreement, cluster mix, crossfit decisions
+    assert len(vega_charts(action_map)) == 5  # router, oracle, agreement, cluster mix, crossfit decisions
     assert "ridge_utility's out-of-fold arm" in texts(action_map.caption)
 
 
@@ -771,10 +771,12 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert any(label.startswith("Regret · agreement of best fixed arm (") and value.endswith("%")
                for label, value in cards.items())
     assert "a tie (e.g. every arm scoring F1 0) agrees with every policy" in texts(app.caption)
-    charts = app.get("plotly_chart")
+    charts = vega_charts(app)
     assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
-    assert "raw:no_think: F1" in charts[0].proto.spec  # hover: every arm's outcome
-    assert '"disagree"' in charts[2].proto.spec or '"agree"' in charts[2].proto.spec
+    (router_spec, router_points), (_, agreement_points) = charts[0], charts[2]
+    assert router_points["raw:no_think"].str.startswith("F1 ").all()  # tooltip: every arm's outcome
+    assert {"field": "raw:no_think", "type": "nominal"} in router_spec["layer"][0]["encoding"]["tooltip"]
+    assert set(agreement_points["agreement"]) <= {"agree", "disagree"}
     assert "Click a point on a map to open its query here." in texts(app.caption)
     app.session_state["action_map_query"] = 0  # what a click on the first query leaves
     app.run()

@@ -3,12 +3,17 @@ and the whole map of a trained checkpoint on the synthetic-outcome store."""
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pytest
 
-from forge_core.reports.action_map import MIN_QUERIES, action_mix, cluster_points, compute_action_map, umap_coordinates
+from forge_core.reports.action_map import (
+    MIN_QUERIES,
+    QUESTION_CHARS,
+    action_mix,
+    cluster_points,
+    compute_action_map,
+    umap_coordinates,
+)
 from forge_core.routing.checkpoints import load_checkpoint
 from forge_core.routing.features import assemble_features
 from forge_core.routing.outcome_table import load_outcome_table
@@ -115,8 +120,12 @@ def test_action_map_of_a_trained_checkpoint(trained_store: tuple[Store, str], tm
         (test.tokens_in[np.arange(len(test)), router].mean(), test.tokens_out[np.arange(len(test)), router].mean()))
     points = action_map.points()
     first = store.examples(test.keys[0][0], [test.keys[0][1]])[0]
-    assert html.escape(first.question[:40]) in points["hover"][0]
-    assert "raw:no_think: F1" in points["hover"][0] and "tokens in / " in points["hover"][0]
+    cut = first.question if len(first.question) <= QUESTION_CHARS else first.question[:QUESTION_CHARS - 1] + "…"
+    assert points["question"][0] == cut
+    raw = test.arms.index("raw:no_think")
+    assert points["raw:no_think"][0] == (f"F1 {test.f1[0, raw]:.2f}, {int(test.tokens_in[0, raw]):,} tokens in / "
+                                         f"{int(test.tokens_out[0, raw]):,} out")
+    assert set(test.arms) <= set(points.columns)
     assert points["agree"].mean() == action_map.agreement
     assert np.allclose(points["regret"], regret(utility, router))
     assert (points.loc[points["agree"], "regret"] < 1e-9).all()

@@ -24,7 +24,7 @@ def three_queries() -> ActionMap:
     utility = np.array([[0.1, 0.9, 0.2], [0.8, 0.3, 0.1], [0.0, 0.0, 0.0]])
     probabilities = np.array([[0.1, 0.8, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
     return ActionMap("ckpt-a", "h", "test", ARMS, (("musique", "a"), ("popqa", "b"), ("fever", "c")),
-                     ("Q0?", "Q1?", "Q2?"), np.zeros((3, 2)), np.array([0, 1, 1]), ("", "", ""), probabilities,
+                     ("Q0?", "Q1?", "Q2?"), np.zeros((3, 2)), np.array([0, 1, 1]), probabilities,
                      utility, np.ones((3, 3)), np.full((3, 3), 100.0), np.full((3, 3), 5.0), CostWeights())
 
 
