@@ -1,7 +1,6 @@
 """The Action map's charts as Vega-Lite specs with the frame each draws (`st.vega_lite_chart(frame, spec)`):
 the queries on the UMAP plane coloured by a policy's arm or by agreement, a click selecting a query, and
-each cluster's mix of arms. Vega-Lite rather than plotly, whose 4.6 MB script the browser would load and
-compile before the page is drawn (`bench/page_renders.py`, issue #51)."""
+each cluster's mix of arms."""
 
 from __future__ import annotations
 

@@ -10,8 +10,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app import charts, data, ui, weights
+from app import data, gain_charts, ui, weights
 from app.decision_view import named_points
+from app.pareto_chart import pareto_chart
 from app.views_progress import waiting_for_views
 from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, retriever_option, retriever_phrase
 from forge_core.policies.baselines import FixedArm
@@ -126,7 +127,7 @@ def show_crossfit(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER,
                       help="A reference, descriptive only: it sees every arm's score, so it is not on the frontier.")
     columns[3].metric("On the frontier", int(frame["on_frontier"].sum()),
                       help=", ".join(frame[frame["on_frontier"]].sort_values("cost_k")["policy"]))
-    st.plotly_chart(charts.crossfit_pareto(named_points(against_the_hull(frame, report))), key="crossfit-pareto")
+    st.vega_lite_chart(*pareto_chart(named_points(against_the_hull(frame, report)), False), key="crossfit-pareto")
     with st.expander("Table"):
         st.dataframe(frame, hide_index=True, column_config={
             name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns[2:10]})
@@ -221,7 +222,7 @@ def _show_routing_gain(report: dict, reports: list[dict]) -> None:
                "features and folds (right), with paired bootstrap 95% intervals (a band above zero: the gain is "
                "real). One point per cost weight of the stored crossfit runs of this run's recipe, accounting and "
                "split seed: the chosen run at its own weights, the newest such run at the others.")
-    st.plotly_chart(charts.routing_gain(gains), key="routing-gain")
+    st.vega_lite_chart(*gain_charts.routing_gain(gains), key="routing-gain")
     over_fixed = gains[gains["reference"] == "best fixed arm"]
     for weight_label, rows in over_fixed.groupby("weights", sort=False):
         shares = ", ".join(f"{row.policy} {row.oracle_share:.0%}" for row in rows.itertuples())

@@ -1,6 +1,5 @@
 """The Live query's bar charts of a routed answer, as Vega-Lite specs with the frame each draws
-(`st.vega_lite_chart(frame, spec)`): Vega-Lite rather than plotly, so the first answer of a demo does not
-wait for the browser to load plotly's 4.6 MB script (issue #51)."""
+(`st.vega_lite_chart(frame, spec)`)."""
 
 from __future__ import annotations
 

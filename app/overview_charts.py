@@ -1,9 +1,4 @@
-"""The Overview's charts as Vega-Lite specs, each with the frame it draws (`st.vega_lite_chart(frame, spec)`).
-
-Vega-Lite rather than plotly: the Overview is the first page a newcomer opens, and a plotly chart makes the
-browser load and compile a 4.6 MB script before the page is drawn (Vega-Lite's is 0.8 MB;
-`bench/page_renders.py`, issue #51).
-"""
+"""The Overview's charts as Vega-Lite specs, each with the frame it draws (`st.vega_lite_chart(frame, spec)`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The Pareto chart of the Pareto and Transfer pages, as a Vega-Lite spec and the frame it draws.
-
-Vega-Lite rather than plotly (the Action map's and the crossfit view's charts): a slider step on the Pareto
-page redraws this chart, and in a browser beside the bare pages of `bench/page_renders.py` (load about 5) the
-plotly chart added 0.27 s to a step, this one 0.03 s (issue #51). The spec is a plain dict, built without
-Altair's validation, which took about a seventh of a step's script.
+"""The Pareto chart of the Pareto page (both protocols) and the Transfer page, as a Vega-Lite spec and the frame
+it draws. A Pareto slider step redraws it: the spec is a plain dict, built without Altair's validation, which
+took about a seventh of a step's script.
 """
 
 from __future__ import annotations
@@ -15,13 +12,15 @@ import pandas as pd
 from app.charts import COST_LABEL, KIND_MARKER_SIZES, KIND_ORDER, deployable_axis, policy_colors
 from forge_core.reports.mix_view import HULL_NAME, hull_gap_text
 
-# Vega-Lite's shapes for plotly's KIND_SYMBOLS (a star is a cross here: Vega-Lite has no star shape)
+# a shape per kind (the oracle a cross: Vega-Lite has no star)
 KIND_SHAPES = {"router": "circle", "baseline": "diamond", "fixed arm": "square", "oracle": "cross"}
 MARKER_AREA = {kind: size * size for kind, size in KIND_MARKER_SIZES.items()}  # Vega-Lite sizes are areas
 FRONTIER_NAME = "frontier"
 LINE_DASHES = {FRONTIER_NAME: [2, 3], HULL_NAME: [6, 4]}  # a dotted staircase, dashed chords (as the caption says)
 FRONTIER_COLOR, HULL_COLOR = "#888", "#4c78a8"
 ORACLE_NOTE = "oracle F1 {f1:.3f} ↑ (reference, above the axis)"
+INTERVAL_COLUMNS = ("f1_low", "f1_high", "gain", "gain_low", "gain_high", "decidable")  # a crossfit run's points
+INTERVAL_TITLE = "F1 (macro, out of fold; 95% interval)"
 FACET_COLUMNS = 3
 CHART_HEIGHT, FACET_SIZE = 560, 230
 
@@ -33,7 +32,8 @@ def pareto_chart(points: pd.DataFrame, by_benchmark: bool, color_by: str = "poli
     when asked; each point's tooltip says its gap to the hull at its own tokens. `color_by` "policy": one
     colour per policy, grouped by kind; "utility": colour by utility under the chosen weights, points
     named on the chart. On one chart an oracle far above the deployable points is pinned at the axis's top
-    with its F1 written, so it does not squeeze them into one band."""
+    with its F1 written, so it does not squeeze them into one band. Points carrying a 95% interval of their F1
+    (`f1_low`, `f1_high`: a crossfit run's) draw it as a bar, their gain over the best fixed arm in the tooltip."""
     frame = chart_frame(points)
     axis = None if by_benchmark else deployable_axis(frame)
     if axis is not None:
@@ -44,6 +44,8 @@ def pareto_chart(points: pd.DataFrame, by_benchmark: bool, color_by: str = "poli
               _line_layer("on_frontier", axis, FRONTIER_NAME, FRONTIER_COLOR, "step-after")]
     if frame["on_hull"].any():
         layers.append(_line_layer("on_hull", axis, HULL_NAME, HULL_COLOR, "linear"))
+    if "f1_low" in frame:
+        layers.insert(0, _interval_layer(axis))
     if color_by == "utility":
         layers.append({"mark": {"type": "text", "dy": -14, "fontSize": 10},
                        "encoding": {**_position(axis), "text": {"field": "name", "type": "nominal"}}})
@@ -51,10 +53,11 @@ def pareto_chart(points: pd.DataFrame, by_benchmark: bool, color_by: str = "poli
         layers.append({"transform": [{"filter": {"field": "kind", "equal": "oracle"}}],
                        "mark": {"type": "text", "dy": 22, "fontSize": 11},
                        "encoding": {**_position(axis), "text": {"field": "note", "type": "nominal"}}})
+    if by_benchmark or "f1_low" in frame:
+        for layer in layers:
+            layer["encoding"]["y"]["title"] = "F1" if by_benchmark else INTERVAL_TITLE
     if by_benchmark:
         facets = sorted(frame["benchmark"].unique())
-        for layer in layers:
-            layer["encoding"]["y"]["title"] = "F1"
         return frame, {"columns": FACET_COLUMNS,
                        "facet": {"field": "benchmark", "type": "nominal", "sort": facets, "title": None},
                        "spec": {"width": FACET_SIZE, "height": FACET_SIZE, "layer": layers},
@@ -79,6 +82,9 @@ def chart_frame(points: pd.DataFrame) -> pd.DataFrame:
     for column in ("tokens_in", "tokens_out"):
         if column in ordered:
             frame[column] = ordered[column].round(0)
+    for column in INTERVAL_COLUMNS:
+        if column in ordered:
+            frame[column] = ordered[column]
     if "hull_gap" in ordered:
         frame["vs_mix"] = [hull_gap_text(gap, low, high) for gap, low, high in
                            zip(ordered["hull_gap"], ordered["hull_gap_low"], ordered["hull_gap_high"])]
@@ -127,6 +133,9 @@ def _tooltip(frame: pd.DataFrame, by_benchmark: bool) -> list[dict]:
                {"field": "kind", "type": "nominal"},
                {"field": "on_frontier", "type": "nominal", "title": "on frontier"}]
     fields += [{"field": "benchmark", "type": "nominal"}] if by_benchmark else []
+    fields += [{"field": column, "type": "quantitative", "format": "+.4f" if column.startswith("gain") else ".3f"}
+               for column in INTERVAL_COLUMNS[:-1] if column in frame]
+    fields += [{"field": "decidable", "type": "nominal"}] if "decidable" in frame else []
     fields += [{"field": "vs_mix", "type": "nominal", "title": "vs the mix"}] if "vs_mix" in frame else []
     return fields
 
@@ -139,3 +148,13 @@ def _line_layer(flag: str, axis: tuple[float, float] | None, name: str, color: s
     return {"transform": [{"filter": {"field": flag, "equal": True}}, {"calculate": json.dumps(name), "as": "line"}],
             "mark": {"type": "line", "color": color, "strokeWidth": 1.5, "interpolate": interpolate},
             "encoding": {**_position(axis), "strokeDash": dash, "order": {"field": "cost_k", "type": "quantitative"}}}
+
+
+def _interval_layer(axis: tuple[float, float] | None) -> dict:
+    """Each deployable point's 95% interval of its F1 as a vertical bar (the oracle's, a reference pinned off
+    the axis when `axis` is set, left out)."""
+    position = _position(axis)
+    return {"transform": [{"filter": "datum.kind != 'oracle'"}] if axis is not None else [],
+            "mark": {"type": "rule", "color": "#999", "strokeWidth": 1.5},
+            "encoding": {"x": position["x"], "y": {**position["y"], "field": "f1_low"},
+                         "y2": {"field": "f1_high"}}}

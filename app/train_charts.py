@@ -1,6 +1,5 @@
 """The training curves of the Train page (a run's, and two checkpoints' overlaid) as a Vega-Lite spec with
-the frame it draws (`st.vega_lite_chart(frame, spec)`): Vega-Lite rather than plotly, whose 4.6 MB script
-the browser would load and compile before the page is drawn (`bench/page_renders.py`, issue #51)."""
+the frame it draws (`st.vega_lite_chart(frame, spec)`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ target-side calibration on K labelled target queries (`forge eval transfer`)."""
 
 import streamlit as st
 
-from app import charts, data, ui, weights
+from app import data, gain_charts, ui, weights
 from app.pareto_chart import pareto_chart
 from app.views_progress import waiting_for_views
 from forge_core.errors import MissingStep
@@ -115,7 +115,7 @@ st.subheader(f"{target}'s frontier with the transferred routers")
 st.vega_lite_chart(*pareto_chart(frame.assign(name=frame["policy"]), False), key="transfer-pareto")
 if len(curves):
     st.subheader("Utility against K, relative to the target's own router")
-    st.plotly_chart(charts.calibration_gain(curves), key="transfer-calibration")
+    st.vega_lite_chart(*gain_charts.calibration_gain(curves), key="transfer-calibration")
     st.caption(f"Store a calibrated router as a checkpoint of {target} (its source and K in its lineage): "
                f"`forge eval transfer --from {source} --to {target}{retriever_option(retriever)} --calibrate K`.")
 

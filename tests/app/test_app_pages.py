@@ -730,9 +730,13 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
         assert table.loc[table["policy"] == stated[0].split()[1], "decidable"].all()
     assert not table.loc[table["policy"] == "oracle", "on_frontier"].any()  # a reference, not a frontier point
     assert (table["f1_low"] <= table["macro_f1"]).all() and (table["macro_f1"] <= table["f1_high"]).all()
-    pareto_spec, gain_spec = (chart.proto.spec for chart in app.get("plotly_chart"))
-    assert "frontier (deployable)" in pareto_spec and "error_y" in pareto_spec
-    assert "ridge_utility" in gain_spec and "forge_lite" in gain_spec and "toself" in gain_spec
+    (pareto_spec, points), (gain_spec, gains) = vega_charts(app)
+    assert layer_drawing(pareto_spec, "on_frontier")  # the deployable policies' frontier, their intervals as bars:
+    assert pareto_spec["layer"][0]["encoding"]["y2"] == {"field": "f1_high"}
+    assert (points["f1_low"] <= points["macro_f1"]).all()
+    assert "oracle" not in set(points.loc[points["on_frontier"], "policy"])
+    assert {"ridge_utility", "forge_lite"} <= set(gains["policy"])
+    assert gain_spec["spec"]["layer"][0]["mark"]["type"] == "area"  # each gain's interval, a band
     assert "share of the oracle's gain" in texts(app.markdown)
 
     at_weights = page("pareto.py")  # the crossfit view opens on the run at the session's weights

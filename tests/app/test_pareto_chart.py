@@ -81,3 +81,26 @@ def test_a_point_says_its_gap_to_the_mix_and_its_tokens() -> None:
     assert {"name", "policy", "tokens_in", "tokens_out", "macro_f1", "macro_utility", "vs_mix"} <= set(tooltip)
     color = layers(spec)[0]["encoding"]["color"]["scale"]
     assert color["domain"][-1] == "oracle (reference)" and len(set(color["range"])) == len(color["range"])
+
+
+def crossfit_points() -> pd.DataFrame:
+    """A crossfit run's points: each with its F1 interval and its gain over the best fixed arm."""
+    shown = points()
+    return shown.assign(f1_low=shown["macro_f1"] - 0.02, f1_high=shown["macro_f1"] + 0.02,
+                        gain=[0.0, 0.0, -0.07, 0.05, 0.6], gain_low=[0.0, 0.0, -0.09, 0.02, 0.58],
+                        gain_high=[0.0, 0.0, -0.05, 0.08, 0.62], decidable=[False, False, False, True, False])
+
+
+def test_a_crossfit_runs_points_draw_their_intervals_and_keep_the_axis_for_them() -> None:
+    frame, spec = pareto_chart(crossfit_points(), False)
+    alt.Chart.from_dict({**spec, "data": {"values": json.loads(frame.to_json(orient="records"))}}, validate=True)
+    intervals = layers(spec)[0]
+    assert intervals["mark"]["type"] == "rule" and intervals["encoding"]["y"]["field"] == "f1_low"
+    assert intervals["encoding"]["y2"] == {"field": "f1_high"}
+    assert intervals["transform"] == [{"filter": "datum.kind != 'oracle'"}]  # the pinned oracle's is left out
+    low, top = layers(spec)[1]["encoding"]["y"]["scale"]["domain"]
+    assert low < 0.18 and 0.39 < top < 0.42  # the deployable points' intervals, not the oracle's 0.80
+    assert layers(spec)[1]["encoding"]["y"]["title"] == "F1 (macro, out of fold; 95% interval)"
+    tooltip = {field["field"] for field in layers(spec)[1]["encoding"]["tooltip"]}
+    assert {"f1_low", "f1_high", "gain", "gain_low", "gain_high", "decidable", "vs_mix"} <= tooltip
+    assert frame.set_index("policy").loc["ckpt-1", "decidable"]

@@ -4,7 +4,6 @@ router can be marked as the host's default router."""
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
 from support.stores import copy_store
+from support.vega_charts import layer_drawing, vega_charts
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HOST = "synthetic-host"
@@ -52,13 +52,6 @@ def texts(elements) -> str:
 
 def pareto() -> AppTest:
     return AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
-
-
-def plotted(encoded) -> np.ndarray:
-    """A trace's coordinates as plotly wrote them: a list, or a typed array in base64 (`bdata`)."""
-    if isinstance(encoded, dict):
-        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"]).astype(float)
-    return np.asarray(encoded, dtype=float)
 
 
 RECOMMENDATIONS = ("Deploy ", "deploy the fixed arm")  # how a decision's sentence names what to deploy
@@ -125,11 +118,12 @@ def test_the_crossfit_view_states_no_second_recommendation(decide_app: tuple[Sto
     from app import data
 
     report = data.crossfit_reports(store, data.store_version(store), HOST)[0]
-    chart = json.loads(app.get("plotly_chart")[0].proto.spec)
-    (hull,) = [trace for trace in chart["data"] if trace.get("name") == HULL_NAME]  # the test split's, from the run's
+    ((spec, points), _) = vega_charts(app)  # the run's points, drawn as the test split's are, and its gains
+    assert {"calculate": json.dumps(HULL_NAME), "as": "line"} in layer_drawing(spec, "on_hull")["transform"]
+    hull = points[points["on_hull"]].sort_values("cost_k")  # the points the hull line is drawn through
     vertices = report["mix_hull"]["all"]
-    assert np.allclose(plotted(hull["x"]), [vertex["tokens"] / 1000 for vertex in vertices])
-    assert np.allclose(plotted(hull["y"]), [vertex["f1"] for vertex in vertices])
+    assert np.allclose(hull["cost_k"], [vertex["tokens"] / 1000 for vertex in vertices])
+    assert np.allclose(hull["macro_f1"], [vertex["f1"] for vertex in vertices])
     at_the_run = decided_at(store, 0.6, 0.6)  # the stored run decides there: its guards compete (`forge serve --guard`)
     assert {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} <= set(at_the_run["policies"])
     assert not {"forge_lite_cond_guard", "forge_lite_cond_mix_guard"} & set(at_the_run["excluded"])

@@ -44,7 +44,7 @@ def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
 
     verdict = app.markdown[0].value
     assert "Zero-shot, synthetic-host's Lite router is worse than knowing-host's own Lite router" in verdict
-    assert len(app.get("vega_lite_chart")) == len(app.get("plotly_chart")) == 1  # the target's frontier, utility vs K
+    assert len(app.get("vega_lite_chart")) == 2  # the target's frontier, utility against K
     mix = app.table[0].value
     assert list(mix.columns) == ["oracle", "transfer_forge_lite", "transfer_forge_lite_cal100", "target_forge_lite"]
     assert "raw:no_think" in mix.loc["musique", "transfer_forge_lite"]  # the source's habit, which the target
