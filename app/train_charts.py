@@ -27,7 +27,8 @@ def training_curves(curves: pd.DataFrame, overlay: bool = False) -> tuple[pd.Dat
         + [{"field": "series", "type": "nominal"}, {"field": "x", "type": "quantitative", "title": x_label},
            {"field": "value", "type": "quantitative", "format": ".4g"}]}
     if overlay:
-        encoding["strokeDash"] = {"field": "series", "type": "nominal", "title": None, "legend": {"orient": "bottom"}}
+        encoding["strokeDash"] = {"field": "series", "type": "nominal", "title": None,
+                                  "legend": {"orient": "bottom", "symbolType": "stroke"}}
     return curves.reset_index(drop=True), {
         "columns": min(PANEL_COLUMNS, max(1, len(panels))),
         "facet": {"field": "panel", "type": "nominal", "sort": panels, "title": None},
