@@ -60,8 +60,7 @@ def pareto_chart(points: pd.DataFrame, by_benchmark: bool, color_by: str = "poli
         facets = sorted(frame["benchmark"].unique())
         return frame, {"columns": FACET_COLUMNS,
                        "facet": {"field": "benchmark", "type": "nominal", "sort": facets, "title": None},
-                       "spec": {"width": FACET_SIZE, "height": FACET_SIZE, "layer": layers},
-                       "resolve": {"scale": {"strokeDash": "shared"}}}
+                       "spec": {"width": FACET_SIZE, "height": FACET_SIZE, "layer": layers}}
     return frame, {"height": CHART_HEIGHT, "layer": layers}
 
 
@@ -91,9 +90,10 @@ def chart_frame(points: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def _position(axis: tuple[float, float] | None, y_title: str = "F1 (macro over benchmarks)") -> dict:
+def _position(axis: tuple[float, float] | None) -> dict:
     """x: the cost; y: the F1 drawn, on `axis` (low, top) when the oracle is off it."""
-    y: dict = {"field": "f1_drawn", "type": "quantitative", "title": y_title, "scale": {"zero": False}}
+    y: dict = {"field": "f1_drawn", "type": "quantitative", "title": "F1 (macro over benchmarks)",
+               "scale": {"zero": False}}
     if axis is not None:
         y["scale"] = {"domain": list(axis), "nice": False}
     return {"x": {"field": "cost_k", "type": "quantitative", "title": COST_LABEL, "scale": {"zero": False}}, "y": y}
