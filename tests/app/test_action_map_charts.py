@@ -3,10 +3,8 @@ arm's outcome in its tooltip and a click selecting its map index, and each clust
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
-import altair as alt
 import pandas as pd
 import pytest
 
@@ -14,12 +12,10 @@ from app import action_map_charts
 from app.charts import ARM_COLORS
 from forge_core.arms import alphabet
 
+from support.vega_charts import assert_valid
+
 ALPHABETS = [tuple(arm.name for arm in alphabet(6)), tuple(arm.name for arm in alphabet(12))]
 
-
-def valid(frame: pd.DataFrame, spec: dict) -> None:
-    """Raises where Vega-Lite's schema rejects the spec with its data inline."""
-    alt.Chart.from_dict({**spec, "data": {"values": json.loads(frame.to_json(orient="records"))}}, validate=True)
 
 
 def map_points(arms: tuple[str, ...]) -> pd.DataFrame:
@@ -39,7 +35,7 @@ CENTROIDS = pd.DataFrame({"cluster": [1, 2], "x": [0.2, 0.7], "y": [0.9, 0.3]})
 def test_a_map_is_a_point_per_query_with_every_arms_outcome_and_a_click_selecting_it(arms) -> None:
     for frame, spec, column in [(*action_map_charts.action_map(map_points(arms), "router", arms, CENTROIDS), "router"),
                                 (*action_map_charts.agreement_map(map_points(arms), arms, CENTROIDS), "agreement")]:
-        valid(frame, spec)
+        assert_valid(frame, spec)
         dots, labels = spec["layer"]
         assert list(frame["index"]) == [0, 1, 2, 3] and set(arms) <= set(frame.columns)
         tooltip = [field["field"] for field in dots["encoding"]["tooltip"]]
@@ -74,7 +70,7 @@ def mix_of(arms: tuple[str, ...], clusters: int) -> pd.DataFrame:
 @pytest.mark.parametrize("arms", ALPHABETS)
 def test_the_cluster_mix_stacks_each_policys_arms_in_the_alphabets_order(arms) -> None:
     frame, spec = action_map_charts.cluster_mix(mix_of(arms, clusters=4), arms)
-    valid(frame, spec)
+    assert_valid(frame, spec)
     assert spec["facet"]["sort"] == ["router", "oracle"]
     color = spec["spec"]["encoding"]["color"]["scale"]
     assert color["domain"] == list(arms) and color["range"] == [ARM_COLORS[arm] for arm in arms]

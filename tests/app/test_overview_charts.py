@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
-
-import altair as alt
 import pandas as pd
 import pytest
 
 from app import overview_charts
 from forge_core.reports.tables import MACRO
+
+from support.vega_charts import assert_valid
 
 ARMS = ("direct:no_think", "summary:no_think", "raw:no_think")
 BENCHMARKS = ("hotpotqa", "popqa")
@@ -26,15 +25,11 @@ def summary() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def valid(frame: pd.DataFrame, spec: dict) -> None:
-    """Raises where Vega-Lite's schema rejects the spec with its data inline."""
-    alt.Chart.from_dict({**spec, "data": {"values": json.loads(frame.to_json(orient="records"))}}, validate=True)
-
 
 @pytest.mark.parametrize("benchmark", [MACRO, "popqa"])
 def test_cost_quality_draws_one_benchmarks_policies_named_and_coloured_by_kind(benchmark: str) -> None:
     frame, spec = overview_charts.cost_quality(summary(), benchmark)
-    valid(frame, spec)
+    assert_valid(frame, spec)
     expected = summary()[summary()["benchmark"] == benchmark]
     assert list(frame["policy"]) == [*ARMS, "oracle"] and list(frame["f1"]) == list(expected["f1"])
     points, names = spec["layer"]
@@ -45,7 +40,7 @@ def test_cost_quality_draws_one_benchmarks_policies_named_and_coloured_by_kind(b
 @pytest.mark.parametrize(("value", "label"), [("f1", "mean F1"), ("tokens", overview_charts.TOKENS_LABEL)])
 def test_per_arm_groups_the_fixed_arms_by_benchmark_without_macro_or_oracle(value: str, label: str) -> None:
     frame, spec = overview_charts.per_arm(summary(), value, label)
-    valid(frame, spec)
+    assert_valid(frame, spec)
     assert len(frame) == len(ARMS) * len(BENCHMARKS) and set(frame["benchmark"]) == set(BENCHMARKS)
     assert "oracle" not in set(frame["policy"]) and list(frame.columns) == ["policy", "benchmark", value]
     assert spec["encoding"]["xOffset"]["field"] == "benchmark" and spec["encoding"]["y"]["title"] == label
@@ -56,7 +51,7 @@ def test_reasoning_is_stacked_on_the_visible_answer_only_where_some_arm_reasons(
     reasoning = pd.DataFrame({"arm": list(ARMS), "tokens_out": [10.0, 40.0, 20.0],
                               "tokens_reasoning": [0.0, 30.0, None]})
     frame, spec = overview_charts.reasoning_per_arm(reasoning)
-    valid(frame, spec)
+    assert_valid(frame, spec)
     stacked = frame.pivot(index="arm", columns="part", values="tokens").loc[list(ARMS)]
     assert list(stacked["visible answer"]) == [10.0, 10.0, 20.0] and list(stacked["reasoning"]) == [0.0, 30.0, 0.0]
     assert spec["encoding"]["y"]["stack"] == "zero"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 
-import altair as alt
 import pandas as pd
 import pytest
 
 from app.pareto_chart import ORACLE_NOTE, pareto_chart
 from forge_core.reports.mix_view import HULL_NAME
 
-from support.vega_charts import layer_drawing
+from support.vega_charts import assert_valid, layer_drawing
 
 VIEWS = [(by_benchmark, color_by) for by_benchmark in (False, True) for color_by in ("policy", "utility")]
 
@@ -38,8 +37,7 @@ def layers(spec: dict) -> list[dict]:
 @pytest.mark.parametrize(("by_benchmark", "color_by"), VIEWS)
 def test_every_view_is_valid_vega_lite(by_benchmark: bool, color_by: str) -> None:
     frame, spec = pareto_chart(points(), by_benchmark, color_by)
-    records = json.loads(frame.to_json(orient="records"))
-    alt.Chart.from_dict({**spec, "data": {"values": records}}, validate=True)  # raises on a spec Vega-Lite rejects
+    assert_valid(frame, spec)
     assert len(frame) == 5 and ("facet" in spec) == by_benchmark
 
 
@@ -93,7 +91,7 @@ def crossfit_points() -> pd.DataFrame:
 
 def test_a_crossfit_runs_points_draw_their_intervals_and_keep_the_axis_for_them() -> None:
     frame, spec = pareto_chart(crossfit_points(), False)
-    alt.Chart.from_dict({**spec, "data": {"values": json.loads(frame.to_json(orient="records"))}}, validate=True)
+    assert_valid(frame, spec)
     intervals = layers(spec)[0]
     assert intervals["mark"]["type"] == "rule" and intervals["encoding"]["y"]["field"] == "f1_low"
     assert intervals["encoding"]["y2"] == {"field": "f1_high"}

@@ -1,12 +1,19 @@
-"""The Vega-Lite charts a page drew under AppTest, read back as their spec and the frame they draw."""
+"""The Vega-Lite charts a page drew under AppTest, read back as their spec and the frame they draw, and a
+chart builder's spec checked against Vega-Lite's schema."""
 
 from __future__ import annotations
 
 import json
 
+import altair as alt
 import pandas as pd
 import pyarrow as pa
 from streamlit.testing.v1 import AppTest
+
+
+def assert_valid(frame: pd.DataFrame, spec: dict) -> None:
+    """Raises where Vega-Lite's schema rejects the spec with its frame inline as data."""
+    alt.Chart.from_dict({**spec, "data": {"values": json.loads(frame.to_json(orient="records"))}}, validate=True)
 
 
 def vega_charts(app: AppTest) -> list[tuple[dict, pd.DataFrame]]:
