@@ -12,7 +12,7 @@ import pytest
 from app.pareto_chart import ORACLE_NOTE, pareto_chart
 from forge_core.reports.mix_view import HULL_NAME
 
-from support.vega_charts import assert_valid, layer_drawing
+from support.vega_charts import assert_valid, layer_drawing, layers
 
 VIEWS = [(by_benchmark, color_by) for by_benchmark in (False, True) for color_by in ("policy", "utility")]
 
@@ -28,10 +28,6 @@ def points(oracle_f1: float = 0.80) -> pd.DataFrame:
         "on_frontier": [True, True, False, True, False], "on_hull": [True, True, False, False, False],
         "hull_gap": [0.0, 0.0, -0.07, 0.05, 0.6], "hull_gap_low": [0.0, 0.0, -0.09, 0.02, 0.58],
         "hull_gap_high": [0.0, 0.0, -0.05, 0.08, 0.62]})
-
-
-def layers(spec: dict) -> list[dict]:
-    return spec["spec"]["layer"] if "facet" in spec else spec["layer"]
 
 
 @pytest.mark.parametrize(("by_benchmark", "color_by"), VIEWS)

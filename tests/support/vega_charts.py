@@ -22,7 +22,12 @@ def vega_charts(app: AppTest) -> list[tuple[dict, pd.DataFrame]]:
             for chart in app.get("vega_lite_chart")]
 
 
+def layers(spec: dict) -> list[dict]:
+    """The layers of a layered spec, or of a faceted spec's inner spec."""
+    return spec["spec"]["layer"] if "facet" in spec else spec["layer"]
+
+
 def layer_drawing(spec: dict, flag: str) -> dict:
     """The layer of a spec (or of its facets' spec) whose points are filtered on `flag` (a line's)."""
-    layers = spec["spec"]["layer"] if "facet" in spec else spec["layer"]
-    return next(layer for layer in layers if {"filter": {"field": flag, "equal": True}} in layer.get("transform", []))
+    return next(layer for layer in layers(spec)
+                if {"filter": {"field": flag, "equal": True}} in layer.get("transform", []))
