@@ -40,22 +40,21 @@ def pareto_chart(points: pd.DataFrame, by_benchmark: bool, color_by: str = "poli
         frame["f1_drawn"] = frame["f1_drawn"].clip(upper=axis[1])
         frame["note"] = [ORACLE_NOTE.format(f1=f1) if kind == "oracle" else ""
                          for kind, f1 in zip(frame["kind"], frame["macro_f1"])]
-    layers = [_point_layer(frame, color_by, by_benchmark, axis),
-              _line_layer("on_frontier", axis, FRONTIER_NAME, FRONTIER_COLOR, "step-after")]
+    y_title = "F1" if by_benchmark else INTERVAL_TITLE if "f1_low" in frame else "F1 (macro over benchmarks)"
+    position = _position(axis, y_title)
+    layers = [_point_layer(frame, color_by, by_benchmark, position),
+              _line_layer("on_frontier", position, FRONTIER_NAME, FRONTIER_COLOR, "step-after")]
     if frame["on_hull"].any():
-        layers.append(_line_layer("on_hull", axis, HULL_NAME, HULL_COLOR, "linear"))
+        layers.append(_line_layer("on_hull", position, HULL_NAME, HULL_COLOR, "linear"))
     if "f1_low" in frame:
-        layers.insert(0, _interval_layer(axis))
+        layers.insert(0, _interval_layer(position, oracle_pinned=axis is not None))
     if color_by == "utility":
         layers.append({"mark": {"type": "text", "dy": -14, "fontSize": 10},
-                       "encoding": {**_position(axis), "text": {"field": "name", "type": "nominal"}}})
+                       "encoding": {**position, "text": {"field": "name", "type": "nominal"}}})
     if axis is not None:
         layers.append({"transform": [{"filter": {"field": "kind", "equal": "oracle"}}],
                        "mark": {"type": "text", "dy": 22, "fontSize": 11},
-                       "encoding": {**_position(axis), "text": {"field": "note", "type": "nominal"}}})
-    if by_benchmark or "f1_low" in frame:
-        for layer in layers:
-            layer["encoding"]["y"]["title"] = "F1" if by_benchmark else INTERVAL_TITLE
+                       "encoding": {**position, "text": {"field": "note", "type": "nominal"}}})
     if by_benchmark:
         facets = sorted(frame["benchmark"].unique())
         return frame, {"columns": FACET_COLUMNS,
@@ -90,16 +89,15 @@ def chart_frame(points: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def _position(axis: tuple[float, float] | None) -> dict:
-    """x: the cost; y: the F1 drawn, on `axis` (low, top) when the oracle is off it."""
-    y: dict = {"field": "f1_drawn", "type": "quantitative", "title": "F1 (macro over benchmarks)",
-               "scale": {"zero": False}}
+def _position(axis: tuple[float, float] | None, y_title: str) -> dict:
+    """x: the cost; y: the F1 drawn, titled `y_title`, on `axis` (low, top) when the oracle is off it."""
+    y: dict = {"field": "f1_drawn", "type": "quantitative", "title": y_title, "scale": {"zero": False}}
     if axis is not None:
         y["scale"] = {"domain": list(axis), "nice": False}
     return {"x": {"field": "cost_k", "type": "quantitative", "title": COST_LABEL, "scale": {"zero": False}}, "y": y}
 
 
-def _point_layer(frame: pd.DataFrame, color_by: str, by_benchmark: bool, axis: tuple[float, float] | None) -> dict:
+def _point_layer(frame: pd.DataFrame, color_by: str, by_benchmark: bool, position: dict) -> dict:
     """The points: colour per policy (grouped by kind) or by utility, shape and size per kind, a tooltip each."""
     kinds = [kind for kind in KIND_ORDER if kind in set(frame["kind"])]
     if color_by == "utility":
@@ -112,7 +110,7 @@ def _point_layer(frame: pd.DataFrame, color_by: str, by_benchmark: bool, axis: t
                  "legend": {"orient": "bottom", "columns": 4, "labelLimit": 260}}
     return {"mark": {"type": "point", "filled": True, "opacity": 1, "stroke": "#fff", "strokeWidth": 0.5},
             "encoding": {
-                **_position(axis), "color": color,
+                **position, "color": color,
                 "shape": {"field": "kind", "type": "nominal", "title": None, "legend": None,
                           "scale": {"domain": kinds, "range": [KIND_SHAPES[kind] for kind in kinds]}},
                 "size": {"field": "kind", "type": "nominal", "legend": None,
@@ -140,21 +138,20 @@ def _tooltip(frame: pd.DataFrame, by_benchmark: bool) -> list[dict]:
     return fields
 
 
-def _line_layer(flag: str, axis: tuple[float, float] | None, name: str, color: str, interpolate: str) -> dict:
+def _line_layer(flag: str, position: dict, name: str, color: str, interpolate: str) -> dict:
     """The line `name` through the points where `flag` holds, in order of cost (per facet when faceted),
     its dash in the legend."""
     dash = {"field": "line", "type": "nominal", "title": None, "legend": {"orient": "top"},
             "scale": {"domain": list(LINE_DASHES), "range": list(LINE_DASHES.values())}}
     return {"transform": [{"filter": {"field": flag, "equal": True}}, {"calculate": json.dumps(name), "as": "line"}],
             "mark": {"type": "line", "color": color, "strokeWidth": 1.5, "interpolate": interpolate},
-            "encoding": {**_position(axis), "strokeDash": dash, "order": {"field": "cost_k", "type": "quantitative"}}}
+            "encoding": {**position, "strokeDash": dash, "order": {"field": "cost_k", "type": "quantitative"}}}
 
 
-def _interval_layer(axis: tuple[float, float] | None) -> dict:
-    """Each deployable point's 95% interval of its F1 as a vertical bar (the oracle's, a reference pinned off
-    the axis when `axis` is set, left out)."""
-    position = _position(axis)
-    return {"transform": [{"filter": "datum.kind != 'oracle'"}] if axis is not None else [],
+def _interval_layer(position: dict, oracle_pinned: bool) -> dict:
+    """Each deployable point's 95% interval of its F1 as a vertical bar (the oracle's left out when it is a
+    reference pinned off the axis)."""
+    return {"transform": [{"filter": "datum.kind != 'oracle'"}] if oracle_pinned else [],
             "mark": {"type": "rule", "color": "#999", "strokeWidth": 1.5},
             "encoding": {"x": position["x"], "y": {**position["y"], "field": "f1_low"},
                          "y2": {"field": "f1_high"}}}

@@ -35,6 +35,8 @@ def test_every_view_is_valid_vega_lite(by_benchmark: bool, color_by: str) -> Non
     frame, spec = pareto_chart(points(), by_benchmark, color_by)
     assert_valid(frame, spec)
     assert len(frame) == 5 and ("facet" in spec) == by_benchmark
+    titles = {layer["encoding"]["y"]["title"] for layer in layers(spec)}  # one F1 axis: each facet's, or the macro
+    assert titles == {"F1" if by_benchmark else "F1 (macro over benchmarks)"}
 
 
 @pytest.mark.parametrize("color_by", ["policy", "utility"])
