@@ -54,7 +54,7 @@ def _query_map(points: pd.DataFrame, column: str, order: tuple[str, ...], colors
             "encoding": {**position, "tooltip": tooltip, "color": {
                 "field": column, "type": "nominal", "title": legend_title,
                 "scale": {"domain": domain, "range": [colors.get(value, "#888") for value in domain]},
-                "legend": {"orient": "bottom", "columns": 2, "labelLimit": 110}}}}
+                "legend": {"orient": "bottom", "direction": "vertical"}}}}  # whole names in a third of the page
     labels = {"data": {"values": [{"x": float(row.x), "y": float(row.y), "cluster": str(row.cluster)}
                                   for row in centroids.itertuples()]},
               "mark": {"type": "text", "fontSize": 15, "fontWeight": "bold", "color": "#222"},
