@@ -1,5 +1,6 @@
 """Pareto: every policy's quality against its token cost under chosen cost weights, and the frontier."""
 
+import pandas as pd
 import streamlit as st
 
 from app import data, routers, ui, weights
@@ -130,23 +131,11 @@ def show_highlights(frames: ParetoFrames, cost_weights: CostWeights, chosen: lis
 
 
 def show_tables(frames: ParetoFrames) -> None:
-    """Every point's row, and every policy against the mix at its own tokens."""
-    with st.expander("Table"):
-        st.dataframe(frames.shown, hide_index=True, column_config={
-            name: st.column_config.NumberColumn(format="%.4f")
-            for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate", "support_coverage")} | {
-            name: st.column_config.NumberColumn(format="%.1f") for name in ("tokens_in", "tokens_out")})
-        st.caption("cost_k: tokens a query in thousands, in and out together; tokens_in: input tokens a query "
-                   "(prompts: question, evidence, probes), priced by λ_in; tokens_out: output tokens a query (answers, "
-                   "reasoning, probe samples), priced by λ_out; macro over benchmarks, every call the decision needs "
-                   "unless Answer-only cost is on.")
-        st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
-                   "benchmarks that annotate it (none for PopQA).")
-        evaluator = data.support_evaluator(store, host, retriever)
-        st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
-                   "the queries with a verdict (support_coverage), by "
-                   + (evaluator or f"no evaluator yet: run `forge rewards support --host {host}"
-                      f"{retriever_option(retriever)}`") + ".")
+    """Every point's row (only while its expander is open: a closed one costs a step nothing), and
+    every policy against the mix at its own tokens."""
+    with (table := st.expander("Table", key="pareto-table", on_change="rerun")):
+        if table.open:
+            show_points_table(frames.shown)
     with st.expander(f"Against the {HULL_NAME}", expanded=True):
         st.dataframe(frames.against_hull, hide_index=True, column_config={
             name: st.column_config.NumberColumn(format="%.4f")
@@ -157,9 +146,36 @@ def show_tables(frames: ParetoFrames) -> None:
                    "the policy spends fewer tokens than any mix. The fixed arms on the hull have gap 0.")
 
 
+def show_points_table(points: pd.DataFrame) -> None:
+    """Every point's row, with what its columns mean."""
+    st.dataframe(points, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "macro_utility", "gold_recall", "support_rate", "support_coverage")} | {
+        name: st.column_config.NumberColumn(format="%.1f") for name in ("tokens_in", "tokens_out")})
+    st.caption("cost_k: tokens a query in thousands, in and out together; tokens_in: input tokens a query "
+               "(prompts: question, evidence, probes), priced by λ_in; tokens_out: output tokens a query (answers, "
+               "reasoning, probe samples), priced by λ_out; macro over benchmarks, every call the decision needs "
+               "unless Answer-only cost is on.")
+    st.caption("gold_recall: share of the annotated gold evidence in the chosen arm's prompt, macro over the "
+               "benchmarks that annotate it (none for PopQA).")
+    evaluator = data.support_evaluator(store, host, retriever)
+    st.caption("support_rate: share of the chosen arms' answers that the evidence in their prompt supports, over "
+               "the queries with a verdict (support_coverage), by "
+               + (evaluator or f"no evaluator yet: run `forge rewards support --host {host}"
+                  f"{retriever_option(retriever)}`") + ".")
+
+
 def show_margins(version: int, chosen: list[str], cost_weights: CostWeights) -> None:
-    """Each chosen router checkpoint's reliability table: its margins' deciles against what they realized."""
-    st.subheader("How far the routers' margins can be trusted")
+    """Each chosen router checkpoint's reliability table: its margins' deciles against what they realized,
+    scored only while their expander is open (a closed one costs a step nothing)."""
+    with (margins := st.expander("How far the routers' margins can be trusted", key="pareto-margins",
+                                 on_change="rerun")):
+        if margins.open:
+            show_reliability_tables(version, chosen, cost_weights)
+
+
+def show_reliability_tables(version: int, chosen: list[str], cost_weights: CostWeights) -> None:
+    """The reliability tables of `show_margins`, with what their columns mean."""
     st.caption("Each chosen router checkpoint on its held-out test queries, at these weights when it is "
                "cost-conditioned (else at its own): its margin is tau · (log π(chosen) − log π(runner-up)), the "
                "utility it expects the chosen arm to win by (tau = 1, the temperature it was distilled at; a thinking "

@@ -33,6 +33,7 @@ from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S, build_app_store
+from support.pareto_page import points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
 
@@ -663,7 +664,7 @@ def test_pareto_page_follows_the_weights(trained_app: tuple[Store, str]) -> None
 
     by_label(app.toggle, "One chart per benchmark").set_value(True).run()
     assert not app.exception
-    table = app.dataframe[0].value
+    table = points_table(app)
     assert set(table["benchmark"]) == {"musique", "popqa", "2wikimultihopqa"} and len(table) == 42  # 14 policies x 3
     by_label(app.segmented_control, "Colour by").set_value("utility").run()
     ((spec, _),) = vega_charts(app)
@@ -677,7 +678,7 @@ def test_pareto_and_overview_show_support_rates_and_their_evaluator(trained_app:
     write_support_verdicts(store, "synthetic-host", {"raw:no_think": 1.0, "direct:no_think": 0.0})
     app = page("pareto.py")
     assert not app.exception, app.exception
-    table = app.dataframe[0].value.set_index("policy")
+    table = points_table(app).set_index("policy")
     assert (table.loc["always_raw", "support_rate"], table.loc["always_direct", "support_rate"]) == (1.0, 0.0)
     assert "by judge:double@cfg1" in texts(app.caption)
     app = page("overview.py")

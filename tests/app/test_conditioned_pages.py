@@ -12,10 +12,12 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
+from support.pareto_page import MARGINS, opened, points_table
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -49,13 +51,13 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
     assert by_label(app.multiselect, "Router checkpoints").value == [checkpoint_id]  # the conditioned one
     slider = by_label(app.slider, "lambda_in")
     assert slider.max == 3.0 and slider.value == pytest.approx(0.1)
-    before = app.dataframe[0].value.set_index("policy").loc[checkpoint_id]
+    before = points_table(app).set_index("policy").loc[checkpoint_id]
     by_label(app.slider, "lambda_in").set_value(3.0)
     by_label(app.slider, "lambda_out").set_value(3.0).run()
     assert not app.exception, app.exception
-    after = app.dataframe[0].value.set_index("policy").loc[checkpoint_id]
+    after = points_table(app).set_index("policy").loc[checkpoint_id]
     assert after["cost_k"] < 0.8 * before["cost_k"]  # dear tokens: the same checkpoint routes to cheaper arms
-    frame = app.dataframe[0].value
+    frame = points_table(app)
     assert not frame.loc[frame["policy"] == "oracle", "on_frontier"].any()
 
     app.switch_page("../pages/live_query.py").run()  # the weights follow the user to the next page
@@ -78,6 +80,31 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
     assert not app.exception, app.exception
     assert by_label(app.selectbox, "Router").value == checkpoint_id
     assert by_label(app.number_input, "lambda_in value").value == pytest.approx(0.37)
+
+
+def test_the_points_table_and_the_margins_are_drawn_only_while_open(conditioned_app: tuple[Store, str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import data
+
+    _, checkpoint_id = conditioned_app
+    scored = []
+    reliability = data.reliability
+    monkeypatch.setattr(data, "reliability", lambda *args: scored.append(args[2:]) or reliability(*args))
+    app = navigation()
+    app.switch_page("../pages/pareto.py").run()
+    assert not app.exception, app.exception
+    assert {"Table", "How far the routers' margins can be trusted"} <= {expander.label for expander in app.expander}
+    assert scored == [] and not any("share_right" in frame.value.columns for frame in app.dataframe)
+    assert not any("support_rate" in frame.value.columns for frame in app.dataframe)  # the points table: closed
+
+    opened(app, MARGINS)
+    assert not app.exception, app.exception
+    assert [id_ for id_, _ in scored] == [checkpoint_id]
+    assert any("share_right" in frame.value.columns for frame in app.dataframe)
+    by_label(app.slider, "lambda_in").set_value(0.5).run()  # open, it follows the weights
+    assert scored[-1] == (checkpoint_id, CostWeights(0.5, 0.2))
+    assert "at λ_in 0.5 / λ_out 0.2" in "\n".join(markdown.value for markdown in app.markdown)
+    assert "support_rate" in points_table(app).columns
 
 
 def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, str]) -> None:

@@ -18,6 +18,7 @@ from forge_core.reports.mix_view import HULL_NAME
 from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
+from support.pareto_page import points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
 
@@ -93,7 +94,7 @@ def test_the_decision_is_stated_where_no_run_is_stored(decide_app: tuple[Store, 
                    (("serve", "--router"), ("serve", "--arm"), ("train", "--variant")))
     assert app.code[0].value.startswith(served) and app.code[0].value == decided["serve_command"]
     assert "`forge decide --host synthetic-host --lambda-in 0.1 --lambda-out 0.2` gives the same" in texts(app.caption)
-    points = app.dataframe[0].value  # the Pareto table: tokens in and out apart, summing to the cost
+    points = points_table(app)  # the Pareto table: tokens in and out apart, summing to the cost
     assert ((points["tokens_in"] + points["tokens_out"]) / 1000 - points["cost_k"]).abs().max() < 1e-9
     assert (points["tokens_in"] > points["tokens_out"]).all()  # prompts outweigh short answers
 

@@ -18,6 +18,7 @@ from forge_core.reports.mix_view import HULL_NAME, hull_gap_text
 from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
+from support.pareto_page import points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
 
@@ -51,7 +52,7 @@ def gap_table(app: AppTest):
 def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
-    points = app.dataframe[0].value  # the page's table of points, overall
+    points = points_table(app)  # the page's table of points, overall
     fixed = points[points["kind"] == FIXED_ARM_KIND]
     vertices = fixed[fixed["on_hull"]].sort_values("cost_k")
     assert 2 <= len(vertices) <= len(fixed)
@@ -82,7 +83,7 @@ def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
 
     next(toggle for toggle in app.toggle if toggle.label == "One chart per benchmark").set_value(True).run()
     assert not app.exception, app.exception
-    per_benchmark = app.dataframe[0].value
+    per_benchmark = points_table(app)
     benchmarks = sorted(set(per_benchmark["benchmark"]))
     hull = hull_vertices(app)  # one line per facet: the facets split the frame by benchmark
     assert sorted(set(hull["benchmark"])) == benchmarks and len(benchmarks) == 3
