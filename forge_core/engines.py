@@ -1,7 +1,8 @@
 """Where FORGE's long work runs: in this process (`local`, the default) or on Ray (`ray`).
 
 With `ray`, the work joins the cluster at `--address` (or `RAY_ADDRESS`, as Ray reads it), else it
-starts a local Ray instance sized to this machine. Ray is an extra (`pip install 'forge-core[ray]'`,
+starts a new local Ray instance sized to this machine (never the cluster a `ray start` on this machine
+left behind, which Ray itself would join). Ray is an extra (`pip install 'forge-core[ray]'`,
 which `scripts/setup.sh` installs); nothing imports it until an engine asks for it. Whatever runs on
 Ray, the store is written by one process only: the driver, as results arrive.
 """
@@ -52,9 +53,9 @@ def ray_session(address: str | None = None) -> ModuleType:
         if not address:
             for name, value in LOCAL_RAY_SETTINGS.items():
                 os.environ.setdefault(name, value)  # the local instance's processes inherit them
-        try:
-            ray.init(address=address, num_cpus=None if address else os.cpu_count(), include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+        try:  # "local": a new instance, never the last one `ray start` left in /tmp/ray, live or not
+            ray.init(address=address or "local", num_cpus=None if address else os.cpu_count(),
+                     include_dashboard=False, log_to_driver=False, configure_logging=False)
         except ConnectionError as error:
             raise MissingStep(f"no Ray cluster answers at {address}: start one (`ray start --head`) or drop "
                               "--address to run on a local instance") from error

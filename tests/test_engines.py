@@ -29,7 +29,7 @@ def test_a_local_instance_is_set_for_a_busy_machine(monkeypatch: pytest.MonkeyPa
     calls = recording_ray(monkeypatch)
     monkeypatch.setenv("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "45")  # the user's own setting stands
     engines.ray_session()
-    assert calls[0]["address"] is None
+    assert calls[0]["address"] == "local"  # a new instance, not the one a `ray start` left in /tmp/ray
     assert os.environ["RAY_worker_niceness"] == "0"
     assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "120"
     assert os.environ["RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S"] == "45"
