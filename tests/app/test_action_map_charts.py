@@ -17,7 +17,6 @@ from support.vega_charts import assert_valid
 ALPHABETS = [tuple(arm.name for arm in alphabet(6)), tuple(arm.name for arm in alphabet(12))]
 
 
-
 def map_points(arms: tuple[str, ...]) -> pd.DataFrame:
     """Four queries as `ActionMap.points` lays them out, the router agreeing on two."""
     return pd.DataFrame({"x": [0.1, 0.5, 0.9, 0.3], "y": [1.0, 0.2, 0.4, 0.8], "benchmark": ["popqa"] * 4,
