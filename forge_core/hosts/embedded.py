@@ -1,6 +1,7 @@
 """The embedded default host: a llama.cpp model on this machine's CPU, served on 127.0.0.1.
 
-The runtime is llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`), run as a
+The runtime is llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`, started
+through `forge_core.hosts.llama_server`, which runs every model call on one thread), run as a
 child process and spoken to through the same `OpenAICompatibleHost` as every remote host. It was
 measured faster end-to-end on FORGE's prompts than xllamacpp here (see `bench/host_runtime.py`).
 
@@ -122,7 +123,7 @@ class EmbeddedServer:
         """Start the server, wait until it answers, and announce it."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_file),
+            sys.executable, "-m", "forge_core.hosts.llama_server", "--model", str(self.model_file),
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS),
             "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads),
             "--model_alias", self.model_key, *self.server_args,
