@@ -35,7 +35,7 @@ def call_from_threads(function, count: int = 4) -> list:
 
 def test_calls_from_several_threads_run_on_one_thread_that_is_none_of_theirs():
     model_thread = ModelThread()
-    callers, ran_on = [], []
+    callers = []
 
     def call():
         callers.append(threading.get_ident())
