@@ -8,9 +8,7 @@ are keyed by its path.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import threading
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -32,8 +30,6 @@ from forge_core.hosts.registry import config_hash, list_host_configs
 from forge_core.policies.context import EvalContext, evaluation_context
 from forge_core.policies.grounding import gold_recall_frame
 from forge_core.policies.support_rates import newest_support_key, support_rate_frame, support_verdicts
-from forge_core.precompute.background_views import views_progress
-from forge_core.precompute.view_cache import view_name
 from forge_core.records import Example, HostPrices
 from forge_core.reports import tables
 from forge_core.reports.checkpoint_views import select_checkpoints
@@ -343,58 +339,6 @@ def pareto(store: Store, version: int, request: CachedRequest, by_benchmark: boo
             return tables.pareto_report(store, request, by_benchmark, base)
 
     return pareto_view(store, request, by_benchmark, config.cache_dir(), compute)
-
-
-def warm_next_step(store: Store, version: int, request: CachedRequest, conditioned: tuple[str, ...] = ()) -> None:
-    """Start, once per store version and request up to its weights in this server process, a
-    background thread that loads what the Pareto page's slider steps need and its first render (read
-    from files) did not: torch, the outcomes and features with their weight-free fits, the decision's
-    fold routers and the `conditioned` checkpoints' reliability bases, seconds on a fresh server
-    (`version`: see `store_version`). Not once per weights: each step's own results are computed
-    by the step, and a warm-up per step would only compete with the next one for the CPU. A step
-    that comes first waits for a base being loaded here rather than loading it twice (Streamlit's
-    caches lock per key)."""
-    settings = request.settings
-    weight_free = (settings.host, settings.split, settings.n_arms, settings.accounting, settings.retriever,
-                   request.checkpoints)
-    _warm_once(store, version, weight_free, conditioned, request)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8, hash_funcs=STORE_KEY)
-def _warm_once(store: Store, version: int, weight_free: tuple, conditioned: tuple[str, ...],
-               _request: CachedRequest) -> threading.Thread:
-    """The warm-up thread of `warm_next_step` for one request up to its weights (`weight_free`;
-    `_request`, the first request seen under it, is not part of the key)."""
-    settings = _request.settings
-    step = dataclasses.replace(_request, settings=dataclasses.replace(settings, weights=CostWeights(
-        round(settings.weights.lambda_in + 0.01, 2), settings.weights.lambda_out)))
-
-    def warm() -> None:
-        from forge_core.evaluation import decide as decisions
-        from forge_core.training.threads import one_thread
-
-        # What the page could not do (no train queries, no conditioned crossfit run) it says itself.
-        with contextlib.suppress(ForgeError):
-            base = evaluation_base(store, version, settings.host, settings.n_arms, settings.accounting,
-                                   settings.retriever)
-            with one_thread():
-                tables.pareto_report(store, step, False, base)  # makes the base's weight-free fits
-        progress = views_progress(config.cache_dir())
-        if progress is None or not progress.waiting_for(view_name("any_weights", settings.host)):
-            with contextlib.suppress(ForgeError):  # trains the decision's fold routers once, if they are missing
-                decisions.decide(store, settings.host, step.settings.weights, config.cache_dir(), settings.accounting,
-                                 retriever=settings.retriever,
-                                 context_for=lambda run: decision_base(store, version, run, settings.accounting),
-                                 measured=measured_recipes(store, version, settings.host, settings.retriever))
-        for checkpoint_id in conditioned:
-            with contextlib.suppress(ForgeError):
-                reliability_base(store, version, checkpoint_id)
-
-    # Not a daemon (as it would be by default, started from the script thread): a process that exits waits
-    # for it rather than stopping it inside torch or DuckDB, which aborts the process.
-    thread = threading.Thread(target=warm, name="forge-warm-next-step", daemon=False)
-    thread.start()
-    return thread
 
 
 @st.cache_data(show_spinner=False, max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

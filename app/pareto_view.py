@@ -2,11 +2,13 @@
 named with identical points merged, the headline numbers, the table against the mix and the chart.
 
 Cached per request (its weights among its fields), so a step back to weights already seen redraws at once,
-and a new step pays for the scoring (`data.pareto`) and these few frames only once."""
+and a new step pays for the scoring (`data.pareto`) and these few frames only once; `prefetch_next_step` pays
+for the next step while the browser draws this one."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -15,9 +17,14 @@ from app import data
 from app.data import RESULTS_CACHE_ENTRIES, STORE_KEY
 from app.decision_view import named_points
 from app.pareto_chart import pareto_chart
+from app.step_prefetch import next_weights, prefetch
+from forge_core import config
 from forge_core.evaluation.cached import CachedRequest
+from forge_core.precompute.background_views import views_progress
+from forge_core.precompute.view_cache import view_name
 from forge_core.reports.mix_view import hull_gap_frame
 from forge_core.reports.tables import pareto_highlights
+from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 
@@ -43,3 +50,30 @@ def pareto_frames(store: Store, version: int, request: CachedRequest, by_benchma
     named = named_points(shown, checkpoint_names)
     return ParetoFrames(overall, shown, named, pareto_highlights(overall), hull_gap_frame(named),
                         pareto_chart(named, by_benchmark, color_by))
+
+
+def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_benchmark: bool, color_by: str,
+                       checkpoint_names: dict[str, str], previous: CostWeights | None, decide: bool,
+                       budget_for: Callable[[CostWeights], float | None], conditioned: tuple[str, ...]) -> None:
+    """Compute in the background (`app.step_prefetch`) what the Pareto page's next slider step shows if
+    the sliders move again as they moved from `previous` to the request's weights: its frames and, when
+    `decide`, its decision (within the budget `budget_for` gives those weights, read here: it reads the
+    session; not while the background process trains the fold routers it needs, which would train them
+    twice); and the `conditioned` checkpoints' reliability bases (loaded once per store version)."""
+    settings = request.settings
+    upcoming = next_weights(settings.weights, previous)
+    if upcoming is None:
+        return
+    ahead = dataclasses.replace(request, settings=dataclasses.replace(settings, weights=upcoming))
+    budget = budget_for(upcoming)
+    progress = views_progress(config.cache_dir())
+    decide = decide and (progress is None or not progress.waiting_for(view_name("any_weights", settings.host)))
+
+    def next_step() -> None:
+        pareto_frames(store, version, ahead, by_benchmark, color_by, checkpoint_names)
+        if decide:
+            data.decision_at(store, version, settings.host, upcoming, settings.accounting, settings.retriever, budget)
+        for checkpoint_id in conditioned:
+            data.reliability_base(store, version, checkpoint_id)
+
+    prefetch(next_step)

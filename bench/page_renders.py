@@ -9,7 +9,10 @@ default weights, whose fold routers, trained once per crossfit run by load-demo,
 current cache like the downloaded models and built retrieval indexes: setup, not a render)), opens each page in
 Debian's chromium (Playwright) and times it from navigation until its title is drawn, the script is
 done and no element is still a skeleton. Then moves the Pareto page's lambda_in slider `--steps`
-times by 0.01 with the keyboard (`bench/slider_step.py`'s step check).
+times by 0.01 with the keyboard (`bench/slider_step.py`'s step check), each key press as soon as the
+last step is drawn (a key held down), and `--steps` times more with a pause of `PACED_PAUSE_S` before
+each press (a person stepping now and then: the page computes the step that continues the last move
+while one is drawn, `app.step_prefetch`, and a pause lets it finish).
 
 In the same run, a bare Streamlit page (`bench/bare_page.py`: a title, a line of text, a slider and a
 card showing its value; nothing of FORGE) is served the way `forge app` serves the dashboard (a new
@@ -33,7 +36,8 @@ over the bare page, everything (Streamlit's and Vega-Lite's drawing of the chart
 the bare chart page, FORGE's own work (its script, its other elements) beyond drawing the same kinds of
 element. The goals stay against the bare page.
 
-Prints one JSON line: seconds per page's first render, the slider steps and their median, both bare
+Prints one JSON line: seconds per page's first render, the slider steps and their median (the paced
+steps' too, with their median over the bare rerun: no goal, the goal is on steps pressed at once), both bare
 pages' first renders and steps, the ratios and goals, and `os.getloadavg()` before and after (a
 loaded machine's numbers say so).
 Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`; the README's figures come from its
@@ -87,6 +91,7 @@ BARE_SERVER_OPTIONS = ("--server.address", "127.0.0.1", "--server.headless", "tr
 BARE_STEP_DONE = PARETO_STEP_DONE.replace('"Oracle utility"', '"Slider value"')
 GOAL_FIRST_RENDER = 3.0  # issue #51: every page's first render at most 3x the bare page's
 GOAL_STEP_MEDIAN = 3.0  # issue #51: the median Pareto step at most 3x the bare rerun
+PACED_PAUSE_S = 0.5  # the paced steps' pause before each key press (the goal is on steps pressed at once)
 
 
 def fresh_cache(directory: Path, store: Store) -> Path:
@@ -139,14 +144,17 @@ def first_render(page, url: str, title: str) -> float:
 
 
 def slider_steps(page, steps: int, slider: str = "lambda_in", card: str = "Oracle utility",
-                 done: str = PARETO_STEP_DONE) -> list[float]:
+                 done: str = PARETO_STEP_DONE, pause_s: float = 0.0) -> list[float]:
     """Seconds of each step of a slider (by default the Pareto page's lambda_in) on the open page: from the
-    key press until `done` (a script given the card's value before the step) holds."""
+    key press until `done` (a script given the card's value before the step) holds; with `pause_s`, that
+    long a pause before each key press (a person stepping now and then), else each press follows the
+    last step at once (a key held down)."""
     oracle = page.get_by_test_id("stMetric").filter(has_text=card).get_by_test_id("stMetricValue")
     thumb = page.get_by_test_id("stSlider").filter(has_text=slider).get_by_role("slider")
     thumb.focus(timeout=TIMEOUT_MS)  # a loaded machine can keep the browser busy drawing the page for long
     durations = []
     for _ in range(steps):
+        time.sleep(pause_s)
         shown = oracle.inner_text()
         started = time.monotonic()
         thumb.press("ArrowRight")
@@ -228,8 +236,11 @@ def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
             chart_steps = bare_slider_steps(page, chart_url, BARE_CHART_TITLE, steps)
             first_render(page, f"{url}/pareto", "Pareto")
             durations = slider_steps(page, steps)
+            paced = slider_steps(page, steps, pause_s=PACED_PAUSE_S)
     return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
             "steps_s": durations, "step_median_s": statistics.median(durations) if durations else None,
+            "paced_steps_s": paced, "paced_step_median_s": statistics.median(paced),
+            "paced_step_median_over_bare_rerun": ratio(statistics.median(paced), statistics.median(bare_steps)),
             "bare_first_render_s": bare_renders, "bare_steps_s": bare_steps,
             "bare_step_median_s": statistics.median(bare_steps),
             "bare_chart_first_render_s": chart_renders, "bare_chart_steps_s": chart_steps,

@@ -7,7 +7,7 @@ from app import data, routers, ui, weights
 from app.calibration_view import budget_for, calibration_panel
 from app.crossfit_view import show_crossfit
 from app.decision_view import show_decision_at_weights
-from app.pareto_view import ParetoFrames, pareto_frames
+from app.pareto_view import ParetoFrames, pareto_frames, prefetch_next_step
 from app.views_progress import waiting_for_views
 from forge_core.arms import ALPHABET_SIZES
 from forge_core.evaluation.cached import CachedRequest
@@ -17,6 +17,8 @@ from forge_core.precompute.view_cache import view_name
 from forge_core.reports.checkpoint_views import checkpoint_names
 from forge_core.reports.mix_view import BELOW_RANGE, HULL_NAME
 from forge_core.routing.utility import CostWeights
+
+MOVED_FROM = "pareto_weights_before"  # the weights of the page's previous run: where the sliders moved from
 
 st.title("Pareto")
 st.caption("Fixed arms, baselines (re-tuned on dev for these weights), the per-query utility oracle and the "
@@ -88,7 +90,8 @@ def at_weights() -> None:
                                 checkpoints=tuple(chosen))
         frames = pareto_frames(store, version, request, by_benchmark, color_by, labels)
 
-    show_decision_at_weights(store, version, host, cost_weights, accounting, retriever, budget_for(cost_weights))
+    decided = show_decision_at_weights(store, version, host, cost_weights, accounting, retriever,
+                                       budget_for(cost_weights))
     st.caption(f"The points below are the {split} split's, scored here without intervals: a picture of the "
                "trade-offs, not a second recommendation.")
     show_highlights(frames, cost_weights, chosen)
@@ -101,8 +104,9 @@ def at_weights() -> None:
                "interval.")
     show_tables(frames)
     show_margins(version, chosen, cost_weights)
-    # What the first slider step would load (seconds on a fresh server), loaded now in the background.
-    data.warm_next_step(store, version, request, tuple(c for c in chosen if c in conditioned))
+    previous, st.session_state[MOVED_FROM] = st.session_state.get(MOVED_FROM), cost_weights
+    prefetch_next_step(store, version, request, by_benchmark, color_by, labels, previous, decide=decided is not None,
+                       budget_for=budget_for, conditioned=tuple(c for c in chosen if c in conditioned))
 
 
 def show_highlights(frames: ParetoFrames, cost_weights: CostWeights, chosen: list[str]) -> None:

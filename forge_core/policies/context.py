@@ -16,6 +16,7 @@ Features are read, never computed here: compute them first with
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -58,10 +59,13 @@ class EvalContext:
             self._weight_free[key] = compute()
         return self._weight_free[key]
 
-    @property
+    @functools.cached_property
     def utility(self) -> np.ndarray:
-        """[N, K] utilities under the context's cost weights."""
-        return self.table.utility(self.normalizer, self.weights)
+        """[N, K] utilities under the context's cost weights, computed once per context (an `at` copy
+        computes its own) and read-only (policies read it many times a decision)."""
+        utility = self.table.utility(self.normalizer, self.weights)
+        utility.flags.writeable = False
+        return utility
 
     def rows(self, split: str) -> np.ndarray:
         """Row indices of one split."""

@@ -158,7 +158,8 @@ def load_outcome_table(store: Store, host: str, n_arms: int = 6, split_seed: int
 
 def _split_labels(store: Store, keys: list[Key], split_seed: int) -> np.ndarray:
     table = store.split_table(split_seed)
-    lookup = dict(zip(zip(table["benchmark"], table["example_id"]), table["split"]))
+    # `tolist` first: iterating an Arrow-backed column makes a Python object per value, slowly
+    lookup = dict(zip(zip(table["benchmark"].tolist(), table["example_id"].tolist()), table["split"].tolist()))
     return np.array([lookup.get(key, "unassigned") for key in keys])
 
 

@@ -24,7 +24,10 @@ def page_renders(results: Results) -> str:
             f"{len(bench['steps_s'])} steps {steps} s ({step_ratios}x the bare rerun), median "
             f"{bench['step_median_s']:.2f} s, {bench['step_median_over_bare_rerun']:.1f}x the bare rerun (the median "
             f"of the bare slider's {len(bench['bare_steps_s'])} steps {bare_steps} s: "
-            f"{bench['bare_step_median_s']:.3f} s); goals (issue #51): "
+            f"{bench['bare_step_median_s']:.3f} s); {len(bench['paced_steps_s'])} paced steps (a pause before each key "
+            f"press) {', '.join(f'{seconds:.2f}' for seconds in bench['paced_steps_s'])} s, median "
+            f"{bench['paced_step_median_s']:.2f} s, {bench['paced_step_median_over_bare_rerun']:.1f}x the bare rerun; "
+            f"goals (issue #51): "
             f"{goal_verdict(goals['first_render_over_bare'], 'first renders at most', 'the bare page')}, "
             f"{goal_verdict(goals['step_median_over_bare_rerun'], 'median step at most', 'the bare rerun')}; "
             f"load average {before} before, {after} after (1 / 5 / 15 min)")

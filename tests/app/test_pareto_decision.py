@@ -151,34 +151,53 @@ def test_a_decided_router_is_marked_as_the_default(decide_app: tuple[Store, str]
     assert store.marked_default_router(HOST) == checkpoint_id
 
 
-def test_the_first_slider_step_finds_what_it_needs_loaded_in_the_background(
-        decide_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_next_slider_step_is_computed_while_this_one_is_drawn(decide_app: tuple[Store, str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """After each run the page computes, on its prefetch thread, the step that continues the sliders'
+    last move (lambda_in one step up before any move): that step's script then scores and decides
+    nothing itself, and the next guess follows the move just made (here lambda_out by 0.02)."""
     import threading
 
-    from app import data
+    from app import pareto_view
+    from forge_core.reports import tables
 
-    def warm_threads() -> list[threading.Thread]:
-        return [thread for thread in threading.enumerate() if thread.name == "forge-warm-next-step"]
+    ahead = []
+    real_prefetch = pareto_view.prefetch
+    monkeypatch.setattr(pareto_view, "prefetch", lambda task: ahead.append(real_prefetch(task)) or ahead[-1])
+    computed: list[tuple[str, tuple[float, float]]] = []  # (thread, weights) of every scoring and decision
 
-    for earlier in warm_threads():  # a warm-up an earlier test's page started may still be running
-        earlier.join(timeout=PAGE_RUN_TIMEOUT_S)
-    st.cache_resource.clear()
-    failures: list[BaseException] = []
-    monkeypatch.setattr(threading, "excepthook", lambda hook: failures.append(hook.exc_value))
+    def recorded(function, weights_of):
+        def call(*args, **kwargs):
+            weights = weights_of(*args)
+            computed.append((threading.current_thread().name, (weights.lambda_in, weights.lambda_out)))
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(tables, "pareto_report",
+                        recorded(tables.pareto_report, lambda _, request, *rest: request.settings.weights))
+    monkeypatch.setattr(decide_module, "decide",
+                        recorded(decide_module.decide, lambda _, host, weights, *rest: weights))
+
+    def step(slider: str, value: float) -> list[tuple[str, tuple[float, float]]]:
+        """Wait for what the page computes ahead, then move a slider: what is computed from then on."""
+        for future in ahead:
+            future.result(timeout=PAGE_RUN_TIMEOUT_S)
+        computed.clear()
+        next(s for s in app.slider if slider in s.label).set_value(value).run()
+        assert not app.exception, app.exception
+        for future in ahead:
+            future.result(timeout=PAGE_RUN_TIMEOUT_S)
+        return computed[:]
+
     app = pareto()
-    warm = warm_threads()
-    assert len(warm) == 1
-    warm[0].join(timeout=PAGE_RUN_TIMEOUT_S)
-    assert not warm[0].is_alive() and not failures
-
-    loads: list[str] = []
-    loaded = data.evaluation_context
-    monkeypatch.setattr(data, "evaluation_context", lambda *args, **kwargs: loads.append("") or loaded(*args, **kwargs))
-    next(s for s in app.slider if "lambda_in" in s.label).set_value(0.11).run()
     assert not app.exception, app.exception
-    assert loads == []  # the outcomes and features were loaded by the warm-up, not by the step
-    assert not warm_threads()  # once
+    after_first_step = step("lambda_in", 0.11)
     assert "λ_in 0.11 / λ_out 0.2" in texts(app.success) + texts(app.info)
+    assert all(thread.startswith("forge-next-step") for thread, _ in after_first_step)  # the step computed nothing
+    assert {weights for _, weights in after_first_step} == {(0.12, 0.2)}  # the next one, ahead
+    assert len(after_first_step) == 2  # scored once and decided once
+    after_second_step = step("lambda_out", 0.22)
+    assert {weights for thread, weights in after_second_step if thread.startswith("forge-next-step")} == {(0.11, 0.24)}
 
 
 WEIGHT_PAIRS = [(0.6, 0.6), (0.1, 0.2)] + [(round(0.05 * k, 2), round(0.08 * k, 2)) for k in range(1, 19)]

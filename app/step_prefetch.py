@@ -1,0 +1,65 @@
+"""The Pareto page's next slider step, computed while the browser draws this one.
+
+A step's own work is scoring every policy and deciding at new weights (a few tenths of a second on
+a 2-core machine); drawing the step takes the browser about as long, and the server is idle
+meanwhile. So after each step the page asks for the step that would follow if the sliders keep
+moving as they last moved (`next_weights`), and one background thread computes it through the
+page's own cached functions: when the step comes, its results are there, or being made (Streamlit's
+caches lock per key: the step waits for them rather than computing them twice). Only the newest
+request waits for the thread; one it has not started is dropped when a newer one comes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from app.weights import WEIGHT_MAX, WEIGHT_STEP
+from forge_core.errors import ForgeError
+from forge_core.routing.utility import CostWeights
+
+log = logging.getLogger(__name__)
+
+# One thread: the next step competes with nothing but the current one's drawing. Not a daemon (an
+# executor's threads never are): a process that exits waits for it rather than stopping it inside
+# torch or DuckDB, which aborts the process.
+_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forge-next-step")
+_waiting: Future | None = None
+_lock = threading.Lock()
+
+
+def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeights | None:
+    """The weights of the step after `current` if the sliders move again as they moved from `previous`
+    (before any move, or when they did not move: lambda_in one slider step up); None when that leaves
+    the sliders' range."""
+    if previous is None or previous == current:
+        move_in, move_out = WEIGHT_STEP, 0.0
+    else:
+        move_in, move_out = current.lambda_in - previous.lambda_in, current.lambda_out - previous.lambda_out
+    upcoming = (round(current.lambda_in + move_in, 2), round(current.lambda_out + move_out, 2))
+    if not all(0.0 <= value <= WEIGHT_MAX for value in upcoming):
+        return None
+    return CostWeights(*upcoming)
+
+
+def prefetch(task: Callable[[], object]) -> Future:
+    """Run `task` on the prefetch thread once it is free; a task still waiting there is dropped (only
+    the newest next step is worth computing). What the task cannot do for a user's reason (a
+    `ForgeError`) the step itself will say; any other error is logged. Returns the task's future."""
+    global _waiting
+    with _lock:
+        if _waiting is not None:
+            _waiting.cancel()  # False, and harmless, when it has started or finished
+        _waiting = _worker.submit(_logged, task)
+        return _waiting
+
+
+def _logged(task: Callable[[], object]) -> None:
+    try:
+        task()
+    except ForgeError:
+        pass
+    except Exception:
+        log.exception("computing the next slider step ahead failed (the step will compute it itself)")
