@@ -31,6 +31,94 @@ VARIANT_LABELS = {"full": "Full (host probes)", "lite": "Lite (no probes)", "bge
 NEWEST_PARENT = "newest matching Stage-1 checkpoint"
 DEFAULTS_1, DEFAULTS_2 = Stage1Config(), Stage2Config()
 
+
+def show_reward_audit() -> None:
+    """How far a proxy reward stands in for gold F1 at the section's weights, and a Lite router cross-fitted on
+    each on demand (`forge rewards audit`)."""
+    st.caption(f"How far a proxy reward can stand in for gold F1, on the queries that have both{under}, at the weights "
+               f"below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME{option}`.")
+    proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
+    audit_weights = weights.sliders("rewards")
+    with ui.user_errors(stop=False):
+        audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
+                                  retriever=retriever)
+        st.dataframe(reward_audit_table(audit), hide_index=True)
+        match_labels = {"best_arm_match": "by F1",
+                        "best_utility_arm_match": (f"by utility at λ {audit_weights.lambda_in:.2f}/"
+                                                   f"{audit_weights.lambda_out:.2f}")}
+        for key, label in match_labels.items():
+            match = audit[key]
+            st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
+                        f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
+        crossfit_key = f"audit_crossfit_{host}_{proxy}_{retriever}"
+        if st.button(f"Cross-fit a Lite router on gold and on {proxy} (5 folds, about a minute)", key="audit_crossfit"):
+            st.session_state[crossfit_key] = True
+        if st.session_state.get(crossfit_key):
+            fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
+                                       routers=("forge_lite",), retriever=retriever)
+            lite = fitted["routers"]["forge_lite"]
+            low, high = lite["ci_regret_vs_gold"]
+            st.markdown(f"Lite router trained on {proxy}: gold utility {lite['proxy_trained']['macro_utility']:.4f} "
+                        f"against {lite['gold_trained']['macro_utility']:.4f} trained on gold, `regret_vs_gold` "
+                        f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
+            (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
+
+
+def show_judging() -> None:
+    """A judging job's form (judge rewards or support verdicts) and the recent judging jobs."""
+    with st.form("judge", enter_to_submit=False):  # a judging job starts only from its button
+        st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers{under} (a "
+                    f"resumable background job, as `forge rewards judge{option}` or `forge rewards support{option}`)")
+        judge_kind = st.radio("The judge host says", ("judge", "support"), horizontal=True, format_func={
+            "judge": "whether each answer is correct (judge reward)",
+            "support": "whether the evidence in its prompt supports it (support verdict, for support_rate)"}.get)
+        columns = st.columns(3)
+        judge_host = columns[0].selectbox("Judge host", [configured.name for configured in data.host_configs(store)])
+        judge_split = columns[1].selectbox("Queries of split", SPLIT_CHOICES, index=SPLIT_CHOICES.index("all"))
+        judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
+        if st.form_submit_button("Start judging", icon=":material/gavel:"):
+            judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
+                                         limit=judge_limit or None, kind=judge_kind, retriever=retriever)
+            with ui.user_errors(stop=False):
+                judge_request.check(store)
+                if start_judging(store, judge_request):
+                    st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
+                else:
+                    st.info(f"Nothing left to rate: {judge_host} has rated every chosen answer of {host} "
+                            f"({judge_kind}).")
+    judge_jobs = data.recent_jobs(store, "judge")
+    if judge_jobs:
+        st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
+
+
+def show_comparison() -> None:
+    """Two checkpoints side by side: their lineage, dev metrics and training curves."""
+    labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}
+    ids = list(labels)
+    default_a, default_b = default_comparison(host_checkpoints)
+    # one above the other: side by side, each label is clipped at 1,024 px
+    a_id = st.selectbox("Checkpoint A", ids, index=ids.index(default_a), format_func=labels.get)
+    b_id = st.selectbox("Checkpoint B", ids, index=ids.index(default_b), format_func=labels.get)
+    with ui.user_errors():
+        a_record, b_record = data.checkpoint_record(store, a_id), data.checkpoint_record(store, b_id)
+    lineage_column, metrics_column = st.columns([3, 2])
+    with lineage_column:
+        st.markdown("**Lineage**")
+        only_different = st.toggle("Only the differences", value=True)
+        st.dataframe(lineage_diff(a_record["lineage"], b_record["lineage"], only_different), hide_index=True,
+                     column_config={"same": st.column_config.CheckboxColumn()})
+    with metrics_column:
+        st.markdown("**Dev metrics**")
+        st.dataframe(metrics_comparison(a_record["metrics"], b_record["metrics"]), hide_index=True,
+                     column_config={name: st.column_config.NumberColumn(format="%.4g") for name in ("a", "b", "b - a")})
+    names = checkpoint_names(host_checkpoints)
+    curves = compare_curves({f"A: {names[a_id]}": a_record["training_log"],
+                             f"B: {names[b_id]}": b_record["training_log"]})
+    if len(curves):
+        st.markdown("**Training curves**")
+        st.vega_lite_chart(*train_charts.training_curves(curves, overlay=True), key="compare-curves")
+
+
 st.title("Train")
 st.caption("A run is its own `forge train` process: its curves fill in below while it trains, and its "
            "checkpoint (weights, lineage and dev metrics) lands in the store when it ends.")
@@ -129,56 +217,10 @@ st.header("Runs")
 runs_panel(store, len(host_checkpoints))
 
 st.header("Rewards")
-st.caption(f"How far a proxy reward can stand in for gold F1, on the queries that have both{under}, at the weights "
-           f"below (shared with the Pareto and Live query pages). As `forge rewards audit --reward NAME{option}`.")
-proxy = st.segmented_control("Proxy", PROXY_SOURCES, default="consensus", key="audit_proxy") or "consensus"
-audit_weights = weights.sliders("rewards")
-with ui.user_errors(stop=False):
-    audit = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
-                              retriever=retriever)
-    st.dataframe(reward_audit_table(audit), hide_index=True)
-    match_labels = {"best_arm_match": "by F1",
-                    "best_utility_arm_match": (f"by utility at λ {audit_weights.lambda_in:.2f}/"
-                                               f"{audit_weights.lambda_out:.2f}")}
-    for key, label in match_labels.items():
-        match = audit[key]
-        st.markdown(f"Proxy-best arm is a gold-best arm {label}: **{match['share']:.3f}** "
-                    f"(95% interval {match['ci'][0]:.3f} to {match['ci'][1]:.3f}) on {audit['queries']} queries")
-    crossfit_key = f"audit_crossfit_{host}_{proxy}_{retriever}"
-    if st.button(f"Cross-fit a Lite router on gold and on {proxy} (5 folds, about a minute)", key="audit_crossfit"):
-        st.session_state[crossfit_key] = True
-    if st.session_state.get(crossfit_key):
-        fitted = data.reward_audit(store, data.store_version(store), host, proxy, n_arms, audit_weights,
-                                   routers=("forge_lite",), retriever=retriever)
-        lite = fitted["routers"]["forge_lite"]
-        low, high = lite["ci_regret_vs_gold"]
-        st.markdown(f"Lite router trained on {proxy}: gold utility {lite['proxy_trained']['macro_utility']:.4f} "
-                    f"against {lite['gold_trained']['macro_utility']:.4f} trained on gold, `regret_vs_gold` "
-                    f"**{lite['regret_vs_gold']:+.4f}** (95% interval {low:+.4f} to {high:+.4f}).")
-        (st.success if fitted["good_enough"] else st.error)(f"{proxy.capitalize()} is {fitted['verdict']}.")
-
-with st.form("judge", enter_to_submit=False):  # a judging job starts only from its button
-    st.markdown(f"**Judge rewards and support verdicts**: a judge host rates {host}'s stored answers{under} (a "
-                f"resumable background job, as `forge rewards judge{option}` or `forge rewards support{option}`)")
-    judge_kind = st.radio("The judge host says", ("judge", "support"), horizontal=True, format_func={
-        "judge": "whether each answer is correct (judge reward)",
-        "support": "whether the evidence in its prompt supports it (support verdict, for support_rate)"}.get)
-    columns = st.columns(3)
-    judge_host = columns[0].selectbox("Judge host", [configured.name for configured in data.host_configs(store)])
-    judge_split = columns[1].selectbox("Queries of split", SPLIT_CHOICES, index=SPLIT_CHOICES.index("all"))
-    judge_limit = columns[2].number_input("At most (queries; 0: all)", 0, 1_000_000, 50)
-    if st.form_submit_button("Start judging", icon=":material/gavel:"):
-        judge_request = JudgeRequest(host=host, judge_host=judge_host, split=judge_split, n_arms=n_arms,
-                                     limit=judge_limit or None, kind=judge_kind, retriever=retriever)
-        with ui.user_errors(stop=False):
-            judge_request.check(store)
-            if start_judging(store, judge_request):
-                st.success(f"Judging started ({judge_kind}): {judge_host} rates {host}'s answers.")
-            else:
-                st.info(f"Nothing left to rate: {judge_host} has rated every chosen answer of {host} ({judge_kind}).")
-judge_jobs = data.recent_jobs(store, "judge")
-if judge_jobs:
-    st.dataframe(ui.jobs_frame(judge_jobs).rename(columns={"done": "judged"}), hide_index=True)
+with (rewards := st.expander("A proxy reward against gold, and judging", key="train-rewards", on_change="rerun")):
+    if rewards.open:  # drawn only while open: a closed section costs the page nothing
+        show_reward_audit()
+        show_judging()
 
 st.header("Checkpoints")
 if host_checkpoints.empty:
@@ -190,27 +232,6 @@ st.dataframe(checkpoint_table(host_checkpoints, marked), hide_index=True,
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 default_router_mark(store, host, host_checkpoints, marked)
 
-st.subheader("Compare two checkpoints")
-labels = {row["checkpoint_id"]: checkpoint_label(row) for row in host_checkpoints.to_dict("records")}
-ids = list(labels)
-default_a, default_b = default_comparison(host_checkpoints)
-# one above the other: side by side, each label is clipped at 1,024 px
-a_id = st.selectbox("Checkpoint A", ids, index=ids.index(default_a), format_func=labels.get)
-b_id = st.selectbox("Checkpoint B", ids, index=ids.index(default_b), format_func=labels.get)
-with ui.user_errors():
-    a_record, b_record = data.checkpoint_record(store, a_id), data.checkpoint_record(store, b_id)
-lineage_column, metrics_column = st.columns([3, 2])
-with lineage_column:
-    st.markdown("**Lineage**")
-    only_different = st.toggle("Only the differences", value=True)
-    st.dataframe(lineage_diff(a_record["lineage"], b_record["lineage"], only_different), hide_index=True,
-                 column_config={"same": st.column_config.CheckboxColumn()})
-with metrics_column:
-    st.markdown("**Dev metrics**")
-    st.dataframe(metrics_comparison(a_record["metrics"], b_record["metrics"]), hide_index=True,
-                 column_config={name: st.column_config.NumberColumn(format="%.4g") for name in ("a", "b", "b - a")})
-names = checkpoint_names(host_checkpoints)
-curves = compare_curves({f"A: {names[a_id]}": a_record["training_log"], f"B: {names[b_id]}": b_record["training_log"]})
-if len(curves):
-    st.markdown("**Training curves**")
-    st.vega_lite_chart(*train_charts.training_curves(curves, overlay=True), key="compare-curves")
+with (comparison := st.expander("Compare two checkpoints", key="train-compare", on_change="rerun")):
+    if comparison.open:
+        show_comparison()

@@ -74,8 +74,9 @@ def ask_live_question(page: Page) -> None:
 
 
 def compare_two_checkpoints(page: Page) -> None:
-    """Train page: wait for the newest run's curves, compare the two newest checkpoints."""
-    expect(page.get_by_role("heading", name="Compare two checkpoints")).to_be_visible(timeout=60_000)
+    """Train page: open the comparison (drawn only while open) and wait for the two newest checkpoints'
+    curves."""
+    page.get_by_test_id("stExpander").filter(has_text="Compare two checkpoints").locator("summary").click()
     expect(page.get_by_text("Training curves")).to_be_visible(timeout=60_000)
     time.sleep(SETTLE_S)
 

@@ -33,6 +33,7 @@ from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S, build_app_store
+from support.lazy_sections import TRAIN_COMPARISON, TRAIN_REWARDS, opened
 from support.pareto_page import points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
@@ -564,7 +565,7 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     jobs = second_training_job_done(store)
     assert jobs["status"][0] == "finished", jobs["message"][0]
     child = jobs["message"][0]
-    app = page("train.py")
+    app = opened(page("train.py"), TRAIN_COMPARISON)
     assert not app.exception
     assert frame_with(app, "checkpoint")["checkpoint"].tolist() == [child, parent]
     assert f"Finished after 20 steps: checkpoint `{child}`." in texts(app.success)
@@ -590,9 +591,29 @@ def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tupl
     assert table.loc[parent, "default"] and not table.loc[child, "default"]
 
 
+def test_train_pages_reward_audit_and_comparison_are_drawn_only_while_open(
+        trained_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from app import data
+
+    audited = []
+    reward_audit = data.reward_audit
+    monkeypatch.setattr(data, "reward_audit", lambda *args, **kwargs: audited.append(args[2:4]) or
+                        reward_audit(*args, **kwargs))
+    app = page("train.py")
+    assert not app.exception, app.exception
+    shown = [column for frame in app.dataframe for column in frame.value.columns]
+    assert audited == [] and "spearman with gold F1" not in shown  # closed: no audit computed, no table
+    assert "Checkpoint A" not in [box.label for box in app.selectbox] and "metric" not in shown
+    opened(app, TRAIN_REWARDS)
+    assert audited == [("synthetic-host", "consensus")] and len(frame_with(app, "spearman with gold F1")) == 6
+    opened(app, TRAIN_COMPARISON)
+    assert not app.exception, app.exception
+    assert "Checkpoint A" in [box.label for box in app.selectbox] and len(frame_with(app, "metric"))
+
+
 def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, str]) -> None:
     store, gold_checkpoint = trained_app
-    app = page("train.py")
+    app = opened(page("train.py"), TRAIN_REWARDS)
     assert not app.exception, app.exception
     audit = frame_with(app, "spearman with gold F1")
     assert len(audit) == 6 and audit["mean gold F1"].between(0, 1).all()
@@ -609,7 +630,7 @@ def test_train_page_audits_a_proxy_and_trains_on_it(trained_app: tuple[Store, st
 
 
 def test_train_page_says_whether_the_proxy_is_good_enough_after_a_crossfit(trained_app: tuple[Store, str]) -> None:
-    app = page("train.py")
+    app = opened(page("train.py"), TRAIN_REWARDS)
     assert "regret_vs_gold" not in texts(app.markdown)
     next(b for b in app.button if b.label.startswith("Cross-fit a Lite router")).click().run(timeout=300)
     assert not app.exception, app.exception
@@ -638,7 +659,7 @@ def test_train_page_starts_a_support_run(trained_app: tuple[Store, str], monkeyp
 
     started = []
     monkeypatch.setattr(train_view.jobs, "start_judge_job", lambda request, *paths: started.append(request))
-    app = page("train.py")
+    app = opened(page("train.py"), TRAIN_REWARDS)
     by_label(app.radio, "The judge host says").set_value("support")
     by_label(app.button, "Start judging").click().run()
     assert not app.exception and not app.error, texts(app.error)

@@ -17,7 +17,8 @@ from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
-from support.pareto_page import MARGINS, opened, points_table
+from support.lazy_sections import opened
+from support.pareto_page import MARGINS, points_table
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

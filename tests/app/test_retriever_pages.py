@@ -19,6 +19,7 @@ from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import train_router
 
+from support.lazy_sections import TRAIN_REWARDS, opened
 from support.stores import copy_store, outcomes_under_retriever
 
 PAGES = PROJECT_ROOT / "pages"
@@ -98,6 +99,7 @@ def test_train_page_under_dense_lists_its_routers_and_audits_its_answers(dense_a
     assert not app.exception, app.exception
     checkpoints = next(frame.value for frame in app.dataframe if "checkpoint" in frame.value.columns)
     assert list(checkpoints["checkpoint"]) == [dense_id]
+    opened(app, TRAIN_REWARDS)
     captions = "\n".join(caption.value for caption in app.caption)
     assert "As `forge rewards audit --reward NAME --retriever dense`." in captions
     assert "`forge rewards judge --retriever dense`" in "\n".join(markdown.value for markdown in app.markdown)

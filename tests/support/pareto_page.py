@@ -5,16 +5,10 @@ from __future__ import annotations
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from support.lazy_sections import opened
+
 POINTS_TABLE = "pareto-table"  # the expander of every point's row
 MARGINS = "pareto-margins"  # the expander of the routers' reliability tables
-
-
-def opened(app: AppTest, key: str) -> AppTest:
-    """The page with the expander `key` open (run again when it was closed); it stays open on later runs."""
-    if not app.session_state[key]:
-        app.session_state[key] = True
-        app.run()
-    return app
 
 
 def points_table(app: AppTest) -> pd.DataFrame:
