@@ -543,7 +543,7 @@ def test_training_pages_without_dev_queries_or_checkpoints_say_what_to_do(app_st
 @pytest.mark.e2e  # end to end: a Stage 2 job trained from the page (about 20 s)
 def test_train_page_runs_a_stage2_job_and_compares_checkpoints(trained_app: tuple[Store, str]) -> None:
     store, parent = trained_app
-    app = page("train.py")
+    app = opened(page("train.py"), TRAIN_COMPARISON)
     assert not app.exception, app.exception
     assert f"checkpoint `{parent}`" in texts(app.success)  # the fixture's run, finished
     assert {"train loss", "dev loss", "dev target agreement (trained arms)", "dev oracle agreement"} <= set(
