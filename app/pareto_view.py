@@ -18,9 +18,8 @@ from app.data import RESULTS_CACHE_ENTRIES, STORE_KEY
 from app.decision_view import named_points
 from app.pareto_chart import pareto_chart
 from app.step_prefetch import next_weights, prefetch
-from forge_core import config
+from app.views_progress import views_ready
 from forge_core.evaluation.cached import CachedRequest
-from forge_core.precompute.background_views import views_progress
 from forge_core.precompute.view_cache import view_name
 from forge_core.reports.mix_view import hull_gap_frame
 from forge_core.reports.tables import pareto_highlights
@@ -66,8 +65,7 @@ def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_be
         return
     ahead = dataclasses.replace(request, settings=dataclasses.replace(settings, weights=upcoming))
     budget = budget_for(upcoming)
-    progress = views_progress(config.cache_dir())
-    decide = decide and (progress is None or not progress.waiting_for(view_name("any_weights", settings.host)))
+    decide = decide and views_ready(view_name("any_weights", settings.host))
 
     def next_step() -> None:
         pareto_frames(store, version, ahead, by_benchmark, color_by, checkpoint_names)

@@ -12,12 +12,17 @@ from forge_core.precompute.background_views import views_progress
 REFRESH_S = 2  # how often a waiting page looks at the progress again
 
 
+def views_ready(*names: str) -> bool:
+    """False while the background process still computes one of the named views (`view_cache.view_name`);
+    True when they are ready or no process runs (the page then computes what it needs itself)."""
+    progress = views_progress(config.cache_dir())
+    return progress is None or not progress.waiting_for(*names)
+
+
 def waiting_for_views(*names: str) -> bool:
     """True, after drawing the progress in place, while the background process still computes one of
-    the named views (`view_cache.view_name`); False when they are ready or no process runs (the page
-    then computes what it needs itself)."""
-    progress = views_progress(config.cache_dir())
-    if progress is None or not progress.waiting_for(*names):
+    the named views (`views_ready`); False when they are ready or no process runs."""
+    if views_ready(*names):
         return False
     _progress_until_ready(names)
     return True

@@ -200,6 +200,35 @@ def test_the_next_slider_step_is_computed_while_this_one_is_drawn(decide_app: tu
     assert {weights for thread, weights in after_second_step if thread.startswith("forge-next-step")} == {(0.11, 0.24)}
 
 
+def test_no_decision_is_computed_ahead_while_the_fold_routers_are_being_trained(
+        decide_app: tuple[Store, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the background process still trains the fold routers the decision needs (its `any_weights`
+    view), the next step's points are computed ahead but not its decision (it would train them twice)."""
+    import threading
+
+    from app import pareto_view
+    from app.views_progress import views_ready
+
+    ahead, decided_ahead = [], []
+    real_prefetch, real_decide = pareto_view.prefetch, decide_module.decide
+    monkeypatch.setattr(pareto_view, "prefetch", lambda task: ahead.append(real_prefetch(task)) or ahead[-1])
+    def ready(*names: str) -> bool:  # the background process's fold routers (`any_weights`): still training
+        return not any(name.startswith("any_weights") for name in names) and views_ready(*names)
+
+    monkeypatch.setattr(pareto_view, "views_ready", ready)
+
+    def decide(*args, **kwargs):
+        decided_ahead.append(threading.current_thread().name.startswith("forge-next-step"))
+        return real_decide(*args, **kwargs)
+
+    monkeypatch.setattr(decide_module, "decide", decide)
+    app = pareto()
+    assert not app.exception, app.exception
+    for future in ahead:
+        future.result(timeout=PAGE_RUN_TIMEOUT_S)
+    assert ahead and not any(decided_ahead)  # a step was computed ahead, its decision not
+
+
 WEIGHT_PAIRS = [(0.6, 0.6), (0.1, 0.2)] + [(round(0.05 * k, 2), round(0.08 * k, 2)) for k in range(1, 19)]
 
 
