@@ -135,19 +135,25 @@ def show_highlights(frames: ParetoFrames, cost_weights: CostWeights, chosen: lis
 
 
 def show_tables(frames: ParetoFrames) -> None:
-    """Every point's row (only while its expander is open: a closed one costs a step nothing), and
-    every policy against the mix at its own tokens."""
+    """Every point's row, and every policy against the mix at its own tokens, each only while its expander
+    is open (a closed one costs a step nothing: a grid is the costliest element a step redraws)."""
     with (table := st.expander("Table", key="pareto-table", on_change="rerun")):
         if table.open:
             show_points_table(frames.shown)
-    with st.expander(f"Against the {HULL_NAME}", expanded=True):
-        st.dataframe(frames.against_hull, hide_index=True, column_config={
-            name: st.column_config.NumberColumn(format="%.4f")
-            for name in ("cost_k", "macro_f1", "hull_f1", "hull_gap", "hull_gap_low", "hull_gap_high")})
-        st.caption("hull_f1: the best mix's F1 at the policy's own tokens (`cost_k`); hull_gap: the policy's F1 minus "
-                   "it, with its paired 95% interval (hull_gap_low, hull_gap_high: the mix's outcome on each query is "
-                   f"its two arms' in its shares, so the pairing is exact); verdict: where it lies. \"{BELOW_RANGE}\": "
-                   "the policy spends fewer tokens than any mix. The fixed arms on the hull have gap 0.")
+    with (hull := st.expander(f"Against the {HULL_NAME}", key="pareto-hull", on_change="rerun")):
+        if hull.open:
+            show_hull_table(frames.against_hull)
+
+
+def show_hull_table(against_hull: pd.DataFrame) -> None:
+    """Every policy's F1 against the best mix at its own tokens, with what its columns mean."""
+    st.dataframe(against_hull, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "hull_f1", "hull_gap", "hull_gap_low", "hull_gap_high")})
+    st.caption("hull_f1: the best mix's F1 at the policy's own tokens (`cost_k`); hull_gap: the policy's F1 minus "
+               "it, with its paired 95% interval (hull_gap_low, hull_gap_high: the mix's outcome on each query is "
+               f"its two arms' in its shares, so the pairing is exact); verdict: where it lies. \"{BELOW_RANGE}\": "
+               "the policy spends fewer tokens than any mix. The fixed arms on the hull have gap 0.")
 
 
 def show_points_table(points: pd.DataFrame) -> None:

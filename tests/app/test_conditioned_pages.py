@@ -12,13 +12,14 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import save_host_config
+from forge_core.reports.mix_view import HULL_NAME
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
 from support.lazy_sections import opened
-from support.pareto_page import MARGINS, points_table
+from support.pareto_page import HULL_TABLE, MARGINS, points_table
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,7 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
     assert by_label(app.number_input, "lambda_in value").value == pytest.approx(0.37)
 
 
-def test_the_points_table_and_the_margins_are_drawn_only_while_open(conditioned_app: tuple[Store, str],
+def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_open(conditioned_app: tuple[Store, str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from app import data
 
@@ -94,9 +95,12 @@ def test_the_points_table_and_the_margins_are_drawn_only_while_open(conditioned_
     app = navigation()
     app.switch_page("../pages/pareto.py").run()
     assert not app.exception, app.exception
-    assert {"Table", "How far the routers' margins can be trusted"} <= {expander.label for expander in app.expander}
-    assert scored == [] and not any("share_right" in frame.value.columns for frame in app.dataframe)
-    assert not any("support_rate" in frame.value.columns for frame in app.dataframe)  # the points table: closed
+    assert {"Table", f"Against the {HULL_NAME}", "How far the routers' margins can be trusted"} <= {
+        expander.label for expander in app.expander}
+    assert scored == [] and not app.dataframe  # the points, the hull and the margins: all closed, no grid drawn
+
+    opened(app, HULL_TABLE)
+    assert [list(frame.value.columns)[-1] for frame in app.dataframe] == ["verdict"]
 
     opened(app, MARGINS)
     assert not app.exception, app.exception

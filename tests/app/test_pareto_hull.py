@@ -18,7 +18,7 @@ from forge_core.reports.mix_view import HULL_NAME, hull_gap_text
 from forge_core.store import Store
 
 from support.app_store import PAGE_RUN_TIMEOUT_S
-from support.pareto_page import points_table
+from support.pareto_page import hull_table, points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
 
@@ -44,11 +44,6 @@ def hull_vertices(app: AppTest) -> pd.DataFrame:
     return frame[frame["on_hull"]].sort_values(["benchmark", "cost_k"])
 
 
-def gap_table(app: AppTest):
-    """The page's table of every policy against the hull (the one with a verdict column)."""
-    return next(frame.value for frame in app.dataframe if "verdict" in frame.value.columns)
-
-
 def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     app = AppTest.from_file(str(PROJECT_ROOT / "pages" / "pareto.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
     assert not app.exception, app.exception
@@ -63,7 +58,7 @@ def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     within = fixed[fixed["cost_k"] <= vertices["cost_k"].max()]
     assert (within["macro_f1"] <= np.interp(within["cost_k"], vertices["cost_k"], vertices["macro_f1"]) + 1e-9).all()
 
-    table = gap_table(app)
+    table = hull_table(app)
     by_policy = points.set_index("policy")
     assert "oracle" not in set(table["policy"])
     for row in table.itertuples():  # merged points as "a = b", a checkpoint under its human name beside its id
@@ -89,4 +84,4 @@ def test_the_hull_is_drawn_and_every_point_says_its_gap(hull_app: str) -> None:
     assert sorted(set(hull["benchmark"])) == benchmarks and len(benchmarks) == 3
     for _, vertices in hull.groupby("benchmark"):
         assert (np.diff(vertices["cost_k"]) > 0).all()
-    assert sorted(set(gap_table(app)["benchmark"])) == benchmarks
+    assert sorted(set(hull_table(app)["benchmark"])) == benchmarks
