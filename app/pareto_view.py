@@ -58,7 +58,8 @@ def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_be
     the sliders move again as they moved from `previous` to the request's weights: its frames and, when
     `decide`, its decision (within the budget `budget_for` gives those weights, read here: it reads the
     session; not while the background process trains the fold routers it needs, which would train them
-    twice); and the `conditioned` checkpoints' reliability bases (loaded once per store version)."""
+    twice); and the `conditioned` checkpoints' reliability bases (loaded once per store version; pass
+    them only while their tables are shown: a base takes a few tenths of a second to load)."""
     settings = request.settings
     upcoming = next_weights(settings.weights, previous)
     if upcoming is None:

@@ -103,10 +103,11 @@ def at_weights() -> None:
                "point's tooltip and the table below give its F1 above the mix at its own tokens with the paired 95% "
                "interval.")
     show_tables(frames)
-    show_margins(version, chosen, cost_weights)
+    margins_open = show_margins(version, chosen, cost_weights)
     previous, st.session_state[MOVED_FROM] = st.session_state.get(MOVED_FROM), cost_weights
     prefetch_next_step(store, version, request, by_benchmark, color_by, labels, previous, decide=decided is not None,
-                       budget_for=budget_for, conditioned=tuple(c for c in chosen if c in conditioned))
+                       budget_for=budget_for,
+                       conditioned=tuple(c for c in chosen if c in conditioned) if margins_open else ())
 
 
 def show_highlights(frames: ParetoFrames, cost_weights: CostWeights, chosen: list[str]) -> None:
@@ -175,13 +176,14 @@ def show_points_table(points: pd.DataFrame) -> None:
                   f"{retriever_option(retriever)}`") + ".")
 
 
-def show_margins(version: int, chosen: list[str], cost_weights: CostWeights) -> None:
+def show_margins(version: int, chosen: list[str], cost_weights: CostWeights) -> bool:
     """Each chosen router checkpoint's reliability table: its margins' deciles against what they realized,
-    scored only while their expander is open (a closed one costs a step nothing)."""
+    scored only while their expander is open (a closed one costs a step nothing); whether it is open."""
     with (margins := st.expander("How far the routers' margins can be trusted", key="pareto-margins",
                                  on_change="rerun")):
         if margins.open:
             show_reliability_tables(version, chosen, cost_weights)
+    return bool(margins.open)
 
 
 def show_reliability_tables(version: int, chosen: list[str], cost_weights: CostWeights) -> None:

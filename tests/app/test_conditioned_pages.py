@@ -86,15 +86,20 @@ def test_the_conditioned_point_moves_with_the_sliders_kept_across_pages(conditio
 
 def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_open(conditioned_app: tuple[Store, str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from app import data
+    from app import data, pareto_view
 
     _, checkpoint_id = conditioned_app
-    scored = []
-    reliability = data.reliability
+    scored, loaded, ahead = [], [], []
+    reliability, reliability_base, prefetch = data.reliability, data.reliability_base, pareto_view.prefetch
     monkeypatch.setattr(data, "reliability", lambda *args: scored.append(args[2:]) or reliability(*args))
+    monkeypatch.setattr(data, "reliability_base", lambda *args: loaded.append(args[2]) or reliability_base(*args))
+    monkeypatch.setattr(pareto_view, "prefetch", lambda task: ahead.append(prefetch(task)) or ahead[-1])
     app = navigation()
     app.switch_page("../pages/pareto.py").run()
     assert not app.exception, app.exception
+    for future in ahead:  # what the page computes ahead for the next step: not the margins' checkpoint
+        future.result(timeout=PAGE_RUN_TIMEOUT_S)
+    assert ahead and loaded == []
     assert {"Table", f"Against the {HULL_NAME}", "How far the routers' margins can be trusted"} <= {
         expander.label for expander in app.expander}
     assert scored == [] and not app.dataframe  # the points, the hull and the margins: all closed, no grid drawn
@@ -104,7 +109,7 @@ def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_op
 
     opened(app, MARGINS)
     assert not app.exception, app.exception
-    assert [id_ for id_, _ in scored] == [checkpoint_id]
+    assert [id_ for id_, _ in scored] == [checkpoint_id] and set(loaded) == {checkpoint_id}
     assert any("share_right" in frame.value.columns for frame in app.dataframe)
     by_label(app.slider, "lambda_in").set_value(0.5).run()  # open, it follows the weights
     assert scored[-1] == (checkpoint_id, CostWeights(0.5, 0.2))
