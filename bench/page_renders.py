@@ -36,12 +36,18 @@ over the bare page, everything (Streamlit's and Vega-Lite's drawing of the chart
 the bare chart page, FORGE's own work (its script, its other elements) beyond drawing the same kinds of
 element. The goals stay against the bare page.
 
+The whole is measured `--rounds` times (default 3), each round on a new dashboard server and cache (so each
+page's visit is a first visit in every round): a page's first render, and its ratio to each bare page, is
+the median over the rounds of the round's own (a ratio is taken within its round, of a pair timed seconds
+apart); the steps of all rounds are put together. One round's figures swing by half between runs on a
+noisy machine; the medians much less.
+
 Prints one JSON line: seconds per page's first render, the slider steps and their median (the paced
 steps' too, with their median over the bare rerun: no goal, the goal is on steps pressed at once), both bare
 pages' first renders and steps, the ratios and goals, and `os.getloadavg()` before and after (a
 loaded machine's numbers say so).
-Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5]`; the README's figures come from its
-stored line, `bench/results/page_renders.json`.
+Run: `.venv/bin/python bench/page_renders.py [--store PATH] [--steps 5] [--rounds 3]` (about 4 minutes a
+round); the README's figures come from its stored line, `bench/results/page_renders.json`.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -185,23 +192,26 @@ def running_bare_page(log_path: Path, script: Path = BARE_PAGE) -> Iterator[str]
         process.wait(timeout=30)
 
 
-def speed_ratios(renders: dict[str, float], bare_renders: dict[str, float], steps: list[float],
+def speed_ratios(renders: list[dict[str, float]], bare_renders: list[dict[str, float]], steps: list[float],
                  bare_steps: list[float]) -> dict:
-    """Each page's first render over the bare page's render timed just before it (same keys), each step
-    over the bare rerun (the bare steps' median) and the steps' median over it, with the goals of issue
-    #51 and whether they are met."""
+    """Each page's first render over the bare page's render timed just before it (per round, same keys;
+    over several rounds the median of the rounds' ratios), each step over the bare rerun (the bare steps'
+    median) and the steps' median over it, with the goals of issue #51 and whether they are met."""
     over = reference_ratios(renders, bare_renders, steps, bare_steps, "bare")
     return {**over, "goals": {
         "first_render_over_bare": goal(over["first_render_over_bare"], GOAL_FIRST_RENDER),
         "step_median_over_bare_rerun": goal({"median step": over["step_median_over_bare_rerun"]}, GOAL_STEP_MEDIAN)}}
 
 
-def reference_ratios(renders: dict[str, float], reference_renders: dict[str, float], steps: list[float],
+def reference_ratios(renders: list[dict[str, float]], reference_renders: list[dict[str, float]], steps: list[float],
                      reference_steps: list[float], name: str) -> dict:
-    """Each page's first render over the reference page's render timed before it (same keys), each step
-    and the steps' median over the reference rerun (the reference steps' median), under keys naming the
-    reference (`name`: "bare" or "bare_chart"); no goals."""
-    renders_over = {page: ratio(seconds, reference_renders[page]) for page, seconds in renders.items()}
+    """Each page's first render over the reference page's render timed before it (one dict of each per round,
+    same keys; a ratio is taken within its round, a pair timed seconds apart, and its median over the rounds
+    kept), each step and the steps' median over the reference rerun (the reference steps' median), under
+    keys naming the reference (`name`: "bare" or "bare_chart"); no goals."""
+    renders_over = {page: round(statistics.median(ratio(each[page], reference[page])
+                                                  for each, reference in zip(renders, reference_renders)), 2)
+                    for page in renders[0]}
     rerun = statistics.median(reference_steps)
     return {f"first_render_over_{name}": renders_over,
             f"max_first_render_over_{name}": max(renders_over.values()),
@@ -209,12 +219,11 @@ def reference_ratios(renders: dict[str, float], reference_renders: dict[str, flo
             f"step_median_over_{name}_rerun": ratio(statistics.median(steps), rerun)}
 
 
-def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
-    """Every page's first render and the Pareto slider steps on a copy of `store`, and each bare page's
-    render before each page (the bare chart page's, then the bare page's) and its slider steps, in the
-    same browser (with `screenshots`, a full-page PNG of each dashboard page there, taken after its
-    render is timed)."""
-    load_before = os.getloadavg()
+def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict[str, Any]:
+    """One round: every page's first render and the Pareto slider steps on a copy of `store` (a new dashboard
+    server and cache: each page's visit is its first), and each bare page's render before each page (the bare
+    chart page's, then the bare page's) and its slider steps, in the same browser (with `screenshots`, a
+    full-page PNG of each dashboard page there, taken after its render is timed). Seconds, unsummarized."""
     with tempfile.TemporaryDirectory() as directory:
         copy = Path(directory) / "store.duckdb"
         shutil.copy(store, copy)
@@ -237,18 +246,38 @@ def measure(store: Path, steps: int, screenshots: Path | None = None) -> dict:
             first_render(page, f"{url}/pareto", "Pareto")
             durations = slider_steps(page, steps)
             paced = slider_steps(page, steps, pause_s=PACED_PAUSE_S)
-    return {"store": str(store), "first_render_s": renders, "max_first_render_s": max(renders.values()),
-            "steps_s": durations, "step_median_s": statistics.median(durations) if durations else None,
+    return {"first_render_s": renders, "bare_first_render_s": bare_renders, "bare_chart_first_render_s": chart_renders,
+            "steps_s": durations, "paced_steps_s": paced, "bare_steps_s": bare_steps, "bare_chart_steps_s": chart_steps}
+
+
+def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rounds of `measure` in one result: each page's first render (and each bare page's before it) the
+    median over the rounds, the ratios (`speed_ratios`, `reference_ratios`), the steps of every round
+    together (each kind over all rounds' bare steps), the number of rounds and each round's own seconds
+    (`round_seconds`)."""
+    def page_medians(key: str) -> dict[str, float]:
+        return {page: round(statistics.median(each[key][page] for each in rounds), 3) for page in rounds[0][key]}
+
+    def joined(key: str) -> list[float]:
+        return [seconds for each in rounds for seconds in each[key]]
+
+    renders = page_medians("first_render_s")
+    steps, paced, bare_steps, chart_steps = map(joined, ("steps_s", "paced_steps_s", "bare_steps_s",
+                                                         "bare_chart_steps_s"))
+    per_round = {key: [each[key] for each in rounds]
+                 for key in ("first_render_s", "bare_first_render_s", "bare_chart_first_render_s")}
+    return {"first_render_s": renders, "max_first_render_s": max(renders.values()),
+            "steps_s": steps, "step_median_s": statistics.median(steps),
             "paced_steps_s": paced, "paced_step_median_s": statistics.median(paced),
             "paced_step_median_over_bare_rerun": ratio(statistics.median(paced), statistics.median(bare_steps)),
-            "bare_first_render_s": bare_renders, "bare_steps_s": bare_steps,
+            "bare_first_render_s": page_medians("bare_first_render_s"), "bare_steps_s": bare_steps,
             "bare_step_median_s": statistics.median(bare_steps),
-            "bare_chart_first_render_s": chart_renders, "bare_chart_steps_s": chart_steps,
+            "bare_chart_first_render_s": page_medians("bare_chart_first_render_s"), "bare_chart_steps_s": chart_steps,
             "bare_chart_step_median_s": statistics.median(chart_steps),
-            **speed_ratios(renders, bare_renders, durations, bare_steps),
-            **reference_ratios(renders, chart_renders, durations, chart_steps, "bare_chart"),
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+            **speed_ratios(per_round["first_render_s"], per_round["bare_first_render_s"], steps, bare_steps),
+            **reference_ratios(per_round["first_render_s"], per_round["bare_chart_first_render_s"], steps, chart_steps,
+                               "bare_chart"),
+            "rounds": len(rounds), "round_seconds": rounds}
 
 
 def bare_slider_steps(page, url: str, title: str, steps: int) -> list[float]:
@@ -262,11 +291,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=config.store_path())
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="Measure this many times, each on a new dashboard server and cache (medians reported).")
     parser.add_argument("--screenshots", type=Path, help="Also save a full-page screenshot of each page here.")
     arguments = parser.parse_args()
-    if arguments.steps < 1:
-        parser.error("--steps must be at least 1 (the steps' median is compared with the bare rerun's)")
-    print(json.dumps(measure(arguments.store, arguments.steps, arguments.screenshots)))
+    if arguments.steps < 1 or arguments.rounds < 1:
+        parser.error("--steps and --rounds must be at least 1 (the steps' median is compared with the bare rerun's)")
+    load_before = os.getloadavg()
+    rounds = []
+    for number in range(arguments.rounds):
+        print(f"page_renders: round {number + 1} of {arguments.rounds}", file=sys.stderr)
+        rounds.append(measure(arguments.store, arguments.steps, arguments.screenshots))
+    print(json.dumps({"store": str(arguments.store), **summary(rounds),
+                      "loadavg_before": [round(x, 2) for x in load_before],
+                      "loadavg_after": [round(x, 2) for x in os.getloadavg()]}))
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ def test_a_goal_is_met_only_when_no_ratio_is_over_it(monkeypatch: pytest.MonkeyP
 def test_pages_and_steps_are_ratios_to_the_bare_page_measured_beside_them(monkeypatch: pytest.MonkeyPatch) -> None:
     page_renders = bench_module("page_renders", monkeypatch)
     result = page_renders.speed_ratios(
-        renders={"Overview": 4.0, "Hosts": 1.0, "Pareto": 2.5},
-        bare_renders={"Overview": 2.0, "Hosts": 0.5, "Pareto": 0.4},  # the bare page's, just before each
+        renders=[{"Overview": 4.0, "Hosts": 1.0, "Pareto": 2.5}],  # one round
+        bare_renders=[{"Overview": 2.0, "Hosts": 0.5, "Pareto": 0.4}],  # the bare page's, just before each
         steps=[0.5, 0.3, 0.4],
         bare_steps=[0.1, 0.2, 0.08])
     assert result == {
@@ -60,7 +60,7 @@ def test_the_bare_chart_page_is_a_second_reference_without_goals(monkeypatch: py
     Pareto step redraws, nothing of FORGE), under keys of their own; the goals stay the bare page's."""
     page_renders = bench_module("page_renders", monkeypatch)
     assert page_renders.reference_ratios(
-        renders={"Overview": 4.0, "Pareto": 2.5}, reference_renders={"Overview": 2.5, "Pareto": 1.25},
+        renders=[{"Overview": 4.0, "Pareto": 2.5}], reference_renders=[{"Overview": 2.5, "Pareto": 1.25}],
         steps=[0.5, 0.3, 0.4], reference_steps=[0.2, 0.25, 0.1], name="bare_chart") == {
         "first_render_over_bare_chart": {"Overview": 1.6, "Pareto": 2.0},
         "max_first_render_over_bare_chart": 2.0,
@@ -68,6 +68,27 @@ def test_the_bare_chart_page_is_a_second_reference_without_goals(monkeypatch: py
         "step_median_over_bare_chart_rerun": 2.0}
     assert page_renders.BARE_CHART_PAGE.is_file() and "forge" not in page_renders.BARE_CHART_PAGE.read_text().split(
         '"""')[2].lower()  # nothing of FORGE below its docstring
+
+
+def test_over_rounds_a_pages_ratio_is_the_median_of_its_rounds_paired_ratios(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each round (a new server: every visit a first one) pairs a page with the bare page timed just before
+    it; the result keeps the median of the rounds' ratios, not a ratio of medians, and puts the rounds' steps
+    together."""
+    page_renders = bench_module("page_renders", monkeypatch)
+
+    def timings(pareto: float, bare: float, steps: list[float], bare_steps: list[float]) -> dict:
+        return {"first_render_s": {"Pareto": pareto}, "bare_first_render_s": {"Pareto": bare},
+                "bare_chart_first_render_s": {"Pareto": bare * 2}, "steps_s": steps, "paced_steps_s": steps,
+                "bare_steps_s": bare_steps, "bare_chart_steps_s": bare_steps}
+
+    rounds = [timings(3.0, 1.0, [0.3], [0.1]), timings(1.0, 0.2, [0.5], [0.1]), timings(2.0, 0.25, [0.4], [0.2])]
+    result = page_renders.summary(rounds)
+    assert result["first_render_over_bare"] == {"Pareto": 5.0}  # ratios 3, 5, 8 (medians 2.0 / 0.25 would say 8)
+    assert result["first_render_over_bare_chart"] == {"Pareto": 2.5}
+    assert result["first_render_s"] == {"Pareto": 2.0} and result["bare_first_render_s"] == {"Pareto": 0.25}
+    assert result["steps_s"] == [0.3, 0.5, 0.4] and result["step_median_over_bare_rerun"] == 4.0  # 0.4 / 0.1
+    assert result["goals"]["first_render_over_bare"]["misses"] == {"Pareto": 5.0}
+    assert result["rounds"] == 3 and result["round_seconds"] == rounds
 
 
 def test_the_bare_page_is_served_with_the_dashboards_server_options(monkeypatch: pytest.MonkeyPatch) -> None:

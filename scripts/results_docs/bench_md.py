@@ -18,7 +18,9 @@ def page_renders(results: Results) -> str:
     step_ratios = ", ".join(f"{value:.1f}" for value in bench["steps_over_bare_rerun"])
     bare_steps = ", ".join(f"{seconds:.3f}" for seconds in bench["bare_steps_s"])
     goals = bench["goals"]
-    return (f"its first renders, each also as a ratio to the bare page's render timed just before it: {renders}; the "
+    rounds = bench["rounds"]
+    return (f"its first renders (medians of {rounds} round{'s' if rounds > 1 else ''}), each also as a ratio to the "
+            f"bare page's render timed just before it: {renders}; the "
             f"bare Streamlit page's (`bench/bare_page.py`) {bare[0]:.1f} s on its first visit (before the Overview), "
             f"{min(bare[1:]):.1f} to {max(bare[1:]):.1f} s on its revisits; the Pareto slider's "
             f"{len(bench['steps_s'])} steps {steps} s ({step_ratios}x the bare rerun), median "
