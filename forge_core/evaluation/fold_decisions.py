@@ -194,9 +194,8 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
     base = (base or decision_context(store, stored_settings, accounting)).at(weights)
     if crossfit_run_id(settings.to_dict(stored_settings.get("retriever_hash", "")), base) != run_id:
         log.warning("fold decisions: the store's outcomes changed since crossfit run %s", run_id)
-    contexts = [context for _, context in
-                crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)]
     path = fold_file(cache_dir, run_id)
+    contexts = [context.at(weights) for context in _fold_contexts(base, run_id, settings, path)]
     stored = cached_file(path, lambda: _train_folds(run_id, settings, contexts, on_fold, engine, address),
                          lambda file: _read_fold_file(str(file), file.stat().st_mtime_ns),
                          lambda file, value: torch.save(value, file))
@@ -205,6 +204,15 @@ def out_of_fold_outcomes(store: Store, run_id: str, stored_settings: dict, weigh
         rows = [policy_rows for context, fold, fold_routers in zip(contexts, stored["folds"], routers)
                 for policy_rows in _fold_outcomes(context, fold, fold_routers)]
     return _frame(rows), stored["reproduced_share"]
+
+
+def _fold_contexts(base: EvalContext, run_id: str, settings: CrossfitSettings, path: Path) -> list[EvalContext]:
+    """The run's fold contexts, made once per base context (kept with its weight-free results, which its
+    `at` copies share) and version of the fold file `path`: a decision at new weights reuses their splits,
+    normalizers and weight-free fits, the floor loaded from the fold file among them."""
+    version = path.stat().st_mtime_ns if path.exists() else None
+    return base.weight_free(("crossfit folds", run_id, version), lambda: [
+        context for _, context in crossfit_folds(base, settings.folds, settings.dev_fraction, settings.split_seed)])
 
 
 # A fold file and its routers are read and built once per version of the file (`modified_ns`): the

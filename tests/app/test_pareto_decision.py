@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -263,3 +264,33 @@ def test_the_cli_and_the_page_name_the_same_policy_at_20_weight_pairs(decide_app
     frame = crossfit_frame(report)
     servable = set(frame["policy"]) - set(decided["excluded"])
     assert set(frame[frame["decidable"]]["policy"]) & servable == set(decided["router_candidates"])
+
+
+def test_a_decision_at_new_weights_reuses_the_folds_and_equals_a_fresh_one(decide_app: tuple[Store, str],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slider step decides at new weights from the same loaded context: the run's folds (splits,
+    normalizers, the floor read from the fold file) are made once for it, and the rows are those of a
+    decision made from nothing at the same weights."""
+    from forge_core import config
+    from forge_core.evaluation import fold_decisions
+    from forge_core.routing.utility import CostWeights
+
+    store, _ = decide_app
+    run = store.crossfit_runs(HOST).iloc[0]
+    settings = json.loads(run["settings"])
+
+    def outcomes(weights: CostWeights, base=None) -> pd.DataFrame:
+        return fold_decisions.out_of_fold_outcomes(store, run["run_id"], settings, weights, "deploy",
+                                                   config.cache_dir(), base=base)[0]
+
+    outcomes(CostWeights(0.6, 0.6))  # the fold file, trained once
+    made = []
+    real_folds = fold_decisions.crossfit_folds
+    monkeypatch.setattr(fold_decisions, "crossfit_folds", lambda *args: made.append(args[0]) or real_folds(*args))
+    base = fold_decisions.decision_context(store, settings, "deploy")
+    outcomes(CostWeights(0.1, 0.2), base)
+    stepped = outcomes(CostWeights(0.3, 0.2), base)
+    assert len(made) == 1  # two weight pairs, one set of folds
+    fresh = outcomes(CostWeights(0.3, 0.2))
+    assert len(made) == 2 and set(stepped["policy"]) >= {"ridge_utility"}
+    pd.testing.assert_frame_equal(stepped, fresh)
