@@ -16,6 +16,7 @@ It only reads: the routers it evaluates must exist. `CachedRequest.evaluations()
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -212,7 +213,7 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
     already loaded (any weights, this accounting and alphabet), whose weight-free fits are reused:
     what a slider step recomputes is only what the weights change."""
     scores = score_cached(store, request, base=base)
-    benchmarks, recall, support = scores.benchmarks, scores.recall, scores.support
+    benchmarks = scores.benchmarks
     masks = benchmark_masks(benchmarks)
     arms = _fixed_arms(scores.outcomes, benchmarks)
     points = []
@@ -223,14 +224,12 @@ def pareto_points(store: Store, request: CachedRequest, by_benchmark: bool = Fal
                 points.append(_point(outcome, str(benchmark), outcome.tokens[mask].mean(),
                                      outcome.f1[mask].mean(), outcome.utility[mask].mean(),
                                      outcome.tokens_in[mask].mean())
-                              | _grounding(recall[mask], support[mask], outcome.actions[mask], benchmarks[mask])
-                              | _hull_fields(arms.of_benchmark(benchmark), outcome, mask))
+                              | _decided_fields(scores, arms.of_benchmark(benchmark), outcome, mask))
         else:
             points.append(_point(outcome, "all", macro_over(outcome.tokens, masks),
                                  macro_over(outcome.f1, masks), macro_over(outcome.utility, masks),
                                  macro_over(outcome.tokens_in.astype(np.float64), masks))
-                          | _grounding(recall, support, outcome.actions, benchmarks)
-                          | _hull_fields(arms, outcome, np.ones(len(benchmarks), dtype=bool)))
+                          | _decided_fields(scores, arms, outcome, np.ones(len(benchmarks), dtype=bool)))
     frontier = [] if by_benchmark else pareto_frontier([(p["cost_k"], p["macro_f1"]) for p in points])
     return {"points": points, "frontier": frontier, "queries": int(len(scores.rows)),
             "support_evaluator": scores.support_evaluator}
@@ -240,6 +239,19 @@ def _fixed_arms(outcomes: dict[str, PolicyOutcome], benchmarks: np.ndarray) -> A
     """The fixed arms' per-query F1 and tokens (under the accounting), named by policy."""
     fixed = [outcome for outcome in outcomes.values() if outcome.kind == FIXED_ARM_KIND]
     return ArmOutcomes.of([outcome.name for outcome in fixed], fixed, benchmarks)
+
+
+def _decided_fields(scores: CachedScores, arms: ArmOutcomes, outcome: PolicyOutcome, mask: np.ndarray) -> dict:
+    """A point's grounding (`_grounding`) and its place against the mix of fixed arms (`_hull_fields`) on the
+    queries of `mask`. They depend only on the policy's decisions, F1 and tokens there, so each is computed
+    once per loaded context (kept with its weight-free results): a slider step leaves most policies'
+    decisions as they were, and those points reuse them."""
+    digest = hashlib.blake2b(outcome.name.encode(), digest_size=16)
+    for values in (scores.rows, mask, outcome.actions, outcome.f1, outcome.tokens):
+        digest.update(np.ascontiguousarray(values).tobytes())
+    return scores.context.weight_free(("decided point fields", digest.digest()), lambda: _grounding(
+        scores.recall[mask], scores.support[mask], outcome.actions[mask], scores.benchmarks[mask])
+        | _hull_fields(arms, outcome, mask))
 
 
 def _hull_fields(arms: ArmOutcomes, outcome: PolicyOutcome, mask: np.ndarray) -> dict:

@@ -1,7 +1,8 @@
 """What a Pareto slider step no longer recomputes (issue #51): TierMem's classifier, whose fit depends on
 the weights only through its train labels, is fitted once per set of labels (a 0.01 step rarely changes
 one); the BM25 thresholds' bands of the dev rows are made once per context; the hull of the fixed arms
-is made once per set of arms' outcomes, not twice for each policy measured against it; a recipe's id is
+is made once per set of arms' outcomes, not twice for each policy measured against it; a point whose
+decisions did not move (every fixed arm's, most baselines') keeps its gap to the mix and its grounding; a recipe's id is
 hashed once (`forge decide` compares every measured run's recipe with the chosen one). Each reused
 result is the one a fresh computation gives."""
 
@@ -87,6 +88,30 @@ def test_the_fixed_arms_hull_is_made_once_for_every_policy_measured_against_it(
     assert (len(hulls), len(masks)) == (1, 1)  # not one hull and one set of masks for each policy
     fresh = mix_hull.ArmOutcomes(arms.names, arms.f1, arms.tokens, arms.benchmarks)  # nothing made yet
     assert [gap["mix"] for gap in gaps] == [mix_hull.best_mix(fresh, tokens).to_dict() for tokens in (150, 250, 300)]
+
+
+@pytest.mark.parametrize("by_benchmark", [False, True])
+def test_a_point_whose_decisions_a_step_leaves_as_they_were_is_not_measured_again(
+        outcome_store: Store, monkeypatch: pytest.MonkeyPatch, by_benchmark: bool) -> None:
+    from forge_core.evaluation import cached
+    from forge_core.evaluation.settings import EvaluationSettings
+
+    base = evaluation_context(outcome_store, HOST, 6, CostWeights(0.1, 0.2))
+
+    def points(weights: CostWeights, context: EvalContext | None = base) -> list[dict]:
+        request = cached.CachedRequest(EvaluationSettings(HOST, "test", 6, weights), checkpoints=())
+        return cached.pareto_points(outcome_store, request, by_benchmark, base=context)["points"]
+
+    points(CostWeights(0.1, 0.2))
+    measured = counting(monkeypatch, cached, "hull_gap")
+    stepped = points(CostWeights(0.11, 0.2))
+    fixed = [point for point in stepped if point["kind"] == "fixed arm"]
+    assert fixed and len(measured) <= len(stepped) - len(fixed)  # the fixed arms' points: kept
+    measured.clear()
+    assert points(CostWeights(0.1, 0.2)) and measured == []  # a step back: every point's decisions as they were
+    with monkeypatch.context() as nothing_kept:  # as computed with nothing reused
+        nothing_kept.setattr(EvalContext, "weight_free", lambda self, key, compute: compute())
+        assert stepped == points(CostWeights(0.11, 0.2), context=None)
 
 
 def test_a_recipe_id_is_hashed_once(monkeypatch: pytest.MonkeyPatch) -> None:
