@@ -20,39 +20,46 @@ TARGETS = ("At most T tokens a query", "At least F macro F1")
 
 
 def calibration_panel(store: Store, host: str, n_arms: int, accounting: str) -> None:
-    """The control and the last result; a finished calibration moves the weight sliders."""
-    with st.expander("Calibrate to a budget", icon=":material/tune:", expanded=RESULT_KEY in st.session_state):
-        st.caption("FORGE trains the cost-conditioned router on each crossfit fold's training part, finds on its "
-                   "inner dev part the weights along λ_out = ratio × λ_in that meet the target, and decides the "
-                   "held-out fold there: the realized tokens and F1 below are out of fold (about a minute on the "
-                   "demo store). The sliders then move to the folds' median weights.")
-        target_column, value_column, ratio_column, variant_column = st.columns([3, 2, 2, 2])
-        target = target_column.radio("Target", TARGETS, key="calibration_target")
-        if target == TARGETS[0]:
-            value = value_column.number_input("T (tokens a query)", min_value=1.0, value=200.0, step=10.0,
-                                              key="calibration_tokens")
-        else:
-            value = value_column.number_input("F (macro F1)", min_value=0.0, max_value=1.0, value=0.35, step=0.01,
-                                              key="calibration_f1")
-        ratio = ratio_column.number_input("Ratio λ_out / λ_in", min_value=0.01, value=2.0, step=0.5,
-                                          key="calibration_ratio", help="The paper's ratio is 2 (0.1 / 0.2).")
-        variant = variant_column.segmented_control("Router", ["lite", "full"], default="lite",
-                                                   key="calibration_variant") or "lite"
-        if st.button("Calibrate", icon=":material/tune:", key="calibrate"):
-            from forge_core.evaluation.calibration import CalibrationRequest
+    """The control and the last result, drawn only while the section is open (it stays open after a
+    calibration, which moves the weight sliders)."""
+    with (panel := st.expander("Calibrate to a budget", icon=":material/tune:", key="pareto-calibrate",
+                               on_change="rerun")):
+        if panel.open:
+            _controls(store, host, n_arms, accounting)
 
-            with ui.user_errors(stop=False):
-                request = CalibrationRequest(
-                    budget_tokens=value if target == TARGETS[0] else None,
-                    min_f1=value if target == TARGETS[1] else None, ratio=ratio, host=host, variant=variant,
-                    n_arms=n_arms, accounting=accounting)
-                st.session_state[RESULT_KEY] = _run(store, request)
-                calibrated = st.session_state[RESULT_KEY]
-                weights.set_weights(calibrated.weights)
-                st.rerun()
-        result = st.session_state.get(RESULT_KEY)
-        if result is not None:
-            _show(result)
+
+def _controls(store: Store, host: str, n_arms: int, accounting: str) -> None:
+    st.caption("FORGE trains the cost-conditioned router on each crossfit fold's training part, finds on its "
+               "inner dev part the weights along λ_out = ratio × λ_in that meet the target, and decides the "
+               "held-out fold there: the realized tokens and F1 below are out of fold (about a minute on the "
+               "demo store). The sliders then move to the folds' median weights.")
+    target_column, value_column, ratio_column, variant_column = st.columns([3, 2, 2, 2])
+    target = target_column.radio("Target", TARGETS, key="calibration_target")
+    if target == TARGETS[0]:
+        value = value_column.number_input("T (tokens a query)", min_value=1.0, value=200.0, step=10.0,
+                                          key="calibration_tokens")
+    else:
+        value = value_column.number_input("F (macro F1)", min_value=0.0, max_value=1.0, value=0.35, step=0.01,
+                                          key="calibration_f1")
+    ratio = ratio_column.number_input("Ratio λ_out / λ_in", min_value=0.01, value=2.0, step=0.5,
+                                      key="calibration_ratio", help="The paper's ratio is 2 (0.1 / 0.2).")
+    variant = variant_column.segmented_control("Router", ["lite", "full"], default="lite",
+                                               key="calibration_variant") or "lite"
+    if st.button("Calibrate", icon=":material/tune:", key="calibrate"):
+        from forge_core.evaluation.calibration import CalibrationRequest
+
+        with ui.user_errors(stop=False):
+            request = CalibrationRequest(
+                budget_tokens=value if target == TARGETS[0] else None,
+                min_f1=value if target == TARGETS[1] else None, ratio=ratio, host=host, variant=variant,
+                n_arms=n_arms, accounting=accounting)
+            st.session_state[RESULT_KEY] = _run(store, request)
+            calibrated = st.session_state[RESULT_KEY]
+            weights.set_weights(calibrated.weights)
+            st.rerun()
+    result = st.session_state.get(RESULT_KEY)
+    if result is not None:
+        _show(result)
 
 
 def budget_for(cost_weights: CostWeights) -> float | None:

@@ -46,8 +46,15 @@ def retrievers_section(store: Store, benchmarks: list[str]) -> None:
                "embedder's passage vectors), hybrid (reciprocal-rank fusion of the two) or http (your own service: "
                "POST {\"query\", \"k\"} -> [{\"title\", \"text\", \"score\"}]). See docs/retrievers.md.")
     configs = list_retriever_configs(store)
+    names = [c.name for c in configs]
     st.dataframe(retrievers_frame(configs, hosts_defaulting_to(store)), hide_index=True)
-    _host_default(store, [c.name for c in configs])
+    ui.lazy_sections([("A host's default retriever", "retrievers-default", lambda: _host_default(store, names)),
+                      ("Add or edit a retriever", "retrievers-edit", lambda: _edit(store, configs)),
+                      ("Check a retriever", "retrievers-check", lambda: _check(store, names, benchmarks))])
+
+
+def _edit(store: Store, configs: list[RetrieverConfig]) -> None:
+    """Add a retriever, or edit or remove a stored one."""
     stored = [c.name for c in configs if c.name not in BUILTIN_RETRIEVERS]
     editing = st.selectbox("Retriever to edit", [NEW_RETRIEVER, *stored])
     current = RetrieverConfig("") if editing == NEW_RETRIEVER else next(c for c in configs if c.name == editing)
@@ -57,7 +64,6 @@ def retrievers_section(store: Store, benchmarks: list[str]) -> None:
             remove_retriever(store, editing)
             ui.flash(f"Retriever '{editing}' removed.")
             st.rerun()
-    _check(store, [c.name for c in configs], benchmarks)
 
 
 def _form(store: Store, current: RetrieverConfig, new: bool) -> None:
@@ -107,7 +113,6 @@ def _host_default(store: Store, names: list[str]) -> None:
 
 
 def _check(store: Store, names: list[str], benchmarks: list[str]) -> None:
-    st.subheader("Check a retriever")
     st.caption("One query through the retriever (the benchmark's first question): its passages and latency. "
                "Dense and hybrid retrievers embed the corpus's passages the first time. The same as "
                "`forge retriever check NAME`.")

@@ -7,7 +7,7 @@ import dataclasses
 import html
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,15 @@ def user_errors(stop: bool = True) -> Iterator[None]:
         st.error(str(error), icon=":material/error:")
         if stop:
             st.stop()
+
+
+def lazy_sections(sections: Sequence[tuple[str, str, Callable[[], None]]]) -> None:
+    """Each `(title, key, draw)` as an expander whose content `draw()` draws only while it is open (a closed
+    section costs the page nothing; opening or closing it reruns the page)."""
+    for title, key, draw in sections:
+        with (expander := st.expander(title, key=key, on_change="rerun")):
+            if expander.open:
+                draw()
 
 
 def flash(message: str) -> None:

@@ -1,5 +1,6 @@
 """Action map: where a router sends queries in question-embedding space, next to the oracle."""
 
+import pandas as pd
 import streamlit as st
 
 from app import action_map_charts, data, routers, ui, weights
@@ -9,8 +10,45 @@ from app.views_progress import waiting_for_views
 from forge_core.evaluation.crossfit import learned_policies
 from forge_core.evidence.retrievers import retriever_option, retriever_phrase
 from forge_core.precompute.view_cache import view_name
-from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS
+from forge_core.reports.action_map import N_CLUSTERS, SPLITS, TIE_RULE, UMAP_MIN_DIST, UMAP_NEIGHBORS, ActionMap
 from forge_core.routing.checkpoints import conditioning_of
+from forge_core.store import Store
+
+
+def show_cluster_mix(action_map: ActionMap) -> None:
+    """Per cluster: the router's and the oracle's commonest arm and the tokens of their arms."""
+    st.vega_lite_chart(*action_map_charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
+    st.caption("Per cluster: the router's and the oracle's commonest arm, and the mean tokens in and out of the arms "
+               "each chose, apart because each weight prices one: λ_in the input tokens (question and evidence: "
+               "Raw's passages cost most), λ_out the output tokens (the answer, and a cot arm's reasoning).")
+    st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
+        "agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+        "regret": st.column_config.NumberColumn(format="%.4f"),
+        **{name: st.column_config.NumberColumn(format="%.1f")
+           for name in ("router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")}})
+
+
+def show_crossfit_map(store: Store, host: str, retriever: str, action_map: ActionMap, points: pd.DataFrame) -> None:
+    """The map's queries coloured by a learned policy's out-of-fold arm in a crossfit run of the host."""
+    if waiting_for_views(view_name("crossfit", host)):
+        return
+    crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
+    if not crossfit_runs:
+        under = retriever_phrase(retriever)
+        st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval --host {host} --protocol crossfit"
+                f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour "
+                "this map.", icon=":material/query_stats:")
+        return
+    run = crossfit_run_picker(st, crossfit_runs)
+    policy = st.columns([1, 2])[0].selectbox("Policy", learned_policies(run))
+    with ui.user_errors():
+        decisions = data.crossfit_arms(store, data.store_version(store), run["run_id"], policy)
+    crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])
+    st.caption(f"The map's queries coloured by {policy}'s out-of-fold arm in this run (each decided by a model "
+               f"fitted on the other folds): {len(crossfit_points):,} of the map's {len(points):,} queries are in it.")
+    st.vega_lite_chart(*action_map_charts.action_map(crossfit_points, "crossfit", action_map.arms,
+                                                     action_map.centroids()), key="map-crossfit")
+
 
 st.title("Action map")
 st.caption(f"A 2-D UMAP of the question embeddings the router reads (n_neighbors {UMAP_NEIGHBORS}, min_dist "
@@ -86,33 +124,6 @@ for title, colour, column in maps:
                                                                           on_select="rerun")))
 show_query(store, action_map, clicked_query())
 
-st.subheader("Action mix per cluster")
-st.vega_lite_chart(*action_map_charts.cluster_mix(action_map.cluster_mix(), action_map.arms), key="cluster-mix")
-st.caption("Per cluster: the router's and the oracle's commonest arm, and the mean tokens in and out of the arms "
-           "each chose, apart because each weight prices one: λ_in the input tokens (question and evidence: Raw's "
-           "passages cost most), λ_out the output tokens (the answer, and a cot arm's reasoning).")
-st.dataframe(action_map.cluster_summary(), hide_index=True, column_config={
-    "agreement": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
-    "regret": st.column_config.NumberColumn(format="%.4f"),
-    **{name: st.column_config.NumberColumn(format="%.1f")
-       for name in ("router tokens in", "router tokens out", "oracle tokens in", "oracle tokens out")}})
-
-st.subheader("Crossfit decisions")
-if waiting_for_views(view_name("crossfit", host)):
-    st.stop()
-crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
-if not crossfit_runs:
-    under = retriever_phrase(retriever)
-    st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval --host {host} --protocol crossfit"
-            f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour this "
-            "map.", icon=":material/query_stats:")
-    st.stop()
-run = crossfit_run_picker(st, crossfit_runs)
-policy = st.columns([1, 2])[0].selectbox("Policy", learned_policies(run))
-with ui.user_errors():
-    decisions = data.crossfit_arms(store, data.store_version(store), run["run_id"], policy)
-crossfit_points = points.merge(decisions.rename(columns={"arm": "crossfit"}), on=["benchmark", "example_id"])
-st.caption(f"The map's queries coloured by {policy}'s out-of-fold arm in this run (each decided by a model "
-           f"fitted on the other folds): {len(crossfit_points):,} of the map's {len(points):,} queries are in it.")
-st.vega_lite_chart(*action_map_charts.action_map(crossfit_points, "crossfit", action_map.arms,
-                                                 action_map.centroids()), key="map-crossfit")
+ui.lazy_sections([("Action mix per cluster", "action-map-clusters", lambda: show_cluster_mix(action_map)),
+                  ("Crossfit decisions", "action-map-crossfit",
+                   lambda: show_crossfit_map(store, host, retriever, action_map, points))])

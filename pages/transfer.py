@@ -1,6 +1,7 @@
 """Transfer: a router trained on one host routing another host's queries, zero-shot and after a
 target-side calibration on K labelled target queries (`forge eval transfer`)."""
 
+import pandas as pd
 import streamlit as st
 
 from app import data, gain_charts, ui, weights
@@ -20,6 +21,16 @@ def _listed(stored: list) -> str:
     """e.g. "λ 0.1 / 0.2 and 0.6 / 0.6"."""
     pairs = [f"{w.lambda_in:g} / {w.lambda_out:g}" for w in stored]
     return "λ " + (", ".join(pairs[:-1]) + " and " + pairs[-1] if len(pairs) > 1 else pairs[0])
+
+
+def show_policies(frame: pd.DataFrame, accounting: str) -> None:
+    """Every policy's cost, F1, utility and gain over the target's own Lite router."""
+    st.dataframe(frame, hide_index=True, column_config={
+        name: st.column_config.NumberColumn(format="%.4f")
+        for name in ("cost_k", "macro_f1", "macro_utility", "gain", "gain_low", "gain_high")})
+    st.caption(f"gain: utility minus the target's own Lite router's, with its paired 95% interval; cost in k tokens "
+               f"a query under {accounting} accounting.")
+
 
 st.title("Transfer")
 st.caption("Teams change models. Here the source host's routers (trained on its data only) route the target host's "
@@ -127,9 +138,4 @@ st.table(arm_mix_frame(report, ["oracle", "transfer_forge_lite", *calibrated, "t
 st.caption("Each policy's arms per benchmark on the target's test queries: the target oracle's mix is what its "
            "knowledge calls for; a transferred router that keeps the source's mix (e.g. Raw where the target "
            "answers without evidence) pays for evidence the target does not need.")
-with st.expander("Every policy"):
-    st.dataframe(frame, hide_index=True, column_config={
-        name: st.column_config.NumberColumn(format="%.4f")
-        for name in ("cost_k", "macro_f1", "macro_utility", "gain", "gain_low", "gain_high")})
-    st.caption(f"gain: utility minus the target's own Lite router's, with its paired 95% interval; cost in k tokens "
-               f"a query under {report['accounting']} accounting.")
+ui.lazy_sections([("Every policy", "transfer-policies", lambda: show_policies(frame, report["accounting"]))])

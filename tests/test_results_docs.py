@@ -20,6 +20,9 @@ from support.stores import copy_store
 GENERATOR = Path(__file__).resolve().parent.parent / "scripts" / "results_tables.py"
 DOCUMENTS = ("results.md", "results-rewards-grounding.md", "bench.md", "serving.md")
 
+pytestmark = pytest.mark.e2e  # the whole demo store: every document generated from it (about 90 s on 2 busy cores);
+# scripts/test.sh runs the e2e tests after the default suite
+
 
 def results_tables(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """scripts/results_tables.py as a module (scripts/ is no package: on the path for its

@@ -33,7 +33,17 @@ from forge_core.store import Store
 
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S, build_app_store
-from support.lazy_sections import TRAIN_COMPARISON, TRAIN_REWARDS, opened
+from support.lazy_sections import (
+    HOST_DEPTHS,
+    HOST_EDIT,
+    HOST_PRICES,
+    HOST_TEST,
+    MAP_CLUSTERS,
+    MAP_CROSSFIT,
+    TRAIN_COMPARISON,
+    TRAIN_REWARDS,
+    opened,
+)
 from support.pareto_page import points_table
 from support.stores import copy_store
 from support.vega_charts import layer_drawing, vega_charts
@@ -139,6 +149,7 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     assert not app.exception
     assert set(app.dataframe[0].value["name"]) >= {"embedded", "embedded-tiny", FAKE_HOST}
 
+    opened(app, HOST_EDIT)
     by_label(app.text_input, "Name").set_value("remote")
     by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1\n\nhttp://127.0.0.1:10/v1\n")
     by_label(app.text_input, "Model").set_value("qwen3")
@@ -155,6 +166,7 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     by_label(app.button, "Save").click().run()
     assert "a host needs a name and a model" in texts(app.error)
 
+    opened(app, HOST_TEST)
     by_label(app.selectbox, "Host to test").set_value(FAKE_HOST)
     by_label(app.button, "Test").click().run()
     assert not app.exception and not app.error
@@ -164,8 +176,15 @@ def test_hosts_lists_adds_and_tests(app_store: Store) -> None:
     app_store.delete_host_config("remote")
 
 
-def test_hosts_adds_and_edits_an_embedded_host(app_store: Store) -> None:
+def test_the_hosts_page_draws_its_forms_and_checks_only_while_open(app_store: Store) -> None:
     app = page("hosts.py")
+    assert not app.exception and [frame.value.columns[0] for frame in app.dataframe] == ["name", "name"]
+    assert not app.text_input and not app.number_input and not app.button  # the hosts and retrievers listed only
+    assert "Save prices" in [button.label for button in opened(app, HOST_PRICES).button]
+
+
+def test_hosts_adds_and_edits_an_embedded_host(app_store: Store) -> None:
+    app = opened(page("hosts.py"), HOST_EDIT)
     by_label(app.text_input, "Name").set_value("tiny-apart")
     by_label(app.selectbox, "Kind").set_value("embedded")
     by_label(app.text_input, "Model").set_value("smollm2-135m")
@@ -184,7 +203,7 @@ def test_hosts_adds_and_edits_an_embedded_host(app_store: Store) -> None:
 
 
 def test_hosts_edits_a_depth_map_and_checks_depths(app_store: Store) -> None:
-    app = page("hosts.py")
+    app = opened(page("hosts.py"), HOST_EDIT)
     by_label(app.text_input, "Name").set_value("mapped")
     by_label(app.text_area, "Base URLs").set_value("http://127.0.0.1:9/v1")
     by_label(app.text_input, "Model").set_value("qwen3")
@@ -196,20 +215,20 @@ def test_hosts_edits_a_depth_map_and_checks_depths(app_store: Store) -> None:
     assert saved.thinking == "custom" and saved.depth_map.depths["no_think"].fields["n"] == 1
     app_store.delete_host_config("mapped")
 
-    app = page("hosts.py")
+    app = opened(page("hosts.py"), HOST_DEPTHS)
     by_label(app.selectbox, "Host to check").set_value(FAKE_HOST)
     assert f"'{FAKE_HOST}' has no depth check" in texts(app.run().info)
     by_label(app.number_input, "Questions per depth").set_value(1)
     by_label(app.button, "Check depths").click().run()
     assert not app.exception and not app.error and "stored: all 2 honoured" in texts(app.success)
-    checked = app.dataframe[-1].value
+    checked = next(frame.value for frame in app.dataframe if "verdict" in frame.value.columns)
     assert list(checked["depth"]) == ["no_think", "cot"] and set(checked["verdict"]) == {"honoured"}
     assert app.dataframe[0].value.set_index("name").loc[FAKE_HOST, "depth check"] == "all 2 honoured"
 
 
 def test_hosts_page_edits_a_stored_host_as_forge_host_edit_does(app_store: Store) -> None:
     save_host_config(app_store, HostConfig(name="edited", kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
-    app = page("hosts.py")
+    app = opened(page("hosts.py"), HOST_EDIT)
     by_label(app.selectbox, "Host to edit").set_value("edited").run()
     assert by_label(app.text_input, "Model").disabled and by_label(app.selectbox, "Thinking control").disabled
     by_label(app.number_input, "Requests in flight per URL").set_value(3)
@@ -225,7 +244,7 @@ def test_hosts_page_edits_a_stored_host_as_forge_host_edit_does(app_store: Store
 def test_host_failure_is_one_message(app_store: Store) -> None:
     save_host_config(app_store, HostConfig(name="dead", kind="openai", model="m", base_url="http://127.0.0.1:9/v1",
                                            max_retries=0, timeout_s=5.0))
-    app = page("hosts.py")
+    app = opened(page("hosts.py"), HOST_TEST)
     by_label(app.selectbox, "Host to test").set_value("dead")
     by_label(app.button, "Test").click().run()
     assert not app.exception and len(app.error) == 1 and "\n" not in app.error[0].value
@@ -355,7 +374,7 @@ def test_enumerate_prices_the_selected_plan_before_it_starts(app_store: Store) -
 
 
 def test_hosts_page_sets_prices_of_a_built_in_host(app_store: Store) -> None:
-    app = page("hosts.py")
+    app = opened(page("hosts.py"), HOST_PRICES)
     by_label(app.selectbox, "Host to price").set_value("embedded-tiny")
     by_label(app.number_input, "USD per million input tokens").set_value(0.5)
     by_label(app.number_input, "USD per million output tokens").set_value(1.5)
@@ -775,7 +794,7 @@ def test_pareto_page_reads_stored_crossfit_runs(trained_app: tuple[Store, str]) 
         split_view.caption)
     assert "not a second recommendation" in texts(split_view.caption)  # the split's points: no interval
 
-    action_map = page("action_map.py")
+    action_map = opened(opened(page("action_map.py"), MAP_CLUSTERS), MAP_CROSSFIT)
     assert not action_map.exception, action_map.exception
     by_label(action_map.selectbox, "Policy").set_value("ridge_utility").run()
     assert not action_map.exception, action_map.exception
@@ -798,7 +817,7 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
                for label, value in cards.items())
     assert "a tie (e.g. every arm scoring F1 0) agrees with every policy" in texts(app.caption)
     charts = vega_charts(app)
-    assert len(charts) == 4  # router map, oracle map, agree / disagree map, cluster mix
+    assert len(charts) == 3  # router map, oracle map, agree / disagree map (the cluster mix drawn once opened)
     (router_spec, router_points), (_, agreement_points) = charts[0], charts[2]
     assert router_points["raw:no_think"].str.startswith("F1 ").all()  # tooltip: every arm's outcome
     assert {"field": "raw:no_think", "type": "nominal"} in router_spec["layer"][0]["encoding"]["tooltip"]
@@ -811,7 +830,7 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert len(outcomes) == 6 and outcomes["router's implied utility vs its pick"].max() == 0.0
     assert outcomes["answer"].ne("–").all()  # every arm's stored answer
     assert [tab.label for tab in app.tabs] == ["Direct", "Summary", "Raw"]
-    summary = frame_with(app, "queries")
+    summary = frame_with(opened(app, MAP_CLUSTERS), "queries")
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"

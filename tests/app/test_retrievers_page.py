@@ -13,6 +13,7 @@ from forge_core.data.importing import import_benchmarks
 from forge_core.evidence.retrievers import get_retriever_config
 from forge_core.store import Store
 
+from support.lazy_sections import RETRIEVER_CHECK, RETRIEVER_DEFAULT, RETRIEVER_EDIT, opened
 from support.retrieval_server import RetrievalServer
 
 PAGE = Path(__file__).resolve().parents[2] / "pages" / "hosts.py"
@@ -44,6 +45,7 @@ def test_retrievers_are_listed_added_checked_and_removed(
     listed = app.dataframe[1].value  # the hosts first, then the retrievers
     assert list(listed["name"]) == ["bm25"] and list(listed["config hash"]) == ["(default)"]
 
+    opened(opened(app, RETRIEVER_EDIT), RETRIEVER_CHECK)
     with RetrievalServer(delay_s=0.02) as service:
         by_label(app.text_input, "Retriever name").set_value("svc")
         by_label(app.selectbox, "Retriever kind").set_value("http")
@@ -74,7 +76,7 @@ def test_a_hosts_default_retriever_is_set_listed_and_kept_from_removal(
     store = Store(tmp_path / "store.duckdb")
     save_retriever_config(store, RetrieverConfig("k4", k=4))
     monkeypatch.setenv("FORGE_STORE", str(store.path))
-    app = run_page()
+    app = opened(opened(run_page(), RETRIEVER_DEFAULT), RETRIEVER_EDIT)
     assert by_label(app.selectbox, "Its default retriever").value == "bm25"
     by_label(app.selectbox, "Host to set a default for").set_value("embedded-tiny").run()
     by_label(app.selectbox, "Its default retriever").set_value("k4")

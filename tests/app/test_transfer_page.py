@@ -14,6 +14,7 @@ from forge_core.evaluation import transfer as transfer_module
 from forge_core.precompute.view_cache import TRANSFER_CACHE
 from forge_core.store import Store
 
+from support.lazy_sections import TRANSFER_POLICIES, opened
 from support.stores import copy_store
 
 PAGE = Path(__file__).resolve().parents[2] / "pages" / "transfer.py"
@@ -50,6 +51,9 @@ def test_the_page_trains_what_is_missing_then_shows_transfer_and_calibration(
     assert "raw:no_think" in mix.loc["musique", "transfer_forge_lite"]  # the source's habit, which the target
     assert "raw:no_think" not in mix.loc["musique", "oracle"]  # does not need
     assert not store.checkpoints()["lineage"].str.contains("calibrated_from").any()  # the page stores nothing
+    assert not app.dataframe  # every policy's row is drawn once its section is opened
+    policies = opened(app, TRANSFER_POLICIES).dataframe[0].value
+    assert {"transfer_forge_lite", "target_forge_lite"} <= set(policies["policy"]) and "gain_low" in policies.columns
 
     # the report is kept under the cache directory: a new process's first view reads it, computing nothing
     kept = list((config.cache_dir() / TRANSFER_CACHE).glob("*.json"))

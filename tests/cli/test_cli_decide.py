@@ -156,6 +156,7 @@ def counting() -> Iterator[CountingHost]:
         yield server
 
 
+@pytest.mark.e2e  # a flow that trains and serves: crossfit, a decision, then `forge serve` (about 25 s)
 def test_serve_manifest_serves_exactly_it_and_refuses_what_no_longer_holds(
         demo_store: Store, counting: CountingHost, tmp_path: Path) -> None:
     store = copy_store(demo_store, tmp_path / "store")

@@ -60,6 +60,7 @@ def test_crossfit_folds_hold_out_every_query_once(outcome_store: Store) -> None:
         crossfit_folds(base, 100, 0.2, split_seed=0)  # refused at the call, before any fold
 
 
+@pytest.mark.e2e  # a flow that trains: a crossfit run, interrupted and resumed (about 22 s on 2 busy cores)
 def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp_path) -> None:
     from support.stores import copy_store
 
@@ -202,6 +203,7 @@ def test_crossfit_decides_every_query_once_and_resumes(outcome_store: Store, tmp
     assert "always_raw_again" in crossfit_module.cached_crossfit_report(store, report["run_id"], cache)["policies"]
 
 
+@pytest.mark.e2e  # a flow that trains: a crossfit run, then it again with a policy added (about 20 s)
 def test_a_run_keeps_its_id_across_renamed_fields_and_computes_an_added_policy_only(outcome_store: Store,
                                                                                    tmp_path) -> None:
     import dataclasses

@@ -147,6 +147,7 @@ def test_the_dev_fallback_charges_probe_tokens_only_where_the_router_answers(con
     assert np.array_equal(realized[~routed], context.utility[rows[~routed], direct])  # nothing charged but Direct
 
 
+@pytest.mark.e2e  # a flow that trains: a crossfit run with its fold routers (about 25 s on 2 busy cores)
 def test_crossfit_charges_the_probes_and_compares_with_the_floor(outcome_store: Store, tmp_path) -> None:
 
     store = copy_store(outcome_store, tmp_path)
@@ -170,6 +171,7 @@ def test_crossfit_charges_the_probes_and_compares_with_the_floor(outcome_store: 
     assert stored["accounting"] == "deploy"  # the run records its accounting
 
 
+@pytest.mark.e2e  # a flow that trains: crossfit runs at three split seeds (about 20 s on 2 busy cores)
 def test_gains_are_decidable_only_above_zero_at_every_seed(outcome_store: Store, tmp_path) -> None:
 
     store = copy_store(outcome_store, tmp_path)

@@ -114,6 +114,22 @@ def idle(page: Any) -> None:
                                                            timeout=ANSWER_TIMEOUT_S * 1000)
 
 
+def open_every_section(page: Any) -> None:
+    """Open each collapsed expander of the page in turn, waiting until the rerun it starts has drawn its
+    content (a lazy section, `ui.lazy_sections`, draws nothing while closed)."""
+    from playwright.sync_api import expect
+
+    expanders = page.get_by_test_id("stExpander")
+    for index in range(expanders.count()):
+        expander = expanders.nth(index)
+        if expander.locator("details[open]").count():
+            continue
+        expander.locator("summary").click()
+        expect(expander.get_by_test_id("stExpanderDetails").get_by_test_id("stElementContainer").first
+               ).to_be_attached(timeout=ANSWER_TIMEOUT_S * 1000)
+        idle(page)
+
+
 def pick_first_demo_question(page: Any) -> None:
     """Press the Live query demo list's first Pick and wait until the page shows the picked question. Waiting
     for the script to be idle alone races the rerun the press starts: a press of "Route and answer" made
