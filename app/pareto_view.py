@@ -26,6 +26,8 @@ from forge_core.reports.tables import pareto_highlights
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
+FIRST_DRAW_S = 2.0  # how long the next step's computation waits after the page's first run: the browser draws it
+
 
 @dataclasses.dataclass(frozen=True)
 class ParetoFrames:
@@ -75,4 +77,6 @@ def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_be
         for checkpoint_id in conditioned:
             data.reliability_base(store, version, checkpoint_id)
 
-    prefetch(next_step)
+    # after the page's first run, the next step loads the routing stack (torch, scikit-learn: seconds of CPU
+    # holding the interpreter): started at once, it slowed the browser's drawing of the page it follows
+    prefetch(next_step, after_s=FIRST_DRAW_S if previous is None else 0.0)

@@ -6,13 +6,16 @@ each step the page asks for the step that would follow if the sliders keep
 moving as they last moved (`next_weights`), and one background thread computes it through the
 page's own cached functions: when the step comes, its results are there, or being made (Streamlit's
 caches lock per key: the step waits for them rather than computing them twice). Only the newest
-request waits for the thread; one it has not started is dropped when a newer one comes.
+request waits for the thread; one it has not started is dropped when a newer one comes. After the
+page's first run the next step waits a moment (`pareto_view.FIRST_DRAW_S`): it loads the routing stack,
+seconds of CPU that slowed the browser's drawing of the page when started at once.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -44,19 +47,21 @@ def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeig
     return CostWeights(*upcoming)
 
 
-def prefetch(task: Callable[[], object]) -> Future:
-    """Run `task` on the prefetch thread once it is free; a task still waiting there is dropped (only
-    the newest next step is worth computing). What the task cannot do for a user's reason (a
-    `ForgeError`) the step itself will say; any other error is logged. Returns the task's future."""
+def prefetch(task: Callable[[], object], after_s: float = 0.0) -> Future:
+    """Run `task` on the prefetch thread once it is free, `after_s` seconds after it starts there; a task
+    still waiting there is dropped (only the newest next step is worth computing). What the task cannot do
+    for a user's reason (a `ForgeError`) the step itself will say; any other error is logged. Returns the
+    task's future."""
     global _waiting
     with _lock:
         if _waiting is not None:
             _waiting.cancel()  # False, and harmless, when it has started or finished
-        _waiting = _worker.submit(_logged, task)
+        _waiting = _worker.submit(_logged, task, after_s)
         return _waiting
 
 
-def _logged(task: Callable[[], object]) -> None:
+def _logged(task: Callable[[], object], after_s: float) -> None:
+    time.sleep(after_s)
     try:
         task()
     except ForgeError:

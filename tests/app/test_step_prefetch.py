@@ -4,8 +4,14 @@ and that only the newest request waits for its thread."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
+import pytest
+
+from app import pareto_view, step_prefetch
 from app.step_prefetch import next_weights, prefetch
+from forge_core.evaluation.cached import CachedRequest
+from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.routing.utility import CostWeights
 
 TIMEOUT_S = 60
@@ -37,3 +43,22 @@ def test_an_error_in_a_step_computed_ahead_is_logged_not_lost(caplog) -> None:
 
     prefetch(failing).result(TIMEOUT_S)
     assert "a bug" in caplog.text
+
+
+def test_the_pages_first_run_lets_the_browser_draw_before_the_next_step_is_computed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    delays: list[float] = []
+    monkeypatch.setattr(pareto_view, "prefetch", lambda task, after_s=0.0: delays.append(after_s))
+    monkeypatch.setattr(pareto_view, "views_ready", lambda *names: True)
+    request = CachedRequest(EvaluationSettings("a-host", weights=CostWeights(0.1, 0.2)))
+    for previous in (None, CostWeights(0.09, 0.2)):  # the page's first run, then a step
+        pareto_view.prefetch_next_step(None, 0, request, False, "policy", {}, previous, decide=False,
+                                       budget_for=lambda weights: None, conditioned=())
+    assert delays == [pareto_view.FIRST_DRAW_S, 0.0] and pareto_view.FIRST_DRAW_S > 0
+
+
+def test_a_deferred_step_waits_on_its_thread_then_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept, ran = [], []
+    monkeypatch.setattr(step_prefetch, "time", SimpleNamespace(sleep=slept.append))
+    prefetch(lambda: ran.append(slept[:]), after_s=2.0).result(TIMEOUT_S)
+    assert ran == [[2.0]]  # the wait came before the task
