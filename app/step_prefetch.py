@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -30,6 +29,7 @@ log = logging.getLogger(__name__)
 # torch or DuckDB, which aborts the process.
 _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forge-next-step")
 _waiting: Future | None = None
+_superseded = threading.Event()  # set when a newer request comes: the newest request's own event
 _lock = threading.Lock()
 
 
@@ -49,19 +49,22 @@ def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeig
 
 def prefetch(task: Callable[[], object], after_s: float = 0.0) -> Future:
     """Run `task` on the prefetch thread once it is free, `after_s` seconds after it starts there; a task
-    still waiting there is dropped (only the newest next step is worth computing). What the task cannot do
-    for a user's reason (a `ForgeError`) the step itself will say; any other error is logged. Returns the
-    task's future."""
-    global _waiting
+    still waiting there, or still in its `after_s`, gives way to a newer one (only the newest next step is
+    worth computing). What the task cannot do for a user's reason (a `ForgeError`) the step itself will
+    say; any other error is logged. Returns the task's future."""
+    global _waiting, _superseded
     with _lock:
         if _waiting is not None:
             _waiting.cancel()  # False, and harmless, when it has started or finished
-        _waiting = _worker.submit(_logged, task, after_s)
+        _superseded.set()
+        _superseded = threading.Event()
+        _waiting = _worker.submit(_logged, task, after_s, _superseded)
         return _waiting
 
 
-def _logged(task: Callable[[], object], after_s: float) -> None:
-    time.sleep(after_s)
+def _logged(task: Callable[[], object], after_s: float, superseded: threading.Event) -> None:
+    if superseded.wait(after_s):  # a newer request came meanwhile
+        return
     try:
         task()
     except ForgeError:

@@ -4,11 +4,11 @@ and that only the newest request waits for its thread."""
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
+import time
 
 import pytest
 
-from app import pareto_view, step_prefetch
+from app import pareto_view
 from app.step_prefetch import next_weights, prefetch
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
@@ -57,8 +57,11 @@ def test_the_pages_first_run_lets_the_browser_draw_before_the_next_step_is_compu
     assert delays == [pareto_view.FIRST_DRAW_S, 0.0] and pareto_view.FIRST_DRAW_S > 0
 
 
-def test_a_deferred_step_waits_on_its_thread_then_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    slept, ran = [], []
-    monkeypatch.setattr(step_prefetch, "time", SimpleNamespace(sleep=slept.append))
-    prefetch(lambda: ran.append(slept[:]), after_s=2.0).result(TIMEOUT_S)
-    assert ran == [[2.0]]  # the wait came before the task
+def test_a_deferred_step_runs_unless_a_newer_request_comes_while_it_waits() -> None:
+    ran = []
+    prefetch(lambda: ran.append("deferred"), after_s=0.01).result(TIMEOUT_S)
+    waiting = prefetch(lambda: ran.append("given way"), after_s=TIMEOUT_S)
+    while not waiting.running():  # on the thread, in its wait, blocking the thread...
+        time.sleep(0.01)
+    prefetch(lambda: ran.append("newer")).result(TIMEOUT_S)  # ...until a newer request comes
+    assert ran == ["deferred", "newer"]
