@@ -19,7 +19,7 @@ from forge_core.store import Store
 from support.answering_server import AnsweringServer
 from support.app_store import FAKE_HOST, PAGE_RUN_TIMEOUT_S
 from support.lazy_sections import opened
-from support.pareto_page import HULL_TABLE, MARGINS, points_table
+from support.pareto_page import CALIBRATION, HULL_TABLE, MARGINS, points_table
 from support.stores import copy_store
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_op
     reliability, reliability_base, prefetch = data.reliability, data.reliability_base, pareto_view.prefetch
     monkeypatch.setattr(data, "reliability", lambda *args: scored.append(args[2:]) or reliability(*args))
     monkeypatch.setattr(data, "reliability_base", lambda *args: loaded.append(args[2]) or reliability_base(*args))
-    monkeypatch.setattr(pareto_view, "prefetch", lambda task: ahead.append(prefetch(task)) or ahead[-1])
+    monkeypatch.setattr(pareto_view, "prefetch", lambda task, after_s: ahead.append(prefetch(task)) or ahead[-1])
     app = navigation()
     app.switch_page("../pages/pareto.py").run()
     assert not app.exception, app.exception
@@ -120,6 +120,8 @@ def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_op
 def test_calibrate_to_a_budget_moves_the_sliders(conditioned_app: tuple[Store, str]) -> None:
     app = navigation()
     app.switch_page("../pages/pareto.py").run()
+    assert "T (tokens a query)" not in [widget.label for widget in app.number_input]  # drawn once opened
+    opened(app, CALIBRATION)
     by_label(app.number_input, "T (tokens a query)").set_value(300.0)
     by_label(app.button, "Calibrate").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]

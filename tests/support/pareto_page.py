@@ -10,6 +10,7 @@ from support.lazy_sections import opened
 POINTS_TABLE = "pareto-table"  # the expander of every point's row
 MARGINS = "pareto-margins"  # the expander of the routers' reliability tables
 HULL_TABLE = "pareto-hull"  # the expander of every policy against the mix of fixed arms
+CALIBRATION = "pareto-calibrate"  # the expander of "Calibrate to a budget"
 
 
 def points_table(app: AppTest) -> pd.DataFrame:
