@@ -97,12 +97,12 @@ def host_form(store: Store, configs: list[HostConfig]) -> None:
             st.rerun()
 
 
-def prices_form(store: Store, configs: list[HostConfig], prices: dict[str, HostPrices]) -> None:
+def prices_form(store: Store, names: list[str], prices: dict[str, HostPrices]) -> None:
     """A host's prices per million tokens (as `forge host edit --price-in/--price-out`)."""
     st.caption("US dollars per million tokens, as the host's provider charges them (built-in hosts too: price "
                "your own hardware's time). The Enumerate page and `forge enumerate --estimate` price a plan with "
                "them; `--budget-usd` stops a run on them. Prices never change a host's configuration hash.")
-    priced = st.selectbox("Host to price", [c.name for c in configs])
+    priced = st.selectbox("Host to price", names)
     current_prices = prices.get(priced)
     with st.form("prices"):
         in_column, out_column = st.columns(2)
@@ -117,10 +117,10 @@ def prices_form(store: Store, configs: list[HostConfig], prices: dict[str, HostP
                 st.rerun()
 
 
-def host_test(store: Store, configs: list[HostConfig]) -> None:
+def host_test(store: Store, names: list[str]) -> None:
     """One short real call to a host, its answer, tokens and latency."""
     st.caption(f"One short real call: “{CHECK_QUESTION}” on the Direct arm.")
-    tested = st.selectbox("Host to test", [c.name for c in configs])
+    tested = st.selectbox("Host to test", names)
     if st.button("Test", icon=":material/network_check:"):
         with ui.user_errors(stop=False), st.spinner(f"Calling {tested}…"):
             answer = check_host(data.served_host(get_host_config(store, tested)))
@@ -131,12 +131,12 @@ def host_test(store: Store, configs: list[HostConfig]) -> None:
             columns[2].metric("Latency", f"{answer.latency_ms:,.0f} ms")
 
 
-def depth_check(store: Store, configs: list[HostConfig], checks: dict[str, dict]) -> None:
+def depth_check(store: Store, names: list[str], checks: dict[str, dict]) -> None:
     """Check that a host honours each thinking depth, and show its stored check."""
     st.caption("Sends each depth of the host's alphabet on short questions and checks that the host does what the "
                "depth asks: no reasoning when off, reasoning within the budget when on. A 12-arm enumeration needs "
                "every depth honoured. The same as `forge host check NAME`.")
-    checked_name = st.selectbox("Host to check", [c.name for c in configs])
+    checked_name = st.selectbox("Host to check", names)
     stored_check = checks.get(checked_name)
     questions = st.number_input("Questions per depth", 1, len(CHECK_QUESTIONS), DEFAULT_QUESTIONS)
     if st.button("Check depths", icon=":material/fact_check:"):
@@ -162,9 +162,10 @@ with ui.user_errors():
     configs = data.host_configs(store)
 checks, prices = data.depth_checks(store, configs), data.host_prices(store, configs)
 st.dataframe(ui.hosts_frame(configs, checks, prices), hide_index=True)
+names = [c.name for c in configs]
 ui.lazy_sections([("Add or edit a host", "hosts-edit", lambda: host_form(store, configs)),
-                  ("Prices", "hosts-prices", lambda: prices_form(store, configs, prices)),
-                  ("Test a host", "hosts-test", lambda: host_test(store, configs)),
-                  ("Check thinking depths", "hosts-depths", lambda: depth_check(store, configs, checks))])
+                  ("Prices", "hosts-prices", lambda: prices_form(store, names, prices)),
+                  ("Test a host", "hosts-test", lambda: host_test(store, names)),
+                  ("Check thinking depths", "hosts-depths", lambda: depth_check(store, names, checks))])
 retrievers_view.retrievers_section(store, [name for name, stats in data.benchmark_stats(store).items()
                                            if stats.get("documents")])
