@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.step_prefetch import give_way
 from app.ui import PAGES_DIR
 
 # the icon is a file served inline: a :material/ icon would be fetched from a font server (the app stays offline)
@@ -28,4 +29,5 @@ navigation = st.navigation({
         st.Page(PAGES_DIR / "traffic.py", title="Traffic", icon=":material/monitoring:", url_path="traffic"),
     ],
 })
+give_way()  # a next Pareto step waiting to be computed is not wanted while a page runs (the Pareto page asks again)
 navigation.run()

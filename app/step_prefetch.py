@@ -6,9 +6,10 @@ each step the page asks for the step that would follow if the sliders keep
 moving as they last moved (`next_weights`), and one background thread computes it through the
 page's own cached functions: when the step comes, its results are there, or being made (Streamlit's
 caches lock per key: the step waits for them rather than computing them twice). Only the newest
-request waits for the thread; one it has not started is dropped when a newer one comes. After the
-page's first run the next step waits a moment (`pareto_view.FIRST_DRAW_S`): it loads the routing stack,
-seconds of CPU that slowed the browser's drawing of the page when started at once.
+request waits for the thread; one it has not started is dropped when a newer one comes, or when any
+page's run starts (`give_way`, called by the navigation). After the page's first run the next step
+waits a moment (`pareto_view.FIRST_DRAW_S`): it loads the routing stack, seconds of CPU that slowed
+the browser's drawing of the page when started at once, and of the next page when the user moved on.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def prefetch(task: Callable[[], object], after_s: float = 0.0) -> Future:
         _superseded = threading.Event()
         _waiting = _worker.submit(_logged, task, after_s, _superseded)
         return _waiting
+
+
+def give_way() -> None:
+    """Drop the task waiting on the prefetch thread, or still in its `after_s` (one already computing
+    finishes): a page run is starting, so the step it was computed for may never come, and it would
+    compete with that page's drawing (the Pareto page asks again at the end of its run)."""
+    with _lock:
+        if _waiting is not None:
+            _waiting.cancel()
+        _superseded.set()
 
 
 def _logged(task: Callable[[], object], after_s: float, superseded: threading.Event) -> None:

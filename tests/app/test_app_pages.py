@@ -14,6 +14,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from app.step_prefetch import prefetch
 from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.estimate import estimate_plan
@@ -99,6 +100,14 @@ def test_navigation_runs_every_page(app_store: Store) -> None:
         app.switch_page(f"../pages/{script}").run()
         assert not app.exception, script
         assert app.title[0].value == title
+
+
+def test_a_page_run_drops_the_pareto_step_waiting_to_be_computed(app_store: Store) -> None:
+    ran = []  # the next Pareto step, asked for after the page's first run (it waits for the browser to draw)
+    waiting = prefetch(lambda: ran.append("computed"), after_s=30.0)  # longer than the page's run, as a rule
+    app = AppTest.from_file(str(PROJECT_ROOT / "app" / "main.py"), default_timeout=PAGE_RUN_TIMEOUT_S).run()
+    waiting.result(PAGE_RUN_TIMEOUT_S)  # given way (done without running), or run once its wait ends
+    assert not app.exception and ran == []
 
 
 @pytest.mark.parametrize("script", ["overview.py", "enumerate.py", "live_query.py", "train.py", "pareto.py",

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from app import pareto_view
-from app.step_prefetch import next_weights, prefetch
+from app.step_prefetch import give_way, next_weights, prefetch
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
 from forge_core.routing.utility import CostWeights
@@ -65,3 +65,14 @@ def test_a_deferred_step_runs_unless_a_newer_request_comes_while_it_waits() -> N
         time.sleep(0.01)
     prefetch(lambda: ran.append("newer")).result(TIMEOUT_S)  # ...until a newer request comes
     assert ran == ["deferred", "newer"]
+
+
+def test_a_page_run_drops_the_step_waiting_to_be_computed() -> None:
+    ran = []
+    waiting = prefetch(lambda: ran.append("left behind"), after_s=TIMEOUT_S)
+    while not waiting.running():  # on the thread, in its wait
+        time.sleep(0.01)
+    give_way()  # a page's run starts
+    waiting.result(TIMEOUT_S)  # done at once, not after its wait
+    prefetch(lambda: ran.append("asked again")).result(TIMEOUT_S)
+    assert ran == ["asked again"]
