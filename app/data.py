@@ -471,13 +471,18 @@ def action_map(store: Store, version: int, host: str, checkpoint_id: str, split:
     """The checkpoint's action map on the host's queries of a split, only those of `benchmarks`
     when given, a cost-conditioned router's at `weights` (`version`: see `store_version`), on the
     outcomes and features of the retriever the checkpoint was trained under (`retriever`: its
-    name, whose features are computed first); its UMAP is computed once per set of queries and
-    kept on disk under the cache directory (`umap/`), across app restarts, store writes and weights."""
+    name, whose features are computed first); kept under the cache directory (`action_map/`: the host's
+    default router's first one is computed there by `forge store load-demo`), and its UMAP once per set of
+    queries (`umap/`), across app restarts, store writes and weights."""
+    from forge_core.precompute.view_cache import action_map_view
     from forge_core.reports.action_map import compute_action_map
 
-    features_ready(store, version, host, retriever)
-    return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
-                              umap_cache=config.cache_dir() / "umap", weights=weights)
+    def compute() -> ActionMap:
+        features_ready(store, version, host, retriever)
+        return compute_action_map(store, host, checkpoint_id, split, benchmarks=benchmarks,
+                                  umap_cache=config.cache_dir() / "umap", weights=weights)
+
+    return action_map_view(store, checkpoint_id, split, benchmarks, weights, config.cache_dir(), compute)
 
 
 @st.cache_data(show_spinner="Computing missing features…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

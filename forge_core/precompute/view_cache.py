@@ -6,9 +6,10 @@ routers for any weights (the Pareto page: training them takes a minute or more),
 first view (between the first two hosts: its calibrations train each transferred router's heads 9
 times), the Live query page's demo questions under each host's default router (deciding them loads
 the training stack), the gold recall of every complete query's prompts (the Overview's and the
-Pareto page's grounding columns: the evidence is rebuilt query by query), and the Train page's
+Pareto page's grounding columns: the evidence is rebuilt query by query), the Action map of each
+host's default router (its router's decisions load the training stack), and the Train page's
 consensus-reward audit at the default weights. Each is kept under the cache directory where the
-pages read it (`crossfit/`, `decide/`, `transfer/`, `demo/`, `gold_recall/`, `audit/`), in files named
+pages read it (`crossfit/`, `decide/`, `transfer/`, `demo/`, `gold_recall/`, `action_map/`, `audit/`), in files named
 by the run id and the weights (a transfer report, the demo questions and an audit: by their inputs
 and the store's row counts), so a result that no longer matches the store is simply never read.
 `view_steps` lists them, each named (`KIND/HOST`) as a page waiting for it asks for it."""
@@ -22,6 +23,8 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 
     from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.reports.action_map import ActionMap
     from forge_core.reports.reliability import Reliability
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,8 @@ AUDIT_VIEW_VERSION = 1  # bumped when an audit report's contents change
 AUDIT_VIEW_PROXY = "consensus"  # the proxy the Train page opens on (it needs no judge host)
 PARETO_CACHE = "pareto"  # under the cache directory: the Pareto page's points and reliability tables
 PARETO_VIEW_VERSION = 2  # bumped when the Pareto points or a reliability table change
+ACTION_MAP_CACHE = "action_map"  # under the cache directory: the Action map page's maps
+ACTION_MAP_VIEW_VERSION = 1  # bumped when an action map's contents or settings (UMAP, clusters) change
 
 
 def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:
@@ -148,6 +154,41 @@ def reliability_view(store: Store, checkpoint_id: str, weights: CostWeights | No
     return cached_file(Path(cache_dir) / PARETO_CACHE / f"reliability-{key[:20]}.json", compute, read, write)
 
 
+def action_map_view(store: Store, checkpoint_id: str, split: str, benchmarks: Sequence[str] | None,
+                    weights: CostWeights | None, cache_dir: Path, compute: Callable[[], ActionMap]) -> ActionMap:
+    """A checkpoint's action map of a split (`compute`: `reports.action_map.compute_action_map`), only
+    `benchmarks` when given, at `weights` (a cost-conditioned router's; None: its own), computed once
+    and kept under `cache_dir` (`action_map/`, NumPy arrays, no pickles) in a file named by them and
+    the store's row counts."""
+    identity = {"checkpoint": checkpoint_id, "split": split, "benchmarks": list(benchmarks) if benchmarks else None,
+                "weights": weights.to_dict() if weights else None, "rows": _row_counts(store)}
+    key = canonical_hash("action-map-view", ACTION_MAP_VIEW_VERSION, identity)
+    return cached_file(Path(cache_dir) / ACTION_MAP_CACHE / f"map-{key[:20]}.npz", compute, _read_action_map,
+                       _write_action_map)
+
+
+def _write_action_map(file: Path, action_map: ActionMap) -> None:
+    """Every field of the map as an array of its own (`_read_action_map` reads it back exactly)."""
+    fields = {field.name: getattr(action_map, field.name) for field in dataclasses.fields(action_map)}
+    fields["weights"] = [action_map.weights.lambda_in, action_map.weights.lambda_out]
+    with file.open("wb") as out:
+        np.savez(out, **{name: np.asarray(value) for name, value in fields.items()})
+
+
+def _read_action_map(file: Path) -> ActionMap:
+    from forge_core.reports.action_map import ActionMap
+
+    with np.load(file, allow_pickle=False) as kept:
+        return ActionMap(
+            checkpoint_id=str(kept["checkpoint_id"]), host=str(kept["host"]), split=str(kept["split"]),
+            arms=tuple(map(str, kept["arms"])), keys=tuple((str(benchmark), str(example)) for benchmark, example
+                                                           in kept["keys"]),
+            questions=tuple(map(str, kept["questions"])), coordinates=kept["coordinates"], clusters=kept["clusters"],
+            probabilities=kept["probabilities"], utility=kept["utility"], f1=kept["f1"], tokens_in=kept["tokens_in"],
+            tokens_out=kept["tokens_out"], weights=CostWeights(*map(float, kept["weights"])),
+            retriever_hash=str(kept["retriever_hash"]), tau=float(kept["tau"]))
+
+
 def default_pareto_request(store: Store, host: str) -> CachedRequest:
     """The request the Pareto page opens on: the test split of the host's default alphabet at the
     default weights, the deployment's accounting, BM25 evidence, with its cost-conditioned routers
@@ -183,6 +224,24 @@ def _pareto_views(store: Store, host: str, cache_dir: Path) -> None:
         weights = CostWeights() if checkpoint_id in conditioned else None
         reliability_view(store, checkpoint_id, weights, cache_dir,
                          lambda: checkpoint_reliability(store, checkpoint_id, weights))
+
+
+def _action_map(store: Store, host: str, cache_dir: Path) -> None:
+    """The Action map page's first render: the host's default router's map of the test split, at the
+    default weights when it is cost-conditioned, its features computed first."""
+    from forge_core.reports.action_map import compute_action_map
+    from forge_core.routing.features import compute_features
+
+    router = default_router(store, host)
+    if router is None:
+        raise MissingStep(f"host '{host}' has no router yet")
+    weights = CostWeights() if conditioning_of(store.checkpoint(router)[0]["lineage"]) is not None else None
+
+    def compute() -> ActionMap:
+        compute_features(store, host)
+        return compute_action_map(store, host, router, "test", umap_cache=cache_dir / "umap", weights=weights)
+
+    action_map_view(store, router, "test", None, weights, cache_dir, compute)
 
 
 def _demo_questions(store: Store, host: str, cache_dir: Path) -> None:
@@ -232,6 +291,7 @@ HOST_VIEWS: tuple[tuple[str, str, Callable[[Store, str, Path], object]], ...] = 
     ("crossfit", "the stored crossfit runs' reports", _crossfit_reports),
     ("pareto", "the Pareto points and reliability tables", _pareto_views),
     ("decision", "the decision at the default weights", _decision),
+    ("action_map", "the Action map of the default router", _action_map),
     ("demo", "the Live query page's demo questions", _demo_questions),
     ("audit", "the consensus reward's audit", lambda store, host, cache_dir: reward_audit_view(
         store, host, AUDIT_VIEW_PROXY, default_alphabet_size(store, host), CostWeights(), cache_dir)),

@@ -15,6 +15,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.step_prefetch import prefetch
+from forge_core import config
 from forge_core.config import PROJECT_ROOT
 from forge_core.data.importing import import_benchmarks
 from forge_core.enumeration.estimate import estimate_plan
@@ -28,7 +29,9 @@ from forge_core.evidence.retrievers import (
 from forge_core.hosts.base import HostConfig
 from forge_core.hosts.registry import BUILTIN_HOSTS, get_host_config, save_host_config, save_host_prices
 from forge_core.jobs import job_for_process, log_tail, start_enumeration_job
+from forge_core.precompute.view_cache import precompute_views, view_name, view_steps
 from forge_core.records import HostPrices
+from forge_core.reports import action_map as action_map_module
 from forge_core.reports.checkpoint_views import checkpoint_names, short_id
 from forge_core.store import Store
 
@@ -843,6 +846,23 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
     assert len(summary) == 6 and summary["queries"].sum() == 60
     by_label(app.selectbox, "Split").set_value("all").run()
     assert not app.exception and metric_values(app)["Queries"] == "240"
+
+
+def test_the_action_map_page_opens_on_the_map_the_background_views_kept(trained_app: tuple[Store, str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    store, checkpoint_id = trained_app
+    steps = [step for step in view_steps(store, config.cache_dir()) if step.name == view_name("action_map", SYNTHETIC_HOST)]
+    assert precompute_views(store, config.cache_dir(), steps=steps) == [
+        f"{SYNTHETIC_HOST}: the Action map of the default router: ready"]
+
+    def not_computed(*arguments, **options):  # a test double: the page must read the kept map
+        raise AssertionError("the action map was computed again")
+
+    monkeypatch.setattr(action_map_module, "compute_action_map", not_computed)
+    app = page("action_map.py")
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Checkpoint").value == checkpoint_id and metric_values(app)["Queries"] == "60"
+    assert len(vega_charts(app)) == 3
 
 
 def test_queries_page_sorts_filters_and_opens_a_query_by_its_url(trained_app: tuple[Store, str]) -> None:

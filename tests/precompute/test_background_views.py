@@ -92,5 +92,5 @@ def test_the_background_process_computes_and_releases_the_lock(tmp_path: Path) -
 def test_view_steps_name_what_the_pages_wait_for(outcome_store: Store, tmp_path: Path) -> None:
     host = outcome_store.hosts_with_outcomes()[0]
     names = [step.name for step in view_steps(outcome_store, tmp_path)]
-    kinds = ["gold_recall", "crossfit", "pareto", "decision", "demo", "audit", "any_weights"]
+    kinds = ["gold_recall", "crossfit", "pareto", "decision", "action_map", "demo", "audit", "any_weights"]
     assert names == [view_name(kind, host) for kind in kinds]  # one host: no transfer; the fold routers last
