@@ -199,7 +199,7 @@ def _show_seed_spread(report: dict, reports: list[dict], retriever: str) -> None
     st.subheader("Across split seeds")
     if len(siblings) < 2:
         st.caption(f"Only split seed {report['split_seed']} is stored for these settings: run "
-                   f"`scripts/crossfit_demo.sh` (or `forge eval --protocol crossfit --split-seed 1"
+                   f"`scripts/crossfit_demo.sh` (or `forge eval crossfit --split-seed 1"
                    f"{retriever_option(retriever)}`, 2) to see "
                    "whether the gains hold across fold draws.")
         return

@@ -35,7 +35,7 @@ def show_crossfit_map(store: Store, host: str, retriever: str, action_map: Actio
     crossfit_runs = data.crossfit_reports(store, data.store_version(store), host, retriever)
     if not crossfit_runs:
         under = retriever_phrase(retriever)
-        st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval --host {host} --protocol crossfit"
+        st.info(f"No finished crossfit run for host '{host}'{under}: `forge eval crossfit --host {host}"
                 f"{retriever_option(retriever)}` stores every policy's out-of-fold decisions, and they can colour "
                 "this map.", icon=":material/query_stats:")
         return

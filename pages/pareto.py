@@ -37,7 +37,7 @@ retriever = ui.retriever_select(retriever_column, store, [host], "pareto")
 protocol = protocol_column.segmented_control(
     "Protocol", ["test split", "crossfit"], default="test split",
     help="test split: the Cached protocol on the fixed test split, computed here; crossfit: stored out-of-fold "
-         "results over every complete query (`forge eval --protocol crossfit`).") or "test split"
+         "results over every complete query (`forge eval crossfit`).") or "test split"
 if protocol == "crossfit":
     session_weights = weights.current()
     decided = show_decision_at_weights(store, data.store_version(store), host, session_weights, "deploy", retriever,
