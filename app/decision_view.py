@@ -67,7 +67,7 @@ def show_decision_at_weights(store: Store, version: int, host: str, weights: Cos
         st.caption(f"{against} is the strongest servable router; it does not beat {decided['best_fixed_arm']} "
                    "decidably.")
     _show_floor_and_excluded(decided)
-    st.markdown(f"{SERVE_LEAD}`{decided['serve_command']}`")  # inline: a code block loads a 1.5 MB highlighter
+    st.markdown(f"{SERVE_LEAD}`{decided['serve_command']}`")
     _default_router_button(store, host, decided)
     source = ("its crossfit run stored at these weights" if decided["evidence"] == "stored run"
               else "the folds of its cost-conditioned crossfit run, trained once and deciding at these weights")

@@ -28,7 +28,7 @@ import numpy as np
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evidence.retrievers import evaluated_retriever_hash
+from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash, retriever_config_for_hash
 from forge_core.identity import canonical_hash
 from forge_core.policies.grounding import gold_recall_matrix
 from forge_core.reports.demo_questions import demo_questions_view
@@ -228,17 +228,20 @@ def _pareto_views(store: Store, host: str, cache_dir: Path) -> None:
 
 def _action_map(store: Store, host: str, cache_dir: Path) -> None:
     """The Action map page's first render: the host's default router's map of the test split, at the
-    default weights when it is cost-conditioned, its features computed first."""
+    default weights when it is cost-conditioned, the features of its evidence computed first."""
     from forge_core.reports.action_map import compute_action_map
     from forge_core.routing.features import compute_features
 
     router = default_router(store, host)
     if router is None:
         raise MissingStep(f"host '{host}' has no router yet")
-    weights = CostWeights() if conditioning_of(store.checkpoint(router)[0]["lineage"]) is not None else None
+    lineage = store.checkpoint(router)[0]["lineage"]
+    weights = CostWeights() if conditioning_of(lineage) is not None else None
+    evidence = lineage.get("retriever_hash", "")
+    retriever = retriever_config_for_hash(store, evidence).name if evidence else DEFAULT_RETRIEVER
 
     def compute() -> ActionMap:
-        compute_features(store, host)
+        compute_features(store, host, retriever=retriever)
         return compute_action_map(store, host, router, "test", umap_cache=cache_dir / "umap", weights=weights)
 
     action_map_view(store, router, "test", None, weights, cache_dir, compute)

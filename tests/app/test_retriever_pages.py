@@ -15,6 +15,8 @@ from forge_core.config import PROJECT_ROOT
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
 from forge_core.reports.action_map import compute_action_map
 from forge_core.store import Store
+from forge_core.precompute.view_cache import precompute_views, view_name, view_steps
+from forge_core.routing import features as features_module
 from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import train_router
@@ -69,6 +71,23 @@ def test_the_action_map_of_a_dense_router_reads_dense_outcomes(dense_store: tupl
     assert action_map.retriever_hash == retriever_hash(DENSE)
     evidence_arms = [index for index, arm in enumerate(action_map.arms) if not arm.startswith("direct:")]
     assert np.allclose(action_map.f1[:, evidence_arms], DENSE_F1)  # Summary and Raw: dense's rows only
+
+
+def test_the_kept_action_map_of_a_dense_default_router_computes_dense_features(
+        dense_app: tuple[Store, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, dense_id = dense_app
+    store.set_default_router(HOST, dense_id)
+    asked = []
+
+    def recorded(store, host, **options):  # a test double around the real computation: which evidence it was asked for
+        asked.append(options.get("retriever"))
+        return real(store, host, **options)
+
+    real = features_module.compute_features
+    monkeypatch.setattr(features_module, "compute_features", recorded)
+    step = next(step for step in view_steps(store, tmp_path) if step.name == view_name("action_map", HOST))
+    assert precompute_views(store, tmp_path, steps=[step]) == [f"{HOST}: the Action map of the default router: ready"]
+    assert asked == ["dense"]
 
 
 @pytest.mark.parametrize("script", ["action_map.py", "queries.py"])
