@@ -851,7 +851,8 @@ def test_action_map_page_shows_router_and_oracle(trained_app: tuple[Store, str])
 def test_the_action_map_page_opens_on_the_map_the_background_views_kept(trained_app: tuple[Store, str],
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     store, checkpoint_id = trained_app
-    steps = [step for step in view_steps(store, config.cache_dir()) if step.name == view_name("action_map", SYNTHETIC_HOST)]
+    wanted = view_name("action_map", SYNTHETIC_HOST)
+    steps = [step for step in view_steps(store, config.cache_dir()) if step.name == wanted]
     assert precompute_views(store, config.cache_dir(), steps=steps) == [
         f"{SYNTHETIC_HOST}: the Action map of the default router: ready"]
 

@@ -13,10 +13,10 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.config import PROJECT_ROOT
 from forge_core.evidence.retrievers import RetrieverConfig, retriever_hash, save_retriever_config
-from forge_core.reports.action_map import compute_action_map
-from forge_core.store import Store
 from forge_core.precompute.view_cache import precompute_views, view_name, view_steps
+from forge_core.reports.action_map import compute_action_map
 from forge_core.routing import features as features_module
+from forge_core.store import Store
 from forge_core.training.request import TrainRequest
 from forge_core.training.settings import Stage1Config
 from forge_core.training.trainer import train_router
