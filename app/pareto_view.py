@@ -8,6 +8,7 @@ for the next step while the browser draws this one."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import pandas as pd
@@ -70,13 +71,11 @@ def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_be
     budget = budget_for(upcoming)
     decide = decide and views_ready(view_name("any_weights", settings.host))
 
-    def next_step() -> None:
-        pareto_frames(store, version, ahead, by_benchmark, color_by, checkpoint_names)
-        if decide:
-            data.decision_at(store, version, settings.host, upcoming, settings.accounting, settings.retriever, budget)
-        for checkpoint_id in conditioned:
-            data.reliability_base(store, version, checkpoint_id)
-
+    parts = [lambda: pareto_frames(store, version, ahead, by_benchmark, color_by, checkpoint_names)]
+    if decide:
+        parts.append(lambda: data.decision_at(store, version, settings.host, upcoming, settings.accounting,
+                                              settings.retriever, budget))
+    parts += [functools.partial(data.reliability_base, store, version, checkpoint_id) for checkpoint_id in conditioned]
     # after the page's first run, the next step loads the routing stack (torch, scikit-learn: seconds of CPU
     # holding the interpreter): started at once, it slowed the browser's drawing of the page it follows
-    prefetch(next_step, after_s=FIRST_DRAW_S if previous is None else 0.0)
+    prefetch(*parts, after_s=FIRST_DRAW_S if previous is None else 0.0)

@@ -48,36 +48,40 @@ def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeig
     return CostWeights(*upcoming)
 
 
-def prefetch(task: Callable[[], object], after_s: float = 0.0) -> Future:
-    """Run `task` on the prefetch thread once it is free, `after_s` seconds after it starts there; a task
-    still waiting there, or still in its `after_s`, gives way to a newer one (only the newest next step is
-    worth computing). What the task cannot do for a user's reason (a `ForgeError`) the step itself will
-    say; any other error is logged. Returns the task's future."""
+def prefetch(*parts: Callable[[], object], after_s: float = 0.0) -> Future:
+    """Run the `parts` of a next step in order on the prefetch thread once it is free, `after_s` seconds
+    after it starts there; a task still waiting there, or still in its `after_s`, gives way to a newer one
+    (only the newest next step is worth computing), and one computing stops before its next part. What a
+    part cannot do for a user's reason (a `ForgeError`) the step itself will say; any other error is
+    logged. Returns the task's future."""
     global _waiting, _superseded
     with _lock:
         if _waiting is not None:
             _waiting.cancel()  # False, and harmless, when it has started or finished
         _superseded.set()
         _superseded = threading.Event()
-        _waiting = _worker.submit(_logged, task, after_s, _superseded)
+        _waiting = _worker.submit(_logged, parts, after_s, _superseded)
         return _waiting
 
 
 def give_way() -> None:
-    """Drop the task waiting on the prefetch thread, or still in its `after_s` (one already computing
-    finishes): a page run is starting, so the step it was computed for may never come, and it would
-    compete with that page's drawing (the Pareto page asks again at the end of its run)."""
+    """Drop the task waiting on the prefetch thread, or still in its `after_s`, and stop one computing
+    before its next part: a page run is starting, so the step it was computed for may never come, and it
+    would compete with that page's drawing (the Pareto page asks again at the end of its run)."""
     with _lock:
         if _waiting is not None:
             _waiting.cancel()
         _superseded.set()
 
 
-def _logged(task: Callable[[], object], after_s: float, superseded: threading.Event) -> None:
+def _logged(parts: tuple[Callable[[], object], ...], after_s: float, superseded: threading.Event) -> None:
     if superseded.wait(after_s):  # a newer request came meanwhile
         return
     try:
-        task()
+        for part in parts:
+            if superseded.is_set():  # the rest is no longer wanted
+                return
+            part()
     except ForgeError:
         pass
     except Exception:

@@ -14,6 +14,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.decision_view import SERVE_LEAD
+from app.step_prefetch import give_way, prefetch
 from forge_core.evaluation import decide as decide_module
 from forge_core.reports.checkpoint_views import short_id
 from forge_core.reports.mix_view import HULL_NAME
@@ -64,6 +65,13 @@ def recommendations(app: AppTest) -> list[str]:
     """Every statement on the page that says what to deploy."""
     return [str(element.value) for element in [*app.success, *app.info, *app.warning]
             if any(phrase in str(element.value) for phrase in RECOMMENDATIONS)]
+
+
+def idle_prefetch_thread() -> None:
+    """Drop what earlier tests left for the prefetch thread and wait until it is idle (a page run by a test
+    before asks for its next step 2 s later, which would run during the next test)."""
+    give_way()
+    prefetch(lambda: None).result(timeout=PAGE_RUN_TIMEOUT_S)
 
 
 def serve_line(app: AppTest) -> str:
@@ -170,9 +178,11 @@ def test_the_next_slider_step_is_computed_while_this_one_is_drawn(decide_app: tu
     from app import pareto_view
     from forge_core.reports import tables
 
+    idle_prefetch_thread()
     ahead = []
     real_prefetch = pareto_view.prefetch
-    monkeypatch.setattr(pareto_view, "prefetch", lambda task, after_s: ahead.append(real_prefetch(task)) or ahead[-1])
+    monkeypatch.setattr(pareto_view, "prefetch",
+                        lambda *parts, after_s: ahead.append(real_prefetch(*parts)) or ahead[-1])
     computed: list[tuple[str, tuple[float, float]]] = []  # (thread, weights) of every scoring and decision
 
     def recorded(function, weights_of):
@@ -218,9 +228,11 @@ def test_no_decision_is_computed_ahead_while_the_fold_routers_are_being_trained(
     from app import pareto_view
     from app.views_progress import views_ready
 
+    idle_prefetch_thread()
     ahead, decided_ahead = [], []
     real_prefetch, real_decide = pareto_view.prefetch, decide_module.decide
-    monkeypatch.setattr(pareto_view, "prefetch", lambda task, after_s: ahead.append(real_prefetch(task)) or ahead[-1])
+    monkeypatch.setattr(pareto_view, "prefetch",
+                        lambda *parts, after_s: ahead.append(real_prefetch(*parts)) or ahead[-1])
     def ready(*names: str) -> bool:  # the background process's fold routers (`any_weights`): still training
         return not any(name.startswith("any_weights") for name in names) and views_ready(*names)
 

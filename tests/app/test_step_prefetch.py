@@ -48,7 +48,7 @@ def test_an_error_in_a_step_computed_ahead_is_logged_not_lost(caplog) -> None:
 def test_the_pages_first_run_lets_the_browser_draw_before_the_next_step_is_computed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     delays: list[float] = []
-    monkeypatch.setattr(pareto_view, "prefetch", lambda task, after_s=0.0: delays.append(after_s))
+    monkeypatch.setattr(pareto_view, "prefetch", lambda *parts, after_s=0.0: delays.append(after_s))
     monkeypatch.setattr(pareto_view, "views_ready", lambda *names: True)
     request = CachedRequest(EvaluationSettings("a-host", weights=CostWeights(0.1, 0.2)))
     for previous in (None, CostWeights(0.09, 0.2)):  # the page's first run, then a step
@@ -76,3 +76,19 @@ def test_a_page_run_drops_the_step_waiting_to_be_computed() -> None:
     waiting.result(TIMEOUT_S)  # done at once, not after its wait
     prefetch(lambda: ran.append("asked again")).result(TIMEOUT_S)
     assert ran == ["asked again"]
+
+
+def test_a_step_computing_stops_before_its_next_part_once_a_page_runs() -> None:
+    ran, computing, page_ran = [], threading.Event(), threading.Event()
+
+    def first_part() -> None:
+        computing.set()
+        page_ran.wait(TIMEOUT_S)
+        ran.append("frames")
+
+    task = prefetch(first_part, lambda: ran.append("decision"))
+    computing.wait(TIMEOUT_S)
+    give_way()  # while the first part computes
+    page_ran.set()
+    task.result(TIMEOUT_S)
+    assert ran == ["frames"]
