@@ -172,7 +172,7 @@ def _write_action_map(file: Path, action_map: ActionMap) -> None:
     fields = {field.name: getattr(action_map, field.name) for field in dataclasses.fields(action_map)}
     fields["weights"] = [action_map.weights.lambda_in, action_map.weights.lambda_out]
     with file.open("wb") as out:
-        np.savez(out, **{name: np.asarray(value) for name, value in fields.items()})
+        np.savez_compressed(out, **{name: np.asarray(value) for name, value in fields.items()})
 
 
 def _read_action_map(file: Path) -> ActionMap:
