@@ -28,7 +28,7 @@ import numpy as np
 
 from forge_core.errors import MissingStep
 from forge_core.evaluation.file_cache import cached_file
-from forge_core.evidence.retrievers import DEFAULT_RETRIEVER, evaluated_retriever_hash, retriever_config_for_hash
+from forge_core.evidence.retrievers import evaluated_retriever_hash, retriever_name_for_hash
 from forge_core.identity import canonical_hash
 from forge_core.policies.grounding import gold_recall_matrix
 from forge_core.reports.demo_questions import demo_questions_view
@@ -237,8 +237,7 @@ def _action_map(store: Store, host: str, cache_dir: Path) -> None:
         raise MissingStep(f"host '{host}' has no router yet")
     lineage = store.checkpoint(router)[0]["lineage"]
     weights = CostWeights() if conditioning_of(lineage) is not None else None
-    evidence = lineage.get("retriever_hash", "")
-    retriever = retriever_config_for_hash(store, evidence).name if evidence else DEFAULT_RETRIEVER
+    retriever = retriever_name_for_hash(store, lineage.get("retriever_hash", ""))
 
     def compute() -> ActionMap:
         compute_features(store, host, retriever=retriever)
