@@ -56,9 +56,7 @@ def prefetch(*parts: Callable[[], object], after_s: float = 0.0) -> Future:
     logged. Returns the task's future."""
     global _waiting, _superseded
     with _lock:
-        if _waiting is not None:
-            _waiting.cancel()  # False, and harmless, when it has started or finished
-        _superseded.set()
+        _stop_current()
         _superseded = threading.Event()
         _waiting = _worker.submit(_logged, parts, after_s, _superseded)
         return _waiting
@@ -69,9 +67,14 @@ def give_way() -> None:
     before its next part: a page run is starting, so the step it was computed for may never come, and it
     would compete with that page's drawing (the Pareto page asks again at the end of its run)."""
     with _lock:
-        if _waiting is not None:
-            _waiting.cancel()
-        _superseded.set()
+        _stop_current()
+
+
+def _stop_current() -> None:
+    """Under `_lock`: drop the current task if it has not started, else stop it before its next part."""
+    if _waiting is not None:
+        _waiting.cancel()  # False, and harmless, when it has started or finished
+    _superseded.set()
 
 
 def _logged(parts: tuple[Callable[[], object], ...], after_s: float, superseded: threading.Event) -> None:
