@@ -7,15 +7,18 @@ moving as they last moved (`next_weights`), and one background thread computes i
 page's own cached functions: when the step comes, its results are there, or being made (Streamlit's
 caches lock per key: the step waits for them rather than computing them twice). Only the newest
 request waits for the thread; one it has not started is dropped when a newer one comes, or when any
-page's run starts (`give_way`, called by the navigation). After the page's first run the next step
-waits a moment (`pareto_view.FIRST_DRAW_S`): it loads the routing stack, seconds of CPU that slowed
-the browser's drawing of the page when started at once, and of the next page when the user moved on.
+page's run starts (`give_way`, called by the navigation). The thread starts on a step once the run
+that asked for it has ended: the two share one interpreter, and a step computed meanwhile delayed the
+run's last messages by a tenth of a second. After the page's first run the next step waits a moment
+longer (`pareto_view.FIRST_DRAW_S`): it loads the routing stack, seconds of CPU that slowed the
+browser's drawing of the page when started at once, and of the next page when the user moved on.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -32,6 +35,8 @@ _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forge-next-step"
 _waiting: Future | None = None
 _superseded = threading.Event()  # set when a newer request comes: the newest request's own event
 _lock = threading.Lock()
+RUN_END_WAIT_S = 1.0  # the longest a step waits for the run that asked for it to end
+POLL_S = 0.005  # how often that wait looks whether the run has ended
 
 
 def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeights | None:
@@ -48,17 +53,17 @@ def next_weights(current: CostWeights, previous: CostWeights | None) -> CostWeig
     return CostWeights(*upcoming)
 
 
-def prefetch(*parts: Callable[[], object], after_s: float = 0.0) -> Future:
-    """Run the `parts` of a next step in order on the prefetch thread once it is free, `after_s` seconds
-    after it starts there; a task still waiting there, or still in its `after_s`, gives way to a newer one
-    (only the newest next step is worth computing), and one computing stops before its next part. What a
-    part cannot do for a user's reason (a `ForgeError`) the step itself will say; any other error is
-    logged. Returns the task's future."""
+def prefetch(*parts: Callable[[], object], after_s: float = 0.0, after_run: threading.Thread | None = None) -> Future:
+    """Run the `parts` of a next step in order on the prefetch thread once it is free, once the thread
+    `after_run` (the script run asking) has ended, and `after_s` seconds later; a task still waiting there
+    gives way to a newer one (only the newest next step is worth computing), and one computing stops
+    before its next part. What a part cannot do for a user's reason (a `ForgeError`) the step itself will
+    say; any other error is logged. Returns the task's future."""
     global _waiting, _superseded
     with _lock:
         _stop_current()
         _superseded = threading.Event()
-        _waiting = _worker.submit(_logged, parts, after_s, _superseded)
+        _waiting = _worker.submit(_logged, parts, after_s, after_run, _superseded)
         return _waiting
 
 
@@ -77,8 +82,9 @@ def _stop_current() -> None:
     _superseded.set()
 
 
-def _logged(parts: tuple[Callable[[], object], ...], after_s: float, superseded: threading.Event) -> None:
-    if superseded.wait(after_s):  # a newer request came meanwhile
+def _logged(parts: tuple[Callable[[], object], ...], after_s: float, after_run: threading.Thread | None,
+            superseded: threading.Event) -> None:
+    if not _ended(after_run, superseded) or superseded.wait(after_s):  # a newer request came meanwhile
         return
     try:
         for part in parts:
@@ -89,3 +95,12 @@ def _logged(parts: tuple[Callable[[], object], ...], after_s: float, superseded:
         pass
     except Exception:
         log.exception("computing the next slider step ahead failed (the step will compute it itself)")
+
+
+def _ended(run: threading.Thread | None, superseded: threading.Event) -> bool:
+    """Wait until the thread `run` has ended (at most `RUN_END_WAIT_S`); False if `superseded` meanwhile."""
+    deadline = time.monotonic() + RUN_END_WAIT_S
+    while run is not None and run.is_alive() and time.monotonic() < deadline:
+        if superseded.wait(POLL_S):
+            return False
+    return True

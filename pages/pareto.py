@@ -61,13 +61,9 @@ else:
                f"--retriever {retriever} --budget-tokens T`.")
 
 
-@st.fragment
-def at_weights() -> None:
-    """The part of the page the weights move, rerun alone when a slider (or a control below them) changes:
-    the decision, the points, the chart, the tables and the routers' margins."""
-    cost_weights = weights.sliders("pareto")
-    st.caption(weights.CAPTION)
-    lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
+def shown_policies() -> tuple[list[str], str, bool]:
+    """The controls of what is drawn (outside the weights' fragment: a step redraws only what the weights
+    move): the chosen router checkpoints, the colouring and whether one chart per benchmark."""
     chosen = st.multiselect("Router checkpoints", list(labels),
                             default=list(dict.fromkeys([*conditioned, *filter(None, [shared_choice])])),
                             format_func=labels.get,
@@ -81,6 +77,15 @@ def at_weights() -> None:
     if not labels:
         st.info(ui.no_checkpoints(host) + " Meanwhile the fixed arms, baselines and oracle are shown.",
                 icon=":material/model_training:")
+    return chosen, color_by, by_benchmark
+
+
+@st.fragment
+def at_weights(chosen: list[str], color_by: str, by_benchmark: bool) -> None:
+    """The part of the page the weights move, rerun alone when a slider (or a control below them) changes:
+    the decision, the points, the chart, the tables and the routers' margins."""
+    cost_weights = weights.sliders("pareto")
+    lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
     if waiting_for_views(view_name("pareto", host)):
         return
     version = data.store_version(store)  # looked at each step: a store written meanwhile is scored anew
@@ -211,4 +216,6 @@ def show_reliability_tables(version: int, chosen: list[str], cost_weights: CostW
 labels = checkpoint_names(data.host_checkpoints(store, host, retriever, n_arms=n_arms))
 conditioned = data.conditioned_checkpoints(store, host, n_arms, retriever)
 shared_choice = routers.chosen(store, host, list(labels))  # the router picked on the other pages
-at_weights()
+shown = shown_policies()
+st.caption(weights.CAPTION)
+at_weights(*shown)

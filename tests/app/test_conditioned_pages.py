@@ -93,7 +93,8 @@ def test_the_points_table_the_hull_table_and_the_margins_are_drawn_only_while_op
     reliability, reliability_base, prefetch = data.reliability, data.reliability_base, pareto_view.prefetch
     monkeypatch.setattr(data, "reliability", lambda *args: scored.append(args[2:]) or reliability(*args))
     monkeypatch.setattr(data, "reliability_base", lambda *args: loaded.append(args[2]) or reliability_base(*args))
-    monkeypatch.setattr(pareto_view, "prefetch", lambda *parts, after_s: ahead.append(prefetch(*parts)) or ahead[-1])
+    monkeypatch.setattr(pareto_view, "prefetch",
+                        lambda *parts, after_s, after_run: ahead.append(prefetch(*parts)) or ahead[-1])
     app = navigation()
     app.switch_page("../pages/pareto.py").run()
     assert not app.exception, app.exception

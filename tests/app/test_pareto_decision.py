@@ -182,7 +182,7 @@ def test_the_next_slider_step_is_computed_while_this_one_is_drawn(decide_app: tu
     ahead = []
     real_prefetch = pareto_view.prefetch
     monkeypatch.setattr(pareto_view, "prefetch",
-                        lambda *parts, after_s: ahead.append(real_prefetch(*parts)) or ahead[-1])
+                        lambda *parts, after_s, after_run: ahead.append(real_prefetch(*parts)) or ahead[-1])
     computed: list[tuple[str, tuple[float, float]]] = []  # (thread, weights) of every scoring and decision
 
     def recorded(function, weights_of):
@@ -232,7 +232,7 @@ def test_no_decision_is_computed_ahead_while_the_fold_routers_are_being_trained(
     ahead, decided_ahead = [], []
     real_prefetch, real_decide = pareto_view.prefetch, decide_module.decide
     monkeypatch.setattr(pareto_view, "prefetch",
-                        lambda *parts, after_s: ahead.append(real_prefetch(*parts)) or ahead[-1])
+                        lambda *parts, after_s, after_run: ahead.append(real_prefetch(*parts)) or ahead[-1])
     def ready(*names: str) -> bool:  # the background process's fold routers (`any_weights`): still training
         return not any(name.startswith("any_weights") for name in names) and views_ready(*names)
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app import pareto_view
+from app import pareto_view, step_prefetch
 from app.step_prefetch import give_way, next_weights, prefetch
 from forge_core.evaluation.cached import CachedRequest
 from forge_core.evaluation.settings import EvaluationSettings
@@ -48,13 +48,16 @@ def test_an_error_in_a_step_computed_ahead_is_logged_not_lost(caplog) -> None:
 def test_the_pages_first_run_lets_the_browser_draw_before_the_next_step_is_computed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     delays: list[float] = []
-    monkeypatch.setattr(pareto_view, "prefetch", lambda *parts, after_s=0.0: delays.append(after_s))
+    after_runs: list[threading.Thread | None] = []
+    monkeypatch.setattr(pareto_view, "prefetch", lambda *parts, after_s=0.0, after_run=None:
+                        delays.append(after_s) or after_runs.append(after_run))
     monkeypatch.setattr(pareto_view, "views_ready", lambda *names: True)
     request = CachedRequest(EvaluationSettings("a-host", weights=CostWeights(0.1, 0.2)))
     for previous in (None, CostWeights(0.09, 0.2)):  # the page's first run, then a step
         pareto_view.prefetch_next_step(None, 0, request, False, "policy", {}, previous, decide=False,
                                        budget_for=lambda weights: None, conditioned=())
     assert delays == [pareto_view.FIRST_DRAW_S, 0.0] and pareto_view.FIRST_DRAW_S > 0
+    assert after_runs == [threading.current_thread()] * 2  # each after the run asking (here this thread) ends
 
 
 def test_a_deferred_step_runs_unless_a_newer_request_comes_while_it_waits() -> None:
@@ -92,3 +95,30 @@ def test_a_step_computing_stops_before_its_next_part_once_a_page_runs() -> None:
     page_ran.set()
     task.result(TIMEOUT_S)
     assert ran == ["frames"]
+
+
+def test_a_step_starts_once_the_run_that_asked_for_it_has_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's last messages go out before the step competes with them for the interpreter."""
+    monkeypatch.setattr(step_prefetch, "RUN_END_WAIT_S", 2 * TIMEOUT_S)  # however slow the machine: the run's end
+    release, alive_when_computed = threading.Event(), []
+    run = threading.Thread(target=release.wait, args=(TIMEOUT_S,))
+    run.start()
+    step = prefetch(lambda: alive_when_computed.append(run.is_alive()), after_run=run)
+    threading.Timer(0.05, release.set).start()  # the run ends a moment later
+    step.result(TIMEOUT_S)
+    assert alive_when_computed == [False]
+
+
+def test_a_newer_step_does_not_wait_for_the_run_an_older_one_waits_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(step_prefetch, "RUN_END_WAIT_S", 2 * TIMEOUT_S)
+    release, ran = threading.Event(), []
+    run = threading.Thread(target=release.wait, args=(3 * TIMEOUT_S,))  # a run that goes on (a rerun queued)
+    run.start()
+    older = prefetch(lambda: ran.append("older"), after_run=run)
+    while not (older.running() or older.done()):  # on the thread, waiting for the run to end...
+        time.sleep(0.01)
+    try:
+        prefetch(lambda: ran.append("newer")).result(TIMEOUT_S)  # ...until a newer request comes
+    finally:
+        release.set()
+    assert ran == ["newer"]
