@@ -79,5 +79,5 @@ def prefetch_next_step(store: Store, version: int, request: CachedRequest, by_be
     parts += [functools.partial(data.reliability_base, store, version, checkpoint_id) for checkpoint_id in conditioned]
     # after the page's first run, the next step loads the routing stack (torch, scikit-learn: seconds of CPU
     # holding the interpreter): started at once, it slowed the browser's drawing of the page it follows
-    # and each step's waits for this run to end: computed meanwhile, it held back the run's last messages
+    # and each step waits for this run to end: computed meanwhile, it held back the run's last messages
     prefetch(*parts, after_s=FIRST_DRAW_S if previous is None else 0.0, after_run=threading.current_thread())

@@ -82,7 +82,7 @@ def shown_policies() -> tuple[list[str], str, bool]:
 
 @st.fragment
 def at_weights(chosen: list[str], color_by: str, by_benchmark: bool) -> None:
-    """The part of the page the weights move, rerun alone when a slider (or a control below them) changes:
+    """The part of the page the weights move, rerun alone when a slider (or a section below them) changes:
     the decision, the points, the chart, the tables and the routers' margins."""
     cost_weights = weights.sliders("pareto")
     lambda_in, lambda_out = cost_weights.lambda_in, cost_weights.lambda_out
