@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from forge_core.enumeration.planning import EnumerationPlan
     from forge_core.evaluation.cached import CachedRequest
     from forge_core.evaluation.recipe_choice import MeasuredRecipe
-    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.evaluation.transfer_request import TransferRequest
     from forge_core.evidence.retrieval import Retriever
     from forge_core.evidence.retriever_backends import AnyRetriever
     from forge_core.jobs import JobProgress
@@ -123,7 +123,7 @@ def retriever_names(store: Store) -> list[str]:
 @st.cache_data(show_spinner=False, hash_funcs=STORE_KEY)
 def stored_transfer_weights(store: Store, version: int, request: Any) -> list[CostWeights]:
     """The weights at which both hosts of a transfer have its routers (`version`: see `store_version`)."""
-    from forge_core.evaluation.transfer import stored_transfer_weights as stored
+    from forge_core.evaluation.transfer_request import stored_transfer_weights as stored
 
     return stored(store, request)
 
@@ -347,10 +347,15 @@ def transfer(store: Store, version: int, request: TransferRequest) -> dict:
     see `store_version`), kept under the cache directory (`transfer/`: the page's default request
     is computed there by `forge store load-demo`)."""
     from forge_core.precompute.view_cache import transfer_view
-    from forge_core.training.threads import one_torch_thread
 
-    with one_torch_thread():
-        return transfer_view(store, request, config.cache_dir())
+    def compute() -> dict:
+        from forge_core.evaluation.transfer import run_transfer
+        from forge_core.training.threads import one_torch_thread
+
+        with one_torch_thread():
+            return run_transfer(store, request)
+
+    return transfer_view(store, request, config.cache_dir(), compute)
 
 
 @st.cache_data(show_spinner="Auditing the proxy reward…", max_entries=RESULTS_CACHE_ENTRIES, hash_funcs=STORE_KEY)

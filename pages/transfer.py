@@ -9,7 +9,7 @@ from app.pareto_chart import pareto_chart
 from app.views_progress import waiting_for_views
 from forge_core.errors import MissingStep
 from forge_core.evaluation.setup import prepare_evaluation
-from forge_core.evaluation.transfer import TransferRequest
+from forge_core.evaluation.transfer_request import TransferRequest
 from forge_core.evidence.retrievers import retriever_option
 from forge_core.precompute.view_cache import TRANSFER_STEP, TRANSFER_VIEW_SIZES
 from forge_core.reports.tables import arm_mix_frame, calibration_frame, transfer_frame

@@ -32,7 +32,6 @@ import copy
 import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -40,8 +39,8 @@ import torch
 from forge_core.arms import RAW_NO_THINK
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.cached import retriever_fields
-from forge_core.evaluation.settings import TRANSFER_CALIBRATION_SPLIT, EvaluationSettings
-from forge_core.evaluation.setup import check_evaluation, evaluation_setup, router_policies
+from forge_core.evaluation.setup import evaluation_setup, router_policies
+from forge_core.evaluation.transfer_request import TransferRequest
 from forge_core.policies.baselines import FixedArm, Oracle
 from forge_core.policies.context import EvalContext
 from forge_core.policies.kinds import FIXED_ARM_KIND, ORACLE_KIND
@@ -49,7 +48,7 @@ from forge_core.policies.outcomes import PolicyOutcome, cost_summary, policy_out
 from forge_core.policies.routers import RouterPolicy
 from forge_core.routing.checkpoints import LoadedCheckpoint, save_checkpoint
 from forge_core.routing.routers import Router
-from forge_core.routing.utility import CostWeights, boltzmann_target
+from forge_core.routing.utility import boltzmann_target
 from forge_core.statistics import macro, paired_bootstrap_ci
 from forge_core.store import Store
 from forge_core.training.stage1 import kl_loss
@@ -58,64 +57,9 @@ log = logging.getLogger(__name__)
 
 TRANSFERRED = {"forge_lite": "transfer_forge_lite", "forge_full": "transfer_forge_full"}  # source name -> ours
 TARGET_REFERENCE = "target_forge_lite"  # the target's own Lite router: the upper reference
-CALIBRATION_SPLITS = ("train", "dev")  # where calibration queries come from: never the evaluated split
 CALIBRATION_DRAWS = 3  # draws of K calibration queries per K
 CALIBRATION_STEPS = 200  # full-batch AdamW steps on the heads
 CALIBRATION_LR = 1e-2  # their learning rate
-
-
-@dataclass(frozen=True)
-class TransferRequest:
-    """`forge eval transfer`: the source host's routers on the target host's stored outcomes."""
-
-    source_host: str  # whose routers (trained on its data only)
-    target_host: str  # whose queries, outcomes, probes and costs
-    n_arms: int = EvaluationSettings.n_arms  # alphabet size, the same on both hosts
-    weights: CostWeights = EvaluationSettings.weights  # the cost weights
-    split: str = EvaluationSettings.split  # the target split evaluated (dev or test)
-    split_seed: int = EvaluationSettings.split_seed  # which train/dev/test split, on both hosts
-    accounting: str = EvaluationSettings.accounting  # "deploy": every call a decision needs; "answer": the answer
-    calibrate: tuple[int, ...] = ()  # sizes K of target-side calibration (e.g. 25, 50, 100, 200)
-    calibration_split: str = TRANSFER_CALIBRATION_SPLIT  # the target split calibration queries are drawn from
-    store_calibrated: bool = True  # store each K's calibrated router (the first draw) as a target checkpoint
-    retriever: str = EvaluationSettings.retriever  # whose evidence both hosts' Summary and Raw outcomes were made under
-
-    def __post_init__(self) -> None:
-        if self.source_host == self.target_host:
-            raise InvalidInput("the source and the target host are the same: transfer needs two hosts")
-        if self.calibration_split not in CALIBRATION_SPLITS or self.calibration_split == self.split:
-            raise InvalidInput(f"calibration queries come from the target's train or dev split, never the evaluated "
-                               f"one, not '{self.calibration_split}'")
-        if any(k < 1 for k in self.calibrate):
-            raise InvalidInput(f"--calibrate sizes are at least 1, not {min(self.calibrate)}")
-        self.source_settings()  # validates the weights, the split and the accounting
-
-    def source_settings(self) -> EvaluationSettings:
-        """The settings whose routers are transferred (selected as the Cached protocol would)."""
-        return EvaluationSettings(self.source_host, self.split, self.n_arms, self.weights,
-                                  split_seed=self.split_seed, accounting=self.accounting, retriever=self.retriever)
-
-    def target_settings(self) -> EvaluationSettings:
-        """The settings of the target's own evaluation (its routers are the upper reference)."""
-        return dataclasses.replace(self.source_settings(), host=self.target_host)
-
-    def evaluations(self) -> list[EvaluationSettings]:
-        """The settings whose features and routers must exist (`prepare_evaluation`)."""
-        return [self.source_settings(), self.target_settings()]
-
-    def check(self, store: Store) -> None:
-        """Refuse, with a one-line `ForgeError`, a host without stored outcomes."""
-        for settings in self.evaluations():
-            check_evaluation(store, settings)
-
-
-def stored_transfer_weights(store: Store, request: TransferRequest) -> list[CostWeights]:
-    """The cost weights at which both hosts have every router the transfer needs
-    (`forge_core.evaluation.setup.weights_with_routers` of each side), in increasing order."""
-    from forge_core.evaluation.setup import weights_with_routers
-
-    source, target = (set(weights_with_routers(store, settings)) for settings in request.evaluations())
-    return sorted(source & target, key=lambda weights: (weights.lambda_in, weights.lambda_out))
 
 
 def run_transfer(store: Store, request: TransferRequest, on_step: Callable[[str], None] | None = None) -> dict:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from forge_core.evaluation.cached import CachedRequest
-    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.evaluation.transfer_request import TransferRequest
     from forge_core.reports.action_map import ActionMap
     from forge_core.reports.reliability import Reliability
 
@@ -67,7 +67,7 @@ def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:
     """The request the Transfer page opens on: the first host's routers on the second host's
     queries at the default weights, calibrated on the target's train split, storing nothing
     (None with fewer than two hosts)."""
-    from forge_core.evaluation.transfer import TransferRequest
+    from forge_core.evaluation.transfer_request import TransferRequest
 
     if len(hosts) < 2:
         return None
@@ -75,12 +75,18 @@ def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:
                            calibration_split="train", store_calibrated=False)
 
 
-def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> dict:
+def transfer_view(store: Store, request: TransferRequest, cache_dir: Path,
+                  compute: Callable[[], dict] | None = None) -> dict:
     """The transfer report of a request that stores nothing (`store_calibrated` off), computed once
-    and kept under `cache_dir` (`transfer/`) in a file named by the request, the routers it uses
-    and the store's row counts. A missing router is `MissingStep`, as from `run_transfer`."""
+    (`compute`, by default `run_transfer`) and kept under `cache_dir` (`transfer/`) in a file named by
+    the request, the routers it uses and the store's row counts. A missing router is `MissingStep`, as
+    from `run_transfer`. Reading a kept report loads no torch."""
     from forge_core.evaluation.setup import router_policies
-    from forge_core.evaluation.transfer import run_transfer
+
+    def run_transfer() -> dict:
+        from forge_core.evaluation.transfer import run_transfer
+
+        return run_transfer(store, request)
 
     if request.store_calibrated:
         raise ValueError("a transfer that stores its calibrated routers is a write, not a view")
@@ -90,7 +96,7 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path) -> di
     key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
         "request": _request_identity(store, request), "routers": routers, "rows": _row_counts(store)})
     path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
-    return cached_file(path, lambda: run_transfer(store, request), lambda file: json.loads(file.read_text()),
+    return cached_file(path, compute or run_transfer, lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
 
 

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from forge_core.config import PROJECT_ROOT
 from forge_core.evaluation.setup import train_missing_routers
-from forge_core.evaluation.transfer import TransferRequest, stored_transfer_weights
+from forge_core.evaluation.transfer_request import TransferRequest, stored_transfer_weights
 from forge_core.reports.demo_questions import DemoQuestion
 from forge_core.routing.features import compute_features
 from forge_core.routing.utility import CostWeights

@@ -18,7 +18,8 @@ PAGES = PROJECT_ROOT / "pages"
 HEAVY = ("torch", "sklearn", "scipy.stats", "umap")
 # page -> the heavy packages importing its modules may load (none may load torch): the pages whose first render
 # reads views kept at `forge store load-demo` (forge_core.precompute.view_cache) load none
-ALLOWED = {page: () for page in ("overview.py", "pareto.py", "action_map.py", "live_query.py", "train.py")}
+ALLOWED = {page: () for page in ("overview.py", "pareto.py", "action_map.py", "live_query.py", "train.py",
+                                 "transfer.py")}
 
 
 def page_imports(page: str) -> list[str]:
