@@ -2,7 +2,8 @@
 (`setup`), the Cached protocol with sweeps and repeats (`cached`), cross-fitting with routers
 trained per fold (`crossfit`; one fold fitted and scored: `fold_rows`; the folds as Ray tasks:
 `crossfit_ray`), the Fresh Online protocol (`fresh_online`), transfer across benchmarks
-(`transfer`), the calibration of the cost-conditioned routers (`calibration`), the decision at any
+(`transfer`; what it is asked, torch-free: `transfer_request`), the calibration of the
+cost-conditioned routers (`calibration`), the decision at any
 cost weights (`decide`; the rule's choices and tie-breaks written once: `deploy_rule`) from one
 recipe's runs (`recipe`: how routers are trained; `recipe_choice`:
 the recipe the runs measure best) or from out-of-fold decisions made at those weights by a crossfit
