@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from forge_core.errors import InvalidInput
 from forge_core.evaluation.settings import TRANSFER_CALIBRATION_SPLIT, EvaluationSettings
-from forge_core.evaluation.setup import check_evaluation
+from forge_core.evaluation.setup import check_evaluation, weights_with_routers
 from forge_core.routing.utility import CostWeights
 from forge_core.store import Store
 
@@ -66,7 +66,5 @@ class TransferRequest:
 def stored_transfer_weights(store: Store, request: TransferRequest) -> list[CostWeights]:
     """The cost weights at which both hosts have every router the transfer needs
     (`forge_core.evaluation.setup.weights_with_routers` of each side), in increasing order."""
-    from forge_core.evaluation.setup import weights_with_routers
-
     source, target = (set(weights_with_routers(store, settings)) for settings in request.evaluations())
     return sorted(source & target, key=lambda weights: (weights.lambda_in, weights.lambda_out))

@@ -83,7 +83,7 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path,
     from `run_transfer`. Reading a kept report loads no torch."""
     from forge_core.evaluation.setup import router_policies
 
-    def run_transfer() -> dict:
+    def transfer_report() -> dict:  # torch: imported only when a report is computed
         from forge_core.evaluation.transfer import run_transfer
 
         return run_transfer(store, request)
@@ -96,7 +96,7 @@ def transfer_view(store: Store, request: TransferRequest, cache_dir: Path,
     key = canonical_hash("transfer-view", TRANSFER_VIEW_VERSION, {
         "request": _request_identity(store, request), "routers": routers, "rows": _row_counts(store)})
     path = Path(cache_dir) / TRANSFER_CACHE / f"{key[:20]}.json"
-    return cached_file(path, compute or run_transfer, lambda file: json.loads(file.read_text()),
+    return cached_file(path, compute or transfer_report, lambda file: json.loads(file.read_text()),
                        lambda file, report: file.write_text(json.dumps(report)))
 
 
