@@ -128,6 +128,17 @@ def stored_transfer_weights(store: Store, version: int, request: Any) -> list[Co
     return stored(store, request)
 
 
+@st.cache_data(show_spinner=False, hash_funcs=STORE_KEY)
+def transfer_opening(store: Store, version: int) -> tuple[str, str] | None:
+    """The source and target hosts the Transfer page opens on: the first pair whose routers are
+    stored at the default weights (`view_cache.default_transfer_request`, whose report the background
+    views compute); None with fewer than two hosts (`version`: see `store_version`)."""
+    from forge_core.precompute.view_cache import default_transfer_request
+
+    request = default_transfer_request(store, hosts_with_outcomes(store))
+    return None if request is None else (request.source_host, request.target_host)
+
+
 @st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def measured_only_retrievers(store: Store) -> dict[str, str]:
     """The retrievers measured by `forge evidence compare` that are not configured (no outcomes to offer)."""

@@ -49,9 +49,13 @@ if len(hosts) < 2:
 # two rows: four selects in one clip the retriever's name at 1,024 px
 source_column, target_column = st.columns(2)
 retriever_column, split_column = st.columns(2)
-source = source_column.selectbox("Source host (whose routers)", hosts)
+# the first pair with routers at the default weights: the report the background views compute
+opening_source, opening_target = data.transfer_opening(store, data.store_version(store)) or hosts[:2]
+source = source_column.selectbox("Source host (whose routers)", hosts,
+                                 index=hosts.index(opening_source) if opening_source in hosts else 0)
 targets = [host for host in hosts if host != source]
-target = target_column.selectbox("Target host (whose queries and costs)", targets)
+target = target_column.selectbox("Target host (whose queries and costs)", targets,
+                                 index=targets.index(opening_target) if opening_target in targets else 0)
 retriever = ui.retriever_select(retriever_column, store, [source, target], "transfer")  # both hosts' evidence
 calibration_split = split_column.selectbox("Calibrate on the target's", ["train", "dev"],
                                            help="Never the evaluated test split.")

@@ -3,8 +3,8 @@ that `forge store load-demo` and `forge app` start: `background_views`; `load-de
 them in the foreground) rather than on a page's first view: the stored crossfit runs' reports (the
 Action map and the Pareto page's crossfit view) and the decision at the default weights with its fold
 routers for any weights (the Pareto page: training them takes a minute or more), the Transfer page's
-first view (between the first two hosts: its calibrations train each transferred router's heads 9
-times), the Live query page's demo questions under each host's default router (deciding them loads
+first view (between the first two hosts that have its routers: its calibrations train each transferred
+router's heads 9 times), the Live query page's demo questions under each host's default router (deciding them loads
 the training stack), the gold recall of every complete query's prompts (the Overview's and the
 Pareto page's grounding columns: the evidence is rebuilt query by query), the Action map of each
 host's default router (its router's decisions load the training stack), and the Train page's
@@ -63,16 +63,18 @@ ACTION_MAP_CACHE = "action_map"  # under the cache directory: the Action map pag
 ACTION_MAP_VIEW_VERSION = 1  # bumped when an action map's contents or settings (UMAP, clusters) change
 
 
-def default_transfer_request(hosts: Sequence[str]) -> TransferRequest | None:
-    """The request the Transfer page opens on: the first host's routers on the second host's
-    queries at the default weights, calibrated on the target's train split, storing nothing
-    (None with fewer than two hosts)."""
-    from forge_core.evaluation.transfer_request import TransferRequest
+def default_transfer_request(store: Store, hosts: Sequence[str]) -> TransferRequest | None:
+    """The request the Transfer page opens on: at the default weights, calibrated on the target's train
+    split, storing nothing, from the first source to the first target (in `hosts`' order) that both have
+    the routers it needs stored at those weights, else from the first host to the second (None with
+    fewer than two hosts)."""
+    from forge_core.evaluation.transfer_request import TransferRequest, stored_transfer_weights
 
-    if len(hosts) < 2:
-        return None
-    return TransferRequest(hosts[0], hosts[1], weights=CostWeights(), calibrate=TRANSFER_VIEW_SIZES,
-                           calibration_split="train", store_calibrated=False)
+    requests = [TransferRequest(source, target, weights=CostWeights(), calibrate=TRANSFER_VIEW_SIZES,
+                                calibration_split="train", store_calibrated=False)
+                for source in hosts for target in hosts if source != target]
+    with_routers = (request for request in requests if request.weights in stored_transfer_weights(store, request))
+    return next(with_routers, requests[0] if requests else None)
 
 
 def transfer_view(store: Store, request: TransferRequest, cache_dir: Path,
@@ -315,12 +317,12 @@ def view_name(kind: str, host: str) -> str:
 
 def view_steps(store: Store, cache_dir: Path) -> list[ViewStep]:
     """Every slow first view of the store's hosts (`HOST_VIEWS`, host by host, the decision's fold
-    routers of every host last), then with two hosts the Transfer page's (`default_transfer_request`)."""
+    routers of every host last), then with two hosts or more the Transfer page's (`default_transfer_request`)."""
     cache_dir = Path(cache_dir)
     hosts = store.hosts_with_outcomes()
     *first, last = HOST_VIEWS
     steps = [_host_step(view, store, host, cache_dir) for host in hosts for view in first]
-    transfer = default_transfer_request(hosts)
+    transfer = default_transfer_request(store, hosts)
     if transfer is not None:
         steps.append(ViewStep(TRANSFER_STEP, f"the transfer from {transfer.source_host} to {transfer.target_host}",
                               functools.partial(transfer_view, store, transfer, cache_dir)))

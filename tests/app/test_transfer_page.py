@@ -9,6 +9,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from app import data
 from forge_core import config
 from forge_core.evaluation import transfer as transfer_module
 from forge_core.precompute.view_cache import TRANSFER_CACHE
@@ -25,6 +26,19 @@ def by_label(widgets, label: str):
     matches = [widget for widget in widgets if widget.label == label]
     assert len(matches) == 1, f"{label!r}: {[w.label for w in widgets]}"
     return matches[0]
+
+
+def test_the_page_opens_on_the_hosts_the_background_views_computed_its_report_for(
+        two_host_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = copy_store(two_host_store, tmp_path)
+    monkeypatch.setenv("FORGE_STORE", str(store.path))
+    st.cache_data.clear()
+    first, second = store.hosts_with_outcomes()
+    monkeypatch.setattr(data, "transfer_opening", lambda *_: (second, first))  # not the hosts' own order
+    app = AppTest.from_file(str(PAGE), default_timeout=TIMEOUT_S).run()
+    assert not app.exception, app.exception
+    assert by_label(app.selectbox, "Source host (whose routers)").value == second
+    assert by_label(app.selectbox, "Target host (whose queries and costs)").value == first
 
 
 @pytest.mark.e2e  # end to end: the Transfer page trains its routers (about 15 s)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from forge_core.errors import MissingStep
+from forge_core.evaluation import transfer_request
 from forge_core.precompute.background_views import PROGRESS_DIR, compute_views, start_background_views, views_progress
-from forge_core.precompute.view_cache import ViewStep, view_name, view_steps
+from forge_core.precompute.view_cache import ViewStep, default_transfer_request, view_name, view_steps
 from forge_core.store import Store
 
 
@@ -94,3 +95,25 @@ def test_view_steps_name_what_the_pages_wait_for(outcome_store: Store, tmp_path:
     names = [step.name for step in view_steps(outcome_store, tmp_path)]
     kinds = ["gold_recall", "crossfit", "pareto", "decision", "action_map", "demo", "audit", "any_weights"]
     assert names == [view_name(kind, host) for kind in kinds]  # one host: no transfer; the fold routers last
+
+
+def test_the_transfer_view_is_of_the_first_hosts_with_routers_at_the_default_weights(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with_routers = {("b", "c")}  # the host pairs both of whose routers are stored at the default weights
+
+    def stored_weights(store: Store, request) -> list:
+        return [request.weights] if (request.source_host, request.target_host) in with_routers else []
+
+    monkeypatch.setattr(transfer_request, "stored_transfer_weights", stored_weights)
+    store = Store(tmp_path / "store.duckdb")
+
+    def opening(hosts: list[str]) -> tuple[str, str] | None:
+        request = default_transfer_request(store, hosts)
+        return None if request is None else (request.source_host, request.target_host)
+
+    assert opening(["a", "b", "c"]) == ("b", "c")  # not the first two: the page would only offer to train
+    with_routers.add(("c", "a"))
+    assert opening(["a", "b", "c"]) == ("b", "c")  # the first source first
+    with_routers.clear()
+    assert opening(["a", "b", "c"]) == ("a", "b")  # none has them: the first two hosts
+    assert opening(["a"]) is None
