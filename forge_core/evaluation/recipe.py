@@ -96,10 +96,9 @@ class Recipe:
 def _config_json(stored: dict[str, Any] | None, defaults: Any, renames: dict[str, str] | None = None) -> str:
     """A stored stage or conditioning config as canonical JSON: today's names, every knob (missing
     ones at their defaults), the keys that do not change training left out."""
-    values = dataclasses.asdict(defaults)
-    values.update({(renames or {}).get(key, key): value for key, value in (stored or {}).items()})
-    known = {key: value for key, value in values.items() if key in dataclasses.asdict(defaults)}
-    return json.dumps({key: value for key, value in sorted(known.items()) if key not in UNTRAINED_KEYS})
+    default_values = dataclasses.asdict(defaults)
+    values = default_values | {(renames or {}).get(key, key): value for key, value in (stored or {}).items()}
+    return json.dumps({key: values[key] for key in sorted(default_values) if key not in UNTRAINED_KEYS})
 
 
 def _stage1_json(stored: dict[str, Any] | None) -> tuple[int, str]:

@@ -79,7 +79,7 @@ CUT_OFF = """() => {
       '[data-testid="stSelectbox"] input, [data-testid="stMultiSelect"] input')]
       .filter(input => input.offsetParent !== null && clipped(input)).map(input => input.value || input.placeholder);
   return {
-    metrics: found('[data-testid="stMetricLabel"], [data-testid="stMetricValue"]'),
+    metrics: found('[data-testid="stMetricLabel"], [data-testid="stMetricValue"], [data-testid="stMetricDelta"]'),
     buttons: found('[data-testid^="stBaseButton"], [data-testid="stButtonGroup"] button, '
                    + '[data-testid="stPageLink-NavLink"]'),
     selects,
