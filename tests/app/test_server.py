@@ -15,6 +15,6 @@ def test_the_preloaded_modules_are_set_apart_from_later_full_collections(monkeyp
     gc.unfreeze()
     try:
         server._preload()
-        assert gc.get_freeze_count() > 0  # each full collection walked them: 0.1 to 0.2 s a page
+        assert gc.get_freeze_count() > 0  # each full collection walked them all: 0.1 to 0.2 s each
     finally:
         gc.unfreeze()
