@@ -16,9 +16,7 @@ browser's drawing of the page when started at once, and of the next page when th
 
 from __future__ import annotations
 
-import gc
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -37,8 +35,6 @@ _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forge-next-step"
 _waiting: Future | None = None
 _superseded = threading.Event()  # set when a newer request comes: the newest request's own event
 _lock = threading.Lock()
-STACK_MODULES = 50  # a step that loaded at least this many modules loaded a stack (torch: hundreds)
-_modules_set_apart = len(sys.modules)  # the modules loaded when the process last set its objects apart
 RUN_END_WAIT_S = 1.0  # the longest a step waits for the run that asked for it to end
 POLL_S = 0.005  # how often that wait looks whether the run has ended
 
@@ -99,18 +95,6 @@ def _logged(parts: tuple[Callable[[], object], ...], after_s: float, after_run: 
         pass
     except Exception:
         log.exception("computing the next slider step ahead failed (the step will compute it itself)")
-    set_apart_a_loaded_stack()
-
-
-def set_apart_a_loaded_stack() -> None:
-    """Once a step has loaded a stack of modules (the first one loads torch, scikit-learn and the fold
-    routers), set every object alive apart from the garbage collector (`gc.freeze`), as `app.server` does
-    the preloaded modules: they live as long as the process, and each later full collection walked them
-    all (5 collections of 21 to 133 ms in 12 steps). Not after every step: garbage frozen is never collected."""
-    global _modules_set_apart
-    if len(sys.modules) - _modules_set_apart >= STACK_MODULES:
-        gc.freeze()
-        _modules_set_apart = len(sys.modules)
 
 
 def _ended(run: threading.Thread | None, superseded: threading.Event) -> bool:

@@ -3,8 +3,6 @@ and that only the newest request waits for its thread."""
 
 from __future__ import annotations
 
-import gc
-import sys
 import threading
 import time
 
@@ -124,17 +122,3 @@ def test_a_newer_step_does_not_wait_for_the_run_an_older_one_waits_for(monkeypat
     finally:
         release.set()
     assert ran == ["newer"]
-
-
-@pytest.mark.parametrize("modules_loaded, set_apart", [(step_prefetch.STACK_MODULES, True), (1, False)])
-def test_a_step_that_loaded_a_stack_sets_it_apart_from_full_collections(
-        monkeypatch: pytest.MonkeyPatch, modules_loaded: int, set_apart: bool) -> None:
-    """After torch and the fold routers load, full collections walked them all (21 to 133 ms each); after
-    a step that loads nothing, freezing would keep that step's garbage for good."""
-    monkeypatch.setattr(step_prefetch, "_modules_set_apart", len(sys.modules) - modules_loaded)
-    gc.unfreeze()
-    try:
-        prefetch(lambda: None).result(TIMEOUT_S)
-        assert (gc.get_freeze_count() > 0) == set_apart
-    finally:
-        gc.unfreeze()
