@@ -631,21 +631,3 @@ def served_host(host_config: HostConfig) -> HostConfig:
 def refresh() -> None:
     """Forget cached query results after a write (a saved host, a started or cancelled job)."""
     st.cache_data.clear()
-
-
-def read_store_ahead(store: Store) -> None:
-    """Make the reads of the store that the pages' first runs make (its benchmarks, hosts, retrievers and
-    checkpoints, and each host's defaults and measured recipes), so that the first visit to each page finds
-    them cached: `app.server` calls it once the server runs, before any visitor. Each is called with the
-    arguments the pages pass (a cached function's key differs when a default is passed rather than left out)."""
-    version = store_version(store)
-    benchmark_stats(store)
-    retriever_names(store)
-    measured_only_retrievers(store)
-    checkpoints(store)
-    for host in hosts_with_outcomes(store):
-        retriever = host_retriever(store, host)
-        retrievers_of(store, host)
-        alphabet_size(store, host)
-        default_router(store, host)
-        measured_recipes(store, version, host, retriever)

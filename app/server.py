@@ -3,11 +3,9 @@ imports the dashboard's modules as soon as the server runs, so that the first vi
 does not wait for them (pandas, DuckDB, the app's data layer and the Overview's charts: about a second
 on a 2-core machine), then sets their objects apart from Python's garbage collector (`gc.freeze`): they
 live as long as the process, and each full collection walked all of them (0.1 to 0.2 s each, three of them
-in the Pareto page's first render of a new server). Last, it makes the store reads the pages' first runs
-make (`data.read_store_ahead`: each opened the store file, tens of milliseconds)."""
+in the Pareto page's first render of a new server)."""
 
 import gc
-import logging
 import sys
 import threading
 import time
@@ -26,10 +24,6 @@ def _preload() -> None:
     import forge_core.reports.tables  # noqa: F401
 
     gc.freeze()  # what is loaded now is never garbage: later full collections skip it
-    try:
-        app.data.read_store_ahead(app.data.store())
-    except Exception:  # the pages say what is wrong with the store (a user's mistake, e.g. a path); this is ahead
-        logging.getLogger(__name__).debug("reading the store ahead failed", exc_info=True)
 
 
 if __name__ == "__main__":
