@@ -1,10 +1,9 @@
 """Cached access to the library for the pages.
 
 Expensive resources live in `st.cache_resource` (the store handle, BM25 retrievers, served
-embedded hosts); query results in `st.cache_data`, keyed by the store's path and its version (the
-file's change time, `store_version`): a read is kept until the store changes, so every page sees what a
-running job writes at its next run and re-reads nothing otherwise. Job progress (a job's process is not in
-the store) is read again every 2 s.
+embedded hosts); query results in `st.cache_data` with short TTLs, shortest for job progress, so
+every page sees what a running job writes within seconds. Cached functions take the `Store` and
+are keyed by its path.
 """
 
 from __future__ import annotations
@@ -60,14 +59,11 @@ if TYPE_CHECKING:
     from forge_core.reports.reliability import Reliability, ReliabilityBase
     from forge_core.routing.guard import Guard
 
-STORE_KEY = {Store: lambda store: str(store.path)}  # for functions that take the store's version themselves
-# for reads of the store as it is now: a cached read is kept until the store file changes (its version, see
-# `store_version`), so a page re-reads nothing a visit later, and shows a write at once
-CURRENT_STORE_KEY = {Store: lambda store: (str(store.path), store_version(store))}
+STORE_KEY = {Store: lambda store: str(store.path)}
 RESULTS_CACHE_ENTRIES = 256  # Pareto points and action maps kept (keyed by store version and inputs)
-READ_CACHE_ENTRIES = 64  # reads of counts and configurations kept (a job's writes leave older versions behind)
-TABLE_CACHE_ENTRIES = 8  # outcome tables and rebuilt evidence kept (heavier)
-JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls (a job's process is not in the store)
+JOBS_TTL_S = 2  # job progress: refreshed as often as the jobs panel polls
+STORE_TTL_S = 10  # counts and configurations
+TABLE_TTL_S = 30  # outcome tables (heavier to load)
 KEEP_STORE_OPEN_S = 0.25  # a burst of reads opens the store file once (`StoreFile.keep_open_s`); short, because
 # a job writing meanwhile waits for it, and the job and train panels re-read every 2 s
 
@@ -82,25 +78,25 @@ def _store(path: str) -> Store:
     return Store(path, keep_open_s=KEEP_STORE_OPEN_S)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def benchmark_stats(store: Store) -> dict[str, dict]:
     """Examples, documents and split sizes per benchmark."""
     return store.benchmark_stats()
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def coverage(store: Store) -> dict[str, dict]:
     """Complete queries per host on its default alphabet."""
     return tables.store_coverage(store)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def hosts_with_outcomes(store: Store) -> list[str]:
     """Hosts with at least one stored outcome."""
     return store.hosts_with_outcomes()
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def host_configs(store: Store) -> list[HostConfig]:
     """Built-in and stored host configurations."""
     return list_host_configs(store)
@@ -112,13 +108,13 @@ def host_prices(store: Store, configs: list[HostConfig]) -> dict[str, HostPrices
     return {config.name: prices[config.name] for config in configs if config.name in prices}
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def alphabet_size(store: Store, host: str) -> int:
     """The host's default alphabet size (12 on thinking hosts, else 6)."""
     return tables.default_alphabet_size(store, host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def retriever_names(store: Store) -> list[str]:
     """Every configured retriever's name: the default bm25 first, then the stored ones by name."""
     return [retriever.name for retriever in list_retriever_configs(store)]
@@ -143,7 +139,7 @@ def transfer_opening(store: Store, version: int) -> tuple[str, str] | None:
     return None if request is None else (request.source_host, request.target_host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def measured_only_retrievers(store: Store) -> dict[str, str]:
     """The retrievers measured by `forge evidence compare` that are not configured (no outcomes to offer)."""
     from forge_core.reports.evidence import measured_only
@@ -151,34 +147,33 @@ def measured_only_retrievers(store: Store) -> dict[str, str]:
     return measured_only(store.evidence_results(), retriever_names(store))
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def host_retriever(store: Store, host: str) -> str:
     """The retriever the host uses unless told otherwise (`forge retriever use`, else bm25)."""
     return host_default_retriever(store, host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def retrievers_of(store: Store, host: str) -> list[str]:
     """The retrievers the host has outcomes under: bm25 first, then the configured ones."""
     return retrievers_with_outcomes(store, host)
 
 
-@st.cache_data(show_spinner="Loading outcomes…", max_entries=TABLE_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Loading outcomes…", hash_funcs=STORE_KEY)
 def outcome_table(store: Store, host: str, n_arms: int, retriever: str = DEFAULT_RETRIEVER) -> OutcomeTable:
     """The host's complete queries on an alphabet under one retriever's evidence."""
     return load_outcome_table(store, host, n_arms,
                               retriever_hash=evaluated_retriever_hash(store, host, retriever))
 
 
-@st.cache_data(show_spinner="Rebuilding the prompts' evidence…", max_entries=TABLE_CACHE_ENTRIES,
-               hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=TABLE_TTL_S, show_spinner="Rebuilding the prompts' evidence…", hash_funcs=STORE_KEY)
 def gold_recall(store: Store, host: str, n_arms: int, split: str, retriever: str = DEFAULT_RETRIEVER) -> pd.DataFrame:
     """Gold recall of each support form per benchmark on the host's complete queries of `split`."""
     table = outcome_table(store, host, n_arms, retriever)
     return gold_recall_frame(store, table if split == "all" else table.split(split))
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def support_rates(store: Store, host: str, n_arms: int, split: str,
                   retriever: str = DEFAULT_RETRIEVER) -> tuple[pd.DataFrame, str | None]:
     """Support rates of always taking each arm per benchmark on the host's complete queries of
@@ -189,7 +184,7 @@ def support_rates(store: Store, host: str, n_arms: int, split: str,
     return support_rate_frame(verdicts, table), verdicts.evaluator
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def support_evaluator(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> str | None:
     """The evaluator of the host's newest support verdicts of its answers under the retriever, None
     without any."""
@@ -203,19 +198,19 @@ def depth_checks(store: Store, configs: list[HostConfig]) -> dict[str, dict]:
     return {name: found[1] for name, found in stored.items() if found is not None}
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def reasoning_summary(store: Store, host: str, retriever: str = DEFAULT_RETRIEVER) -> pd.DataFrame:
     """Reasoning tokens per arm over the host's answered outcomes under the retriever."""
     return tables.reasoning_summary(store, host, evaluated_retriever_hash(store, host, retriever))
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def split_examples(store: Store, benchmark: str, split: str) -> list[Example]:
     """The examples of one split (seed 0) in import order."""
     return store.examples(benchmark, store.split_ids(benchmark, split))
 
 
-@st.cache_data(show_spinner="Planning…", max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner="Planning…", hash_funcs=STORE_KEY)
 def missing_calls(store: Store, plan: EnumerationPlan) -> int:
     """Host calls a plan still needs."""
     from forge_core.enumeration.planning import count_calls, plan_work
@@ -223,8 +218,7 @@ def missing_calls(store: Store, plan: EnumerationPlan) -> int:
     return count_calls(plan_work(store, plan))
 
 
-@st.cache_data(show_spinner="Counting the plan's tokens…", max_entries=READ_CACHE_ENTRIES,
-               hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner="Counting the plan's tokens…", hash_funcs=STORE_KEY)
 def plan_estimate(store: Store, plan: EnumerationPlan) -> StageZeroEstimate:
     """What the plan's missing calls will cost (see `forge_core.enumeration.estimate`)."""
     from forge_core.enumeration.estimate import estimate_plan
@@ -248,7 +242,7 @@ def recent_errors(store: Store, host: str) -> list[str]:
     return jobs.recent_errors(store, host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def checkpoints(store: Store) -> pd.DataFrame:
     """Router checkpoints, newest first."""
     return store.checkpoints()
@@ -262,7 +256,7 @@ def host_checkpoints(store: Store, host: str, retriever: str, n_arms: int | None
                               n_arms=n_arms, variant=variant, stage=stage)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def conditioned_checkpoints(store: Store, host: str, n_arms: int, retriever: str = DEFAULT_RETRIEVER) -> dict[str, str]:
     """The cost-conditioned router of each variant the host has under the retriever (Lite, then
     Full): checkpoint id -> its policy name (`forge_lite_cond`, `forge_full_cond`)."""
@@ -286,21 +280,21 @@ def demo_questions_of(store: Store, version: int, host: str, checkpoint_id: str)
     return demo_questions_view(store, host, checkpoint_id, config.cache_dir())
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def default_router(store: Store, host: str) -> str | None:
     """The checkpoint the host routes with by default (`forge_core.routing.checkpoints.default_router`:
     the marked one, else the newest cost-conditioned Lite, else the newest Lite), or None."""
     return routing_checkpoints.default_router(store, host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def marked_default_router(store: Store, host: str) -> str | None:
     """The checkpoint the user marked as the host's default router, or None (without a mark,
     `forge_core.routing.checkpoints.default_router` falls back to the conditioned, then newest Lite)."""
     return store.marked_default_router(host)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def checkpoint_record(store: Store, checkpoint_id: str) -> dict[str, Any]:
     """A checkpoint's record (lineage, metrics, training log), without its weights."""
     found = store.checkpoint(checkpoint_id)
@@ -554,14 +548,14 @@ def reliability_base(store: Store, version: int, checkpoint_id: str) -> Reliabil
     return load_base(store, checkpoint_id)
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def example(store: Store, benchmark: str, example_id: str) -> Example | None:
     """One example (question and gold answers), or None."""
     found = store.examples(benchmark, [example_id])
     return found[0] if found else None
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arms: tuple[str, ...],
                    retriever_hash: str = "") -> dict[str, str]:
     """Arm name -> the host's stored answer text for one query under one retriever configuration
@@ -574,7 +568,7 @@ def stored_answers(store: Store, host: str, benchmark: str, example_id: str, arm
     return answers
 
 
-@st.cache_data(show_spinner=False, max_entries=READ_CACHE_ENTRIES, hash_funcs=CURRENT_STORE_KEY)
+@st.cache_data(ttl=STORE_TTL_S, show_spinner=False, hash_funcs=STORE_KEY)
 def host_benchmarks(store: Store, host: str) -> list[str]:
     """The benchmarks a host has outcomes on (the choices of a benchmark filter)."""
     return store.outcome_benchmarks(host)
